@@ -1,0 +1,22 @@
+//! # mlx5-dpa
+//!
+//! A pure-Rust userspace driver for NVIDIA mlx5 NICs (ConnectX, BlueField) and the
+//! BlueField-3 data-path accelerator (DPA). It reaches the NIC only through the kernel's DevX
+//! interface and builds every firmware command itself; no NVIDIA library is needed.
+//!
+//! Layers, bottom up (each names only the ones below it; see `DESIGN.md`):
+//!
+//! - [`mlx5`]: PRM layouts (mlx5_ifc names, bit offsets), opcodes, status codes, typed commands,
+//!   capabilities. Pure: no I/O, no `unsafe`.
+//! - [`devx`]: the [`devx::Devx`] trait (how a mailbox reaches firmware) and its backends: the
+//!   kernel's uverbs ioctl interface in pure Rust, and rdma-core through dlopen (feature
+//!   `rdma-core`). The device model (`mlx5-sim`) is a third implementation.
+//! - [`mem`], [`uar`], [`queues`], [`dpa`]: DMA memory and keys, doorbells, rings, and the FlexIO
+//!   semantics of the DPA. These are filled by later work.
+
+pub mod devx;
+pub mod dpa;
+pub mod mem;
+pub mod mlx5;
+pub mod queues;
+pub mod uar;

@@ -1,0 +1,279 @@
+//! The BlueField-3 DPA in the PRM: capability page, general objects, EU registers.
+//!
+//! # What is public and what is not
+//!
+//! Public, and checked like every other layout:
+//! - the general object type numbers (snap-rdma `src/mlx5_ifc.h` enum; FACTS.md §3);
+//! - `dpa_db_cq_mapping` (snap-rdma `src/mlx5_ifc.h`, rdma-core `providers/mlx5/mlx5_ifc.h`);
+//! - the CQ fields that bind a CQ to a DPA thread (`cqc.apu_cq`, `apu_element_type`,
+//!   `c_eqn_or_apu_element`), declared in [`super::cq`].
+//!
+//! Not public: the object contexts of DPA_MEM, DPA_PROCESS, DPA_THREAD, DPA_OUTBOX, DPA_WINDOW,
+//! DPA_EQ and DPA_UAR. The layouts below are **provisional** designs, each marked so in its
+//! [`LayoutDesc`](crate::mlx5::layout::LayoutDesc) (`provisional: true`, shown by
+//! `mlx5-dpa prm layouts`). They follow the shape every public general object context has
+//! (`modify_field_select[0x40]` first, dword-aligned fields) and carry exactly the parameters
+//! FlexIO's host API passes when it creates the object (FACTS.md §4, DOCA FlexIO 24.01
+//! `flexio.h` attribute structs). Each field's comment says what it is inferred from.
+//!
+//! These declarations are the only place the driver and the device model take these layouts
+//! from: a capture of real firmware traffic corrects them here without touching callers, which
+//! address fields by name only.
+//!
+//! The DPA capability page and the EU partition / EU group registers come from mstflint's
+//! adb files (`embedded_program_capabilities`, `NIC_DPA_EU_PARTITION_REG`, `NIC_DPA_EUG_REG`);
+//! the conversion of their bit positions to mlx5_ifc numbering is our reading (FACTS.md §3), so
+//! they are marked provisional too.
+
+use super::cmd::general_obj_in_cmd_hdr;
+use crate::layout;
+
+/// General object type numbers of the DPA (snap-rdma `src/mlx5_ifc.h`; FACTS.md §3).
+pub mod obj_type {
+    /// A block of DPA memory owned by a process (snap: `HEAP_MEM`).
+    pub const DPA_MEM: u16 = 0x28;
+    pub const DPA_PROCESS: u16 = 0x2a;
+    pub const DPA_THREAD: u16 = 0x2b;
+    pub const RESERVED_QPN: u16 = 0x2c;
+    pub const DPA_OUTBOX: u16 = 0x2d;
+    pub const DB_CQ_MAPPING: u16 = 0x32;
+    pub const DPA_EQ: u16 = 0x33;
+    pub const DPA_WINDOW: u16 = 0x39;
+    pub const EMULATED_DEV_EQ: u16 = 0x49;
+    pub const DPA_UAR: u16 = 0x4a;
+}
+
+/// `cqc.apu_element_type` values (snap-rdma `src/mlx5_ifc.h` `MLX5_APU_ELEMENT_TYPE_*`).
+pub mod apu_element_type {
+    pub const THREAD: u8 = 0x0;
+    pub const EQ: u8 = 0x1;
+    pub const EMULATED_DEV_EQ: u8 = 0x2;
+}
+
+/// QUERY_HCA_CAP capability type of the DPA page (`op_mod = (0x24 << 1) | current`).
+pub const DPA_CAP_TYPE: u16 = 0x24;
+
+layout! {
+    /// DPA capability page (QUERY_HCA_CAP type 0x24). Field names and positions from mstflint
+    /// `embedded_program_capabilities`, converted to mlx5_ifc bit numbering (FACTS.md §3).
+    #[provisional = "bit positions converted from mstflint adb by our reading; not in any mlx5_ifc.h"]
+    pub dpa_cap: 0x800 {
+        thread_affinity_single_eu @ 0x0 : 0x1,
+        thread_affinity_eug @ 0x1 : 0x1,
+        log_max_num_dpa_mem_blocks @ 0x3 : 0x5,
+        process_win_primary @ 0x8 : 0x1,
+        process_win_secondary @ 0x9 : 0x1,
+        log_max_dpa_mem @ 0xb : 0x5,
+        dpa_auth_supported @ 0x10 : 0x1,
+        log_max_dpa_threads_per_process @ 0x13 : 0x5,
+        dpa_mem_block_size @ 0x20 : 0x20,
+        log_max_dpa_threads @ 0x43 : 0x5,
+        log_max_dpa_outbox @ 0x4b : 0x5,
+        max_num_dpa_thread_per_group @ 0x50 : 0x10,
+        log_max_dpa_window @ 0x63 : 0x5,
+        dpa_coredump_type @ 0x80 : 0x8,
+        dpa_platform_version @ 0xa0 : 0x10,
+        max_dpa_processes @ 0xb4 : 0xc,
+        dpa_os_api_version @ 0xc0 : 0x20,
+    }
+}
+
+layout! {
+    /// DB_CQ_MAPPING object context: maps a device-emulation doorbell to a CQ.
+    /// Offsets and widths as in snap-rdma `src/mlx5_ifc.h` (`mlx5_ifc_dpa_db_cq_mapping_bits`).
+    pub dpa_db_cq_mapping: 0x1e0 {
+        modify_field_select @ 0x0 : 0x40,
+        map_state @ 0x50 : 0x4,
+        queue_type @ 0x54 : 0x4,
+        device_type @ 0x58 : 0x8,
+        device_emulation_id @ 0x80 : 0x20,
+        queue_id @ 0xa0 : 0x20,
+        cqn @ 0xc0 : 0x20,
+        dbr_handle @ 0xe0 : 0x20,
+    }
+}
+
+layout! {
+    /// CREATE_GENERAL_OBJECT input for DB_CQ_MAPPING (snap-rdma `src/mlx5_ifc.h`).
+    pub create_dpa_db_cq_mapping_in: 0x260 {
+        hdr @ 0x0 : general_obj_in_cmd_hdr,
+        dpa_db_cq_mapping @ 0x80 : dpa_db_cq_mapping,
+    }
+}
+
+layout! {
+    /// DPA_PROCESS object context: a DPA program loaded into its own DPA memory.
+    ///
+    /// Inferred from FlexIO's `flexio_process_create(ctx, app, attr, &process)`: the device ELF
+    /// (`app`: an image and its size) reaches firmware as host memory the firmware reads, hence an
+    /// ELF UMEM reference; `attr` carries the PD. Queries report the state and error syndrome
+    /// (`flexio_err_status_get`) and the DPA memory the process owns (`dumem_id`: the DUMEM alias
+    /// id that `create_cq_in.cq_umem_id` takes for rings in DPA memory, FACTS.md §3).
+    #[provisional = "DPA_PROCESS context is not public; fields inferred from FlexIO flexio_process_create / err_status"]
+    pub dpa_process: 0x200 {
+        modify_field_select @ 0x0 : 0x40,
+        /// 0 = ok, 1 = error (fault, watchdog, or exit with a status).
+        state @ 0x40 : 0x8,
+        /// Firmware's reason for the error state; 0 while `state` is ok.
+        error_syndrome @ 0x60 : 0x20,
+        /// Protection domain of the process's DMA (FlexIO `flexio_process_attr.pd`).
+        pd @ 0x88 : 0x18,
+        /// UMEM holding the device ELF image (FlexIO `app` image), at `elf_umem_offset`.
+        elf_umem_id @ 0xa0 : 0x20,
+        elf_umem_offset @ 0xc0 : 0x40,
+        /// Size in bytes of the ELF image.
+        elf_size @ 0x100 : 0x40,
+        /// Bytes of DPA memory reserved for the process beyond its ELF segments.
+        heap_size @ 0x140 : 0x40,
+        /// Output: id of the process memory as a DUMEM (general object alias type 0xff13).
+        dumem_id @ 0x180 : 0x20,
+        /// Output: exit status passed to the FlexIO-OS exit call (RTOS call 4).
+        exit_status @ 0x1a0 : 0x20,
+        /// Output: DPA virtual address where process memory (the DUMEM) starts.
+        dumem_base @ 0x1c0 : 0x40,
+    }
+}
+
+layout! {
+    /// DPA_MEM object context: a block of DPA memory inside a process's address space.
+    ///
+    /// Inferred from FlexIO `flexio_buf_dev_alloc(process, size, &daddr)` and the capability
+    /// fields `dpa_mem_block_size` / `log_max_num_dpa_mem_blocks` (FACTS.md §3).
+    #[provisional = "DPA_MEM (HEAP_MEM) context is not public; fields inferred from flexio_buf_dev_alloc"]
+    pub dpa_mem: 0x100 {
+        modify_field_select @ 0x0 : 0x40,
+        /// Owning DPA_PROCESS object id.
+        dpa_process_id @ 0x60 : 0x20,
+        /// Size in bytes (rounded up to `dpa_mem_block_size` by firmware).
+        size @ 0x80 : 0x40,
+        /// Output: DPA virtual address of the block in the process address space.
+        dpa_addr @ 0xc0 : 0x40,
+    }
+}
+
+layout! {
+    /// DPA_THREAD object context: an execution context bound to an entry point.
+    ///
+    /// Inferred from FlexIO `flexio_event_handler_attr` (`host_stub_func` -> entry symbol
+    /// address, `arg`, `thread_local_storage_daddr`, `affinity {type, id}`, `continuable`) and
+    /// the default window / outbox a handler starts every activation with.
+    #[provisional = "DPA_THREAD context is not public; fields inferred from flexio_event_handler_attr"]
+    pub dpa_thread: 0x300 {
+        modify_field_select @ 0x0 : 0x40,
+        /// Output: 0 = idle (waiting for an event), 1 = running, 2 = finished, 3 = error.
+        state @ 0x40 : 0x8,
+        /// Affinity: 0 = none, 1 = strict (one EU), 2 = EU group (`flexio_affinity_type`).
+        affinity_type @ 0x4e : 0x2,
+        /// EU id or EU group id for affinity types 1 and 2.
+        affinity_id @ 0x50 : 0x10,
+        /// Owning DPA_PROCESS object id.
+        dpa_process_id @ 0x60 : 0x20,
+        /// DPA address of the entry function `void f(uint64_t arg)`.
+        entry_point @ 0x80 : 0x40,
+        /// Argument passed in a0 at each activation (`flexio_event_handler_attr.arg`).
+        user_arg @ 0xc0 : 0x40,
+        /// DPA address of the thread-local storage (`thread_local_storage_daddr`), 0 for none.
+        thread_local_storage_daddr @ 0x100 : 0x40,
+        /// DPA_OUTBOX id configured at the start of each activation (0 for none).
+        default_outbox_id @ 0x140 : 0x20,
+        /// DPA_WINDOW id configured at the start of each activation (0 for none).
+        default_window_id @ 0x160 : 0x20,
+        /// Whether an unfinished activation may continue after a new event (`continuable`).
+        continuable @ 0x180 : 0x1,
+        /// Output: number of activations run so far.
+        activation_count @ 0x1c0 : 0x40,
+    }
+}
+
+layout! {
+    /// DPA_OUTBOX object context: a doorbell page through which DPA code rings the queues of
+    /// one UAR (FACTS.md §4: outboxes are per UAR; `flexio_outbox_create(process, uar, &outbox)`).
+    #[provisional = "DPA_OUTBOX context is not public; fields inferred from flexio_outbox_create"]
+    pub dpa_outbox: 0x100 {
+        modify_field_select @ 0x0 : 0x40,
+        dpa_process_id @ 0x60 : 0x20,
+        /// The UAR (host UAR page index or DPA_UAR id) whose queues this outbox may ring.
+        uar @ 0x88 : 0x18,
+    }
+}
+
+layout! {
+    /// DPA_WINDOW object context: an aperture through which DPA code reads and writes host
+    /// memory via an mkey set at run time (`flexio_window_create(process, pd, &window)`; the
+    /// device writes the mkey to `window_config_base`, FACTS.md §4).
+    #[provisional = "DPA_WINDOW context is not public; fields inferred from flexio_window_create"]
+    pub dpa_window: 0x100 {
+        modify_field_select @ 0x0 : 0x40,
+        dpa_process_id @ 0x60 : 0x20,
+        /// PD that mkeys used through this window must belong to.
+        pd @ 0x88 : 0x18,
+    }
+}
+
+layout! {
+    /// DPA_EQ object context: an event queue whose events activate a DPA thread
+    /// (`apu_element_type` EQ, FACTS.md §3).
+    #[provisional = "DPA_EQ context is not public; fields follow the public eqc plus a thread binding"]
+    pub dpa_eq: 0x200 {
+        modify_field_select @ 0x0 : 0x40,
+        dpa_process_id @ 0x60 : 0x20,
+        /// DPA_THREAD activated by events on this EQ.
+        dpa_thread_id @ 0x80 : 0x20,
+        log_eq_size @ 0xa3 : 0x5,
+        uar_page @ 0xa8 : 0x18,
+        /// Ring in DPA memory: DUMEM id and offset, as for a DPA-resident CQ.
+        eq_umem_id @ 0xc0 : 0x20,
+        eq_umem_offset @ 0x100 : 0x40,
+    }
+}
+
+layout! {
+    /// DPA_UAR object context: a UAR usable from DPA code, extending a host UAR to the process
+    /// (FlexIO `flexio_uar_create` / `flexio_uar_extend`).
+    #[provisional = "DPA_UAR context is not public; fields inferred from flexio_uar_extend"]
+    pub dpa_uar: 0x100 {
+        modify_field_select @ 0x0 : 0x40,
+        dpa_process_id @ 0x60 : 0x20,
+        /// Host UAR page index being extended to the process.
+        uar_page @ 0x88 : 0x18,
+    }
+}
+
+layout! {
+    /// NIC_DPA_EU_PARTITION_REG (register id 0xC015), 0x300 bytes: creates, modifies or
+    /// destroys an EU partition (mstflint `register_access_table.adb`; FACTS.md §3).
+    #[provisional = "bit positions converted from mstflint adb by our reading"]
+    pub nic_dpa_eu_partition_reg: 0x1800 {
+        /// CREATE 0 / MODIFY 1 / DESTROY 2.
+        operation @ 0x1 : 0x3,
+        eu_partition_id @ 0x10 : 0x10,
+        modify_field_select @ 0x20 : 0x20,
+        num_vhca_id @ 0x48 : 0x8,
+        max_num_eug @ 0x50 : 0x10,
+        member_mask @ 0x200 : [0x20; 32],
+        vhca_id @ 0x600 : [0x10; 288],
+    }
+}
+
+layout! {
+    /// NIC_DPA_EUG_REG (register id 0xC012), 0x100 bytes: creates, modifies or destroys an EU
+    /// group (mstflint `register_access_table.adb`; FACTS.md §3).
+    #[provisional = "bit positions converted from mstflint adb by our reading"]
+    pub nic_dpa_eug_reg: 0x800 {
+        /// CREATE 0 / MODIFY 1 / DESTROY 2.
+        operation @ 0x1 : 0x3,
+        partition_id_valid @ 0x4 : 0x1,
+        eug_id @ 0x10 : 0x10,
+        partition_id @ 0x70 : 0x10,
+        eug_name @ 0x80 : [0x8; 48],
+        member_mask @ 0x200 : [0x20; 32],
+    }
+}
+
+/// Register ids (mstflint `register_access_table.adb`; FACTS.md §3).
+pub mod reg_id {
+    pub const NIC_CAP_EXT_REG: u16 = 0xc011;
+    pub const NIC_DPA_EUG_REG: u16 = 0xc012;
+    pub const NIC_DPA_PERF_CTRL_REG: u16 = 0xc014;
+    pub const NIC_DPA_EU_PARTITION_REG: u16 = 0xc015;
+}

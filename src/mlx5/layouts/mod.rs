@@ -1,0 +1,65 @@
+//! Every PRM layout the crate declares, grouped by topic.
+//!
+//! Layouts that the public headers define are declared with their offsets and widths and
+//! checked against those headers by `tests/ifc_reference.rs`. The DPA objects whose contexts
+//! are not public live in [`dpa`], each marked provisional.
+
+pub mod caps;
+pub mod cmd;
+pub mod cq;
+pub mod dpa;
+pub mod flow;
+pub mod pd;
+pub mod qp;
+pub mod reg;
+pub mod tir;
+pub mod vhca;
+pub mod work_queue;
+
+pub use caps::*;
+pub use cmd::*;
+pub use cq::*;
+pub use dpa::*;
+pub use flow::*;
+pub use pd::*;
+pub use qp::*;
+pub use reg::*;
+pub use tir::*;
+pub use vhca::*;
+pub use work_queue::*;
+
+use super::layout::{Layout, LayoutDesc};
+
+macro_rules! registry {
+    ($($name:ident),* $(,)?) => {
+        /// Every declared layout, for tools (`mlx5-dpa prm layouts`, `prm decode`) and tests.
+        pub static ALL: &[&LayoutDesc] = &[ $( &<$name::Layout as Layout>::DESC ),* ];
+    };
+}
+
+registry![
+    mbox_in, mbox_out, general_obj_in_cmd_hdr, general_obj_out_cmd_hdr, nop_in,
+    query_hca_cap_in, query_hca_cap_out, cmd_hca_cap, cmd_hca_cap_2, dpa_cap,
+    alloc_pd_in, alloc_pd_out, dealloc_pd_in, alloc_transport_domain_in, alloc_transport_domain_out,
+    mkc, create_mkey_in, create_mkey_out,
+    cqc, create_cq_in, create_cq_out, modify_cq_in, query_cq_in, query_cq_out, destroy_cq_in,
+    wq, sqc, create_sq_in, create_sq_out, modify_sq_in, query_sq_in, query_sq_out, destroy_sq_in,
+    rqc, create_rq_in, create_rq_out, modify_rq_in, query_rq_in, query_rq_out, destroy_rq_in,
+    rmpc, create_rmp_in, create_rmp_out,
+    tisc, create_tis_in, create_tis_out, rx_hash_field_select, tirc, create_tir_in, create_tir_out,
+    rqtc, create_rqt_in, create_rqt_out,
+    flow_table_context, create_flow_table_in, create_flow_table_out, fte_match_set_lyr_2_4,
+    fte_match_set_misc, fte_match_param, create_flow_group_in, create_flow_group_out,
+    dest_format_struct, flow_context, set_fte_in, set_fte_out, set_flow_table_root_in,
+    ads, qpc, create_qp_in, create_qp_out, rst2init_qp_in, init2rtr_qp_in, rtr2rts_qp_in,
+    rts2rts_qp_in, qp_2err_in, qp_2rst_in, query_qp_in, query_qp_out, destroy_qp_in,
+    access_register_in, access_register_out, nic_dpa_eu_partition_reg, nic_dpa_eug_reg,
+    allow_other_vhca_access_in, alias_context, create_alias_in,
+    dpa_db_cq_mapping, create_dpa_db_cq_mapping_in,
+    dpa_mem, dpa_process, dpa_thread, dpa_outbox, dpa_window, dpa_eq, dpa_uar,
+];
+
+/// Looks a layout up by its mlx5_ifc name.
+pub fn by_name(name: &str) -> Option<&'static LayoutDesc> {
+    ALL.iter().copied().find(|d| d.name == name)
+}

@@ -1,0 +1,107 @@
+//! Protection domains, transport domains and memory keys.
+//!
+//! Declarations generated once from the named public header by `tools/ifc-check/gen_layout.py`,
+//! then reviewed; `tests/ifc_reference.rs` checks every field against the public headers.
+
+use crate::layout;
+
+layout! {
+    /// `alloc_pd_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub alloc_pd_in: 0x80 {
+        opcode @ 0x0 : 0x10,
+        uid @ 0x10 : 0x10,
+        op_mod @ 0x30 : 0x10,
+    }
+}
+
+layout! {
+    /// `alloc_pd_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub alloc_pd_out: 0x80 {
+        status @ 0x0 : 0x8,
+        syndrome @ 0x20 : 0x20,
+        pd @ 0x48 : 0x18,
+    }
+}
+
+layout! {
+    /// `dealloc_pd_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub dealloc_pd_in: 0x80 {
+        opcode @ 0x0 : 0x10,
+        uid @ 0x10 : 0x10,
+        op_mod @ 0x30 : 0x10,
+        pd @ 0x48 : 0x18,
+    }
+}
+
+layout! {
+    /// `alloc_transport_domain_in`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
+    pub alloc_transport_domain_in: 0x80 {
+        opcode @ 0x0 : 0x10,
+        uid @ 0x10 : 0x10,
+        op_mod @ 0x30 : 0x10,
+    }
+}
+
+layout! {
+    /// `alloc_transport_domain_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub alloc_transport_domain_out: 0x80 {
+        status @ 0x0 : 0x8,
+        syndrome @ 0x20 : 0x20,
+        transport_domain @ 0x48 : 0x18,
+    }
+}
+
+layout! {
+    /// `mkc`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub mkc: 0x200 {
+        free @ 0x1 : 0x1,
+        access_mode_4_2 @ 0x3 : 0x3,
+        relaxed_ordering_write @ 0xd : 0x1,
+        small_fence_on_rdma_read_response @ 0xf : 0x1,
+        umr_en @ 0x10 : 0x1,
+        a @ 0x11 : 0x1,
+        rw @ 0x12 : 0x1,
+        rr @ 0x13 : 0x1,
+        lw @ 0x14 : 0x1,
+        lr @ 0x15 : 0x1,
+        access_mode_1_0 @ 0x16 : 0x2,
+        qpn @ 0x20 : 0x18,
+        mkey_7_0 @ 0x38 : 0x8,
+        length64 @ 0x60 : 0x1,
+        bsf_en @ 0x61 : 0x1,
+        sync_umr @ 0x62 : 0x1,
+        expected_sigerr_count @ 0x65 : 0x1,
+        en_rinval @ 0x67 : 0x1,
+        pd @ 0x68 : 0x18,
+        start_addr @ 0x80 : 0x40,
+        len @ 0xc0 : 0x40,
+        bsf_octword_size @ 0x100 : 0x20,
+        translations_octword_size @ 0x1a0 : 0x20,
+        relaxed_ordering_read @ 0x1d9 : 0x1,
+        log_page_size @ 0x1db : 0x5,
+        crypto_en @ 0x1e3 : 0x2,
+    }
+}
+
+layout! {
+    /// `create_mkey_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub create_mkey_in: 0x880 {
+        opcode @ 0x0 : 0x10,
+        uid @ 0x10 : 0x10,
+        op_mod @ 0x30 : 0x10,
+        pg_access @ 0x60 : 0x1,
+        mkey_umem_valid @ 0x61 : 0x1,
+        memory_key_mkey_entry @ 0x80 : mkc,
+        translations_octword_actual_size @ 0x300 : 0x20,
+        klm_pas_mtt @ 0x880 : [0x20; flex],
+    }
+}
+
+layout! {
+    /// `create_mkey_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub create_mkey_out: 0x80 {
+        status @ 0x0 : 0x8,
+        syndrome @ 0x20 : 0x20,
+        mkey_index @ 0x48 : 0x18,
+    }
+}

@@ -1,0 +1,16 @@
+//! The PRM as data: layouts, opcodes, status codes, typed commands and capabilities.
+//!
+//! Everything here is pure: it turns attribute structs into inbox bytes and outbox bytes into
+//! typed results, and never performs I/O. There is no `unsafe` in this module tree.
+
+pub mod caps;
+pub mod cmd;
+pub mod decode;
+pub mod layout;
+pub mod layouts;
+pub mod opcode;
+pub mod status;
+
+pub use layout::{Field, Layout, LayoutDesc, LayoutError, View, ViewMut};
+pub use opcode::{DevxMethod, Opcode};
+pub use status::Status;
