@@ -65,7 +65,10 @@ pub enum FieldKind {
     /// A nested layout.
     Nested(&'static LayoutDesc),
     /// `count` consecutive nested layouts.
-    NestedArray { count: u32, elem: &'static LayoutDesc },
+    NestedArray {
+        count: u32,
+        elem: &'static LayoutDesc,
+    },
 }
 
 /// One declared field, as data.
@@ -133,7 +136,10 @@ pub const fn check_layout(d: &LayoutDesc) {
         let f = &d.fields[i];
         let last = i + 1 == d.fields.len();
         match f.kind {
-            FieldKind::Array { count: 0, elem_width } => {
+            FieldKind::Array {
+                count: 0,
+                elem_width,
+            } => {
                 if !last || f.offset != d.size_bits {
                     panic!("a flexible array must be the last field and start at the layout size");
                 }
@@ -143,7 +149,9 @@ pub const fn check_layout(d: &LayoutDesc) {
             }
             FieldKind::Array { count, elem_width } => {
                 if count as u64 * elem_width as u64 != f.width as u64 || elem_width > 64 {
-                    panic!("array width does not match its elements (or elements wider than 64 bits)");
+                    panic!(
+                        "array width does not match its elements (or elements wider than 64 bits)"
+                    );
                 }
             }
             FieldKind::NestedArray { count, elem } => {
@@ -193,7 +201,11 @@ impl<L> Clone for Field<L> {
 impl<L> Copy for Field<L> {}
 impl<L> fmt::Debug for Field<L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Field {{ offset: {:#x}, width: {:#x} }}", self.offset, self.width)
+        write!(
+            f,
+            "Field {{ offset: {:#x}, width: {:#x} }}",
+            self.offset, self.width
+        )
     }
 }
 
@@ -201,7 +213,11 @@ impl<L: Layout> Field<L> {
     /// Used by [`layout!`](crate::layout); the layout check proves the field in range.
     #[doc(hidden)]
     pub const fn __new(offset: u32, width: u32) -> Self {
-        Self { offset, width, _layout: PhantomData }
+        Self {
+            offset,
+            width,
+            _layout: PhantomData,
+        }
     }
     /// Bit offset from the start of `L`.
     pub const fn offset(self) -> u32 {
@@ -236,7 +252,10 @@ impl<L, M> Copy for Nested<L, M> {}
 impl<L: Layout, M: Layout> Nested<L, M> {
     #[doc(hidden)]
     pub const fn __new(offset: u32) -> Self {
-        Self { offset, _p: PhantomData }
+        Self {
+            offset,
+            _p: PhantomData,
+        }
     }
     /// Bit offset of the nested layout inside `L`.
     pub const fn offset(self) -> u32 {
@@ -244,11 +263,18 @@ impl<L: Layout, M: Layout> Nested<L, M> {
     }
     /// A field of the nested layout, addressed from the outer one.
     pub const fn at(self, f: Field<M>) -> Field<L> {
-        Field { offset: self.offset + f.offset, width: f.width, _layout: PhantomData }
+        Field {
+            offset: self.offset + f.offset,
+            width: f.width,
+            _layout: PhantomData,
+        }
     }
     /// A layout nested inside the nested layout, addressed from the outer one.
     pub const fn nested<N: Layout>(self, n: Nested<M, N>) -> Nested<L, N> {
-        Nested { offset: self.offset + n.offset, _p: PhantomData }
+        Nested {
+            offset: self.offset + n.offset,
+            _p: PhantomData,
+        }
     }
 }
 
@@ -269,7 +295,12 @@ impl<L> Copy for ArrayField<L> {}
 impl<L: Layout> ArrayField<L> {
     #[doc(hidden)]
     pub const fn __new(offset: u32, elem_width: u32, count: u32) -> Self {
-        Self { offset, elem_width, count, _p: PhantomData }
+        Self {
+            offset,
+            elem_width,
+            count,
+            _p: PhantomData,
+        }
     }
     /// Number of elements.
     pub const fn len(self) -> u32 {
@@ -309,7 +340,11 @@ impl<L, M> Copy for NestedArray<L, M> {}
 impl<L: Layout, M: Layout> NestedArray<L, M> {
     #[doc(hidden)]
     pub const fn __new(offset: u32, count: u32) -> Self {
-        Self { offset, count, _p: PhantomData }
+        Self {
+            offset,
+            count,
+            _p: PhantomData,
+        }
     }
     /// Number of elements.
     pub const fn len(self) -> u32 {
@@ -347,7 +382,10 @@ impl<L> Copy for FlexArray<L> {}
 impl<L: Layout> FlexArray<L> {
     #[doc(hidden)]
     pub const fn __new(elem_width: u32) -> Self {
-        Self { elem_bytes: (elem_width / 8) as usize, _p: PhantomData }
+        Self {
+            elem_bytes: (elem_width / 8) as usize,
+            _p: PhantomData,
+        }
     }
     /// Bytes per element.
     pub const fn elem_bytes(self) -> usize {
@@ -368,16 +406,33 @@ impl<L: Layout> FlexArray<L> {
 pub enum LayoutError {
     /// The buffer is shorter than the layout.
     #[error("{layout}: buffer of {got} bytes is shorter than the layout's {need} bytes")]
-    TooShort { layout: &'static str, need: usize, got: usize },
+    TooShort {
+        layout: &'static str,
+        need: usize,
+        got: usize,
+    },
     /// A value does not fit its field.
     #[error("{layout}: value {value:#x} does not fit in a {width}-bit field at bit {offset:#x}")]
-    ValueTooWide { layout: &'static str, offset: u32, width: u32, value: u64 },
+    ValueTooWide {
+        layout: &'static str,
+        offset: u32,
+        width: u32,
+        value: u64,
+    },
     /// A flexible-array element past the end of the buffer.
     #[error("{layout}: flexible array element {index} lies past the end of a {len}-byte buffer")]
-    FlexOutOfRange { layout: &'static str, index: usize, len: usize },
+    FlexOutOfRange {
+        layout: &'static str,
+        index: usize,
+        len: usize,
+    },
     /// A byte access to a field that is not byte aligned.
     #[error("{layout}: field at bit {offset:#x} of width {width} is not byte aligned")]
-    NotByteAligned { layout: &'static str, offset: u32, width: u32 },
+    NotByteAligned {
+        layout: &'static str,
+        offset: u32,
+        width: u32,
+    },
 }
 
 /// Reads `width` (1..=64) bits at bit `offset` of a big-endian bit string.
@@ -429,14 +484,22 @@ pub fn write_bits(buf: &mut [u8], offset: u32, width: u32, value: u64) {
 
 fn check_len<L: Layout>(len: usize) -> Result<(), LayoutError> {
     if len < L::SIZE_BYTES {
-        return Err(LayoutError::TooShort { layout: L::DESC.name, need: L::SIZE_BYTES, got: len });
+        return Err(LayoutError::TooShort {
+            layout: L::DESC.name,
+            need: L::SIZE_BYTES,
+            got: len,
+        });
     }
     Ok(())
 }
 
 fn byte_range<L: Layout>(f: Field<L>) -> Result<core::ops::Range<usize>, LayoutError> {
     if f.offset % 8 != 0 || f.width % 8 != 0 {
-        return Err(LayoutError::NotByteAligned { layout: L::DESC.name, offset: f.offset, width: f.width });
+        return Err(LayoutError::NotByteAligned {
+            layout: L::DESC.name,
+            offset: f.offset,
+            width: f.width,
+        });
     }
     let start = (f.offset / 8) as usize;
     Ok(start..start + (f.width / 8) as usize)
@@ -462,7 +525,10 @@ impl<'a, L: Layout> View<'a, L> {
     /// [`LayoutError::TooShort`] when `buf` is shorter than the layout.
     pub fn new(buf: &'a [u8]) -> Result<Self, LayoutError> {
         check_len::<L>(buf.len())?;
-        Ok(Self { buf, _l: PhantomData })
+        Ok(Self {
+            buf,
+            _l: PhantomData,
+        })
     }
     /// The whole underlying buffer (including any flexible tail).
     pub fn bytes(&self) -> &'a [u8] {
@@ -493,7 +559,10 @@ impl<'a, L: Layout> View<'a, L> {
         let start = (n.offset / 8) as usize;
         // M lies inside L by the layout check, and nested layouts start on a dword in practice;
         // a non-byte-aligned nesting would be a declaration error caught by the tests.
-        View { buf: self.buf.get(start..).unwrap_or(&[]), _l: PhantomData }
+        View {
+            buf: self.buf.get(start..).unwrap_or(&[]),
+            _l: PhantomData,
+        }
     }
     /// Number of complete flexible-array elements present in the buffer.
     pub fn flex_len(&self, a: FlexArray<L>) -> usize {
@@ -510,7 +579,9 @@ impl<'a, L: Layout> View<'a, L> {
             index: i,
             len: self.buf.len(),
         })?;
-        Ok(b.iter().take(8).fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
+        Ok(b.iter()
+            .take(8)
+            .fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
     }
 }
 
@@ -527,11 +598,21 @@ impl<'a, L: Layout> ViewMut<'a, L> {
     /// [`LayoutError::TooShort`] when `buf` is shorter than the layout.
     pub fn new(buf: &'a mut [u8]) -> Result<Self, LayoutError> {
         check_len::<L>(buf.len())?;
-        Ok(Self { buf, _l: PhantomData })
+        Ok(Self {
+            buf,
+            _l: PhantomData,
+        })
+    }
+    /// The whole underlying buffer (including any flexible tail).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.buf
     }
     /// Read-only view of the same bytes.
     pub fn as_view(&self) -> View<'_, L> {
-        View { buf: self.buf, _l: PhantomData }
+        View {
+            buf: self.buf,
+            _l: PhantomData,
+        }
     }
     /// Value of a field (see [`View::get`]).
     pub fn get(&self, f: Field<L>) -> u64 {
@@ -598,7 +679,10 @@ impl<'a, L: Layout> ViewMut<'a, L> {
     /// Writable view of a nested layout.
     pub fn nested<M: Layout>(&mut self, n: Nested<L, M>) -> ViewMut<'_, M> {
         let start = (n.offset / 8) as usize;
-        ViewMut { buf: self.buf.get_mut(start..).unwrap_or(&mut []), _l: PhantomData }
+        ViewMut {
+            buf: self.buf.get_mut(start..).unwrap_or(&mut []),
+            _l: PhantomData,
+        }
     }
     /// Writes element `i` of the flexible trailing array (big-endian).
     ///
@@ -615,7 +699,11 @@ impl<'a, L: Layout> ViewMut<'a, L> {
         let n = b.len();
         for (k, byte) in b.iter_mut().enumerate() {
             let shift = 8 * (n - 1 - k);
-            *byte = if shift < 64 { (value >> shift) as u8 } else { 0 };
+            *byte = if shift < 64 {
+                (value >> shift) as u8
+            } else {
+                0
+            };
         }
         Ok(())
     }

@@ -318,7 +318,8 @@ layout! {
         sw_owner_id @ 0x61e : 0x1,
         reserve_not_to_use @ 0x61f : 0x1,
         sf @ 0x680 : 0x1,
-        /// DPA (the PRM calls it `dpa`); the kernel's mlx5_ifc.h names it `apu`, at 0x688.
+        /// DPA supported (the PRM calls it `dpa`). Not in rdma-core's copy; the kernel's
+        /// mlx5_ifc.h declares `apu[0x1]` at 0x688 (after `log_max_sf`).
         apu @ 0x688 : 0x1,
         flex_parser_id_geneve_opt_0 @ 0x6c4 : 0x4,
         flex_parser_id_icmp_dw1 @ 0x6c8 : 0x4,
@@ -338,8 +339,36 @@ layout! {
 }
 
 layout! {
-    /// `cmd_hca_cap_2`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `cmd_hca_cap_2`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub cmd_hca_cap_2: 0x800 {
+        max_num_prog_sample_field @ 0x83 : 0x5,
+        log_max_num_reserved_qpn @ 0x8b : 0x5,
         log_reserved_qpn_granularity @ 0x93 : 0x5,
+        log_reserved_qpn_max_alloc @ 0x9b : 0x5,
+        max_reformat_insert_size @ 0xa0 : 0x8,
+        max_reformat_insert_offset @ 0xa8 : 0x8,
+        max_reformat_remove_size @ 0xb0 : 0x8,
+        max_reformat_remove_offset @ 0xb8 : 0x8,
+        log_min_stride_wqe_sz @ 0xc3 : 0x5,
+        log_conn_track_granularity @ 0xcb : 0x5,
+        log_conn_track_max_alloc @ 0xd3 : 0x5,
+        log_max_conn_track_offload @ 0xdb : 0x5,
+        cross_vhca_object_to_object_supported @ 0xe0 : 0x20,
+        allowed_object_for_other_vhca_access_high @ 0x100 : 0x20,
+        allowed_object_for_other_vhca_access @ 0x120 : 0x20,
+        hairpin_sq_wqe_bb_size @ 0x163 : 0x5,
+        hairpin_sq_wq_in_host_mem @ 0x168 : 0x1,
+        hairpin_data_buffer_locked @ 0x169 : 0x1,
+        format_select_dw_8_6_ext @ 0x1aa : 0x1,
+        general_obj_types_127_64 @ 0x1c0 : 0x40,
+        flow_counter_bulk_log_max_alloc @ 0x253 : 0x5,
+        flow_counter_bulk_log_granularity @ 0x25b : 0x5,
+        format_select_dw_gtpu_dw_0 @ 0x280 : 0x8,
+        format_select_dw_gtpu_dw_1 @ 0x288 : 0x8,
+        format_select_dw_gtpu_dw_2 @ 0x290 : 0x8,
+        format_select_dw_gtpu_first_ext_dw_0 @ 0x298 : 0x8,
+        generate_wqe_type @ 0x2a0 : 0x20,
+        encap_entropy_hash_type @ 0x438 : 0x4,
+        flow_table_hash_type @ 0x43c : 0x4,
     }
 }

@@ -12,6 +12,8 @@ layout! {
         uid @ 0x10 : 0x10,
         obj_type @ 0x30 : 0x10,
         obj_id @ 0x40 : 0x20,
+        /// Create an alias of another function's object (kernel mlx5_ifc.h, snap-rdma).
+        alias_object @ 0x60 : 0x1,
         log_obj_range @ 0x63 : 0x5,
     }
 }
@@ -26,7 +28,7 @@ layout! {
 }
 
 layout! {
-    /// `nop_in`; offsets and widths as in Linux `include/linux/mlx5/mlx5_ifc.h` (as in mlnx-ofa_kernel).
+    /// `nop_in`; offsets and widths as in Linux `include/linux/mlx5/mlx5_ifc.h` (2017 copy in mlnx-ofa_kernel).
     pub nop_in: 0x80 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,

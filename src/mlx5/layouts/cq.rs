@@ -57,7 +57,7 @@ layout! {
 }
 
 layout! {
-    /// `create_cq_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_cq_out`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub create_cq_out: 0x80 {
         status @ 0x0 : 0x8,
         syndrome @ 0x20 : 0x20,
@@ -66,7 +66,7 @@ layout! {
 }
 
 layout! {
-    /// `modify_cq_in`; offsets and widths as in Linux `include/linux/mlx5/mlx5_ifc.h` (as in mlnx-ofa_kernel).
+    /// `modify_cq_in`; offsets and widths as in Linux `include/linux/mlx5/mlx5_ifc.h` (2017 copy in mlnx-ofa_kernel).
     pub modify_cq_in: 0x880 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,

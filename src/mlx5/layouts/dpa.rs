@@ -4,12 +4,13 @@
 //!
 //! Public, and checked like every other layout:
 //! - the general object type numbers (snap-rdma `src/mlx5_ifc.h` enum; FACTS.md §3);
-//! - `dpa_db_cq_mapping` (snap-rdma `src/mlx5_ifc.h`, rdma-core `providers/mlx5/mlx5_ifc.h`);
+//! - `dpa_db_cq_mapping` (snap-rdma `src/mlx5_ifc.h`);
+//! - `dpa_eq` (newer snap-rdma, `hnaarani/my-snap-rdma` `src/mlx5_ifc.h`);
 //! - the CQ fields that bind a CQ to a DPA thread (`cqc.apu_cq`, `apu_element_type`,
 //!   `c_eqn_or_apu_element`), declared in [`super::cq`].
 //!
-//! Not public: the object contexts of DPA_MEM, DPA_PROCESS, DPA_THREAD, DPA_OUTBOX, DPA_WINDOW,
-//! DPA_EQ and DPA_UAR. The layouts below are **provisional** designs, each marked so in its
+//! Not public: the object contexts of DPA_MEM, DPA_PROCESS, DPA_THREAD, DPA_OUTBOX, DPA_WINDOW
+//! and DPA_UAR. The layouts below are **provisional** designs, each marked so in its
 //! [`LayoutDesc`](crate::mlx5::layout::LayoutDesc) (`provisional: true`, shown by
 //! `mlx5-dpa prm layouts`). They follow the shape every public general object context has
 //! (`modify_field_select[0x40]` first, dword-aligned fields) and carry exactly the parameters
@@ -81,7 +82,7 @@ layout! {
 layout! {
     /// DB_CQ_MAPPING object context: maps a device-emulation doorbell to a CQ.
     /// Offsets and widths as in snap-rdma `src/mlx5_ifc.h` (`mlx5_ifc_dpa_db_cq_mapping_bits`).
-    pub dpa_db_cq_mapping: 0x1e0 {
+    pub dpa_db_cq_mapping: 0x200 {
         modify_field_select @ 0x0 : 0x40,
         map_state @ 0x50 : 0x4,
         queue_type @ 0x54 : 0x4,
@@ -95,7 +96,7 @@ layout! {
 
 layout! {
     /// CREATE_GENERAL_OBJECT input for DB_CQ_MAPPING (snap-rdma `src/mlx5_ifc.h`).
-    pub create_dpa_db_cq_mapping_in: 0x260 {
+    pub create_dpa_db_cq_mapping_in: 0x280 {
         hdr @ 0x0 : general_obj_in_cmd_hdr,
         dpa_db_cq_mapping @ 0x80 : dpa_db_cq_mapping,
     }
@@ -112,8 +113,10 @@ layout! {
     #[provisional = "DPA_PROCESS context is not public; fields inferred from FlexIO flexio_process_create / err_status"]
     pub dpa_process: 0x200 {
         modify_field_select @ 0x0 : 0x40,
-        /// 0 = ok, 1 = error (fault, watchdog, or exit with a status).
-        state @ 0x40 : 0x8,
+        /// The one public name of this context (FlexIO `flexio_dev_err.h`): 0 = ok, 1..63
+        /// firmware / RTOS errors, 64..127 FlexIO SDK errors (0x40 after a clean
+        /// `flexio_dev_process_finish`), 128..255 user errors. Its position is provisional.
+        dpa_process_status @ 0x40 : 0x8,
         /// Firmware's reason for the error state; 0 while `state` is ok.
         error_syndrome @ 0x60 : 0x20,
         /// Protection domain of the process's DMA (FlexIO `flexio_process_attr.pd`).
@@ -211,19 +214,23 @@ layout! {
 }
 
 layout! {
-    /// DPA_EQ object context: an event queue whose events activate a DPA thread
-    /// (`apu_element_type` EQ, FACTS.md §3).
-    #[provisional = "DPA_EQ context is not public; fields follow the public eqc plus a thread binding"]
+    /// DPA_EQ object context: an event queue in DPA memory whose EQEs a DPA thread consumes
+    /// (`apu_element_type` EQ). Public: newer snap-rdma (`hnaarani/my-snap-rdma`
+    /// `src/mlx5_ifc.h`, `mlx5_ifc_dpa_eq_bits`), which creates it through DevX with the ring in
+    /// the process memory (`umem_id` = DUMEM id, `umem_offset` = DPA address - DUMEM base).
     pub dpa_eq: 0x200 {
         modify_field_select @ 0x0 : 0x40,
-        dpa_process_id @ 0x60 : 0x20,
-        /// DPA_THREAD activated by events on this EQ.
-        dpa_thread_id @ 0x80 : 0x20,
-        log_eq_size @ 0xa3 : 0x5,
-        uar_page @ 0xa8 : 0x18,
-        /// Ring in DPA memory: DUMEM id and offset, as for a DPA-resident CQ.
-        eq_umem_id @ 0xc0 : 0x20,
-        eq_umem_offset @ 0x100 : 0x40,
+        status @ 0x80 : 0x4,
+        ec @ 0x8d : 0x1,
+        oi @ 0x8e : 0x1,
+        st @ 0x94 : 0x4,
+        /// log2 of the number of 64-byte EQEs.
+        log_umem_size @ 0x9a : 0x6,
+        uar_page @ 0xc8 : 0x18,
+        umem_id @ 0xe0 : 0x20,
+        umem_offset @ 0x100 : 0x40,
+        consumer_counter @ 0x148 : 0x18,
+        producer_counter @ 0x168 : 0x18,
     }
 }
 

@@ -133,14 +133,20 @@ layout! {
 }
 
 layout! {
-    /// `create_flow_group_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_flow_group_in`; offsets and widths as in snap-rdma `src/mlx5_ifc.h`.
     pub create_flow_group_in: 0x2000 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
+        op_mod @ 0x30 : 0x10,
         other_vport @ 0x40 : 0x1,
         vport_number @ 0x50 : 0x10,
         table_type @ 0x80 : 0x8,
         table_id @ 0xa8 : 0x18,
+        source_eswitch_owner_vhca_id_valid @ 0xc0 : 0x1,
+        start_flow_index @ 0xe0 : 0x20,
+        end_flow_index @ 0x120 : 0x20,
+        match_criteria_enable @ 0x1f8 : 0x8,
+        match_criteria @ 0x200 : fte_match_param,
     }
 }
 
@@ -162,19 +168,25 @@ layout! {
 }
 
 layout! {
-    /// `flow_context`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `flow_context`; offsets and widths as in snap-rdma `src/mlx5_ifc.h`.
     pub flow_context: 0x1800 {
+        push_vlan @ 0x0 : 0x20,
         group_id @ 0x20 : 0x20,
         flow_tag @ 0x48 : 0x18,
         action @ 0x70 : 0x10,
         extended_destination @ 0x80 : 0x1,
+        flow_source @ 0x82 : 0x2,
         destination_list_size @ 0x88 : 0x18,
         flow_counter_list_size @ 0xa8 : 0x18,
+        packet_reformat_id @ 0xc0 : 0x20,
+        modify_header_id @ 0xe0 : 0x20,
+        push_vlan_2 @ 0x100 : 0x20,
+        match_value @ 0x200 : fte_match_param,
     }
 }
 
 layout! {
-    /// `set_fte_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `set_fte_in`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub set_fte_in: 0x1a00 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
@@ -183,8 +195,12 @@ layout! {
         vport_number @ 0x50 : 0x10,
         table_type @ 0x80 : 0x8,
         table_id @ 0xa8 : 0x18,
+        ignore_flow_level @ 0xc0 : 0x1,
+        modify_enable_mask @ 0xd8 : 0x8,
         flow_index @ 0x100 : 0x20,
         flow_context @ 0x200 : flow_context,
+        /// `flow_context.destination[]`: `dest_format_struct` entries after the fixed part.
+        destination @ 0x1a00 : [0x40; flex],
     }
 }
 

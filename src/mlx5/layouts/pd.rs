@@ -43,7 +43,7 @@ layout! {
 }
 
 layout! {
-    /// `alloc_transport_domain_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `alloc_transport_domain_out`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub alloc_transport_domain_out: 0x80 {
         status @ 0x0 : 0x8,
         syndrome @ 0x20 : 0x20,
@@ -52,7 +52,7 @@ layout! {
 }
 
 layout! {
-    /// `mkc`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `mkc`; offsets and widths as in snap-rdma `src/mlx5_ifc.h`.
     pub mkc: 0x200 {
         free @ 0x1 : 0x1,
         access_mode_4_2 @ 0x3 : 0x3,
@@ -76,23 +76,30 @@ layout! {
         start_addr @ 0x80 : 0x40,
         len @ 0xc0 : 0x40,
         bsf_octword_size @ 0x100 : 0x20,
-        translations_octword_size @ 0x1a0 : 0x20,
+        bsf_handle_47_32 @ 0x130 : 0x10,
+        bsf_handle_31_0 @ 0x140 : 0x20,
+        crossing_target_vhca_id @ 0x180 : 0x10,
+        translations_octword_size_crossing_target_mkey @ 0x1a0 : 0x20,
         relaxed_ordering_read @ 0x1d9 : 0x1,
         log_page_size @ 0x1db : 0x5,
         crypto_en @ 0x1e3 : 0x2,
+        generation_counter @ 0x1f0 : 0x10,
     }
 }
 
 layout! {
-    /// `create_mkey_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_mkey_in`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub create_mkey_in: 0x880 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
         op_mod @ 0x30 : 0x10,
         pg_access @ 0x60 : 0x1,
+        /// The mkey is backed by a UMEM (rdma-core `providers/mlx5/mlx5_ifc.h`).
         mkey_umem_valid @ 0x61 : 0x1,
         memory_key_mkey_entry @ 0x80 : mkc,
         translations_octword_actual_size @ 0x300 : 0x20,
+        mkey_umem_id @ 0x320 : 0x20,
+        mkey_umem_offset @ 0x340 : 0x40,
         klm_pas_mtt @ 0x880 : [0x20; flex],
     }
 }

@@ -114,11 +114,12 @@ layout! {
 }
 
 layout! {
-    /// `create_qp_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_qp_in`; offsets and widths as in snap-rdma `src/mlx5_ifc.h`.
     pub create_qp_in: 0x880 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
         op_mod @ 0x30 : 0x10,
+        input_qpn @ 0x48 : 0x18,
         opt_param_mask @ 0x80 : 0x20,
         qpc @ 0xc0 : qpc,
         wq_umem_offset @ 0x800 : 0x40,
@@ -188,7 +189,7 @@ layout! {
 }
 
 layout! {
-    /// `qp_2err_in`; offsets and widths as in Linux `include/linux/mlx5/mlx5_ifc.h` (as in mlnx-ofa_kernel).
+    /// `qp_2err_in`; offsets and widths as in Linux `include/linux/mlx5/mlx5_ifc.h` (2017 copy in mlnx-ofa_kernel).
     pub qp_2err_in: 0x80 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
@@ -198,7 +199,7 @@ layout! {
 }
 
 layout! {
-    /// `qp_2rst_in`; offsets and widths as in Linux `include/linux/mlx5/mlx5_ifc.h` (as in mlnx-ofa_kernel).
+    /// `qp_2rst_in`; offsets and widths as in Linux `include/linux/mlx5/mlx5_ifc.h` (2017 copy in mlnx-ofa_kernel).
     pub qp_2rst_in: 0x80 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
@@ -229,10 +230,11 @@ layout! {
 }
 
 layout! {
-    /// `destroy_qp_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `destroy_qp_in`; offsets and widths as in snap-rdma `src/mlx5_ifc.h`.
     pub destroy_qp_in: 0x80 {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
+        op_mod @ 0x30 : 0x10,
         qpn @ 0x48 : 0x18,
     }
 }

@@ -29,7 +29,7 @@ layout! {
 }
 
 layout! {
-    /// `create_tis_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_tis_out`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub create_tis_out: 0x80 {
         status @ 0x0 : 0x8,
         syndrome @ 0x20 : 0x20,
@@ -104,11 +104,13 @@ layout! {
         uid @ 0x10 : 0x10,
         op_mod @ 0x30 : 0x10,
         rqt_context @ 0x100 : rqtc,
+        /// `rqt_context.rq_num[]`: RQ numbers, 32 bits each, after the fixed part.
+        rq_num @ 0x880 : [0x20; flex],
     }
 }
 
 layout! {
-    /// `create_rqt_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_rqt_out`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub create_rqt_out: 0x80 {
         status @ 0x0 : 0x8,
         syndrome @ 0x20 : 0x20,

@@ -38,10 +38,30 @@ layout! {
 }
 
 layout! {
-    /// `sqc`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `sqc`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub sqc: 0x780 {
+        rlky @ 0x0 : 0x1,
+        cd_master @ 0x1 : 0x1,
+        fre @ 0x2 : 0x1,
+        flush_in_error_en @ 0x3 : 0x1,
+        allow_multi_pkt_send_wqe @ 0x4 : 0x1,
+        min_wqe_inline_mode @ 0x5 : 0x3,
         state @ 0x8 : 0x4,
-        qos_queue_group_id @ 0x110 : 0x10,
+        reg_umr @ 0xc : 0x1,
+        allow_swp @ 0xd : 0x1,
+        hairpin @ 0xe : 0x1,
+        non_wire @ 0xf : 0x1,
+        static_sq_wq @ 0x10 : 0x1,
+        hairpin_wq_buffer_type @ 0x15 : 0x3,
+        ts_format @ 0x1a : 0x2,
+        user_index @ 0x28 : 0x18,
+        cqn @ 0x48 : 0x18,
+        hairpin_peer_rq @ 0x68 : 0x18,
+        hairpin_peer_vhca @ 0x90 : 0x10,
+        packet_pacing_rate_limit_index @ 0xf0 : 0x10,
+        tis_lst_sz @ 0x100 : 0x10,
+        tis_num_0 @ 0x168 : 0x18,
+        wq @ 0x180 : wq,
     }
 }
 
@@ -56,7 +76,7 @@ layout! {
 }
 
 layout! {
-    /// `create_sq_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_sq_out`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub create_sq_out: 0x80 {
         status @ 0x0 : 0x8,
         syndrome @ 0x20 : 0x20,
@@ -139,7 +159,7 @@ layout! {
 }
 
 layout! {
-    /// `create_rq_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_rq_out`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub create_rq_out: 0x80 {
         status @ 0x0 : 0x8,
         syndrome @ 0x20 : 0x20,
@@ -208,7 +228,7 @@ layout! {
 }
 
 layout! {
-    /// `create_rmp_out`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    /// `create_rmp_out`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub create_rmp_out: 0x80 {
         status @ 0x0 : 0x8,
         syndrome @ 0x20 : 0x20,
