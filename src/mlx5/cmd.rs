@@ -1190,20 +1190,10 @@ impl Command for CreateQp {
             u64::from(self.log_sq_size),
             "log_sq_size",
         )?;
-        match self.log_rq_size {
-            Some(n) => {
-                put(v, op, q.at(qpc::log_rq_size), u64::from(n), "log_rq_size")?;
-                put(
-                    v,
-                    op,
-                    q.at(qpc::log_rq_stride),
-                    u64::from(self.log_rq_stride),
-                    "log_rq_stride",
-                )?;
-            }
-            // rq_type zero-size RQ (PRM `MLX5_ZERO_LEN_RQ` = 3) lives in `rq_type`; the model and
-            // hardware accept log_rq_size 0 with the QP never posting receives.
-            None => {}
+        // Without a receive queue, log_rq_size stays 0 and the QP never posts receives.
+        if let Some(n) = self.log_rq_size {
+            put(v, op, q.at(qpc::log_rq_size), u64::from(n), "log_rq_size")?;
+            put(v, op, q.at(qpc::log_rq_stride), u64::from(self.log_rq_stride), "log_rq_stride")?;
         }
         v.set(q.at(qpc::dbr_umem_valid), 1);
         v.set(q.at(qpc::dbr_umem_id), u64::from(self.mem.dbr_umem_id));
@@ -1465,7 +1455,7 @@ impl Command for AccessRegisterUser {
         self.data.len()
     }
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
-        if self.data.len() % 4 != 0 || self.data.is_empty() {
+        if !self.data.len().is_multiple_of(4) || self.data.is_empty() {
             return Err(CmdError::InvalidAttr {
                 opcode: Self::OPCODE,
                 what: format!(

@@ -119,7 +119,7 @@ pub fn decode(desc: &'static LayoutDesc, bytes: &[u8]) -> Result<Vec<DecodedFiel
                     FieldKind::Array { elem_width, .. } => (elem_width / 8) as usize,
                     _ => 1,
                 };
-                if elem == 0 || extra % elem != 0 {
+                if elem == 0 || !extra.is_multiple_of(elem) {
                     return Err(DecodeError::PartialElement {
                         layout: desc.name,
                         field: f.name,

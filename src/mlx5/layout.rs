@@ -127,7 +127,7 @@ pub trait Layout: 'static {
 ///
 /// Called by [`layout!`](crate::layout) for every layout; see the module docs for the rules.
 pub const fn check_layout(d: &LayoutDesc) {
-    if d.size_bits == 0 || d.size_bits % 32 != 0 {
+    if d.size_bits == 0 || !d.size_bits.is_multiple_of(32) {
         panic!("layout size is not a whole number of dwords");
     }
     let mut end = 0u32;
@@ -143,7 +143,7 @@ pub const fn check_layout(d: &LayoutDesc) {
                 if !last || f.offset != d.size_bits {
                     panic!("a flexible array must be the last field and start at the layout size");
                 }
-                if elem_width == 0 || elem_width % 8 != 0 || f.offset % 8 != 0 {
+                if elem_width == 0 || elem_width % 8 != 0 || !f.offset.is_multiple_of(8) {
                     panic!("flexible array elements must be whole, byte-aligned bytes");
                 }
             }
@@ -168,7 +168,7 @@ pub const fn check_layout(d: &LayoutDesc) {
                 if f.width == 0 {
                     panic!("zero-width scalar field");
                 }
-                if f.width > 64 && (f.width % 8 != 0 || f.offset % 8 != 0) {
+                if f.width > 64 && (!f.width.is_multiple_of(8) || !f.offset.is_multiple_of(8)) {
                     panic!("scalars wider than 64 bits must be byte aligned");
                 }
             }
@@ -494,7 +494,7 @@ fn check_len<L: Layout>(len: usize) -> Result<(), LayoutError> {
 }
 
 fn byte_range<L: Layout>(f: Field<L>) -> Result<core::ops::Range<usize>, LayoutError> {
-    if f.offset % 8 != 0 || f.width % 8 != 0 {
+    if !f.offset.is_multiple_of(8) || !f.width.is_multiple_of(8) {
         return Err(LayoutError::NotByteAligned {
             layout: L::DESC.name,
             offset: f.offset,
