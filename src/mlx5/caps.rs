@@ -43,11 +43,12 @@ pub struct GeneralCaps {
     pub log_max_msg: u8,
 }
 
-/// Capabilities of the DPA page (`dpa_cap`, provisional layout).
+/// Capabilities of the DPA page (`dpa_cap`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DpaCaps {
     pub max_dpa_processes: u16,
-    pub log_max_dpa_threads: u8,
+    pub log_max_dpa_thread: u8,
+    pub log_max_dpa_process: u8,
     pub log_max_dpa_threads_per_process: u8,
     pub log_max_dpa_outbox: u8,
     pub log_max_dpa_window: u8,
@@ -55,8 +56,8 @@ pub struct DpaCaps {
     pub dpa_mem_block_size: u32,
     pub log_max_num_dpa_mem_blocks: u8,
     pub max_num_dpa_thread_per_group: u16,
-    pub thread_affinity_single_eu: bool,
-    pub thread_affinity_eug: bool,
+    pub thread_affinity_single_hart: bool,
+    pub thread_affinity_hart_group: bool,
     pub dpa_coredump_type: u8,
     pub dpa_platform_version: u16,
     pub dpa_os_api_version: u32,
@@ -138,7 +139,8 @@ impl Caps {
                 let d = View::<dpa_cap::Layout>::new(p)?;
                 Some(DpaCaps {
                     max_dpa_processes: d.get(dpa_cap::max_dpa_processes) as u16,
-                    log_max_dpa_threads: u8_(d.get(dpa_cap::log_max_dpa_threads)),
+                    log_max_dpa_thread: u8_(d.get(dpa_cap::log_max_dpa_thread)),
+                    log_max_dpa_process: u8_(d.get(dpa_cap::log_max_dpa_process)),
                     log_max_dpa_threads_per_process: u8_(d.get(dpa_cap::log_max_dpa_threads_per_process)),
                     log_max_dpa_outbox: u8_(d.get(dpa_cap::log_max_dpa_outbox)),
                     log_max_dpa_window: u8_(d.get(dpa_cap::log_max_dpa_window)),
@@ -146,8 +148,8 @@ impl Caps {
                     dpa_mem_block_size: d.get(dpa_cap::dpa_mem_block_size) as u32,
                     log_max_num_dpa_mem_blocks: u8_(d.get(dpa_cap::log_max_num_dpa_mem_blocks)),
                     max_num_dpa_thread_per_group: d.get(dpa_cap::max_num_dpa_thread_per_group) as u16,
-                    thread_affinity_single_eu: b(d.get(dpa_cap::thread_affinity_single_eu)),
-                    thread_affinity_eug: b(d.get(dpa_cap::thread_affinity_eug)),
+                    thread_affinity_single_hart: b(d.get(dpa_cap::thread_affinity_single_hart)),
+                    thread_affinity_hart_group: b(d.get(dpa_cap::thread_affinity_hart_group)),
                     dpa_coredump_type: u8_(d.get(dpa_cap::dpa_coredump_type)),
                     dpa_platform_version: d.get(dpa_cap::dpa_platform_version) as u16,
                     dpa_os_api_version: d.get(dpa_cap::dpa_os_api_version) as u32,

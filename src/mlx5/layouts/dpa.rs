@@ -21,10 +21,10 @@
 //! from: a capture of real firmware traffic corrects them here without touching callers, which
 //! address fields by name only.
 //!
-//! The DPA capability page and the EU partition / EU group registers come from mstflint's
-//! adb files (`embedded_program_capabilities`, `NIC_DPA_EU_PARTITION_REG`, `NIC_DPA_EUG_REG`);
-//! the conversion of their bit positions to mlx5_ifc numbering is our reading (FACTS.md §3), so
-//! they are marked provisional too.
+//! The DPA capability page is public in newer snap-rdma; a few of its fields come from mstflint
+//! only. The EU partition / EU group registers come from mstflint's adb files
+//! (`NIC_DPA_EU_PARTITION_REG`, `NIC_DPA_EUG_REG`); the conversion of their bit positions to
+//! mlx5_ifc numbering is our reading (FACTS.md §3), so they are marked provisional.
 
 use super::cmd::general_obj_in_cmd_hdr;
 use crate::layout;
@@ -55,26 +55,35 @@ pub mod apu_element_type {
 pub const DPA_CAP_TYPE: u16 = 0x24;
 
 layout! {
-    /// DPA capability page (QUERY_HCA_CAP type 0x24). Field names and positions from mstflint
-    /// `embedded_program_capabilities`, converted to mlx5_ifc bit numbering (FACTS.md §3).
-    #[provisional = "bit positions converted from mstflint adb by our reading; not in any mlx5_ifc.h"]
+    /// DPA capability page (QUERY_HCA_CAP type 0x24). Public in newer snap-rdma
+    /// (`hnaarani/my-snap-rdma` `src/mlx5_ifc.h`, `mlx5_ifc_dpa_cap_bits`), whose names are used;
+    /// fields marked (mstflint) come from mstflint's `embedded_program_capabilities`, converted to
+    /// mlx5_ifc bit numbering by our reading (FACTS.md §3).
     pub dpa_cap: 0x800 {
-        thread_affinity_single_eu @ 0x0 : 0x1,
-        thread_affinity_eug @ 0x1 : 0x1,
+        thread_affinity_single_hart @ 0x0 : 0x1,
+        thread_affinity_hart_group @ 0x1 : 0x1,
         log_max_num_dpa_mem_blocks @ 0x3 : 0x5,
+        /// (mstflint)
         process_win_primary @ 0x8 : 0x1,
+        /// (mstflint)
         process_win_secondary @ 0x9 : 0x1,
         log_max_dpa_mem @ 0xb : 0x5,
+        /// (mstflint)
         dpa_auth_supported @ 0x10 : 0x1,
         log_max_dpa_threads_per_process @ 0x13 : 0x5,
+        log_max_dpa_process @ 0x1b : 0x5,
         dpa_mem_block_size @ 0x20 : 0x20,
-        log_max_dpa_threads @ 0x43 : 0x5,
+        log_max_dpa_thread @ 0x43 : 0x5,
         log_max_dpa_outbox @ 0x4b : 0x5,
         max_num_dpa_thread_per_group @ 0x50 : 0x10,
         log_max_dpa_window @ 0x63 : 0x5,
+        /// (mstflint)
         dpa_coredump_type @ 0x80 : 0x8,
+        /// (mstflint)
         dpa_platform_version @ 0xa0 : 0x10,
+        /// (mstflint)
         max_dpa_processes @ 0xb4 : 0xc,
+        /// (mstflint)
         dpa_os_api_version @ 0xc0 : 0x20,
     }
 }
