@@ -89,16 +89,29 @@ impl Caps {
     /// Queries to send: general page, page 2, and the DPA page (the DPA one only makes sense
     /// when the general page reports `apu`).
     pub const QUERIES: [QueryHcaCap; 3] = [
-        QueryHcaCap { cap_type: QueryHcaCap::GENERAL, current: true },
-        QueryHcaCap { cap_type: QueryHcaCap::GENERAL_2, current: true },
-        QueryHcaCap { cap_type: QueryHcaCap::DPA, current: true },
+        QueryHcaCap {
+            cap_type: QueryHcaCap::GENERAL,
+            current: true,
+        },
+        QueryHcaCap {
+            cap_type: QueryHcaCap::GENERAL_2,
+            current: true,
+        },
+        QueryHcaCap {
+            cap_type: QueryHcaCap::DPA,
+            current: true,
+        },
     ];
 
     /// Decodes the pages.
     ///
     /// # Errors
     /// A page shorter than its layout.
-    pub fn decode(general: &[u8], general_2: Option<&[u8]>, dpa: Option<&[u8]>) -> Result<Caps, LayoutError> {
+    pub fn decode(
+        general: &[u8],
+        general_2: Option<&[u8]>,
+        dpa: Option<&[u8]>,
+    ) -> Result<Caps, LayoutError> {
         let g = View::<cmd_hca_cap::Layout>::new(general)?;
         let b = |v: u64| v != 0;
         let u8_ = |v: u64| v as u8;
@@ -131,7 +144,9 @@ impl Caps {
             log_max_msg: u8_(g.get(cmd_hca_cap::log_max_msg)),
         };
         let types_hi = match general_2 {
-            Some(p) => View::<cmd_hca_cap_2::Layout>::new(p)?.get(cmd_hca_cap_2::general_obj_types_127_64),
+            Some(p) => {
+                View::<cmd_hca_cap_2::Layout>::new(p)?.get(cmd_hca_cap_2::general_obj_types_127_64)
+            }
             None => 0,
         };
         let dpa_caps = match dpa {
@@ -141,13 +156,16 @@ impl Caps {
                     max_dpa_processes: d.get(dpa_cap::max_dpa_processes) as u16,
                     log_max_dpa_thread: u8_(d.get(dpa_cap::log_max_dpa_thread)),
                     log_max_dpa_process: u8_(d.get(dpa_cap::log_max_dpa_process)),
-                    log_max_dpa_threads_per_process: u8_(d.get(dpa_cap::log_max_dpa_threads_per_process)),
+                    log_max_dpa_threads_per_process: u8_(
+                        d.get(dpa_cap::log_max_dpa_threads_per_process)
+                    ),
                     log_max_dpa_outbox: u8_(d.get(dpa_cap::log_max_dpa_outbox)),
                     log_max_dpa_window: u8_(d.get(dpa_cap::log_max_dpa_window)),
                     log_max_dpa_mem: u8_(d.get(dpa_cap::log_max_dpa_mem)),
                     dpa_mem_block_size: d.get(dpa_cap::dpa_mem_block_size) as u32,
                     log_max_num_dpa_mem_blocks: u8_(d.get(dpa_cap::log_max_num_dpa_mem_blocks)),
-                    max_num_dpa_thread_per_group: d.get(dpa_cap::max_num_dpa_thread_per_group) as u16,
+                    max_num_dpa_thread_per_group: d.get(dpa_cap::max_num_dpa_thread_per_group)
+                        as u16,
                     thread_affinity_single_hart: b(d.get(dpa_cap::thread_affinity_single_hart)),
                     thread_affinity_hart_group: b(d.get(dpa_cap::thread_affinity_hart_group)),
                     dpa_coredump_type: u8_(d.get(dpa_cap::dpa_coredump_type)),
@@ -180,8 +198,12 @@ impl Caps {
     /// thread and memory object types (snap-rdma `snap_dpa_enabled` checks the same types).
     pub fn has_dpa(&self) -> bool {
         self.dpa.is_some()
-            && [obj_type::DPA_MEM, obj_type::DPA_PROCESS, obj_type::DPA_THREAD]
-                .into_iter()
-                .all(|t| self.supports_obj_type(t))
+            && [
+                obj_type::DPA_MEM,
+                obj_type::DPA_PROCESS,
+                obj_type::DPA_THREAD,
+            ]
+            .into_iter()
+            .all(|t| self.supports_obj_type(t))
     }
 }

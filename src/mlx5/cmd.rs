@@ -1193,7 +1193,13 @@ impl Command for CreateQp {
         // Without a receive queue, log_rq_size stays 0 and the QP never posts receives.
         if let Some(n) = self.log_rq_size {
             put(v, op, q.at(qpc::log_rq_size), u64::from(n), "log_rq_size")?;
-            put(v, op, q.at(qpc::log_rq_stride), u64::from(self.log_rq_stride), "log_rq_stride")?;
+            put(
+                v,
+                op,
+                q.at(qpc::log_rq_stride),
+                u64::from(self.log_rq_stride),
+                "log_rq_stride",
+            )?;
         }
         v.set(q.at(qpc::dbr_umem_valid), 1);
         v.set(q.at(qpc::dbr_umem_id), u64::from(self.mem.dbr_umem_id));

@@ -6,6 +6,8 @@
 pub mod caps;
 pub mod cmd;
 pub mod decode;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod layout;
 pub mod layouts;
 pub mod opcode;
