@@ -26,7 +26,11 @@ fn alloc_pd() {
 
 #[test]
 fn alloc_transport_domain() {
-    check(&encode_inbox(&AllocTransportDomain).unwrap(), 16, &[(0, 0x08), (1, 0x16)]);
+    check(
+        &encode_inbox(&AllocTransportDomain).unwrap(),
+        16,
+        &[(0, 0x08), (1, 0x16)],
+    );
 }
 
 #[test]
@@ -37,14 +41,21 @@ fn nop() {
 #[test]
 fn query_hca_cap_dpa_page() {
     // op_mod = (0x24 << 1) | 1 = 0x49 at bits 0x30..0x40 -> byte 7.
-    let q = QueryHcaCap { cap_type: QueryHcaCap::DPA, current: true };
+    let q = QueryHcaCap {
+        cap_type: QueryHcaCap::DPA,
+        current: true,
+    };
     check(&encode_inbox(&q).unwrap(), 16, &[(0, 0x01), (7, 0x49)]);
 }
 
 #[test]
 fn destroy_cq() {
     // cqn at bits 0x48..0x60 -> bytes 9..12.
-    check(&encode_inbox(&DestroyCq(0x12_3456)).unwrap(), 16, &[(0, 0x04), (1, 0x01), (9, 0x12), (10, 0x34), (11, 0x56)]);
+    check(
+        &encode_inbox(&DestroyCq(0x12_3456)).unwrap(),
+        16,
+        &[(0, 0x04), (1, 0x01), (9, 0x12), (10, 0x34), (11, 0x56)],
+    );
 }
 
 #[test]
@@ -54,7 +65,12 @@ fn create_cq_bound_to_a_dpa_thread() {
         cqe_sz: 0,
         uar_page: 0x42,
         target: CqEventTarget::DpaThread(0x77),
-        mem: RingMem { umem_id: 0x11, umem_offset: 0x1000, dbr_umem_id: 0x22, dbr_offset: 0x40 },
+        mem: RingMem {
+            umem_id: 0x11,
+            umem_offset: 0x1000,
+            dbr_umem_id: 0x22,
+            dbr_offset: 0x40,
+        },
         cq_period: 0,
         cq_max_count: 0,
         oi: false,
@@ -87,19 +103,39 @@ fn create_cq_bound_to_a_dpa_thread() {
 fn modify_sq_rst_to_rdy() {
     // sq_state 0x40/4 = RST (0); sqn 0x48/24; sq_context at 0x100, sqc.state 0x8/4 -> bit 0x108
     // -> byte 33 high nibble = 1.
-    let m = ModifySq { sqn: 0xab, from: WqState::Rst, to: WqState::Rdy };
-    check(&encode_inbox(&m).unwrap(), 0x110, &[(0, 0x09), (1, 0x05), (11, 0xab), (33, 0x10)]);
+    let m = ModifySq {
+        sqn: 0xab,
+        from: WqState::Rst,
+        to: WqState::Rdy,
+    };
+    check(
+        &encode_inbox(&m).unwrap(),
+        0x110,
+        &[(0, 0x09), (1, 0x05), (11, 0xab), (33, 0x10)],
+    );
 }
 
 #[test]
 fn create_tis() {
     // ctx at 0x100; tisc.transport_domain 0x128/24 -> bit 0x228 -> bytes 69..72;
     // tisc.pd 0x168/24 -> bit 0x268 -> bytes 77..80.
-    let t = CreateTis { transport_domain: 0x0102_03, pd: 0x04_0506 };
+    let t = CreateTis {
+        transport_domain: 0x01_0203,
+        pd: 0x04_0506,
+    };
     check(
         &encode_inbox(&t).unwrap(),
         0xc0,
-        &[(0, 0x09), (1, 0x12), (69, 0x01), (70, 0x02), (71, 0x03), (77, 0x04), (78, 0x05), (79, 0x06)],
+        &[
+            (0, 0x09),
+            (1, 0x12),
+            (69, 0x01),
+            (70, 0x02),
+            (71, 0x03),
+            (77, 0x04),
+            (78, 0x05),
+            (79, 0x06),
+        ],
     );
 }
 
@@ -107,8 +143,15 @@ fn create_tis() {
 fn create_tir_direct() {
     // ctx at 0x100; tirc.inline_rqn 0xe8/24 -> bit 0x1e8 -> bytes 61..64;
     // tirc.transport_domain 0x128/24 -> bit 0x228 -> bytes 69..72.
-    let t = CreateTir { transport_domain: 7, inline_rqn: 0x99 };
-    check(&encode_inbox(&t).unwrap(), 0x110, &[(0, 0x09), (63, 0x99), (71, 7)]);
+    let t = CreateTir {
+        transport_domain: 7,
+        inline_rqn: 0x99,
+    };
+    check(
+        &encode_inbox(&t).unwrap(),
+        0x110,
+        &[(0, 0x09), (63, 0x99), (71, 7)],
+    );
 }
 
 #[test]
@@ -119,18 +162,54 @@ fn rst2init_qp() {
     // -> bit 0xc0 + 0xc0 + 0x128 = 0x2a8 -> byte 85.
     let m = ModifyQp {
         qpn: 0x33,
-        attr: QpAttr { rre: true, rwe: true, rae: true, vhca_port_num: 1, ..QpAttr::default() },
+        attr: QpAttr {
+            rre: true,
+            rwe: true,
+            rae: true,
+            vhca_port_num: 1,
+            ..QpAttr::default()
+        },
         transition: Rst2Init,
     };
-    check(&encode_inbox(&m).unwrap(), 0x110, &[(0, 0x05), (1, 0x02), (11, 0x33), (26, 0x18), (85, 1), (170, 0xe0)]);
+    check(
+        &encode_inbox(&m).unwrap(),
+        0x110,
+        &[
+            (0, 0x05),
+            (1, 0x02),
+            (11, 0x33),
+            (26, 0x18),
+            (85, 1),
+            (170, 0xe0),
+        ],
+    );
 }
 
 #[test]
 fn access_register_user_read_eug() {
     // op_mod 1 (read); register_id 0x50/16 -> bytes 10..12; argument 0x60/32 -> bytes 12..16;
     // register_data from byte 16.
-    let a = AccessRegisterUser { register_id: 0xc012, argument: 0, write: false, data: vec![0xde, 0xad, 0xbe, 0xef] };
-    check(&encode_inbox(&a).unwrap(), 20, &[(0, 0x0b), (1, 0x0c), (7, 1), (10, 0xc0), (11, 0x12), (16, 0xde), (17, 0xad), (18, 0xbe), (19, 0xef)]);
+    let a = AccessRegisterUser {
+        register_id: 0xc012,
+        argument: 0,
+        write: false,
+        data: vec![0xde, 0xad, 0xbe, 0xef],
+    };
+    check(
+        &encode_inbox(&a).unwrap(),
+        20,
+        &[
+            (0, 0x0b),
+            (1, 0x0c),
+            (7, 1),
+            (10, 0xc0),
+            (11, 0x12),
+            (16, 0xde),
+            (17, 0xad),
+            (18, 0xbe),
+            (19, 0xef),
+        ],
+    );
 }
 
 #[test]
@@ -139,11 +218,25 @@ fn create_dpa_eq_general_object() {
     // dpa_eq context from byte 16: log_umem_size 0x9a/6 -> bits 0x9a..0xa0 -> byte 16+19 low 6;
     // oi 0x8e -> byte 16+17 bit 1; uar_page 0xc8/24 -> bytes 16+25..16+28;
     // umem_id 0xe0/32 -> bytes 16+28..16+32; umem_offset 0x100/64 -> bytes 16+32..16+40.
-    let e = CreateGeneralObject(DpaEqAttr { log_umem_size: 4, uar_page: 0x5, umem_id: 0x6, umem_offset: 0x700, oi: true });
+    let e = CreateGeneralObject(DpaEqAttr {
+        log_umem_size: 4,
+        uar_page: 0x5,
+        umem_id: 0x6,
+        umem_offset: 0x700,
+        oi: true,
+    });
     check(
         &encode_inbox(&e).unwrap(),
         16 + 64,
-        &[(0, 0x0a), (7, 0x33), (33, 0x02), (35, 4), (43, 5), (47, 6), (54, 0x07)],
+        &[
+            (0, 0x0a),
+            (7, 0x33),
+            (33, 0x02),
+            (35, 4),
+            (43, 5),
+            (47, 6),
+            (54, 0x07),
+        ],
     );
 }
 
@@ -151,7 +244,16 @@ fn create_dpa_eq_general_object() {
 fn set_fte_forwards_to_a_tir() {
     // A destination entry follows the fixed part (0x1a00 bits = 0x340 bytes): type TIR (2) in
     // the top byte, tirn in the next three bytes.
-    let f = SetFte { table_id: 1, flow_index: 0, group_id: 2, value: OuterMatch { udp_dport: Some(4791), ..Default::default() }, tirn: 0xabcdef };
+    let f = SetFte {
+        table_id: 1,
+        flow_index: 0,
+        group_id: 2,
+        value: OuterMatch {
+            udp_dport: Some(4791),
+            ..Default::default()
+        },
+        tirn: 0xabcdef,
+    };
     let b = encode_inbox(&f).unwrap();
     assert_eq!(b.len(), 0x340 + 8);
     assert_eq!(&b[0x340..0x348], &[2, 0xab, 0xcd, 0xef, 0, 0, 0, 0]);
@@ -172,11 +274,17 @@ fn firmware_error_is_named_with_status_and_syndrome() {
     out[4..8].copy_from_slice(&0x1234_5678u32.to_be_bytes());
     let e = decode_outbox(&AllocPd, &out).unwrap_err();
     assert_eq!(e.status(), Some(Status::BAD_PARAM));
-    assert_eq!(e.to_string(), "ALLOC_PD (0x800) (op_mod 0x0) failed: status BAD_PARAM (0x3), syndrome 0x12345678");
+    assert_eq!(
+        e.to_string(),
+        "ALLOC_PD (0x800) (op_mod 0x0) failed: status BAD_PARAM (0x3), syndrome 0x12345678"
+    );
     let mut ok = [0u8; 16];
     ok[9..12].copy_from_slice(&[0, 0, 0x2a]);
     assert_eq!(decode_outbox(&AllocPd, &ok).unwrap(), 0x2a);
-    assert!(matches!(decode_outbox(&AllocPd, &ok[..4]), Err(CmdError::NoStatus { .. })));
+    assert!(matches!(
+        decode_outbox(&AllocPd, &ok[..4]),
+        Err(CmdError::NoStatus { .. })
+    ));
 }
 
 #[test]
@@ -186,12 +294,26 @@ fn attributes_that_do_not_fit_are_refused() {
         cqe_sz: 0,
         uar_page: 0,
         target: CqEventTarget::Eq(0),
-        mem: RingMem { umem_id: 0, umem_offset: 0, dbr_umem_id: 0, dbr_offset: 0 },
+        mem: RingMem {
+            umem_id: 0,
+            umem_offset: 0,
+            dbr_umem_id: 0,
+            dbr_offset: 0,
+        },
         cq_period: 0,
         cq_max_count: 0,
         oi: false,
     };
-    assert!(matches!(encode_inbox(&c), Err(CmdError::InvalidAttr { .. })));
-    assert!(matches!(encode_inbox(&DestroyCq(1 << 24)), Err(CmdError::InvalidAttr { .. })));
-    assert!(matches!(encode_inbox(&CreateRqt { rqns: vec![] }), Err(CmdError::InvalidAttr { .. })));
+    assert!(matches!(
+        encode_inbox(&c),
+        Err(CmdError::InvalidAttr { .. })
+    ));
+    assert!(matches!(
+        encode_inbox(&DestroyCq(1 << 24)),
+        Err(CmdError::InvalidAttr { .. })
+    ));
+    assert!(matches!(
+        encode_inbox(&CreateRqt { rqns: vec![] }),
+        Err(CmdError::InvalidAttr { .. })
+    ));
 }

@@ -11,16 +11,36 @@ use serde_json::Value;
 /// Places where the public headers disagree with each other; ours follows the newer rdma-core /
 /// DPDK. Each entry: (source, layout, field, why).
 const KNOWN_DISAGREEMENTS: &[(&str, &str, &str, &str)] = &[
-    ("snap-rdma", "cmd_hca_cap", "fast_teardown", "snap's 2023 copy misplaces it; rdma-core 2026 and the kernel have it at 0x111"),
-    ("snap-rdma-newer", "cmd_hca_cap", "fast_teardown", "as above"),
-    ("snap-rdma-newer", "create_qp_in", "pas", "newer headers insert qpc_data_ext before pas; DevX QPs use wq_umem, never pas"),
+    (
+        "snap-rdma",
+        "cmd_hca_cap",
+        "fast_teardown",
+        "snap's 2023 copy misplaces it; rdma-core 2026 and the kernel have it at 0x111",
+    ),
+    (
+        "snap-rdma-newer",
+        "cmd_hca_cap",
+        "fast_teardown",
+        "as above",
+    ),
+    (
+        "snap-rdma-newer",
+        "create_qp_in",
+        "pas",
+        "newer headers insert qpc_data_ext before pas; DevX QPs use wq_umem, never pas",
+    ),
 ];
 
 fn load(name: &str) -> BTreeMap<String, Value> {
     let path = format!("{}/tests/data/ifc/{name}.json", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let v: Value = serde_json::from_str(&text).expect("reference JSON");
-    v["layouts"].as_object().expect("layouts object").clone().into_iter().collect()
+    v["layouts"]
+        .as_object()
+        .expect("layouts object")
+        .clone()
+        .into_iter()
+        .collect()
 }
 
 fn compare(source: &str, min_matches: usize, must_cover: &[&str]) {
@@ -29,22 +49,45 @@ fn compare(source: &str, min_matches: usize, must_cover: &[&str]) {
     let mut mismatches = Vec::new();
     let mut covered = Vec::new();
     for desc in layouts::ALL {
-        let Some(r) = reference.get(desc.name) else { continue };
+        let Some(r) = reference.get(desc.name) else {
+            continue;
+        };
         covered.push(desc.name);
-        assert!(!desc.provisional, "{source} defines {} publicly: it should not be provisional", desc.name);
+        assert!(
+            !desc.provisional,
+            "{source} defines {} publicly: it should not be provisional",
+            desc.name
+        );
         let fields = r["fields"].as_object().expect("fields");
         for f in flatten(desc) {
-            let Some(rv) = fields.get(&f.name) else { continue };
-            let (Some(off), Some(w)) = (rv[0].as_u64(), rv[1].as_u64()) else { continue };
+            let Some(rv) = fields.get(&f.name) else {
+                continue;
+            };
+            let (Some(off), Some(w)) = (rv[0].as_u64(), rv[1].as_u64()) else {
+                continue;
+            };
             if (off, w) == (u64::from(f.offset), u64::from(f.width)) {
                 matched += 1;
-            } else if !KNOWN_DISAGREEMENTS.iter().any(|k| k.0 == source && k.1 == desc.name && k.2 == f.name) {
-                mismatches.push(format!("{}.{}: ours [{:#x}, {}] vs {source} [{off:#x}, {w}]", desc.name, f.name, f.offset, f.width));
+            } else if !KNOWN_DISAGREEMENTS
+                .iter()
+                .any(|k| k.0 == source && k.1 == desc.name && k.2 == f.name)
+            {
+                mismatches.push(format!(
+                    "{}.{}: ours [{:#x}, {}] vs {source} [{off:#x}, {w}]",
+                    desc.name, f.name, f.offset, f.width
+                ));
             }
         }
     }
-    assert!(mismatches.is_empty(), "layout fields differ from {source}:\n{}", mismatches.join("\n"));
-    assert!(matched >= min_matches, "only {matched} fields compared with {source}");
+    assert!(
+        mismatches.is_empty(),
+        "layout fields differ from {source}:\n{}",
+        mismatches.join("\n")
+    );
+    assert!(
+        matched >= min_matches,
+        "only {matched} fields compared with {source}"
+    );
     for name in must_cover {
         assert!(covered.contains(name), "{source} should cover {name}");
     }
@@ -52,22 +95,66 @@ fn compare(source: &str, min_matches: usize, must_cover: &[&str]) {
 
 #[test]
 fn layouts_match_rdma_core() {
-    compare("rdma-core", 1400, &["cmd_hca_cap", "qpc", "mkc", "sqc", "set_fte_in", "access_register_in"]);
+    compare(
+        "rdma-core",
+        1400,
+        &[
+            "cmd_hca_cap",
+            "qpc",
+            "mkc",
+            "sqc",
+            "set_fte_in",
+            "access_register_in",
+        ],
+    );
 }
 
 #[test]
 fn layouts_match_dpdk() {
-    compare("dpdk", 2000, &["cqc", "create_cq_in", "wq", "rqc", "tirc", "rqtc", "fte_match_param", "alias_context"]);
+    compare(
+        "dpdk",
+        2000,
+        &[
+            "cqc",
+            "create_cq_in",
+            "wq",
+            "rqc",
+            "tirc",
+            "rqtc",
+            "fte_match_param",
+            "alias_context",
+        ],
+    );
 }
 
 #[test]
 fn layouts_match_the_kernel_header() {
-    compare("linux-2017", 1900, &["cqc", "create_cq_in", "qpc", "modify_cq_in", "qp_2err_in", "nop_in"]);
+    compare(
+        "linux-2017",
+        1900,
+        &[
+            "cqc",
+            "create_cq_in",
+            "qpc",
+            "modify_cq_in",
+            "qp_2err_in",
+            "nop_in",
+        ],
+    );
 }
 
 #[test]
 fn layouts_match_snap_rdma() {
-    compare("snap-rdma", 1600, &["cqc", "dpa_db_cq_mapping", "create_dpa_db_cq_mapping_in", "set_flow_table_root_in"]);
+    compare(
+        "snap-rdma",
+        1600,
+        &[
+            "cqc",
+            "dpa_db_cq_mapping",
+            "create_dpa_db_cq_mapping_in",
+            "set_flow_table_root_in",
+        ],
+    );
     compare("snap-rdma-newer", 1600, &["dpa_eq", "dpa_cap", "cqc"]);
 }
 
@@ -75,10 +162,19 @@ fn layouts_match_snap_rdma() {
 fn dpa_binding_fields_sit_where_public_sources_put_them() {
     // cqc.apu_cq / apu_element_type / c_eqn_or_apu_element (FACTS.md §3) and cmd_hca_cap.apu.
     let cqc = flatten(layouts::by_name("cqc").unwrap());
-    let at = |n: &str| cqc.iter().find(|f| f.name == n).map(|f| (f.offset, f.width));
+    let at = |n: &str| {
+        cqc.iter()
+            .find(|f| f.name == n)
+            .map(|f| (f.offset, f.width))
+    };
     assert_eq!(at("apu_cq"), Some((0x7, 1)));
     assert_eq!(at("apu_element_type"), Some((0x19, 3)));
     assert_eq!(at("c_eqn_or_apu_element"), Some((0xa0, 32)));
     let cap = flatten(layouts::by_name("cmd_hca_cap").unwrap());
-    assert_eq!(cap.iter().find(|f| f.name == "apu").map(|f| (f.offset, f.width)), Some((0x688, 1)));
+    assert_eq!(
+        cap.iter()
+            .find(|f| f.name == "apu")
+            .map(|f| (f.offset, f.width)),
+        Some((0x688, 1))
+    );
 }

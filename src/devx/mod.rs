@@ -32,7 +32,10 @@ pub use discovery::{list_devices, DeviceInfo};
 pub enum DevxError {
     /// A system call failed.
     #[error("{op}: {errno}")]
-    Os { op: &'static str, errno: nix::errno::Errno },
+    Os {
+        op: &'static str,
+        errno: nix::errno::Errno,
+    },
     /// The command reached firmware, which refused it (the kernel returned the mailbox).
     /// `errno` is what the system call returned alongside (EREMOTEIO on newer kernels).
     #[error("{source}{}", errno.map(|e| format!(" (errno {e})")).unwrap_or_default())]
@@ -49,7 +52,11 @@ pub enum DevxError {
     UnknownDevice { name: String, found: String },
     /// The opcode cannot be sent the way the caller asked.
     #[error("{opcode} is sent as {expected:?}, not {used:?}")]
-    WrongMethod { opcode: Opcode, expected: DevxMethod, used: DevxMethod },
+    WrongMethod {
+        opcode: Opcode,
+        expected: DevxMethod,
+        used: DevxMethod,
+    },
     /// A mailbox is malformed before it is sent (too short, unknown opcode).
     #[error("bad mailbox: {0}")]
     BadMailbox(String),
@@ -73,7 +80,10 @@ impl DevxError {
 
 impl From<CmdError> for DevxError {
     fn from(source: CmdError) -> Self {
-        DevxError::Command { source, errno: None }
+        DevxError::Command {
+            source,
+            errno: None,
+        }
     }
 }
 
@@ -152,7 +162,12 @@ pub trait EventChannel: Send {
     ///
     /// # Errors
     /// Backend errors.
-    fn subscribe(&self, obj: Option<ObjHandle>, event_types: &[u16], cookie: u64) -> Result<(), DevxError>;
+    fn subscribe(
+        &self,
+        obj: Option<ObjHandle>,
+        event_types: &[u16],
+        cookie: u64,
+    ) -> Result<(), DevxError>;
     /// Waits at most `timeout` for one event; `Ok(None)` when none arrived.
     ///
     /// # Errors
@@ -200,7 +215,13 @@ pub trait Devx: Send + Sync {
     ///
     /// # Errors
     /// Backend errors.
-    unsafe fn umem_reg(&self, addr: *mut u8, len: usize, access: UmemAccess, pgsz_bitmap: u64) -> Result<Umem, DevxError>;
+    unsafe fn umem_reg(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: UmemAccess,
+        pgsz_bitmap: u64,
+    ) -> Result<Umem, DevxError>;
     /// `MLX5_IB_METHOD_DEVX_UMEM_DEREG`.
     ///
     /// # Errors
@@ -238,7 +259,10 @@ pub struct DevxObj {
 
 impl std::fmt::Debug for DevxObj {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DevxObj").field("handle", &self.handle).field("created_by", &self.opcode).finish()
+        f.debug_struct("DevxObj")
+            .field("handle", &self.handle)
+            .field("created_by", &self.opcode)
+            .finish()
     }
 }
 
@@ -278,19 +302,30 @@ impl Drop for DevxObj {
 fn check_method<C: Command>(used: DevxMethod) -> Result<(), DevxError> {
     let expected = C::OPCODE.devx_method();
     if expected != used {
-        return Err(DevxError::WrongMethod { opcode: C::OPCODE, expected, used });
+        return Err(DevxError::WrongMethod {
+            opcode: C::OPCODE,
+            expected,
+            used,
+        });
     }
     Ok(())
 }
 
 /// Attaches the command's identity to a transport error that carried a firmware status.
-fn finish<C: Command>(cmd: &C, res: Result<(), DevxError>, outbox: &[u8]) -> Result<C::Output, DevxError> {
+fn finish<C: Command>(
+    cmd: &C,
+    res: Result<(), DevxError>,
+    outbox: &[u8],
+) -> Result<C::Output, DevxError> {
     match res {
         Ok(()) => Ok(cmd::decode_outbox(cmd, outbox)?),
         Err(DevxError::Os { errno, op }) => {
             // Newer kernels return EREMOTEIO with the mailbox copied out: report firmware's word.
             match cmd::check_status(C::OPCODE, cmd.op_mod(), outbox) {
-                Err(source @ CmdError::Firmware { .. }) => Err(DevxError::Command { source, errno: Some(errno) }),
+                Err(source @ CmdError::Firmware { .. }) => Err(DevxError::Command {
+                    source,
+                    errno: Some(errno),
+                }),
                 _ => Err(DevxError::Os { op, errno }),
             }
         }
@@ -322,14 +357,21 @@ pub fn create<C: Command>(dev: &Arc<dyn Devx>, cmd: &C) -> Result<(DevxObj, C::O
     let res = dev.obj_create(&inbox, &mut outbox);
     match res {
         Ok(handle) => {
-            let obj = DevxObj { dev: Arc::clone(dev), handle, opcode: C::OPCODE, destroyed: false };
+            let obj = DevxObj {
+                dev: Arc::clone(dev),
+                handle,
+                opcode: C::OPCODE,
+                destroyed: false,
+            };
             // `obj` is dropped (and so destroyed) if decoding fails.
             let out = cmd::decode_outbox(cmd, &outbox)?;
             Ok((obj, out))
         }
-        Err(e) => Err(finish(cmd, Err(e), &outbox).err().unwrap_or(DevxError::BadMailbox(
-            "backend reported an error but the outbox decoded".into(),
-        ))),
+        Err(e) => Err(finish(cmd, Err(e), &outbox)
+            .err()
+            .unwrap_or(DevxError::BadMailbox(
+                "backend reported an error but the outbox decoded".into(),
+            ))),
     }
 }
 
@@ -381,9 +423,16 @@ pub fn query_caps(dev: &dyn Devx) -> Result<crate::mlx5::caps::Caps, DevxError> 
 /// # Errors
 /// A mailbox shorter than the command header, an opcode DevX does not accept, a modify /
 /// query / destroy (they need a handle from the same context), or transport errors.
-pub fn raw_command(dev: &Arc<dyn Devx>, inbox: &[u8], outbox_len: usize) -> Result<(Vec<u8>, Option<DevxObj>), DevxError> {
+pub fn raw_command(
+    dev: &Arc<dyn Devx>,
+    inbox: &[u8],
+    outbox_len: usize,
+) -> Result<(Vec<u8>, Option<DevxObj>), DevxError> {
     if inbox.len() < 16 {
-        return Err(DevxError::BadMailbox(format!("inbox of {} bytes is shorter than the 16-byte header", inbox.len())));
+        return Err(DevxError::BadMailbox(format!(
+            "inbox of {} bytes is shorter than the 16-byte header",
+            inbox.len()
+        )));
     }
     let opcode = Opcode(u16::from_be_bytes([inbox[0], inbox[1]]));
     let mut outbox = vec![0u8; outbox_len.max(16)];
@@ -410,7 +459,10 @@ pub fn raw_command(dev: &Arc<dyn Devx>, inbox: &[u8], outbox_len: usize) -> Resu
 /// mailbox is the answer.
 fn keep_mailbox_on_remote_error(r: Result<(), DevxError>) -> Result<(), DevxError> {
     match r {
-        Err(DevxError::Os { errno: nix::errno::Errno::EREMOTEIO, .. }) => Ok(()),
+        Err(DevxError::Os {
+            errno: nix::errno::Errno::EREMOTEIO,
+            ..
+        }) => Ok(()),
         other => other,
     }
 }

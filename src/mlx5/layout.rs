@@ -844,15 +844,19 @@ mod tests {
 /// A nested layout that does not fit:
 ///
 /// ```compile_fail
-/// mlx5_dpa::layout! { pub inner: 0x40 { a @ 0x0 : 0x8 } }
-/// mlx5_dpa::layout! { pub outer: 0x40 { x @ 0x20 : inner } }
+/// mod m {
+///     mlx5_dpa::layout! { pub inner: 0x40 { a @ 0x0 : 0x8 } }
+///     mlx5_dpa::layout! { pub outer: 0x40 { x @ 0x20 : inner } }
+/// }
 /// ```
 ///
 /// The same declarations, corrected, compile:
 ///
 /// ```
-/// mlx5_dpa::layout! { pub inner: 0x40 { a @ 0x0 : 0x8 } }
-/// mlx5_dpa::layout! { pub outer: 0x60 { b @ 0x4 : 0x4, x @ 0x20 : inner } }
+/// mod m {
+///     mlx5_dpa::layout! { pub inner: 0x40 { a @ 0x0 : 0x8 } }
+///     mlx5_dpa::layout! { pub outer: 0x60 { b @ 0x4 : 0x4, x @ 0x20 : inner } }
+/// }
 /// ```
 #[cfg(doctest)]
 pub struct CompileChecks;

@@ -19,7 +19,11 @@ use mlx5_dpa::mlx5::{Opcode, Status};
 use serde_json::{json, Map, Value as Json};
 
 #[derive(Parser, Debug)]
-#[command(name = "mlx5-dpa", version, about = "Pure-Rust mlx5 / BlueField-3 DPA driver over DevX")]
+#[command(
+    name = "mlx5-dpa",
+    version,
+    about = "Pure-Rust mlx5 / BlueField-3 DPA driver over DevX"
+)]
 struct Cli {
     /// Use this hardware device (an RDMA device name such as mlx5_0).
     #[arg(long, global = true, value_name = "NAME")]
@@ -32,6 +36,7 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::enum_variant_names)] // `cmd` is the subcommand's name on the command line
 enum Cmd {
     /// List the mlx5 devices of this machine.
     Devices,
@@ -98,8 +103,12 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> Result<(), ToolError> {
     match &cli.cmd {
         Cmd::Devices => devices(),
-        Cmd::Prm { what: PrmCmd::Layouts { json, name } } => prm_layouts(*json, name.as_deref()),
-        Cmd::Prm { what: PrmCmd::Decode { layout, bytes } } => prm_decode(layout, bytes),
+        Cmd::Prm {
+            what: PrmCmd::Layouts { json, name },
+        } => prm_layouts(*json, name.as_deref()),
+        Cmd::Prm {
+            what: PrmCmd::Decode { layout, bytes },
+        } => prm_decode(layout, bytes),
         Cmd::Cmd { inbox, out_len } => raw_cmd(cli, inbox, *out_len),
         Cmd::Caps => caps(cli),
     }
@@ -119,11 +128,14 @@ fn open_device(cli: &Cli) -> Result<Arc<dyn Devx>, ToolError> {
 fn devices() -> Result<(), ToolError> {
     let list = devx::list_devices();
     if list.is_empty() {
-        println!("No mlx5 devices found (looked in {}).", devx::discovery::searched());
+        println!(
+            "No mlx5 devices found (looked in {}).",
+            devx::discovery::searched()
+        );
         println!("Without hardware, use the device model: mlx5-dpa --sim ...");
         return Ok(());
     }
-    println!("{:<12} {:<26} {:<16} {}", "NAME", "UVERBS", "FIRMWARE", "PCI");
+    println!("{:<12} {:<26} {:<16} PCI", "NAME", "UVERBS", "FIRMWARE");
     for d in list {
         println!(
             "{:<12} {:<26} {:<16} {}",
@@ -146,7 +158,9 @@ fn layout_json(d: &mlx5_dpa::mlx5::LayoutDesc) -> Json {
 
 fn prm_layouts(as_json: bool, name: Option<&str>) -> Result<(), ToolError> {
     let chosen: Vec<_> = match name {
-        Some(n) => vec![layouts::by_name(n).ok_or_else(|| ToolError::UnknownLayout(n.to_string()))?],
+        Some(n) => {
+            vec![layouts::by_name(n).ok_or_else(|| ToolError::UnknownLayout(n.to_string()))?]
+        }
         None => layouts::ALL.to_vec(),
     };
     if as_json {
@@ -159,7 +173,12 @@ fn prm_layouts(as_json: bool, name: Option<&str>) -> Result<(), ToolError> {
     }
     for d in chosen {
         let mark = if d.provisional { "  [provisional]" } else { "" };
-        println!("{} ({} bits, {} bytes){mark}", d.name, d.size_bits, d.size_bits / 8);
+        println!(
+            "{} ({} bits, {} bytes){mark}",
+            d.name,
+            d.size_bits,
+            d.size_bits / 8
+        );
         if name.is_some() {
             for f in decode::flatten(d) {
                 println!("  {:#07x} {:>5}  {}", f.offset, f.width, f.name);
@@ -172,22 +191,30 @@ fn prm_layouts(as_json: bool, name: Option<&str>) -> Result<(), ToolError> {
 /// Hex from an argument or `@file`: whitespace, `0x` prefixes, `:` and `,` separators ignored.
 fn read_hex(arg: &str) -> Result<Vec<u8>, ToolError> {
     let text = match arg.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| ToolError::Input(format!("cannot read {path}: {e}")))?,
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| ToolError::Input(format!("cannot read {path}: {e}")))?,
         None => arg.to_string(),
     };
     let mut digits = String::new();
     for tok in text.split(|c: char| c.is_whitespace() || c == ',' || c == ':') {
-        let t = tok.strip_prefix("0x").or_else(|| tok.strip_prefix("0X")).unwrap_or(tok);
+        let t = tok
+            .strip_prefix("0x")
+            .or_else(|| tok.strip_prefix("0X"))
+            .unwrap_or(tok);
         digits.push_str(t);
     }
-    if digits.len() % 2 != 0 {
-        return Err(ToolError::Input(format!("odd number of hex digits ({})", digits.len())));
+    if !digits.len().is_multiple_of(2) {
+        return Err(ToolError::Input(format!(
+            "odd number of hex digits ({})",
+            digits.len()
+        )));
     }
     (0..digits.len())
         .step_by(2)
         .map(|i| {
-            u8::from_str_radix(&digits[i..i + 2], 16)
-                .map_err(|_| ToolError::Input(format!("not hex: {:?} at digit {i}", &digits[i..i + 2])))
+            u8::from_str_radix(&digits[i..i + 2], 16).map_err(|_| {
+                ToolError::Input(format!("not hex: {:?} at digit {i}", &digits[i..i + 2]))
+            })
         })
         .collect()
 }
@@ -215,17 +242,31 @@ fn prm_decode(layout: &str, bytes: &str) -> Result<(), ToolError> {
 /// The output layout of an opcode: `<opcode name>_out` when declared, else the general object
 /// or plain headers.
 fn out_layout(op: Opcode) -> &'static mlx5_dpa::mlx5::LayoutDesc {
-    let by_opcode = op.name().and_then(|n| layouts::by_name(&format!("{}_out", n.to_ascii_lowercase())));
-    let general = matches!(op, Opcode::CREATE_GENERAL_OBJECT | Opcode::MODIFY_GENERAL_OBJECT | Opcode::QUERY_GENERAL_OBJECT | Opcode::DESTROY_GENERAL_OBJECT)
-        .then(|| layouts::by_name("general_obj_out_cmd_hdr"))
-        .flatten();
-    by_opcode.or(general).or_else(|| layouts::by_name("mbox_out")).unwrap_or(layouts::ALL[1])
+    let by_opcode = op
+        .name()
+        .and_then(|n| layouts::by_name(&format!("{}_out", n.to_ascii_lowercase())));
+    let general = matches!(
+        op,
+        Opcode::CREATE_GENERAL_OBJECT
+            | Opcode::MODIFY_GENERAL_OBJECT
+            | Opcode::QUERY_GENERAL_OBJECT
+            | Opcode::DESTROY_GENERAL_OBJECT
+    )
+    .then(|| layouts::by_name("general_obj_out_cmd_hdr"))
+    .flatten();
+    by_opcode
+        .or(general)
+        .or_else(|| layouts::by_name("mbox_out"))
+        .unwrap_or(layouts::ALL[1])
 }
 
 fn raw_cmd(cli: &Cli, inbox_arg: &str, out_len: Option<usize>) -> Result<(), ToolError> {
     let inbox = read_hex(inbox_arg)?;
     if inbox.len() < 16 {
-        return Err(ToolError::Input(format!("an inbox has at least the 16-byte header; got {} bytes", inbox.len())));
+        return Err(ToolError::Input(format!(
+            "an inbox has at least the 16-byte header; got {} bytes",
+            inbox.len()
+        )));
     }
     let op = Opcode(u16::from_be_bytes([inbox[0], inbox[1]]));
     let op_mod = u16::from_be_bytes([inbox[6], inbox[7]]);
@@ -233,7 +274,10 @@ fn raw_cmd(cli: &Cli, inbox_arg: &str, out_len: Option<usize>) -> Result<(), Too
     let len = out_len.unwrap_or(out_desc.size_bytes()).max(16);
     let dev = open_device(cli)?;
     println!("device:  {}", dev.describe());
-    println!("command: {op}, op_mod {op_mod:#x}, sent as {:?}", op.devx_method());
+    println!(
+        "command: {op}, op_mod {op_mod:#x}, sent as {:?}",
+        op.devx_method()
+    );
     let (outbox, obj) = devx::raw_command(&dev, &inbox, len)?;
     let status = Status(outbox[0]);
     let syndrome = u32::from_be_bytes([outbox[4], outbox[5], outbox[6], outbox[7]]);
@@ -256,9 +300,15 @@ fn caps(cli: &Cli) -> Result<(), ToolError> {
     let c = devx::query_caps(dev.as_ref())?;
     println!("device: {}", dev.describe());
     println!("{:#?}", c.general);
-    println!("general_obj_types: {:#018x} {:#018x}", c.general.general_obj_types, c.general_obj_types_127_64);
+    println!(
+        "general_obj_types: {:#018x} {:#018x}",
+        c.general.general_obj_types, c.general_obj_types_127_64
+    );
     match &c.dpa {
-        Some(d) => println!("DPA: {d:#?}\nprocess memory: {} bytes", d.process_mem_bytes()),
+        Some(d) => println!(
+            "DPA: {d:#?}\nprocess memory: {} bytes",
+            d.process_mem_bytes()
+        ),
         None => println!("DPA: not present"),
     }
     Ok(())
@@ -280,7 +330,10 @@ mod tests {
     fn outputs_are_found_by_opcode_name() {
         assert_eq!(out_layout(Opcode::CREATE_CQ).name, "create_cq_out");
         assert_eq!(out_layout(Opcode::QUERY_HCA_CAP).name, "query_hca_cap_out");
-        assert_eq!(out_layout(Opcode::CREATE_GENERAL_OBJECT).name, "general_obj_out_cmd_hdr");
+        assert_eq!(
+            out_layout(Opcode::CREATE_GENERAL_OBJECT).name,
+            "general_obj_out_cmd_hdr"
+        );
         assert_eq!(out_layout(Opcode::RTR2RTS_QP).name, "mbox_out");
     }
 }

@@ -88,7 +88,12 @@ pub mod mlx5_ids {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attr {
     /// Input buffer: inlined in `data` when at most 8 bytes, else a pointer.
-    In { id: u16, addr: u64, len: u16, inline: Option<[u8; 8]> },
+    In {
+        id: u16,
+        addr: u64,
+        len: u16,
+        inline: Option<[u8; 8]>,
+    },
     /// Output buffer the kernel writes: pointer and length.
     Out { id: u16, addr: u64, len: u16 },
     /// A u32 constant, inlined (`fill_attr_in_uint32`).
@@ -110,12 +115,22 @@ impl Attr {
             d[..bytes.len()].copy_from_slice(bytes);
             d
         });
-        Attr::In { id, addr: bytes.as_ptr() as u64, len, inline }
+        Attr::In {
+            id,
+            addr: bytes.as_ptr() as u64,
+            len,
+            inline,
+        }
     }
 
     fn encode(&self, out: &mut [u8; ATTR_LEN]) {
         let (id, len, data): (u16, u16, [u8; 8]) = match *self {
-            Attr::In { id, addr, len, inline } => (id, len, inline.unwrap_or(addr.to_ne_bytes())),
+            Attr::In {
+                id,
+                addr,
+                len,
+                inline,
+            } => (id, len, inline.unwrap_or(addr.to_ne_bytes())),
             Attr::Out { id, addr, len } => (id, len, addr.to_ne_bytes()),
             Attr::U32 { id, value } => {
                 let mut d = [0u8; 8];
@@ -198,7 +213,7 @@ pub fn alloc_ucontext_req() -> [u8; 32] {
     r[8..12].copy_from_slice(&1u32.to_ne_bytes()); // flags = MLX5_IB_ALLOC_UCTX_DEVX
     r[12..16].copy_from_slice(&0u32.to_ne_bytes()); // comp_mask
     r[16] = 1; // max_cqe_version
-    // r[17] reserved0, r[18..20] reserved1, r[20..24] reserved2
+               // r[17] reserved0, r[18..20] reserved1, r[20..24] reserved2
     r[24..32].copy_from_slice(&(1u64 | 2u64).to_ne_bytes()); // lib_caps: 4K_UAR | DYN_UAR
     r
 }
@@ -248,13 +263,30 @@ mod tests {
             MLX5_IB_OBJECT_DEVX,
             MLX5_IB_METHOD_DEVX_OTHER,
             &[
-                Attr::In { id: MLX5_IB_ATTR_DEVX_OTHER_CMD_IN, addr: 0x1111_2222_3333_4440, len: 16, inline: None },
-                Attr::Out { id: MLX5_IB_ATTR_DEVX_OTHER_CMD_OUT, addr: 0x5555_6666_7777_8880, len: 0x1010 },
+                Attr::In {
+                    id: MLX5_IB_ATTR_DEVX_OTHER_CMD_IN,
+                    addr: 0x1111_2222_3333_4440,
+                    len: 16,
+                    inline: None,
+                },
+                Attr::Out {
+                    id: MLX5_IB_ATTR_DEVX_OTHER_CMD_OUT,
+                    addr: 0x5555_6666_7777_8880,
+                    len: 0x1010,
+                },
             ],
         );
         let mut want = header(24 + 32, 0x1000, 0x1000, 2);
-        want.extend(attr(0x1000, 16, [0x40, 0x44, 0x33, 0x33, 0x22, 0x22, 0x11, 0x11]));
-        want.extend(attr(0x1001, 0x1010, [0x80, 0x88, 0x77, 0x77, 0x66, 0x66, 0x55, 0x55]));
+        want.extend(attr(
+            0x1000,
+            16,
+            [0x40, 0x44, 0x33, 0x33, 0x22, 0x22, 0x11, 0x11],
+        ));
+        want.extend(attr(
+            0x1001,
+            0x1010,
+            [0x80, 0x88, 0x77, 0x77, 0x66, 0x66, 0x55, 0x55],
+        ));
         assert_eq!(b.bytes(), want);
         assert_eq!(inbox.len(), 16);
     }
@@ -266,9 +298,21 @@ mod tests {
             MLX5_IB_OBJECT_DEVX_OBJ,
             MLX5_IB_METHOD_DEVX_OBJ_CREATE,
             &[
-                Attr::Obj { id: MLX5_IB_ATTR_DEVX_OBJ_HANDLE, handle: 0 },
-                Attr::In { id: MLX5_IB_ATTR_DEVX_OBJ_CMD_IN, addr: 0x1000, len: 0x110, inline: None },
-                Attr::Out { id: MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT, addr: 0x2000, len: 0x10 },
+                Attr::Obj {
+                    id: MLX5_IB_ATTR_DEVX_OBJ_HANDLE,
+                    handle: 0,
+                },
+                Attr::In {
+                    id: MLX5_IB_ATTR_DEVX_OBJ_CMD_IN,
+                    addr: 0x1000,
+                    len: 0x110,
+                    inline: None,
+                },
+                Attr::Out {
+                    id: MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT,
+                    addr: 0x2000,
+                    len: 0x10,
+                },
             ],
         );
         let mut want = header(72, 0x1001, 0x1000, 3);
@@ -277,19 +321,41 @@ mod tests {
         want.extend(attr(0x1002, 0x10, [0x00, 0x20, 0, 0, 0, 0, 0, 0]));
         assert_eq!(b.bytes(), want);
 
-        let b = IoctlBuf::build(MLX5_IB_OBJECT_DEVX_OBJ, MLX5_IB_METHOD_DEVX_OBJ_DESTROY, &[Attr::Obj { id: 0x1000, handle: 7 }]);
+        let b = IoctlBuf::build(
+            MLX5_IB_OBJECT_DEVX_OBJ,
+            MLX5_IB_METHOD_DEVX_OBJ_DESTROY,
+            &[Attr::Obj {
+                id: 0x1000,
+                handle: 7,
+            }],
+        );
         let mut want = header(40, 0x1001, 0x1001, 1);
         want.extend(attr(0x1000, 0, [7, 0, 0, 0, 0, 0, 0, 0]));
         assert_eq!(b.bytes(), want);
 
-        for method in [MLX5_IB_METHOD_DEVX_OBJ_MODIFY, MLX5_IB_METHOD_DEVX_OBJ_QUERY] {
+        for method in [
+            MLX5_IB_METHOD_DEVX_OBJ_MODIFY,
+            MLX5_IB_METHOD_DEVX_OBJ_QUERY,
+        ] {
             let b = IoctlBuf::build(
                 MLX5_IB_OBJECT_DEVX_OBJ,
                 method,
                 &[
-                    Attr::Obj { id: 0x1000, handle: 9 },
-                    Attr::In { id: 0x1001, addr: 0x3000, len: 0x20, inline: None },
-                    Attr::Out { id: 0x1002, addr: 0x4000, len: 0x220 },
+                    Attr::Obj {
+                        id: 0x1000,
+                        handle: 9,
+                    },
+                    Attr::In {
+                        id: 0x1001,
+                        addr: 0x3000,
+                        len: 0x20,
+                        inline: None,
+                    },
+                    Attr::Out {
+                        id: 0x1002,
+                        addr: 0x4000,
+                        len: 0x220,
+                    },
                 ],
             );
             let mut want = header(72, 0x1001, method, 3);
@@ -307,12 +373,31 @@ mod tests {
             MLX5_IB_OBJECT_DEVX_UMEM,
             MLX5_IB_METHOD_DEVX_UMEM_REG,
             &[
-                Attr::U64 { id: MLX5_IB_ATTR_DEVX_UMEM_REG_ADDR, value: 0x7f00_0000_1000 },
-                Attr::U64 { id: MLX5_IB_ATTR_DEVX_UMEM_REG_LEN, value: 0x2000 },
-                Attr::U32 { id: MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS, value: 7 },
-                Attr::U64 { id: MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP, value: 0x1000 },
-                Attr::Out { id: MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID, addr: 0x5000, len: 4 },
-                Attr::Obj { id: MLX5_IB_ATTR_DEVX_UMEM_REG_HANDLE, handle: 0 },
+                Attr::U64 {
+                    id: MLX5_IB_ATTR_DEVX_UMEM_REG_ADDR,
+                    value: 0x7f00_0000_1000,
+                },
+                Attr::U64 {
+                    id: MLX5_IB_ATTR_DEVX_UMEM_REG_LEN,
+                    value: 0x2000,
+                },
+                Attr::U32 {
+                    id: MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS,
+                    value: 7,
+                },
+                Attr::U64 {
+                    id: MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP,
+                    value: 0x1000,
+                },
+                Attr::Out {
+                    id: MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID,
+                    addr: 0x5000,
+                    len: 4,
+                },
+                Attr::Obj {
+                    id: MLX5_IB_ATTR_DEVX_UMEM_REG_HANDLE,
+                    handle: 0,
+                },
             ],
         );
         let mut want = header(24 + 96, 0x1002, 0x1000, 6);
@@ -324,7 +409,14 @@ mod tests {
         want.extend(attr(0x1000, 0, [0; 8]));
         assert_eq!(b.bytes(), want);
 
-        let b = IoctlBuf::build(MLX5_IB_OBJECT_DEVX_UMEM, MLX5_IB_METHOD_DEVX_UMEM_DEREG, &[Attr::Obj { id: 0x1000, handle: 3 }]);
+        let b = IoctlBuf::build(
+            MLX5_IB_OBJECT_DEVX_UMEM,
+            MLX5_IB_METHOD_DEVX_UMEM_DEREG,
+            &[Attr::Obj {
+                id: 0x1000,
+                handle: 3,
+            }],
+        );
         let mut want = header(40, 0x1002, 0x1001, 1);
         want.extend(attr(0x1000, 0, [3, 0, 0, 0, 0, 0, 0, 0]));
         assert_eq!(b.bytes(), want);
@@ -337,11 +429,29 @@ mod tests {
             MLX5_IB_OBJECT_UAR,
             MLX5_IB_METHOD_UAR_OBJ_ALLOC,
             &[
-                Attr::Obj { id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, handle: 0 },
-                Attr::U64 { id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, value: 1 },
-                Attr::Out { id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET, addr: 0x6000, len: 8 },
-                Attr::Out { id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH, addr: 0x6008, len: 4 },
-                Attr::Out { id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, addr: 0x600c, len: 4 },
+                Attr::Obj {
+                    id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE,
+                    handle: 0,
+                },
+                Attr::U64 {
+                    id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE,
+                    value: 1,
+                },
+                Attr::Out {
+                    id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+                    addr: 0x6000,
+                    len: 8,
+                },
+                Attr::Out {
+                    id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+                    addr: 0x6008,
+                    len: 4,
+                },
+                Attr::Out {
+                    id: MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID,
+                    addr: 0x600c,
+                    len: 4,
+                },
             ],
         );
         let mut want = header(24 + 80, 0x1008, 0x1000, 5);
@@ -352,7 +462,14 @@ mod tests {
         want.extend(attr(0x1004, 4, [0x0c, 0x60, 0, 0, 0, 0, 0, 0]));
         assert_eq!(b.bytes(), want);
 
-        let b = IoctlBuf::build(MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_DESTROY, &[Attr::Obj { id: 0x1000, handle: 2 }]);
+        let b = IoctlBuf::build(
+            MLX5_IB_OBJECT_UAR,
+            MLX5_IB_METHOD_UAR_OBJ_DESTROY,
+            &[Attr::Obj {
+                id: 0x1000,
+                handle: 2,
+            }],
+        );
         let mut want = header(40, 0x1008, 0x1001, 1);
         want.extend(attr(0x1000, 0, [2, 0, 0, 0, 0, 0, 0, 0]));
         assert_eq!(b.bytes(), want);
@@ -365,8 +482,15 @@ mod tests {
             MLX5_IB_OBJECT_DEVX,
             MLX5_IB_METHOD_DEVX_QUERY_EQN,
             &[
-                Attr::U32 { id: MLX5_IB_ATTR_DEVX_QUERY_EQN_USER_VEC, value: 2 },
-                Attr::Out { id: MLX5_IB_ATTR_DEVX_QUERY_EQN_DEV_EQN, addr: 0x7000, len: 4 },
+                Attr::U32 {
+                    id: MLX5_IB_ATTR_DEVX_QUERY_EQN_USER_VEC,
+                    value: 2,
+                },
+                Attr::Out {
+                    id: MLX5_IB_ATTR_DEVX_QUERY_EQN_DEV_EQN,
+                    addr: 0x7000,
+                    len: 4,
+                },
             ],
         );
         let mut want = header(56, 0x1000, 0x1002, 2);
@@ -378,8 +502,14 @@ mod tests {
             MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD,
             MLX5_IB_METHOD_DEVX_ASYNC_EVENT_FD_ALLOC,
             &[
-                Attr::Fd { id: MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_HANDLE, fd: 0 },
-                Attr::U32 { id: MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_FLAGS, value: 0 },
+                Attr::Fd {
+                    id: MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_HANDLE,
+                    fd: 0,
+                },
+                Attr::U32 {
+                    id: MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_FLAGS,
+                    value: 0,
+                },
             ],
         );
         let mut want = header(56, 0x1005, 0x1000, 2);
@@ -393,9 +523,18 @@ mod tests {
             MLX5_IB_OBJECT_DEVX,
             MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT,
             &[
-                Attr::Fd { id: MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_FD_HANDLE, fd: 5 },
-                Attr::U64 { id: MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_COOKIE, value: 0xc00c1e },
-                Attr::Obj { id: MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_OBJ_HANDLE, handle: 4 },
+                Attr::Fd {
+                    id: MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_FD_HANDLE,
+                    fd: 5,
+                },
+                Attr::U64 {
+                    id: MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_COOKIE,
+                    value: 0xc00c1e,
+                },
+                Attr::Obj {
+                    id: MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_OBJ_HANDLE,
+                    handle: 4,
+                },
                 Attr::input(MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_TYPE_NUM_LIST, &types),
             ],
         );
@@ -410,8 +549,17 @@ mod tests {
             core_ids::UVERBS_OBJECT_DEVICE,
             core_ids::UVERBS_METHOD_GET_CONTEXT,
             &[
-                Attr::In { id: core_ids::UVERBS_ATTR_UHW_IN, addr: 0x8000, len: 32, inline: None },
-                Attr::Out { id: core_ids::UVERBS_ATTR_UHW_OUT, addr: 0x9000, len: 72 },
+                Attr::In {
+                    id: core_ids::UVERBS_ATTR_UHW_IN,
+                    addr: 0x8000,
+                    len: 32,
+                    inline: None,
+                },
+                Attr::Out {
+                    id: core_ids::UVERBS_ATTR_UHW_OUT,
+                    addr: 0x9000,
+                    len: 72,
+                },
             ],
         );
         let mut want = header(56, 0, 3, 2);
