@@ -203,41 +203,23 @@ impl Devx for KernelDevx {
     }
 
     fn obj_modify(&self, obj: ObjHandle, inbox: &[u8], outbox: &mut [u8]) -> Result<(), DevxError> {
-        let [a, b] = Self::cmd_attrs(
+        self.obj_cmd(
+            MLX5_IB_METHOD_DEVX_OBJ_MODIFY,
+            "DEVX_OBJ_MODIFY",
+            obj,
             inbox,
             outbox,
-            MLX5_IB_ATTR_DEVX_OBJ_CMD_IN,
-            MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT,
-        )?;
-        let h = Attr::Obj {
-            id: MLX5_IB_ATTR_DEVX_OBJ_HANDLE,
-            handle: obj.0 as u32,
-        };
-        let mut buf = IoctlBuf::build(
-            MLX5_IB_OBJECT_DEVX_OBJ,
-            MLX5_IB_METHOD_DEVX_OBJ_MODIFY,
-            &[h, a, b],
-        );
-        ioctl(self.fd(), &mut buf, "DEVX_OBJ_MODIFY")
+        )
     }
 
     fn obj_query(&self, obj: ObjHandle, inbox: &[u8], outbox: &mut [u8]) -> Result<(), DevxError> {
-        let [a, b] = Self::cmd_attrs(
+        self.obj_cmd(
+            MLX5_IB_METHOD_DEVX_OBJ_QUERY,
+            "DEVX_OBJ_QUERY",
+            obj,
             inbox,
             outbox,
-            MLX5_IB_ATTR_DEVX_OBJ_CMD_IN,
-            MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT,
-        )?;
-        let h = Attr::Obj {
-            id: MLX5_IB_ATTR_DEVX_OBJ_HANDLE,
-            handle: obj.0 as u32,
-        };
-        let mut buf = IoctlBuf::build(
-            MLX5_IB_OBJECT_DEVX_OBJ,
-            MLX5_IB_METHOD_DEVX_OBJ_QUERY,
-            &[h, a, b],
-        );
-        ioctl(self.fd(), &mut buf, "DEVX_OBJ_QUERY")
+        )
     }
 
     fn obj_destroy(&self, obj: ObjHandle) -> Result<(), DevxError> {
@@ -455,6 +437,29 @@ impl Devx for KernelDevx {
 }
 
 impl KernelDevx {
+    /// MODIFY / QUERY on an object handle: same attributes, different method.
+    fn obj_cmd(
+        &self,
+        method: u16,
+        op: &'static str,
+        obj: ObjHandle,
+        inbox: &[u8],
+        outbox: &mut [u8],
+    ) -> Result<(), DevxError> {
+        let [a, b] = Self::cmd_attrs(
+            inbox,
+            outbox,
+            MLX5_IB_ATTR_DEVX_OBJ_CMD_IN,
+            MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT,
+        )?;
+        let h = Attr::Obj {
+            id: MLX5_IB_ATTR_DEVX_OBJ_HANDLE,
+            handle: obj.0 as u32,
+        };
+        let mut buf = IoctlBuf::build(MLX5_IB_OBJECT_DEVX_OBJ, method, &[h, a, b]);
+        ioctl(self.fd(), &mut buf, op)
+    }
+
     fn destroy_uar_handle(&self, handle: u64) -> Result<(), DevxError> {
         let h = Attr::Obj {
             id: MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE,
