@@ -7,6 +7,7 @@
 pub mod caps;
 pub mod cmd;
 pub mod cq;
+pub mod destroy;
 pub mod dpa;
 pub mod flow;
 pub mod pd;
@@ -19,6 +20,7 @@ pub mod work_queue;
 pub use caps::*;
 pub use cmd::*;
 pub use cq::*;
+pub use destroy::*;
 pub use dpa::*;
 pub use flow::*;
 pub use pd::*;
@@ -133,6 +135,15 @@ registry![
     dpa_window,
     dpa_eq,
     dpa_uar,
+    dealloc_transport_domain_in,
+    destroy_mkey_in,
+    destroy_tis_in,
+    destroy_tir_in,
+    destroy_rqt_in,
+    destroy_rmp_in,
+    destroy_flow_table_in,
+    destroy_flow_group_in,
+    delete_fte_in,
 ];
 
 /// Looks a layout up by its mlx5_ifc name.
