@@ -1,8 +1,294 @@
 //! # mlx5-sim
 //!
-//! A software BlueField-3 behind the same DevX interface as the hardware: a firmware command
-//! processor, the NIC datapath and a DPA that executes RISC-V code. It implements the driver's
-//! `mlx5_dpa::devx::Devx` trait so that driver code runs on it unchanged.
+//! A software BlueField-3 behind the same DevX interface as the hardware. It implements the
+//! driver's [`mlx5_dpa::devx::Devx`] trait ([`SimDevx`]), so driver code runs on it unchanged.
 //!
-//! Not implemented yet: the firmware model is the next piece of work (issue "mlx5-sim"). Until
-//! it lands, `mlx5-dpa --sim` reports that the device model is not available.
+//! - [`fw`]: the firmware command processor: object tables, validation with PRM status codes
+//!   and one syndrome per check ([`fw::check`]), capability profiles ([`profile`]), fault
+//!   injection, an inventory of live objects.
+//! - [`SimDevx`]: the kernel's DevX rules in front of it (method whitelist, uid, forced
+//!   `umem_valid`, handle ownership), UMEM registration, UAR pages, EQ numbers, event
+//!   channels.
+//! - The datapath engine: watches UAR doorbells and doorbell records, executes send WQEs,
+//!   steers received frames (flow tables -> TIR -> RQ), writes CQEs and raises completion
+//!   events. Driven by [`Device::step`] (deterministic, for tests) or by a background thread
+//!   ([`Device::start_engine`]).
+//! - [`port`]: where frames go: internal loopback, a link to another model instance, a TAP
+//!   device, and pcap capture.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use mlx5_dpa::devx::{self, Devx};
+//! let dev = mlx5_sim::Device::new(mlx5_sim::profile::Profile::bf3());
+//! let ctx: Arc<dyn Devx> = dev.open_devx();
+//! let caps = devx::query_caps(&*ctx).unwrap();
+//! assert!(caps.has_dpa());
+//! ```
+//!
+//! The DPA engine (executing RISC-V code) is not part of this crate yet: DPA objects are
+//! validated and tracked, not run.
+
+pub mod devx;
+mod engine;
+mod events;
+pub mod fw;
+mod mem;
+pub mod port;
+pub mod profile;
+mod slab;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use mlx5_dpa::mlx5::{Opcode, Status};
+
+pub use devx::SimDevx;
+pub use engine::{PortMode, PortStats};
+pub use events::event_type;
+pub use fw::{check::Check, FwStats, Inventory, ObjRef};
+use profile::Profile;
+
+/// Everything the model holds, behind one lock.
+pub(crate) struct State {
+    pub(crate) fw: fw::Firmware,
+    pub(crate) dp: engine::Datapath,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    engine_running: AtomicBool,
+    engine_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// One model device (a BlueField-3-like function). Cheap to clone; clones share the device.
+#[derive(Clone)]
+pub struct Device {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// Counters of the whole device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Firmware command counters.
+    pub fw: FwStats,
+    /// Port counters.
+    pub port: PortStats,
+}
+
+impl Device {
+    /// A device with `profile` and its port in internal loopback.
+    pub fn new(profile: Profile) -> Device {
+        Device {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    fw: fw::Firmware::new(profile),
+                    dp: engine::Datapath::new(),
+                }),
+                engine_running: AtomicBool::new(false),
+                engine_thread: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// A device by profile name (`bf3`, `cx7`).
+    pub fn with_profile(name: &str) -> Option<Device> {
+        Profile::by_name(name).map(Device::new)
+    }
+
+    pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut st = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut st)
+    }
+
+    /// A description for messages.
+    pub fn describe(&self) -> String {
+        self.with_state(|st| format!("mlx5-sim device model (profile {})", st.fw.profile().name))
+    }
+
+    /// Opens a DevX context on the device.
+    pub fn open(&self) -> SimDevx {
+        SimDevx::new(self.clone())
+    }
+
+    /// Opens a DevX context as the driver's trait object.
+    pub fn open_devx(&self) -> Arc<dyn mlx5_dpa::devx::Devx> {
+        Arc::new(self.open())
+    }
+
+    /// Runs a mailbox as the kernel itself would (uid 0, no DevX restrictions): for commands
+    /// only the kernel may send, such as SET_FLOW_TABLE_ROOT.
+    ///
+    /// # Errors
+    /// The check that refused the command (the outbox holds status and syndrome too).
+    pub fn kernel_command(&self, inbox: &[u8], outbox: &mut [u8]) -> Result<Option<ObjRef>, Check> {
+        self.with_state(|st| st.fw.execute(0, inbox, outbox))
+    }
+
+    /// Live firmware objects (and UMEMs, UARs) per kind.
+    pub fn inventory(&self) -> Inventory {
+        self.with_state(|st| st.fw.inventory())
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> Stats {
+        self.with_state(|st| Stats {
+            fw: st.fw.stats,
+            port: st.dp.port.stats,
+        })
+    }
+
+    /// Fails the `n`th command from now (1 = the next one) with `status`.
+    pub fn fail_nth_command(&self, n: u64, status: Status) {
+        self.with_state(|st| {
+            let at = st.fw.commands() + n.max(1);
+            st.fw.faults.at.push((at, status));
+        })
+    }
+
+    /// Fails every command with `opcode` with `status` until [`Device::clear_faults`].
+    pub fn fail_opcode(&self, opcode: Opcode, status: Status) {
+        self.with_state(|st| {
+            st.fw.faults.by_opcode.insert(opcode.0, status);
+        })
+    }
+
+    /// Removes every injected fault.
+    pub fn clear_faults(&self) {
+        self.with_state(|st| st.fw.faults = fw::FaultPlan::default())
+    }
+
+    /// Changes a capability of the running device (tests shrink limits with this).
+    pub fn with_profile_mut<R>(&self, f: impl FnOnce(&mut Profile) -> R) -> R {
+        self.with_state(|st| f(&mut st.fw.profile))
+    }
+
+    /// One pass of the datapath engine: doorbells, send queues, arriving frames, moderation
+    /// timers. Returns the work done (WQEs, frames, arms); 0 when idle.
+    pub fn step(&self) -> usize {
+        self.with_state(engine::step)
+    }
+
+    /// Steps until a pass finds nothing to do (at most `1_000_000` passes). Returns the total
+    /// work done.
+    pub fn run_until_idle(&self) -> usize {
+        let mut total = 0;
+        for _ in 0..1_000_000 {
+            let n = self.step();
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        total
+    }
+
+    /// Starts the background engine thread (idempotent). It polls like hardware would, and
+    /// stops when [`Device::stop_engine`] is called or the last handle to the device goes.
+    pub fn start_engine(&self) {
+        if self.shared.engine_running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak: Weak<Shared> = Arc::downgrade(&self.shared);
+        let handle = std::thread::Builder::new()
+            .name("mlx5-sim-engine".into())
+            .spawn(move || engine_loop(weak));
+        match handle {
+            Ok(h) => {
+                *self
+                    .shared
+                    .engine_thread
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(h);
+            }
+            Err(e) => {
+                tracing::error!(target: "mlx5_sim::engine", "cannot start the engine thread: {e}");
+                self.shared.engine_running.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// Stops the background engine thread and waits for it.
+    pub fn stop_engine(&self) {
+        self.shared.engine_running.store(false, Ordering::Release);
+        let h = self
+            .shared
+            .engine_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = h {
+            let _ = h.join();
+        }
+    }
+
+    /// Sets what the port is connected to.
+    pub fn set_port(&self, mode: PortMode) {
+        self.with_state(|st| st.dp.port.mode = mode)
+    }
+
+    /// Connects the ports of two devices with a cable: frames sent by one arrive at the other.
+    pub fn link(a: &Device, b: &Device) {
+        let (ea, eb) = engine::LinkEnd::pair();
+        a.set_port(PortMode::Link(ea));
+        b.set_port(PortMode::Link(eb));
+    }
+
+    /// Records every frame the port sends or receives to a pcap stream.
+    ///
+    /// # Errors
+    /// Writing the pcap header failed.
+    pub fn capture(&self, w: impl std::io::Write + Send + 'static) -> std::io::Result<()> {
+        let writer = port::pcap::PcapWriter::new(Box::new(w) as Box<dyn std::io::Write + Send>)?;
+        self.with_state(|st| st.dp.port.captures.push(writer));
+        Ok(())
+    }
+
+    /// Flushes and removes every pcap capture.
+    ///
+    /// # Errors
+    /// The first flush that failed.
+    pub fn stop_captures(&self) -> std::io::Result<()> {
+        let caps = self.with_state(|st| std::mem::take(&mut st.dp.port.captures));
+        let mut res = Ok(());
+        for mut c in caps {
+            if let Err(e) = c.flush() {
+                res = res.and(Err(e));
+            }
+        }
+        res
+    }
+}
+
+fn engine_loop(weak: Weak<Shared>) {
+    let mut idle = 0u32;
+    loop {
+        let Some(shared) = weak.upgrade() else {
+            return;
+        };
+        if !shared.engine_running.load(Ordering::Acquire) {
+            return;
+        }
+        let dev = Device { shared };
+        let n = dev.step();
+        drop(dev);
+        if n == 0 {
+            idle = idle.saturating_add(1);
+            if idle < 64 {
+                std::hint::spin_loop();
+            } else if idle < 256 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        } else {
+            idle = 0;
+        }
+    }
+}

@@ -1,0 +1,929 @@
+//! The NIC datapath: doorbells, send WQEs, the port, receive steering, CQEs and events.
+//!
+//! Formats (FACTS.md §6; rdma-core `mlx5dv.h`, DPDK `mlx5_prm.h`): a send WQE is made of
+//! 16-byte segments in 64-byte basic blocks; the control segment holds
+//! `opmod | wqe_index | opcode`, `sqn | ds`, `fm_ce_se`; an Ethernet segment carries the
+//! inlined headers; data segments are `byte_count, lkey, addr`. CQEs are 64 bytes with
+//! `byte_cnt` at 44, `sop_drop_qpn` at 56, `wqe_counter` at 60 and `op_own` at 63.
+//!
+//! Doorbells: the model cannot trap stores, so it samples. UAR registers are taken with an
+//! atomic swap (a write is seen once); an SQ is processed when its doorbell register was
+//! written or its doorbell record moved. The second case is counted as
+//! `dbr_without_doorbell`: on hardware such a queue would not run.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use mlx5_dpa::mlx5::layout::{write_bits, View};
+use mlx5_dpa::mlx5::layouts as l;
+
+use crate::events::{self, event_type, Subscription};
+use crate::fw::objects::*;
+use crate::fw::{Firmware, ObjRef};
+use crate::port::pcap::PcapWriter;
+use crate::port::tap::Tap;
+use crate::State;
+
+/// Largest frame the port carries.
+pub(crate) const MAX_FRAME: usize = 10240;
+/// Frames waiting on a link before the far end drops them.
+const LINK_QUEUE: usize = 8192;
+/// WQE basic blocks one SQ may consume per engine pass (fairness between queues).
+const SQ_BUDGET: u16 = 1024;
+
+/// UAR register offsets (kernel `MLX5_CQ_DOORBELL`, `MLX5_BF_OFFSET` and its alternates).
+const CQ_DOORBELL: usize = 0x20;
+const SEND_DOORBELLS: [usize; 4] = [0x800, 0x900, 0xa00, 0xb00];
+
+mod opcode {
+    pub(super) const NOP: u8 = 0x00;
+    pub(super) const SEND: u8 = 0x0a;
+}
+mod cqe_op {
+    pub(super) const REQ: u8 = 0x0;
+    pub(super) const RESP_SEND: u8 = 0x2;
+    pub(super) const REQ_ERR: u8 = 0xd;
+    pub(super) const RESP_ERR: u8 = 0xe;
+}
+/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`).
+pub mod syndrome {
+    /// Local length error.
+    pub const LOCAL_LENGTH_ERR: u8 = 0x01;
+    /// Local QP operation error (malformed WQE).
+    pub const LOCAL_QP_OP_ERR: u8 = 0x02;
+    /// Local protection error (bad key, PD or range).
+    pub const LOCAL_PROT_ERR: u8 = 0x04;
+}
+
+/// One end of a cable between two model devices.
+#[derive(Debug, Clone)]
+pub struct LinkEnd {
+    tx: Arc<Mutex<VecDeque<Vec<u8>>>>,
+    rx: Arc<Mutex<VecDeque<Vec<u8>>>>,
+}
+
+impl LinkEnd {
+    pub(crate) fn pair() -> (LinkEnd, LinkEnd) {
+        let a = Arc::new(Mutex::new(VecDeque::new()));
+        let b = Arc::new(Mutex::new(VecDeque::new()));
+        (
+            LinkEnd {
+                tx: Arc::clone(&b),
+                rx: Arc::clone(&a),
+            },
+            LinkEnd { tx: a, rx: b },
+        )
+    }
+}
+
+/// What the port is connected to.
+#[derive(Debug)]
+pub enum PortMode {
+    /// Frames sent come straight back in (the default).
+    Loopback,
+    /// A cable to another model device.
+    Link(LinkEnd),
+    /// A Linux TAP interface.
+    Tap(Tap),
+    /// Nothing: frames sent are dropped and counted.
+    Down,
+}
+
+/// Port counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Frames sent by SQs.
+    pub tx_frames: u64,
+    /// Bytes sent by SQs.
+    pub tx_bytes: u64,
+    /// Frames that entered receive steering.
+    pub rx_frames: u64,
+    /// Frames delivered into an RQ.
+    pub rx_delivered: u64,
+    /// Frames dropped by steering (no rule matched, or a drop rule).
+    pub rx_steering_drops: u64,
+    /// Frames dropped because the RQ had no posted WQE or was not ready.
+    pub rx_no_buffer: u64,
+    /// Frames dropped because the port was down or a link queue was full.
+    pub tx_dropped: u64,
+    /// Frames a TIR refused by its self-loopback block.
+    pub rx_self_lb_blocked: u64,
+    /// Send WQEs completed with an error CQE.
+    pub wqe_errors: u64,
+    /// Receive completions with an error CQE.
+    pub rx_errors: u64,
+    /// CQEs lost to a CQ overrun.
+    pub cq_overruns: u64,
+    /// SQs that ran because their doorbell record moved with no UAR doorbell seen.
+    pub dbr_without_doorbell: u64,
+    /// Completion events raised.
+    pub events: u64,
+}
+
+pub(crate) struct Port {
+    pub(crate) mode: PortMode,
+    pub(crate) captures: Vec<PcapWriter<Box<dyn std::io::Write + Send>>>,
+    pub(crate) stats: PortStats,
+}
+
+pub(crate) struct Datapath {
+    pub(crate) port: Port,
+    pub(crate) subs: Vec<Subscription>,
+    ids: Vec<u32>,
+    roots: Vec<u32>,
+    frame: Vec<u8>,
+}
+
+impl Datapath {
+    pub(crate) fn new() -> Self {
+        Datapath {
+            port: Port {
+                mode: PortMode::Loopback,
+                captures: Vec::new(),
+                stats: PortStats::default(),
+            },
+            subs: Vec::new(),
+            ids: Vec::new(),
+            roots: Vec::new(),
+            frame: Vec::with_capacity(MAX_FRAME),
+        }
+    }
+}
+
+/// One engine pass.
+pub(crate) fn step(st: &mut State) -> usize {
+    let mut work = 0;
+    let State { fw, dp } = st;
+    // 1. UAR doorbells.
+    let mut arms: Vec<(u32, u32, [u8; 8])> = Vec::new();
+    for (page_id, page) in fw.uars.iter() {
+        if let Some(v) = page.take(CQ_DOORBELL) {
+            arms.push((page_id, 0, v));
+        }
+        for off in SEND_DOORBELLS {
+            if let Some(v) = page.take(off) {
+                arms.push((page_id, 1, v));
+            }
+        }
+    }
+    for (page, kind, v) in arms {
+        work += 1;
+        let hi = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+        let lo = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
+        if kind == 0 {
+            arm_cq(fw, dp, page, lo & 0xff_ffff, hi & 0xff_ffff);
+        } else if let Some(sq) = fw.sqs.get_mut(lo >> 8) {
+            if sq.wq.uar_page == page {
+                sq.doorbelled = true;
+            }
+        }
+    }
+    // 2. Steering roots for this pass (tables cannot change while the lock is held).
+    compute_roots(fw, &mut dp.roots);
+    // 3. Send queues.
+    dp.ids.clear();
+    dp.ids.extend(fw.sqs.iter().map(|(id, _)| id));
+    let ids = std::mem::take(&mut dp.ids);
+    for &sqn in &ids {
+        work += run_sq(fw, dp, sqn);
+    }
+    dp.ids = ids;
+    // 4. Frames arriving from outside.
+    work += poll_port(fw, dp);
+    // 5. Moderation timers.
+    let now = Instant::now();
+    dp.ids.clear();
+    dp.ids.extend(fw.cqs.iter().filter_map(|(id, c)| {
+        let due = c.armed.is_some()
+            && c.period > 0
+            && c.first_pending.is_some_and(|t| {
+                now.duration_since(t) >= Duration::from_micros(u64::from(c.period))
+            });
+        due.then_some(id)
+    }));
+    let ids = std::mem::take(&mut dp.ids);
+    for &cqn in &ids {
+        fire(fw, dp, cqn);
+        work += 1;
+    }
+    dp.ids = ids;
+    work
+}
+
+fn compute_roots(fw: &Firmware, roots: &mut Vec<u32>) {
+    roots.clear();
+    if let Some(r) = fw.root_table {
+        roots.push(r);
+        return;
+    }
+    // Without a root set by the kernel, every NIC RX table that is not itself a forward
+    // target is a root, by level then age: what the kernel's bypass namespace does for DevX
+    // tables hooked with a flow rule.
+    let mut v: Vec<(u8, u64, u32)> = fw
+        .tables
+        .iter()
+        .filter(|(_, t)| t.meta.refs == 0 && t.table_type == crate::fw::steering::TABLE_TYPE_NIC_RX)
+        .map(|(id, t)| (t.level, t.created, id))
+        .collect();
+    v.sort_unstable();
+    roots.extend(v.into_iter().map(|(_, _, id)| id));
+}
+
+fn arm_cq(fw: &mut Firmware, dp: &mut Datapath, page: u32, cqn: u32, word: u32) {
+    let Some(cq) = fw.cqs.get_mut(cqn) else {
+        return;
+    };
+    if cq.uar_page != page {
+        return;
+    }
+    let ci = word & 0xff_ffff;
+    cq.armed = Some(ci);
+    cq.pending_since_arm = 0;
+    cq.first_pending = None;
+    // CQEs already past the armed index raise the event at once.
+    if (cq.pi.wrapping_sub(ci) & 0xff_ffff) != 0 {
+        fire(fw, dp, cqn);
+    }
+}
+
+/// Raises the completion event of an armed CQ and disarms it.
+fn fire(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
+    let Some(cq) = fw.cqs.get_mut(cqn) else {
+        return;
+    };
+    if cq.armed.take().is_none() {
+        return;
+    }
+    cq.pending_since_arm = 0;
+    cq.first_pending = None;
+    cq.events += 1;
+    dp.port.stats.events += 1;
+    match cq.target {
+        CqTarget::Eq(_) => {
+            events::deliver(
+                &mut dp.subs,
+                ObjRef::Cq(cqn),
+                event_type::COMP,
+                &events::comp_eqe(cqn),
+            );
+        }
+        CqTarget::DpaThread(t) | CqTarget::DpaEq(t) => {
+            // Activating DPA threads comes with the DPA engine; the event is counted.
+            tracing::trace!(target: "mlx5_sim::engine", cqn, dpa_object = t, "DPA completion event");
+        }
+    }
+}
+
+/// Writes one CQE (the 64-byte image, `op_own` last) and runs the event logic.
+fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: [u8; 64]) -> bool {
+    let Some(cq) = fw.cqs.get_mut(cqn) else {
+        return false;
+    };
+    if cq.status == CqStatus::Overflow {
+        dp.port.stats.cq_overruns += 1;
+        return false;
+    }
+    let size = 1u32 << cq.log_size;
+    let ci = cq.dbr.read_be32(0).unwrap_or(0) & 0xff_ffff;
+    let used = cq.pi.wrapping_sub(ci) & 0xff_ffff;
+    if used >= size && !cq.oi {
+        cq.status = CqStatus::Overflow;
+        dp.port.stats.cq_overruns += 1;
+        events::deliver(
+            &mut dp.subs,
+            ObjRef::Cq(cqn),
+            event_type::CQ_ERROR,
+            &events::cq_error_eqe(cqn, 1),
+        );
+        return false;
+    }
+    let idx = (cq.pi & (size - 1)) as usize;
+    let owner = ((cq.pi >> cq.log_size) & 1) as u8;
+    cqe[63] = (cqe[63] & 0xf0) | owner;
+    // A 128-byte CQE carries the 64-byte CQE in its second half.
+    let at = idx * cq.cqe_bytes + (cq.cqe_bytes - 64);
+    cq.ring.write(at, &cqe[..63]);
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    cq.ring.write(at + 63, &cqe[63..]);
+    cq.pi = cq.pi.wrapping_add(1);
+    if cq.armed.is_some() {
+        cq.pending_since_arm += 1;
+        if cq.first_pending.is_none() {
+            cq.first_pending = Some(Instant::now());
+        }
+        let by_count = cq.max_count == 0 || cq.pending_since_arm >= u32::from(cq.max_count);
+        let by_time_only = cq.max_count == 0 && cq.period > 0;
+        if by_count && !by_time_only {
+            fire(fw, dp, cqn);
+        }
+    }
+    true
+}
+
+fn cqe(op: u8, byte_cnt: u32, qpn: u32, wqe_counter: u16) -> [u8; 64] {
+    let mut c = [0u8; 64];
+    c[44..48].copy_from_slice(&byte_cnt.to_be_bytes());
+    c[56..60].copy_from_slice(&(qpn & 0xff_ffff).to_be_bytes());
+    c[60..62].copy_from_slice(&wqe_counter.to_be_bytes());
+    c[63] = op << 4;
+    c
+}
+
+fn err_cqe(op: u8, syndrome: u8, qpn: u32, wqe_counter: u16) -> [u8; 64] {
+    let mut c = cqe(op, 0, qpn, wqe_counter);
+    c[55] = syndrome;
+    c
+}
+
+/// Resolves `lkey` for `len` bytes at `addr` on behalf of a queue in `pd`.
+fn translate(
+    fw: &Firmware,
+    pd: u32,
+    lkey: u32,
+    addr: u64,
+    len: usize,
+    write: bool,
+) -> Result<crate::mem::Dma, u8> {
+    let m = fw
+        .mkeys
+        .get(lkey >> 8)
+        .filter(|m| m.key == lkey)
+        .ok_or(syndrome::LOCAL_PROT_ERR)?;
+    if m.pd != pd || (write && !m.lw) {
+        return Err(syndrome::LOCAL_PROT_ERR);
+    }
+    let off = addr.checked_sub(m.start).ok_or(syndrome::LOCAL_PROT_ERR)?;
+    if off.checked_add(len as u64).is_none_or(|end| end > m.len) {
+        return Err(syndrome::LOCAL_PROT_ERR);
+    }
+    m.dma.sub(off as usize, len).ok_or(syndrome::LOCAL_PROT_ERR)
+}
+
+/// Runs one SQ up to its doorbell record. Returns WQEs executed.
+fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
+    let Some(sq) = fw.sqs.get_mut(sqn) else {
+        return 0;
+    };
+    if sq.state != wq_state::RDY {
+        return 0;
+    }
+    // Send doorbell record: dbrec[1] (MLX5_SND_DBR), 16-bit WQEBB counter.
+    let Some(pi) = sq.wq.dbr.read_be32(4).map(|v| v as u16) else {
+        return 0;
+    };
+    if pi == sq.ci {
+        sq.doorbelled = false;
+        return 0;
+    }
+    if !sq.doorbelled {
+        dp.port.stats.dbr_without_doorbell += 1;
+    }
+    sq.doorbelled = false;
+    let mut done = 0;
+    let mut budget = SQ_BUDGET;
+    let mut frame = std::mem::take(&mut dp.frame);
+    while budget > 0 {
+        let Some(sq) = fw.sqs.get(sqn) else { break };
+        if sq.ci == pi || sq.state != wq_state::RDY {
+            break;
+        }
+        let wq = sq.wq;
+        let (ci, cqn, tis) = (sq.ci, sq.cqn, sq.tis);
+        let mask = (1u32 << wq.log_size) - 1;
+        let mut wqe = [0u8; 1024];
+        let bb = |i: u16| ((u32::from(ci.wrapping_add(i)) & mask) as usize) * 64;
+        wq.ring.read(bb(0), &mut wqe[..64]);
+        let opcode = wqe[3];
+        let wqe_index = u16::from_be_bytes([wqe[1], wqe[2]]);
+        let qpn = u32::from_be_bytes([wqe[4], wqe[5], wqe[6], wqe[7]]) >> 8;
+        let ds = (wqe[7] & 0x3f) as usize;
+        let ce = wqe[11] & 0x0c;
+        let nbb = (ds * 16).div_ceil(64).max(1) as u16;
+        for i in 1..nbb.min(16) {
+            let at = i as usize * 64;
+            wq.ring.read(bb(i), &mut wqe[at..at + 64]);
+        }
+        let result: Result<usize, u8> = if ds == 0 || qpn != sqn || nbb > 16 {
+            Err(syndrome::LOCAL_QP_OP_ERR)
+        } else {
+            match opcode {
+                opcode::NOP => Ok(0),
+                opcode::SEND => build_frame(fw, wq.pd, &wqe[..ds * 16], &mut frame),
+                _ => Err(syndrome::LOCAL_QP_OP_ERR),
+            }
+        };
+        if let Some(sq) = fw.sqs.get_mut(sqn) {
+            sq.ci = ci.wrapping_add(nbb);
+        }
+        budget = budget.saturating_sub(nbb);
+        done += 1;
+        match result {
+            Ok(len) => {
+                if opcode == opcode::SEND {
+                    let td = fw.tises.get(tis).map(|t| t.td);
+                    transmit(fw, dp, &frame[..len], td);
+                }
+                // fm_ce_se: CQ update "always" is 0b10 in bits 3:2; "first error" 0b01.
+                if ce == 0x08 {
+                    post_cqe(fw, dp, cqn, cqe(cqe_op::REQ, 0, sqn, wqe_index));
+                }
+            }
+            Err(syn) => {
+                dp.port.stats.wqe_errors += 1;
+                post_cqe(fw, dp, cqn, err_cqe(cqe_op::REQ_ERR, syn, sqn, wqe_index));
+                if let Some(sq) = fw.sqs.get_mut(sqn) {
+                    sq.state = wq_state::ERR;
+                }
+                tracing::debug!(target: "mlx5_sim::engine", sqn, wqe_index, syndrome = syn, "send WQE error");
+                break;
+            }
+        }
+    }
+    dp.frame = frame;
+    done
+}
+
+/// Builds the frame of an Ethernet SEND WQE: inline headers then gathered data.
+fn build_frame(fw: &Firmware, pd: u32, wqe: &[u8], frame: &mut Vec<u8>) -> Result<usize, u8> {
+    frame.clear();
+    // Ethernet segment at 16: inline_hdr_sz at byte 12 of it, headers from byte 14.
+    let eth = wqe.get(16..32).ok_or(syndrome::LOCAL_QP_OP_ERR)?;
+    let inline = u16::from_be_bytes([eth[12], eth[13]]) as usize;
+    let hdr_end = 16 + 14 + inline;
+    if hdr_end > wqe.len() {
+        return Err(syndrome::LOCAL_LENGTH_ERR);
+    }
+    frame.extend_from_slice(&wqe[30..hdr_end]);
+    // Data segments start at the next 16-byte boundary.
+    let mut at = if inline <= 2 {
+        32
+    } else {
+        32 + (inline - 2).div_ceil(16) * 16
+    };
+    while at + 16 <= wqe.len() {
+        let seg = &wqe[at..at + 16];
+        let bc = u32::from_be_bytes([seg[0], seg[1], seg[2], seg[3]]);
+        if bc & 0x8000_0000 != 0 {
+            // Inline data segment: length in bits 9:0, data follows the 4-byte header.
+            let n = (bc & 0x3ff) as usize;
+            let data = wqe
+                .get(at + 4..at + 4 + n)
+                .ok_or(syndrome::LOCAL_LENGTH_ERR)?;
+            if frame.len() + n > MAX_FRAME {
+                return Err(syndrome::LOCAL_LENGTH_ERR);
+            }
+            frame.extend_from_slice(data);
+            at += (4 + n).div_ceil(16) * 16;
+            continue;
+        }
+        let len = bc as usize;
+        let lkey = u32::from_be_bytes([seg[4], seg[5], seg[6], seg[7]]);
+        let addr = u64::from_be_bytes(seg[8..16].try_into().unwrap_or([0; 8]));
+        at += 16;
+        if len == 0 {
+            continue;
+        }
+        if frame.len() + len > MAX_FRAME {
+            return Err(syndrome::LOCAL_LENGTH_ERR);
+        }
+        let dma = translate(fw, pd, lkey, addr, len, false)?;
+        let start = frame.len();
+        frame.resize(start + len, 0);
+        if !dma.read(0, &mut frame[start..]) {
+            return Err(syndrome::LOCAL_PROT_ERR);
+        }
+    }
+    if frame.len() < 14 {
+        return Err(syndrome::LOCAL_LENGTH_ERR);
+    }
+    Ok(frame.len())
+}
+
+fn capture(dp: &mut Datapath, frame: &[u8]) {
+    if dp.port.captures.is_empty() {
+        return;
+    }
+    let ts = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    dp.port
+        .captures
+        .retain_mut(|c| match c.write_frame(ts, frame) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(target: "mlx5_sim::engine", "pcap capture dropped: {e}");
+                false
+            }
+        });
+}
+
+/// Sends a frame out of the port. `td` is the sender's transport domain (self-loopback).
+fn transmit(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], td: Option<u32>) {
+    dp.port.stats.tx_frames += 1;
+    dp.port.stats.tx_bytes += frame.len() as u64;
+    capture(dp, frame);
+    match &dp.port.mode {
+        PortMode::Loopback => receive(fw, dp, frame, td),
+        PortMode::Link(end) => {
+            let mut q = end.tx.lock().unwrap_or_else(|e| e.into_inner());
+            if q.len() >= LINK_QUEUE {
+                dp.port.stats.tx_dropped += 1;
+            } else {
+                q.push_back(frame.to_vec());
+            }
+        }
+        PortMode::Tap(tap) => {
+            if tap.send(frame).is_err() {
+                dp.port.stats.tx_dropped += 1;
+            }
+        }
+        PortMode::Down => dp.port.stats.tx_dropped += 1,
+    }
+}
+
+/// Frames arriving from a link or a TAP.
+fn poll_port(fw: &mut Firmware, dp: &mut Datapath) -> usize {
+    let mut n = 0;
+    let mut incoming: Vec<Vec<u8>> = Vec::new();
+    match &dp.port.mode {
+        PortMode::Link(end) => {
+            let mut q = end.rx.lock().unwrap_or_else(|e| e.into_inner());
+            incoming.extend(q.drain(..));
+        }
+        PortMode::Tap(tap) => {
+            let mut buf = vec![0u8; MAX_FRAME + 64];
+            for _ in 0..256 {
+                match tap.try_recv(&mut buf) {
+                    Ok(Some(len)) => incoming.push(buf[..len].to_vec()),
+                    _ => break,
+                }
+            }
+        }
+        _ => {}
+    }
+    for f in incoming {
+        capture(dp, &f);
+        receive(fw, dp, &f, None);
+        n += 1;
+    }
+    n
+}
+
+/// The outer-header image of a frame, laid out as `fte_match_set_lyr_2_4`.
+fn match_image(frame: &[u8]) -> [u8; 64] {
+    let mut m = [0u8; 64];
+    if frame.len() < 14 {
+        return m;
+    }
+    m[8..14].copy_from_slice(&frame[0..6]); // dmac
+    m[0..6].copy_from_slice(&frame[6..12]); // smac
+    let mut ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    let mut l3 = 14;
+    if ethertype == 0x8100 && frame.len() >= 18 {
+        write_bits(&mut m, 0x90, 1, 1); // cvlan_tag
+        m[14..16].copy_from_slice(&frame[14..16]); // prio, cfi, vid
+        ethertype = u16::from_be_bytes([frame[16], frame[17]]);
+        l3 = 18;
+    }
+    m[6..8].copy_from_slice(&ethertype.to_be_bytes());
+    let ip = &frame[l3..];
+    let (proto, l4) = match ethertype {
+        0x0800 if ip.len() >= 20 => {
+            let ihl = (ip[0] & 0xf) as usize * 4;
+            write_bits(&mut m, 0x93, 4, 4); // ip_version
+            write_bits(&mut m, 0xd0, 4, u64::from(ip[0] & 0xf)); // ipv4_ihl
+            m[17] = ip[1]; // dscp, ecn
+            m[27] = ip[8]; // ttl
+            m[16] = ip[9];
+            m[44..48].copy_from_slice(&ip[12..16]);
+            m[60..64].copy_from_slice(&ip[16..20]);
+            let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+            if frag {
+                write_bits(&mut m, 0x92, 1, 1);
+            }
+            (ip[9], if frag { None } else { ip.get(ihl..) })
+        }
+        0x86dd if ip.len() >= 40 => {
+            write_bits(&mut m, 0x93, 4, 6);
+            m[17] = ((u16::from_be_bytes([ip[0], ip[1]]) >> 4) & 0xff) as u8;
+            m[27] = ip[7];
+            m[16] = ip[6];
+            m[32..48].copy_from_slice(&ip[8..24]);
+            m[48..64].copy_from_slice(&ip[24..40]);
+            (ip[6], ip.get(40..))
+        }
+        _ => (0, None),
+    };
+    if let Some(l4) = l4 {
+        if l4.len() >= 4 {
+            match proto {
+                6 => {
+                    m[20..24].copy_from_slice(&l4[0..4]);
+                    if l4.len() >= 14 {
+                        let flags = u16::from_be_bytes([l4[12], l4[13]]) & 0x1ff;
+                        write_bits(&mut m, 0x97, 9, u64::from(flags));
+                    }
+                }
+                17 => m[28..32].copy_from_slice(&l4[0..4]),
+                _ => {}
+            }
+        }
+    }
+    m
+}
+
+fn matches(value: &[u8; 64], mask: &[u8; 64], image: &[u8; 64]) -> bool {
+    value
+        .iter()
+        .zip(mask)
+        .zip(image)
+        .all(|((v, m), i)| i & m == *v)
+}
+
+/// What steering decided.
+enum Verdict {
+    Tir(u32, u32),
+    Drop,
+}
+
+fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
+    for &root in roots {
+        let mut table = root;
+        for _depth in 0..8 {
+            let Some(t) = fw.tables.get(table) else { break };
+            let mut hit = None;
+            'groups: for g in &t.groups {
+                let Some(grp) = fw.groups.get(*g) else {
+                    continue;
+                };
+                for (idx, e) in t.entries.range(grp.start..=grp.end) {
+                    if e.group == *g && matches(&e.value, &grp.mask, image) {
+                        hit = Some(*idx);
+                        break 'groups;
+                    }
+                }
+            }
+            let Some(idx) = hit else {
+                if let Some(t) = fw.tables.get_mut(table) {
+                    t.misses += 1;
+                }
+                break;
+            };
+            let Some(e) = fw
+                .tables
+                .get_mut(table)
+                .and_then(|t| t.entries.get_mut(&idx))
+            else {
+                break;
+            };
+            e.hits += 1;
+            if e.action & crate::fw::steering::action::DROP != 0 {
+                return Verdict::Drop;
+            }
+            match e.dests.first().copied() {
+                Some(Dest::Tir(tir)) => return Verdict::Tir(tir, e.flow_tag),
+                Some(Dest::Table(next)) => table = next,
+                None => return Verdict::Drop,
+            }
+        }
+    }
+    Verdict::Drop
+}
+
+/// Receive path: steering, TIR, RQ, CQE.
+fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
+    dp.port.stats.rx_frames += 1;
+    let image = match_image(frame);
+    let roots = std::mem::take(&mut dp.roots);
+    let verdict = steer(fw, &roots, &image);
+    dp.roots = roots;
+    let (tirn, flow_tag) = match verdict {
+        Verdict::Tir(t, tag) => (t, tag),
+        Verdict::Drop => {
+            dp.port.stats.rx_steering_drops += 1;
+            return;
+        }
+    };
+    let Some(tir) = fw.tirs.get(tirn) else {
+        dp.port.stats.rx_steering_drops += 1;
+        return;
+    };
+    if from_td == Some(tir.td) {
+        // self_lb_block: bit 0 unicast, bit 1 multicast (dmac group bit).
+        let multicast = frame[0] & 1 == 1;
+        let block = if multicast {
+            tir.self_lb_block & 2 != 0
+        } else {
+            tir.self_lb_block & 1 != 0
+        };
+        if block {
+            dp.port.stats.rx_self_lb_blocked += 1;
+            return;
+        }
+    }
+    let rqn = match tir.dispatch {
+        Dispatch::Direct(rq) => rq,
+        Dispatch::Indirect(rqt) => {
+            let Some(rqt) = fw.rqts.get(rqt) else { return };
+            let h = rss_hash(&tir.raw, &image);
+            rqt.rqs[(h as usize) % rqt.rqs.len().max(1)]
+        }
+    };
+    deliver_rq(fw, dp, rqn, frame, flow_tag);
+}
+
+/// RSS: Toeplitz over the selected outer fields when `rx_hash_fn` is Toeplitz (2), else a fold.
+fn rss_hash(tir_raw: &[u8], image: &[u8; 64]) -> u32 {
+    // tir_raw holds create_tir_in from byte 0x10; tirc starts at byte 0x20 of the inbox.
+    let Some(ctx) = tir_raw.get(0x10..) else {
+        return 0;
+    };
+    let Ok(v) = View::<l::tirc::Layout>::new(ctx) else {
+        return 0;
+    };
+    let sel =
+        v.get(l::tirc::rx_hash_field_selector_outer.at(l::rx_hash_field_select::selected_fields));
+    let mut input = Vec::with_capacity(36);
+    let v4 = image[18] >> 1 & 0xf == 4;
+    let (src, dst) = if v4 {
+        (&image[44..48], &image[60..64])
+    } else {
+        (&image[32..48], &image[48..64])
+    };
+    // selected_fields bits (MLX5_HASH_FIELD_SEL_*): 0 src ip, 1 dst ip, 2 l4 sport, 3 l4 dport.
+    if sel & 1 != 0 {
+        input.extend_from_slice(src);
+    }
+    if sel & 2 != 0 {
+        input.extend_from_slice(dst);
+    }
+    let l4 = if image[16] == 6 {
+        &image[20..24]
+    } else {
+        &image[28..32]
+    };
+    if sel & 4 != 0 {
+        input.extend_from_slice(&l4[0..2]);
+    }
+    if sel & 8 != 0 {
+        input.extend_from_slice(&l4[2..4]);
+    }
+    if v.get(l::tirc::rx_hash_fn) == 2 {
+        let at = l::tirc::rx_hash_toeplitz_key
+            .at(0)
+            .map_or(0x28, |f| (f.offset() / 8) as usize);
+        let key = ctx.get(at..at + 40).unwrap_or(&[0; 40]);
+        toeplitz(key, &input)
+    } else {
+        input
+            .iter()
+            .fold(0u32, |a, b| a.rotate_left(5) ^ u32::from(*b))
+    }
+}
+
+/// The Toeplitz hash (Microsoft RSS specification).
+pub(crate) fn toeplitz(key: &[u8], input: &[u8]) -> u32 {
+    let bit = |i: usize| {
+        key.get(i / 8)
+            .map_or(0u32, |b| u32::from(b >> (7 - i % 8) & 1))
+    };
+    let mut window: u32 = (0..32).fold(0, |w, i| (w << 1) | bit(i));
+    let mut result = 0;
+    for (n, byte) in input.iter().enumerate() {
+        for b in 0..8 {
+            if byte >> (7 - b) & 1 == 1 {
+                result ^= window;
+            }
+            window = (window << 1) | bit(32 + n * 8 + b);
+        }
+    }
+    result
+}
+
+fn deliver_rq(fw: &mut Firmware, dp: &mut Datapath, rqn: u32, frame: &[u8], flow_tag: u32) {
+    let Some(rq) = fw.rqs.get(rqn) else {
+        dp.port.stats.rx_no_buffer += 1;
+        return;
+    };
+    if rq.state != wq_state::RDY {
+        dp.port.stats.rx_no_buffer += 1;
+        return;
+    }
+    // Receive doorbell record: dbrec[0] (MLX5_RCV_DBR), 16-bit WQE counter.
+    let posted = rq.wq.dbr.read_be32(0).map(|v| v as u16).unwrap_or(rq.ci);
+    if posted == rq.ci {
+        if let Some(rq) = fw.rqs.get_mut(rqn) {
+            rq.dropped += 1;
+        }
+        dp.port.stats.rx_no_buffer += 1;
+        return;
+    }
+    let wq = rq.wq;
+    let (ci, cqn) = (rq.ci, rq.cqn);
+    let stride = 1usize << wq.log_stride;
+    let slot = (u32::from(ci) & ((1u32 << wq.log_size) - 1)) as usize * stride;
+    let mut result: Result<(), u8> = Ok(());
+    let mut left = frame;
+    let mut wqe = [0u8; 16];
+    for s in 0..stride / 16 {
+        if left.is_empty() {
+            break;
+        }
+        wq.ring.read(slot + s * 16, &mut wqe);
+        let bc = u32::from_be_bytes([wqe[0], wqe[1], wqe[2], wqe[3]]) as usize;
+        let lkey = u32::from_be_bytes([wqe[4], wqe[5], wqe[6], wqe[7]]);
+        // MLX5_INVALID_LKEY ends the scatter list.
+        if lkey == 0x100 {
+            break;
+        }
+        if bc == 0 {
+            continue;
+        }
+        let addr = u64::from_be_bytes(wqe[8..16].try_into().unwrap_or([0; 8]));
+        let n = bc.min(left.len());
+        match translate(fw, wq.pd, lkey, addr, n, true) {
+            Ok(dma) => {
+                dma.write(0, &left[..n]);
+                left = &left[n..];
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    if result.is_ok() && !left.is_empty() {
+        result = Err(syndrome::LOCAL_LENGTH_ERR);
+    }
+    if let Some(rq) = fw.rqs.get_mut(rqn) {
+        rq.ci = ci.wrapping_add(1);
+    }
+    match result {
+        Ok(()) => {
+            dp.port.stats.rx_delivered += 1;
+            // Flow tag in sop_drop_qpn, as DPDK reads marks from Ethernet RQ CQEs.
+            post_cqe(
+                fw,
+                dp,
+                cqn,
+                cqe(cqe_op::RESP_SEND, frame.len() as u32, flow_tag, ci),
+            );
+        }
+        Err(syn) => {
+            dp.port.stats.rx_errors += 1;
+            post_cqe(fw, dp, cqn, err_cqe(cqe_op::RESP_ERR, syn, rqn, ci));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toeplitz_matches_the_rss_verification_suite() {
+        // Microsoft RSS verification: the well-known key and the IPv4-only vector
+        // 66.9.149.187 -> 161.142.100.80 gives 0x323e8fc2.
+        let key: [u8; 40] = [
+            0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+            0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+            0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+        ];
+        let input = [66, 9, 149, 187, 161, 142, 100, 80];
+        assert_eq!(toeplitz(&key, &input), 0x323e_8fc2);
+        let with_ports = [66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6];
+        assert_eq!(toeplitz(&key, &with_ports), 0x51cc_c178);
+    }
+
+    #[test]
+    fn match_image_places_fields_like_the_layout() {
+        use mlx5_dpa::mlx5::layouts::fte_match_set_lyr_2_4 as m;
+        let mut f = vec![0u8; 42];
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[22] = 64;
+        f[23] = 17;
+        f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        f[34..36].copy_from_slice(&1234u16.to_be_bytes());
+        f[36..38].copy_from_slice(&4791u16.to_be_bytes());
+        let img = match_image(&f);
+        let v = View::<m::Layout>::new(&img).unwrap();
+        assert_eq!(v.get(m::dmac_47_16), 0x0200_0000);
+        assert_eq!(v.get(m::dmac_15_0), 0x0002);
+        assert_eq!(v.get(m::smac_15_0), 0x0001);
+        assert_eq!(v.get(m::ethertype), 0x0800);
+        assert_eq!(v.get(m::ip_version), 4);
+        assert_eq!(v.get(m::ip_protocol), 17);
+        assert_eq!(v.get(m::ip_ttl_hoplimit), 64);
+        assert_eq!(v.get(m::udp_sport), 1234);
+        assert_eq!(v.get(m::udp_dport), 4791);
+        let dst: Vec<u64> = (12..16)
+            .map(|i| v.get(m::dst_ipv4_dst_ipv6.at(i).unwrap()))
+            .collect();
+        assert_eq!(dst, [10, 0, 0, 2]);
+    }
+}

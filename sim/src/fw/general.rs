@@ -1,0 +1,595 @@
+//! General objects: the DPA objects (tracked and validated; execution comes with the DPA
+//! engine), aliases and cross-function access grants.
+//!
+//! The DPA object contexts are the driver's provisional layouts (`layouts::dpa`); the model
+//! validates them against the DPA capability page and keeps memory accounting per process.
+
+use mlx5_dpa::mlx5::layout::View;
+use mlx5_dpa::mlx5::layouts::{self as l, dpa::obj_type};
+
+use super::check::{self, Check};
+use super::objects::*;
+use super::{inbox, limit, owned, size, unref, Firmware};
+
+/// Base DPA virtual address of a process's memory (the model's choice; the DPA ABI puts data
+/// at 0x80000000, FACTS.md §5).
+pub(crate) const DUMEM_BASE: u64 = 0x8000_0000;
+/// Id space of DUMEM aliases, next to host UMEM ids (the model's choice).
+pub(crate) const DUMEM_ID_BASE: u32 = 0x0800_0000;
+
+const HDR: usize = size::<l::general_obj_in_cmd_hdr::Layout>();
+
+/// Alias object types (FACTS.md §2, §3): 0xff01.. .
+fn is_alias_type(t: u16) -> bool {
+    t >= 0xff00
+}
+
+impl Firmware {
+    fn ctx_len(obj_type: u16) -> Option<usize> {
+        Some(match obj_type {
+            obj_type::DPA_PROCESS => size::<l::dpa_process::Layout>(),
+            obj_type::DPA_MEM => size::<l::dpa_mem::Layout>(),
+            obj_type::DPA_THREAD => size::<l::dpa_thread::Layout>(),
+            obj_type::DPA_OUTBOX => size::<l::dpa_outbox::Layout>(),
+            obj_type::DPA_WINDOW => size::<l::dpa_window::Layout>(),
+            obj_type::DPA_EQ => size::<l::dpa_eq::Layout>(),
+            obj_type::DB_CQ_MAPPING => size::<l::dpa_db_cq_mapping::Layout>(),
+            obj_type::DPA_UAR => size::<l::dpa_uar::Layout>(),
+            t if is_alias_type(t) => size::<l::alias_context::Layout>(),
+            _ => return None,
+        })
+    }
+
+    fn process_of(&self, uid: u16, id: u32) -> Result<&GenObj, Check> {
+        let g = self.gen.get(id).ok_or(check::NO_SUCH_DPA_PROCESS)?;
+        if g.obj_type != obj_type::DPA_PROCESS {
+            return Err(check::WRONG_OBJ_TYPE);
+        }
+        owned(&g.meta, uid)?;
+        Ok(g)
+    }
+
+    fn count_type(&self, t: u16) -> u32 {
+        self.gen.iter().filter(|(_, g)| g.obj_type == t).count() as u32
+    }
+
+    pub(super) fn create_general(
+        &mut self,
+        uid: u16,
+        inb: &[u8],
+        out: &mut [u8],
+    ) -> Result<ObjRef, Check> {
+        use l::general_obj_in_cmd_hdr as h;
+        let v = inbox::<h::Layout>(inb)?;
+        let mut o = super::outbox::<l::general_obj_out_cmd_hdr::Layout>(out)?;
+        let t = v.get(h::obj_type) as u16;
+        if v.get(h::log_obj_range) != 0 {
+            return Err(check::NOT_SUPPORTED);
+        }
+        if !(is_alias_type(t) || self.profile.supports_obj_type(t)) {
+            return Err(check::UNKNOWN_OBJ_TYPE);
+        }
+        if (v.get(h::alias_object) == 1) != is_alias_type(t) {
+            return Err(check::UNKNOWN_OBJ_TYPE);
+        }
+        let len = Self::ctx_len(t).ok_or(check::UNKNOWN_OBJ_TYPE)?;
+        if inb.len() < HDR + len {
+            return Err(check::INBOX_TOO_SHORT);
+        }
+        let mut ctx: Box<[u8]> = inb[HDR..HDR + len].into();
+        let dpa = |f| self.profile.dpa_cap(f);
+        use l::dpa_cap as d;
+        let (kind, refs): (GenKind, Vec<Ref>) = match t {
+            obj_type::DPA_PROCESS => {
+                use l::dpa_process as p;
+                let c = View::<p::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let max =
+                    dpa(d::max_dpa_processes).min(u64::from(limit(dpa(d::log_max_dpa_process))));
+                if u64::from(self.count_type(t)) >= max {
+                    return Err(check::TOO_MANY_OBJECTS);
+                }
+                let pd = c.get(p::pd) as u32;
+                self.check_owned_pd(uid, pd)?;
+                let elf_umem = c.get(p::elf_umem_id) as u32;
+                let elf_size = c.get(p::elf_size);
+                if elf_size == 0 {
+                    return Err(check::BAD_LENGTH);
+                }
+                self.mem
+                    .range(uid, elf_umem, c.get(p::elf_umem_offset), elf_size)
+                    .map_err(|e| {
+                        if e == check::BAD_UMEM_RANGE {
+                            check::BAD_ELF_RANGE
+                        } else {
+                            e
+                        }
+                    })?;
+                let heap = c.get(p::heap_size);
+                let budget = self.profile.dpa_process_memory();
+                let used = elf_size.checked_add(heap).ok_or(check::BAD_HEAP_SIZE)?;
+                if used > budget {
+                    return Err(check::DPA_MEMORY_EXHAUSTED);
+                }
+                (
+                    GenKind::DpaProcess {
+                        pd,
+                        elf_umem,
+                        used,
+                        threads: 0,
+                        next_addr: DUMEM_BASE + round_up(used, 4096),
+                    },
+                    vec![Ref::Pd(pd), Ref::Umem(elf_umem)],
+                )
+            }
+            obj_type::DPA_MEM => {
+                use l::dpa_mem as m;
+                let c = View::<m::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let process = c.get(m::dpa_process_id) as u32;
+                self.process_of(uid, process)?;
+                let size = c.get(m::size);
+                if size == 0 {
+                    return Err(check::BAD_LENGTH);
+                }
+                if size > 1u64 << dpa(d::log_max_dpa_mem).min(63) {
+                    return Err(check::ABOVE_CAP);
+                }
+                let block = dpa(d::dpa_mem_block_size).max(1);
+                let rounded = size
+                    .div_ceil(block)
+                    .checked_mul(block)
+                    .ok_or(check::BAD_LENGTH)?;
+                let budget = self.profile.dpa_process_memory();
+                let Some(GenObj {
+                    kind:
+                        GenKind::DpaProcess {
+                            used, next_addr, ..
+                        },
+                    ..
+                }) = self.gen.get_mut(process)
+                else {
+                    return Err(check::NO_SUCH_DPA_PROCESS);
+                };
+                if used.saturating_add(rounded) > budget {
+                    return Err(check::DPA_MEMORY_EXHAUSTED);
+                }
+                *used += rounded;
+                let addr = *next_addr;
+                *next_addr += rounded;
+                (
+                    GenKind::DpaMem {
+                        process,
+                        size: rounded,
+                        addr,
+                    },
+                    vec![Ref::Gen(process)],
+                )
+            }
+            obj_type::DPA_THREAD => {
+                use l::dpa_thread as th;
+                let c = View::<th::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let process = c.get(th::dpa_process_id) as u32;
+                self.process_of(uid, process)?;
+                if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_thread))) {
+                    return Err(check::TOO_MANY_THREADS);
+                }
+                if let Some(GenObj {
+                    kind: GenKind::DpaProcess { threads, .. },
+                    ..
+                }) = self.gen.get(process)
+                {
+                    if u64::from(*threads)
+                        >= u64::from(limit(dpa(d::log_max_dpa_threads_per_process)))
+                    {
+                        return Err(check::TOO_MANY_THREADS);
+                    }
+                }
+                let id = c.get(th::affinity_id) as u32;
+                match c.get(th::affinity_type) {
+                    0 => {}
+                    1 if dpa(d::thread_affinity_single_hart) == 1
+                        && id < self.profile.dpa_eus() => {}
+                    2 if dpa(d::thread_affinity_hart_group) == 1
+                        && self.eugs.contains_key(&(id as u16)) => {}
+                    _ => return Err(check::BAD_AFFINITY),
+                }
+                if c.get(th::entry_point) == 0 {
+                    return Err(check::BAD_ENTRY_POINT);
+                }
+                let mut refs = vec![Ref::Gen(process)];
+                let mut linked = |field, want, missing| -> Result<Option<u32>, Check> {
+                    let id = c.get(field) as u32;
+                    if id == 0 {
+                        return Ok(None);
+                    }
+                    let g = self.gen.get(id).ok_or(missing)?;
+                    if g.obj_type != want {
+                        return Err(check::WRONG_OBJ_TYPE);
+                    }
+                    owned(&g.meta, uid)?;
+                    if parent_process(&g.kind) != Some(process) {
+                        return Err(check::CROSS_PROCESS);
+                    }
+                    refs.push(Ref::Gen(id));
+                    Ok(Some(id))
+                };
+                let outbox = linked(
+                    th::default_outbox_id,
+                    obj_type::DPA_OUTBOX,
+                    check::NO_SUCH_DPA_OUTBOX,
+                )?;
+                let window = linked(
+                    th::default_window_id,
+                    obj_type::DPA_WINDOW,
+                    check::NO_SUCH_DPA_WINDOW,
+                )?;
+                if let Some(GenObj {
+                    kind: GenKind::DpaProcess { threads, .. },
+                    ..
+                }) = self.gen.get_mut(process)
+                {
+                    *threads += 1;
+                }
+                (
+                    GenKind::DpaThread {
+                        process,
+                        outbox,
+                        window,
+                    },
+                    refs,
+                )
+            }
+            obj_type::DPA_OUTBOX => {
+                use l::dpa_outbox as ob;
+                let c = View::<ob::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let process = c.get(ob::dpa_process_id) as u32;
+                self.process_of(uid, process)?;
+                if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_outbox))) {
+                    return Err(check::TOO_MANY_OBJECTS);
+                }
+                let uar = c.get(ob::uar) as u32;
+                self.check_uar(uid, uar)?;
+                (
+                    GenKind::DpaOutbox { process, uar },
+                    vec![Ref::Gen(process), Ref::Uar(uar)],
+                )
+            }
+            obj_type::DPA_WINDOW => {
+                use l::dpa_window as w;
+                let c = View::<w::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let process = c.get(w::dpa_process_id) as u32;
+                self.process_of(uid, process)?;
+                if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_window))) {
+                    return Err(check::TOO_MANY_OBJECTS);
+                }
+                let pd = c.get(w::pd) as u32;
+                self.check_owned_pd(uid, pd)?;
+                (
+                    GenKind::DpaWindow { process, pd },
+                    vec![Ref::Gen(process), Ref::Pd(pd)],
+                )
+            }
+            obj_type::DPA_UAR => {
+                use l::dpa_uar as u;
+                let c = View::<u::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let process = c.get(u::dpa_process_id) as u32;
+                self.process_of(uid, process)?;
+                let uar = c.get(u::uar_page) as u32;
+                self.check_uar(uid, uar)?;
+                (
+                    GenKind::DpaUar { process, uar },
+                    vec![Ref::Gen(process), Ref::Uar(uar)],
+                )
+            }
+            obj_type::DPA_EQ => {
+                use l::dpa_eq as e;
+                let c = View::<e::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let log = c.get(e::log_umem_size);
+                if !(6..=22).contains(&log) {
+                    return Err(check::BAD_LOG_SIZE);
+                }
+                let umem = c.get(e::umem_id) as u32;
+                let off = c.get(e::umem_offset);
+                self.mem.range(uid, umem, off, 1 << log)?;
+                let uar = c.get(e::uar_page) as u32;
+                self.check_uar(uid, uar)?;
+                (
+                    GenKind::DpaEq { umem, uar },
+                    vec![Ref::Umem(umem), Ref::Uar(uar)],
+                )
+            }
+            obj_type::DB_CQ_MAPPING => {
+                use l::dpa_db_cq_mapping as m;
+                let c = View::<m::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let cqn = c.get(m::cqn) as u32;
+                let cq = self.cqs.get(cqn).ok_or(check::NO_SUCH_CQ)?;
+                owned(&cq.meta, uid)?;
+                (GenKind::DbCqMapping { cqn }, vec![Ref::Cq(cqn)])
+            }
+            t if is_alias_type(t) => {
+                use l::alias_context as a;
+                let c = View::<a::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                if c.get(a::vhca_id_to_be_accessed) != u64::from(self.profile.vhca_id) {
+                    // Other functions are separate model instances; cross-instance aliases
+                    // are not modelled.
+                    return Err(check::NOT_SUPPORTED);
+                }
+                let target = c.get(a::object_id_to_be_accessed) as u32;
+                let key = c
+                    .get_bytes(a::access_key)
+                    .map_err(|_| check::INBOX_TOO_SHORT)?;
+                let grant = self
+                    .grants
+                    .iter()
+                    .find(|g| g.obj_id == target && alias_matches(t, g.obj_type))
+                    .ok_or(check::NO_SUCH_ALIAS_GRANT)?;
+                if grant.key[..] != key[..32.min(key.len())] {
+                    return Err(check::BAD_ACCESS_KEY);
+                }
+                (GenKind::Alias, vec![])
+            }
+            _ => return Err(check::UNKNOWN_OBJ_TYPE),
+        };
+        // Take the references.
+        for r in &refs {
+            match *r {
+                Ref::Pd(p) => {
+                    if let Some(p) = self.pds.get_mut(p) {
+                        p.meta.refs += 1
+                    }
+                }
+                Ref::Umem(u) => self.mem.pin_whole(u),
+                Ref::Uar(u) => {
+                    if let Some(u) = self.uars.get_mut(u) {
+                        u.refs += 1
+                    }
+                }
+                Ref::Gen(g) => {
+                    if let Some(g) = self.gen.get_mut(g) {
+                        g.meta.refs += 1
+                    }
+                }
+                Ref::Cq(c) => {
+                    if let Some(c) = self.cqs.get_mut(c) {
+                        c.meta.refs += 1
+                    }
+                }
+            }
+        }
+        let id = match self.gen.insert_with(|_| GenObj {
+            meta: Meta::new(uid),
+            obj_type: t,
+            kind,
+            ctx: Box::new([]),
+        }) {
+            Some(id) => id,
+            None => {
+                for r in refs {
+                    self.drop_ref(r);
+                }
+                return Err(check::TOO_MANY_OBJECTS);
+            }
+        };
+        // Fill in the outputs of the context.
+        if t == obj_type::DPA_PROCESS {
+            if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<l::dpa_process::Layout>::new(&mut ctx) {
+                c.set(l::dpa_process::dumem_id, u64::from(DUMEM_ID_BASE + id));
+                c.set(l::dpa_process::dumem_base, DUMEM_BASE);
+                c.set(l::dpa_process::dpa_process_status, 0);
+            }
+        }
+        if let Some(GenObj {
+            kind: GenKind::DpaMem { addr, size, .. },
+            ..
+        }) = self.gen.get(id)
+        {
+            let (addr, size) = (*addr, *size);
+            if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<l::dpa_mem::Layout>::new(&mut ctx) {
+                c.set(l::dpa_mem::dpa_addr, addr);
+                c.set(l::dpa_mem::size, size);
+            }
+        }
+        if let Some(g) = self.gen.get_mut(id) {
+            g.ctx = ctx;
+        }
+        o.set(l::general_obj_out_cmd_hdr::obj_id, u64::from(id));
+        Ok(ObjRef::General { obj_type: t, id })
+    }
+
+    fn drop_ref(&mut self, r: Ref) {
+        match r {
+            Ref::Pd(p) => unref(self.pds.get_mut(p).map(|p| &mut p.meta)),
+            Ref::Umem(u) => self.mem.unpin(u),
+            Ref::Uar(u) => {
+                if let Some(u) = self.uars.get_mut(u) {
+                    u.refs = u.refs.saturating_sub(1)
+                }
+            }
+            Ref::Gen(g) => unref(self.gen.get_mut(g).map(|g| &mut g.meta)),
+            Ref::Cq(c) => unref(self.cqs.get_mut(c).map(|c| &mut c.meta)),
+        }
+    }
+
+    pub(super) fn release_general(&mut self, g: GenObj) {
+        let refs: Vec<Ref> = match g.kind {
+            GenKind::DpaProcess { pd, elf_umem, .. } => vec![Ref::Pd(pd), Ref::Umem(elf_umem)],
+            GenKind::DpaMem { process, size, .. } => {
+                if let Some(GenObj {
+                    kind: GenKind::DpaProcess { used, .. },
+                    ..
+                }) = self.gen.get_mut(process)
+                {
+                    *used = used.saturating_sub(size);
+                }
+                vec![Ref::Gen(process)]
+            }
+            GenKind::DpaThread {
+                process,
+                outbox,
+                window,
+            } => {
+                if let Some(GenObj {
+                    kind: GenKind::DpaProcess { threads, .. },
+                    ..
+                }) = self.gen.get_mut(process)
+                {
+                    *threads = threads.saturating_sub(1);
+                }
+                let mut r = vec![Ref::Gen(process)];
+                r.extend(outbox.map(Ref::Gen));
+                r.extend(window.map(Ref::Gen));
+                r
+            }
+            GenKind::DpaOutbox { process, uar } | GenKind::DpaUar { process, uar } => {
+                vec![Ref::Gen(process), Ref::Uar(uar)]
+            }
+            GenKind::DpaWindow { process, pd } => vec![Ref::Gen(process), Ref::Pd(pd)],
+            GenKind::DpaEq { umem, uar } => vec![Ref::Umem(umem), Ref::Uar(uar)],
+            GenKind::DbCqMapping { cqn } => vec![Ref::Cq(cqn)],
+            GenKind::Alias => vec![],
+        };
+        for r in refs {
+            self.drop_ref(r);
+        }
+    }
+
+    pub(super) fn modify_general(&mut self, uid: u16, inb: &[u8]) -> Result<(), Check> {
+        use l::general_obj_in_cmd_hdr as h;
+        let v = inbox::<h::Layout>(inb)?;
+        let t = v.get(h::obj_type) as u16;
+        let id = v.get(h::obj_id) as u32;
+        let len = Self::ctx_len(t).ok_or(check::UNKNOWN_OBJ_TYPE)?;
+        if inb.len() < HDR + len {
+            return Err(check::INBOX_TOO_SHORT);
+        }
+        let g = self.gen.get_mut(id).ok_or(check::NO_SUCH_OBJECT)?;
+        if g.obj_type != t {
+            return Err(check::WRONG_OBJ_TYPE);
+        }
+        owned(&g.meta, uid)?;
+        let ctx = &inb[HDR..HDR + len];
+        // Every DPA context starts with a 64-bit modify_field_select.
+        let select = u64::from_be_bytes(ctx[0..8].try_into().map_err(|_| check::INBOX_TOO_SHORT)?);
+        // Modifiable fields (provisional): thread user_arg (bit 0) and state (bit 1);
+        // DB_CQ_MAPPING map_state (bit 0). Nothing else.
+        let allowed = match t {
+            obj_type::DPA_THREAD => 0b11,
+            obj_type::DB_CQ_MAPPING => 0b1,
+            _ => 0,
+        };
+        if select == 0 || select & !allowed != 0 {
+            return Err(check::BAD_MODIFY_SELECT);
+        }
+        if t == obj_type::DPA_THREAD {
+            use l::dpa_thread as th;
+            let new = View::<th::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+            if select & 2 != 0 && new.get(th::state) > 3 {
+                return Err(check::BAD_STATE_FIELD);
+            }
+            if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<th::Layout>::new(&mut g.ctx) {
+                if select & 1 != 0 {
+                    c.set(th::user_arg, new.get(th::user_arg));
+                }
+                if select & 2 != 0 {
+                    c.set(th::state, new.get(th::state));
+                }
+            }
+        } else if t == obj_type::DB_CQ_MAPPING {
+            use l::dpa_db_cq_mapping as m;
+            let new = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+            if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<m::Layout>::new(&mut g.ctx) {
+                c.set(m::map_state, new.get(m::map_state));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn query_general(
+        &mut self,
+        uid: u16,
+        inb: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), Check> {
+        use l::general_obj_in_cmd_hdr as h;
+        let v = inbox::<h::Layout>(inb)?;
+        let t = v.get(h::obj_type) as u16;
+        let id = v.get(h::obj_id) as u32;
+        let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;
+        if g.obj_type != t {
+            return Err(check::WRONG_OBJ_TYPE);
+        }
+        owned(&g.meta, uid)?;
+        let base = size::<l::general_obj_out_cmd_hdr::Layout>();
+        if out.len() < base + g.ctx.len() {
+            return Err(check::OUTBOX_TOO_SHORT);
+        }
+        out[base..base + g.ctx.len()].copy_from_slice(&g.ctx);
+        out[8..12].copy_from_slice(&id.to_be_bytes());
+        Ok(())
+    }
+
+    pub(super) fn allow_other_vhca_access(&mut self, uid: u16, inb: &[u8]) -> Result<(), Check> {
+        use l::allow_other_vhca_access_in as a;
+        let v = inbox::<a::Layout>(inb)?;
+        let obj_type = v.get(a::object_type_to_be_accessed) as u16;
+        let obj_id = v.get(a::object_id_to_be_accessed) as u32;
+        let exists = match obj_type {
+            // General object types that can be shared: the object must exist and be ours.
+            t if self.profile.supports_obj_type(t) => {
+                let g = self
+                    .gen
+                    .get(obj_id)
+                    .filter(|g| g.obj_type == t)
+                    .ok_or(check::NO_SUCH_OBJECT)?;
+                owned(&g.meta, uid).is_ok()
+            }
+            _ => return Err(check::UNKNOWN_OBJ_TYPE),
+        };
+        if !exists {
+            return Err(check::WRONG_UID);
+        }
+        let key_bytes = v
+            .get_bytes(a::access_key)
+            .map_err(|_| check::INBOX_TOO_SHORT)?;
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&key_bytes[..32]);
+        self.grants
+            .retain(|g| !(g.obj_type == obj_type && g.obj_id == obj_id));
+        self.grants.push(Grant {
+            obj_type,
+            obj_id,
+            key,
+        });
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ref {
+    Pd(u32),
+    Umem(u32),
+    Uar(u32),
+    Gen(u32),
+    Cq(u32),
+}
+
+fn parent_process(k: &GenKind) -> Option<u32> {
+    match *k {
+        GenKind::DpaMem { process, .. }
+        | GenKind::DpaThread { process, .. }
+        | GenKind::DpaOutbox { process, .. }
+        | GenKind::DpaWindow { process, .. }
+        | GenKind::DpaUar { process, .. } => Some(process),
+        _ => None,
+    }
+}
+
+/// Whether alias type `alias` can stand for general object type `target` (the model lets an
+/// alias name any general type it was granted for; real firmware ties alias types to
+/// object classes, FACTS.md §2).
+fn alias_matches(_alias: u16, _target: u16) -> bool {
+    true
+}
+
+fn round_up(v: u64, to: u64) -> u64 {
+    v.div_ceil(to) * to
+}

@@ -1,0 +1,971 @@
+//! The firmware command processor.
+//!
+//! [`Firmware::execute`] takes a command mailbox as firmware receives it (after the kernel's
+//! DevX layer has overwritten `uid` and forced the `*_umem_valid` bits), validates it like
+//! firmware, applies it to the object tables and answers with a PRM status and a syndrome.
+//! Every check is a named [`check::Check`] with its own syndrome. The datapath engine
+//! (`crate::engine`) works on the same tables.
+
+pub mod check;
+mod general;
+pub(crate) mod objects;
+mod queues;
+pub(crate) mod steering;
+
+use std::collections::HashMap;
+
+use mlx5_dpa::mlx5::layout::{Layout, View, ViewMut};
+use mlx5_dpa::mlx5::layouts::{self as l};
+use mlx5_dpa::mlx5::{Opcode, Status};
+
+use crate::mem::{MemModel, UarPage};
+use crate::profile::Profile;
+use crate::slab::Slab;
+use check::Check;
+use objects::*;
+
+pub use objects::ObjRef;
+
+/// Byte size of a layout.
+pub(crate) const fn size<L: Layout>() -> usize {
+    L::SIZE_BYTES
+}
+
+/// A typed view of an inbox, or BAD_INP_LEN.
+pub(crate) fn inbox<L: Layout>(buf: &[u8]) -> Result<View<'_, L>, Check> {
+    View::new(buf).map_err(|_| check::INBOX_TOO_SHORT)
+}
+
+/// A typed view of an outbox, or BAD_OUTP_LEN.
+pub(crate) fn outbox<L: Layout>(buf: &mut [u8]) -> Result<ViewMut<'_, L>, Check> {
+    ViewMut::new(buf).map_err(|_| check::OUTBOX_TOO_SHORT)
+}
+
+/// `log2` limit from a capability: `count < 2^log`.
+pub(crate) fn limit(log: u64) -> u32 {
+    if log >= 32 {
+        u32::MAX
+    } else {
+        1u32 << log
+    }
+}
+
+/// What the fault plan does.
+#[derive(Debug, Default, Clone)]
+pub struct FaultPlan {
+    /// Fail the command with this sequence number (see [`Firmware::commands`]).
+    pub at: Vec<(u64, Status)>,
+    /// Fail every command with this opcode.
+    pub by_opcode: HashMap<u16, Status>,
+}
+
+/// Counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FwStats {
+    /// Commands executed.
+    pub commands: u64,
+    /// Commands refused.
+    pub failed: u64,
+}
+
+/// The firmware's tables.
+pub struct Firmware {
+    pub(crate) profile: Profile,
+    pub(crate) mem: MemModel,
+    pub(crate) uars: Slab<UarPage>,
+    pub(crate) pds: Slab<Pd>,
+    pub(crate) tds: Slab<Td>,
+    pub(crate) mkeys: Slab<Mkey>,
+    pub(crate) cqs: Slab<Cq>,
+    pub(crate) sqs: Slab<Sq>,
+    pub(crate) rqs: Slab<Rq>,
+    pub(crate) rmps: Slab<Rmp>,
+    pub(crate) tises: Slab<Tis>,
+    pub(crate) tirs: Slab<Tir>,
+    pub(crate) rqts: Slab<Rqt>,
+    pub(crate) tables: Slab<FlowTable>,
+    pub(crate) groups: Slab<FlowGroup>,
+    pub(crate) qps: Slab<Qp>,
+    pub(crate) gen: Slab<GenObj>,
+    pub(crate) grants: Vec<Grant>,
+    pub(crate) root_table: Option<u32>,
+    pub(crate) eugs: HashMap<u16, Vec<u8>>,
+    pub(crate) partitions: HashMap<u16, Vec<u8>>,
+    pub(crate) faults: FaultPlan,
+    pub(crate) stats: FwStats,
+    pub(crate) next_uid: u16,
+    pub(crate) table_seq: u64,
+}
+
+impl std::fmt::Debug for Firmware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Firmware")
+            .field("profile", &self.profile.name)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// EQ numbers the model has; vector `v` is served by `EQN_BASE + v`.
+pub(crate) const EQN_BASE: u32 = 0x10;
+
+impl Firmware {
+    /// Firmware for `profile`, with empty tables.
+    pub fn new(profile: Profile) -> Self {
+        use l::cmd_hca_cap as c;
+        let lim = |f| limit(profile.cap(f));
+        Firmware {
+            mem: MemModel::new(),
+            uars: Slab::new(0x20, 1 << 16),
+            pds: Slab::new(0x1, lim(c::log_max_pd)),
+            tds: Slab::new(0x1, lim(c::log_max_transport_domain)),
+            mkeys: Slab::new(0x10, lim(c::log_max_mkey)),
+            cqs: Slab::new(0x400, lim(c::log_max_cq)),
+            sqs: Slab::new(0x1000, lim(c::log_max_sq)),
+            rqs: Slab::new(0x2000, lim(c::log_max_rq)),
+            rmps: Slab::new(0x3000, lim(c::log_max_rmp)),
+            tises: Slab::new(0x10, lim(c::log_max_tis)),
+            tirs: Slab::new(0x10, lim(c::log_max_tir)),
+            rqts: Slab::new(0x10, lim(c::log_max_rqt)),
+            tables: Slab::new(0x100, 1 << 16),
+            groups: Slab::new(0x1, 1 << 20),
+            qps: Slab::new(0x4000, lim(c::log_max_qp)),
+            gen: Slab::new(0x1, 1 << 20),
+            grants: Vec::new(),
+            root_table: None,
+            eugs: HashMap::new(),
+            partitions: HashMap::new(),
+            faults: FaultPlan::default(),
+            stats: FwStats::default(),
+            next_uid: 1,
+            table_seq: 0,
+            profile,
+        }
+    }
+
+    /// The device profile.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Commands executed so far (the next command gets this number plus one).
+    pub fn commands(&self) -> u64 {
+        self.stats.commands
+    }
+
+    pub(crate) fn alloc_uid(&mut self) -> u16 {
+        let uid = self.next_uid;
+        self.next_uid = self.next_uid.wrapping_add(1).max(1);
+        uid
+    }
+
+    /// Runs one command for context `uid`. Writes status and syndrome into the outbox (as far
+    /// as it is long enough) and returns what was created, if anything.
+    pub fn execute(
+        &mut self,
+        uid: u16,
+        inbox: &[u8],
+        outbox: &mut [u8],
+    ) -> Result<Option<ObjRef>, Check> {
+        let start = std::time::Instant::now();
+        self.stats.commands += 1;
+        let seq = self.stats.commands;
+        let opcode = if inbox.len() >= 2 {
+            Opcode(u16::from_be_bytes([inbox[0], inbox[1]]))
+        } else {
+            Opcode(0xffff)
+        };
+        outbox.iter_mut().for_each(|b| *b = 0);
+        let res = self
+            .fault(seq, opcode)
+            .and_then(|()| self.dispatch(uid, opcode, inbox, outbox));
+        let (status, syndrome) = match &res {
+            Ok(_) => (Status::OK, 0),
+            Err(c) => {
+                self.stats.failed += 1;
+                (c.status, c.syndrome)
+            }
+        };
+        if outbox.len() >= 8 {
+            outbox[0] = status.0;
+            outbox[1..4].fill(0);
+            outbox[4..8].copy_from_slice(&syndrome.to_be_bytes());
+        }
+        tracing::debug!(
+            target: "mlx5_sim::fw",
+            opcode = %opcode,
+            uid,
+            status = %status,
+            syndrome = format_args!("{syndrome:#x}"),
+            duration_ns = start.elapsed().as_nanos() as u64,
+            "command"
+        );
+        res
+    }
+
+    fn fault(&mut self, seq: u64, opcode: Opcode) -> Result<(), Check> {
+        if self.faults.at.is_empty() && self.faults.by_opcode.is_empty() {
+            return Ok(());
+        }
+        let status = if let Some(i) = self.faults.at.iter().position(|(n, _)| *n == seq) {
+            Some(self.faults.at.swap_remove(i).1)
+        } else {
+            self.faults.by_opcode.get(&opcode.0).copied()
+        };
+        match status {
+            Some(status) => Err(Check {
+                status,
+                ..check::FAULT_INJECTED
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        uid: u16,
+        op: Opcode,
+        inb: &[u8],
+        out: &mut [u8],
+    ) -> Result<Option<ObjRef>, Check> {
+        // The smallest mailbox header: opcode, uid, op_mod.
+        if inb.len() < size::<l::mbox_in::Layout>() {
+            return Err(check::INBOX_TOO_SHORT);
+        }
+        if out.len() < size::<l::mbox_out::Layout>() {
+            return Err(check::OUTBOX_TOO_SHORT);
+        }
+        let op_mod = u16::from_be_bytes([inb[6], inb[7]]);
+        match op {
+            Opcode::QUERY_HCA_CAP => self.query_hca_cap(inb, out).map(|()| None),
+            Opcode::QUERY_ISSI => {
+                // query_issi_out: current_issi at bit 0x50 (16 bits), supported_issi bitmap
+                // at 0xc0 (kernel mlx5_ifc.h). The model speaks ISSI 1.
+                if out.len() < 0x70 {
+                    return Err(check::OUTBOX_TOO_SHORT);
+                }
+                out[10..12].copy_from_slice(&1u16.to_be_bytes());
+                out[0x6c..0x70].copy_from_slice(&0b11u32.to_be_bytes());
+                Ok(None)
+            }
+            Opcode::NOP => {
+                if op_mod != 0 {
+                    return Err(check::BAD_OP_MOD);
+                }
+                Ok(None)
+            }
+            Opcode::ALLOC_PD => {
+                let mut o = outbox::<l::alloc_pd_out::Layout>(out)?;
+                let id = self
+                    .pds
+                    .insert(Pd {
+                        meta: Meta::new(uid),
+                    })
+                    .ok_or(check::TOO_MANY_OBJECTS)?;
+                o.set(l::alloc_pd_out::pd, u64::from(id));
+                Ok(Some(ObjRef::Pd(id)))
+            }
+            Opcode::DEALLOC_PD => {
+                let v = inbox::<l::dealloc_pd_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Pd(v.get(l::dealloc_pd_in::pd) as u32))
+                    .map(|()| None)
+            }
+            Opcode::ALLOC_TRANSPORT_DOMAIN => {
+                let mut o = outbox::<l::alloc_transport_domain_out::Layout>(out)?;
+                let id = self
+                    .tds
+                    .insert(Td {
+                        meta: Meta::new(uid),
+                    })
+                    .ok_or(check::TOO_MANY_OBJECTS)?;
+                o.set(
+                    l::alloc_transport_domain_out::transport_domain,
+                    u64::from(id),
+                );
+                Ok(Some(ObjRef::Td(id)))
+            }
+            Opcode::DEALLOC_TRANSPORT_DOMAIN => {
+                let v = inbox::<l::dealloc_transport_domain_in::Layout>(inb)?;
+                let id = v.get(l::dealloc_transport_domain_in::transport_domain) as u32;
+                self.destroy(uid, ObjRef::Td(id)).map(|()| None)
+            }
+            Opcode::CREATE_MKEY => self.create_mkey(uid, inb, out).map(Some),
+            Opcode::DESTROY_MKEY => {
+                let v = inbox::<l::destroy_mkey_in::Layout>(inb)?;
+                self.destroy(
+                    uid,
+                    ObjRef::Mkey(v.get(l::destroy_mkey_in::mkey_index) as u32),
+                )
+                .map(|()| None)
+            }
+            Opcode::CREATE_CQ => self.create_cq(uid, inb, out).map(Some),
+            Opcode::MODIFY_CQ => self.modify_cq(uid, inb).map(|()| None),
+            Opcode::QUERY_CQ => self.query_cq(uid, inb, out).map(|()| None),
+            Opcode::DESTROY_CQ => {
+                let v = inbox::<l::destroy_cq_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Cq(v.get(l::destroy_cq_in::cqn) as u32))
+                    .map(|()| None)
+            }
+            Opcode::CREATE_SQ => self.create_sq(uid, inb, out).map(Some),
+            Opcode::MODIFY_SQ => self.modify_sq(uid, inb).map(|()| None),
+            Opcode::QUERY_SQ => self.query_sq(uid, inb, out).map(|()| None),
+            Opcode::DESTROY_SQ => {
+                let v = inbox::<l::destroy_sq_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Sq(v.get(l::destroy_sq_in::sqn) as u32))
+                    .map(|()| None)
+            }
+            Opcode::CREATE_RQ => self.create_rq(uid, inb, out).map(Some),
+            Opcode::MODIFY_RQ => self.modify_rq(uid, inb).map(|()| None),
+            Opcode::QUERY_RQ => self.query_rq(uid, inb, out).map(|()| None),
+            Opcode::DESTROY_RQ => {
+                let v = inbox::<l::destroy_rq_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Rq(v.get(l::destroy_rq_in::rqn) as u32))
+                    .map(|()| None)
+            }
+            Opcode::CREATE_RMP => self.create_rmp(uid, inb, out).map(Some),
+            Opcode::DESTROY_RMP => {
+                let v = inbox::<l::destroy_rmp_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Rmp(v.get(l::destroy_rmp_in::rmpn) as u32))
+                    .map(|()| None)
+            }
+            Opcode::CREATE_TIS => self.create_tis(uid, inb, out).map(Some),
+            Opcode::DESTROY_TIS => {
+                let v = inbox::<l::destroy_tis_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Tis(v.get(l::destroy_tis_in::tisn) as u32))
+                    .map(|()| None)
+            }
+            Opcode::CREATE_TIR => self.create_tir(uid, inb, out).map(Some),
+            Opcode::DESTROY_TIR => {
+                let v = inbox::<l::destroy_tir_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Tir(v.get(l::destroy_tir_in::tirn) as u32))
+                    .map(|()| None)
+            }
+            Opcode::CREATE_RQT => self.create_rqt(uid, inb, out).map(Some),
+            Opcode::DESTROY_RQT => {
+                let v = inbox::<l::destroy_rqt_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Rqt(v.get(l::destroy_rqt_in::rqtn) as u32))
+                    .map(|()| None)
+            }
+            Opcode::CREATE_FLOW_TABLE => self.create_flow_table(uid, inb, out).map(Some),
+            Opcode::DESTROY_FLOW_TABLE => {
+                let v = inbox::<l::destroy_flow_table_in::Layout>(inb)?;
+                self.destroy(
+                    uid,
+                    ObjRef::FlowTable {
+                        table_type: v.get(l::destroy_flow_table_in::table_type) as u8,
+                        id: v.get(l::destroy_flow_table_in::table_id) as u32,
+                    },
+                )
+                .map(|()| None)
+            }
+            Opcode::CREATE_FLOW_GROUP => self.create_flow_group(uid, inb, out).map(Some),
+            Opcode::DESTROY_FLOW_GROUP => {
+                let v = inbox::<l::destroy_flow_group_in::Layout>(inb)?;
+                self.destroy(
+                    uid,
+                    ObjRef::FlowGroup {
+                        table_type: v.get(l::destroy_flow_group_in::table_type) as u8,
+                        table: v.get(l::destroy_flow_group_in::table_id) as u32,
+                        id: v.get(l::destroy_flow_group_in::group_id) as u32,
+                    },
+                )
+                .map(|()| None)
+            }
+            Opcode::SET_FLOW_TABLE_ENTRY => self.set_fte(uid, inb, out).map(Some),
+            Opcode::DELETE_FLOW_TABLE_ENTRY => {
+                let v = inbox::<l::delete_fte_in::Layout>(inb)?;
+                self.destroy(
+                    uid,
+                    ObjRef::Fte {
+                        table_type: v.get(l::delete_fte_in::table_type) as u8,
+                        table: v.get(l::delete_fte_in::table_id) as u32,
+                        index: v.get(l::delete_fte_in::flow_index) as u32,
+                    },
+                )
+                .map(|()| None)
+            }
+            Opcode::SET_FLOW_TABLE_ROOT => self.set_flow_table_root(uid, inb).map(|()| None),
+            Opcode::CREATE_QP => self.create_qp(uid, inb, out).map(Some),
+            Opcode::RST2INIT_QP
+            | Opcode::INIT2INIT_QP
+            | Opcode::INIT2RTR_QP
+            | Opcode::RTR2RTS_QP
+            | Opcode::RTS2RTS_QP
+            | Opcode::SQERR2RTS_QP
+            | Opcode::QP_2ERR
+            | Opcode::QP_2RST => self.modify_qp(uid, op, inb).map(|()| None),
+            Opcode::QUERY_QP => self.query_qp(uid, inb, out).map(|()| None),
+            Opcode::DESTROY_QP => {
+                let v = inbox::<l::destroy_qp_in::Layout>(inb)?;
+                self.destroy(uid, ObjRef::Qp(v.get(l::destroy_qp_in::qpn) as u32))
+                    .map(|()| None)
+            }
+            Opcode::CREATE_GENERAL_OBJECT => self.create_general(uid, inb, out).map(Some),
+            Opcode::MODIFY_GENERAL_OBJECT => self.modify_general(uid, inb).map(|()| None),
+            Opcode::QUERY_GENERAL_OBJECT => self.query_general(uid, inb, out).map(|()| None),
+            Opcode::DESTROY_GENERAL_OBJECT => {
+                let v = inbox::<l::general_obj_in_cmd_hdr::Layout>(inb)?;
+                self.destroy(
+                    uid,
+                    ObjRef::General {
+                        obj_type: v.get(l::general_obj_in_cmd_hdr::obj_type) as u16,
+                        id: v.get(l::general_obj_in_cmd_hdr::obj_id) as u32,
+                    },
+                )
+                .map(|()| None)
+            }
+            Opcode::ACCESS_REGISTER_USER => self.access_register(uid, inb, out).map(|()| None),
+            Opcode::ALLOW_OTHER_VHCA_ACCESS => {
+                self.allow_other_vhca_access(uid, inb).map(|()| None)
+            }
+            _ => Err(check::UNKNOWN_OPCODE),
+        }
+    }
+
+    fn query_hca_cap(&mut self, inb: &[u8], out: &mut [u8]) -> Result<(), Check> {
+        let v = inbox::<l::query_hca_cap_in::Layout>(inb)?;
+        let op_mod = v.get(l::query_hca_cap_in::op_mod);
+        if v.get(l::query_hca_cap_in::other_function) != 0 {
+            return Err(check::NOT_SUPPORTED);
+        }
+        let page = match op_mod >> 1 {
+            0x0 => &self.profile.general,
+            0x20 => &self.profile.general_2,
+            t if t == u64::from(l::dpa::DPA_CAP_TYPE) => {
+                self.profile.dpa.as_ref().ok_or(check::UNKNOWN_CAP_TYPE)?
+            }
+            _ => return Err(check::UNKNOWN_CAP_TYPE),
+        };
+        outbox::<l::query_hca_cap_out::Layout>(out)?;
+        let at = l::query_hca_cap_out::capability
+            .at(0)
+            .map_or(0x10, |f| (f.offset() / 8) as usize);
+        let dst = out
+            .get_mut(at..at + page.len())
+            .ok_or(check::OUTBOX_TOO_SHORT)?;
+        dst.copy_from_slice(page);
+        Ok(())
+    }
+
+    fn create_mkey(&mut self, uid: u16, inb: &[u8], out: &mut [u8]) -> Result<ObjRef, Check> {
+        use l::create_mkey_in as m;
+        use l::mkc;
+        let v = inbox::<m::Layout>(inb)?;
+        let mut o = outbox::<l::create_mkey_out::Layout>(out)?;
+        let c = m::memory_key_mkey_entry;
+        let access_mode =
+            (v.get(c.at(mkc::access_mode_4_2)) << 2) | v.get(c.at(mkc::access_mode_1_0));
+        // MTT (1) is the only mode for umem-backed keys (PRM access_mode; KLM/KSM need lists).
+        if access_mode != 1 {
+            return Err(check::BAD_ACCESS_MODE);
+        }
+        if v.get(m::mkey_umem_valid) != 1 {
+            return Err(check::UMEM_NOT_VALID);
+        }
+        let pd = v.get(c.at(mkc::pd)) as u32;
+        self.check_owned_pd(uid, pd)?;
+        if v.get(c.at(mkc::length64)) != 0 {
+            return Err(check::BAD_LENGTH);
+        }
+        let len = v.get(c.at(mkc::len));
+        if len == 0 || len > 1u64 << self.profile.cap(l::cmd_hca_cap::log_max_mrw_sz).min(63) {
+            return Err(check::BAD_LENGTH);
+        }
+        let start = v.get(c.at(mkc::start_addr));
+        start.checked_add(len).ok_or(check::BAD_LENGTH)?;
+        let umem = v.get(m::mkey_umem_id) as u32;
+        let offset = v.get(m::mkey_umem_offset);
+        let (lw, rr, rw, a) = (
+            v.get(c.at(mkc::lw)) == 1,
+            v.get(c.at(mkc::rr)) == 1,
+            v.get(c.at(mkc::rw)) == 1,
+            v.get(c.at(mkc::a)) == 1,
+        );
+        // Remote rights are checked against the registration now; the RDMA datapath that
+        // uses them comes with the QP transport.
+        use mlx5_dpa::devx::UmemAccess as A;
+        let granted = self.mem.access(umem).ok_or(check::NO_SUCH_UMEM)?;
+        if (lw && !granted.contains(A::LOCAL_WRITE))
+            || (rw && !granted.contains(A::REMOTE_WRITE))
+            || (rr && !granted.contains(A::REMOTE_READ))
+            || (a && !granted.contains(A::REMOTE_ATOMIC))
+        {
+            return Err(check::ACCESS_NOT_GRANTED);
+        }
+        let dma = self.mem.range(uid, umem, offset, len)?;
+        let tag = v.get(c.at(mkc::mkey_7_0)) as u32;
+        let idx = self
+            .mkeys
+            .insert_with(|idx| Mkey {
+                meta: Meta::new(uid),
+                key: (idx << 8) | tag,
+                pd,
+                umem,
+                start,
+                len,
+                dma,
+                lw,
+            })
+            .ok_or(check::TOO_MANY_OBJECTS)?;
+        self.mem.pin(uid, umem, offset, len)?;
+        if let Some(p) = self.pds.get_mut(pd) {
+            p.meta.refs += 1;
+        }
+        o.set(l::create_mkey_out::mkey_index, u64::from(idx));
+        Ok(ObjRef::Mkey(idx))
+    }
+
+    pub(crate) fn check_owned_pd(&self, uid: u16, pd: u32) -> Result<(), Check> {
+        let p = self.pds.get(pd).ok_or(check::NO_SUCH_PD)?;
+        owned(&p.meta, uid)
+    }
+
+    pub(crate) fn check_uar(&self, uid: u16, page: u32) -> Result<(), Check> {
+        let u = self.uars.get(page).ok_or(check::NO_SUCH_UAR)?;
+        if u.uid != uid {
+            return Err(check::WRONG_UID);
+        }
+        Ok(())
+    }
+
+    fn access_register(&mut self, _uid: u16, inb: &[u8], out: &mut [u8]) -> Result<(), Check> {
+        use l::access_register_in as a;
+        use l::dpa::reg_id;
+        let v = inbox::<a::Layout>(inb)?;
+        let op_mod = v.get(a::op_mod); // write 0, read 1
+        if op_mod > 1 {
+            return Err(check::BAD_OP_MOD);
+        }
+        let reg = v.get(a::register_id) as u16;
+        let data = &inb[size::<a::Layout>()..];
+        let (len, table) = match reg {
+            reg_id::NIC_DPA_EUG_REG if self.profile.dpa.is_some() => {
+                (size::<l::nic_dpa_eug_reg::Layout>(), 0)
+            }
+            reg_id::NIC_DPA_EU_PARTITION_REG if self.profile.dpa.is_some() => {
+                (size::<l::nic_dpa_eu_partition_reg::Layout>(), 1)
+            }
+            _ => return Err(check::BAD_REGISTER),
+        };
+        if data.len() < len {
+            return Err(check::INBOX_TOO_SHORT);
+        }
+        if out.len() < size::<l::access_register_out::Layout>() + len {
+            return Err(check::OUTBOX_TOO_SHORT);
+        }
+        let data = &data[..len];
+        // Both registers: operation at bit 1 (3 bits), id at bit 0x10 (16 bits); provisional
+        // layouts (FACTS.md §3, mstflint).
+        let operation = (data[0] >> 4) & 0x7;
+        let id = u16::from_be_bytes([data[2], data[3]]);
+        let eus = self.profile.dpa_eus();
+        let members_ok = |d: &[u8]| {
+            // member_mask: 32 dwords at byte 0x40; bit N = EU N.
+            (0..1024u32).all(|eu| {
+                let byte = d[0x40 + (eu / 32) as usize * 4 + (3 - (eu % 32) as usize / 8)];
+                byte >> (eu % 8) & 1 == 0 || eu < eus
+            })
+        };
+        let map = if table == 0 {
+            &mut self.eugs
+        } else {
+            &mut self.partitions
+        };
+        let answer: Vec<u8> = if op_mod == 1 {
+            map.get(&id).cloned().ok_or(check::NO_SUCH_OBJECT)?
+        } else {
+            match operation {
+                0 => {
+                    if !members_ok(data) {
+                        return Err(check::BAD_AFFINITY);
+                    }
+                    let new_id = (1..=u16::MAX)
+                        .find(|i| !map.contains_key(i))
+                        .ok_or(check::TOO_MANY_OBJECTS)?;
+                    let mut stored = data.to_vec();
+                    stored[2..4].copy_from_slice(&new_id.to_be_bytes());
+                    map.insert(new_id, stored.clone());
+                    stored
+                }
+                1 => {
+                    if !map.contains_key(&id) {
+                        return Err(check::NO_SUCH_OBJECT);
+                    }
+                    if !members_ok(data) {
+                        return Err(check::BAD_AFFINITY);
+                    }
+                    map.insert(id, data.to_vec());
+                    data.to_vec()
+                }
+                2 => map.remove(&id).ok_or(check::NO_SUCH_OBJECT)?,
+                _ => return Err(check::BAD_REGISTER_OP),
+            }
+        };
+        let base = size::<l::access_register_out::Layout>();
+        out[base..base + len].copy_from_slice(&answer);
+        Ok(())
+    }
+
+    /// Destroys an object after the reference and ownership checks.
+    pub(crate) fn destroy(&mut self, uid: u16, obj: ObjRef) -> Result<(), Check> {
+        fn take<T>(
+            slab: &mut Slab<T>,
+            id: u32,
+            uid: u16,
+            meta: impl Fn(&T) -> &Meta,
+            missing: Check,
+        ) -> Result<T, Check> {
+            let m = meta(slab.get(id).ok_or(missing)?);
+            owned(m, uid)?;
+            if m.refs != 0 {
+                return Err(check::OBJECT_IN_USE);
+            }
+            slab.remove(id).ok_or(missing)
+        }
+        match obj {
+            ObjRef::Pd(id) => {
+                take(&mut self.pds, id, uid, |o| &o.meta, check::NO_SUCH_PD)?;
+            }
+            ObjRef::Td(id) => {
+                take(&mut self.tds, id, uid, |o| &o.meta, check::NO_SUCH_TD)?;
+            }
+            ObjRef::Mkey(id) => {
+                let m = take(&mut self.mkeys, id, uid, |o| &o.meta, check::NO_SUCH_MKEY)?;
+                self.mem.unpin(m.umem);
+                unref(self.pds.get_mut(m.pd).map(|p| &mut p.meta));
+            }
+            ObjRef::Cq(id) => {
+                let c = take(&mut self.cqs, id, uid, |o| &o.meta, check::NO_SUCH_CQ)?;
+                self.mem.unpin(c.ring_umem);
+                self.mem.unpin(c.dbr_umem);
+                uar_unref(&mut self.uars, c.uar_page);
+                match c.target {
+                    CqTarget::Eq(_) => {}
+                    CqTarget::DpaThread(t) | CqTarget::DpaEq(t) => {
+                        unref(self.gen.get_mut(t).map(|g| &mut g.meta));
+                    }
+                }
+            }
+            ObjRef::Sq(id) => {
+                let s = take(&mut self.sqs, id, uid, |o| &o.meta, check::NO_SUCH_SQ)?;
+                self.release_wq(&s.wq);
+                unref(self.cqs.get_mut(s.cqn).map(|c| &mut c.meta));
+                unref(self.tises.get_mut(s.tis).map(|t| &mut t.meta));
+            }
+            ObjRef::Rq(id) => {
+                let r = take(&mut self.rqs, id, uid, |o| &o.meta, check::NO_SUCH_RQ)?;
+                self.release_wq(&r.wq);
+                unref(self.cqs.get_mut(r.cqn).map(|c| &mut c.meta));
+            }
+            ObjRef::Rmp(id) => {
+                let r = take(&mut self.rmps, id, uid, |o| &o.meta, check::NO_SUCH_RMP)?;
+                self.release_wq(&r.wq);
+            }
+            ObjRef::Tis(id) => {
+                let t = take(&mut self.tises, id, uid, |o| &o.meta, check::NO_SUCH_TIS)?;
+                unref(self.tds.get_mut(t.td).map(|t| &mut t.meta));
+            }
+            ObjRef::Tir(id) => {
+                let t = take(&mut self.tirs, id, uid, |o| &o.meta, check::NO_SUCH_TIR)?;
+                unref(self.tds.get_mut(t.td).map(|t| &mut t.meta));
+                match t.dispatch {
+                    Dispatch::Direct(rq) => unref(self.rqs.get_mut(rq).map(|r| &mut r.meta)),
+                    Dispatch::Indirect(rqt) => unref(self.rqts.get_mut(rqt).map(|r| &mut r.meta)),
+                }
+            }
+            ObjRef::Rqt(id) => {
+                let r = take(&mut self.rqts, id, uid, |o| &o.meta, check::NO_SUCH_RQT)?;
+                for rq in r.rqs {
+                    unref(self.rqs.get_mut(rq).map(|r| &mut r.meta));
+                }
+            }
+            ObjRef::FlowTable { table_type, id } => {
+                let t = self.tables.get(id).ok_or(check::NO_SUCH_FLOW_TABLE)?;
+                if t.table_type != table_type {
+                    return Err(check::TABLE_TYPE_MISMATCH);
+                }
+                if !t.groups.is_empty() || !t.entries.is_empty() {
+                    return Err(check::OBJECT_IN_USE);
+                }
+                take(
+                    &mut self.tables,
+                    id,
+                    uid,
+                    |o| &o.meta,
+                    check::NO_SUCH_FLOW_TABLE,
+                )?;
+                if self.root_table == Some(id) {
+                    self.root_table = None;
+                }
+            }
+            ObjRef::FlowGroup {
+                table_type,
+                table,
+                id,
+            } => {
+                let t = self.tables.get(table).ok_or(check::NO_SUCH_FLOW_TABLE)?;
+                if t.table_type != table_type {
+                    return Err(check::TABLE_TYPE_MISMATCH);
+                }
+                let g = self.groups.get(id).ok_or(check::NO_SUCH_FLOW_GROUP)?;
+                if g.table != table {
+                    return Err(check::NO_SUCH_FLOW_GROUP);
+                }
+                take(
+                    &mut self.groups,
+                    id,
+                    uid,
+                    |o| &o.meta,
+                    check::NO_SUCH_FLOW_GROUP,
+                )?;
+                if let Some(t) = self.tables.get_mut(table) {
+                    t.groups.retain(|g| *g != id);
+                }
+            }
+            ObjRef::Fte {
+                table_type,
+                table,
+                index,
+            } => {
+                let t = self
+                    .tables
+                    .get_mut(table)
+                    .ok_or(check::NO_SUCH_FLOW_TABLE)?;
+                if t.table_type != table_type {
+                    return Err(check::TABLE_TYPE_MISMATCH);
+                }
+                let e = t.entries.get(&index).ok_or(check::NO_SUCH_FTE)?;
+                owned(&e.meta, uid)?;
+                let e = t.entries.remove(&index).ok_or(check::NO_SUCH_FTE)?;
+                unref(self.groups.get_mut(e.group).map(|g| &mut g.meta));
+                for d in e.dests {
+                    match d {
+                        Dest::Tir(t) => unref(self.tirs.get_mut(t).map(|t| &mut t.meta)),
+                        Dest::Table(t) => unref(self.tables.get_mut(t).map(|t| &mut t.meta)),
+                    }
+                }
+            }
+            ObjRef::Qp(id) => {
+                let q = take(&mut self.qps, id, uid, |o| &o.meta, check::NO_SUCH_QP)?;
+                self.mem.unpin(q.ring_umem);
+                self.mem.unpin(q.dbr_umem);
+                uar_unref(&mut self.uars, q.uar_page);
+                unref(self.pds.get_mut(q.pd).map(|p| &mut p.meta));
+                for c in [q.cqn_snd, q.cqn_rcv].into_iter().flatten() {
+                    unref(self.cqs.get_mut(c).map(|c| &mut c.meta));
+                }
+            }
+            ObjRef::General { obj_type, id } => {
+                let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;
+                if g.obj_type != obj_type {
+                    return Err(check::WRONG_OBJ_TYPE);
+                }
+                let g = take(&mut self.gen, id, uid, |o| &o.meta, check::NO_SUCH_OBJECT)?;
+                self.release_general(g);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn release_wq(&mut self, wq: &WqRing) {
+        self.mem.unpin(wq.ring_umem);
+        self.mem.unpin(wq.dbr_umem);
+        unref(self.pds.get_mut(wq.pd).map(|p| &mut p.meta));
+        uar_unref(&mut self.uars, wq.uar_page);
+    }
+
+    /// Every live object, for leak checks.
+    pub fn inventory(&self) -> Inventory {
+        let mut by_kind = std::collections::BTreeMap::new();
+        let mut add = |k: &'static str, n: usize| {
+            if n > 0 {
+                *by_kind.entry(k).or_insert(0) += n;
+            }
+        };
+        add("PD", self.pds.len());
+        add("TD", self.tds.len());
+        add("MKEY", self.mkeys.len());
+        add("CQ", self.cqs.len());
+        add("SQ", self.sqs.len());
+        add("RQ", self.rqs.len());
+        add("RMP", self.rmps.len());
+        add("TIS", self.tises.len());
+        add("TIR", self.tirs.len());
+        add("RQT", self.rqts.len());
+        add("FLOW_TABLE", self.tables.len());
+        add("FLOW_GROUP", self.groups.len());
+        add(
+            "FTE",
+            self.tables.iter().map(|(_, t)| t.entries.len()).sum(),
+        );
+        add("QP", self.qps.len());
+        for (_, g) in self.gen.iter() {
+            let name = match g.obj_type {
+                l::dpa::obj_type::DPA_MEM => "DPA_MEM",
+                l::dpa::obj_type::DPA_PROCESS => "DPA_PROCESS",
+                l::dpa::obj_type::DPA_THREAD => "DPA_THREAD",
+                l::dpa::obj_type::DPA_OUTBOX => "DPA_OUTBOX",
+                l::dpa::obj_type::DB_CQ_MAPPING => "DB_CQ_MAPPING",
+                l::dpa::obj_type::DPA_EQ => "DPA_EQ",
+                l::dpa::obj_type::DPA_WINDOW => "DPA_WINDOW",
+                l::dpa::obj_type::DPA_UAR => "DPA_UAR",
+                _ => "ALIAS",
+            };
+            add(name, 1);
+        }
+        add("UMEM", self.mem.live());
+        add("UAR", self.uars.len());
+        add("EUG", self.eugs.len());
+        add("EU_PARTITION", self.partitions.len());
+        Inventory { by_kind }
+    }
+}
+
+/// Live objects per kind (kinds with none are left out).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inventory {
+    /// Count per kind name (`CQ`, `SQ`, `DPA_THREAD`, `UMEM`, ...).
+    pub by_kind: std::collections::BTreeMap<&'static str, usize>,
+}
+
+impl Inventory {
+    /// Whether nothing is live.
+    pub fn is_empty(&self) -> bool {
+        self.by_kind.is_empty()
+    }
+    /// Live objects of one kind.
+    pub fn count(&self, kind: &str) -> usize {
+        self.by_kind.get(kind).copied().unwrap_or(0)
+    }
+}
+
+impl std::fmt::Display for Inventory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.by_kind.is_empty() {
+            return write!(f, "(nothing live)");
+        }
+        let parts: Vec<String> = self
+            .by_kind
+            .iter()
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect();
+        write!(f, "{}", parts.join(" "))
+    }
+}
+
+pub(crate) fn owned(m: &Meta, uid: u16) -> Result<(), Check> {
+    // uid 0 is the kernel's own context: it may touch everything, as on hardware.
+    if m.uid != uid && uid != 0 {
+        return Err(check::WRONG_UID);
+    }
+    Ok(())
+}
+
+pub(crate) fn uar_unref(uars: &mut Slab<UarPage>, page: u32) {
+    if let Some(u) = uars.get_mut(page) {
+        u.refs = u.refs.saturating_sub(1);
+    }
+}
+
+pub(crate) fn unref(m: Option<&mut Meta>) {
+    if let Some(m) = m {
+        m.refs = m.refs.saturating_sub(1);
+    }
+}
+
+/// Builds the destroy command the kernel sends for `obj` (what `DEVX_OBJ_DESTROY` runs).
+pub fn destroy_inbox(obj: ObjRef) -> Vec<u8> {
+    fn simple(op: Opcode, id: u32) -> Vec<u8> {
+        let mut b = vec![0u8; 16];
+        b[0..2].copy_from_slice(&op.0.to_be_bytes());
+        // The object number sits at bit 0x48 (24 bits) in every one of these layouts.
+        b[8..12].copy_from_slice(&(id & 0xff_ffff).to_be_bytes());
+        b
+    }
+    fn flow(op: Opcode, table_type: u8, table: u32, extra: Option<(usize, u32)>) -> Vec<u8> {
+        let mut b = vec![0u8; 0x40];
+        b[0..2].copy_from_slice(&op.0.to_be_bytes());
+        b[0x10] = table_type;
+        b[0x14..0x18].copy_from_slice(&(table & 0xff_ffff).to_be_bytes());
+        if let Some((at, v)) = extra {
+            b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+        }
+        b
+    }
+    match obj {
+        ObjRef::Pd(id) => simple(Opcode::DEALLOC_PD, id),
+        ObjRef::Td(id) => simple(Opcode::DEALLOC_TRANSPORT_DOMAIN, id),
+        ObjRef::Mkey(id) => simple(Opcode::DESTROY_MKEY, id),
+        ObjRef::Cq(id) => simple(Opcode::DESTROY_CQ, id),
+        ObjRef::Sq(id) => simple(Opcode::DESTROY_SQ, id),
+        ObjRef::Rq(id) => simple(Opcode::DESTROY_RQ, id),
+        ObjRef::Rmp(id) => simple(Opcode::DESTROY_RMP, id),
+        ObjRef::Tis(id) => simple(Opcode::DESTROY_TIS, id),
+        ObjRef::Tir(id) => simple(Opcode::DESTROY_TIR, id),
+        ObjRef::Rqt(id) => simple(Opcode::DESTROY_RQT, id),
+        ObjRef::Qp(id) => simple(Opcode::DESTROY_QP, id),
+        ObjRef::FlowTable { table_type, id } => {
+            flow(Opcode::DESTROY_FLOW_TABLE, table_type, id, None)
+        }
+        ObjRef::FlowGroup {
+            table_type,
+            table,
+            id,
+        } => flow(
+            Opcode::DESTROY_FLOW_GROUP,
+            table_type,
+            table,
+            Some((0x18, id)),
+        ),
+        ObjRef::Fte {
+            table_type,
+            table,
+            index,
+        } => flow(
+            Opcode::DELETE_FLOW_TABLE_ENTRY,
+            table_type,
+            table,
+            Some((0x20, index)),
+        ),
+        ObjRef::General { obj_type, id } => {
+            let mut b = vec![0u8; 16];
+            b[0..2].copy_from_slice(&Opcode::DESTROY_GENERAL_OBJECT.0.to_be_bytes());
+            b[6..8].copy_from_slice(&obj_type.to_be_bytes());
+            b[8..12].copy_from_slice(&id.to_be_bytes());
+            b
+        }
+    }
+}
+
+/// The object a modify or query inbox names (the kernel checks it against the handle).
+pub fn object_of_inbox(inb: &[u8]) -> Option<ObjRef> {
+    if inb.len() < 16 {
+        return None;
+    }
+    let op = Opcode(u16::from_be_bytes([inb[0], inb[1]]));
+    let id24 = u32::from_be_bytes([0, inb[9], inb[10], inb[11]]);
+    Some(match op {
+        Opcode::MODIFY_CQ | Opcode::QUERY_CQ => ObjRef::Cq(id24),
+        Opcode::MODIFY_SQ | Opcode::QUERY_SQ => ObjRef::Sq(id24),
+        Opcode::MODIFY_RQ | Opcode::QUERY_RQ => ObjRef::Rq(id24),
+        Opcode::MODIFY_RMP | Opcode::QUERY_RMP => ObjRef::Rmp(id24),
+        Opcode::MODIFY_TIS | Opcode::QUERY_TIS => ObjRef::Tis(id24),
+        Opcode::MODIFY_TIR | Opcode::QUERY_TIR => ObjRef::Tir(id24),
+        Opcode::MODIFY_RQT | Opcode::QUERY_RQT => ObjRef::Rqt(id24),
+        Opcode::QUERY_MKEY => ObjRef::Mkey(id24),
+        Opcode::RST2INIT_QP
+        | Opcode::INIT2INIT_QP
+        | Opcode::INIT2RTR_QP
+        | Opcode::RTR2RTS_QP
+        | Opcode::RTS2RTS_QP
+        | Opcode::SQERR2RTS_QP
+        | Opcode::QP_2ERR
+        | Opcode::QP_2RST
+        | Opcode::QUERY_QP => ObjRef::Qp(id24),
+        Opcode::MODIFY_GENERAL_OBJECT | Opcode::QUERY_GENERAL_OBJECT => ObjRef::General {
+            obj_type: u16::from_be_bytes([inb[6], inb[7]]),
+            id: u32::from_be_bytes([inb[8], inb[9], inb[10], inb[11]]),
+        },
+        _ => return None,
+    })
+}

@@ -1,0 +1,366 @@
+//! The objects firmware keeps, with the runtime state the datapath needs.
+
+use crate::mem::Dma;
+
+/// Names one firmware object: what a DevX handle stands for, and what the kernel's destroy
+/// command names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjRef {
+    /// Protection domain.
+    Pd(u32),
+    /// Transport domain.
+    Td(u32),
+    /// Memory key, by mkey index.
+    Mkey(u32),
+    /// Completion queue.
+    Cq(u32),
+    /// Send queue.
+    Sq(u32),
+    /// Receive queue.
+    Rq(u32),
+    /// Receive memory pool.
+    Rmp(u32),
+    /// Transport interface send.
+    Tis(u32),
+    /// Transport interface receive.
+    Tir(u32),
+    /// RQ table.
+    Rqt(u32),
+    /// Flow table.
+    FlowTable {
+        /// `table_type`.
+        table_type: u8,
+        /// `table_id`.
+        id: u32,
+    },
+    /// Flow group of a table.
+    FlowGroup {
+        /// `table_type`.
+        table_type: u8,
+        /// `table_id`.
+        table: u32,
+        /// `group_id`.
+        id: u32,
+    },
+    /// Flow table entry.
+    Fte {
+        /// `table_type`.
+        table_type: u8,
+        /// `table_id`.
+        table: u32,
+        /// `flow_index`.
+        index: u32,
+    },
+    /// Queue pair.
+    Qp(u32),
+    /// General object (`obj_type`, `obj_id`).
+    General {
+        /// `obj_type`.
+        obj_type: u16,
+        /// `obj_id`.
+        id: u32,
+    },
+}
+
+impl ObjRef {
+    /// A short kind name, for the inventory.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ObjRef::Pd(_) => "PD",
+            ObjRef::Td(_) => "TD",
+            ObjRef::Mkey(_) => "MKEY",
+            ObjRef::Cq(_) => "CQ",
+            ObjRef::Sq(_) => "SQ",
+            ObjRef::Rq(_) => "RQ",
+            ObjRef::Rmp(_) => "RMP",
+            ObjRef::Tis(_) => "TIS",
+            ObjRef::Tir(_) => "TIR",
+            ObjRef::Rqt(_) => "RQT",
+            ObjRef::FlowTable { .. } => "FLOW_TABLE",
+            ObjRef::FlowGroup { .. } => "FLOW_GROUP",
+            ObjRef::Fte { .. } => "FTE",
+            ObjRef::Qp(_) => "QP",
+            ObjRef::General { .. } => "GENERAL_OBJECT",
+        }
+    }
+}
+
+/// Owner and reference count, common to every object.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta {
+    pub(crate) uid: u16,
+    pub(crate) refs: u32,
+}
+
+impl Meta {
+    pub(crate) fn new(uid: u16) -> Self {
+        Meta { uid, refs: 0 }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Pd {
+    pub(crate) meta: Meta,
+}
+
+#[derive(Debug)]
+pub(crate) struct Td {
+    pub(crate) meta: Meta,
+}
+
+#[derive(Debug)]
+pub(crate) struct Mkey {
+    pub(crate) meta: Meta,
+    pub(crate) key: u32,
+    pub(crate) pd: u32,
+    pub(crate) umem: u32,
+    pub(crate) start: u64,
+    pub(crate) len: u64,
+    /// The whole translated range.
+    pub(crate) dma: Dma,
+    pub(crate) lw: bool,
+}
+
+/// Where a CQ reports its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CqTarget {
+    Eq(u32),
+    DpaThread(u32),
+    DpaEq(u32),
+}
+
+/// CQ error state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CqStatus {
+    Ok,
+    Overflow,
+}
+
+#[derive(Debug)]
+pub(crate) struct Cq {
+    pub(crate) meta: Meta,
+    pub(crate) log_size: u8,
+    pub(crate) cqe_bytes: usize,
+    pub(crate) ring: Dma,
+    pub(crate) ring_umem: u32,
+    pub(crate) dbr: Dma,
+    pub(crate) dbr_umem: u32,
+    pub(crate) uar_page: u32,
+    pub(crate) target: CqTarget,
+    pub(crate) oi: bool,
+    pub(crate) period: u16,
+    pub(crate) max_count: u16,
+    pub(crate) status: CqStatus,
+    /// Producer counter (CQEs written).
+    pub(crate) pi: u32,
+    /// Armed: the consumer index the arm named (events fire for CQEs past it).
+    pub(crate) armed: Option<u32>,
+    /// CQEs since arming, for moderation.
+    pub(crate) pending_since_arm: u32,
+    pub(crate) first_pending: Option<std::time::Instant>,
+    pub(crate) raw: Box<[u8]>,
+    pub(crate) events: u64,
+}
+
+/// SQ / RQ states (PRM `sqc.state`, `rqc.state`).
+pub(crate) mod wq_state {
+    pub(crate) const RST: u8 = 0;
+    pub(crate) const RDY: u8 = 1;
+    pub(crate) const ERR: u8 = 3;
+}
+
+/// The ring of a work queue.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WqRing {
+    pub(crate) ring: Dma,
+    pub(crate) ring_umem: u32,
+    pub(crate) dbr: Dma,
+    pub(crate) dbr_umem: u32,
+    pub(crate) log_stride: u8,
+    pub(crate) log_size: u8,
+    pub(crate) pd: u32,
+    pub(crate) uar_page: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct Sq {
+    pub(crate) meta: Meta,
+    pub(crate) state: u8,
+    pub(crate) cqn: u32,
+    pub(crate) tis: u32,
+    pub(crate) wq: WqRing,
+    /// WQEBBs consumed (16-bit wrapping counter, like the producer's).
+    pub(crate) ci: u16,
+    pub(crate) doorbelled: bool,
+    pub(crate) raw: Box<[u8]>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Rq {
+    pub(crate) meta: Meta,
+    pub(crate) state: u8,
+    pub(crate) cqn: u32,
+    pub(crate) wq: WqRing,
+    /// WQEs consumed (16-bit wrapping).
+    pub(crate) ci: u16,
+    pub(crate) raw: Box<[u8]>,
+    pub(crate) dropped: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Rmp {
+    pub(crate) meta: Meta,
+    pub(crate) wq: WqRing,
+}
+
+#[derive(Debug)]
+pub(crate) struct Tis {
+    pub(crate) meta: Meta,
+    pub(crate) td: u32,
+}
+
+/// How a TIR picks its RQ.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Dispatch {
+    Direct(u32),
+    Indirect(u32),
+}
+
+#[derive(Debug)]
+pub(crate) struct Tir {
+    pub(crate) meta: Meta,
+    pub(crate) td: u32,
+    pub(crate) dispatch: Dispatch,
+    pub(crate) self_lb_block: u8,
+    pub(crate) raw: Box<[u8]>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Rqt {
+    pub(crate) meta: Meta,
+    pub(crate) rqs: Vec<u32>,
+}
+
+/// A flow destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dest {
+    Tir(u32),
+    Table(u32),
+}
+
+#[derive(Debug)]
+pub(crate) struct Fte {
+    pub(crate) meta: Meta,
+    pub(crate) group: u32,
+    pub(crate) action: u16,
+    pub(crate) dests: Vec<Dest>,
+    pub(crate) flow_tag: u32,
+    /// The outer-header match value (`fte_match_set_lyr_2_4`, 64 bytes).
+    pub(crate) value: [u8; 64],
+    pub(crate) hits: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct FlowGroup {
+    pub(crate) meta: Meta,
+    pub(crate) table: u32,
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    /// Outer-header mask (64 bytes) when `match_criteria_enable` bit 0 is set.
+    pub(crate) mask: [u8; 64],
+}
+
+#[derive(Debug)]
+pub(crate) struct FlowTable {
+    pub(crate) meta: Meta,
+    pub(crate) table_type: u8,
+    pub(crate) level: u8,
+    pub(crate) size: u32,
+    pub(crate) groups: Vec<u32>,
+    pub(crate) entries: std::collections::BTreeMap<u32, Fte>,
+    pub(crate) created: u64,
+    pub(crate) misses: u64,
+}
+
+/// QP states (PRM `qpc.state`).
+pub(crate) mod qp_state {
+    pub(crate) const RST: u8 = 0;
+    pub(crate) const INIT: u8 = 1;
+    pub(crate) const RTR: u8 = 2;
+    pub(crate) const RTS: u8 = 3;
+    pub(crate) const SQER: u8 = 4;
+    pub(crate) const ERR: u8 = 6;
+}
+
+#[derive(Debug)]
+pub(crate) struct Qp {
+    pub(crate) meta: Meta,
+    pub(crate) state: u8,
+    pub(crate) pd: u32,
+    pub(crate) cqn_snd: Option<u32>,
+    pub(crate) cqn_rcv: Option<u32>,
+    pub(crate) ring_umem: u32,
+    pub(crate) dbr_umem: u32,
+    pub(crate) uar_page: u32,
+    pub(crate) qpc: Box<[u8]>,
+}
+
+/// A general object's payload.
+#[derive(Debug)]
+pub(crate) enum GenKind {
+    DpaProcess {
+        pd: u32,
+        elf_umem: u32,
+        /// DPA memory in use (image + heap + DPA_MEM objects), for accounting.
+        used: u64,
+        threads: u32,
+        next_addr: u64,
+    },
+    DpaMem {
+        process: u32,
+        size: u64,
+        addr: u64,
+    },
+    DpaThread {
+        process: u32,
+        outbox: Option<u32>,
+        window: Option<u32>,
+    },
+    DpaOutbox {
+        process: u32,
+        uar: u32,
+    },
+    DpaWindow {
+        process: u32,
+        pd: u32,
+    },
+    DpaEq {
+        umem: u32,
+        uar: u32,
+    },
+    DbCqMapping {
+        cqn: u32,
+    },
+    DpaUar {
+        process: u32,
+        uar: u32,
+    },
+    Alias,
+}
+
+#[derive(Debug)]
+pub(crate) struct GenObj {
+    pub(crate) meta: Meta,
+    pub(crate) obj_type: u16,
+    pub(crate) kind: GenKind,
+    /// The context as created (and modified), returned by QUERY_GENERAL_OBJECT.
+    pub(crate) ctx: Box<[u8]>,
+}
+
+/// An ALLOW_OTHER_VHCA_ACCESS grant.
+#[derive(Debug, Clone)]
+pub(crate) struct Grant {
+    pub(crate) obj_type: u16,
+    pub(crate) obj_id: u32,
+    pub(crate) key: [u8; 32],
+}

@@ -1,0 +1,256 @@
+//! Capability profiles: what the model says it is when asked with QUERY_HCA_CAP.
+//!
+//! A profile is the capability pages themselves (built with the driver's PRM layouts) plus
+//! the few facts the pages do not carry (DPA topology, MAC address). The firmware model reads
+//! its limits from the pages, so a test can shrink a limit with [`Profile::set_general`] and
+//! watch the model refuse.
+//!
+//! Values are the model's, chosen to be BlueField-3-like (or ConnectX-7-like): they are not
+//! read from a real device. The DPA page values are provisional like the page layout.
+
+use mlx5_dpa::mlx5::layout::{Field, View, ViewMut};
+use mlx5_dpa::mlx5::layouts::{cmd_hca_cap, cmd_hca_cap_2, dpa::obj_type, dpa_cap};
+
+/// Bytes of one capability page (the `capability` field of `query_hca_cap_out`).
+pub const CAP_PAGE_BYTES: usize = 0x1000;
+
+/// A device identity and its capability pages.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// Profile name (`bf3`, `cx7`).
+    pub name: &'static str,
+    /// General device capabilities (type 0).
+    pub general: Vec<u8>,
+    /// General device capabilities 2 (type 0x20).
+    pub general_2: Vec<u8>,
+    /// DPA capabilities (type 0x24), when the device has a DPA.
+    pub dpa: Option<Vec<u8>>,
+    /// DPA cores.
+    pub dpa_cores: u32,
+    /// Execution units (harts) per DPA core.
+    pub dpa_eus_per_core: u32,
+    /// Completion vectors (EQs) that QUERY_EQN can name.
+    pub comp_vectors: u32,
+    /// The port's MAC address.
+    pub mac: [u8; 6],
+    /// This function's vhca_id.
+    pub vhca_id: u16,
+}
+
+/// The general object types the model implements (bit N of `general_obj_types`).
+pub const MODEL_OBJ_TYPES_DPA: [u16; 8] = [
+    obj_type::DPA_MEM,
+    obj_type::DPA_PROCESS,
+    obj_type::DPA_THREAD,
+    obj_type::DPA_OUTBOX,
+    obj_type::DB_CQ_MAPPING,
+    obj_type::DPA_EQ,
+    obj_type::DPA_WINDOW,
+    obj_type::DPA_UAR,
+];
+
+impl Profile {
+    /// Profile names, for `--sim=NAME`.
+    pub const NAMES: [&'static str; 2] = ["bf3", "cx7"];
+
+    /// Looks a profile up by name.
+    pub fn by_name(name: &str) -> Option<Profile> {
+        match name {
+            "bf3" => Some(Self::bf3()),
+            "cx7" => Some(Self::cx7()),
+            _ => None,
+        }
+    }
+
+    /// A BlueField-3-like device: ConnectX-7 class NIC plus a DPA of 16 cores x 16 EUs.
+    pub fn bf3() -> Profile {
+        let mut p = Self::nic("bf3", true);
+        let mut dpa = vec![0u8; CAP_PAGE_BYTES];
+        {
+            let mut v = ViewMut::<dpa_cap::Layout>::new(&mut dpa).expect("cap page size");
+            use dpa_cap as d;
+            v.set(d::thread_affinity_single_hart, 1);
+            v.set(d::thread_affinity_hart_group, 1);
+            // 2^8 blocks of 1 MiB: 256 MiB per process.
+            v.set(d::log_max_num_dpa_mem_blocks, 8);
+            v.set(d::dpa_mem_block_size, 1 << 20);
+            v.set(d::process_win_primary, 1);
+            v.set(d::log_max_dpa_mem, 28);
+            v.set(d::log_max_dpa_threads_per_process, 8);
+            v.set(d::log_max_dpa_process, 6);
+            v.set(d::max_dpa_processes, 64);
+            v.set(d::log_max_dpa_thread, 12);
+            v.set(d::log_max_dpa_outbox, 10);
+            v.set(d::max_num_dpa_thread_per_group, 16);
+            v.set(d::log_max_dpa_window, 10);
+            v.set(d::dpa_platform_version, 1);
+            v.set(d::dpa_os_api_version, 1);
+        }
+        p.dpa = Some(dpa);
+        p.dpa_cores = 16;
+        p.dpa_eus_per_core = 16;
+        p
+    }
+
+    /// A ConnectX-7-like NIC without a DPA.
+    pub fn cx7() -> Profile {
+        Self::nic("cx7", false)
+    }
+
+    fn nic(name: &'static str, dpa: bool) -> Profile {
+        let mut general = vec![0u8; CAP_PAGE_BYTES];
+        {
+            let mut v = ViewMut::<cmd_hca_cap::Layout>::new(&mut general).expect("cap page size");
+            use cmd_hca_cap as c;
+            for (f, val) in [
+                (c::hca_cap_2, 1),
+                (c::log_max_srq_sz, 15),
+                (c::log_max_qp_sz, 15),
+                (c::log_max_qp, 17),
+                (c::log_max_cq_sz, 22),
+                (c::log_max_cq, 18),
+                (c::log_max_eq_sz, 22),
+                (c::log_max_eq, 7),
+                (c::log_max_mkey, 20),
+                (c::log_max_mrw_sz, 48),
+                (c::log_max_klm_list_size, 16),
+                (c::log_max_ra_req_qp, 4),
+                (c::log_max_ra_res_qp, 4),
+                (c::cq_oi, 1),
+                (c::cq_moderation, 1),
+                (c::cq_period_mode_modify, 1),
+                (c::max_qp_cnt, 64),
+                (c::nic_flow_table, 1),
+                (c::port_type, 1), // Ethernet
+                (c::num_ports, 1),
+                (c::log_max_msg, 30),
+                (c::cqe_version, 1),
+                (c::eth_net_offloads, 1),
+                (c::roce, 1),
+                (c::rc, 1),
+                (c::ud, 1),
+                (c::uar_4k, 1),
+                (c::log_pg_sz, 12),
+                (c::bf, 1),
+                (c::log_bf_reg_size, 9),
+                (c::max_wqe_sz_sq, 1024),
+                (c::max_wqe_sz_rq, 1024),
+                (c::log_max_transport_domain, 16),
+                (c::log_max_pd, 20),
+                (c::log_max_rq, 17),
+                (c::log_max_sq, 17),
+                (c::log_max_tir, 16),
+                (c::log_max_tis, 16),
+                (c::basic_cyclic_rcv_wqe, 1),
+                (c::log_max_rmp, 17),
+                (c::log_max_rqt, 16),
+                (c::log_max_rqt_size, 9),
+                (c::log_max_tis_per_sq, 0),
+                (c::log_max_stride_sz_rq, 13),
+                (c::log_min_stride_sz_rq, 4),
+                (c::log_max_stride_sz_sq, 6),
+                (c::log_min_stride_sz_sq, 6),
+                (c::log_max_wq_sz, 17),
+                (c::log_uar_page_sz, 0),
+                (c::num_of_uars_per_page, 1),
+                (c::max_num_eqs, 128),
+                (c::device_frequency_mhz, 1000),
+                (c::vhca_id, 2),
+                (c::apu, u64::from(dpa)),
+            ] {
+                v.set(f, val);
+            }
+            let mut types = 0u64;
+            if dpa {
+                for t in MODEL_OBJ_TYPES_DPA {
+                    if t < 64 {
+                        types |= 1 << t;
+                    }
+                }
+            }
+            v.set(c::general_obj_types, types);
+        }
+        let mut general_2 = vec![0u8; CAP_PAGE_BYTES];
+        {
+            let mut v =
+                ViewMut::<cmd_hca_cap_2::Layout>::new(&mut general_2).expect("cap page size");
+            let mut types = 0u64;
+            if dpa {
+                for t in MODEL_OBJ_TYPES_DPA {
+                    if t >= 64 {
+                        types |= 1 << (t - 64);
+                    }
+                }
+            }
+            v.set(cmd_hca_cap_2::general_obj_types_127_64, types);
+            v.set(cmd_hca_cap_2::cross_vhca_object_to_object_supported, 1);
+        }
+        Profile {
+            name,
+            general,
+            general_2,
+            dpa: None,
+            dpa_cores: 0,
+            dpa_eus_per_core: 0,
+            comp_vectors: 4,
+            mac: [0x02, 0x00, 0x5e, 0x00, 0x00, 0x01],
+            vhca_id: 2,
+        }
+    }
+
+    /// A general capability value.
+    pub fn cap(&self, f: Field<cmd_hca_cap::Layout>) -> u64 {
+        View::<cmd_hca_cap::Layout>::new(&self.general)
+            .map(|v| v.get(f))
+            .unwrap_or(0)
+    }
+
+    /// Changes a general capability value (tests shrink limits with this).
+    pub fn set_general(&mut self, f: Field<cmd_hca_cap::Layout>, value: u64) {
+        if let Ok(mut v) = ViewMut::<cmd_hca_cap::Layout>::new(&mut self.general) {
+            v.set(f, value);
+        }
+    }
+
+    /// A DPA capability value (0 without a DPA).
+    pub fn dpa_cap(&self, f: Field<dpa_cap::Layout>) -> u64 {
+        self.dpa
+            .as_deref()
+            .and_then(|p| View::<dpa_cap::Layout>::new(p).ok())
+            .map(|v| v.get(f))
+            .unwrap_or(0)
+    }
+
+    /// Changes a DPA capability value.
+    pub fn set_dpa(&mut self, f: Field<dpa_cap::Layout>, value: u64) {
+        if let Some(p) = self.dpa.as_deref_mut() {
+            if let Ok(mut v) = ViewMut::<dpa_cap::Layout>::new(p) {
+                v.set(f, value);
+            }
+        }
+    }
+
+    /// Whether general object type `t` is supported.
+    pub fn supports_obj_type(&self, t: u16) -> bool {
+        if t < 64 {
+            self.cap(cmd_hca_cap::general_obj_types) >> t & 1 == 1
+        } else if t < 128 {
+            View::<cmd_hca_cap_2::Layout>::new(&self.general_2)
+                .map(|v| v.get(cmd_hca_cap_2::general_obj_types_127_64) >> (t - 64) & 1 == 1)
+                .unwrap_or(false)
+        } else {
+            false
+        }
+    }
+
+    /// Number of DPA execution units.
+    pub fn dpa_eus(&self) -> u32 {
+        self.dpa_cores * self.dpa_eus_per_core
+    }
+
+    /// Bytes of DPA memory one process may use (block size x 2^blocks, FACTS.md §3).
+    pub fn dpa_process_memory(&self) -> u64 {
+        self.dpa_cap(dpa_cap::dpa_mem_block_size)
+            << self.dpa_cap(dpa_cap::log_max_num_dpa_mem_blocks)
+    }
+}
