@@ -1,0 +1,651 @@
+//! A minimal Ethernet queue set built from raw firmware commands and hand-built WQEs.
+//!
+//! This is the smallest thing that moves frames through a device: one SQ and one RQ, each
+//! with its CQ, a TIS, a TIR, and a NIC RX flow table that sends matching frames to the TIR.
+//! It exists to test and measure the model (and the `mlx5-dpa sim --tap` demo) before the
+//! driver's queue layer; it writes WQEs and doorbells by hand, with the formats of FACTS.md §6.
+//! It works over any [`Devx`], so it runs on hardware as well.
+
+use std::alloc::Layout as AllocLayout;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, Umem, UmemAccess};
+use mlx5_dpa::mlx5::cmd::{
+    AllocPd, AllocTransportDomain, CqEventTarget, CreateCq, CreateFlowGroup, CreateFlowTable,
+    CreateMkey, CreateRq, CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq, ModifySq,
+    OuterMatch, RingMem, SetFte, WqAttr, WqState,
+};
+
+/// Sizes and the receive rule.
+#[derive(Debug, Clone, Copy)]
+pub struct RigConfig {
+    /// log2 of SQ WQE basic blocks.
+    pub log_sq: u8,
+    /// log2 of RQ WQEs.
+    pub log_rq: u8,
+    /// log2 of CQEs per CQ.
+    pub log_cq: u8,
+    /// Bytes of each packet buffer (a multiple of 64).
+    pub buf_size: usize,
+    /// Which frames the flow rule sends to this rig's RQ (all of them by default).
+    pub rule: OuterMatch,
+    /// Flow table level (several rigs on one device need distinct rules or levels).
+    pub level: u8,
+    /// Request a CQE for every `signal_every`th send (1 = all).
+    pub signal_every: u16,
+}
+
+impl Default for RigConfig {
+    fn default() -> Self {
+        RigConfig {
+            log_sq: 10,
+            log_rq: 10,
+            log_cq: 12,
+            buf_size: 2048,
+            rule: OuterMatch::default(),
+            level: 0,
+            signal_every: 1,
+        }
+    }
+}
+
+/// Errors of the rig.
+#[derive(Debug, thiserror::Error)]
+pub enum RigError {
+    /// A DevX or firmware error.
+    #[error(transparent)]
+    Devx(#[from] DevxError),
+    /// The frame does not fit a buffer or is shorter than the inlined L2 header.
+    #[error("frame of {0} bytes does not fit (18..=buffer size)")]
+    FrameSize(usize),
+    /// The send queue is full.
+    #[error("send queue full")]
+    SqFull,
+    /// Configuration out of range.
+    #[error("bad rig configuration: {0}")]
+    Config(&'static str),
+}
+
+/// A completion as the rig reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// CQE opcode (`op_own[7:4]`).
+    pub opcode: u8,
+    /// Bytes received.
+    pub byte_cnt: u32,
+    /// WQE counter.
+    pub wqe_counter: u16,
+    /// Error syndrome (error CQEs).
+    pub syndrome: u8,
+    /// `sop_drop_qpn` low 24 bits.
+    pub qpn: u32,
+}
+
+struct HostMem {
+    ptr: NonNull<u8>,
+    layout: AllocLayout,
+}
+
+impl HostMem {
+    fn new(len: usize) -> Result<Self, RigError> {
+        let layout =
+            AllocLayout::from_size_align(len, 4096).map_err(|_| RigError::Config("size"))?;
+        // SAFETY: `layout` has a non-zero size (the rig always allocates rings).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).ok_or(RigError::Config("out of memory"))?;
+        Ok(HostMem { ptr, layout })
+    }
+    fn addr(&self, off: usize) -> *mut u8 {
+        debug_assert!(off < self.layout.size());
+        self.ptr.as_ptr().wrapping_add(off)
+    }
+    fn write(&self, off: usize, data: &[u8]) {
+        assert!(off + data.len() <= self.layout.size());
+        // SAFETY: in bounds (asserted); the memory is ours and the device only DMAs it.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.addr(off), data.len()) }
+    }
+    fn read(&self, off: usize, buf: &mut [u8]) {
+        assert!(off + buf.len() <= self.layout.size());
+        // SAFETY: in bounds (asserted); the device may write concurrently, as DMA does.
+        unsafe { std::ptr::copy_nonoverlapping(self.addr(off), buf.as_mut_ptr(), buf.len()) }
+    }
+    fn write_be32(&self, off: usize, v: u32) {
+        assert!(off.is_multiple_of(4) && off + 4 <= self.layout.size());
+        // SAFETY: aligned and in bounds; a volatile store, since the device reads it.
+        unsafe { std::ptr::write_volatile(self.addr(off).cast::<u32>(), v.to_be()) }
+    }
+    fn read_u8_volatile(&self, off: usize) -> u8 {
+        assert!(off < self.layout.size());
+        // SAFETY: in bounds; volatile, since the device writes it.
+        unsafe { std::ptr::read_volatile(self.addr(off)) }
+    }
+}
+
+impl Drop for HostMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the rig only drops it after the UMEM
+        // over it was deregistered.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+struct Off {
+    sq: usize,
+    rq: usize,
+    cq_tx: usize,
+    cq_rx: usize,
+    dbr: usize,
+    tx_bufs: usize,
+    rx_bufs: usize,
+    total: usize,
+}
+
+/// One SQ/RQ pair with CQs, TIS, TIR and a flow rule.
+pub struct EthRig {
+    ctx: Arc<dyn Devx>,
+    cfg: RigConfig,
+    objs: Vec<DevxObj>,
+    umem: Option<Umem>,
+    uar: Option<Uar>,
+    mem: std::mem::ManuallyDrop<HostMem>,
+    off: Off,
+    lkey: u32,
+    /// SQ number.
+    pub sqn: u32,
+    /// RQ number.
+    pub rqn: u32,
+    /// CQ of the SQ.
+    pub cqn_tx: u32,
+    /// CQ of the RQ.
+    pub cqn_rx: u32,
+    /// TIR number.
+    pub tirn: u32,
+    /// Flow table id.
+    pub table_id: u32,
+    sq_pi: u16,
+    sq_acked: u16,
+    rq_pi: u16,
+    cq_tx_ci: u32,
+    cq_rx_ci: u32,
+    arm_sn: u32,
+    last_ctrl: [u8; 8],
+    pending_doorbell: bool,
+}
+
+const DBR_SQ: usize = 0;
+const DBR_RQ: usize = 64;
+const DBR_CQ_TX: usize = 128;
+const DBR_CQ_RX: usize = 192;
+const INLINE: usize = 18;
+
+impl EthRig {
+    /// Builds the queue set on `ctx`.
+    ///
+    /// # Errors
+    /// Configuration out of range, or the first command the device refused (everything
+    /// created before it is destroyed again).
+    pub fn new(ctx: Arc<dyn Devx>, cfg: RigConfig) -> Result<EthRig, RigError> {
+        if cfg.buf_size < 64
+            || !cfg.buf_size.is_multiple_of(64)
+            || cfg.log_sq > 15
+            || cfg.log_rq > 15
+            || cfg.log_cq > 20
+        {
+            return Err(RigError::Config("sizes"));
+        }
+        if cfg.signal_every == 0 {
+            return Err(RigError::Config("signal_every must be at least 1"));
+        }
+        let mut o = 0usize;
+        let mut take = |n: usize| {
+            let at = o;
+            o += n.div_ceil(64) * 64;
+            at
+        };
+        let off = Off {
+            sq: take(64 << cfg.log_sq),
+            rq: take(16 << cfg.log_rq),
+            cq_tx: take(64 << cfg.log_cq),
+            cq_rx: take(64 << cfg.log_cq),
+            dbr: take(256),
+            tx_bufs: take(cfg.buf_size << cfg.log_sq),
+            rx_bufs: take(cfg.buf_size << cfg.log_rq),
+            total: 0,
+        };
+        let off = Off {
+            total: o.div_ceil(4096) * 4096,
+            ..off
+        };
+        let mem = HostMem::new(off.total)?;
+        // CQEs start invalid and hardware-owned (op_own = INVALID << 4 | owner 1).
+        for i in 0..(1usize << cfg.log_cq) {
+            mem.write(off.cq_tx + i * 64 + 63, &[0xf1]);
+            mem.write(off.cq_rx + i * 64 + 63, &[0xf1]);
+        }
+        let mut rig = EthRig {
+            ctx: Arc::clone(&ctx),
+            cfg,
+            objs: Vec::new(),
+            umem: None,
+            uar: None,
+            mem: std::mem::ManuallyDrop::new(mem),
+            off,
+            lkey: 0,
+            sqn: 0,
+            rqn: 0,
+            cqn_tx: 0,
+            cqn_rx: 0,
+            tirn: 0,
+            table_id: 0,
+            sq_pi: 0,
+            sq_acked: 0,
+            rq_pi: 0,
+            cq_tx_ci: 0,
+            cq_rx_ci: 0,
+            arm_sn: 0,
+            last_ctrl: [0; 8],
+            pending_doorbell: false,
+        };
+        rig.build()?;
+        Ok(rig)
+    }
+
+    fn keep<T>(&mut self, r: (DevxObj, T)) -> T {
+        self.objs.push(r.0);
+        r.1
+    }
+
+    fn build(&mut self) -> Result<(), RigError> {
+        let ctx = Arc::clone(&self.ctx);
+        let cfg = self.cfg;
+        let pd = devx::create(&ctx, &AllocPd)?;
+        let pd = self.keep(pd);
+        let td = devx::create(&ctx, &AllocTransportDomain)?;
+        let td = self.keep(td);
+        let uar = ctx.uar_alloc(UarKind::NonCached)?;
+        let uar_page = uar.page_id;
+        self.uar = Some(uar);
+        // SAFETY: the rig owns `mem` for its whole life and deregisters the UMEM (in Drop)
+        // before the memory is freed.
+        let umem = unsafe {
+            ctx.umem_reg(
+                self.mem.addr(0),
+                self.off.total,
+                UmemAccess::LOCAL_WRITE,
+                1 << 12,
+            )?
+        };
+        self.umem = Some(umem);
+        let mkey = devx::create(
+            &ctx,
+            &CreateMkey {
+                pd,
+                start_addr: self.mem.addr(0) as u64,
+                len: self.off.total as u64,
+                access: MkeyAccess {
+                    local_read: true,
+                    local_write: true,
+                    ..Default::default()
+                },
+                umem_id: umem.umem_id,
+                umem_offset: 0,
+                key: 0x5a,
+                log_page_size: 12,
+            },
+        )?;
+        // CREATE_MKEY answers the full key (mkey_index << 8 | key).
+        self.lkey = self.keep(mkey);
+        let eqn = ctx.query_eqn(0)?;
+        let dbr_base = self.off.dbr;
+        let ring = move |off: usize, dbr: usize| RingMem {
+            umem_id: umem.umem_id,
+            umem_offset: off as u64,
+            dbr_umem_id: umem.umem_id,
+            dbr_offset: (dbr_base + dbr) as u64,
+        };
+        let cq = |off, dbr| CreateCq {
+            log_cq_size: cfg.log_cq,
+            cqe_sz: 0,
+            uar_page,
+            target: CqEventTarget::Eq(eqn),
+            mem: ring(off, dbr),
+            cq_period: 0,
+            cq_max_count: 0,
+            oi: false,
+        };
+        let c = devx::create(&ctx, &cq(self.off.cq_tx, DBR_CQ_TX))?;
+        self.cqn_tx = self.keep(c);
+        let c = devx::create(&ctx, &cq(self.off.cq_rx, DBR_CQ_RX))?;
+        self.cqn_rx = self.keep(c);
+        let tis = devx::create(
+            &ctx,
+            &CreateTis {
+                transport_domain: td,
+                pd,
+            },
+        )?;
+        let tisn = self.keep(tis);
+        let sq = devx::create(
+            &ctx,
+            &CreateSq {
+                cqn: self.cqn_tx,
+                tisn,
+                wq: WqAttr {
+                    pd,
+                    uar_page,
+                    log_wq_stride: 6,
+                    log_wq_sz: cfg.log_sq,
+                    mem: ring(self.off.sq, DBR_SQ),
+                },
+                flush_in_error_en: false,
+            },
+        )?;
+        self.sqn = self.keep(sq);
+        let rq = devx::create(
+            &ctx,
+            &CreateRq {
+                cqn: self.cqn_rx,
+                wq: WqAttr {
+                    pd,
+                    uar_page,
+                    log_wq_stride: 4,
+                    log_wq_sz: cfg.log_rq,
+                    mem: ring(self.off.rq, DBR_RQ),
+                },
+                flush_in_error_en: false,
+            },
+        )?;
+        self.rqn = self.keep(rq);
+        let sq_obj = &self.objs[self.objs.len() - 2];
+        devx::modify(
+            sq_obj,
+            &ModifySq {
+                sqn: self.sqn,
+                from: WqState::Rst,
+                to: WqState::Rdy,
+            },
+        )?;
+        let rq_obj = &self.objs[self.objs.len() - 1];
+        devx::modify(
+            rq_obj,
+            &ModifyRq {
+                rqn: self.rqn,
+                from: WqState::Rst,
+                to: WqState::Rdy,
+            },
+        )?;
+        let tir = devx::create(
+            &ctx,
+            &CreateTir {
+                transport_domain: td,
+                inline_rqn: self.rqn,
+            },
+        )?;
+        self.tirn = self.keep(tir);
+        let table = devx::create(
+            &ctx,
+            &CreateFlowTable {
+                level: cfg.level,
+                log_size: 4,
+            },
+        )?;
+        self.table_id = self.keep(table);
+        let group = devx::create(
+            &ctx,
+            &CreateFlowGroup {
+                table_id: self.table_id,
+                start_flow_index: 0,
+                end_flow_index: 0,
+                criteria: cfg.rule,
+            },
+        )?;
+        let group_id = self.keep(group);
+        let fte = devx::create(
+            &ctx,
+            &SetFte {
+                table_id: self.table_id,
+                flow_index: 0,
+                group_id,
+                value: cfg.rule,
+                tirn: self.tirn,
+            },
+        )?;
+        self.keep(fte);
+        Ok(())
+    }
+
+    /// The memory key of the rig's buffers.
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+
+    /// Send WQEs posted but not yet completed.
+    pub fn sq_outstanding(&self) -> u16 {
+        self.sq_pi.wrapping_sub(self.sq_acked)
+    }
+
+    /// Writes one SEND WQE for `frame` (not yet rung: see [`EthRig::ring_sq`]).
+    ///
+    /// # Errors
+    /// [`RigError::FrameSize`], [`RigError::SqFull`].
+    pub fn post_send(&mut self, frame: &[u8]) -> Result<(), RigError> {
+        if frame.len() < INLINE || frame.len() > self.cfg.buf_size {
+            return Err(RigError::FrameSize(frame.len()));
+        }
+        let size = 1u16 << self.cfg.log_sq;
+        if self.sq_outstanding() >= size {
+            return Err(RigError::SqFull);
+        }
+        let idx = self.sq_pi;
+        let slot = (idx & (size - 1)) as usize;
+        let buf = self.off.tx_bufs + slot * self.cfg.buf_size;
+        self.mem.write(buf, frame);
+        let mut w = [0u8; 64];
+        // Control segment: opmod 0 | wqe_index | opcode SEND (0x0a); sqn | ds = 4; CQ update.
+        w[1..3].copy_from_slice(&idx.to_be_bytes());
+        w[3] = 0x0a;
+        w[4..8].copy_from_slice(&((self.sqn << 8) | 4).to_be_bytes());
+        let signal = (idx % self.cfg.signal_every) == self.cfg.signal_every - 1;
+        w[11] = if signal { 0x08 } else { 0 };
+        // Ethernet segment: inline_hdr_sz = 18, headers from byte 14 (spilling into the next
+        // 16-byte segment).
+        w[28..30].copy_from_slice(&(INLINE as u16).to_be_bytes());
+        w[30..48].copy_from_slice(&frame[..INLINE]);
+        // Data segment for the rest of the frame.
+        let rest = (frame.len() - INLINE) as u32;
+        w[48..52].copy_from_slice(&rest.to_be_bytes());
+        w[52..56].copy_from_slice(&self.lkey.to_be_bytes());
+        let addr = self.mem.addr(buf + INLINE) as u64;
+        w[56..64].copy_from_slice(&addr.to_be_bytes());
+        self.mem.write(self.off.sq + slot * 64, &w);
+        self.last_ctrl.copy_from_slice(&w[..8]);
+        self.sq_pi = self.sq_pi.wrapping_add(1);
+        self.pending_doorbell = true;
+        Ok(())
+    }
+
+    /// Writes a hand-built 64-byte WQE as the next one, with this rig's SQ number and the
+    /// WQE index filled into its control segment (for tests that need malformed WQEs).
+    ///
+    /// # Errors
+    /// [`RigError::SqFull`].
+    pub fn post_raw_wqe(&mut self, mut w: [u8; 64]) -> Result<(), RigError> {
+        let size = 1u16 << self.cfg.log_sq;
+        if self.sq_outstanding() >= size {
+            return Err(RigError::SqFull);
+        }
+        let idx = self.sq_pi;
+        w[1..3].copy_from_slice(&idx.to_be_bytes());
+        let ds = w[7] & 0x3f;
+        w[4..8].copy_from_slice(&((self.sqn << 8) | u32::from(ds)).to_be_bytes());
+        let slot = (idx & (size - 1)) as usize;
+        self.mem.write(self.off.sq + slot * 64, &w);
+        self.last_ctrl.copy_from_slice(&w[..8]);
+        self.sq_pi = self.sq_pi.wrapping_add(1);
+        self.pending_doorbell = true;
+        Ok(())
+    }
+
+    /// Rings the SQ doorbell: doorbell record, barrier, then the UAR register (FACTS.md §6).
+    pub fn ring_sq(&mut self) {
+        if !self.pending_doorbell {
+            return;
+        }
+        self.pending_doorbell = false;
+        self.mem
+            .write_be32(self.off.dbr + DBR_SQ + 4, u32::from(self.sq_pi));
+        fence(Ordering::Release);
+        self.uar_write(0x800, self.last_ctrl);
+    }
+
+    fn uar_write(&self, off: usize, bytes: [u8; 8]) {
+        let Some(uar) = &self.uar else { return };
+        assert!(off + 8 <= uar.len);
+        // SAFETY: `uar` is mapped for `uar.len` bytes until it is freed in Drop; the register
+        // is 8-byte aligned and written with one 64-bit store, as doorbells must be.
+        unsafe {
+            std::ptr::write_volatile(
+                uar.base.as_ptr().add(off).cast::<u64>(),
+                u64::from_ne_bytes(bytes),
+            )
+        }
+    }
+
+    /// Posts receive buffers until the RQ is full. Returns how many were posted.
+    pub fn fill_rq(&mut self) -> usize {
+        let size = 1u16 << self.cfg.log_rq;
+        let mut n = 0;
+        // The RQ consumer is the RX CQ's progress; buffers in flight are rq_pi - completed.
+        while self.rq_pi.wrapping_sub(self.cq_rx_ci as u16) < size {
+            let slot = (self.rq_pi & (size - 1)) as usize;
+            let mut seg = [0u8; 16];
+            seg[0..4].copy_from_slice(&(self.cfg.buf_size as u32).to_be_bytes());
+            seg[4..8].copy_from_slice(&self.lkey.to_be_bytes());
+            let addr = self.mem.addr(self.off.rx_bufs + slot * self.cfg.buf_size) as u64;
+            seg[8..16].copy_from_slice(&addr.to_be_bytes());
+            self.mem.write(self.off.rq + slot * 16, &seg);
+            self.rq_pi = self.rq_pi.wrapping_add(1);
+            n += 1;
+        }
+        if n > 0 {
+            fence(Ordering::Release);
+            self.mem
+                .write_be32(self.off.dbr + DBR_RQ, u32::from(self.rq_pi));
+        }
+        n
+    }
+
+    fn poll_cq(&mut self, ring: usize, dbr: usize, rx: bool) -> Option<Completion> {
+        let ci = if rx { self.cq_rx_ci } else { self.cq_tx_ci };
+        let mask = (1u32 << self.cfg.log_cq) - 1;
+        let at = ring + ((ci & mask) as usize) * 64;
+        let op_own = self.mem.read_u8_volatile(at + 63);
+        let owner = (ci >> self.cfg.log_cq) & 1;
+        if op_own >> 4 == 0xf || u32::from(op_own & 1) != owner {
+            return None;
+        }
+        fence(Ordering::Acquire);
+        let mut c = [0u8; 64];
+        self.mem.read(at, &mut c);
+        let done = Completion {
+            opcode: op_own >> 4,
+            byte_cnt: u32::from_be_bytes([c[44], c[45], c[46], c[47]]),
+            wqe_counter: u16::from_be_bytes([c[60], c[61]]),
+            syndrome: c[55],
+            qpn: u32::from_be_bytes([0, c[57], c[58], c[59]]),
+        };
+        let ci = ci.wrapping_add(1);
+        if rx {
+            self.cq_rx_ci = ci;
+        } else {
+            self.cq_tx_ci = ci;
+        }
+        self.mem.write_be32(self.off.dbr + dbr, ci & 0xff_ffff);
+        Some(done)
+    }
+
+    /// Reaps send completions; returns them (at most `max`).
+    pub fn poll_tx(&mut self, max: usize) -> Vec<Completion> {
+        let mut v = Vec::new();
+        while v.len() < max {
+            let Some(c) = self.poll_cq(self.off.cq_tx, DBR_CQ_TX, false) else {
+                break;
+            };
+            if c.opcode == 0x0 {
+                self.sq_acked = c.wqe_counter.wrapping_add(1);
+            }
+            v.push(c);
+        }
+        v
+    }
+
+    /// Reaps up to `max` receive completions, handing each frame (or the error completion)
+    /// to `f`, then reposts the buffers. Returns how many completions were reaped.
+    pub fn poll_rx(&mut self, max: usize, mut f: impl FnMut(Result<&[u8], Completion>)) -> usize {
+        let mut n = 0;
+        let mut buf = vec![0u8; self.cfg.buf_size];
+        while n < max {
+            let Some(c) = self.poll_cq(self.off.cq_rx, DBR_CQ_RX, true) else {
+                break;
+            };
+            n += 1;
+            if c.opcode == 0x2 {
+                let slot = (c.wqe_counter & ((1u16 << self.cfg.log_rq) - 1)) as usize;
+                let len = (c.byte_cnt as usize).min(self.cfg.buf_size);
+                self.mem
+                    .read(self.off.rx_bufs + slot * self.cfg.buf_size, &mut buf[..len]);
+                f(Ok(&buf[..len]));
+            } else {
+                f(Err(c));
+            }
+        }
+        if n > 0 {
+            self.fill_rq();
+        }
+        n
+    }
+
+    /// Arms the receive CQ for one completion event (doorbell record, then UAR + 0x20).
+    pub fn arm_rx(&mut self) {
+        let word = (self.arm_sn & 3) << 28 | (self.cq_rx_ci & 0xff_ffff);
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+        self.mem.write_be32(self.off.dbr + DBR_CQ_RX + 4, word);
+        fence(Ordering::Release);
+        let mut b = [0u8; 8];
+        b[0..4].copy_from_slice(&word.to_be_bytes());
+        b[4..8].copy_from_slice(&self.cqn_rx.to_be_bytes());
+        self.uar_write(0x20, b);
+    }
+
+    /// The DevX handle of the RX CQ (to subscribe to its events).
+    pub fn rx_cq_handle(&self) -> mlx5_dpa::devx::ObjHandle {
+        // Creation order: PD, TD, MKEY, CQ tx, CQ rx, ...
+        self.objs[4].handle()
+    }
+}
+
+impl Drop for EthRig {
+    fn drop(&mut self) {
+        while let Some(o) = self.objs.pop() {
+            if let Err(e) = o.destroy() {
+                tracing::warn!(target: "mlx5_sim::rig", "destroy failed: {e}");
+            }
+        }
+        let mut released = true;
+        if let Some(u) = self.umem.take() {
+            if let Err(e) = self.ctx.umem_dereg(u.handle) {
+                tracing::warn!(target: "mlx5_sim::rig", "umem deregistration failed, leaking the rings: {e}");
+                released = false;
+            }
+        }
+        if let Some(u) = self.uar.take() {
+            let _ = self.ctx.uar_free(u);
+        }
+        if released {
+            // SAFETY: dropped exactly once, here, after the device gave the memory back.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.mem) }
+        }
+    }
+}
