@@ -50,7 +50,7 @@ fn ip(bin: &str, args: &[&str]) -> String {
 /// Runs `body` on a fresh thread in a fresh network namespace holding an up TAP interface
 /// `mlx5sim0` with MAC `TAP_MAC` and address 10.99.0.1/24. Returns without running `body`
 /// (after printing why) if the environment cannot provide that.
-fn in_private_netns(test: &str, body: impl FnOnce(&Tap, &str) + Send + 'static) {
+fn in_private_netns(test: &str, body: impl FnOnce(Tap, &str) + Send + 'static) {
     let Some(ip_bin) = ip_binary() else {
         eprintln!("{test}: skipped: no `ip` binary (iproute2) found");
         return;
@@ -93,7 +93,7 @@ fn in_private_netns(test: &str, body: impl FnOnce(&Tap, &str) + Send + 'static) 
             shown.contains(&format!("link/ether {mac}")),
             "MAC not applied: {shown}"
         );
-        body(&tap, ip_bin);
+        body(tap, ip_bin);
     })
     .join();
     if let Err(panic) = joined {
@@ -356,5 +356,76 @@ fn send_rejects_runt_frames() {
         let start = Instant::now();
         let _ = tap.recv(&mut buf, Duration::from_millis(50)).unwrap();
         assert!(start.elapsed() < Duration::from_secs(1));
+    });
+}
+
+/// The model's port on a TAP: a datagram the kernel sends arrives in an RQ, and a frame sent
+/// from an SQ reaches a kernel socket.
+#[test]
+fn model_port_on_a_tap_exchanges_frames_with_the_kernel() {
+    use mlx5_dpa::mlx5::cmd::OuterMatch;
+    use mlx5_sim::rig::{EthRig, RigConfig};
+    use mlx5_sim::{Device, PortMode};
+    in_private_netns("model_port_on_a_tap", |tap, ip_bin| {
+        ip(
+            ip_bin,
+            &[
+                "neigh",
+                "add",
+                "10.99.0.2",
+                "lladdr",
+                &fmt_mac(&PEER_MAC),
+                "dev",
+                IFNAME,
+            ],
+        );
+        let dev = Device::new(mlx5_sim::profile::Profile::bf3());
+        dev.set_port(PortMode::Tap(tap));
+        let cfg = RigConfig {
+            // Only our datagram: the kernel also sends IPv6 noise on a fresh interface.
+            rule: OuterMatch {
+                ethertype: Some(ETHERTYPE_IPV4),
+                udp_dport: Some(9999),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut rig = EthRig::new(dev.open_devx(), cfg).unwrap();
+        rig.fill_rq();
+
+        // Kernel -> RQ.
+        let payload = b"mlx5-sim: kernel -> RQ";
+        let peer = SocketAddrV4::new(PEER_IP, 9999);
+        let sock = UdpSocket::bind(SocketAddrV4::new(TAP_IP, 0)).unwrap();
+        sock.send_to(payload, peer).unwrap();
+        let deadline = Instant::now() + WAIT;
+        let mut got = Vec::new();
+        while got.is_empty() && Instant::now() < deadline {
+            dev.step();
+            rig.poll_rx(16, |r| got.push(r.expect("receive completion").to_vec()));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(got.len(), 1, "one datagram steered into the RQ");
+        let v = parse_udp(&got[0]).expect("a UDP frame");
+        assert_eq!(v.dst, peer);
+        assert_eq!(v.dst_mac, PEER_MAC);
+        assert_eq!(v.payload, payload);
+
+        // SQ -> kernel.
+        let local = SocketAddrV4::new(TAP_IP, 7777);
+        let rx = UdpSocket::bind(local).unwrap();
+        rx.set_read_timeout(Some(WAIT)).unwrap();
+        let payload = b"mlx5-sim: SQ -> kernel";
+        rig.post_send(&udp_frame(TAP_MAC, PEER_MAC, peer, local, payload))
+            .unwrap();
+        rig.ring_sq();
+        dev.run_until_idle();
+        let mut buf = [0u8; 2048];
+        let (n, from) = rx
+            .recv_from(&mut buf)
+            .expect("the kernel delivers the SQ's datagram");
+        assert_eq!(&buf[..n], payload);
+        assert_eq!(from, std::net::SocketAddr::V4(peer));
+        assert_eq!(rig.poll_tx(16).len(), 1);
     });
 }
