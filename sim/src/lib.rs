@@ -35,6 +35,7 @@ pub mod fw;
 mod mem;
 pub mod port;
 pub mod profile;
+pub mod responder;
 pub mod rig;
 mod slab;
 

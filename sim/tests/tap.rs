@@ -429,3 +429,48 @@ fn model_port_on_a_tap_exchanges_frames_with_the_kernel() {
         assert_eq!(rig.poll_tx(16).len(), 1);
     });
 }
+
+/// The responder behind a TAP answers the kernel's ARP request, so the kernel resolves the
+/// model's address by itself and then sends it the datagram.
+#[test]
+fn responder_answers_the_kernels_arp_through_the_model() {
+    use mlx5_sim::responder::Responder;
+    use mlx5_sim::{Device, PortMode};
+    in_private_netns("responder_answers_arp", |tap, ip_bin| {
+        let dev = Device::new(mlx5_sim::profile::Profile::bf3());
+        dev.set_port(PortMode::Tap(tap));
+        let model_mac = [0x02, 0x00, 0x5e, 0x00, 0x00, 0x01];
+        let mut r = Responder::new(&dev, PEER_IP, model_mac).unwrap();
+        let payload = b"mlx5-sim: after ARP";
+        let sock = UdpSocket::bind(SocketAddrV4::new(TAP_IP, 0)).unwrap();
+        sock.send_to(payload, SocketAddrV4::new(PEER_IP, 5555))
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        let found = loop {
+            r.poll();
+            if let Some(f) = r
+                .unanswered
+                .iter()
+                .find(|f| parse_udp(f).is_some_and(|v| v.payload == payload))
+            {
+                break Some(f.clone());
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let f = found.expect("the datagram follows the ARP exchange");
+        assert!(r.stats.arp_replies >= 1, "{:?}", r.stats);
+        assert_eq!(
+            &f[0..6],
+            &model_mac,
+            "the kernel learned the model's MAC from the reply"
+        );
+        let neigh = ip(ip_bin, &["neigh", "show", "10.99.0.2"]);
+        assert!(
+            neigh.contains(&fmt_mac(&model_mac)),
+            "neighbour table: {neigh}"
+        );
+    });
+}
