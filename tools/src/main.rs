@@ -6,7 +6,11 @@
 //! - `cmd HEX|@FILE`: send a raw command inbox to the device and decode the answer.
 //! - `caps`: the device's capabilities.
 //!
-//! `--device NAME` picks a hardware device; `--sim` asks for the device model.
+//! `--device NAME` picks a hardware device; `--sim` (or `--sim=PROFILE`) asks for the device
+//! model (`mlx5-sim`). Without either, the first hardware device is used, and the device model
+//! (profile bf3) when the machine has none. `--trace` prints every firmware command (opcode,
+//! status, syndrome, duration) on stderr as the `tracing` events of the model; `RUST_LOG`
+//! overrides the filter.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,7 +20,11 @@ use mlx5_dpa::devx::{self, Devx, DevxError};
 use mlx5_dpa::mlx5::decode::{self, Value};
 use mlx5_dpa::mlx5::layouts;
 use mlx5_dpa::mlx5::{Opcode, Status};
+use mlx5_sim::profile::Profile;
 use serde_json::{json, Map, Value as Json};
+
+/// The profile `--sim` without a value, and the hardware fallback, use.
+const DEFAULT_PROFILE: &str = "bf3";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -28,9 +36,22 @@ struct Cli {
     /// Use this hardware device (an RDMA device name such as mlx5_0).
     #[arg(long, global = true, value_name = "NAME")]
     device: Option<String>,
-    /// Use the device model (`mlx5-sim`) instead of hardware; optional profile name.
-    #[arg(long, global = true, value_name = "PROFILE", num_args = 0..=1, require_equals = true, default_missing_value = "bf3")]
+    /// Use the device model (`mlx5-sim`) instead of hardware: `--sim` is profile bf3,
+    /// `--sim=cx7` picks another profile. Without hardware the model is used anyway.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PROFILE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = DEFAULT_PROFILE,
+        conflicts_with = "device"
+    )]
     sim: Option<String>,
+    /// Print every firmware command (opcode, status, syndrome, duration) on stderr.
+    /// `RUST_LOG` overrides the filter (default: `mlx5_sim=debug,mlx5_dpa=debug`).
+    #[arg(long, global = true)]
+    trace: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -55,6 +76,24 @@ enum Cmd {
     },
     /// Show the device's capabilities.
     Caps,
+    /// Run the device model as a small host: its port on a TAP interface (or in loopback),
+    /// answering ARP and ping for `--ip` through the model's queues, until `--seconds` pass.
+    Sim {
+        /// Attach the model's port to this TAP interface (created if missing; needs
+        /// CAP_NET_ADMIN). Then e.g. `ip addr add 10.99.0.1/24 dev NAME; ip link set NAME up;
+        /// ping 10.99.0.2`.
+        #[arg(long, value_name = "NAME")]
+        tap: Option<String>,
+        /// The address the model answers for.
+        #[arg(long, default_value = "10.99.0.2")]
+        ip: std::net::Ipv4Addr,
+        /// How long to run.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Record every frame of the port to this pcap file.
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -83,6 +122,11 @@ enum ToolError {
     Devx(#[from] DevxError),
     #[error("unknown layout {0:?}; `mlx5-dpa prm layouts` lists them")]
     UnknownLayout(String),
+    #[error(
+        "unknown device model profile {name:?}; profiles: {}",
+        Profile::NAMES.join(", ")
+    )]
+    UnknownProfile { name: String },
     #[error("{0}")]
     Input(String),
     #[error(transparent)]
@@ -91,6 +135,9 @@ enum ToolError {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.trace {
+        init_tracing();
+    }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -111,18 +158,141 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         } => prm_decode(layout, bytes),
         Cmd::Cmd { inbox, out_len } => raw_cmd(cli, inbox, *out_len),
         Cmd::Caps => caps(cli),
+        Cmd::Sim {
+            tap,
+            ip,
+            seconds,
+            pcap,
+        } => sim(cli, tap.as_deref(), *ip, *seconds, pcap.as_deref()),
     }
 }
 
-fn open_device(cli: &Cli) -> Result<Arc<dyn Devx>, ToolError> {
-    if let Some(profile) = &cli.sim {
-        return Err(ToolError::Devx(DevxError::Unsupported(format!(
-            "the device model (mlx5-sim, profile {profile:?}) is not part of this build yet; \
-             it arrives with the mlx5-sim work. Hardware is used with --device NAME"
-        ))));
+/// `mlx5-dpa sim`: the model as a host on a TAP interface.
+fn sim(
+    cli: &Cli,
+    tap: Option<&str>,
+    ip: std::net::Ipv4Addr,
+    seconds: u64,
+    pcap: Option<&std::path::Path>,
+) -> Result<(), ToolError> {
+    use mlx5_sim::{responder::Responder, Device, PortMode};
+    let name = cli.sim.as_deref().unwrap_or(DEFAULT_PROFILE);
+    let dev = Device::with_profile(name).ok_or_else(|| ToolError::UnknownProfile {
+        name: name.to_owned(),
+    })?;
+    let mac = dev.with_profile_mut(|p| p.mac);
+    match tap {
+        Some(t) => {
+            let tap = mlx5_sim::port::tap::Tap::open(t)
+                .map_err(|e| ToolError::Input(format!("cannot attach to TAP {t:?}: {e}")))?;
+            println!("model port attached to TAP {}", tap.name());
+            dev.set_port(PortMode::Tap(tap));
+        }
+        None => println!("model port in internal loopback (use --tap NAME to reach the kernel)"),
     }
-    let dev = devx::kernel::KernelDevx::open(cli.device.as_deref())?;
-    Ok(dev)
+    if let Some(path) = pcap {
+        let f = std::fs::File::create(path)
+            .map_err(|e| ToolError::Input(format!("cannot create {}: {e}", path.display())))?;
+        dev.capture(std::io::BufWriter::new(f))
+            .map_err(|e| ToolError::Input(format!("pcap: {e}")))?;
+    }
+    let mut r = Responder::new(&dev, ip, mac).map_err(|e| ToolError::Input(e.to_string()))?;
+    let mac_s: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
+    println!(
+        "answering ARP and ping for {ip} as {} for {seconds} s ({})",
+        mac_s.join(":"),
+        dev.describe()
+    );
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    r.run(&stop, Some(std::time::Duration::from_secs(seconds)));
+    let st = r.stats;
+    let port = dev.stats().port;
+    println!(
+        "received {} frames: {} ARP replies, {} echo replies, {} other",
+        st.received, st.arp_replies, st.echo_replies, st.other
+    );
+    println!(
+        "port: tx {} frames / {} bytes, rx {} frames, {} delivered, {} steering drops, {} no buffer",
+        port.tx_frames,
+        port.tx_bytes,
+        port.rx_frames,
+        port.rx_delivered,
+        port.rx_steering_drops,
+        port.rx_no_buffer
+    );
+    drop(r);
+    dev.stop_captures()
+        .map_err(|e| ToolError::Input(format!("pcap: {e}")))?;
+    Ok(())
+}
+
+/// The default filter of `--trace`: the model's firmware and engine events, and the driver's.
+const TRACE_FILTER: &str = "mlx5_sim=debug,mlx5_dpa=debug";
+
+/// Installs a stderr subscriber for `--trace`; `RUST_LOG` replaces the default filter.
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => EnvFilter::try_new(&v).unwrap_or_else(|e| {
+            eprintln!("mlx5-dpa: ignoring RUST_LOG={v:?} ({e}); using {TRACE_FILTER}");
+            EnvFilter::new(TRACE_FILTER)
+        }),
+        _ => EnvFilter::new(TRACE_FILTER),
+    };
+    let installed = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_timer(tracing_subscriber::fmt::time::Uptime::default())
+        .with_target(true)
+        .try_init();
+    if let Err(e) = installed {
+        eprintln!("mlx5-dpa: --trace: {e}");
+    }
+}
+
+/// The profile names, for messages: `bf3|cx7`.
+fn profile_choices() -> String {
+    Profile::NAMES.join("|")
+}
+
+/// An opened device: hardware, or the device model (then `model` is set).
+struct Opened {
+    devx: Arc<dyn Devx>,
+    model: Option<mlx5_sim::Device>,
+}
+
+impl Opened {
+    fn model(name: &str) -> Result<Opened, ToolError> {
+        let dev =
+            mlx5_sim::Device::with_profile(name).ok_or_else(|| ToolError::UnknownProfile {
+                name: name.to_string(),
+            })?;
+        Ok(Opened {
+            devx: dev.open_devx(),
+            model: Some(dev),
+        })
+    }
+}
+
+/// `--sim[=PROFILE]` opens the model; `--device NAME` that hardware device; neither the first
+/// hardware device, or the model (with a note on stderr) when the machine has none.
+fn open_device(cli: &Cli) -> Result<Opened, ToolError> {
+    if let Some(profile) = &cli.sim {
+        return Opened::model(profile);
+    }
+    match devx::kernel::KernelDevx::open(cli.device.as_deref()) {
+        Ok(dev) => Ok(Opened {
+            devx: dev,
+            model: None,
+        }),
+        Err(DevxError::NoDevice { .. }) if cli.device.is_none() => {
+            eprintln!(
+                "mlx5-dpa: no mlx5 device found; using the device model (mlx5-sim, {DEFAULT_PROFILE})"
+            );
+            Opened::model(DEFAULT_PROFILE)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn devices() -> Result<(), ToolError> {
@@ -132,7 +302,11 @@ fn devices() -> Result<(), ToolError> {
             "No mlx5 devices found (looked in {}).",
             devx::discovery::searched()
         );
-        println!("Without hardware, use the device model: mlx5-dpa --sim ...");
+        println!(
+            "The device model (mlx5-sim) is available: commands use it when no hardware is \
+             found, or ask for it with --sim[={}].",
+            profile_choices()
+        );
         return Ok(());
     }
     println!("{:<12} {:<26} {:<16} PCI", "NAME", "UVERBS", "FIRMWARE");
@@ -145,6 +319,10 @@ fn devices() -> Result<(), ToolError> {
             d.pci.as_deref().unwrap_or("-")
         );
     }
+    println!(
+        "(the device model mlx5-sim is available too: --sim[={}])",
+        profile_choices()
+    );
     Ok(())
 }
 
@@ -272,17 +450,26 @@ fn raw_cmd(cli: &Cli, inbox_arg: &str, out_len: Option<usize>) -> Result<(), Too
     let op_mod = u16::from_be_bytes([inbox[6], inbox[7]]);
     let out_desc = out_layout(op);
     let len = out_len.unwrap_or(out_desc.size_bytes()).max(16);
-    let dev = open_device(cli)?;
+    let opened = open_device(cli)?;
+    let dev = &opened.devx;
     println!("device:  {}", dev.describe());
     println!(
         "command: {op}, op_mod {op_mod:#x}, sent as {:?}",
         op.devx_method()
     );
-    let (outbox, obj) = devx::raw_command(&dev, &inbox, len)?;
+    let (outbox, obj) = devx::raw_command(dev, &inbox, len)?;
     let status = Status(outbox[0]);
     let syndrome = u32::from_be_bytes([outbox[4], outbox[5], outbox[6], outbox[7]]);
     println!("status:  {status}");
     println!("syndrome: {syndrome:#010x}");
+    if opened.model.is_some() && syndrome != 0 {
+        match mlx5_sim::Check::by_syndrome(syndrome) {
+            Some(c) => println!("model check: {}", c.what),
+            None => println!("model check: (syndrome not one of the model's checks)"),
+        }
+    }
+    println!("outbox ({} bytes):", outbox.len());
+    print!("{}", hex_dump(&outbox));
     let shown = &outbox[..out_desc.size_bytes().min(outbox.len())];
     if shown.len() == out_desc.size_bytes() {
         println!("{}:", out_desc.name);
@@ -295,21 +482,64 @@ fn raw_cmd(cli: &Cli, inbox_arg: &str, out_len: Option<usize>) -> Result<(), Too
     Ok(())
 }
 
+/// Bytes as hex, 16 per line in 4-byte words, each line prefixed by its offset.
+fn hex_dump(bytes: &[u8]) -> String {
+    let mut s = String::new();
+    for (i, line) in bytes.chunks(16).enumerate() {
+        s.push_str(&format!("  {:04x}:", i * 16));
+        for word in line.chunks(4) {
+            s.push(' ');
+            for b in word {
+                s.push_str(&format!("{b:02x}"));
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
 fn caps(cli: &Cli) -> Result<(), ToolError> {
-    let dev = open_device(cli)?;
+    let opened = open_device(cli)?;
+    let dev = &opened.devx;
     let c = devx::query_caps(dev.as_ref())?;
     println!("device: {}", dev.describe());
-    println!("{:#?}", c.general);
+    println!("general capabilities: {:#?}", c.general);
     println!(
         "general_obj_types: {:#018x} {:#018x}",
         c.general.general_obj_types, c.general_obj_types_127_64
     );
     match &c.dpa {
-        Some(d) => println!(
-            "DPA: {d:#?}\nprocess memory: {} bytes",
-            d.process_mem_bytes()
-        ),
+        Some(d) => {
+            println!("DPA capabilities: {d:#?}");
+            println!("DPA process memory: {} bytes", d.process_mem_bytes());
+            println!(
+                "DPA usable (apu, DPA page, process/thread/memory object types): {}",
+                if c.has_dpa() { "yes" } else { "no" }
+            );
+        }
         None => println!("DPA: not present"),
+    }
+    if let Some(model) = &opened.model {
+        // What the capability pages do not carry: the model's topology.
+        let (name, cores, eus, vectors, mac) = model.with_profile_mut(|p| {
+            (
+                p.name,
+                p.dpa_cores,
+                p.dpa_eus_per_core,
+                p.comp_vectors,
+                p.mac,
+            )
+        });
+        let mac: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
+        println!("model profile: {name}");
+        if cores > 0 {
+            println!(
+                "model DPA: {cores} cores x {eus} execution units = {} harts",
+                cores * eus
+            );
+        }
+        println!("model completion vectors: {vectors}");
+        println!("model MAC: {}", mac.join(":"));
     }
     Ok(())
 }
@@ -324,6 +554,30 @@ mod tests {
         assert_eq!(read_hex("0x0400,0x0001").unwrap(), [4, 0, 0, 1]);
         assert!(matches!(read_hex("040"), Err(ToolError::Input(_))));
         assert!(matches!(read_hex("zz"), Err(ToolError::Input(_))));
+    }
+
+    #[test]
+    fn hex_dump_groups_words_and_reads_back() {
+        let bytes: Vec<u8> = (0u8..20).collect();
+        let dump = hex_dump(&bytes);
+        assert_eq!(
+            dump,
+            "  0000: 00010203 04050607 08090a0b 0c0d0e0f\n  0010: 10111213\n"
+        );
+    }
+
+    #[test]
+    fn sim_flag_takes_an_optional_profile() {
+        let cli = Cli::try_parse_from(["mlx5-dpa", "--sim", "caps"]).unwrap();
+        assert_eq!(cli.sim.as_deref(), Some(DEFAULT_PROFILE));
+        let cli = Cli::try_parse_from(["mlx5-dpa", "caps", "--sim=cx7", "--trace"]).unwrap();
+        assert_eq!(cli.sim.as_deref(), Some("cx7"));
+        assert!(cli.trace);
+        assert!(Cli::try_parse_from(["mlx5-dpa", "--sim", "--device", "mlx5_0", "caps"]).is_err());
+        assert!(matches!(
+            Opened::model("nope"),
+            Err(ToolError::UnknownProfile { .. })
+        ));
     }
 
     #[test]

@@ -1,0 +1,212 @@
+//! The `mlx5-dpa` binary on the device model: `--sim`, `cmd`, `caps`, `--trace`.
+
+use std::process::{Command, Output};
+
+use mlx5_dpa::mlx5::layout::{Layout, ViewMut};
+use mlx5_dpa::mlx5::layouts::{cqc, create_cq_in};
+
+/// NOP (0x80d) with a 16-byte header, as `cmd` accepts it (spaces allowed).
+const NOP: &str = "080d0000 00000000 00000000 00000000";
+/// An opcode no firmware implements.
+const UNKNOWN_OP: &str = "0b7f0000 00000000 00000000 00000000";
+
+fn run(args: &[&str]) -> Output {
+    run_env(args, &[])
+}
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"));
+    c.args(args).env_remove("RUST_LOG");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run mlx5-dpa")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(args: &[&str]) -> (String, String) {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "mlx5-dpa {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    (stdout(&o), stderr(&o))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A full-length CREATE_CQ inbox with `set` applied to it.
+fn create_cq(set: impl FnOnce(&mut ViewMut<'_, create_cq_in::Layout>)) -> String {
+    let mut buf = vec![0u8; create_cq_in::Layout::SIZE_BYTES];
+    let mut v = ViewMut::<create_cq_in::Layout>::new(&mut buf).unwrap();
+    v.set(create_cq_in::opcode, 0x400);
+    set(&mut v);
+    hex(&buf)
+}
+
+#[test]
+fn sim_caps_shows_the_dpa() {
+    let (out, _) = ok(&["--sim", "caps"]);
+    assert!(out.contains("profile bf3"), "{out}");
+    assert!(out.contains("DPA capabilities"), "{out}");
+    assert!(out.contains("max_num_dpa_thread_per_group: 16"), "{out}");
+    assert!(
+        out.contains("model DPA: 16 cores x 16 execution units"),
+        "{out}"
+    );
+    assert!(out.contains("DPA usable (apu, DPA page, process/thread/memory object types): yes"));
+}
+
+#[test]
+fn sim_cx7_caps_has_no_dpa() {
+    let (out, _) = ok(&["--sim=cx7", "caps"]);
+    assert!(out.contains("profile cx7"), "{out}");
+    assert!(out.contains("DPA: not present"), "{out}");
+    assert!(!out.contains("DPA capabilities"), "{out}");
+    assert!(!out.contains("model DPA"), "{out}");
+}
+
+#[test]
+fn unknown_profile_fails_with_the_profile_list() {
+    let o = run(&["--sim=nope", "caps"]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("\"nope\""), "{err}");
+    assert!(err.contains("bf3, cx7"), "{err}");
+}
+
+#[test]
+fn sim_and_device_conflict() {
+    let o = run(&["--sim", "--device", "mlx5_0", "caps"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
+
+#[test]
+fn cmd_nop_answers_ok() {
+    let (out, err) = ok(&["--sim", "cmd", NOP]);
+    assert!(out.contains("command: NOP (0x80d)"), "{out}");
+    assert!(out.contains("status:  OK (0x0)"), "{out}");
+    assert!(out.contains("syndrome: 0x00000000"), "{out}");
+    assert!(
+        out.contains("  0000: 00000000 00000000 00000000 00000000"),
+        "{out}"
+    );
+    assert!(!out.contains("model check"), "{out}");
+    // No --trace: nothing on stderr.
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn cmd_unknown_opcode_names_the_model_check() {
+    let (out, _) = ok(&["--sim", "cmd", UNKNOWN_OP]);
+    assert!(out.contains("status:  BAD_OP (0x2)"), "{out}");
+    assert!(out.contains("syndrome: 0x51310003"), "{out}");
+    assert!(
+        out.contains("model check: opcode not implemented by this firmware"),
+        "{out}"
+    );
+    assert!(out.contains("  0000: 02000000 51310003"), "{out}");
+}
+
+#[test]
+fn cmd_create_cq_with_garbage_fields_is_refused_with_a_check() {
+    // cqe_sz 3 is neither 64 nor 128 bytes.
+    let bad_cqe = create_cq(|v| v.set(create_cq_in::cq_context.at(cqc::cqe_sz), 3));
+    let (out, _) = ok(&["--sim", "cmd", &bad_cqe]);
+    assert!(out.contains("command: CREATE_CQ (0x400)"), "{out}");
+    assert!(out.contains("status:  BAD_PARAM (0x3)"), "{out}");
+    assert!(
+        out.contains("model check: cqe_sz not 64 or 128 bytes"),
+        "{out}"
+    );
+    assert!(!out.contains("destroyed"), "{out}");
+
+    // A UAR page this context never allocated.
+    let bad_uar = create_cq(|v| v.set(create_cq_in::cq_context.at(cqc::uar_page), 0x1234));
+    let (out, _) = ok(&["--sim", "cmd", &bad_uar]);
+    assert!(out.contains("status:  BAD_RES (0x5)"), "{out}");
+    assert!(
+        out.contains("model check: uar_page is not an allocated UAR"),
+        "{out}"
+    );
+}
+
+#[test]
+fn cmd_reads_hex_from_a_file() {
+    let path = std::env::temp_dir().join(format!("mlx5-dpa-cli-nop-{}.hex", std::process::id()));
+    std::fs::write(&path, "0x080d0000\n0x00000000\n0x00000000\n0x00000000\n").unwrap();
+    let arg = format!("@{}", path.display());
+    let (out, _) = ok(&["--sim=cx7", "cmd", &arg, "--out-len", "32"]);
+    let _ = std::fs::remove_file(&path);
+    assert!(out.contains("status:  OK (0x0)"), "{out}");
+    assert!(out.contains("outbox (32 bytes):"), "{out}");
+}
+
+#[test]
+fn trace_prints_each_command_on_stderr() {
+    let (out, err) = ok(&["--sim", "--trace", "cmd", NOP]);
+    assert!(out.contains("status:  OK (0x0)"), "{out}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("mlx5_sim::fw") && l.contains("NOP"))
+        .unwrap_or_else(|| panic!("no trace line for NOP in:\n{err}"));
+    assert!(line.contains("status=OK"), "{line}");
+    assert!(line.contains("duration_ns="), "{line}");
+
+    // A refused command is traced with its status and syndrome.
+    let (_, err) = ok(&["--sim", "--trace", "cmd", UNKNOWN_OP]);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("status=BAD_OP") && l.contains("syndrome=0x51310003")),
+        "{err}"
+    );
+}
+
+#[test]
+fn trace_respects_rust_log() {
+    let o = run_env(
+        &["--sim", "--trace", "cmd", NOP],
+        &[("RUST_LOG", "mlx5_sim=off")],
+    );
+    assert!(o.status.success());
+    assert!(!stderr(&o).contains("NOP"), "{}", stderr(&o));
+    // RUST_LOG alone does not turn tracing on.
+    let o = run_env(&["--sim", "cmd", NOP], &[("RUST_LOG", "debug")]);
+    assert!(o.status.success());
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn without_hardware_the_model_is_used() {
+    if !mlx5_dpa::devx::list_devices().is_empty() {
+        eprintln!("hardware present: the fallback is not exercised");
+        return;
+    }
+    let (out, err) = ok(&["caps"]);
+    assert!(
+        err.contains("no mlx5 device found; using the device model (mlx5-sim, bf3)"),
+        "{err}"
+    );
+    assert!(out.contains("DPA capabilities"), "{out}");
+
+    let (out, _) = ok(&["devices"]);
+    assert!(out.contains("No mlx5 devices found"), "{out}");
+    assert!(out.contains("--sim[=bf3|cx7]"), "{out}");
+
+    // A named device that does not exist is an error, not a fallback.
+    let o = run(&["--device", "mlx5_nope", "caps"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("mlx5_nope"), "{}", stderr(&o));
+}
