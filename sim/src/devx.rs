@@ -367,6 +367,10 @@ impl Drop for SimDevx {
         let mut h = std::mem::take(&mut *self.lock());
         let uid = self.uid;
         self.dev.with_state(|st| {
+            // The kernel releases a closed context whatever else goes on: injected faults are
+            // for commands the application sends, not for this (a refused destroy here would
+            // leave objects, and their UMEM registrations, over memory about to be freed).
+            let faults = std::mem::take(&mut st.fw.faults);
             loop {
                 let before = h.objs.len();
                 let ids: Vec<u64> = h.objs.keys().rev().copied().collect();
@@ -391,6 +395,7 @@ impl Drop for SimDevx {
             for (_, id) in h.uars.drain() {
                 st.fw.uars.remove(id);
             }
+            st.fw.faults = faults;
         });
     }
 }

@@ -31,6 +31,8 @@
 pub mod devx;
 mod engine;
 mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod fw;
 mod mem;
 pub mod port;
