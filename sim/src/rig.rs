@@ -619,6 +619,11 @@ impl EthRig {
         self.uar_write(0x20, b);
     }
 
+    /// The RX CQ object (to modify its moderation, for instance).
+    pub fn rx_cq(&self) -> &DevxObj {
+        &self.objs[4]
+    }
+
     /// The DevX handle of the RX CQ (to subscribe to its events).
     pub fn rx_cq_handle(&self) -> mlx5_dpa::devx::ObjHandle {
         // Creation order: PD, TD, MKEY, CQ tx, CQ rx, ...

@@ -279,3 +279,43 @@ fn the_engine_thread_runs_queues_without_step() {
     dev.stop_engine();
     assert_eq!(got, vec![f]);
 }
+
+#[test]
+fn cq_moderation_holds_the_event_until_max_count_completions() {
+    use mlx5_dpa::mlx5::cmd::ModifyCqModeration;
+    let dev = Device::new(Profile::bf3());
+    let ctx = dev.open_devx();
+    let mut rig = EthRig::new(ctx.clone(), RigConfig::default()).unwrap();
+    rig.fill_rq();
+    mlx5_dpa::devx::modify(
+        rig.rx_cq(),
+        &ModifyCqModeration {
+            cqn: rig.cqn_rx,
+            cq_period: 0,
+            cq_max_count: 3,
+        },
+    )
+    .unwrap();
+    let ch = ctx.event_channel().unwrap();
+    ch.subscribe(Some(rig.rx_cq_handle()), &[event_type::COMP], 1)
+        .unwrap();
+    rig.arm_rx();
+    for seed in 0..2 {
+        rig.post_send(&frame(64, seed)).unwrap();
+    }
+    rig.ring_sq();
+    dev.run_until_idle();
+    assert_eq!(
+        ch.read_event(Duration::from_millis(20)).unwrap(),
+        None,
+        "2 of 3 completions: no event yet"
+    );
+    rig.post_send(&frame(64, 9)).unwrap();
+    rig.ring_sq();
+    dev.run_until_idle();
+    assert!(
+        ch.read_event(Duration::from_secs(1)).unwrap().is_some(),
+        "the third completion raises it"
+    );
+    assert_eq!(dev.stats().port.events, 1);
+}
