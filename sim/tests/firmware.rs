@@ -670,9 +670,9 @@ fn nop_issi_and_unknown_opcodes() {
     }
     assert_eq!(check::UNKNOWN_OPCODE.status, Status::BAD_OP);
     // Known to DevX, not implemented by the model: BAD_OP as well (modify/query on a handle).
-    let kit_env = &mut Env::bf3();
+    let mut kit_env = Env::bf3();
     let kctx = kit_env.ctx();
-    let kit = Kit::new(kit_env, &kctx);
+    let kit = Kit::new(&mut kit_env, &kctx);
     let (cq, cqn) = kit.cq();
     let (rq, rqn) = kit.rq(cqn);
     let (tir, tirn) = kit.tir(rqn);
@@ -1524,7 +1524,7 @@ fn flow_table_group_and_entries() {
         v.set(l::create_flow_group_in::match_criteria_enable, 2)
     });
     expect_check(raw_create(&*ctx, &inbox), check::BAD_MATCH_CRITERIA);
-    let (group2, gid2) = ok(devx::create(&ctx, &fg(tid, 8, 15)));
+    let (group2, _) = ok(devx::create(&ctx, &fg(tid, 8, 15)));
 
     let fte = |flow_index, group_id, tirn| SetFte {
         table_id: tid,
@@ -1605,7 +1605,6 @@ fn flow_table_group_and_entries() {
     ok(group2.destroy());
     ok(table.destroy());
     ok(other.destroy());
-    let _ = gid2;
 
     // SET_FLOW_TABLE_ROOT is the kernel's: DevX refuses it, the kernel may send it.
     let (t3, t3id) = ok(devx::create(&ctx, &ft));
@@ -1738,8 +1737,7 @@ fn dpa_memory_accounting() {
     expect_check(mem(pid, (1 << 28) + 1), check::ABOVE_CAP);
     expect_check(mem(0x7fff, 4096), check::NO_SUCH_DPA_PROCESS);
     // A DPA_MEM is not a process.
-    let (_, small_id) = (0, small.handle());
-    let small_obj = env.ctxs[0].object(small_id);
+    let small_obj = env.ctxs[0].object(small.handle());
     let Some(ObjRef::General { id: small_gen, .. }) = small_obj else {
         panic!("DPA_MEM handle names {small_obj:?}");
     };
@@ -2817,10 +2815,10 @@ fn closing_a_context_is_not_subject_to_injected_faults() {
     let mut env = Env::bf3();
     let ctx = env.ctx();
     let c = &*ctx;
-    let (_, pdn) = ok(mk(c, &AllocPd));
+    ok(mk(c, &AllocPd));
     let uar = ok(ctx.uar_alloc(UarKind::NonCached)).page_id;
     let umem = env.umem(&ctx, 1 << 14, UmemAccess::LOCAL_WRITE);
-    let (_, cqn) = ok(mk(
+    ok(mk(
         c,
         &CreateCq {
             log_cq_size: 6,
@@ -2838,7 +2836,6 @@ fn closing_a_context_is_not_subject_to_injected_faults() {
             oi: false,
         },
     ));
-    let _ = (pdn, cqn);
     // Faults aimed at the program's commands: every destroy, and the next command.
     env.dev.fail_opcode(Opcode::DESTROY_CQ, Status::INT_ERR);
     env.dev.fail_opcode(Opcode::DEALLOC_PD, Status::INT_ERR);
