@@ -80,6 +80,7 @@ fn loopback(c: &mut Criterion) {
         };
         let mut rig = EthRig::new(dev.open_devx(), cfg).unwrap();
         rig.fill_rq();
+        let mut done = Vec::with_capacity(BATCH);
         g.bench_function(
             format!("model_batch{BATCH}_signal_every{signal_every}"),
             |b| {
@@ -89,7 +90,8 @@ fn loopback(c: &mut Criterion) {
                     }
                     rig.ring_sq();
                     dev.step();
-                    rig.poll_tx(usize::MAX);
+                    done.clear();
+                    rig.poll_tx_into(usize::MAX, &mut done);
                     let mut n = 0;
                     rig.poll_rx(usize::MAX, |r| {
                         black_box(r.is_ok());

@@ -133,6 +133,10 @@ pub(crate) struct Datapath {
     ids: Vec<u32>,
     roots: Vec<u32>,
     frame: Vec<u8>,
+    /// Scratch of one pass (kept to avoid allocating on the datapath).
+    doorbells: Vec<(u32, u32, [u8; 8])>,
+    incoming: VecDeque<Vec<u8>>,
+    rx_buf: Vec<u8>,
 }
 
 impl Datapath {
@@ -147,6 +151,9 @@ impl Datapath {
             ids: Vec::new(),
             roots: Vec::new(),
             frame: Vec::with_capacity(MAX_FRAME),
+            doorbells: Vec::new(),
+            incoming: VecDeque::new(),
+            rx_buf: Vec::new(),
         }
     }
 }
@@ -156,7 +163,8 @@ pub(crate) fn step(st: &mut State) -> usize {
     let mut work = 0;
     let State { fw, dp } = st;
     // 1. UAR doorbells.
-    let mut arms: Vec<(u32, u32, [u8; 8])> = Vec::new();
+    let mut arms = std::mem::take(&mut dp.doorbells);
+    arms.clear();
     for (page_id, page) in fw.uars.iter() {
         if let Some(v) = page.take(CQ_DOORBELL) {
             arms.push((page_id, 0, v));
@@ -167,7 +175,7 @@ pub(crate) fn step(st: &mut State) -> usize {
             }
         }
     }
-    for (page, kind, v) in arms {
+    for &(page, kind, v) in &arms {
         work += 1;
         let hi = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
         let lo = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
@@ -179,6 +187,7 @@ pub(crate) fn step(st: &mut State) -> usize {
             }
         }
     }
+    dp.doorbells = arms;
     // 2. Steering roots for this pass (tables cannot change while the lock is held).
     compute_roots(fw, &mut dp.roots);
     // 3. Send queues.
@@ -220,14 +229,15 @@ fn compute_roots(fw: &Firmware, roots: &mut Vec<u32>) {
     // Without a root set by the kernel, every NIC RX table that is not itself a forward
     // target is a root, by level then age: what the kernel's bypass namespace does for DevX
     // tables hooked with a flow rule.
-    let mut v: Vec<(u8, u64, u32)> = fw
-        .tables
-        .iter()
-        .filter(|(_, t)| t.meta.refs == 0 && t.table_type == crate::fw::steering::TABLE_TYPE_NIC_RX)
-        .map(|(id, t)| (t.level, t.created, id))
-        .collect();
-    v.sort_unstable();
-    roots.extend(v.into_iter().map(|(_, _, id)| id));
+    roots.extend(
+        fw.tables
+            .iter()
+            .filter(|(_, t)| {
+                t.meta.refs == 0 && t.table_type == crate::fw::steering::TABLE_TYPE_NIC_RX
+            })
+            .map(|(id, _)| id),
+    );
+    roots.sort_unstable_by_key(|id| fw.tables.get(*id).map(|t| (t.level, t.created)));
 }
 
 fn arm_cq(fw: &mut Firmware, dp: &mut Datapath, page: u32, cqn: u32, word: u32) {
@@ -545,27 +555,32 @@ fn transmit(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], td: Option<u32>)
 /// Frames arriving from a link or a TAP.
 fn poll_port(fw: &mut Firmware, dp: &mut Datapath) -> usize {
     let mut n = 0;
-    let mut incoming: Vec<Vec<u8>> = Vec::new();
-    match &dp.port.mode {
-        PortMode::Link(end) => {
-            let mut q = end.rx.lock().unwrap_or_else(|e| e.into_inner());
-            incoming.extend(q.drain(..));
-        }
-        PortMode::Tap(tap) => {
-            let mut buf = vec![0u8; MAX_FRAME + 64];
-            for _ in 0..256 {
-                match tap.try_recv(&mut buf) {
-                    Ok(Some(len)) => incoming.push(buf[..len].to_vec()),
-                    _ => break,
-                }
-            }
-        }
-        _ => {}
+    if let PortMode::Link(end) = &dp.port.mode {
+        let mut q = end.rx.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::swap(&mut *q, &mut dp.incoming);
     }
-    for f in incoming {
+    let mut incoming = std::mem::take(&mut dp.incoming);
+    for f in incoming.drain(..) {
         capture(dp, &f);
         receive(fw, dp, &f, None);
         n += 1;
+    }
+    dp.incoming = incoming;
+    if matches!(dp.port.mode, PortMode::Tap(_)) {
+        let mut buf = std::mem::take(&mut dp.rx_buf);
+        buf.resize(MAX_FRAME + 64, 0);
+        for _ in 0..256 {
+            let PortMode::Tap(tap) = &dp.port.mode else {
+                break;
+            };
+            let Ok(Some(len)) = tap.try_recv(&mut buf) else {
+                break;
+            };
+            capture(dp, &buf[..len]);
+            receive(fw, dp, &buf[..len], None);
+            n += 1;
+        }
+        dp.rx_buf = buf;
     }
     n
 }
@@ -744,7 +759,7 @@ fn rss_hash(tir_raw: &[u8], image: &[u8; 64]) -> u32 {
     };
     let sel =
         v.get(l::tirc::rx_hash_field_selector_outer.at(l::rx_hash_field_select::selected_fields));
-    let mut input = Vec::with_capacity(36);
+    let mut input = HashInput::default();
     let v4 = image[18] >> 1 & 0xf == 4;
     let (src, dst) = if v4 {
         (&image[44..48], &image[60..64])
@@ -774,11 +789,38 @@ fn rss_hash(tir_raw: &[u8], image: &[u8; 64]) -> u32 {
             .at(0)
             .map_or(0x28, |f| (f.offset() / 8) as usize);
         let key = ctx.get(at..at + 40).unwrap_or(&[0; 40]);
-        toeplitz(key, &input)
+        toeplitz(key, input.bytes())
     } else {
         input
+            .bytes()
             .iter()
             .fold(0u32, |a, b| a.rotate_left(5) ^ u32::from(*b))
+    }
+}
+
+/// The bytes RSS hashes (at most two IPv6 addresses and two ports), without allocating.
+struct HashInput {
+    buf: [u8; 36],
+    len: usize,
+}
+
+impl Default for HashInput {
+    fn default() -> Self {
+        HashInput {
+            buf: [0; 36],
+            len: 0,
+        }
+    }
+}
+
+impl HashInput {
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        let end = (self.len + b.len()).min(self.buf.len());
+        self.buf[self.len..end].copy_from_slice(&b[..end - self.len]);
+        self.len = end;
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
     }
 }
 

@@ -34,6 +34,7 @@ pub struct Responder {
     pub stats: ResponderStats,
     /// Frames it did not answer, kept for inspection (the last 64).
     pub unanswered: Vec<Vec<u8>>,
+    tx_done: Vec<crate::rig::Completion>,
 }
 
 impl Responder {
@@ -51,6 +52,7 @@ impl Responder {
             mac,
             stats: ResponderStats::default(),
             unanswered: Vec::new(),
+            tx_done: Vec::new(),
         })
     }
 
@@ -85,7 +87,8 @@ impl Responder {
             }
         }
         self.rig.ring_sq();
-        self.rig.poll_tx(usize::MAX);
+        self.tx_done.clear();
+        self.rig.poll_tx_into(usize::MAX, &mut self.tx_done);
         work
     }
 

@@ -172,6 +172,7 @@ pub struct EthRig {
     arm_sn: u32,
     last_ctrl: [u8; 8],
     pending_doorbell: bool,
+    rx_scratch: Vec<u8>,
 }
 
 const DBR_SQ: usize = 0;
@@ -247,6 +248,7 @@ impl EthRig {
             arm_sn: 0,
             last_ctrl: [0; 8],
             pending_doorbell: false,
+            rx_scratch: vec![0; cfg.buf_size],
         };
         rig.build()?;
         Ok(rig)
@@ -566,18 +568,28 @@ impl EthRig {
         Some(done)
     }
 
-    /// Reaps send completions; returns them (at most `max`).
-    pub fn poll_tx(&mut self, max: usize) -> Vec<Completion> {
-        let mut v = Vec::new();
-        while v.len() < max {
+    /// Reaps up to `max` send completions into `out` (which is not cleared); returns how
+    /// many. Does not allocate once `out` has capacity.
+    pub fn poll_tx_into(&mut self, max: usize, out: &mut Vec<Completion>) -> usize {
+        let mut n = 0;
+        while n < max {
             let Some(c) = self.poll_cq(self.off.cq_tx, DBR_CQ_TX, false) else {
                 break;
             };
             if c.opcode == 0x0 {
                 self.sq_acked = c.wqe_counter.wrapping_add(1);
             }
-            v.push(c);
+            out.push(c);
+            n += 1;
         }
+        n
+    }
+
+    /// Reaps send completions; returns them (at most `max`). Allocates the returned vector:
+    /// loops use [`EthRig::poll_tx_into`].
+    pub fn poll_tx(&mut self, max: usize) -> Vec<Completion> {
+        let mut v = Vec::new();
+        self.poll_tx_into(max, &mut v);
         v
     }
 
@@ -585,7 +597,7 @@ impl EthRig {
     /// to `f`, then reposts the buffers. Returns how many completions were reaped.
     pub fn poll_rx(&mut self, max: usize, mut f: impl FnMut(Result<&[u8], Completion>)) -> usize {
         let mut n = 0;
-        let mut buf = vec![0u8; self.cfg.buf_size];
+        let mut buf = std::mem::take(&mut self.rx_scratch);
         while n < max {
             let Some(c) = self.poll_cq(self.off.cq_rx, DBR_CQ_RX, true) else {
                 break;
@@ -601,6 +613,7 @@ impl EthRig {
                 f(Err(c));
             }
         }
+        self.rx_scratch = buf;
         if n > 0 {
             self.fill_rq();
         }
