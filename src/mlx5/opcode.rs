@@ -91,6 +91,7 @@ opcodes! {
     QUERY_VPORT_STATE = 0x750 => General,
     QUERY_ESW_VPORT_CONTEXT = 0x752 => General,
     QUERY_NIC_VPORT_CONTEXT = 0x754 => General,
+    QUERY_ROCE_ADDRESS = 0x760 => General,
     QUERY_HCA_VPORT_CONTEXT = 0x762 => General,
     ALLOC_Q_COUNTER = 0x771 => ObjCreate,
     QUERY_Q_COUNTER = 0x773 => ObjQuery,

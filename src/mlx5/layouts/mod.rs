@@ -11,6 +11,7 @@ pub mod destroy;
 pub mod dpa;
 pub mod flow;
 pub mod pd;
+pub mod port;
 pub mod qp;
 pub mod reg;
 pub mod tir;
@@ -24,6 +25,7 @@ pub use destroy::*;
 pub use dpa::*;
 pub use flow::*;
 pub use pd::*;
+pub use port::*;
 pub use qp::*;
 pub use reg::*;
 pub use tir::*;
@@ -50,6 +52,12 @@ registry![
     cmd_hca_cap,
     cmd_hca_cap_2,
     dpa_cap,
+    nic_vport_context,
+    query_nic_vport_context_in,
+    query_nic_vport_context_out,
+    roce_addr_layout,
+    query_roce_address_in,
+    query_roce_address_out,
     alloc_pd_in,
     alloc_pd_out,
     dealloc_pd_in,
