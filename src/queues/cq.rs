@@ -1,0 +1,380 @@
+//! Completion queues over user-supplied ring memory.
+//!
+//! Init sequence (PRM "Completion Queue"; rdma-core `mlx5_alloc_cq_buf` / `mlx5_arm_cq`):
+//! every CQE is written invalid/hardware-owned, the doorbell record zeroed, then CREATE_CQ names
+//! the ring and record UMEMs, the UAR page and the EQ. Polling reads `op_own` of the entry at
+//! the consumer index; when it is software's ([`ring::cqe_is_sw_owned`]) a read barrier
+//! precedes reading the rest. The consumer index goes to `dbrec[0]`. Arming writes
+//! `sn << 28 | cmd | ci` to `dbrec[1]`, then to UAR + 0x20 together with the CQN.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use super::cqe::{Completion, CompletionError, Cqe, CQE_SIZE};
+use super::ring::{self, CQE_INIT_OP_OWN, CQ_CI_MASK};
+use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
+use crate::devx::{self, Devx, DevxObj, EventChannel};
+use crate::mlx5::cmd::{CqEventTarget, CreateCq, ModifyCqModeration, RingMem};
+use crate::uar::{barrier, DoorbellRecord, UarPage, CQ_ARM_DB, CQ_SET_CI};
+
+/// A CQ number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cqn(pub u32);
+
+/// Where a CQ's completion events go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CqEvents {
+    /// The EQ serving completion vector `n` (QUERY_EQN); events reach an event channel the CQ
+    /// is subscribed to ([`Cq::subscribe`]).
+    Vector(u32),
+    /// An EQ by number.
+    Eq(u32),
+    /// A DPA thread (`apu_cq`, element type THREAD).
+    DpaThread(u32),
+    /// A DPA EQ (`apu_cq`, element type EQ).
+    DpaEq(u32),
+}
+
+/// CQE size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CqeSize {
+    B64,
+    B128,
+}
+
+impl CqeSize {
+    /// Bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            CqeSize::B64 => 64,
+            CqeSize::B128 => 128,
+        }
+    }
+}
+
+/// How to create a CQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CqConfig {
+    /// log2 of the number of CQEs.
+    pub log_size: u8,
+    pub cqe_size: CqeSize,
+    pub events: CqEvents,
+    /// Moderation: raise the event after this many microseconds ...
+    pub moderation_period_us: u16,
+    /// ... or this many CQEs (0: every CQE).
+    pub moderation_count: u16,
+    /// Overrun ignore (`oi`): the device may overwrite unpolled CQEs instead of failing.
+    pub overrun_ignore: bool,
+}
+
+impl CqConfig {
+    /// A CQ of `2^log_size` 64-byte CQEs on vector 0, without moderation.
+    pub fn new(log_size: u8) -> CqConfig {
+        CqConfig {
+            log_size,
+            cqe_size: CqeSize::B64,
+            events: CqEvents::Vector(0),
+            moderation_period_us: 0,
+            moderation_count: 0,
+            overrun_ignore: false,
+        }
+    }
+
+    /// Ring bytes this CQ needs.
+    pub fn ring_bytes(&self) -> usize {
+        (1usize << self.log_size.min(24)) * self.cqe_size.bytes()
+    }
+}
+
+/// How to arm a CQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    /// An event for the next completion (`MLX5_CQ_DB_REQ_NOT`).
+    Next,
+    /// An event for the next solicited completion or error (`MLX5_CQ_DB_REQ_NOT_SOL`).
+    Solicited,
+}
+
+/// The firmware object and the memory behind it. Queues that report to this CQ hold it, so the
+/// CQ is destroyed after them whatever order the user drops things in.
+pub(crate) struct CqObj {
+    pub(crate) obj: DevxObj,
+    pub(crate) cqn: Cqn,
+    _mem: Box<dyn QueueMemory>,
+    _uar: Arc<UarPage>,
+}
+
+impl std::fmt::Debug for CqObj {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CqObj").field("cqn", &self.cqn).finish()
+    }
+}
+
+/// A completion queue.
+#[derive(Debug)]
+pub struct Cq {
+    pub(crate) shared: Arc<CqObj>,
+    ring: NonNull<u8>,
+    log_size: u8,
+    cqe_bytes: usize,
+    ci: u32,
+    arm_sn: u32,
+    dbr: DoorbellRecord,
+    uar: Arc<UarPage>,
+    pub(crate) ring_place: MemPlace,
+    pub(crate) dbr_place: MemPlace,
+}
+
+// SAFETY: `ring` points into the `QueueMemory` held (through `shared`) by this CQ; it is only
+// accessed through `&mut self` (polling) with volatile loads, so moving the CQ to another
+// thread moves the only accessor.
+unsafe impl Send for Cq {}
+
+impl Cq {
+    /// Creates a CQ over `mem`, ringing through `uar`.
+    ///
+    /// # Errors
+    /// A configuration out of range, memory too small or not host-accessible, or the device
+    /// refused CREATE_CQ (or QUERY_EQN).
+    pub fn create(
+        dev: &Arc<dyn Devx>,
+        uar: &Arc<UarPage>,
+        mem: impl QueueMemory,
+        cfg: &CqConfig,
+    ) -> Result<Cq, QueueError> {
+        if cfg.log_size > 22 {
+            return Err(QueueError::Config(format!(
+                "log_size {} (at most 22 here; the device's limit is log_max_cq_sz)",
+                cfg.log_size
+            )));
+        }
+        let ring_bytes = cfg.ring_bytes();
+        let (ring_place, ring, dbr_place, dbr_ptr) = host_places(&mem, "CQ memory", ring_bytes)?;
+        let cqe_bytes = cfg.cqe_size.bytes();
+        // SAFETY: `host_places` checked both host ranges; `QueueMemory` promises them to us.
+        unsafe {
+            volatile_fill(ring, ring_bytes, 0);
+            for i in 0..(1usize << cfg.log_size) {
+                let op_own = ring.as_ptr().add(i * cqe_bytes + cqe_bytes - 1);
+                std::ptr::write_volatile(op_own, CQE_INIT_OP_OWN);
+            }
+            volatile_fill(dbr_ptr, 8, 0);
+        }
+        // SAFETY: the record is 8 bytes of host memory held by `mem`, which the CQ keeps.
+        let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
+        let target = match cfg.events {
+            CqEvents::Vector(n) => CqEventTarget::Eq(dev.query_eqn(n)?),
+            CqEvents::Eq(n) => CqEventTarget::Eq(n),
+            CqEvents::DpaThread(n) => CqEventTarget::DpaThread(n),
+            CqEvents::DpaEq(n) => CqEventTarget::DpaEq(n),
+        };
+        let cmd = CreateCq {
+            log_cq_size: cfg.log_size,
+            cqe_sz: u8::from(cfg.cqe_size == super::cq::CqeSize::B128),
+            uar_page: uar.page_id(),
+            target,
+            mem: RingMem {
+                umem_id: ring_place.umem_id,
+                umem_offset: ring_place.umem_offset,
+                dbr_umem_id: dbr_place.umem_id,
+                dbr_offset: dbr_place.umem_offset,
+            },
+            cq_period: cfg.moderation_period_us,
+            cq_max_count: cfg.moderation_count,
+            oi: cfg.overrun_ignore,
+        };
+        let (obj, cqn) = devx::create(dev, &cmd)?;
+        Ok(Cq {
+            shared: Arc::new(CqObj {
+                obj,
+                cqn: Cqn(cqn),
+                _mem: Box::new(mem),
+                _uar: Arc::clone(uar),
+            }),
+            ring,
+            log_size: cfg.log_size,
+            cqe_bytes,
+            ci: 0,
+            arm_sn: 0,
+            dbr,
+            uar: Arc::clone(uar),
+            ring_place,
+            dbr_place,
+        })
+    }
+
+    /// The CQ number.
+    pub fn cqn(&self) -> Cqn {
+        self.shared.cqn
+    }
+
+    /// log2 of the number of CQEs.
+    pub fn log_size(&self) -> u8 {
+        self.log_size
+    }
+
+    /// The consumer index (24 bits significant).
+    pub fn consumer_index(&self) -> u32 {
+        self.ci & CQ_CI_MASK
+    }
+
+    /// The UAR page the CQ rings.
+    pub fn uar(&self) -> &Arc<UarPage> {
+        &self.uar
+    }
+
+    /// The DevX handle (for event subscription and queries).
+    pub fn obj(&self) -> &DevxObj {
+        &self.shared.obj
+    }
+
+    /// Reads the CQE at the consumer index if it is software's, and advances past it. Does
+    /// not update the doorbell record.
+    #[inline]
+    fn take(&mut self) -> Option<Cqe> {
+        let idx = ring::slot(self.ci, self.log_size);
+        // A 128-byte CQE carries the 64-byte CQE in its second half.
+        let off = idx * self.cqe_bytes + self.cqe_bytes - CQE_SIZE;
+        // SAFETY: `idx < 2^log_size` and the ring holds `2^log_size * cqe_bytes` bytes (checked
+        // at creation), so `off + 64` is inside it; the entry is 64-byte aligned.
+        let entry = unsafe { self.ring.as_ptr().add(off) };
+        // SAFETY: as above; a volatile load, since the device writes this byte.
+        let op_own = unsafe { std::ptr::read_volatile(entry.add(CQE_SIZE - 1)) };
+        if !ring::cqe_is_sw_owned(op_own, self.ci, self.log_size) {
+            return None;
+        }
+        // ORDERING: the owner byte was loaded before the rest of the entry is.
+        barrier::dma_rmb();
+        // SAFETY: as above; the entry is software's until the consumer index is published.
+        let bytes = unsafe { std::ptr::read_volatile(entry.cast::<[u8; CQE_SIZE]>()) };
+        self.ci = self.ci.wrapping_add(1);
+        Some(Cqe::from_array(bytes))
+    }
+
+    #[inline]
+    fn publish_ci(&self) {
+        // ORDERING: the loads of the consumed CQEs complete before the record lets the device
+        // write those slots again (`dmb oshld` orders loads before later stores on aarch64).
+        barrier::dma_rmb();
+        self.dbr.store(CQ_SET_CI, self.ci & CQ_CI_MASK);
+    }
+
+    /// Polls one completion: `None` when the CQ is empty.
+    #[inline]
+    pub fn poll(&mut self) -> Option<Result<Completion, CompletionError>> {
+        let cqe = self.take()?;
+        self.publish_ci();
+        Some(cqe.decode())
+    }
+
+    /// Polls one raw CQE (for callers that decode themselves).
+    #[inline]
+    pub fn poll_raw(&mut self) -> Option<Cqe> {
+        let cqe = self.take()?;
+        self.publish_ci();
+        Some(cqe)
+    }
+
+    /// Polls up to `max` completions, handing each to `f`, and publishes the consumer index
+    /// once. Returns how many were polled.
+    #[inline]
+    pub fn poll_batch(
+        &mut self,
+        max: usize,
+        mut f: impl FnMut(Result<Completion, CompletionError>),
+    ) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(cqe) = self.take() else { break };
+            f(cqe.decode());
+            n += 1;
+        }
+        if n > 0 {
+            self.publish_ci();
+        }
+        n
+    }
+
+    /// Waits (spinning, and yielding between polls) at most `timeout` for one completion.
+    ///
+    /// # Errors
+    /// [`crate::devx::DevxError::Timeout`] when nothing arrived.
+    pub fn poll_timeout(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> Result<Result<Completion, CompletionError>, QueueError> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(c) = self.poll() {
+                return Ok(c);
+            }
+            if start.elapsed() >= timeout {
+                return Err(devx::DevxError::Timeout(timeout, "a completion").into());
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Requests one completion event (PRM CQ arm doorbell).
+    pub fn arm(&mut self, how: Arm) {
+        let cmd: u32 = match how {
+            Arm::Next => 0,
+            Arm::Solicited => 1 << 24,
+        };
+        let word = ((self.arm_sn & 3) << 28) | cmd | (self.ci & CQ_CI_MASK);
+        self.dbr.store(CQ_ARM_DB, word);
+        self.uar.cq_doorbell(word, self.cqn().0);
+    }
+
+    /// Records that a completion event for this CQ was received: the next arm carries the next
+    /// command sequence number (rdma-core `mlx5_cq_event`).
+    pub fn event_received(&mut self) {
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+    }
+
+    /// Subscribes the CQ's completion events to `channel`, tagged with `cookie`.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub fn subscribe(&self, channel: &dyn EventChannel, cookie: u64) -> Result<(), QueueError> {
+        channel.subscribe(
+            Some(self.shared.obj.handle()),
+            &[u16::from(super::cqe::event_type::COMP)],
+            cookie,
+        )?;
+        Ok(())
+    }
+
+    /// Changes moderation (MODIFY_CQ).
+    ///
+    /// # Errors
+    /// Firmware refused.
+    pub fn set_moderation(&self, period_us: u16, count: u16) -> Result<(), QueueError> {
+        devx::modify(
+            &self.shared.obj,
+            &ModifyCqModeration {
+                cqn: self.cqn().0,
+                cq_period: period_us,
+                cq_max_count: count,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// The CQ's descriptor for an external engine (see [`super::descriptor`]).
+    pub fn descriptor(&self) -> super::descriptor::CqDescriptor {
+        super::descriptor::CqDescriptor {
+            cqn: self.cqn().0,
+            log_cqe_cnt: u32::from(self.log_size),
+            cqe_size: self.cqe_bytes as u32,
+            consumer_index: self.ci & CQ_CI_MASK,
+            cq_ring_addr: self.ring_place.device_addr,
+            cq_dbr_addr: self.dbr_place.device_addr,
+            uar_page_id: self.uar.page_id(),
+            _reserved: 0,
+            uar_arm_addr: self.uar.base() as u64 + crate::uar::CQ_DOORBELL_OFFSET as u64,
+            arm_sn: self.arm_sn & 3,
+            _reserved2: 0,
+        }
+    }
+}

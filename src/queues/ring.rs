@@ -1,0 +1,89 @@
+//! Ring arithmetic shared by every queue: slots, owner parity, WQEBB counts and free space.
+//! Pure functions, so the property tests can sweep every power-of-two size and counter wrap.
+//!
+//! Counters are free-running: a WQ producer counter is 16 bits (the width of `wqe_counter` and
+//! of the doorbell record the device reads), a CQ consumer index 24 bits (PRM `cqc` / the CQ
+//! doorbell record). Rings have 2^k entries, so the slot is the counter modulo the size and the
+//! *pass* over the ring is the next bit up.
+
+/// Bytes in a send WQE basic block (PRM: WQEBB = 64 bytes).
+pub const WQEBB: usize = 64;
+/// Bytes in a WQE segment (the `ds` unit).
+pub const SEG: usize = 16;
+/// Segments per WQEBB.
+pub const SEGS_PER_WQEBB: usize = WQEBB / SEG;
+/// Mask of a CQ consumer index (24 bits).
+pub const CQ_CI_MASK: u32 = 0xff_ffff;
+/// `op_own[7:4]` of a CQE nobody wrote yet (PRM `MLX5_CQE_INVALID`).
+pub const CQE_OPCODE_INVALID: u8 = 0xf;
+/// `op_own` written into every CQE before the CQ is created: invalid opcode, owner 0. With the
+/// consumer on pass 0 (parity 0) the owner matches, so it is the invalid opcode that marks the
+/// entry as the device's (rdma-core writes the same value).
+pub const CQE_INIT_OP_OWN: u8 = CQE_OPCODE_INVALID << 4;
+
+/// The slot of `counter` in a ring of `2^log_size` entries.
+#[inline]
+pub fn slot(counter: u32, log_size: u8) -> usize {
+    (counter & ((1u32 << log_size) - 1)) as usize
+}
+
+/// The owner bit the device writes in pass `counter >> log_size`: its parity.
+#[inline]
+pub fn owner_parity(counter: u32, log_size: u8) -> u8 {
+    ((counter >> log_size) & 1) as u8
+}
+
+/// Whether the CQE with `op_own`, read at consumer index `ci`, is software's: the owner bit
+/// equals the pass parity and the opcode is not the invalid one.
+#[inline]
+pub fn cqe_is_sw_owned(op_own: u8, ci: u32, log_size: u8) -> bool {
+    (op_own & 1) == owner_parity(ci, log_size) && (op_own >> 4) != CQE_OPCODE_INVALID
+}
+
+/// WQEBBs taken by a WQE of `ds` 16-byte segments (at least one).
+#[inline]
+pub fn wqebbs(ds: usize) -> u16 {
+    ds.div_ceil(SEGS_PER_WQEBB).max(1) as u16
+}
+
+/// Entries in use between a 16-bit consumer and producer counter.
+#[inline]
+pub fn used16(pi: u16, ci: u16) -> u16 {
+    pi.wrapping_sub(ci)
+}
+
+/// Free entries of a ring of `2^log_size` (at most 2^15) with 16-bit counters; 0 when the
+/// counters are inconsistent (more in use than the ring holds).
+#[inline]
+pub fn free16(pi: u16, ci: u16, log_size: u8) -> u16 {
+    let size = 1u32 << log_size;
+    size.saturating_sub(u32::from(used16(pi, ci))) as u16
+}
+
+/// Whether the 16-bit counter `c` lies in the half-open window `[from, to)` (mod 2^16).
+#[inline]
+pub fn in_window16(c: u16, from: u16, to: u16) -> bool {
+    c.wrapping_sub(from) < to.wrapping_sub(from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wqebbs_rounds_up_to_whole_blocks() {
+        assert_eq!(wqebbs(0), 1);
+        assert_eq!(wqebbs(1), 1);
+        assert_eq!(wqebbs(4), 1);
+        assert_eq!(wqebbs(5), 2);
+        assert_eq!(wqebbs(63), 16);
+    }
+
+    #[test]
+    fn initial_cqe_is_hardware_owned_on_pass_zero_and_one() {
+        for log in 0..=16 {
+            assert!(!cqe_is_sw_owned(CQE_INIT_OP_OWN, 0, log));
+            assert!(!cqe_is_sw_owned(CQE_INIT_OP_OWN, 1 << log, log));
+        }
+    }
+}

@@ -1,0 +1,840 @@
+//! Work queues: the send and receive rings shared by every queue kind, the Ethernet SQ, and
+//! the RQ.
+//!
+//! Send WQE layout (PRM "Send WQE Format"; rdma-core `mlx5dv.h` `mlx5_wqe_*_seg`; FACTS.md §6):
+//! 16-byte segments in 64-byte WQEBBs, the control segment first:
+//!
+//! | bytes | ctrl segment |
+//! |---|---|
+//! | 0..4 | `opmod << 24 \| wqe_index << 8 \| opcode` (big-endian) |
+//! | 4..8 | `qpn << 8 \| ds` (ds = number of 16-byte segments) |
+//! | 8 | signature, 9..11 reserved |
+//! | 11 | `fm_ce_se`: bits 3:2 = 0b10 asks for a CQE, bit 1 solicited event |
+//! | 12..16 | immediate data (big-endian as on the wire) |
+//!
+//! A WQE may wrap from the last WQEBB of the ring to the first; segments are written one by one
+//! at their wrapped address. Receive WQEs are `stride / 16` data segments; a shorter list ends
+//! with a segment whose lkey is `MLX5_INVALID_LKEY` (0x100).
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use super::cq::{Cq, CqObj};
+use super::cqe::{wqe_opcode, Completion};
+use super::descriptor::{wq_kind, WqDescriptor};
+use super::ring::{self, SEG, WQEBB};
+use super::steering::Tis;
+use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
+use crate::devx::{self, Devx, DevxObj};
+use crate::mem::{Pd, Sge};
+use crate::mlx5::cmd::{CreateRq, CreateSq, ModifyRq, ModifySq, RingMem, WqAttr, WqState};
+use crate::uar::{barrier, send_doorbell, DoorbellRecord, UarPage, RCV_DBR, SND_DBR};
+
+/// `fm_ce_se` value asking for a CQE (`MLX5_WQE_CTRL_CQ_UPDATE`).
+pub const CTRL_CQ_UPDATE: u8 = 0x08;
+/// `fm_ce_se` solicited-event bit (`MLX5_WQE_CTRL_SOLICITED`).
+pub const CTRL_SOLICITED: u8 = 0x02;
+/// The lkey that ends a receive scatter list (`MLX5_INVALID_LKEY`).
+pub const INVALID_LKEY: u32 = 0x100;
+/// Inline-data segment marker (`MLX5_INLINE_SEG`).
+pub const INLINE_SEG: u32 = 0x8000_0000;
+/// Largest `ds` a control segment can carry (6 bits).
+pub const MAX_DS: usize = 63;
+/// Bytes of packet headers an Ethernet send WQE must inline at least: L2 with a VLAN tag
+/// (rdma-core `MLX5_ETH_L2_INLINE_HEADER_SIZE`; `min_wqe_inline_mode` L2).
+pub const ETH_MIN_INLINE: usize = 18;
+/// Most header bytes this driver inlines in an Ethernet segment.
+pub const ETH_MAX_INLINE: usize = 256;
+
+/// An SQ number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sqn(pub u32);
+/// An RQ number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rqn(pub u32);
+
+/// A data segment image.
+#[inline]
+pub(crate) fn data_seg(sge: &Sge) -> [u8; 16] {
+    let mut s = [0u8; 16];
+    s[0..4].copy_from_slice(&sge.len.to_be_bytes());
+    s[4..8].copy_from_slice(&sge.lkey.0.to_be_bytes());
+    s[8..16].copy_from_slice(&sge.addr.to_be_bytes());
+    s
+}
+
+/// A send ring: WQEBB slots, producer/consumer counters, and per-WQE shadow state.
+#[derive(Debug)]
+pub(crate) struct SendRing {
+    base: NonNull<u8>,
+    log_size: u8,
+    /// Next WQEBB counter to write.
+    pub(crate) pi: u16,
+    /// Oldest WQEBB not yet retired by a completion.
+    pub(crate) ci: u16,
+    wr_id: Box<[u64]>,
+    nbb: Box<[u16]>,
+    last_ctrl: [u8; 8],
+    pending: bool,
+    signal_every: u16,
+    unsignaled: u16,
+    num: u32,
+}
+
+// SAFETY: `base` points into queue memory the owning queue holds; only `&mut self` methods
+// write through it.
+unsafe impl Send for SendRing {}
+
+/// Where a WQE under construction lives; segments are written by index.
+pub(crate) struct WqeSlot {
+    pi: u16,
+}
+
+impl SendRing {
+    pub(crate) fn new(base: NonNull<u8>, log_size: u8, signal_every: u16, num: u32) -> SendRing {
+        let n = 1usize << log_size;
+        SendRing {
+            base,
+            log_size,
+            pi: 0,
+            ci: 0,
+            wr_id: vec![0; n].into_boxed_slice(),
+            nbb: vec![1; n].into_boxed_slice(),
+            last_ctrl: [0; 8],
+            pending: false,
+            signal_every: signal_every.max(1),
+            unsignaled: 0,
+            num,
+        }
+    }
+
+    pub(crate) fn log_size(&self) -> u8 {
+        self.log_size
+    }
+
+    /// Free WQEBBs.
+    pub(crate) fn free(&self) -> u16 {
+        ring::free16(self.pi, self.ci, self.log_size)
+    }
+
+    /// Reserves room for a WQE of `ds` segments.
+    #[inline]
+    pub(crate) fn begin(&self, queue: &'static str, ds: usize) -> Result<WqeSlot, QueueError> {
+        if ds > MAX_DS {
+            return Err(QueueError::BadRequest(format!(
+                "the WQE needs {ds} segments; a WQE holds at most {MAX_DS}"
+            )));
+        }
+        let needed = ring::wqebbs(ds);
+        let free = self.free();
+        if needed > free {
+            return Err(QueueError::Full {
+                queue,
+                needed,
+                free,
+            });
+        }
+        Ok(WqeSlot { pi: self.pi })
+    }
+
+    /// Writes segment `i` of the WQE in `slot`.
+    #[inline]
+    pub(crate) fn seg(&mut self, slot: &WqeSlot, i: usize, bytes: &[u8; 16]) {
+        let bb = ring::slot(u32::from(slot.pi) + (i / 4) as u32, self.log_size);
+        let off = bb * WQEBB + (i % 4) * SEG;
+        // SAFETY: `bb < 2^log_size` and the ring holds `2^log_size` WQEBBs (checked at queue
+        // creation), so the 16 bytes are inside it. The slot lies between the producer and
+        // the consumer counters (`begin` checked the room), so the device does not read it
+        // until the doorbell record moves past it; a plain copy is the right store.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr().add(off), SEG);
+        }
+    }
+
+    /// Decides whether this WQE asks for a CQE (forced, or every `signal_every`th).
+    #[inline]
+    pub(crate) fn signal(&mut self, force: bool) -> bool {
+        self.unsignaled += 1;
+        if force || self.unsignaled >= self.signal_every {
+            self.unsignaled = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Writes the control segment and commits the WQE.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn finish(
+        &mut self,
+        slot: WqeSlot,
+        opcode: u8,
+        opmod: u8,
+        ds: usize,
+        fm_ce_se: u8,
+        imm: u32,
+        wr_id: u64,
+    ) {
+        let mut c = [0u8; 16];
+        let w0 = (u32::from(opmod) << 24) | (u32::from(slot.pi) << 8) | u32::from(opcode);
+        c[0..4].copy_from_slice(&w0.to_be_bytes());
+        c[4..8].copy_from_slice(&((self.num << 8) | ds as u32).to_be_bytes());
+        c[11] = fm_ce_se;
+        c[12..16].copy_from_slice(&imm.to_be_bytes());
+        self.seg(&slot, 0, &c);
+        let s = ring::slot(u32::from(slot.pi), self.log_size);
+        let n = ring::wqebbs(ds);
+        self.wr_id[s] = wr_id;
+        self.nbb[s] = n;
+        self.pi = slot.pi.wrapping_add(n);
+        self.last_ctrl.copy_from_slice(&c[..8]);
+        self.pending = true;
+    }
+
+    /// Rings the doorbell if WQEs were posted since the last one.
+    #[inline]
+    pub(crate) fn doorbell(&mut self, dbr: &DoorbellRecord, uar: &UarPage) {
+        if self.pending {
+            send_doorbell(dbr, self.pi, uar, self.last_ctrl, None);
+            self.pending = false;
+        }
+    }
+
+    /// Retires WQEs up to and including the one at `wqe_counter`; returns its `wr_id` and how
+    /// many WQEs were retired.
+    #[inline]
+    pub(crate) fn retire(
+        &mut self,
+        queue: &'static str,
+        wqe_counter: u16,
+    ) -> Result<(u64, u16), QueueError> {
+        if !ring::in_window16(wqe_counter, self.ci, self.pi) {
+            return Err(QueueError::StrayCompletion {
+                queue,
+                num: self.num,
+                wqe_counter,
+            });
+        }
+        let mut count = 0;
+        loop {
+            let s = ring::slot(u32::from(self.ci), self.log_size);
+            let at = self.ci;
+            self.ci = self.ci.wrapping_add(self.nbb[s].max(1));
+            count += 1;
+            if at == wqe_counter {
+                return Ok((self.wr_id[s], count));
+            }
+            if !ring::in_window16(wqe_counter, self.ci, self.pi) {
+                // The counter fell between WQE starts: not a WQE we posted.
+                return Err(QueueError::StrayCompletion {
+                    queue,
+                    num: self.num,
+                    wqe_counter,
+                });
+            }
+        }
+    }
+
+    /// Forgets every WQE (after the queue went through RST).
+    pub(crate) fn reset(&mut self) {
+        self.pi = 0;
+        self.ci = 0;
+        self.pending = false;
+        self.unsignaled = 0;
+    }
+
+    /// Retires everything outstanding (after a flush), returning how many WQEs there were.
+    pub(crate) fn outstanding(&self) -> u16 {
+        ring::used16(self.pi, self.ci)
+    }
+}
+
+/// A receive ring.
+#[derive(Debug)]
+pub(crate) struct RecvRing {
+    base: NonNull<u8>,
+    log_size: u8,
+    stride: usize,
+    pub(crate) pi: u16,
+    pub(crate) ci: u16,
+    wr_id: Box<[u64]>,
+    pending: bool,
+    num: u32,
+}
+
+// SAFETY: as for `SendRing`.
+unsafe impl Send for RecvRing {}
+
+impl RecvRing {
+    pub(crate) fn new(base: NonNull<u8>, log_size: u8, stride: usize, num: u32) -> RecvRing {
+        RecvRing {
+            base,
+            log_size,
+            stride,
+            pi: 0,
+            ci: 0,
+            wr_id: vec![0; 1 << log_size].into_boxed_slice(),
+            pending: false,
+            num,
+        }
+    }
+
+    pub(crate) fn max_sge(&self) -> usize {
+        self.stride / SEG
+    }
+
+    pub(crate) fn stride(&self) -> usize {
+        self.stride
+    }
+
+    pub(crate) fn log_size(&self) -> u8 {
+        self.log_size
+    }
+
+    #[inline]
+    pub(crate) fn post(
+        &mut self,
+        queue: &'static str,
+        sges: &[Sge],
+        wr_id: u64,
+    ) -> Result<(), QueueError> {
+        if sges.len() > self.max_sge() {
+            return Err(QueueError::BadRequest(format!(
+                "{} scatter entries; this receive queue takes at most {}",
+                sges.len(),
+                self.max_sge()
+            )));
+        }
+        let free = ring::free16(self.pi, self.ci, self.log_size);
+        if free == 0 {
+            return Err(QueueError::Full {
+                queue,
+                needed: 1,
+                free,
+            });
+        }
+        let s = ring::slot(u32::from(self.pi), self.log_size);
+        let at = s * self.stride;
+        let write = |i: usize, seg: [u8; 16]| {
+            // SAFETY: `s < 2^log_size`, `i < stride / 16`: inside the ring (checked at
+            // creation). The slot is free (checked above), so the device does not read it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    seg.as_ptr(),
+                    self.base.as_ptr().add(at + i * SEG),
+                    SEG,
+                );
+            }
+        };
+        for (i, sge) in sges.iter().enumerate() {
+            write(i, data_seg(sge));
+        }
+        if sges.len() < self.max_sge() {
+            let mut end = [0u8; 16];
+            end[4..8].copy_from_slice(&INVALID_LKEY.to_be_bytes());
+            write(sges.len(), end);
+        }
+        self.wr_id[s] = wr_id;
+        self.pi = self.pi.wrapping_add(1);
+        self.pending = true;
+        Ok(())
+    }
+
+    #[inline]
+    pub(crate) fn doorbell(&mut self, dbr: &DoorbellRecord) {
+        if self.pending {
+            // ORDERING: the receive WQEs before the counter that hands them to the device.
+            barrier::dma_wmb();
+            dbr.store(RCV_DBR, u32::from(self.pi));
+            self.pending = false;
+        }
+    }
+
+    #[inline]
+    pub(crate) fn retire(
+        &mut self,
+        queue: &'static str,
+        wqe_counter: u16,
+    ) -> Result<u64, QueueError> {
+        if !ring::in_window16(wqe_counter, self.ci, self.pi) {
+            return Err(QueueError::StrayCompletion {
+                queue,
+                num: self.num,
+                wqe_counter,
+            });
+        }
+        let s = ring::slot(u32::from(wqe_counter), self.log_size);
+        self.ci = wqe_counter.wrapping_add(1);
+        Ok(self.wr_id[s])
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.pi = 0;
+        self.ci = 0;
+        self.pending = false;
+    }
+}
+
+/// How to create an Ethernet SQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EthSqConfig {
+    /// log2 of the number of WQEBBs.
+    pub log_size: u8,
+    /// Ask for a CQE every this many WQEs (1 = every WQE); at most half the ring.
+    pub signal_every: u16,
+}
+
+impl EthSqConfig {
+    /// Ring bytes this SQ needs.
+    pub fn ring_bytes(&self) -> usize {
+        (1usize << self.log_size.min(16)) * WQEBB
+    }
+}
+
+/// An Ethernet send queue over one TIS.
+pub struct EthSq {
+    // Field order is drop order: the SQ object goes before what it references.
+    obj: DevxObj,
+    sqn: Sqn,
+    ring: SendRing,
+    dbr: DoorbellRecord,
+    uar: Arc<UarPage>,
+    ring_place: MemPlace,
+    dbr_place: MemPlace,
+    send_cq: Arc<CqObj>,
+    _tis: Arc<Tis>,
+    _pd: Arc<Pd>,
+    _mem: Box<dyn QueueMemory>,
+}
+
+impl std::fmt::Debug for EthSq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EthSq")
+            .field("sqn", &self.sqn)
+            .field("pi", &self.ring.pi)
+            .field("ci", &self.ring.ci)
+            .finish()
+    }
+}
+
+impl EthSq {
+    /// Creates the SQ (CREATE_SQ over `tis`, completions to `cq`) and moves it RST -> RDY.
+    ///
+    /// # Errors
+    /// Configuration, memory, or firmware errors; a created SQ is destroyed again.
+    pub fn create(
+        dev: &Arc<dyn Devx>,
+        pd: &Arc<Pd>,
+        uar: &Arc<UarPage>,
+        tis: &Arc<Tis>,
+        cq: &Cq,
+        mem: impl QueueMemory,
+        cfg: &EthSqConfig,
+    ) -> Result<EthSq, QueueError> {
+        if cfg.log_size > 15 || cfg.log_size == 0 {
+            return Err(QueueError::Config(format!(
+                "SQ log_size {} (1..=15)",
+                cfg.log_size
+            )));
+        }
+        if cfg.signal_every == 0 || u32::from(cfg.signal_every) > (1u32 << cfg.log_size) / 2 {
+            return Err(QueueError::Config(format!(
+                "signal_every {} must be 1..={} for a ring of {} WQEBBs",
+                cfg.signal_every,
+                (1u32 << cfg.log_size) / 2,
+                1u32 << cfg.log_size
+            )));
+        }
+        let (ring_place, ring, dbr_place, dbr_ptr) =
+            host_places(&mem, "SQ memory", cfg.ring_bytes())?;
+        // SAFETY: checked host ranges that `mem` promises to this queue.
+        unsafe {
+            volatile_fill(ring, cfg.ring_bytes(), 0);
+            volatile_fill(dbr_ptr, 8, 0);
+        }
+        // SAFETY: 8 bytes of host memory held by `mem`, kept by the SQ.
+        let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
+        let (obj, sqn) = devx::create(
+            dev,
+            &CreateSq {
+                cqn: cq.cqn().0,
+                tisn: tis.tisn(),
+                wq: WqAttr {
+                    pd: pd.pdn().0,
+                    uar_page: uar.page_id(),
+                    log_wq_stride: 6,
+                    log_wq_sz: cfg.log_size,
+                    mem: RingMem {
+                        umem_id: ring_place.umem_id,
+                        umem_offset: ring_place.umem_offset,
+                        dbr_umem_id: dbr_place.umem_id,
+                        dbr_offset: dbr_place.umem_offset,
+                    },
+                },
+                flush_in_error_en: true,
+            },
+        )?;
+        devx::modify(
+            &obj,
+            &ModifySq {
+                sqn,
+                from: WqState::Rst,
+                to: WqState::Rdy,
+            },
+        )?;
+        Ok(EthSq {
+            obj,
+            sqn: Sqn(sqn),
+            ring: SendRing::new(ring, cfg.log_size, cfg.signal_every, sqn),
+            dbr,
+            uar: Arc::clone(uar),
+            ring_place,
+            dbr_place,
+            send_cq: Arc::clone(&cq.shared),
+            _tis: Arc::clone(tis),
+            _pd: Arc::clone(pd),
+            _mem: Box::new(mem),
+        })
+    }
+
+    /// The SQ number.
+    pub fn sqn(&self) -> Sqn {
+        self.sqn
+    }
+
+    /// Free WQEBBs.
+    pub fn free(&self) -> u16 {
+        self.ring.free()
+    }
+
+    /// Posts one frame: `headers` (at least [`ETH_MIN_INLINE`] bytes) inlined in the Ethernet
+    /// segment, then the rest of the frame gathered from `gather`. Not visible to the device
+    /// until [`EthSq::ring_doorbell`].
+    ///
+    /// # Errors
+    /// Header length out of range, too many segments, or no room.
+    #[inline]
+    pub fn post_send(
+        &mut self,
+        headers: &[u8],
+        gather: &[Sge],
+        wr_id: u64,
+    ) -> Result<(), QueueError> {
+        self.post(headers, gather, wr_id, false)
+    }
+
+    /// As [`EthSq::post_send`], always asking for a CQE.
+    ///
+    /// # Errors
+    /// As [`EthSq::post_send`].
+    pub fn post_send_signaled(
+        &mut self,
+        headers: &[u8],
+        gather: &[Sge],
+        wr_id: u64,
+    ) -> Result<(), QueueError> {
+        self.post(headers, gather, wr_id, true)
+    }
+
+    #[inline]
+    fn post(
+        &mut self,
+        headers: &[u8],
+        gather: &[Sge],
+        wr_id: u64,
+        force: bool,
+    ) -> Result<(), QueueError> {
+        let h = headers.len();
+        if !(ETH_MIN_INLINE..=ETH_MAX_INLINE).contains(&h) {
+            return Err(QueueError::BadRequest(format!(
+                "{h} inline header bytes; an Ethernet WQE inlines {ETH_MIN_INLINE}..={ETH_MAX_INLINE}"
+            )));
+        }
+        let hdr_segs = (h - 2).div_ceil(SEG);
+        let ds = 2 + hdr_segs + gather.len();
+        let slot = self.ring.begin("Ethernet SQ", ds)?;
+        // Ethernet segment: inline_hdr_sz at 12..14, the first two header bytes at 14..16.
+        let mut eth = [0u8; 16];
+        eth[12..14].copy_from_slice(&(h as u16).to_be_bytes());
+        eth[14..16].copy_from_slice(&headers[..2]);
+        self.ring.seg(&slot, 1, &eth);
+        for (i, chunk) in headers[2..].chunks(SEG).enumerate() {
+            let mut s = [0u8; 16];
+            s[..chunk.len()].copy_from_slice(chunk);
+            self.ring.seg(&slot, 2 + i, &s);
+        }
+        for (i, g) in gather.iter().enumerate() {
+            self.ring.seg(&slot, 2 + hdr_segs + i, &data_seg(g));
+        }
+        let ce = if self.ring.signal(force) {
+            CTRL_CQ_UPDATE
+        } else {
+            0
+        };
+        self.ring
+            .finish(slot, wqe_opcode::SEND, 0, ds, ce, 0, wr_id);
+        Ok(())
+    }
+
+    /// Posts a NOP (optionally signalled).
+    ///
+    /// # Errors
+    /// No room.
+    pub fn post_nop(&mut self, wr_id: u64, signaled: bool) -> Result<(), QueueError> {
+        let slot = self.ring.begin("Ethernet SQ", 1)?;
+        let ce = if self.ring.signal(signaled) {
+            CTRL_CQ_UPDATE
+        } else {
+            0
+        };
+        self.ring.finish(slot, wqe_opcode::NOP, 0, 1, ce, 0, wr_id);
+        Ok(())
+    }
+
+    /// Rings the doorbell for everything posted since the last one (one doorbell per batch).
+    #[inline]
+    pub fn ring_doorbell(&mut self) {
+        self.ring.doorbell(&self.dbr, &self.uar);
+    }
+
+    /// Retires the WQEs a send completion covers; returns the signalled WQE's `wr_id` and how
+    /// many WQEs (signalled or not) completed.
+    ///
+    /// # Errors
+    /// The completion names no outstanding WQE of this SQ.
+    #[inline]
+    pub fn complete(&mut self, c: &Completion) -> Result<(u64, u16), QueueError> {
+        self.ring.retire("Ethernet SQ", c.wqe_counter)
+    }
+
+    /// After an error completion: ERR -> RST -> RDY, forgetting every outstanding WQE.
+    ///
+    /// # Errors
+    /// Firmware refused a transition.
+    pub fn recover(&mut self) -> Result<(), QueueError> {
+        let sqn = self.sqn.0;
+        devx::modify(
+            &self.obj,
+            &ModifySq {
+                sqn,
+                from: WqState::Err,
+                to: WqState::Rst,
+            },
+        )?;
+        self.ring.reset();
+        self.dbr.store(SND_DBR, 0);
+        devx::modify(
+            &self.obj,
+            &ModifySq {
+                sqn,
+                from: WqState::Rst,
+                to: WqState::Rdy,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// The DevX handle.
+    pub fn obj(&self) -> &DevxObj {
+        &self.obj
+    }
+
+    /// A descriptor for an external engine (the host must stop posting).
+    pub fn descriptor(&self) -> WqDescriptor {
+        WqDescriptor {
+            kind: wq_kind::ETH_SQ,
+            num: self.sqn.0,
+            sq_ring_addr: self.ring_place.device_addr,
+            log_sq_wqebb_cnt: u32::from(self.ring.log_size()),
+            sq_producer_index: u32::from(self.ring.pi),
+            uar_page_id: self.uar.page_id(),
+            dbr_addr: self.dbr_place.device_addr,
+            uar_doorbell_addr: self.uar.base() as u64 + crate::devx::UAR_DOORBELL_OFFSET as u64,
+            send_cq: self.send_cq.cqn.0,
+            ring_umem_id: self.ring_place.umem_id,
+            ring_umem_offset: self.ring_place.umem_offset,
+            ..Default::default()
+        }
+    }
+}
+
+/// How to create an RQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RqConfig {
+    /// log2 of the number of receive WQEs.
+    pub log_size: u8,
+    /// Scatter entries per receive (rounded up to a power of two for the stride).
+    pub max_sge: u8,
+}
+
+impl RqConfig {
+    /// Bytes per receive WQE.
+    pub fn stride(&self) -> usize {
+        (usize::from(self.max_sge.max(1)) * SEG).next_power_of_two()
+    }
+    /// Ring bytes this RQ needs.
+    pub fn ring_bytes(&self) -> usize {
+        (1usize << self.log_size.min(16)) * self.stride()
+    }
+}
+
+/// The firmware object of an RQ, held by TIRs that point at it.
+pub(crate) struct RqObj {
+    pub(crate) obj: DevxObj,
+    pub(crate) rqn: Rqn,
+    _cq: Arc<CqObj>,
+    _pd: Arc<Pd>,
+    _mem: Box<dyn QueueMemory>,
+}
+
+/// A cyclic receive queue (Ethernet), fed by steering through a TIR.
+pub struct Rq {
+    pub(crate) shared: Arc<RqObj>,
+    ring: RecvRing,
+    dbr: DoorbellRecord,
+    ring_place: MemPlace,
+    dbr_place: MemPlace,
+    uar_page_id: u32,
+}
+
+impl std::fmt::Debug for Rq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rq")
+            .field("rqn", &self.shared.rqn)
+            .field("pi", &self.ring.pi)
+            .field("ci", &self.ring.ci)
+            .finish()
+    }
+}
+
+impl Rq {
+    /// Creates the RQ (completions to `cq`) and moves it RST -> RDY.
+    ///
+    /// # Errors
+    /// Configuration, memory, or firmware errors.
+    pub fn create(
+        dev: &Arc<dyn Devx>,
+        pd: &Arc<Pd>,
+        uar: &Arc<UarPage>,
+        cq: &Cq,
+        mem: impl QueueMemory,
+        cfg: &RqConfig,
+    ) -> Result<Rq, QueueError> {
+        if cfg.log_size > 15 || cfg.max_sge == 0 || cfg.stride() > 1024 {
+            return Err(QueueError::Config(format!(
+                "RQ log_size {} (..=15), max_sge {} (1..=64)",
+                cfg.log_size, cfg.max_sge
+            )));
+        }
+        let (ring_place, ring, dbr_place, dbr_ptr) =
+            host_places(&mem, "RQ memory", cfg.ring_bytes())?;
+        // SAFETY: checked host ranges that `mem` promises to this queue.
+        unsafe {
+            volatile_fill(ring, cfg.ring_bytes(), 0);
+            volatile_fill(dbr_ptr, 8, 0);
+        }
+        // SAFETY: 8 bytes of host memory held by `mem`, kept by the RQ.
+        let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
+        let stride = cfg.stride();
+        let (obj, rqn) = devx::create(
+            dev,
+            &CreateRq {
+                cqn: cq.cqn().0,
+                wq: WqAttr {
+                    pd: pd.pdn().0,
+                    uar_page: uar.page_id(),
+                    log_wq_stride: stride.trailing_zeros() as u8,
+                    log_wq_sz: cfg.log_size,
+                    mem: RingMem {
+                        umem_id: ring_place.umem_id,
+                        umem_offset: ring_place.umem_offset,
+                        dbr_umem_id: dbr_place.umem_id,
+                        dbr_offset: dbr_place.umem_offset,
+                    },
+                },
+                flush_in_error_en: true,
+            },
+        )?;
+        devx::modify(
+            &obj,
+            &ModifyRq {
+                rqn,
+                from: WqState::Rst,
+                to: WqState::Rdy,
+            },
+        )?;
+        Ok(Rq {
+            shared: Arc::new(RqObj {
+                obj,
+                rqn: Rqn(rqn),
+                _cq: Arc::clone(&cq.shared),
+                _pd: Arc::clone(pd),
+                _mem: Box::new(mem),
+            }),
+            ring: RecvRing::new(ring, cfg.log_size, stride, rqn),
+            dbr,
+            ring_place,
+            dbr_place,
+            uar_page_id: uar.page_id(),
+        })
+    }
+
+    /// The RQ number.
+    pub fn rqn(&self) -> Rqn {
+        self.shared.rqn
+    }
+
+    /// Free receive slots.
+    pub fn free(&self) -> u16 {
+        ring::free16(self.ring.pi, self.ring.ci, self.ring.log_size())
+    }
+
+    /// Posts one receive buffer (a scatter list). Not visible until [`Rq::ring_doorbell`].
+    ///
+    /// # Errors
+    /// Too many entries or no room.
+    #[inline]
+    pub fn post_recv(&mut self, sges: &[Sge], wr_id: u64) -> Result<(), QueueError> {
+        self.ring.post("RQ", sges, wr_id)
+    }
+
+    /// Publishes posted receives (the receive counter in the doorbell record; RQs have no
+    /// MMIO doorbell).
+    #[inline]
+    pub fn ring_doorbell(&mut self) {
+        self.ring.doorbell(&self.dbr);
+    }
+
+    /// Retires the receive a completion names; returns its `wr_id`.
+    ///
+    /// # Errors
+    /// The completion names no outstanding receive.
+    #[inline]
+    pub fn complete(&mut self, wqe_counter: u16) -> Result<u64, QueueError> {
+        self.ring.retire("RQ", wqe_counter)
+    }
+
+    /// The DevX handle.
+    pub fn obj(&self) -> &DevxObj {
+        &self.shared.obj
+    }
+
+    /// A descriptor for an external engine.
+    pub fn descriptor(&self, recv_cq: &Cq) -> WqDescriptor {
+        WqDescriptor {
+            kind: wq_kind::RQ,
+            num: self.shared.rqn.0,
+            rq_ring_addr: self.ring_place.device_addr,
+            log_rq_wqe_cnt: u32::from(self.ring.log_size()),
+            rq_wqe_stride: self.ring.stride() as u32,
+            rq_producer_index: u32::from(self.ring.pi),
+            uar_page_id: self.uar_page_id,
+            dbr_addr: self.dbr_place.device_addr,
+            recv_cq: recv_cq.cqn().0,
+            ring_umem_id: self.ring_place.umem_id,
+            ring_umem_offset: self.ring_place.umem_offset,
+            ..Default::default()
+        }
+    }
+}
