@@ -1,103 +1,17 @@
 //! Ethernet through the driver's queue API, end to end on the device model: frames of varied
 //! sizes go out of an SQ, loop back through steering into an RQ, and arrive byte for byte.
 
-use std::sync::Arc;
-
-use mlx5_dpa::devx::{Devx, UarKind};
-use mlx5_dpa::mem::{Access, MemoryRegion, Pd};
-use mlx5_dpa::mlx5::cmd::OuterMatch;
 use mlx5_dpa::queues::cqe::wqe_opcode;
-use mlx5_dpa::queues::steering::{RxFlow, Tis, TransportDomain};
 use mlx5_dpa::queues::wq::ETH_MIN_INLINE;
-use mlx5_dpa::queues::{
-    CompletionKind, Cq, CqConfig, EthSq, EthSqConfig, HostQueueMem, QueueError, Rq, RqConfig,
-};
-use mlx5_dpa::uar::UarPage;
+use mlx5_dpa::queues::{CompletionKind, QueueError};
 
 const BUF: usize = 2048;
 
-struct Eth {
-    dev: mlx5_sim::Device,
-    sq: EthSq,
-    tx_cq: Cq,
-    rq: Rq,
-    rx_cq: Cq,
-    tx: MemoryRegion,
-    rx: MemoryRegion,
-    mac: [u8; 6],
-    _flow: RxFlow,
-}
+mod common;
+use common::Eth;
 
 fn eth(log: u8, signal_every: u16) -> Result<Eth, QueueError> {
-    let dev = mlx5_sim::Device::with_profile("bf3").expect("bf3 profile");
-    let ctx: Arc<dyn Devx> = dev.open_devx();
-    let mac = dev.with_profile_mut(|p| p.mac);
-    let pd = Pd::alloc(&ctx)?;
-    let uar = UarPage::alloc(&ctx, UarKind::NonCached)?;
-    let td = TransportDomain::alloc(&ctx)?;
-    let tis = Tis::create(&ctx, &td, &pd)?;
-    let cqc = CqConfig::new(log + 1);
-    let tx_cq = Cq::create(
-        &ctx,
-        &uar,
-        HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
-        &cqc,
-    )?;
-    let rx_cq = Cq::create(
-        &ctx,
-        &uar,
-        HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
-        &cqc,
-    )?;
-    let sqc = EthSqConfig {
-        log_size: log + 2,
-        signal_every,
-    };
-    let sq = EthSq::create(
-        &ctx,
-        &pd,
-        &uar,
-        &tis,
-        &tx_cq,
-        HostQueueMem::alloc(&ctx, sqc.ring_bytes())?,
-        &sqc,
-    )?;
-    let rqc = RqConfig {
-        log_size: log,
-        max_sge: 1,
-    };
-    let rq = Rq::create(
-        &ctx,
-        &pd,
-        &uar,
-        &rx_cq,
-        HostQueueMem::alloc(&ctx, rqc.ring_bytes())?,
-        &rqc,
-    )?;
-    let flow = RxFlow::to_rq(
-        &ctx,
-        &td,
-        &rq,
-        OuterMatch {
-            dmac: Some(mac),
-            ..Default::default()
-        },
-        0,
-    )?;
-    let n = 1usize << log;
-    let tx = MemoryRegion::alloc(&ctx, &pd, n * BUF, Access::LOCAL_WRITE)?;
-    let rx = MemoryRegion::alloc(&ctx, &pd, n * BUF, Access::LOCAL_WRITE)?;
-    Ok(Eth {
-        dev,
-        sq,
-        tx_cq,
-        rq,
-        rx_cq,
-        tx,
-        rx,
-        mac,
-        _flow: flow,
-    })
+    common::eth(log + 1, log + 2, log, signal_every, BUF)
 }
 
 fn frame(mac: [u8; 6], i: usize, len: usize) -> Vec<u8> {

@@ -6,6 +6,10 @@
 //! inlined headers; data segments are `byte_count, lkey, addr`. CQEs are 64 bytes with
 //! `byte_cnt` at 44, `sop_drop_qpn` at 56, `wqe_counter` at 60 and `op_own` at 63.
 //!
+//! RC queue pairs run in `crate::rc` within the same pass: their send doorbells arrive on the
+//! same UAR registers (`qpn_ds` names a QP), and RoCE v2 frames addressed to the port's MAC
+//! and IPv4 address go to the RC transport instead of receive steering.
+//!
 //! Doorbells: the model cannot trap stores, so it samples. UAR registers are taken with an
 //! atomic swap (a write is seen once); an SQ is processed when its doorbell register was
 //! written or its doorbell record moved. The second case is counted as
@@ -46,7 +50,7 @@ mod cqe_op {
     pub(super) const REQ_ERR: u8 = 0xd;
     pub(super) const RESP_ERR: u8 = 0xe;
 }
-/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`).
+/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`, byte 0x37 of an error CQE).
 pub mod syndrome {
     /// Local length error.
     pub const LOCAL_LENGTH_ERR: u8 = 0x01;
@@ -54,6 +58,22 @@ pub mod syndrome {
     pub const LOCAL_QP_OP_ERR: u8 = 0x02;
     /// Local protection error (bad key, PD or range).
     pub const LOCAL_PROT_ERR: u8 = 0x04;
+    /// Work request flushed (the queue is in error).
+    pub const WR_FLUSH_ERR: u8 = 0x05;
+    /// Bad response (unexpected opcode or length from the responder).
+    pub const BAD_RESP_ERR: u8 = 0x10;
+    /// Local access error.
+    pub const LOCAL_ACCESS_ERR: u8 = 0x11;
+    /// The responder found the request invalid (NAK invalid request).
+    pub const REMOTE_INVAL_REQ_ERR: u8 = 0x12;
+    /// The responder refused access (NAK remote access error).
+    pub const REMOTE_ACCESS_ERR: u8 = 0x13;
+    /// The responder failed locally (NAK remote operational error).
+    pub const REMOTE_OP_ERR: u8 = 0x14;
+    /// Transport retries (ACK timeout, sequence NAKs) exceeded.
+    pub const TRANSPORT_RETRY_EXC_ERR: u8 = 0x15;
+    /// RNR NAK retries exceeded.
+    pub const RNR_RETRY_EXC_ERR: u8 = 0x16;
 }
 
 /// One end of a cable between two model devices.
@@ -137,6 +157,13 @@ pub(crate) struct Datapath {
     doorbells: Vec<(u32, u32, [u8; 8])>,
     incoming: VecDeque<Vec<u8>>,
     rx_buf: Vec<u8>,
+    /// RC transport (`crate::rc`): its frame scratch, QP list scratch, frames delivered
+    /// inside the device and their recycled buffers, counters.
+    pub(crate) rc_frame: Vec<u8>,
+    pub(crate) qp_ids: Vec<u32>,
+    pub(crate) rc_local: VecDeque<Vec<u8>>,
+    pub(crate) rc_pool: Vec<Vec<u8>>,
+    pub(crate) rc_stats: crate::rc::RcStats,
 }
 
 impl Datapath {
@@ -154,6 +181,11 @@ impl Datapath {
             doorbells: Vec::new(),
             incoming: VecDeque::new(),
             rx_buf: Vec::new(),
+            rc_frame: Vec::with_capacity(MAX_FRAME),
+            qp_ids: Vec::new(),
+            rc_local: VecDeque::new(),
+            rc_pool: Vec::new(),
+            rc_stats: crate::rc::RcStats::default(),
         }
     }
 }
@@ -181,9 +213,19 @@ pub(crate) fn step(st: &mut State) -> usize {
         let lo = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
         if kind == 0 {
             arm_cq(fw, dp, page, lo & 0xff_ffff, hi & 0xff_ffff);
-        } else if let Some(sq) = fw.sqs.get_mut(lo >> 8) {
-            if sq.wq.uar_page == page {
-                sq.doorbelled = true;
+        } else {
+            // qpn_ds / sqn_ds: the number names an SQ or a QP of this page (their number
+            // spaces start at 0x1000 and 0x4000).
+            let n = lo >> 8;
+            if let Some(sq) = fw.sqs.get_mut(n) {
+                if sq.wq.uar_page == page {
+                    sq.doorbelled = true;
+                }
+            }
+            if let Some(qp) = fw.qps.get_mut(n) {
+                if qp.uar_page == page {
+                    qp.rc.doorbelled = true;
+                }
             }
         }
     }
@@ -198,10 +240,13 @@ pub(crate) fn step(st: &mut State) -> usize {
         work += run_sq(fw, dp, sqn);
     }
     dp.ids = ids;
-    // 4. Frames arriving from outside.
-    work += poll_port(fw, dp);
-    // 5. Moderation timers.
+    // 4. RC queue pairs: responses, timers, send WQEs, completions, flushes.
     let now = Instant::now();
+    work += crate::rc::run(fw, dp, now);
+    // 5. Frames arriving from outside, then RC frames delivered inside the device.
+    work += poll_port(fw, dp);
+    work += crate::rc::drain_local(fw, dp);
+    // 6. Moderation timers.
     dp.ids.clear();
     dp.ids.extend(fw.cqs.iter().filter_map(|(id, c)| {
         let due = c.armed.is_some()
@@ -286,7 +331,7 @@ fn fire(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
 }
 
 /// Writes one CQE (the 64-byte image, `op_own` last) and runs the event logic.
-fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: [u8; 64]) -> bool {
+pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: [u8; 64]) -> bool {
     let Some(cq) = fw.cqs.get_mut(cqn) else {
         return false;
     };
@@ -347,7 +392,7 @@ fn err_cqe(op: u8, syndrome: u8, qpn: u32, wqe_counter: u16) -> [u8; 64] {
 }
 
 /// Resolves `lkey` for `len` bytes at `addr` on behalf of a queue in `pd`.
-fn translate(
+pub(crate) fn translate(
     fw: &Firmware,
     pd: u32,
     lkey: u32,
@@ -360,7 +405,8 @@ fn translate(
         .get(lkey >> 8)
         .filter(|m| m.key == lkey)
         .ok_or(syndrome::LOCAL_PROT_ERR)?;
-    if m.pd != pd || (write && !m.lw) {
+    // Gathers need local read (`lr`), scatters local write (`lw`).
+    if m.pd != pd || (write && !m.lw) || (!write && !m.lr) {
         return Err(syndrome::LOCAL_PROT_ERR);
     }
     let off = addr.checked_sub(m.start).ok_or(syndrome::LOCAL_PROT_ERR)?;
@@ -510,7 +556,7 @@ fn build_frame(fw: &Firmware, pd: u32, wqe: &[u8], frame: &mut Vec<u8>) -> Resul
     Ok(frame.len())
 }
 
-fn capture(dp: &mut Datapath, frame: &[u8]) {
+pub(crate) fn capture(dp: &mut Datapath, frame: &[u8]) {
     if dp.port.captures.is_empty() {
         return;
     }
@@ -529,11 +575,16 @@ fn capture(dp: &mut Datapath, frame: &[u8]) {
 }
 
 /// Sends a frame out of the port. `td` is the sender's transport domain (self-loopback).
-fn transmit(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], td: Option<u32>) {
+pub(crate) fn transmit(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], td: Option<u32>) {
     dp.port.stats.tx_frames += 1;
     dp.port.stats.tx_bytes += frame.len() as u64;
     capture(dp, frame);
     match &dp.port.mode {
+        // RC frames coming back are queued, not handled here: the RC receiver answers, and
+        // its answers must not recurse into the sender.
+        PortMode::Loopback if crate::rc::is_for_us(fw, frame) => {
+            crate::rc::enqueue_local(dp, frame)
+        }
         PortMode::Loopback => receive(fw, dp, frame, td),
         PortMode::Link(end) => {
             let mut q = end.tx.lock().unwrap_or_else(|e| e.into_inner());
@@ -706,8 +757,13 @@ fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
     Verdict::Drop
 }
 
-/// Receive path: steering, TIR, RQ, CQE.
+/// Receive path: RoCE v2 to the port's addresses goes to the RC transport; everything else
+/// to steering, TIR, RQ, CQE.
 fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
+    if crate::rc::is_for_us(fw, frame) {
+        crate::rc::receive(fw, dp, frame);
+        return;
+    }
     dp.port.stats.rx_frames += 1;
     let image = match_image(frame);
     let roots = std::mem::take(&mut dp.roots);

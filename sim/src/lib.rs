@@ -13,6 +13,8 @@
 //!   steers received frames (flow tables -> TIR -> RQ), writes CQEs and raises completion
 //!   events. Driven by [`Device::step`] (deterministic, for tests) or by a background thread
 //!   ([`Device::start_engine`]).
+//! - The RC transport: reliable-connected QPs execute SEND, RDMA WRITE / READ and atomics
+//!   as RoCE v2 between linked devices, or inside one device with force loopback.
 //! - [`port`]: where frames go: internal loopback, a link to another model instance, a TAP
 //!   device, and pcap capture.
 //!
@@ -37,6 +39,8 @@ pub mod fw;
 mod mem;
 pub mod port;
 pub mod profile;
+mod rc;
+pub mod rc_rig;
 pub mod responder;
 pub mod rig;
 mod slab;
@@ -48,10 +52,11 @@ use std::time::Duration;
 use mlx5_dpa::mlx5::{Opcode, Status};
 
 pub use devx::SimDevx;
-pub use engine::{PortMode, PortStats};
+pub use engine::{syndrome, PortMode, PortStats};
 pub use events::event_type;
 pub use fw::{check::Check, FwStats, Inventory, ObjRef};
 use profile::Profile;
+pub use rc::RcStats;
 
 /// Everything the model holds, behind one lock.
 pub(crate) struct State {
@@ -84,6 +89,19 @@ pub struct Stats {
     pub fw: FwStats,
     /// Port counters.
     pub port: PortStats,
+    /// RC transport counters.
+    pub rc: RcStats,
+}
+
+/// The addresses of the device's port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortAddress {
+    /// The MAC address (QUERY_NIC_VPORT_CONTEXT `permanent_address`).
+    pub mac: [u8; 6],
+    /// The IPv4 address RoCE v2 packets come from.
+    pub ipv4: [u8; 4],
+    /// GID table entry 0 (QUERY_ROCE_ADDRESS index 0): `::ffff:a.b.c.d`.
+    pub gid: [u8; 16],
 }
 
 impl Device {
@@ -145,6 +163,7 @@ impl Device {
         self.with_state(|st| Stats {
             fw: st.fw.stats,
             port: st.dp.port.stats,
+            rc: st.dp.rc_stats,
         })
     }
 
@@ -191,6 +210,39 @@ impl Device {
             total += n;
         }
         total
+    }
+
+    /// Runs several devices (linked to each other) until a whole round finds nothing to do:
+    /// each device steps until idle, in turn. Returns the total work done. Timers that are not
+    /// due (an RNR wait, an ACK timeout) are not work: call again after they expire.
+    pub fn run_together(devices: &[&Device]) -> usize {
+        let mut total = 0;
+        for _ in 0..100_000 {
+            let round: usize = devices.iter().map(|d| d.run_until_idle()).sum();
+            if round == 0 {
+                break;
+            }
+            total += round;
+        }
+        total
+    }
+
+    /// Sets the port's MAC and IPv4 address (what the vport context, the GID table and RoCE
+    /// v2 frames carry).
+    pub fn set_port_address(&self, mac: [u8; 6], ipv4: [u8; 4]) {
+        self.with_state(|st| {
+            st.fw.profile.mac = mac;
+            st.fw.profile.ipv4 = ipv4;
+        })
+    }
+
+    /// The port's addresses.
+    pub fn port_address(&self) -> PortAddress {
+        self.with_state(|st| PortAddress {
+            mac: st.fw.profile.mac,
+            ipv4: st.fw.profile.ipv4,
+            gid: fw::vport::ipv4_gid(st.fw.profile.ipv4),
+        })
     }
 
     /// Starts the background engine thread (idempotent). It polls like hardware would, and

@@ -1,9 +1,9 @@
 //! Capability profiles: what the model says it is when asked with QUERY_HCA_CAP.
 //!
 //! A profile is the capability pages themselves (built with the driver's PRM layouts) plus
-//! the few facts the pages do not carry (DPA topology, MAC address). The firmware model reads
-//! its limits from the pages, so a test can shrink a limit with [`Profile::set_general`] and
-//! watch the model refuse.
+//! the few facts the pages do not carry (DPA topology, MAC and IPv4 address). The firmware
+//! model reads its limits from the pages, so a test can shrink a limit with
+//! [`Profile::set_general`] and watch the model refuse.
 //!
 //! Values are the model's, chosen to be BlueField-3-like (or ConnectX-7-like): they are not
 //! read from a real device. The DPA page values are provisional like the page layout.
@@ -33,6 +33,9 @@ pub struct Profile {
     pub comp_vectors: u32,
     /// The port's MAC address.
     pub mac: [u8; 6],
+    /// The port's IPv4 address: RoCE v2 source address and GID table entry 0 (as
+    /// `::ffff:a.b.c.d`).
+    pub ipv4: [u8; 4],
     /// This function's vhca_id.
     pub vhca_id: u16,
 }
@@ -194,6 +197,8 @@ impl Profile {
             dpa_eus_per_core: 0,
             comp_vectors: 4,
             mac: [0x02, 0x00, 0x5e, 0x00, 0x00, 0x01],
+            // TEST-NET-1 (RFC 5737): an address that belongs to no real network.
+            ipv4: [192, 0, 2, 1],
             vhca_id: 2,
         }
     }

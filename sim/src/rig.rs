@@ -83,13 +83,14 @@ pub struct Completion {
     pub qpn: u32,
 }
 
-struct HostMem {
+/// Page-aligned, zeroed host memory the rigs register as a UMEM.
+pub(crate) struct HostMem {
     ptr: NonNull<u8>,
     layout: AllocLayout,
 }
 
 impl HostMem {
-    fn new(len: usize) -> Result<Self, RigError> {
+    pub(crate) fn new(len: usize) -> Result<Self, RigError> {
         let layout =
             AllocLayout::from_size_align(len, 4096).map_err(|_| RigError::Config("size"))?;
         // SAFETY: `layout` has a non-zero size (the rig always allocates rings).
@@ -97,26 +98,26 @@ impl HostMem {
         let ptr = NonNull::new(ptr).ok_or(RigError::Config("out of memory"))?;
         Ok(HostMem { ptr, layout })
     }
-    fn addr(&self, off: usize) -> *mut u8 {
+    pub(crate) fn addr(&self, off: usize) -> *mut u8 {
         debug_assert!(off < self.layout.size());
         self.ptr.as_ptr().wrapping_add(off)
     }
-    fn write(&self, off: usize, data: &[u8]) {
+    pub(crate) fn write(&self, off: usize, data: &[u8]) {
         assert!(off + data.len() <= self.layout.size());
         // SAFETY: in bounds (asserted); the memory is ours and the device only DMAs it.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.addr(off), data.len()) }
     }
-    fn read(&self, off: usize, buf: &mut [u8]) {
+    pub(crate) fn read(&self, off: usize, buf: &mut [u8]) {
         assert!(off + buf.len() <= self.layout.size());
         // SAFETY: in bounds (asserted); the device may write concurrently, as DMA does.
         unsafe { std::ptr::copy_nonoverlapping(self.addr(off), buf.as_mut_ptr(), buf.len()) }
     }
-    fn write_be32(&self, off: usize, v: u32) {
+    pub(crate) fn write_be32(&self, off: usize, v: u32) {
         assert!(off.is_multiple_of(4) && off + 4 <= self.layout.size());
         // SAFETY: aligned and in bounds; a volatile store, since the device reads it.
         unsafe { std::ptr::write_volatile(self.addr(off).cast::<u32>(), v.to_be()) }
     }
-    fn read_u8_volatile(&self, off: usize) -> u8 {
+    pub(crate) fn read_u8_volatile(&self, off: usize) -> u8 {
         assert!(off < self.layout.size());
         // SAFETY: in bounds; volatile, since the device writes it.
         unsafe { std::ptr::read_volatile(self.addr(off)) }

@@ -17,6 +17,10 @@ use crate::devx::{self, Devx, DevxObj, EventChannel};
 use crate::mlx5::cmd::{CqEventTarget, CreateCq, ModifyCqModeration, RingMem};
 use crate::uar::{barrier, DoorbellRecord, UarPage, CQ_ARM_DB, CQ_SET_CI};
 
+/// The first 8-byte word of a CQE that [`Cqe::decode`] reads (every field it uses lies in
+/// 0x20..0x40); polling for decoded completions loads only from there.
+const DECODE_FROM_WORD: usize = 4;
+
 /// A CQ number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cqn(pub u32);
@@ -231,7 +235,7 @@ impl Cq {
     /// Reads the CQE at the consumer index if it is software's, and advances past it. Does
     /// not update the doorbell record.
     #[inline]
-    fn take(&mut self) -> Option<Cqe> {
+    fn take<const FIRST_WORD: usize>(&mut self) -> Option<Cqe> {
         let idx = ring::slot(self.ci, self.log_size);
         // A 128-byte CQE carries the 64-byte CQE in its second half.
         let off = idx * self.cqe_bytes + self.cqe_bytes - CQE_SIZE;
@@ -245,8 +249,18 @@ impl Cq {
         }
         // ORDERING: the owner byte was loaded before the rest of the entry is.
         barrier::dma_rmb();
-        // SAFETY: as above; the entry is software's until the consumer index is published.
-        let bytes = unsafe { std::ptr::read_volatile(entry.cast::<[u8; CQE_SIZE]>()) };
+        // Volatile 8-byte loads (a volatile `[u8; 64]` load compiles to 64 byte loads), from
+        // word FIRST_WORD on: decoding needs only the second half (0x20..0x40), a raw CQE all.
+        let mut words = [0u64; CQE_SIZE / 8];
+        for (i, w) in words.iter_mut().enumerate().skip(FIRST_WORD) {
+            // SAFETY: as above: 8-byte aligned words inside the entry, which is software's
+            // until the consumer index is published.
+            *w = unsafe { std::ptr::read_volatile(entry.cast::<u64>().add(i)) };
+        }
+        let mut bytes = [0u8; CQE_SIZE];
+        for (chunk, w) in bytes.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&w.to_ne_bytes());
+        }
         self.ci = self.ci.wrapping_add(1);
         Some(Cqe::from_array(bytes))
     }
@@ -262,7 +276,7 @@ impl Cq {
     /// Polls one completion: `None` when the CQ is empty.
     #[inline]
     pub fn poll(&mut self) -> Option<Result<Completion, CompletionError>> {
-        let cqe = self.take()?;
+        let cqe = self.take::<DECODE_FROM_WORD>()?;
         self.publish_ci();
         Some(cqe.decode())
     }
@@ -270,7 +284,7 @@ impl Cq {
     /// Polls one raw CQE (for callers that decode themselves).
     #[inline]
     pub fn poll_raw(&mut self) -> Option<Cqe> {
-        let cqe = self.take()?;
+        let cqe = self.take::<0>()?;
         self.publish_ci();
         Some(cqe)
     }
@@ -285,7 +299,9 @@ impl Cq {
     ) -> usize {
         let mut n = 0;
         while n < max {
-            let Some(cqe) = self.take() else { break };
+            let Some(cqe) = self.take::<DECODE_FROM_WORD>() else {
+                break;
+            };
             f(cqe.decode());
             n += 1;
         }

@@ -71,10 +71,12 @@ pub struct Completion {
 
 impl Completion {
     /// The flow tag of an Ethernet receive completion.
+    #[inline]
     pub fn flow_tag(&self) -> u32 {
         self.qpn
     }
     /// Whether this completes a send WQE.
+    #[inline]
     pub fn is_send(&self) -> bool {
         matches!(self.kind, CompletionKind::Send { .. })
     }
@@ -102,6 +104,7 @@ pub enum Syndrome {
 
 impl Syndrome {
     /// Decodes the syndrome byte.
+    #[inline]
     pub fn from_raw(v: u8) -> Syndrome {
         match v {
             0x01 => Syndrome::LocalLength,
@@ -121,6 +124,7 @@ impl Syndrome {
         }
     }
     /// The PRM value.
+    #[inline]
     pub fn raw(self) -> u8 {
         match self {
             Syndrome::LocalLength => 0x01,
@@ -185,6 +189,7 @@ pub enum CompletionError {
 
 impl CompletionError {
     /// The syndrome, for work errors.
+    #[inline]
     pub fn syndrome(&self) -> Option<Syndrome> {
         match self {
             CompletionError::Work { syndrome, .. } => Some(*syndrome),
@@ -192,6 +197,7 @@ impl CompletionError {
         }
     }
     /// The QP / WQ number, for work errors.
+    #[inline]
     pub fn qpn(&self) -> Option<u32> {
         match self {
             CompletionError::Work { qpn, .. } => Some(*qpn),
@@ -199,6 +205,7 @@ impl CompletionError {
         }
     }
     /// The WQE counter, for work errors.
+    #[inline]
     pub fn wqe_counter(&self) -> Option<u16> {
         match self {
             CompletionError::Work { wqe_counter, .. } => Some(*wqe_counter),
@@ -216,6 +223,7 @@ pub struct ShortBuffer {
     pub got: usize,
 }
 
+#[inline]
 fn be32(b: &[u8; 64], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
@@ -231,6 +239,7 @@ impl Cqe {
     ///
     /// # Errors
     /// `b` is shorter than 64 bytes.
+    #[inline]
     pub fn new(b: &[u8]) -> Result<Cqe, ShortBuffer> {
         let bytes: [u8; CQE_SIZE] =
             b.get(..CQE_SIZE)
@@ -244,44 +253,54 @@ impl Cqe {
     }
 
     /// From a copied image.
+    #[inline]
     pub fn from_array(bytes: [u8; CQE_SIZE]) -> Cqe {
         Cqe { bytes }
     }
 
     /// The raw bytes.
+    #[inline]
     pub fn bytes(&self) -> &[u8; CQE_SIZE] {
         &self.bytes
     }
 
     /// `op_own[7:4]`.
+    #[inline]
     pub fn opcode(&self) -> u8 {
         self.bytes[63] >> 4
     }
     /// `op_own[0]`.
+    #[inline]
     pub fn owner(&self) -> u8 {
         self.bytes[63] & 1
     }
     /// `byte_cnt` (0x2c).
+    #[inline]
     pub fn byte_cnt(&self) -> u32 {
         be32(&self.bytes, 0x2c)
     }
     /// `imm_inval_pkey` (0x24).
+    #[inline]
     pub fn imm_inval_pkey(&self) -> u32 {
         be32(&self.bytes, 0x24)
     }
     /// `sop_drop_qpn` (0x38).
+    #[inline]
     pub fn sop_drop_qpn(&self) -> u32 {
         be32(&self.bytes, 0x38)
     }
     /// `wqe_counter` (0x3c).
+    #[inline]
     pub fn wqe_counter(&self) -> u16 {
         u16::from_be_bytes([self.bytes[0x3c], self.bytes[0x3d]])
     }
     /// `syndrome` of an error CQE (0x37).
+    #[inline]
     pub fn syndrome(&self) -> u8 {
         self.bytes[0x37]
     }
     /// `vendor_err_synd` of an error CQE (0x36).
+    #[inline]
     pub fn vendor_err_synd(&self) -> u8 {
         self.bytes[0x36]
     }
@@ -290,6 +309,7 @@ impl Cqe {
     ///
     /// # Errors
     /// An error CQE, or an opcode a CQ does not hold (including INVALID and RESIZE).
+    #[inline]
     pub fn decode(&self) -> Result<Completion, CompletionError> {
         let qpn = self.sop_drop_qpn() & 0xff_ffff;
         let top = (self.sop_drop_qpn() >> 24) as u8;
@@ -323,6 +343,7 @@ impl Cqe {
     }
 
     /// Whether the opcode is the "nobody wrote this" one.
+    #[inline]
     pub fn is_invalid(&self) -> bool {
         self.opcode() == CQE_OPCODE_INVALID
     }
@@ -377,6 +398,7 @@ impl Eqe {
     ///
     /// # Errors
     /// `b` is shorter than 64 bytes.
+    #[inline]
     pub fn new(b: &[u8]) -> Result<Eqe, ShortBuffer> {
         let bytes: [u8; EQE_SIZE] =
             b.get(..EQE_SIZE)
@@ -389,18 +411,22 @@ impl Eqe {
         Ok(Eqe { bytes })
     }
     /// `event_type` (byte 1).
+    #[inline]
     pub fn event_type(&self) -> u8 {
         self.bytes[1]
     }
     /// `sub_type` (byte 3).
+    #[inline]
     pub fn sub_type(&self) -> u8 {
         self.bytes[3]
     }
     /// `owner` (byte 0x3f, bit 0).
+    #[inline]
     pub fn owner(&self) -> u8 {
         self.bytes[0x3f] & 1
     }
     /// Decodes the event data by type.
+    #[inline]
     pub fn decode(&self) -> Event {
         let d = 0x20;
         match self.event_type() {

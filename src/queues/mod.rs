@@ -25,6 +25,8 @@
 pub mod cq;
 pub mod cqe;
 pub mod descriptor;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod qp;
 pub mod ring;
 pub mod steering;

@@ -5,12 +5,15 @@
 //! - `prm decode LAYOUT HEX|@FILE`: every field of a captured mailbox.
 //! - `cmd HEX|@FILE`: send a raw command inbox to the device and decode the answer.
 //! - `caps`: the device's capabilities.
+//! - `demo eth-loopback | rdma`: the crate's examples (Ethernet and RC queues, end to end).
 //!
 //! `--device NAME` picks a hardware device; `--sim` (or `--sim=PROFILE`) asks for the device
 //! model (`mlx5-sim`). Without either, the first hardware device is used, and the device model
 //! (profile bf3) when the machine has none. `--trace` prints every firmware command (opcode,
 //! status, syndrome, duration) on stderr as the `tracing` events of the model; `RUST_LOG`
 //! overrides the filter.
+
+mod demo;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -76,6 +79,11 @@ enum Cmd {
     },
     /// Show the device's capabilities.
     Caps,
+    /// Run a demo of the driver's queues (the crate's examples).
+    Demo {
+        #[command(subcommand)]
+        which: demo::Demo,
+    },
     /// Run the device model as a small host: its port on a TAP interface (or in loopback),
     /// answering ARP and ping for `--ip` through the model's queues, until `--seconds` pass.
     Sim {
@@ -131,6 +139,8 @@ enum ToolError {
     Input(String),
     #[error(transparent)]
     Decode(#[from] decode::DecodeError),
+    #[error(transparent)]
+    Demo(#[from] demo::DemoError),
 }
 
 fn main() -> ExitCode {
@@ -158,6 +168,10 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         } => prm_decode(layout, bytes),
         Cmd::Cmd { inbox, out_len } => raw_cmd(cli, inbox, *out_len),
         Cmd::Caps => caps(cli),
+        Cmd::Demo { which } => {
+            let opened = open_device(cli)?;
+            Ok(demo::run(which, &opened.devx, opened.model.as_ref())?)
+        }
         Cmd::Sim {
             tap,
             ip,

@@ -124,6 +124,10 @@ checks! {
     CQE_SIZE_UNSUPPORTED = 0x5131_021e, BAD_PARAM, "CQ element size is not supported for DPA-bound CQs";
     BAD_HASH_FN = 0x5131_021f, BAD_PARAM, "rx_hash_fn is not a valid hash function";
     BAD_HEAP_SIZE = 0x5131_0220, BAD_PARAM, "DPA process heap size zero or above the process memory";
+    BAD_PORT = 0x5131_0221, BAD_PARAM, "port number names no port of this device (ports are 1-based)";
+    BAD_GID_INDEX = 0x5131_0222, BAD_PARAM, "RoCE address (GID) table index not populated (the model fills index 0 only)";
+    GID_NOT_IPV4 = 0x5131_0223, BAD_PARAM, "remote GID is not IPv4-mapped (the model carries RoCE v2 over IPv4 only)";
+    OTHER_VPORT = 0x5131_0224, BAD_PARAM, "other_vport set: a function may query only its own vport";
 
     // Capacity.
     TOO_MANY_OBJECTS = 0x5131_0301, NO_RES, "object count limit of the capability reached";

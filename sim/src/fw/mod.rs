@@ -11,6 +11,7 @@ mod general;
 pub(crate) mod objects;
 mod queues;
 pub(crate) mod steering;
+pub(crate) mod vport;
 
 use std::collections::HashMap;
 
@@ -414,6 +415,10 @@ impl Firmware {
                 )
                 .map(|()| None)
             }
+            Opcode::QUERY_NIC_VPORT_CONTEXT => {
+                self.query_nic_vport_context(inb, out).map(|()| None)
+            }
+            Opcode::QUERY_ROCE_ADDRESS => self.query_roce_address(inb, out).map(|()| None),
             Opcode::ACCESS_REGISTER_USER => self.access_register(uid, inb, out).map(|()| None),
             Opcode::ALLOW_OTHER_VHCA_ACCESS => {
                 self.allow_other_vhca_access(uid, inb).map(|()| None)
@@ -475,14 +480,16 @@ impl Firmware {
         start.checked_add(len).ok_or(check::BAD_LENGTH)?;
         let umem = v.get(m::mkey_umem_id) as u32;
         let offset = v.get(m::mkey_umem_offset);
-        let (lw, rr, rw, a) = (
+        let (lr, lw, rr, rw, a) = (
+            v.get(c.at(mkc::lr)) == 1,
             v.get(c.at(mkc::lw)) == 1,
             v.get(c.at(mkc::rr)) == 1,
             v.get(c.at(mkc::rw)) == 1,
             v.get(c.at(mkc::a)) == 1,
         );
-        // Remote rights are checked against the registration now; the RDMA datapath that
-        // uses them comes with the QP transport.
+        // Rights are checked against the registration here; the datapath checks them again
+        // on every access (local write for receives and READ / atomic results, remote rights
+        // at the RC responder).
         use mlx5_dpa::devx::UmemAccess as A;
         let granted = self.mem.access(umem).ok_or(check::NO_SUCH_UMEM)?;
         if (lw && !granted.contains(A::LOCAL_WRITE))
@@ -504,7 +511,11 @@ impl Firmware {
                 start,
                 len,
                 dma,
+                lr,
                 lw,
+                rr,
+                rw,
+                a,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;
         self.mem.pin(uid, umem, offset, len)?;

@@ -118,7 +118,13 @@ pub(crate) struct Mkey {
     pub(crate) len: u64,
     /// The whole translated range.
     pub(crate) dma: Dma,
+    /// Access rights (`mkc.lr`, `lw`, `rr`, `rw`, `a`): gathers need `lr`, scatters `lw`, the
+    /// RC responder `rr`, `rw` or `a`.
+    pub(crate) lr: bool,
     pub(crate) lw: bool,
+    pub(crate) rr: bool,
+    pub(crate) rw: bool,
+    pub(crate) a: bool,
 }
 
 /// Where a CQ reports its events.
@@ -292,16 +298,80 @@ pub(crate) mod qp_state {
     pub(crate) const ERR: u8 = 6;
 }
 
+/// `qpc.st` values the model knows (PRM).
+pub(crate) mod qp_st {
+    pub(crate) const RC: u8 = 0x0;
+}
+
+/// The QP context fields the state transitions set, typed (PRM `qpc` / `ads`). Each
+/// transition takes only its own fields (`fw::queues`); the stored `qpc` mirrors them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct QpCtx {
+    // RST2INIT (and INIT2INIT).
+    pub(crate) rre: bool,
+    pub(crate) rwe: bool,
+    pub(crate) rae: bool,
+    pub(crate) pm_state: u8,
+    pub(crate) port: u8,
+    pub(crate) pkey_index: u16,
+    // INIT2RTR.
+    /// Path MTU, PRM encoding (1 = 256 bytes .. 5 = 4096 bytes).
+    pub(crate) mtu: u8,
+    pub(crate) log_msg_max: u8,
+    pub(crate) remote_qpn: u32,
+    pub(crate) next_rcv_psn: u32,
+    pub(crate) log_rra_max: u8,
+    pub(crate) min_rnr_nak: u8,
+    /// Force loopback: the peer QP is on this device.
+    pub(crate) fl: bool,
+    pub(crate) rmac: [u8; 6],
+    pub(crate) rgid: [u8; 16],
+    pub(crate) src_addr_index: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) udp_sport: u16,
+    // RTR2RTS (and RTS2RTS).
+    pub(crate) next_send_psn: u32,
+    pub(crate) log_sra_max: u8,
+    pub(crate) retry_count: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) ack_timeout: u8,
+}
+
+/// The receive queue of a QP: at offset 0 of its ring.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QpRq {
+    pub(crate) log_size: u8,
+    /// log2 of the WQE stride in bytes.
+    pub(crate) log_stride: u8,
+}
+
+/// The send queue of a QP: 64-byte WQEBBs right after the RQ.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QpSq {
+    pub(crate) offset: usize,
+    pub(crate) log_size: u8,
+}
+
 #[derive(Debug)]
 pub(crate) struct Qp {
     pub(crate) meta: Meta,
     pub(crate) state: u8,
+    pub(crate) st: u8,
     pub(crate) pd: u32,
     pub(crate) cqn_snd: Option<u32>,
     pub(crate) cqn_rcv: Option<u32>,
     pub(crate) ring_umem: u32,
     pub(crate) dbr_umem: u32,
     pub(crate) uar_page: u32,
+    /// The RQ then the SQ.
+    pub(crate) ring: Dma,
+    /// Doorbell record: receive counter at 0, send counter at 4.
+    pub(crate) dbr: Dma,
+    pub(crate) rq: Option<QpRq>,
+    pub(crate) sq: Option<QpSq>,
+    pub(crate) ctx: QpCtx,
+    /// The transport's runtime state (`crate::rc`).
+    pub(crate) rc: crate::rc::RcState,
     pub(crate) qpc: Box<[u8]>,
 }
 

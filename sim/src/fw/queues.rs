@@ -1,6 +1,6 @@
 //! CQ, SQ, RQ, RMP and QP commands.
 
-use mlx5_dpa::mlx5::layout::{Field, View};
+use mlx5_dpa::mlx5::layout::{Field, View, ViewMut};
 use mlx5_dpa::mlx5::layouts::{self as l, dpa::apu_element_type};
 use mlx5_dpa::mlx5::Opcode;
 
@@ -527,20 +527,39 @@ impl Firmware {
             return Err(check::BAD_ALIGNMENT);
         }
         let ring_len = (rq_bytes + sq_bytes).max(WQEBB as u64);
-        self.mem.range(uid, ring_umem, ring_off, ring_len)?;
-        self.mem.range(uid, dbr_umem, dbr_off, 8)?;
+        let ring = self.mem.range(uid, ring_umem, ring_off, ring_len)?;
+        let dbr = self.mem.range(uid, dbr_umem, dbr_off, 8)?;
         let qpc_raw: Box<[u8]> = v.nested(c).bytes()[..size::<qpc::Layout>()].into();
+        let mut ctx = QpCtx::default();
+        if let Ok(q) = View::<qpc::Layout>::new(&qpc_raw) {
+            for part in [Part::Init, Part::Rtr, Part::Rts] {
+                read_ctx(&mut ctx, q, part);
+            }
+        }
         let qpn = self
             .qps
             .insert(Qp {
                 meta: Meta::new(uid),
                 state: qp_state::RST,
+                st,
                 pd,
                 cqn_snd,
                 cqn_rcv,
                 ring_umem,
                 dbr_umem,
                 uar_page,
+                ring,
+                dbr,
+                rq: (rq_type != 3).then_some(QpRq {
+                    log_size: log_rq as u8,
+                    log_stride: log_rq_stride as u8,
+                }),
+                sq: (!no_sq).then_some(QpSq {
+                    offset: rq_bytes as usize,
+                    log_size: log_sq as u8,
+                }),
+                ctx,
+                rc: crate::rc::RcState::default(),
                 qpc: qpc_raw,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;
@@ -566,59 +585,92 @@ impl Firmware {
         // Every QP modify command has qpn at 0x48 (24 bits).
         let v = inbox::<l::qp_2err_in::Layout>(inb)?;
         let qpn = v.get(l::qp_2err_in::qpn) as u32;
-        let (from, to): (&[u8], u8) = match op {
-            Opcode::RST2INIT_QP => (&[RST], INIT),
-            Opcode::INIT2INIT_QP => (&[INIT], INIT),
-            Opcode::INIT2RTR_QP => (&[INIT], RTR),
-            Opcode::RTR2RTS_QP => (&[RTR], RTS),
-            Opcode::RTS2RTS_QP => (&[RTS], RTS),
-            Opcode::SQERR2RTS_QP => (&[SQER], RTS),
-            Opcode::QP_2ERR => (&[RST, INIT, RTR, RTS, SQER, ERR], ERR),
-            Opcode::QP_2RST => (&[RST, INIT, RTR, RTS, SQER, ERR], RST),
+        // Which context fields each transition reads (PRM; IBA 11.2.4.2 for the attributes a
+        // transition may set). INIT2INIT takes what RST2INIT takes. RTS2RTS takes the RTR2RTS
+        // fields except next_send_psn: the send PSN cannot change in RTS (IBA), and a PSN
+        // moved under outstanding requests would break the connection.
+        let (from, to, part): (&[u8], u8, Option<Part>) = match op {
+            Opcode::RST2INIT_QP => (&[RST], INIT, Some(Part::Init)),
+            Opcode::INIT2INIT_QP => (&[INIT], INIT, Some(Part::Init)),
+            Opcode::INIT2RTR_QP => (&[INIT], RTR, Some(Part::Rtr)),
+            Opcode::RTR2RTS_QP => (&[RTR], RTS, Some(Part::Rts)),
+            Opcode::RTS2RTS_QP => (&[RTS], RTS, Some(Part::RtsChange)),
+            Opcode::SQERR2RTS_QP => (&[SQER], RTS, Some(Part::None)),
+            Opcode::QP_2ERR => (&[RST, INIT, RTR, RTS, SQER, ERR], ERR, None),
+            Opcode::QP_2RST => (&[RST, INIT, RTR, RTS, SQER, ERR], RST, None),
             _ => return Err(check::UNKNOWN_OPCODE),
         };
         // Transitions that carry a QP context need the full mailbox.
-        let with_ctx = !matches!(op, Opcode::QP_2ERR | Opcode::QP_2RST);
-        if with_ctx {
-            let need = if op == Opcode::RTS2RTS_QP {
-                size::<l::rtr2rts_qp_in::Layout>()
-            } else {
-                size::<l::rst2init_qp_in::Layout>()
-            };
-            if inb.len() < need {
-                return Err(check::INBOX_TOO_SHORT);
-            }
-        }
-        let mtu_ok = {
-            let cv = inbox::<l::rst2init_qp_in::Layout>(inb).ok();
-            match (op, cv) {
-                (Opcode::INIT2RTR_QP, Some(cv)) => {
-                    // mtu: 1..=5 (256..4096 bytes), PRM.
-                    let mtu = cv.get(l::rst2init_qp_in::qpc.at(l::qpc::mtu));
-                    (1..=5).contains(&mtu)
+        let cv = match part {
+            Some(_) => {
+                let need = if op == Opcode::RTS2RTS_QP {
+                    size::<l::rtr2rts_qp_in::Layout>()
+                } else {
+                    size::<l::rst2init_qp_in::Layout>()
+                };
+                if inb.len() < need {
+                    return Err(check::INBOX_TOO_SHORT);
                 }
-                _ => true,
+                // Every transition's inbox has the qpc at 0xc0, like rst2init_qp_in.
+                let at = (l::rst2init_qp_in::qpc.offset() / 8) as usize;
+                inb.get(at..at + size::<l::qpc::Layout>())
+                    .and_then(|b| View::<l::qpc::Layout>::new(b).ok())
             }
+            None => None,
         };
+        let num_ports = self.profile.cap(l::cmd_hca_cap::num_ports);
+        let log_max_msg = self.profile.cap(l::cmd_hca_cap::log_max_msg);
         let qp = self.qps.get_mut(qpn).ok_or(check::NO_SUCH_QP)?;
         owned(&qp.meta, uid)?;
         if !from.contains(&qp.state) {
             return Err(check::BAD_QP_TRANSITION);
         }
-        if !mtu_ok {
-            return Err(check::BAD_MTU);
-        }
-        if with_ctx {
-            // Keep the fields the transition sets (a simplification: every field of the
-            // given context replaces the stored one, except state and the ring fields).
-            let at = (l::rst2init_qp_in::qpc.offset() / 8) as usize;
-            let cv = &inb[at..at + size::<l::qpc::Layout>()];
-            let keep_head = qp.qpc[..8].to_vec();
-            let n = qp.qpc.len().min(cv.len());
-            qp.qpc[..n].copy_from_slice(&cv[..n]);
-            qp.qpc[..8].copy_from_slice(&keep_head);
+        if let (Some(part), Some(cv)) = (part, cv) {
+            let mut ctx = qp.ctx;
+            read_ctx(&mut ctx, cv, part);
+            match part {
+                Part::Init => {
+                    if u64::from(ctx.port) > num_ports {
+                        return Err(check::BAD_PORT);
+                    }
+                }
+                Part::Rtr => {
+                    // mtu: 1..=5 (256..4096 bytes), PRM.
+                    if !(1..=5).contains(&ctx.mtu) {
+                        return Err(check::BAD_MTU);
+                    }
+                    if u64::from(ctx.log_msg_max) > log_max_msg {
+                        return Err(check::ABOVE_CAP);
+                    }
+                    if u64::from(ctx.port) > num_ports {
+                        return Err(check::BAD_PORT);
+                    }
+                    if !ctx.fl {
+                        if ctx.src_addr_index != 0 {
+                            return Err(check::BAD_GID_INDEX);
+                        }
+                        if super::vport::gid_ipv4(&ctx.rgid).is_none() {
+                            return Err(check::GID_NOT_IPV4);
+                        }
+                    }
+                }
+                Part::Rts | Part::RtsChange | Part::None => {}
+            }
+            qp.ctx = ctx;
+            if let Ok(mut q) = ViewMut::<l::qpc::Layout>::new(&mut qp.qpc) {
+                write_ctx(&qp.ctx, &mut q);
+            }
         }
         qp.state = to;
+        // The transport follows the state (crate::rc): RST forgets everything, RTR starts the
+        // responder at next_rcv_psn, RTS the requester at next_send_psn; ERR flushes.
+        match op {
+            Opcode::QP_2RST => qp.rc.reset(),
+            Opcode::INIT2RTR_QP => qp.rc.start_responder(&qp.ctx),
+            Opcode::RTR2RTS_QP => qp.rc.start_requester(&qp.ctx),
+            Opcode::RTS2RTS_QP | Opcode::SQERR2RTS_QP => qp.rc.update_requester(&qp.ctx),
+            _ => {}
+        }
         Ok(())
     }
 
@@ -632,7 +684,19 @@ impl Firmware {
         let mut o = outbox::<l::query_qp_out::Layout>(out)?;
         let at = (l::query_qp_out::qpc.offset() / 8) as usize;
         o.bytes_mut()[at..at + qp.qpc.len()].copy_from_slice(&qp.qpc);
-        o.set(l::query_qp_out::qpc.at(l::qpc::state), u64::from(qp.state));
+        let c = l::query_qp_out::qpc;
+        o.set(c.at(l::qpc::state), u64::from(qp.state));
+        // Live transport values, as firmware reports them: the PSNs the QP is at and the
+        // ring counters it consumed.
+        let live = qp.rc.live(qp.state);
+        if let Some(psn) = live.next_send_psn {
+            o.set(c.at(l::qpc::next_send_psn), u64::from(psn));
+        }
+        if let Some(psn) = live.next_rcv_psn {
+            o.set(c.at(l::qpc::next_rcv_psn), u64::from(psn));
+        }
+        o.set(c.at(l::qpc::hw_sq_wqebb_counter), u64::from(live.sq_wqebbs));
+        o.set(c.at(l::qpc::hw_rq_counter), u64::from(live.rq_wqes));
         Ok(())
     }
 }
@@ -656,4 +720,113 @@ fn transition(state: u8, cur: u8, next: u8, bad: Check) -> Result<(), Check> {
     } else {
         Err(bad)
     }
+}
+
+/// Groups of QP context fields, by the transition that sets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// RST2INIT / INIT2INIT: remote access enables, path migration state, port, P_Key index.
+    Init,
+    /// INIT2RTR: path MTU, message size, remote QP, receive PSN, responder resources, RNR
+    /// timer and the primary address path.
+    Rtr,
+    /// RTR2RTS: send PSN, initiator depth, retry counts, ACK timeout.
+    Rts,
+    /// RTS2RTS: as RTR2RTS without the send PSN.
+    RtsChange,
+    /// No context field.
+    None,
+}
+
+fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part) {
+    use l::{ads, qpc};
+    let p = qpc::primary_address_path;
+    let gp = |f: Field<ads::Layout>| q.get(p.at(f));
+    match part {
+        Part::Init => {
+            ctx.rre = q.get(qpc::rre) == 1;
+            ctx.rwe = q.get(qpc::rwe) == 1;
+            ctx.rae = q.get(qpc::rae) == 1;
+            ctx.pm_state = q.get(qpc::pm_state) as u8;
+            ctx.port = gp(ads::vhca_port_num) as u8;
+            ctx.pkey_index = gp(ads::pkey_index) as u16;
+        }
+        Part::Rtr => {
+            ctx.mtu = q.get(qpc::mtu) as u8;
+            ctx.log_msg_max = q.get(qpc::log_msg_max) as u8;
+            ctx.remote_qpn = q.get(qpc::remote_qpn) as u32;
+            ctx.next_rcv_psn = q.get(qpc::next_rcv_psn) as u32;
+            ctx.log_rra_max = q.get(qpc::log_rra_max) as u8;
+            ctx.min_rnr_nak = q.get(qpc::min_rnr_nak) as u8;
+            ctx.fl = gp(ads::fl) == 1;
+            let hi = (gp(ads::rmac_47_32) as u16).to_be_bytes();
+            let lo = (gp(ads::rmac_31_0) as u32).to_be_bytes();
+            ctx.rmac = [hi[0], hi[1], lo[0], lo[1], lo[2], lo[3]];
+            for (i, b) in ctx.rgid.iter_mut().enumerate() {
+                *b = ads::rgid_rip.at(i as u32).map_or(0, |f| gp(f) as u8);
+            }
+            ctx.src_addr_index = gp(ads::src_addr_index) as u8;
+            ctx.hop_limit = gp(ads::hop_limit) as u8;
+            ctx.udp_sport = gp(ads::udp_sport) as u16;
+            // The driver names the port again on INIT2RTR; a zero leaves RST2INIT's.
+            let port = gp(ads::vhca_port_num) as u8;
+            if port != 0 {
+                ctx.port = port;
+            }
+        }
+        Part::Rts | Part::RtsChange => {
+            if part == Part::Rts {
+                ctx.next_send_psn = q.get(qpc::next_send_psn) as u32;
+            }
+            ctx.log_sra_max = q.get(qpc::log_sra_max) as u8;
+            ctx.retry_count = q.get(qpc::retry_count) as u8;
+            ctx.rnr_retry = q.get(qpc::rnr_retry) as u8;
+            ctx.ack_timeout = gp(ads::ack_timeout) as u8;
+        }
+        Part::None => {}
+    }
+}
+
+fn write_ctx(ctx: &QpCtx, q: &mut ViewMut<'_, l::qpc::Layout>) {
+    use l::{ads, qpc};
+    let p = qpc::primary_address_path;
+    q.set(qpc::rre, u64::from(ctx.rre));
+    q.set(qpc::rwe, u64::from(ctx.rwe));
+    q.set(qpc::rae, u64::from(ctx.rae));
+    q.set(qpc::pm_state, u64::from(ctx.pm_state));
+    q.set(p.at(ads::vhca_port_num), u64::from(ctx.port));
+    q.set(p.at(ads::pkey_index), u64::from(ctx.pkey_index));
+    q.set(qpc::mtu, u64::from(ctx.mtu));
+    q.set(qpc::log_msg_max, u64::from(ctx.log_msg_max));
+    q.set(qpc::remote_qpn, u64::from(ctx.remote_qpn));
+    q.set(qpc::next_rcv_psn, u64::from(ctx.next_rcv_psn));
+    q.set(qpc::log_rra_max, u64::from(ctx.log_rra_max));
+    q.set(qpc::min_rnr_nak, u64::from(ctx.min_rnr_nak));
+    q.set(p.at(ads::fl), u64::from(ctx.fl));
+    q.set(
+        p.at(ads::rmac_47_32),
+        u64::from(u16::from_be_bytes([ctx.rmac[0], ctx.rmac[1]])),
+    );
+    q.set(
+        p.at(ads::rmac_31_0),
+        u64::from(u32::from_be_bytes([
+            ctx.rmac[2],
+            ctx.rmac[3],
+            ctx.rmac[4],
+            ctx.rmac[5],
+        ])),
+    );
+    for (i, b) in ctx.rgid.iter().enumerate() {
+        if let Some(f) = ads::rgid_rip.at(i as u32) {
+            q.set(p.at(f), u64::from(*b));
+        }
+    }
+    q.set(p.at(ads::src_addr_index), u64::from(ctx.src_addr_index));
+    q.set(p.at(ads::hop_limit), u64::from(ctx.hop_limit));
+    q.set(p.at(ads::udp_sport), u64::from(ctx.udp_sport));
+    q.set(qpc::next_send_psn, u64::from(ctx.next_send_psn));
+    q.set(qpc::log_sra_max, u64::from(ctx.log_sra_max));
+    q.set(qpc::retry_count, u64::from(ctx.retry_count));
+    q.set(qpc::rnr_retry, u64::from(ctx.rnr_retry));
+    q.set(p.at(ads::ack_timeout), u64::from(ctx.ack_timeout));
 }

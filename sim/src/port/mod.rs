@@ -2,6 +2,8 @@
 //!
 //! - [`pcap`]: record frames to a classic libpcap capture file (and read one back).
 //! - [`tap`]: attach a port to a Linux TAP interface so the host kernel sees its frames.
+//! - [`roce`]: RoCE v2 framing and the ICRC, for the RC transport.
 
 pub mod pcap;
+pub mod roce;
 pub mod tap;

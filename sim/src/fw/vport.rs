@@ -1,0 +1,119 @@
+//! Port addressing commands: QUERY_NIC_VPORT_CONTEXT and QUERY_ROCE_ADDRESS.
+//!
+//! The model has one port with one address (the profile's MAC and IPv4 address); its GID
+//! table has one entry, index 0: the IPv4-mapped address `::ffff:a.b.c.d`, RoCE v2, IPv4.
+
+use mlx5_dpa::mlx5::layouts as l;
+
+use super::check::{self, Check};
+use super::{inbox, outbox, Firmware};
+
+/// The port MTU the vport context reports (Ethernet payload bytes).
+pub(crate) const PORT_MTU: u64 = 1500;
+
+/// The IPv4-mapped IPv6 address of `ip` (RFC 4291 §2.5.5.2): a RoCE v2 GID.
+pub(crate) fn ipv4_gid(ip: [u8; 4]) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[10] = 0xff;
+    g[11] = 0xff;
+    g[12..].copy_from_slice(&ip);
+    g
+}
+
+/// The IPv4 address inside an IPv4-mapped GID.
+pub(crate) fn gid_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
+    (gid[..10] == [0; 10] && gid[10..12] == [0xff, 0xff])
+        .then(|| [gid[12], gid[13], gid[14], gid[15]])
+}
+
+/// The EUI-64 the model derives from a MAC (node and port GUID).
+fn eui64(mac: [u8; 6]) -> u64 {
+    u64::from_be_bytes([
+        mac[0] ^ 2,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ])
+}
+
+impl Firmware {
+    pub(super) fn query_nic_vport_context(&self, inb: &[u8], out: &mut [u8]) -> Result<(), Check> {
+        use l::nic_vport_context as n;
+        use l::query_nic_vport_context_in as m;
+        let v = inbox::<m::Layout>(inb)?;
+        if v.get(m::op_mod) != 0 {
+            return Err(check::BAD_OP_MOD);
+        }
+        if v.get(m::other_vport) != 0 {
+            return Err(check::OTHER_VPORT);
+        }
+        let mut o = outbox::<l::query_nic_vport_context_out::Layout>(out)?;
+        let c = l::query_nic_vport_context_out::nic_vport_context;
+        let mac = self.profile.mac;
+        o.set(c.at(n::roce_en), 1);
+        o.set(c.at(n::mtu), PORT_MTU);
+        let guid = eui64(mac);
+        o.set(c.at(n::system_image_guid), guid);
+        o.set(c.at(n::port_guid), guid);
+        o.set(c.at(n::node_guid), guid);
+        o.set(
+            c.at(n::permanent_address_mac_addr_47_32),
+            u64::from(u16::from_be_bytes([mac[0], mac[1]])),
+        );
+        o.set(
+            c.at(n::permanent_address_mac_addr_31_0),
+            u64::from(u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]])),
+        );
+        Ok(())
+    }
+
+    pub(super) fn query_roce_address(&self, inb: &[u8], out: &mut [u8]) -> Result<(), Check> {
+        use l::query_roce_address_in as m;
+        use l::roce_addr_layout as r;
+        let v = inbox::<m::Layout>(inb)?;
+        if v.get(m::op_mod) != 0 {
+            return Err(check::BAD_OP_MOD);
+        }
+        if v.get(m::roce_address_index) != 0 {
+            return Err(check::BAD_GID_INDEX);
+        }
+        let mut o = outbox::<l::query_roce_address_out::Layout>(out)?;
+        let a = l::query_roce_address_out::roce_address;
+        let gid = ipv4_gid(self.profile.ipv4);
+        for (i, b) in gid.iter().enumerate() {
+            if let Some(f) = r::source_l3_address.at(i as u32) {
+                o.set(a.at(f), u64::from(*b));
+            }
+        }
+        let mac = self.profile.mac;
+        o.set(
+            a.at(r::source_mac_47_32),
+            u64::from(u16::from_be_bytes([mac[0], mac[1]])),
+        );
+        o.set(
+            a.at(r::source_mac_31_0),
+            u64::from(u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]])),
+        );
+        o.set(a.at(r::roce_version), l::roce_version::V2);
+        o.set(a.at(r::roce_l3_type), l::roce_l3_type::IPV4);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gids_map_ipv4() {
+        let g = ipv4_gid([10, 1, 2, 3]);
+        assert_eq!(&g[..12], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
+        assert_eq!(gid_ipv4(&g), Some([10, 1, 2, 3]));
+        assert_eq!(gid_ipv4(&[0; 16]), None);
+        assert_eq!(eui64([0x02, 0, 0x5e, 0, 0, 1]), 0x0000_5eff_fe00_0001);
+    }
+}

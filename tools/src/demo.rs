@@ -1,0 +1,125 @@
+//! `mlx5-dpa demo ...`: the crate's examples, run on the device the global options pick.
+//!
+//! The demo code is the examples' own (`examples/eth_loopback.rs`, `examples/rdma_rc.rs`),
+//! included here so that what the CLI runs is exactly what a reader of the examples sees.
+
+use std::sync::Arc;
+
+use mlx5_dpa::devx::Devx;
+
+#[path = "../../examples/eth_loopback.rs"]
+#[allow(dead_code)]
+mod eth_loopback;
+#[path = "../../examples/rdma_rc.rs"]
+#[allow(dead_code)]
+mod rdma_rc;
+
+/// The demos.
+#[derive(clap::Subcommand, Debug)]
+pub enum Demo {
+    /// Ethernet frames of varied sizes out of an SQ, back through steering into an RQ,
+    /// compared byte for byte.
+    EthLoopback {
+        /// Frames to send.
+        #[arg(long, default_value_t = 16)]
+        packets: usize,
+        /// Record the model's port to this pcap file (device model only).
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<std::path::PathBuf>,
+    },
+    /// Every RC operation (SEND, SEND_IMM, WRITE, WRITE_IMM, READ, CAS, FAA) between two QPs,
+    /// each result checked.
+    Rdma {
+        /// On the model: two linked model instances talking RoCEv2 instead of two QPs of one
+        /// device in force-loopback.
+        #[arg(long)]
+        linked: bool,
+        /// Record the (first) model's port to this pcap file (device model only).
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<std::path::PathBuf>,
+    },
+}
+
+/// A demo failure, as a sentence.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DemoError(pub String);
+
+impl From<Box<dyn std::error::Error>> for DemoError {
+    fn from(e: Box<dyn std::error::Error>) -> Self {
+        DemoError(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for DemoError {
+    fn from(e: std::io::Error) -> Self {
+        DemoError(e.to_string())
+    }
+}
+
+/// Runs `demo` on `ctx`; `model` is the device model behind `ctx`, if it is one.
+pub fn run(
+    demo: &Demo,
+    ctx: &Arc<dyn Devx>,
+    model: Option<&mlx5_sim::Device>,
+) -> Result<(), DemoError> {
+    let pcap = match demo {
+        Demo::EthLoopback { pcap, .. } | Demo::Rdma { pcap, .. } => pcap.as_deref(),
+    };
+    if pcap.is_some() && model.is_none() {
+        return Err(DemoError(
+            "--pcap records the device model's port; on hardware capture with tcpdump".into(),
+        ));
+    }
+    let mut extra = Vec::new();
+    if let Demo::Rdma { linked: true, .. } = demo {
+        let Some(a) = model else {
+            return Err(DemoError(
+                "--linked links two device models; it needs --sim".into(),
+            ));
+        };
+        let b = mlx5_sim::Device::new(a.with_profile_mut(|p| p.clone()));
+        a.set_port_address([0x02, 0x00, 0x5e, 0x00, 0x00, 0x01], [10, 0, 0, 1]);
+        b.set_port_address([0x02, 0x00, 0x5e, 0x00, 0x00, 0x02], [10, 0, 0, 2]);
+        mlx5_sim::Device::link(a, &b);
+        extra.push(b);
+    }
+    if let (Some(m), Some(path)) = (model, pcap) {
+        m.capture(std::fs::File::create(path)?)?;
+    }
+    for m in model.into_iter().chain(extra.iter()) {
+        m.start_engine();
+    }
+    let out = &mut std::io::stdout();
+    let res: Result<(), DemoError> = match demo {
+        Demo::EthLoopback { packets, .. } => {
+            let opts = eth_loopback::Options {
+                packets: *packets,
+                ..Default::default()
+            };
+            eth_loopback::run(ctx, out, &opts)
+                .map(|_| ())
+                .map_err(Into::into)
+        }
+        Demo::Rdma { .. } => (|| {
+            let cb = extra
+                .first()
+                .map_or_else(|| Arc::clone(ctx), |b| b.open_devx());
+            let mut a = rdma_rc::Side::new(ctx)?;
+            let mut b = rdma_rc::Side::new(&cb)?;
+            rdma_rc::connect(&mut a, &mut b, extra.is_empty())?;
+            rdma_rc::run(&mut a, &mut b, out).map(|_| ())
+        })()
+        .map_err(Into::into),
+    };
+    for m in model.into_iter().chain(extra.iter()) {
+        m.stop_engine();
+    }
+    if let Some(m) = model {
+        m.stop_captures()?;
+        if let Some(p) = pcap {
+            println!("pcap written to {}", p.display());
+        }
+    }
+    res
+}
