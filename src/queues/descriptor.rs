@@ -74,7 +74,9 @@ pub mod wq_kind {
 /// | 56 | `uar_doorbell_addr` (host address of UAR + 0x800; 0 when unmapped) |
 /// | 64 | `send_cq` CQN |
 /// | 68 | `recv_cq` CQN |
-/// | 72 | `sq_umem_id` / 76 `_reserved` / 80 `sq_umem_offset` |
+/// | 72 | `ring_umem_id` (the UMEM holding the ring(s)) |
+/// | 76 | reserved |
+/// | 80 | `ring_umem_offset` |
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WqDescriptor {

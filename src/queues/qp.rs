@@ -653,7 +653,7 @@ impl RcQp {
         rq.retire("RC receive queue", wqe_counter)
     }
 
-    /// Send WQEs posted and not yet completed.
+    /// Send WQEBBs posted and not yet retired by a completion.
     pub fn send_outstanding(&self) -> u16 {
         self.sq.outstanding()
     }

@@ -244,7 +244,7 @@ impl SendRing {
         self.unsignaled = 0;
     }
 
-    /// Retires everything outstanding (after a flush), returning how many WQEs there were.
+    /// WQEBBs posted and not yet retired by a completion.
     pub(crate) fn outstanding(&self) -> u16 {
         ring::used16(self.pi, self.ci)
     }
