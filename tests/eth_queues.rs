@@ -124,3 +124,87 @@ fn a_full_ring_is_a_typed_error_not_an_overwrite() -> Result<(), QueueError> {
     ));
     Ok(())
 }
+
+#[test]
+fn a_burst_sends_like_post_send_with_one_doorbell_at_its_end() -> Result<(), QueueError> {
+    let mut e = eth(4, 1)?;
+    let n = 12;
+    for i in 0..n {
+        let sge = e.rx.sge(i * BUF, BUF)?;
+        e.rq.post_recv(&[sge], i as u64)?;
+    }
+    e.rq.ring_doorbell();
+    let mut sent = Vec::new();
+    let mut burst = e.sq.burst();
+    for i in 0..n {
+        let f = frame(e.mac, i, 60 + i * 31);
+        e.tx.write(i * BUF, &f)?;
+        let rest =
+            e.tx.sge(i * BUF + ETH_MIN_INLINE, f.len() - ETH_MIN_INLINE)?;
+        if i % 2 == 0 {
+            burst.post_send(&f[..ETH_MIN_INLINE], &[rest], i as u64)?;
+        } else {
+            burst.post_send_signaled(&f[..ETH_MIN_INLINE], &[rest], i as u64)?;
+        }
+        sent.push(f);
+    }
+    // A bad request inside a burst is refused and leaves what was posted alone.
+    assert!(matches!(
+        burst.post_send(&sent[0][..4], &[], 99),
+        Err(QueueError::BadRequest(_))
+    ));
+    assert_eq!(burst.free(), 64 - n as u16);
+    // Nothing is visible to the device before the burst ends.
+    drop(burst);
+    e.dev.run_until_idle();
+    let mut ids = Vec::new();
+    while let Some(c) = e.tx_cq.poll() {
+        let c = c.expect("send completion");
+        ids.push(e.sq.complete(&c)?.0);
+    }
+    assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
+    for (i, f) in sent.iter().enumerate() {
+        let c = e.rx_cq.poll().expect("a receive").expect("no error");
+        assert_eq!(e.rq.complete(c.wqe_counter)? as usize, i);
+        let mut buf = vec![0u8; c.byte_len as usize];
+        e.rx.read(i * BUF, &mut buf)?;
+        assert_eq!(&buf, f, "frame {i}");
+    }
+    assert!(e.rx_cq.poll().is_none());
+    Ok(())
+}
+
+#[test]
+fn a_burst_is_not_rung_until_it_ends_and_stops_at_a_full_ring() -> Result<(), QueueError> {
+    // 16 WQEBBs, a CQE every second NOP (the CQ holds 8).
+    let mut e = eth(2, 2)?;
+    {
+        let mut burst = e.sq.burst();
+        for i in 0..16 {
+            burst.post_nop(i, false)?;
+        }
+        assert!(matches!(
+            burst.post_nop(99, true),
+            Err(QueueError::Full {
+                needed: 1,
+                free: 0,
+                ..
+            })
+        ));
+        // The model may run while the burst is open: the doorbell has not rung.
+        e.dev.run_until_idle();
+        assert!(e.tx_cq.poll().is_none(), "no CQE before the burst ends");
+        burst.finish();
+    }
+    e.dev.run_until_idle();
+    let (mut ids, mut retired) = (Vec::new(), 0);
+    while let Some(c) = e.tx_cq.poll() {
+        let (id, k) = e.sq.complete(&c.expect("nop"))?;
+        ids.push(id);
+        retired += k;
+    }
+    assert_eq!(ids, (1..16).step_by(2).collect::<Vec<_>>());
+    assert_eq!(retired, 16);
+    assert_eq!(e.sq.free(), 16);
+    Ok(())
+}

@@ -239,20 +239,37 @@ fn ethernet_hot_paths_allocate_nothing() -> Result<(), QueueError> {
 
     let (mut tx_cqes_total, mut tx_retired_total, mut rx_total) = (0, 0, 0);
     for round in 0..ROUNDS {
-        let posted = ledger.run("EthSq::post_send + post_nop + ring_doorbell", || {
-            let mut ok = 0;
-            for i in 0..FRAMES {
-                let f = &frames[i];
-                let r =
-                    e.sq.post_send(&f[..ETH_MIN_INLINE], &[tx_sges[i]], i as u64);
-                ok += usize::from(r.is_ok());
-            }
-            for j in 0..NOPS {
-                ok += usize::from(e.sq.post_nop((FRAMES + j) as u64, false).is_ok());
-            }
-            e.sq.ring_doorbell();
-            ok
-        });
+        let posted = if round % 2 == 0 {
+            ledger.run("EthSq::post_send + post_nop + ring_doorbell", || {
+                let mut ok = 0;
+                for i in 0..FRAMES {
+                    let f = &frames[i];
+                    let r =
+                        e.sq.post_send(&f[..ETH_MIN_INLINE], &[tx_sges[i]], i as u64);
+                    ok += usize::from(r.is_ok());
+                }
+                for j in 0..NOPS {
+                    ok += usize::from(e.sq.post_nop((FRAMES + j) as u64, false).is_ok());
+                }
+                e.sq.ring_doorbell();
+                ok
+            })
+        } else {
+            ledger.run("EthSq::burst: post_send + post_nop + finish", || {
+                let mut ok = 0;
+                let mut burst = e.sq.burst();
+                for i in 0..FRAMES {
+                    let f = &frames[i];
+                    let r = burst.post_send(&f[..ETH_MIN_INLINE], &[tx_sges[i]], i as u64);
+                    ok += usize::from(r.is_ok());
+                }
+                for j in 0..NOPS {
+                    ok += usize::from(burst.post_nop((FRAMES + j) as u64, false).is_ok());
+                }
+                burst.finish();
+                ok
+            })
+        };
         assert_eq!(posted, FRAMES + NOPS, "round {round}");
 
         e.dev.run_until_idle();

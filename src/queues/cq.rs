@@ -10,16 +10,12 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::cqe::{Completion, CompletionError, Cqe, CQE_SIZE};
-use super::ring::{self, CQE_INIT_OP_OWN, CQ_CI_MASK};
+use super::cqe::{decode_words, Completion, CompletionError, Cqe, CQE_SIZE};
+use super::ring::{self, CQE_INIT_OP_OWN, CQE_OPCODE_INVALID, CQ_CI_MASK};
 use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj, EventChannel};
 use crate::mlx5::cmd::{CqEventTarget, CreateCq, ModifyCqModeration, RingMem};
 use crate::uar::{barrier, DoorbellRecord, UarPage, CQ_ARM_DB, CQ_SET_CI};
-
-/// The first 8-byte word of a CQE that [`Cqe::decode`] reads (every field it uses lies in
-/// 0x20..0x40); polling for decoded completions loads only from there.
-const DECODE_FROM_WORD: usize = 4;
 
 /// A CQ number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -232,40 +228,73 @@ impl Cq {
         &self.shared.obj
     }
 
-    /// Reads the CQE at the consumer index if it is software's, and advances past it. Does
-    /// not update the doorbell record.
-    #[inline]
-    fn take<const FIRST_WORD: usize>(&mut self) -> Option<Cqe> {
-        let idx = ring::slot(self.ci, self.log_size);
+    /// Entry `ci` of the ring (its 64-byte half of a 128-byte CQE).
+    #[inline(always)]
+    fn entry(&self, ci: u32) -> *const u64 {
+        let idx = ring::slot(ci, self.log_size);
         // A 128-byte CQE carries the 64-byte CQE in its second half.
-        let off = idx * self.cqe_bytes + self.cqe_bytes - CQE_SIZE;
+        // `cqe_bytes` is 64 or 128: a shift, not a multiplication.
+        let off = (idx << self.cqe_bytes.trailing_zeros()) + (self.cqe_bytes - CQE_SIZE);
         // SAFETY: `idx < 2^log_size` and the ring holds `2^log_size * cqe_bytes` bytes (checked
         // at creation), so `off + 64` is inside it; the entry is 64-byte aligned.
-        let entry = unsafe { self.ring.as_ptr().add(off) };
-        // SAFETY: as above; a volatile load, since the device writes this byte.
-        let op_own = unsafe { std::ptr::read_volatile(entry.add(CQE_SIZE - 1)) };
-        if !ring::cqe_is_sw_owned(op_own, self.ci, self.log_size) {
+        unsafe { self.ring.as_ptr().add(off).cast::<u64>() }
+    }
+
+    /// Loads word 7 of entry `ci` (bytes 0x38..0x40, `op_own` last) and returns it if the
+    /// entry is software's; then the rest of the entry may be loaded.
+    #[inline(always)]
+    fn owned_word7(&self, entry: *const u64, ci: u32) -> Option<[u8; 8]> {
+        // SAFETY: word 7 of the entry (see `entry`); a volatile load, since the device writes it.
+        let w7 = unsafe { std::ptr::read_volatile(entry.add(7)) }.to_ne_bytes();
+        // `ring::cqe_is_sw_owned`, with the parity as a mask test (no variable shift).
+        let parity = u8::from(ci & (1u32 << self.log_size) != 0);
+        if (w7[7] & 1) != parity || (w7[7] >> 4) == CQE_OPCODE_INVALID {
             return None;
         }
-        // ORDERING: the owner byte was loaded before the rest of the entry is.
+        // ORDERING: the word holding the owner byte was loaded before any other word of the
+        // entry is. Using the other bytes of that same aligned 8-byte load (QPN, WQE counter)
+        // is sound: an aligned 8-byte load is single-copy atomic, and the device writes the
+        // CQE before (or with) its owner byte; DPDK's vectorised mlx5 RX takes its fields
+        // from the same load as `op_own` likewise.
         barrier::dma_rmb();
-        // Volatile 8-byte loads (a volatile `[u8; 64]` load compiles to 64 byte loads), from
-        // word FIRST_WORD on: decoding needs only the second half (0x20..0x40), a raw CQE all.
-        let mut words = [0u64; CQE_SIZE / 8];
-        for (i, w) in words.iter_mut().enumerate().skip(FIRST_WORD) {
-            // SAFETY: as above: 8-byte aligned words inside the entry, which is software's
-            // until the consumer index is published.
-            *w = unsafe { std::ptr::read_volatile(entry.cast::<u64>().add(i)) };
-        }
+        Some(w7)
+    }
+
+    /// Reads and decodes entry `ci` if it is software's: word 7 always, the others only as
+    /// the opcode needs them. Neither advances the consumer index nor publishes it.
+    #[inline(always)]
+    fn decode_at(&self, ci: u32) -> Option<Result<Completion, CompletionError>> {
+        let entry = self.entry(ci);
+        let w7 = self.owned_word7(entry, ci)?;
+        Some(decode_words(w7, |i| {
+            // SAFETY: `i` is 4, 5 or 6: a word of the entry, which is software's until the
+            // consumer index is published.
+            unsafe { std::ptr::read_volatile(entry.add(i & 7)) }.to_ne_bytes()
+        }))
+    }
+
+    /// Reads the whole CQE at the consumer index if it is software's, and advances past it.
+    /// Does not update the doorbell record.
+    #[inline]
+    fn take(&mut self) -> Option<Cqe> {
+        let entry = self.entry(self.ci);
+        let w7 = self.owned_word7(entry, self.ci)?;
         let mut bytes = [0u8; CQE_SIZE];
-        for (chunk, w) in bytes.chunks_exact_mut(8).zip(words) {
-            chunk.copy_from_slice(&w.to_ne_bytes());
+        for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
+            let w = if i == 7 {
+                w7
+            } else {
+                // SAFETY: word `i < 7` of the entry, software's until the index is published.
+                // Volatile 8-byte loads: a volatile `[u8; 64]` load compiles to 64 byte loads.
+                unsafe { std::ptr::read_volatile(entry.add(i)) }.to_ne_bytes()
+            };
+            chunk.copy_from_slice(&w);
         }
         self.ci = self.ci.wrapping_add(1);
         Some(Cqe::from_array(bytes))
     }
 
-    #[inline]
+    #[inline(always)]
     fn publish_ci(&self) {
         // ORDERING: the loads of the consumed CQEs complete before the record lets the device
         // write those slots again (`dmb oshld` orders loads before later stores on aarch64).
@@ -274,38 +303,44 @@ impl Cq {
     }
 
     /// Polls one completion: `None` when the CQ is empty.
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self) -> Option<Result<Completion, CompletionError>> {
-        let cqe = self.take::<DECODE_FROM_WORD>()?;
+        let c = self.decode_at(self.ci)?;
+        self.ci = self.ci.wrapping_add(1);
         self.publish_ci();
-        Some(cqe.decode())
+        Some(c)
     }
 
     /// Polls one raw CQE (for callers that decode themselves).
     #[inline]
     pub fn poll_raw(&mut self) -> Option<Cqe> {
-        let cqe = self.take::<0>()?;
+        let cqe = self.take()?;
         self.publish_ci();
         Some(cqe)
     }
 
     /// Polls up to `max` completions, handing each to `f`, and publishes the consumer index
     /// once. Returns how many were polled.
-    #[inline]
+    #[inline(always)]
     pub fn poll_batch(
         &mut self,
         max: usize,
         mut f: impl FnMut(Result<Completion, CompletionError>),
     ) -> usize {
+        // The consumer index lives in a local for the batch: a field would be stored back
+        // after every volatile load.
+        let mut ci = self.ci;
         let mut n = 0;
         while n < max {
-            let Some(cqe) = self.take::<DECODE_FROM_WORD>() else {
+            let Some(c) = self.decode_at(ci) else {
                 break;
             };
-            f(cqe.decode());
+            ci = ci.wrapping_add(1);
             n += 1;
+            f(c);
         }
         if n > 0 {
+            self.ci = ci;
             self.publish_ci();
         }
         n

@@ -228,6 +228,100 @@ fn be32(b: &[u8; 64], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+/// Decodes a CQE from its 8-byte words: `w7` (bytes 0x38..0x40: `sop_drop_qpn`,
+/// `wqe_counter`, `signature`, `op_own`) is given, and `word(i)` is asked for the others only
+/// when the opcode needs them: word 5 for `byte_cnt`, word 4 for the immediate, word 6 for the
+/// error syndromes. The poll path passes volatile loads, so a send completion costs two loads.
+#[inline(always)]
+pub(crate) fn decode_words(
+    w7: [u8; 8],
+    mut word: impl FnMut(usize) -> [u8; 8],
+) -> Result<Completion, CompletionError> {
+    let sop_drop_qpn = u32::from_be_bytes([w7[0], w7[1], w7[2], w7[3]]);
+    let qpn = sop_drop_qpn & 0xff_ffff;
+    let top = (sop_drop_qpn >> 24) as u8;
+    let wqe_counter = u16::from_be_bytes([w7[4], w7[5]]);
+    let opcode = w7[7] >> 4;
+    // The common cases inline, as compares; the rest out of line, so the hot path has no
+    // jump table (an indirect branch per CQE) and builds nothing in memory.
+    if opcode == cqe_opcode::REQ || opcode == cqe_opcode::RESP_SEND {
+        let w5 = word(5);
+        let kind = if opcode == cqe_opcode::REQ {
+            CompletionKind::Send { wqe_opcode: top }
+        } else {
+            CompletionKind::Recv
+        };
+        return Ok(Completion {
+            kind,
+            qpn,
+            wqe_counter,
+            byte_len: u32::from_be_bytes([w5[4], w5[5], w5[6], w5[7]]),
+            imm: None,
+        });
+    }
+    let c = Completion {
+        kind: CompletionKind::Recv,
+        qpn,
+        wqe_counter,
+        byte_len: 0,
+        imm: None,
+    };
+    decode_other(opcode, top, c, &mut word)
+}
+
+/// `c` with `byte_cnt` (word 5).
+#[inline(always)]
+fn with_len(c: Completion, word: &mut impl FnMut(usize) -> [u8; 8]) -> Completion {
+    let w5 = word(5);
+    Completion {
+        byte_len: u32::from_be_bytes([w5[4], w5[5], w5[6], w5[7]]),
+        ..c
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn decode_other(
+    opcode: u8,
+    top: u8,
+    c: Completion,
+    word: &mut impl FnMut(usize) -> [u8; 8],
+) -> Result<Completion, CompletionError> {
+    let mut with_imm = |kind| {
+        let w4 = word(4);
+        Completion {
+            kind,
+            imm: Some(u32::from_be_bytes([w4[4], w4[5], w4[6], w4[7]])),
+            ..with_len(c, word)
+        }
+    };
+    match opcode {
+        cqe_opcode::REQ => Ok(with_len(
+            Completion {
+                kind: CompletionKind::Send { wqe_opcode: top },
+                ..c
+            },
+            word,
+        )),
+        cqe_opcode::RESP_SEND => Ok(with_len(c, word)),
+        cqe_opcode::RESP_SEND_IMM => Ok(with_imm(CompletionKind::RecvImm)),
+        cqe_opcode::RESP_WR_IMM => Ok(with_imm(CompletionKind::RecvRdmaWriteImm)),
+        cqe_opcode::RESP_SEND_INV => Ok(with_imm(CompletionKind::RecvInv)),
+        op @ (cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR) => {
+            let w6 = word(6);
+            Err(CompletionError::Work {
+                requester: op == cqe_opcode::REQ_ERR,
+                syndrome: Syndrome::from_raw(w6[7]),
+                vendor_syndrome: w6[6],
+                qpn: c.qpn,
+                wqe_counter: c.wqe_counter,
+                wqe_opcode: top,
+            })
+        }
+        opcode => Err(CompletionError::Malformed { opcode }),
+    }
+}
+
 /// A 64-byte CQE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cqe {
@@ -311,35 +405,12 @@ impl Cqe {
     /// An error CQE, or an opcode a CQ does not hold (including INVALID and RESIZE).
     #[inline]
     pub fn decode(&self) -> Result<Completion, CompletionError> {
-        let qpn = self.sop_drop_qpn() & 0xff_ffff;
-        let top = (self.sop_drop_qpn() >> 24) as u8;
-        let base = |kind| Completion {
-            kind,
-            qpn,
-            wqe_counter: self.wqe_counter(),
-            byte_len: self.byte_cnt(),
-            imm: None,
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&self.bytes[i * 8..i * 8 + 8]);
+            w
         };
-        let with_imm = |kind| Completion {
-            imm: Some(self.imm_inval_pkey()),
-            ..base(kind)
-        };
-        match self.opcode() {
-            cqe_opcode::REQ => Ok(base(CompletionKind::Send { wqe_opcode: top })),
-            cqe_opcode::RESP_SEND => Ok(base(CompletionKind::Recv)),
-            cqe_opcode::RESP_SEND_IMM => Ok(with_imm(CompletionKind::RecvImm)),
-            cqe_opcode::RESP_WR_IMM => Ok(with_imm(CompletionKind::RecvRdmaWriteImm)),
-            cqe_opcode::RESP_SEND_INV => Ok(with_imm(CompletionKind::RecvInv)),
-            op @ (cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR) => Err(CompletionError::Work {
-                requester: op == cqe_opcode::REQ_ERR,
-                syndrome: Syndrome::from_raw(self.syndrome()),
-                vendor_syndrome: self.vendor_err_synd(),
-                qpn,
-                wqe_counter: self.wqe_counter(),
-                wqe_opcode: top,
-            }),
-            opcode => Err(CompletionError::Malformed { opcode }),
-        }
+        decode_words(word(7), word)
     }
 
     /// Whether the opcode is the "nobody wrote this" one.

@@ -43,7 +43,7 @@ pub use cq::{Arm, Cq, CqConfig, CqEvents, Cqn};
 pub use cqe::{Completion, CompletionError, CompletionKind, Cqe, Eqe, Event, Syndrome};
 pub use descriptor::{CqDescriptor, WqDescriptor};
 pub use qp::{QpConfig, Qpn, RcConnect, RcPeer, RcQp, RemoteAddr, SendOp, SendWr};
-pub use wq::{EthSq, EthSqConfig, Rq, RqConfig, Rqn, Sqn};
+pub use wq::{EthBurst, EthSq, EthSqConfig, Rq, RqConfig, Rqn, Sqn};
 
 /// Errors of the queue layer.
 #[derive(Debug, thiserror::Error)]

@@ -255,8 +255,8 @@ impl std::fmt::Debug for RcQp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RcQp")
             .field("qpn", &self.qpn)
-            .field("sq_pi", &self.sq.pi)
-            .field("sq_ci", &self.sq.ci)
+            .field("sq_pi", &self.sq.pi())
+            .field("sq_ci", &self.sq.ci())
             .finish()
     }
 }
@@ -531,74 +531,76 @@ impl RcQp {
             }
             SendOp::Nop => (wqe_opcode::NOP, 1),
         };
-        let slot = self.sq.begin(Q, ds)?;
-        let raddr = |r: &RemoteAddr| {
-            let mut s = [0u8; 16];
-            s[0..8].copy_from_slice(&r.addr.to_be_bytes());
-            s[8..12].copy_from_slice(&r.rkey.0.to_be_bytes());
-            s
-        };
-        match wr.op {
-            SendOp::Send { sges, .. } => {
-                for (i, g) in sges.iter().enumerate() {
-                    self.sq.seg(&slot, 1 + i, &data_seg(g));
+        self.sq.with(|sq, shadow| {
+            let slot = sq.begin(Q, ds)?;
+            let raddr = |r: &RemoteAddr| {
+                let mut s = [0u8; 16];
+                s[0..8].copy_from_slice(&r.addr.to_be_bytes());
+                s[8..12].copy_from_slice(&r.rkey.0.to_be_bytes());
+                s
+            };
+            match wr.op {
+                SendOp::Send { sges, .. } => {
+                    for (i, g) in sges.iter().enumerate() {
+                        sq.seg(&slot, 1 + i, &data_seg(g));
+                    }
                 }
-            }
-            SendOp::SendInline { data, .. } => {
-                // The inline segment: byte count with the inline bit, then the bytes, in as
-                // many 16-byte segments as they need.
-                let mut seg = [0u8; 16];
-                seg[..4].copy_from_slice(&(INLINE_SEG | data.len() as u32).to_be_bytes());
-                let first = data.len().min(12);
-                seg[4..4 + first].copy_from_slice(&data[..first]);
-                self.sq.seg(&slot, 1, &seg);
-                for (i, chunk) in data[first..].chunks(SEG).enumerate() {
-                    let mut s = [0u8; 16];
-                    s[..chunk.len()].copy_from_slice(chunk);
-                    self.sq.seg(&slot, 2 + i, &s);
+                SendOp::SendInline { data, .. } => {
+                    // The inline segment: byte count with the inline bit, then the bytes, in as
+                    // many 16-byte segments as they need.
+                    let mut seg = [0u8; 16];
+                    seg[..4].copy_from_slice(&(INLINE_SEG | data.len() as u32).to_be_bytes());
+                    let first = data.len().min(12);
+                    seg[4..4 + first].copy_from_slice(&data[..first]);
+                    sq.seg(&slot, 1, &seg);
+                    for (i, chunk) in data[first..].chunks(SEG).enumerate() {
+                        let mut s = [0u8; 16];
+                        s[..chunk.len()].copy_from_slice(chunk);
+                        sq.seg(&slot, 2 + i, &s);
+                    }
                 }
-            }
-            SendOp::Write { sges, remote, .. } | SendOp::Read { sges, remote } => {
-                self.sq.seg(&slot, 1, &raddr(&remote));
-                for (i, g) in sges.iter().enumerate() {
-                    self.sq.seg(&slot, 2 + i, &data_seg(g));
+                SendOp::Write { sges, remote, .. } | SendOp::Read { sges, remote } => {
+                    sq.seg(&slot, 1, &raddr(&remote));
+                    for (i, g) in sges.iter().enumerate() {
+                        sq.seg(&slot, 2 + i, &data_seg(g));
+                    }
                 }
+                SendOp::CompareSwap {
+                    local,
+                    remote,
+                    compare,
+                    swap,
+                } => {
+                    sq.seg(&slot, 1, &raddr(&remote));
+                    let mut a = [0u8; 16];
+                    a[0..8].copy_from_slice(&swap.to_be_bytes());
+                    a[8..16].copy_from_slice(&compare.to_be_bytes());
+                    sq.seg(&slot, 2, &a);
+                    sq.seg(&slot, 3, &data_seg(&local));
+                }
+                SendOp::FetchAdd { local, remote, add } => {
+                    sq.seg(&slot, 1, &raddr(&remote));
+                    let mut a = [0u8; 16];
+                    a[0..8].copy_from_slice(&add.to_be_bytes());
+                    sq.seg(&slot, 2, &a);
+                    sq.seg(&slot, 3, &data_seg(&local));
+                }
+                SendOp::Nop => {}
             }
-            SendOp::CompareSwap {
-                local,
-                remote,
-                compare,
-                swap,
-            } => {
-                self.sq.seg(&slot, 1, &raddr(&remote));
-                let mut a = [0u8; 16];
-                a[0..8].copy_from_slice(&swap.to_be_bytes());
-                a[8..16].copy_from_slice(&compare.to_be_bytes());
-                self.sq.seg(&slot, 2, &a);
-                self.sq.seg(&slot, 3, &data_seg(&local));
+            let mut flags = if sq.signal(wr.signaled) {
+                CTRL_CQ_UPDATE
+            } else {
+                0
+            };
+            if wr.solicited {
+                flags |= CTRL_SOLICITED;
             }
-            SendOp::FetchAdd { local, remote, add } => {
-                self.sq.seg(&slot, 1, &raddr(&remote));
-                let mut a = [0u8; 16];
-                a[0..8].copy_from_slice(&add.to_be_bytes());
-                self.sq.seg(&slot, 2, &a);
-                self.sq.seg(&slot, 3, &data_seg(&local));
+            if wr.fence {
+                flags |= CTRL_FENCE;
             }
-            SendOp::Nop => {}
-        }
-        let mut flags = if self.sq.signal(wr.signaled) {
-            CTRL_CQ_UPDATE
-        } else {
-            0
-        };
-        if wr.solicited {
-            flags |= CTRL_SOLICITED;
-        }
-        if wr.fence {
-            flags |= CTRL_FENCE;
-        }
-        self.sq.finish(slot, opcode, 0, ds, flags, imm, wr.wr_id);
-        Ok(())
+            sq.finish(shadow, slot, opcode, 0, ds, flags, imm, wr.wr_id);
+            Ok(())
+        })
     }
 
     /// Rings the send doorbell for everything posted since the last one.
@@ -670,7 +672,7 @@ impl RcQp {
             num: self.qpn.0,
             sq_ring_addr: self.ring_place.device_addr + self.rq_bytes as u64,
             log_sq_wqebb_cnt: u32::from(self.sq.log_size()),
-            sq_producer_index: u32::from(self.sq.pi),
+            sq_producer_index: u32::from(self.sq.pi()),
             rq_ring_addr: if self.rq.is_some() {
                 self.ring_place.device_addr
             } else {

@@ -63,67 +63,60 @@ pub(crate) fn data_seg(sge: &Sge) -> [u8; 16] {
     s
 }
 
-/// A send ring: WQEBB slots, producer/consumer counters, and per-WQE shadow state.
-#[derive(Debug)]
-pub(crate) struct SendRing {
+/// The hot state of a send ring: everything posting reads and writes, in one `Copy` value.
+///
+/// Posting works on a copy held in a local (or in a [`EthBurst`]) and writes it back once:
+/// WQE stores go through a raw pointer the compiler cannot tell apart from `self`, so state
+/// kept in `self` would be reloaded and stored again after every segment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendCursor {
+    // 32 bytes without padding: copying the cursor in and out must not move padding bytes
+    // (a copy of padding became overlapping 4-byte stores and loads, and a store-forwarding
+    // stall on every WQE).
     base: NonNull<u8>,
-    log_size: u8,
+    num: u32,
+    log_size: u16,
+    /// `ci + 2^log_size`: the producer counter at which the ring is full (log_size <= 15).
+    limit: u16,
     /// Next WQEBB counter to write.
     pub(crate) pi: u16,
     /// Oldest WQEBB not yet retired by a completion.
     pub(crate) ci: u16,
-    wr_id: Box<[u64]>,
-    nbb: Box<[u16]>,
-    last_ctrl: [u8; 8],
-    pending: bool,
-    signal_every: u16,
-    unsignaled: u16,
-    num: u32,
+    /// `pi` when the doorbell last rang: WQEs are pending while they differ.
+    db_pi: u16,
+    /// Start of the last WQE posted (its ctrl segment goes to the doorbell).
+    last_pi: u16,
+    signal_every: u32,
+    /// WQEs left until the next one asks for a CQE.
+    until_signal: u32,
 }
 
-// SAFETY: `base` points into queue memory the owning queue holds; only `&mut self` methods
-// write through it.
-unsafe impl Send for SendRing {}
+const _: () = assert!(std::mem::size_of::<SendCursor>() == 32);
 
 /// Where a WQE under construction lives; segments are written by index.
 pub(crate) struct WqeSlot {
     pi: u16,
 }
 
-impl SendRing {
-    pub(crate) fn new(base: NonNull<u8>, log_size: u8, signal_every: u16, num: u32) -> SendRing {
-        let n = 1usize << log_size;
-        SendRing {
-            base,
-            log_size,
-            pi: 0,
-            ci: 0,
-            wr_id: vec![0; n].into_boxed_slice(),
-            nbb: vec![1; n].into_boxed_slice(),
-            last_ctrl: [0; 8],
-            pending: false,
-            signal_every: signal_every.max(1),
-            unsignaled: 0,
-            num,
-        }
-    }
-
-    pub(crate) fn log_size(&self) -> u8 {
-        self.log_size
+impl SendCursor {
+    #[inline(always)]
+    fn log(&self) -> u8 {
+        self.log_size as u8
     }
 
     /// Free WQEBBs.
+    #[inline(always)]
     pub(crate) fn free(&self) -> u16 {
-        ring::free16(self.pi, self.ci, self.log_size)
+        // `pi` never passes `limit` (`begin` checks the room), so this is
+        // `free16(pi, ci, log_size)` in one subtraction.
+        self.limit.wrapping_sub(self.pi)
     }
 
     /// Reserves room for a WQE of `ds` segments.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn begin(&self, queue: &'static str, ds: usize) -> Result<WqeSlot, QueueError> {
         if ds > MAX_DS {
-            return Err(QueueError::BadRequest(format!(
-                "the WQE needs {ds} segments; a WQE holds at most {MAX_DS}"
-            )));
+            return Err(too_many_segments(ds));
         }
         let needed = ring::wqebbs(ds);
         let free = self.free();
@@ -138,36 +131,44 @@ impl SendRing {
     }
 
     /// Writes segment `i` of the WQE in `slot`.
-    #[inline]
-    pub(crate) fn seg(&mut self, slot: &WqeSlot, i: usize, bytes: &[u8; 16]) {
-        let bb = ring::slot(u32::from(slot.pi) + (i / 4) as u32, self.log_size);
+    #[inline(always)]
+    pub(crate) fn seg(&self, slot: &WqeSlot, i: usize, bytes: &[u8; 16]) {
+        let bb = ring::slot(u32::from(slot.pi) + (i / 4) as u32, self.log());
         let off = bb * WQEBB + (i % 4) * SEG;
         // SAFETY: `bb < 2^log_size` and the ring holds `2^log_size` WQEBBs (checked at queue
         // creation), so the 16 bytes are inside it. The slot lies between the producer and
         // the consumer counters (`begin` checked the room), so the device does not read it
         // until the doorbell record moves past it; a plain copy is the right store.
+        //
+        // One 16-byte store of the segment as a `u128` (native byte order keeps the bytes
+        // where they are): a byte-array copy compiled to one store per field written into the
+        // array, and posting is bound by stores. `off` is a multiple of 16 in a page-aligned
+        // ring, so the store is aligned.
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr().add(off), SEG);
+            let p = self.base.as_ptr().add(off).cast::<u128>();
+            p.write(u128::from_ne_bytes(*bytes));
         }
     }
 
     /// Decides whether this WQE asks for a CQE (forced, or every `signal_every`th).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn signal(&mut self, force: bool) -> bool {
-        self.unsignaled += 1;
-        if force || self.unsignaled >= self.signal_every {
-            self.unsignaled = 0;
+        self.until_signal -= 1;
+        if force || self.until_signal == 0 {
+            self.until_signal = self.signal_every;
             true
         } else {
             false
         }
     }
 
-    /// Writes the control segment and commits the WQE.
-    #[inline]
+    /// Writes the control segment and commits the WQE; its `wr_id` and size go to the
+    /// ring's shadow arrays.
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn finish(
         &mut self,
+        shadow: &mut Shadow,
         slot: WqeSlot,
         opcode: u8,
         opmod: u8,
@@ -183,22 +184,135 @@ impl SendRing {
         c[11] = fm_ce_se;
         c[12..16].copy_from_slice(&imm.to_be_bytes());
         self.seg(&slot, 0, &c);
-        let s = ring::slot(u32::from(slot.pi), self.log_size);
+        let s = ring::slot(u32::from(slot.pi), self.log());
         let n = ring::wqebbs(ds);
-        self.wr_id[s] = wr_id;
-        self.nbb[s] = n;
+        shadow.set(s, wr_id, n);
+        self.last_pi = slot.pi;
         self.pi = slot.pi.wrapping_add(n);
-        self.last_ctrl.copy_from_slice(&c[..8]);
-        self.pending = true;
     }
 
     /// Rings the doorbell if WQEs were posted since the last one.
     #[inline]
     pub(crate) fn doorbell(&mut self, dbr: &DoorbellRecord, uar: &UarPage) {
-        if self.pending {
-            send_doorbell(dbr, self.pi, uar, self.last_ctrl, None);
-            self.pending = false;
+        if self.pi != self.db_pi {
+            let off = ring::slot(u32::from(self.last_pi), self.log()) * WQEBB;
+            let mut ctrl = [0u8; 8];
+            // SAFETY: the first 8 bytes of a WQEBB inside the ring (`slot < 2^log_size`); the
+            // driver wrote them in `finish` and the device only reads WQEs.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.base.as_ptr().add(off), ctrl.as_mut_ptr(), 8)
+            };
+            send_doorbell(dbr, self.pi, uar, ctrl, None);
+            self.db_pi = self.pi;
         }
+    }
+}
+
+#[cold]
+fn too_many_segments(ds: usize) -> QueueError {
+    QueueError::BadRequest(format!(
+        "the WQE needs {ds} segments; a WQE holds at most {MAX_DS}"
+    ))
+}
+
+#[cold]
+fn bad_inline_len(h: usize) -> QueueError {
+    QueueError::BadRequest(format!(
+        "{h} inline header bytes; an Ethernet WQE inlines {ETH_MIN_INLINE}..={ETH_MAX_INLINE}"
+    ))
+}
+
+/// Per-WQE shadow state: the `wr_id` and the WQEBB count of the WQE starting at each slot.
+#[derive(Debug)]
+pub(crate) struct Shadow {
+    wr_id: Box<[u64]>,
+    nbb: Box<[u16]>,
+}
+
+impl Shadow {
+    #[inline(always)]
+    fn set(&mut self, slot: usize, wr_id: u64, nbb: u16) {
+        // Slots come from `ring::slot` with the ring's own log_size: always in range.
+        if let (Some(w), Some(n)) = (self.wr_id.get_mut(slot), self.nbb.get_mut(slot)) {
+            *w = wr_id;
+            // Most WQEs have the size the slot's last WQE had: a load and a predictable
+            // branch cost less than a store, and posting is bound by stores.
+            if *n != nbb {
+                *n = nbb;
+            }
+        }
+    }
+}
+
+/// A send ring: WQEBB slots, producer/consumer counters, and per-WQE shadow state.
+#[derive(Debug)]
+pub(crate) struct SendRing {
+    pub(crate) cur: SendCursor,
+    shadow: Shadow,
+}
+
+// SAFETY: `cur.base` points into queue memory the owning queue holds; only `&mut self`
+// methods (or a burst holding `&mut` of the queue) write through it.
+unsafe impl Send for SendRing {}
+
+impl SendRing {
+    pub(crate) fn new(base: NonNull<u8>, log_size: u8, signal_every: u16, num: u32) -> SendRing {
+        let n = 1usize << log_size;
+        SendRing {
+            cur: SendCursor {
+                base,
+                num,
+                log_size: u16::from(log_size),
+                limit: 1u16 << log_size.min(15),
+                pi: 0,
+                ci: 0,
+                db_pi: 0,
+                last_pi: 0,
+                signal_every: u32::from(signal_every.max(1)),
+                until_signal: u32::from(signal_every.max(1)),
+            },
+            shadow: Shadow {
+                wr_id: vec![0; n].into_boxed_slice(),
+                nbb: vec![1; n].into_boxed_slice(),
+            },
+        }
+    }
+
+    pub(crate) fn log_size(&self) -> u8 {
+        self.cur.log_size as u8
+    }
+
+    /// Next WQEBB counter to write.
+    pub(crate) fn pi(&self) -> u16 {
+        self.cur.pi
+    }
+
+    /// Oldest WQEBB not retired.
+    pub(crate) fn ci(&self) -> u16 {
+        self.cur.ci
+    }
+
+    /// Free WQEBBs.
+    pub(crate) fn free(&self) -> u16 {
+        self.cur.free()
+    }
+
+    /// Runs `f` on a copy of the hot state and the shadow arrays, then stores the copy back.
+    #[inline(always)]
+    pub(crate) fn with<R>(&mut self, f: impl FnOnce(&mut SendCursor, &mut Shadow) -> R) -> R {
+        let mut cur = self.cur;
+        let r = f(&mut cur, &mut self.shadow);
+        // Posting moves only these.
+        self.cur.pi = cur.pi;
+        self.cur.last_pi = cur.last_pi;
+        self.cur.until_signal = cur.until_signal;
+        r
+    }
+
+    /// Rings the doorbell if WQEs were posted since the last one.
+    #[inline]
+    pub(crate) fn doorbell(&mut self, dbr: &DoorbellRecord, uar: &UarPage) {
+        self.cur.doorbell(dbr, uar);
     }
 
     /// Retires WQEs up to and including the one at `wqe_counter`; returns its `wr_id` and how
@@ -209,44 +323,189 @@ impl SendRing {
         queue: &'static str,
         wqe_counter: u16,
     ) -> Result<(u64, u16), QueueError> {
-        if !ring::in_window16(wqe_counter, self.ci, self.pi) {
-            return Err(QueueError::StrayCompletion {
-                queue,
-                num: self.num,
-                wqe_counter,
-            });
+        let (pi, log_size, num) = (self.cur.pi, self.cur.log(), self.cur.num);
+        let mut ci = self.cur.ci;
+        let stray = QueueError::StrayCompletion {
+            queue,
+            num,
+            wqe_counter,
+        };
+        if !ring::in_window16(wqe_counter, ci, pi) {
+            return Err(stray);
         }
         let mut count = 0;
         loop {
-            let s = ring::slot(u32::from(self.ci), self.log_size);
-            let at = self.ci;
-            self.ci = self.ci.wrapping_add(self.nbb[s].max(1));
+            let s = ring::slot(u32::from(ci), log_size);
+            let at = ci;
+            ci = ci.wrapping_add(self.shadow.nbb.get(s).copied().unwrap_or(1).max(1));
             count += 1;
             if at == wqe_counter {
-                return Ok((self.wr_id[s], count));
+                self.cur.ci = ci;
+                self.cur.limit = ci.wrapping_add(1u16 << log_size.min(15));
+                return Ok((self.shadow.wr_id.get(s).copied().unwrap_or(0), count));
             }
-            if !ring::in_window16(wqe_counter, self.ci, self.pi) {
-                // The counter fell between WQE starts: not a WQE we posted.
-                return Err(QueueError::StrayCompletion {
-                    queue,
-                    num: self.num,
-                    wqe_counter,
-                });
+            if !ring::in_window16(wqe_counter, ci, pi) {
+                // The counter fell between WQE starts: not a WQE we posted. Nothing retired.
+                return Err(stray);
             }
         }
     }
 
     /// Forgets every WQE (after the queue went through RST).
     pub(crate) fn reset(&mut self) {
-        self.pi = 0;
-        self.ci = 0;
-        self.pending = false;
-        self.unsignaled = 0;
+        self.cur.pi = 0;
+        self.cur.ci = 0;
+        self.cur.limit = 1u16 << self.cur.log().min(15);
+        self.cur.db_pi = 0;
+        self.cur.until_signal = self.cur.signal_every;
     }
 
     /// WQEBBs posted and not yet retired by a completion.
     pub(crate) fn outstanding(&self) -> u16 {
-        ring::used16(self.pi, self.ci)
+        ring::used16(self.cur.pi, self.cur.ci)
+    }
+}
+
+/// Builds one Ethernet send WQE: ctrl, Ethernet segment with `headers` inlined, then one data
+/// segment per gather entry.
+#[inline(always)]
+fn eth_send(
+    cur: &mut SendCursor,
+    shadow: &mut Shadow,
+    headers: &[u8],
+    gather: &[Sge],
+    wr_id: u64,
+    force: bool,
+) -> Result<(), QueueError> {
+    let h = headers.len();
+    if !(ETH_MIN_INLINE..=ETH_MAX_INLINE).contains(&h) {
+        return Err(bad_inline_len(h));
+    }
+    let hdr_segs = (h - 2).div_ceil(SEG);
+    let ds = 2 + hdr_segs + gather.len();
+    let slot = cur.begin("Ethernet SQ", ds)?;
+    // Ethernet segment: inline_hdr_sz at 12..14, the first two header bytes at 14..16.
+    let mut eth = [0u8; 16];
+    eth[12..14].copy_from_slice(&(h as u16).to_be_bytes());
+    eth[14..16].copy_from_slice(&headers[..2]);
+    cur.seg(&slot, 1, &eth);
+    for (i, chunk) in headers[2..].chunks(SEG).enumerate() {
+        let mut s = [0u8; 16];
+        s[..chunk.len()].copy_from_slice(chunk);
+        cur.seg(&slot, 2 + i, &s);
+    }
+    for (i, g) in gather.iter().enumerate() {
+        cur.seg(&slot, 2 + hdr_segs + i, &data_seg(g));
+    }
+    let ce = if cur.signal(force) { CTRL_CQ_UPDATE } else { 0 };
+    cur.finish(shadow, slot, wqe_opcode::SEND, 0, ds, ce, 0, wr_id);
+    Ok(())
+}
+
+#[inline(always)]
+fn eth_nop(
+    cur: &mut SendCursor,
+    shadow: &mut Shadow,
+    wr_id: u64,
+    signaled: bool,
+) -> Result<(), QueueError> {
+    let slot = cur.begin("Ethernet SQ", 1)?;
+    let ce = if cur.signal(signaled) {
+        CTRL_CQ_UPDATE
+    } else {
+        0
+    };
+    cur.finish(shadow, slot, wqe_opcode::NOP, 0, 1, ce, 0, wr_id);
+    Ok(())
+}
+
+/// A burst of posts on an [`EthSq`] ([`EthSq::burst`]): the same WQEs as
+/// [`EthSq::post_send`], with the ring's counters kept in a local copy that is stored back,
+/// and the doorbell rung, once when the burst ends.
+///
+/// ```no_run
+/// # fn f(sq: &mut mlx5_dpa::queues::EthSq, hdr: &[u8], sge: mlx5_dpa::mem::Sge)
+/// # -> Result<(), mlx5_dpa::queues::QueueError> {
+/// let mut burst = sq.burst();
+/// for wr_id in 0..32 {
+///     burst.post_send(hdr, &[sge], wr_id)?;
+/// }
+/// burst.finish(); // or drop: one doorbell for the 32 WQEs
+/// # Ok(()) }
+/// ```
+pub struct EthBurst<'a> {
+    cur: SendCursor,
+    home: &'a mut SendCursor,
+    shadow: &'a mut Shadow,
+    dbr: &'a DoorbellRecord,
+    uar: &'a UarPage,
+}
+
+impl EthBurst<'_> {
+    /// As [`EthSq::post_send`].
+    ///
+    /// # Errors
+    /// As [`EthSq::post_send`]; a refused WQE leaves the ring as it was.
+    #[inline]
+    pub fn post_send(
+        &mut self,
+        headers: &[u8],
+        gather: &[Sge],
+        wr_id: u64,
+    ) -> Result<(), QueueError> {
+        eth_send(&mut self.cur, self.shadow, headers, gather, wr_id, false)
+    }
+
+    /// As [`EthSq::post_send_signaled`].
+    ///
+    /// # Errors
+    /// As [`EthSq::post_send`].
+    #[inline]
+    pub fn post_send_signaled(
+        &mut self,
+        headers: &[u8],
+        gather: &[Sge],
+        wr_id: u64,
+    ) -> Result<(), QueueError> {
+        eth_send(&mut self.cur, self.shadow, headers, gather, wr_id, true)
+    }
+
+    /// As [`EthSq::post_nop`].
+    ///
+    /// # Errors
+    /// No room.
+    #[inline]
+    pub fn post_nop(&mut self, wr_id: u64, signaled: bool) -> Result<(), QueueError> {
+        eth_nop(&mut self.cur, self.shadow, wr_id, signaled)
+    }
+
+    /// Free WQEBBs left in the ring.
+    #[inline]
+    pub fn free(&self) -> u16 {
+        self.cur.free()
+    }
+
+    /// Ends the burst: stores the counters back and rings the doorbell for what was posted.
+    #[inline]
+    pub fn finish(self) {
+        // Drop does the work.
+    }
+}
+
+impl Drop for EthBurst<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.cur.doorbell(self.dbr, self.uar);
+        *self.home = self.cur;
+    }
+}
+
+impl std::fmt::Debug for EthBurst<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EthBurst")
+            .field("pi", &self.cur.pi)
+            .field("ci", &self.cur.ci)
+            .finish()
     }
 }
 
@@ -412,8 +671,8 @@ impl std::fmt::Debug for EthSq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EthSq")
             .field("sqn", &self.sqn)
-            .field("pi", &self.ring.pi)
-            .field("ci", &self.ring.ci)
+            .field("pi", &self.ring.pi())
+            .field("ci", &self.ring.ci())
             .finish()
     }
 }
@@ -545,36 +804,8 @@ impl EthSq {
         wr_id: u64,
         force: bool,
     ) -> Result<(), QueueError> {
-        let h = headers.len();
-        if !(ETH_MIN_INLINE..=ETH_MAX_INLINE).contains(&h) {
-            return Err(QueueError::BadRequest(format!(
-                "{h} inline header bytes; an Ethernet WQE inlines {ETH_MIN_INLINE}..={ETH_MAX_INLINE}"
-            )));
-        }
-        let hdr_segs = (h - 2).div_ceil(SEG);
-        let ds = 2 + hdr_segs + gather.len();
-        let slot = self.ring.begin("Ethernet SQ", ds)?;
-        // Ethernet segment: inline_hdr_sz at 12..14, the first two header bytes at 14..16.
-        let mut eth = [0u8; 16];
-        eth[12..14].copy_from_slice(&(h as u16).to_be_bytes());
-        eth[14..16].copy_from_slice(&headers[..2]);
-        self.ring.seg(&slot, 1, &eth);
-        for (i, chunk) in headers[2..].chunks(SEG).enumerate() {
-            let mut s = [0u8; 16];
-            s[..chunk.len()].copy_from_slice(chunk);
-            self.ring.seg(&slot, 2 + i, &s);
-        }
-        for (i, g) in gather.iter().enumerate() {
-            self.ring.seg(&slot, 2 + hdr_segs + i, &data_seg(g));
-        }
-        let ce = if self.ring.signal(force) {
-            CTRL_CQ_UPDATE
-        } else {
-            0
-        };
         self.ring
-            .finish(slot, wqe_opcode::SEND, 0, ds, ce, 0, wr_id);
-        Ok(())
+            .with(|cur, shadow| eth_send(cur, shadow, headers, gather, wr_id, force))
     }
 
     /// Posts a NOP (optionally signalled).
@@ -582,14 +813,22 @@ impl EthSq {
     /// # Errors
     /// No room.
     pub fn post_nop(&mut self, wr_id: u64, signaled: bool) -> Result<(), QueueError> {
-        let slot = self.ring.begin("Ethernet SQ", 1)?;
-        let ce = if self.ring.signal(signaled) {
-            CTRL_CQ_UPDATE
-        } else {
-            0
-        };
-        self.ring.finish(slot, wqe_opcode::NOP, 0, 1, ce, 0, wr_id);
-        Ok(())
+        self.ring
+            .with(|cur, shadow| eth_nop(cur, shadow, wr_id, signaled))
+    }
+
+    /// Starts a burst: posts through the returned [`EthBurst`] keep the ring's counters in
+    /// registers, and the doorbell rings once when the burst ends (dropped or
+    /// [`EthBurst::finish`]ed). The fastest way to post many WQEs.
+    #[inline]
+    pub fn burst(&mut self) -> EthBurst<'_> {
+        EthBurst {
+            cur: self.ring.cur,
+            home: &mut self.ring.cur,
+            shadow: &mut self.ring.shadow,
+            dbr: &self.dbr,
+            uar: &self.uar,
+        }
     }
 
     /// Rings the doorbell for everything posted since the last one (one doorbell per batch).
@@ -647,7 +886,7 @@ impl EthSq {
             num: self.sqn.0,
             sq_ring_addr: self.ring_place.device_addr,
             log_sq_wqebb_cnt: u32::from(self.ring.log_size()),
-            sq_producer_index: u32::from(self.ring.pi),
+            sq_producer_index: u32::from(self.ring.pi()),
             uar_page_id: self.uar.page_id(),
             dbr_addr: self.dbr_place.device_addr,
             uar_doorbell_addr: self.uar.base() as u64 + crate::devx::UAR_DOORBELL_OFFSET as u64,
