@@ -234,7 +234,7 @@ impl PostBench {
         };
         // One driver block from pi 0; its first WQE is the floor's template, and the floor's
         // first block must leave the same bytes in its ring.
-        b.driver_block(RING / BATCH);
+        b.block::<false>(RING / BATCH);
         let driver_ring = b.sq_buf.to_vec(0, RING * WQEBB).expect("read ring");
         let mut tmpl = [0u8; WQEBB];
         tmpl.copy_from_slice(&driver_ring[..WQEBB]);
@@ -249,7 +249,7 @@ impl PostBench {
         b.reset();
         // The floor's blocks left the SQ alone: its next block starts at pi = RING, and a
         // burst block must write what post_send wrote, but for the WQE index.
-        b.burst_block(RING / BATCH);
+        b.block::<true>(RING / BATCH);
         let burst_ring = b.sq_buf.to_vec(0, RING * WQEBB).expect("read ring");
         for (i, (bw, dw)) in burst_ring
             .chunks(WQEBB)
@@ -268,44 +268,33 @@ impl PostBench {
         b
     }
 
-    /// `batches` batches of BATCH sends + doorbell; returns the time they took. Never inlined
-    /// (nor are the other timed loops), so criterion and the summary time the same machine
-    /// code: inlined per call site, the same loop measured up to 25% apart with its placement.
+    /// `batches` batches of BATCH sends + doorbell; returns the time they took. `BURST`:
+    /// through `EthSq::burst` (one burst, hence one doorbell, per batch), else `post_send` +
+    /// `ring_doorbell`. Never inlined (nor are the other timed loops), so criterion and the
+    /// summary time the same machine code: inlined per call site, the same loop measured up to
+    /// 25% apart with its placement.
     #[inline(never)]
-    fn driver_block(&mut self, batches: usize) -> Duration {
+    fn block<const BURST: bool>(&mut self, batches: usize) -> Duration {
         let hdr = black_box(self.hdr);
         let sge = black_box(self.sge);
         let mut failed = 0;
         let mut wr_id = self.wr_id;
         let t = Instant::now();
         for _ in 0..batches {
-            for _ in 0..BATCH {
-                failed += usize::from(self.sq.post_send(&hdr, &[sge], wr_id).is_err());
-                wr_id += 1;
+            if BURST {
+                let mut burst = self.sq.burst();
+                for _ in 0..BATCH {
+                    failed += usize::from(burst.post_send(&hdr, &[sge], wr_id).is_err());
+                    wr_id += 1;
+                }
+                burst.finish();
+            } else {
+                for _ in 0..BATCH {
+                    failed += usize::from(self.sq.post_send(&hdr, &[sge], wr_id).is_err());
+                    wr_id += 1;
+                }
+                self.sq.ring_doorbell();
             }
-            self.sq.ring_doorbell();
-        }
-        let t = t.elapsed();
-        self.wr_id = wr_id;
-        assert_eq!(failed, 0, "posts refused");
-        t
-    }
-
-    /// As `driver_block`, through `EthSq::burst`: one burst (and its doorbell) per batch.
-    #[inline(never)]
-    fn burst_block(&mut self, batches: usize) -> Duration {
-        let hdr = black_box(self.hdr);
-        let sge = black_box(self.sge);
-        let mut failed = 0;
-        let mut wr_id = self.wr_id;
-        let t = Instant::now();
-        for _ in 0..batches {
-            let mut burst = self.sq.burst();
-            for _ in 0..BATCH {
-                failed += usize::from(burst.post_send(&hdr, &[sge], wr_id).is_err());
-                wr_id += 1;
-            }
-            burst.finish();
         }
         let t = t.elapsed();
         self.wr_id = wr_id;
@@ -342,7 +331,7 @@ impl PostBench {
         let mut total = Duration::ZERO;
         while left > 0 {
             let n = left.min(RING / BATCH);
-            total += self.driver_block(n);
+            total += self.block::<false>(n);
             self.reset();
             left -= n;
         }
@@ -355,7 +344,7 @@ impl PostBench {
         let mut total = Duration::ZERO;
         while left > 0 {
             let n = left.min(RING / BATCH);
-            total += self.burst_block(n);
+            total += self.block::<true>(n);
             self.reset();
             left -= n;
         }

@@ -11,8 +11,9 @@
 //! - [`devx`]: the [`devx::Devx`] trait (how a mailbox reaches firmware) and its backends: the
 //!   kernel's uverbs ioctl interface in pure Rust, and rdma-core through dlopen (feature
 //!   `rdma-core`). The device model (`mlx5-sim`) is a third implementation.
-//! - [`mem`], [`uar`], [`queues`], [`dpa`]: DMA memory and keys, doorbells, rings, and the FlexIO
-//!   semantics of the DPA. These are filled by later work.
+//! - [`mem`], [`uar`], [`queues`]: DMA memory and keys, doorbells, rings.
+//! - [`dpa`]: the device-ELF parser and the coredump decoder today; the FlexIO semantics of the
+//!   DPA (processes, threads, RPC, windows, outboxes) are the next layer of work.
 
 pub mod devx;
 pub mod dpa;

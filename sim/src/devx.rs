@@ -366,6 +366,8 @@ impl Drop for SimDevx {
         // between objects may not follow handle order.
         let mut h = std::mem::take(&mut *self.lock());
         let uid = self.uid;
+        // Activations of this context's threads finish first (bounded by their budget).
+        self.dev.dpa_quiesce(uid);
         self.dev.with_state(|st| {
             // The kernel releases a closed context whatever else goes on: injected faults are
             // for commands the application sends, not for this (a refused destroy here would

@@ -285,7 +285,7 @@ fn compute_roots(fw: &Firmware, roots: &mut Vec<u32>) {
     roots.sort_unstable_by_key(|id| fw.tables.get(*id).map(|t| (t.level, t.created)));
 }
 
-fn arm_cq(fw: &mut Firmware, dp: &mut Datapath, page: u32, cqn: u32, word: u32) {
+pub(crate) fn arm_cq(fw: &mut Firmware, dp: &mut Datapath, page: u32, cqn: u32, word: u32) {
     let Some(cq) = fw.cqs.get_mut(cqn) else {
         return;
     };
@@ -323,9 +323,14 @@ fn fire(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
                 &events::comp_eqe(cqn),
             );
         }
-        CqTarget::DpaThread(t) | CqTarget::DpaEq(t) => {
-            // Activating DPA threads comes with the DPA engine; the event is counted.
-            tracing::trace!(target: "mlx5_sim::engine", cqn, dpa_object = t, "DPA completion event");
+        CqTarget::DpaThread(t) => {
+            tracing::trace!(target: "mlx5_sim::engine", cqn, dpa_thread = t, "DPA completion event");
+            fw.dpa_event(t);
+        }
+        CqTarget::DpaEq(t) => {
+            // EQEs into a DPA EQ are not modelled (DESIGN.md, "The model's DPA"): the event
+            // is counted only.
+            tracing::trace!(target: "mlx5_sim::engine", cqn, dpa_eq = t, "DPA EQ completion event");
         }
     }
 }

@@ -489,6 +489,14 @@ impl Harness {
         let Some(m) = HostMem::new(pages * 4096) else {
             return;
         };
+        // Every UMEM starts with a valid device ELF, so DPA processes can be created from
+        // its first page (and their threads, outboxes... exercised).
+        let elf = crate::dpa_rig::elf::minimal();
+        if elf.len() <= m.len() {
+            // SAFETY: `m` is `pages * 4096` bytes of fresh memory owned here; the ELF is
+            // shorter (checked).
+            unsafe { std::ptr::copy_nonoverlapping(elf.as_ptr(), m.ptr.as_ptr(), elf.len()) };
+        }
         let Some(ctx) = self.ctx.as_ref() else { return };
         // SAFETY: `m` is `pages * 4096` bytes of this process's memory, kept in `self.mem`
         // until the harness is dropped, which closes the context (deregistering every UMEM)

@@ -27,10 +27,16 @@
 //! assert!(caps.has_dpa());
 //! ```
 //!
-//! The DPA engine (executing RISC-V code) is not part of this crate yet: DPA objects are
-//! validated and tracked, not run.
+//! - [`dpa`]: the DPA: processes load their device ELF into isolated DPA memory, threads run
+//!   on 256 EUs (RISC-V, [`riscv`]) when the host runs them or a CQ bound to them completes,
+//!   with the FlexIO-OS calls, outbox doorbells, windows into host memory, a watchdog and
+//!   coredumps. Activations run on a pool of worker threads; [`Device::step`] waits for them
+//!   (deterministic), the background engine does not.
 
 pub mod devx;
+pub mod dpa;
+#[doc(hidden)]
+pub mod dpa_rig;
 mod engine;
 mod events;
 #[doc(hidden)]
@@ -43,11 +49,14 @@ mod rc;
 pub mod rc_rig;
 pub mod responder;
 pub mod rig;
+pub mod riscv;
 mod slab;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+pub use dpa::{DpaAccessError, DpaStats};
 
 use mlx5_dpa::mlx5::{Opcode, Status};
 
@@ -64,11 +73,25 @@ pub(crate) struct State {
     pub(crate) dp: engine::Datapath,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     state: Mutex<State>,
     engine_running: AtomicBool,
     engine_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The workers that run DPA activations (outside the state lock).
+    dpa: dpa::Exec,
 }
+
+/// Runs `f` on the state of the device behind `weak`, if it still exists (DPA workers use
+/// this for the few lookups an activation needs from firmware).
+pub(crate) fn with_state_of<R>(weak: &Weak<Shared>, f: impl FnOnce(&mut State) -> R) -> Option<R> {
+    let shared = weak.upgrade()?;
+    let mut st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+    Some(f(&mut st))
+}
+
+/// Longest [`Device::step`] waits for the activations it dispatched (each is bounded by its
+/// instruction budget; this only guards against a wedged host).
+const DPA_WAIT: Duration = Duration::from_secs(600);
 
 /// One model device (a BlueField-3-like function). Cheap to clone; clones share the device.
 #[derive(Clone)]
@@ -91,6 +114,8 @@ pub struct Stats {
     pub port: PortStats,
     /// RC transport counters.
     pub rc: RcStats,
+    /// DPA counters.
+    pub dpa: DpaStats,
 }
 
 /// The addresses of the device's port.
@@ -115,6 +140,7 @@ impl Device {
                 }),
                 engine_running: AtomicBool::new(false),
                 engine_thread: Mutex::new(None),
+                dpa: dpa::Exec::new(),
             }),
         }
     }
@@ -164,7 +190,55 @@ impl Device {
             fw: st.fw.stats,
             port: st.dp.port.stats,
             rc: st.dp.rc_stats,
+            dpa: st.fw.dpa.stats,
         })
+    }
+
+    /// DPA counters.
+    pub fn dpa_stats(&self) -> DpaStats {
+        self.with_state(|st| st.fw.dpa.stats)
+    }
+
+    /// Reads DPA memory of process `process` (text, data, heap, DPA_MEM blocks, thread
+    /// contexts and stacks). Model-only debug access: real hosts reach DPA memory only by DMA.
+    ///
+    /// # Errors
+    /// No such process, or a byte of the range is not mapped in it.
+    pub fn dpa_read(
+        &self,
+        process: u32,
+        daddr: u64,
+        len: usize,
+    ) -> Result<Vec<u8>, DpaAccessError> {
+        let mem = self
+            .with_state(|st| dpa::fw::process_mem(&st.fw, process))
+            .ok_or(DpaAccessError::NoProcess(process))?;
+        let mut b = vec![0u8; len];
+        mem.read(daddr, &mut b).map_err(DpaAccessError::Unmapped)?;
+        Ok(b)
+    }
+
+    /// Writes DPA memory of process `process`, whatever the guest permissions (text too).
+    /// Model-only debug access, like [`Device::dpa_read`].
+    ///
+    /// # Errors
+    /// No such process, or a byte of the range is not mapped in it (nothing is written then).
+    pub fn dpa_write(&self, process: u32, daddr: u64, data: &[u8]) -> Result<(), DpaAccessError> {
+        let mem = self
+            .with_state(|st| dpa::fw::process_mem(&st.fw, process))
+            .ok_or(DpaAccessError::NoProcess(process))?;
+        mem.write(daddr, data).map_err(DpaAccessError::Unmapped)
+    }
+
+    /// Stops dispatching activations of user context `uid` and waits (bounded) for the ones
+    /// running: the kernel's context teardown calls this before destroying the objects.
+    pub(crate) fn dpa_quiesce(&self, uid: u16) {
+        self.with_state(|st| st.fw.dpa_close_uid(uid));
+        if self.shared.dpa.in_flight() > 0 {
+            self.shared.dpa.wait_idle(DPA_WAIT);
+            let done = self.shared.dpa.take_done();
+            self.with_state(|st| dpa::fw::apply(st, done));
+        }
     }
 
     /// Fails the `n`th command from now (1 = the next one) with `status`.
@@ -193,9 +267,36 @@ impl Device {
     }
 
     /// One pass of the datapath engine: doorbells, send queues, arriving frames, moderation
-    /// timers. Returns the work done (WQEs, frames, arms); 0 when idle.
+    /// timers, then the DPA: activations are dispatched to EUs, run (on the worker threads)
+    /// to their end, and their results applied before `step` returns, so a test stepping
+    /// the device sees a deterministic order. Returns the work done (WQEs, frames, arms,
+    /// activations); 0 when idle.
     pub fn step(&self) -> usize {
-        self.with_state(engine::step)
+        let mut work = self.pass();
+        if self.shared.dpa.in_flight() > 0 {
+            if !self.shared.dpa.wait_idle(DPA_WAIT) {
+                tracing::error!(target: "mlx5_sim::dpa", "DPA activations still running after {DPA_WAIT:?}");
+            }
+            let done = self.shared.dpa.take_done();
+            work += self.with_state(|st| dpa::fw::apply(st, done));
+        }
+        work
+    }
+
+    /// One pass without waiting for activations (the background engine's): results that
+    /// are ready are applied, the datapath runs, queued threads are dispatched.
+    fn pass(&self) -> usize {
+        let weak = Arc::downgrade(&self.shared);
+        let work = self.with_state(|st| {
+            let done = self.shared.dpa.take_done();
+            let mut work = dpa::fw::apply(st, done);
+            work += engine::step(st);
+            work += st.fw.dpa_dispatch(&self.shared.dpa, &weak);
+            work
+        });
+        // Only when no worker thread could be started: run the activations here.
+        self.shared.dpa.help();
+        work
     }
 
     /// Steps until a pass finds nothing to do (at most `1_000_000` passes). Returns the total
@@ -332,7 +433,7 @@ fn engine_loop(weak: Weak<Shared>) {
             return;
         }
         let dev = Device { shared };
-        let n = dev.step();
+        let n = dev.pass();
         drop(dev);
         if n == 0 {
             idle = idle.saturating_add(1);

@@ -7,8 +7,10 @@
 //! mapped until it is deregistered. That promise is what the `unsafe` blocks here rest on:
 //! they are the model's equivalent of a device's DMA engine.
 
+use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
 use mlx5_dpa::devx::UmemAccess;
 
@@ -30,6 +32,10 @@ pub(crate) struct Umem {
 pub(crate) struct Dma {
     addr: usize,
     len: usize,
+    /// The range is DPA process memory (a DUMEM), which DPA harts access with atomic
+    /// operations from other threads: copies go byte by byte with relaxed atomics, so that
+    /// every access to that memory is atomic (the contract of `riscv::RamRegion::new`).
+    atomic: bool,
 }
 
 impl Dma {
@@ -39,12 +45,22 @@ impl Dma {
         (end <= self.len).then(|| Dma {
             addr: self.addr + offset,
             len,
+            atomic: self.atomic,
         })
     }
 
     /// Copies `buf.len()` bytes from `offset`; `false` (and nothing read) when out of range.
     pub(crate) fn read(&self, offset: usize, buf: &mut [u8]) -> bool {
         match offset.checked_add(buf.len()) {
+            Some(end) if end <= self.len && self.atomic => {
+                for (i, b) in buf.iter_mut().enumerate() {
+                    // SAFETY: inside the checked range of DPA memory (kept mapped by its
+                    // DUMEM registration, see `from_raw`); byte atomics need no alignment.
+                    let cell = unsafe { AtomicU8::from_ptr((self.addr + offset + i) as *mut u8) };
+                    *b = cell.load(Ordering::Relaxed);
+                }
+                true
+            }
             Some(end) if end <= self.len => {
                 // SAFETY: `addr..addr+len` lies inside a live UMEM registration (checked when
                 // the Dma was made; the registration is pinned by the object holding it), and
@@ -67,6 +83,14 @@ impl Dma {
     /// Copies `data` to `offset`; `false` (and nothing written) when out of range.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> bool {
         match offset.checked_add(data.len()) {
+            Some(end) if end <= self.len && self.atomic => {
+                for (i, b) in data.iter().enumerate() {
+                    // SAFETY: as in `read`.
+                    let cell = unsafe { AtomicU8::from_ptr((self.addr + offset + i) as *mut u8) };
+                    cell.store(*b, Ordering::Relaxed);
+                }
+                true
+            }
             Some(end) if end <= self.len => {
                 // SAFETY: as in `read`: a checked range of a live registration that the driver
                 // handed to the device for DMA.
@@ -88,24 +112,100 @@ impl Dma {
         if offset.checked_add(4)? > self.len || !(self.addr + offset).is_multiple_of(4) {
             return None;
         }
-        // SAFETY: in range of a live registration (checked above) and 4-byte aligned; a
-        // volatile load, since the driver updates doorbell records concurrently.
-        let v = unsafe { std::ptr::read_volatile((self.addr + offset) as *const u32) };
+        let v = if self.atomic {
+            // SAFETY: in range and 4-byte aligned (checked above); DPA memory is accessed
+            // atomically by everyone.
+            unsafe { AtomicU32::from_ptr((self.addr + offset) as *mut u32) }.load(Ordering::Acquire)
+        } else {
+            // SAFETY: in range of a live registration (checked above) and 4-byte aligned; a
+            // volatile load, since the driver updates doorbell records concurrently.
+            unsafe { std::ptr::read_volatile((self.addr + offset) as *const u32) }
+        };
         Some(u32::from_be(v))
     }
 }
 
-/// UMEM registrations.
+/// What keeps a DUMEM's memory mapped, and how much of it is allocated.
+pub(crate) trait DumemBacking: Send + Sync {
+    /// Bytes from the start that the process has allocated (data, heap, DPA_MEM blocks):
+    /// ranges past it are refused.
+    fn allocated(&self) -> u64;
+}
+
+/// The memory of a DPA process, reachable by queues as a DUMEM (FACTS.md §3: `cq_umem_id` =
+/// the process's DUMEM id). Registered by firmware when the process is created.
+pub(crate) struct Dumem {
+    uid: u16,
+    addr: usize,
+    len: usize,
+    refs: u32,
+    /// Keeps the memory mapped while the registration exists.
+    backing: Arc<dyn DumemBacking>,
+}
+
+impl std::fmt::Debug for Dumem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dumem")
+            .field("uid", &self.uid)
+            .field("len", &self.len)
+            .field("refs", &self.refs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// UMEM registrations (and the DUMEMs of DPA processes, by their own id space).
 #[derive(Debug)]
 pub(crate) struct MemModel {
     umems: Slab<Umem>,
+    dumems: HashMap<u32, Dumem>,
 }
 
 impl MemModel {
     pub(crate) fn new() -> Self {
         MemModel {
             umems: Slab::new(0x100, 1 << 20),
+            dumems: HashMap::new(),
         }
+    }
+
+    /// Registers a DPA process's memory as DUMEM `id`.
+    ///
+    /// # Safety
+    /// `addr .. addr + len` must be memory that `backing` keeps allocated, and every access to
+    /// it other than through the returned ranges must be atomic (DPA harts use atomics).
+    pub(crate) unsafe fn register_dumem(
+        &mut self,
+        id: u32,
+        uid: u16,
+        addr: usize,
+        len: usize,
+        backing: Arc<dyn DumemBacking>,
+    ) {
+        self.dumems.insert(
+            id,
+            Dumem {
+                uid,
+                addr,
+                len,
+                refs: 0,
+                backing,
+            },
+        );
+    }
+
+    /// References objects hold on DUMEM `id` (rings and doorbell records in DPA memory,
+    /// mkeys over it).
+    pub(crate) fn dumem_refs(&self, id: u32) -> u32 {
+        self.dumems.get(&id).map_or(0, |d| d.refs)
+    }
+
+    /// Removes DUMEM `id`; refused while an object refers to it.
+    pub(crate) fn unregister_dumem(&mut self, id: u32) -> Result<(), Check> {
+        if self.dumem_refs(id) != 0 {
+            return Err(check::OBJECT_IN_USE);
+        }
+        self.dumems.remove(&id);
+        Ok(())
     }
 
     /// Registers host memory. The caller (the DevX layer) carries the driver's promise.
@@ -142,36 +242,52 @@ impl MemModel {
     /// returns the range.
     pub(crate) fn pin(&mut self, uid: u16, id: u32, offset: u64, len: u64) -> Result<Dma, Check> {
         let dma = self.range(uid, id, offset, len)?;
-        if let Some(u) = self.umems.get_mut(id) {
-            u.refs += 1;
-        }
+        self.pin_whole(id);
         Ok(dma)
     }
 
     /// As [`MemModel::pin`] without taking a reference.
     pub(crate) fn range(&self, uid: u16, id: u32, offset: u64, len: u64) -> Result<Dma, Check> {
-        let u = self.umems.get(id).ok_or(check::NO_SUCH_UMEM)?;
-        if u.uid != uid {
+        let (owner, addr, size, atomic) = match (self.umems.get(id), self.dumems.get(&id)) {
+            (Some(u), _) => (u.uid, u.addr, u.len, false),
+            (None, Some(d)) => (
+                d.uid,
+                d.addr,
+                d.len
+                    .min(usize::try_from(d.backing.allocated()).unwrap_or(usize::MAX)),
+                true,
+            ),
+            (None, None) => return Err(check::NO_SUCH_UMEM),
+        };
+        if owner != uid {
             return Err(check::WRONG_UID);
         }
         let end = offset.checked_add(len).ok_or(check::BAD_UMEM_RANGE)?;
-        if len == 0 || end > u.len as u64 {
+        if len == 0 || end > size as u64 {
             return Err(check::BAD_UMEM_RANGE);
         }
         Ok(Dma {
-            addr: u.addr + offset as usize,
+            addr: addr + offset as usize,
             len: len as usize,
+            atomic,
         })
     }
 
+    /// The rights a UMEM was registered with; a DUMEM grants everything (FlexIO keys the
+    /// whole process memory for RDMA, FACTS.md §4).
     pub(crate) fn access(&self, id: u32) -> Option<UmemAccess> {
-        self.umems.get(id).map(|u| u.access)
+        match self.umems.get(id) {
+            Some(u) => Some(u.access),
+            None => self.dumems.get(&id).map(|_| UmemAccess::all()),
+        }
     }
 
     /// Takes a reference on the whole registration (ranges were checked by the caller).
     pub(crate) fn pin_whole(&mut self, id: u32) {
         if let Some(u) = self.umems.get_mut(id) {
             u.refs += 1;
+        } else if let Some(d) = self.dumems.get_mut(&id) {
+            d.refs += 1;
         }
     }
 
@@ -179,6 +295,8 @@ impl MemModel {
     pub(crate) fn unpin(&mut self, id: u32) {
         if let Some(u) = self.umems.get_mut(id) {
             u.refs = u.refs.saturating_sub(1);
+        } else if let Some(d) = self.dumems.get_mut(&id) {
+            d.refs = d.refs.saturating_sub(1);
         }
     }
 

@@ -38,6 +38,9 @@ pub struct Profile {
     pub ipv4: [u8; 4],
     /// This function's vhca_id.
     pub vhca_id: u16,
+    /// Instructions one DPA activation may retire before the watchdog stops it (the model's
+    /// setting; tests lower it).
+    pub dpa_insn_budget: u64,
 }
 
 /// The general object types the model implements (bit N of `general_obj_types`).
@@ -200,6 +203,7 @@ impl Profile {
             // TEST-NET-1 (RFC 5737): an address that belongs to no real network.
             ipv4: [192, 0, 2, 1],
             vhca_id: 2,
+            dpa_insn_budget: 50_000_000,
         }
     }
 

@@ -143,6 +143,8 @@ struct Kit {
     eqn: u32,
     umem: Umem,
     next: Cell<u64>,
+    /// Bytes of the device ELF at the start of the pool (processes load it).
+    elf_len: u64,
 }
 
 impl Kit {
@@ -152,6 +154,13 @@ impl Kit {
         let uar = ok(ctx.uar_alloc(UarKind::NonCached)).page_id;
         let eqn = ok(ctx.query_eqn(0));
         let umem = env.umem(ctx, POOL, UmemAccess::LOCAL_WRITE);
+        // A valid device ELF at the start of the pool, for DPA processes.
+        let elf = mlx5_sim::dpa_rig::elf::minimal();
+        let pool = env.mem.last().expect("the pool was just registered").ptr;
+        assert!(elf.len() <= POOL);
+        // SAFETY: the pool is POOL bytes of memory owned by `env.mem`, nothing else uses it
+        // yet, and the ELF is shorter (asserted).
+        unsafe { std::ptr::copy_nonoverlapping(elf.as_ptr(), pool.as_ptr(), elf.len()) };
         Kit {
             ctx: Arc::clone(ctx),
             pd,
@@ -161,7 +170,8 @@ impl Kit {
             uar,
             eqn,
             umem,
-            next: Cell::new(0),
+            next: Cell::new(elf.len().next_multiple_of(4096) as u64),
+            elf_len: elf.len() as u64,
         }
     }
 
@@ -290,8 +300,8 @@ impl Kit {
         DpaProcessAttr {
             pd: self.pdn,
             elf_umem_id: self.umem.umem_id,
-            elf_umem_offset: self.take(4096, 4096),
-            elf_size: 4096,
+            elf_umem_offset: 0,
+            elf_size: self.elf_len,
             heap_size: 0,
         }
     }
@@ -2711,13 +2721,19 @@ fn inventory_counts_and_context_drop_releases_everything() {
             log_page_size: 12,
         },
     ));
+    let elf = mlx5_sim::dpa_rig::elf::minimal();
+    assert!(0x5000 + elf.len() <= 0xf000);
+    let pool = env.mem.last().expect("the umem's memory").ptr;
+    // SAFETY: the UMEM's memory is 64 KiB owned by `env.mem`; 0x5000.. holds nothing else
+    // (asserted to end before the doorbell records).
+    unsafe { std::ptr::copy_nonoverlapping(elf.as_ptr(), pool.as_ptr().add(0x5000), elf.len()) };
     let (_, pid) = ok(mk(
         c,
         &CreateGeneralObject(DpaProcessAttr {
             pd: pdn,
             elf_umem_id: umem.umem_id,
             elf_umem_offset: 0x5000,
-            elf_size: 4096,
+            elf_size: elf.len() as u64,
             heap_size: 0,
         }),
     ));

@@ -571,6 +571,16 @@ impl Sim {
             Op::Umem { pages, access } => {
                 let len = usize::from(pages) * 4096;
                 let m = HostMem::new(len);
+                // Every UMEM starts with a valid device ELF, so processes can be created
+                // from its first page.
+                let elf = mlx5_sim::dpa_rig::elf::minimal();
+                if elf.len() <= len {
+                    // SAFETY: `m` is `len` bytes of fresh memory owned here; the ELF is
+                    // shorter (checked).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(elf.as_ptr(), m.ptr.as_ptr(), elf.len())
+                    };
+                }
                 // SAFETY: `m` is `len` bytes of this process's memory, kept in `self.mem`
                 // until the Sim is dropped, which closes the context (deregistering every
                 // UMEM) before freeing it.
@@ -1058,7 +1068,7 @@ impl Sim {
         self.create(&CreateGeneralObject(DpaProcessAttr {
             pd,
             elf_umem_id: umem_id,
-            elf_umem_offset: ring(4).umem_offset,
+            elf_umem_offset: 0,
             elf_size: 4096,
             heap_size: 1 << 20,
         }));

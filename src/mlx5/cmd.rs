@@ -1986,3 +1986,99 @@ impl GeneralObject for DbCqMappingAttr {
         Ok(())
     }
 }
+
+/// MODIFY of a DPA_THREAD (provisional context, see `layouts::dpa::dpa_thread`): a new
+/// `user_arg` and / or a new `state`. Writing `state` = RUNNING runs the thread once (FlexIO
+/// `flexio_event_handler_run`, `flexio_process_call`); IDLE makes it wait for events again;
+/// FINISHED makes it ignore events. Use with [`ModifyGeneralObject`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DpaThreadModify {
+    pub user_arg: Option<u64>,
+    pub state: Option<u8>,
+}
+
+impl GeneralObject for DpaThreadModify {
+    const OBJ_TYPE: u16 = obj_type::DPA_THREAD;
+    type Ctx = dpa_thread::Layout;
+    fn encode_ctx(&self, c: &mut ViewMut<'_, Self::Ctx>) -> Result<(), CmdError> {
+        let mut select = 0;
+        if let Some(arg) = self.user_arg {
+            select |= dpa_thread_modify::USER_ARG;
+            c.set(dpa_thread::user_arg, arg);
+        }
+        if let Some(state) = self.state {
+            select |= dpa_thread_modify::STATE;
+            put(
+                c,
+                Opcode::MODIFY_GENERAL_OBJECT,
+                dpa_thread::state,
+                u64::from(state),
+                "state",
+            )?;
+        }
+        c.set(dpa_thread::modify_field_select, select);
+        Ok(())
+    }
+}
+
+/// DPA_PROCESS_COREDUMP (0xb2b, provisional layout `layouts::dpa::dpa_process_coredump_in`):
+/// yields the coredump image of a failed process (decode it with `crate::dpa::coredump`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DpaProcessCoredump {
+    pub dpa_process_id: u32,
+}
+
+impl Command for DpaProcessCoredump {
+    const OPCODE: Opcode = Opcode::DPA_PROCESS_COREDUMP;
+    type In = dpa_process_coredump_in::Layout;
+    type Out = dpa_process_coredump_out::Layout;
+    type Output = Vec<u8>;
+    fn outbox_extra(&self) -> usize {
+        DPA_COREDUMP_MAX_BYTES
+    }
+    fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
+        v.set(
+            dpa_process_coredump_in::dpa_process_id,
+            u64::from(self.dpa_process_id),
+        );
+        Ok(())
+    }
+    fn decode(&self, v: View<'_, Self::Out>) -> Result<Vec<u8>, CmdError> {
+        let len = v.get(dpa_process_coredump_out::dump_size) as usize;
+        let image = flex_bytes(&v);
+        if len > image.len() {
+            return Err(CmdError::Layout {
+                opcode: Self::OPCODE,
+                source: LayoutError::TooShort {
+                    layout: "dpa_process_coredump_out",
+                    need: dpa_process_coredump_out::Layout::SIZE_BYTES + len,
+                    got: v.bytes().len(),
+                },
+            });
+        }
+        Ok(image[..len].to_vec())
+    }
+}
+
+/// DPA_UAR attributes (provisional context `layouts::dpa::dpa_uar`): extends host UAR page
+/// `uar_page` to a process (FlexIO `flexio_uar_extend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DpaUarAttr {
+    pub dpa_process_id: u32,
+    pub uar_page: u32,
+}
+
+impl GeneralObject for DpaUarAttr {
+    const OBJ_TYPE: u16 = obj_type::DPA_UAR;
+    type Ctx = dpa_uar::Layout;
+    fn encode_ctx(&self, c: &mut ViewMut<'_, Self::Ctx>) -> Result<(), CmdError> {
+        c.set(dpa_uar::dpa_process_id, u64::from(self.dpa_process_id));
+        put(
+            c,
+            Opcode::CREATE_GENERAL_OBJECT,
+            dpa_uar::uar_page,
+            u64::from(self.uar_page),
+            "uar_page",
+        )
+    }
+}

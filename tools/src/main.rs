@@ -6,6 +6,7 @@
 //! - `cmd HEX|@FILE`: send a raw command inbox to the device and decode the answer.
 //! - `caps`: the device's capabilities.
 //! - `demo eth-loopback | rdma`: the crate's examples (Ethernet and RC queues, end to end).
+//! - `vm run ELF`: a RISC-V device program on the model's DPA execution engine.
 //!
 //! `--device NAME` picks a hardware device; `--sim` (or `--sim=PROFILE`) asks for the device
 //! model (`mlx5-sim`). Without either, the first hardware device is used, and the device model
@@ -14,6 +15,7 @@
 //! overrides the filter.
 
 mod demo;
+mod vm;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -84,6 +86,11 @@ enum Cmd {
         #[command(subcommand)]
         which: demo::Demo,
     },
+    /// Run RISC-V device programs on the model's DPA execution engine.
+    Vm {
+        #[command(subcommand)]
+        what: vm::VmCmd,
+    },
     /// Run the device model as a small host: its port on a TAP interface (or in loopback),
     /// answering ARP and ping for `--ip` through the model's queues, until `--seconds` pass.
     Sim {
@@ -141,6 +148,8 @@ enum ToolError {
     Decode(#[from] decode::DecodeError),
     #[error(transparent)]
     Demo(#[from] demo::DemoError),
+    #[error(transparent)]
+    Vm(#[from] vm::VmError),
 }
 
 fn main() -> ExitCode {
@@ -172,6 +181,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             let opened = open_device(cli)?;
             Ok(demo::run(which, &opened.devx, opened.model.as_ref())?)
         }
+        Cmd::Vm { what } => Ok(vm::run(what)?),
         Cmd::Sim {
             tap,
             ip,

@@ -128,6 +128,10 @@ checks! {
     BAD_GID_INDEX = 0x5131_0222, BAD_PARAM, "RoCE address (GID) table index not populated (the model fills index 0 only)";
     GID_NOT_IPV4 = 0x5131_0223, BAD_PARAM, "remote GID is not IPv4-mapped (the model carries RoCE v2 over IPv4 only)";
     OTHER_VPORT = 0x5131_0224, BAD_PARAM, "other_vport set: a function may query only its own vport";
+    ELF_MALFORMED = 0x5131_0225, BAD_PARAM, "DPA process image is not a well-formed ELF64 executable";
+    ELF_NOT_RISCV = 0x5131_0226, BAD_PARAM, "DPA process image is not a little-endian 64-bit RISC-V (EM_RISCV) executable";
+    ELF_BAD_SEGMENT = 0x5131_0227, BAD_PARAM, "DPA process image has a loadable segment outside the text window (0x40000000, not writable) or the data window (0x80000000, not executable)";
+    ELF_NO_TEXT = 0x5131_0228, BAD_PARAM, "DPA process image has no executable segment";
 
     // Capacity.
     TOO_MANY_OBJECTS = 0x5131_0301, NO_RES, "object count limit of the capability reached";
@@ -142,6 +146,9 @@ checks! {
     CURRENT_STATE_MISMATCH = 0x5131_0404, BAD_RES_STATE, "modify names a current state the object is not in";
     QUEUE_NOT_READY = 0x5131_0405, BAD_RES_STATE, "referenced queue is not in a state that allows this";
     DPA_PROCESS_STATE = 0x5131_0406, BAD_RES_STATE, "DPA process is not in a state that allows this";
+    DPA_THREAD_BUSY = 0x5131_0407, BAD_RES_STATE, "DPA thread is running on an EU";
+    DPA_THREAD_STATE = 0x5131_0408, BAD_RES_STATE, "DPA thread failed (error state): it cannot run again";
+    NO_COREDUMP = 0x5131_0409, BAD_RES_STATE, "DPA process has not failed: there is no coredump";
 }
 
 #[cfg(test)]

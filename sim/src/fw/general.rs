@@ -1,8 +1,9 @@
-//! General objects: the DPA objects (tracked and validated; execution comes with the DPA
-//! engine), aliases and cross-function access grants.
+//! General objects: the DPA objects, aliases and cross-function access grants.
 //!
 //! The DPA object contexts are the driver's provisional layouts (`layouts::dpa`); the model
 //! validates them against the DPA capability page and keeps memory accounting per process.
+//! A DPA_PROCESS loads its device ELF into its own memory here; the runtime of the DPA
+//! objects (threads, outboxes, windows, execution) is `crate::dpa`.
 
 use mlx5_dpa::mlx5::layout::View;
 use mlx5_dpa::mlx5::layouts::{self as l, dpa::obj_type};
@@ -77,6 +78,8 @@ impl Firmware {
             return Err(check::INBOX_TOO_SHORT);
         }
         let mut ctx: Box<[u8]> = inb[HDR..HDR + len].into();
+        // A new process's loaded image, heap size and DUMEM bytes in use.
+        let mut new_process = None;
         let dpa = |f| self.profile.dpa_cap(f);
         use l::dpa_cap as d;
         let (kind, refs): (GenKind, Vec<Ref>) = match t {
@@ -95,7 +98,8 @@ impl Firmware {
                 if elf_size == 0 {
                     return Err(check::BAD_LENGTH);
                 }
-                self.mem
+                let image = self
+                    .mem
                     .range(uid, elf_umem, c.get(p::elf_umem_offset), elf_size)
                     .map_err(|e| {
                         if e == check::BAD_UMEM_RANGE {
@@ -106,17 +110,39 @@ impl Firmware {
                     })?;
                 let heap = c.get(p::heap_size);
                 let budget = self.profile.dpa_process_memory();
-                let used = elf_size.checked_add(heap).ok_or(check::BAD_HEAP_SIZE)?;
-                if used > budget {
+                elf_size.checked_add(heap).ok_or(check::BAD_HEAP_SIZE)?;
+                if heap > budget || elf_size > crate::dpa::map::ELF_MAX {
                     return Err(check::DPA_MEMORY_EXHAUSTED);
                 }
+                // Load the ELF at its link addresses (what it occupies is accounted below,
+                // not its file size); the heap follows the data segments, DPA_MEM blocks the
+                // heap.
+                let mut bytes = vec![0u8; elf_size as usize];
+                if !image.read(0, &mut bytes) {
+                    return Err(check::BAD_ELF_RANGE);
+                }
+                let dumem_len = budget.min(crate::dpa::map::DUMEM_MAX);
+                let slots =
+                    limit(dpa(d::log_max_dpa_threads_per_process)).min(crate::dpa::map::MAX_SLOTS);
+                let loaded = crate::dpa::loader::load(&bytes, dumem_len, slots)?;
+                let dumem_used = round_up(
+                    loaded
+                        .data_span
+                        .checked_add(heap)
+                        .ok_or(check::BAD_HEAP_SIZE)?,
+                    4096,
+                );
+                let used = loaded.image_bytes.saturating_add(heap);
+                if used > budget || dumem_used > dumem_len {
+                    return Err(check::DPA_MEMORY_EXHAUSTED);
+                }
+                new_process = Some((loaded, heap, dumem_used));
                 (
                     GenKind::DpaProcess {
                         pd,
                         elf_umem,
                         used,
                         threads: 0,
-                        next_addr: DUMEM_BASE + round_up(used, 4096),
                     },
                     vec![Ref::Pd(pd), Ref::Umem(elf_umem)],
                 )
@@ -139,22 +165,19 @@ impl Firmware {
                     .checked_mul(block)
                     .ok_or(check::BAD_LENGTH)?;
                 let budget = self.profile.dpa_process_memory();
+                // First fit in the DUMEM window after the heap (freed blocks are reused).
+                let free = self.dpa_find_block(process, rounded);
                 let Some(GenObj {
-                    kind:
-                        GenKind::DpaProcess {
-                            used, next_addr, ..
-                        },
+                    kind: GenKind::DpaProcess { used, .. },
                     ..
                 }) = self.gen.get_mut(process)
                 else {
                     return Err(check::NO_SUCH_DPA_PROCESS);
                 };
-                if used.saturating_add(rounded) > budget {
+                let Some(addr) = free.filter(|_| used.saturating_add(rounded) <= budget) else {
                     return Err(check::DPA_MEMORY_EXHAUSTED);
-                }
+                };
                 *used += rounded;
-                let addr = *next_addr;
-                *next_addr += rounded;
                 (
                     GenKind::DpaMem {
                         process,
@@ -194,6 +217,9 @@ impl Firmware {
                 }
                 if c.get(th::entry_point) == 0 {
                     return Err(check::BAD_ENTRY_POINT);
+                }
+                if !self.dpa_has_slot(process) {
+                    return Err(check::TOO_MANY_THREADS);
                 }
                 let mut refs = vec![Ref::Gen(process)];
                 let mut linked = |field, want, missing| -> Result<Option<u32>, Check> {
@@ -391,6 +417,15 @@ impl Firmware {
         if let Some(g) = self.gen.get_mut(id) {
             g.ctx = ctx;
         }
+        match new_process {
+            Some((loaded, heap, dumem_used)) => {
+                self.dpa_add_process(id, uid, loaded, heap, dumem_used);
+            }
+            None => self.dpa_created(id),
+        }
+        if t == obj_type::DPA_THREAD {
+            self.dpa_sync_thread_ctx(id);
+        }
         o.set(l::general_obj_out_cmd_hdr::obj_id, u64::from(id));
         Ok(ObjRef::General { obj_type: t, id })
     }
@@ -461,7 +496,7 @@ impl Firmware {
         if inb.len() < HDR + len {
             return Err(check::INBOX_TOO_SHORT);
         }
-        let g = self.gen.get_mut(id).ok_or(check::NO_SUCH_OBJECT)?;
+        let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;
         if g.obj_type != t {
             return Err(check::WRONG_OBJ_TYPE);
         }
@@ -485,19 +520,25 @@ impl Firmware {
             if select & 2 != 0 && new.get(th::state) > 3 {
                 return Err(check::BAD_STATE_FIELD);
             }
-            if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<th::Layout>::new(&mut g.ctx) {
-                if select & 1 != 0 {
-                    c.set(th::user_arg, new.get(th::user_arg));
-                }
-                if select & 2 != 0 {
-                    c.set(th::state, new.get(th::state));
+            // The state change is checked (and takes effect) first, so a refused change
+            // leaves user_arg alone; a RUNNING thread reads user_arg when it is dispatched.
+            if select & 2 != 0 {
+                self.dpa_set_thread_state(id, new.get(th::state) as u8)?;
+            }
+            if select & 1 != 0 {
+                if let Some(g) = self.gen.get_mut(id) {
+                    if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<th::Layout>::new(&mut g.ctx) {
+                        c.set(th::user_arg, new.get(th::user_arg));
+                    }
                 }
             }
         } else if t == obj_type::DB_CQ_MAPPING {
             use l::dpa_db_cq_mapping as m;
             let new = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-            if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<m::Layout>::new(&mut g.ctx) {
-                c.set(m::map_state, new.get(m::map_state));
+            if let Some(g) = self.gen.get_mut(id) {
+                if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<m::Layout>::new(&mut g.ctx) {
+                    c.set(m::map_state, new.get(m::map_state));
+                }
             }
         }
         Ok(())

@@ -25,6 +25,7 @@ use crate::slab::Slab;
 use check::Check;
 use objects::*;
 
+pub(crate) use general::DUMEM_ID_BASE;
 pub use objects::ObjRef;
 
 /// Byte size of a layout.
@@ -92,6 +93,8 @@ pub struct Firmware {
     pub(crate) root_table: Option<u32>,
     pub(crate) eugs: HashMap<u16, Vec<u8>>,
     pub(crate) partitions: HashMap<u16, Vec<u8>>,
+    /// The DPA's runtime (`crate::dpa`): process memory, threads, EUs.
+    pub(crate) dpa: crate::dpa::DpaState,
     pub(crate) faults: FaultPlan,
     pub(crate) stats: FwStats,
     pub(crate) next_uid: u16,
@@ -136,6 +139,7 @@ impl Firmware {
             root_table: None,
             eugs: HashMap::new(),
             partitions: HashMap::new(),
+            dpa: crate::dpa::DpaState::default(),
             faults: FaultPlan::default(),
             stats: FwStats::default(),
             next_uid: 1,
@@ -420,6 +424,9 @@ impl Firmware {
             }
             Opcode::QUERY_ROCE_ADDRESS => self.query_roce_address(inb, out).map(|()| None),
             Opcode::ACCESS_REGISTER_USER => self.access_register(uid, inb, out).map(|()| None),
+            Opcode::DPA_PROCESS_COREDUMP if self.profile.dpa.is_some() => {
+                self.dpa_process_coredump(uid, inb, out).map(|()| None)
+            }
             Opcode::ALLOW_OTHER_VHCA_ACCESS => {
                 self.allow_other_vhca_access(uid, inb).map(|()| None)
             }
@@ -771,7 +778,9 @@ impl Firmware {
                 if g.obj_type != obj_type {
                     return Err(check::WRONG_OBJ_TYPE);
                 }
+                self.dpa_check_destroy(obj_type, id)?;
                 let g = take(&mut self.gen, id, uid, |o| &o.meta, check::NO_SUCH_OBJECT)?;
+                self.dpa_released(id, &g);
                 self.release_general(g);
             }
         }

@@ -384,7 +384,6 @@ pub(crate) enum GenKind {
         /// DPA memory in use (image + heap + DPA_MEM objects), for accounting.
         used: u64,
         threads: u32,
-        next_addr: u64,
     },
     DpaMem {
         process: u32,

@@ -192,9 +192,47 @@ layout! {
         default_window_id @ 0x160 : 0x20,
         /// Whether an unfinished activation may continue after a new event (`continuable`).
         continuable @ 0x180 : 0x1,
+        /// Output (provisional, the model's): the EU the last activation ran on.
+        last_eu @ 0x1a0 : 0x10,
         /// Output: number of activations run so far.
         activation_count @ 0x1c0 : 0x40,
+        /// Output (provisional, the model's): the value in `a0` when the entry function last
+        /// returned (the RPC result of `flexio_process_call`).
+        return_value @ 0x200 : 0x40,
     }
+}
+
+/// `dpa_thread.state` values (provisional).
+pub mod dpa_thread_state {
+    /// Waiting for an event (a completion on a CQ bound to the thread).
+    pub const IDLE: u8 = 0;
+    /// Queued for or running on an EU. Writing it (MODIFY) runs the thread once.
+    pub const RUNNING: u8 = 1;
+    /// The entry function returned or called the finish RTOS call; events are ignored.
+    pub const FINISHED: u8 = 2;
+    /// The thread faulted or exceeded its instruction budget.
+    pub const ERROR: u8 = 3;
+}
+
+/// `dpa_thread.modify_field_select` bits (provisional).
+pub mod dpa_thread_modify {
+    pub const USER_ARG: u64 = 1 << 0;
+    pub const STATE: u64 = 1 << 1;
+}
+
+/// `dpa_process.dpa_process_status` values. FlexIO (`flexio_dev_err.h`) reserves 1..63 for
+/// firmware / RTOS errors and reports 0x40 after a clean exit; the individual error numbers
+/// below are the model's (provisional).
+pub mod dpa_process_status {
+    pub const OK: u8 = 0x00;
+    /// A thread faulted (memory access, illegal instruction, misaligned jump, `ebreak`).
+    pub const FAULT: u8 = 0x01;
+    /// A thread exceeded its per-activation instruction budget (watchdog).
+    pub const WATCHDOG: u8 = 0x02;
+    /// A thread made an RTOS call (`ecall`) the OS does not know.
+    pub const BAD_RTOS_CALL: u8 = 0x03;
+    /// The process called EXIT_PROCESS; `exit_status` holds its argument.
+    pub const EXITED: u8 = 0x40;
 }
 
 layout! {
@@ -252,6 +290,117 @@ layout! {
         dpa_process_id @ 0x60 : 0x20,
         /// Host UAR page index being extended to the process.
         uar_page @ 0x88 : 0x18,
+    }
+}
+
+layout! {
+    /// DPA_PROCESS_COREDUMP input (opcode 0xb2b, FACTS.md §3: the opcode is public, its layout
+    /// is not). The model's design: the process whose first fault or watchdog expiry is dumped.
+    #[provisional = "DPA_PROCESS_COREDUMP layout is not public; the model's own design"]
+    pub dpa_process_coredump_in: 0x80 {
+        opcode @ 0x0 : 0x10,
+        uid @ 0x10 : 0x10,
+        op_mod @ 0x30 : 0x10,
+        /// The DPA_PROCESS object id.
+        dpa_process_id @ 0x40 : 0x20,
+    }
+}
+
+layout! {
+    /// DPA_PROCESS_COREDUMP output: `dump_size` bytes of a [`dpa_coredump`] image follow the
+    /// 16-byte header. Firmware refuses the command (`BAD_RES_STATE`) while the process has
+    /// not failed, and `BAD_OUTP_LEN` when the output mailbox cannot hold the image (at most
+    /// [`DPA_COREDUMP_MAX_BYTES`]).
+    #[provisional = "DPA_PROCESS_COREDUMP layout is not public; the model's own design"]
+    pub dpa_process_coredump_out: 0x80 {
+        status @ 0x0 : 0x8,
+        syndrome @ 0x20 : 0x20,
+        /// Bytes of the image in `dump`.
+        dump_size @ 0x40 : 0x20,
+        dump @ 0x80 : [0x8; flex],
+    }
+}
+
+/// Largest coredump image: the header, [`DPA_COREDUMP_MAX_REGIONS`] regions and
+/// [`DPA_COREDUMP_MAX_STACK`] stack bytes.
+pub const DPA_COREDUMP_MAX_BYTES: usize =
+    <dpa_coredump::Layout as crate::mlx5::layout::Layout>::SIZE_BYTES
+        + DPA_COREDUMP_MAX_REGIONS
+            * <dpa_coredump_region::Layout as crate::mlx5::layout::Layout>::SIZE_BYTES
+        + DPA_COREDUMP_MAX_STACK;
+/// Most memory regions a coredump lists (`regions_truncated` says when there were more).
+pub const DPA_COREDUMP_MAX_REGIONS: usize = 64;
+/// Most stack bytes a coredump carries (from the faulting thread's `sp` upwards).
+pub const DPA_COREDUMP_MAX_STACK: usize = 1024;
+/// `dpa_coredump.magic`: "DPAC".
+pub const DPA_COREDUMP_MAGIC: u32 = 0x4450_4143;
+/// `dpa_coredump.version` this layout describes.
+pub const DPA_COREDUMP_VERSION: u16 = 1;
+
+layout! {
+    /// A DPA coredump image (the model's format, provisional): this header, then
+    /// `num_regions` [`dpa_coredump_region`] entries, then `stack_len` bytes of the faulting
+    /// thread's stack copied from DPA address `stack_addr`. Every field is big-endian like
+    /// the rest of the PRM; `header_size` is the byte offset of the first region, so a newer
+    /// version may append fields.
+    ///
+    /// `cause`: 1 watchdog (instruction budget exceeded), 2 memory fault, 3 illegal
+    /// instruction, 4 misaligned jump or branch target, 5 `ebreak`, 6 unknown RTOS call.
+    /// For memory faults `access` is 1 fetch, 2 load, 3 store, `access_size` the bytes
+    /// accessed and `mem_error` 1 unmapped, 2 denied (permissions), 3 misaligned, 4 refused by
+    /// a device register (`device_code` says which, see the model's DESIGN.md). For an
+    /// unknown RTOS call `device_code` is the call number (`a7`).
+    #[provisional = "DPA coredump format is not public; the model's own design"]
+    pub dpa_coredump: 0xa80 {
+        magic @ 0x0 : 0x20,
+        version @ 0x20 : 0x10,
+        /// Bytes of this header (offset of the first region entry).
+        header_size @ 0x30 : 0x10,
+        cause @ 0x40 : 0x8,
+        access @ 0x48 : 0x8,
+        access_size @ 0x50 : 0x8,
+        mem_error @ 0x58 : 0x8,
+        /// EU the activation ran on.
+        eu @ 0x60 : 0x10,
+        /// Set when the process had more regions than the image lists.
+        regions_truncated @ 0x70 : 0x1,
+        num_regions @ 0x78 : 0x8,
+        dpa_process_id @ 0x80 : 0x20,
+        dpa_thread_id @ 0xa0 : 0x20,
+        /// Program counter of the faulting instruction (for the watchdog: the next one).
+        pc @ 0xc0 : 0x40,
+        /// Address of the failed access or jump target; 0 otherwise.
+        fault_addr @ 0x100 : 0x40,
+        /// Raw 16- or 32-bit encoding of an illegal instruction; 0 otherwise.
+        insn @ 0x140 : 0x20,
+        device_code @ 0x160 : 0x20,
+        /// Instructions retired by the activation.
+        instret @ 0x180 : 0x40,
+        /// The thread's activation number (1 = its first).
+        activation @ 0x1c0 : 0x40,
+        /// DPA address of the stack bytes that follow the regions.
+        stack_addr @ 0x200 : 0x40,
+        stack_len @ 0x240 : 0x20,
+        /// The process's `error_syndrome`.
+        error_syndrome @ 0x260 : 0x20,
+        /// x0..x31 (x1 = ra, x2 = sp, x4 = tp, x10 = a0, x17 = a7).
+        gpr @ 0x280 : [0x40; 32],
+    }
+}
+
+layout! {
+    /// One memory region of a process in a [`dpa_coredump`] (provisional, the model's).
+    /// `perms`: bit 0 read, bit 1 write, bit 2 execute, bit 3 MMIO (device registers).
+    /// `kind`: 1 text, 2 data, 3 heap, 4 DPA_MEM block, 5 stack, 6 thread context,
+    /// 7 outbox page, 8 window aperture, 9 window configuration register.
+    #[provisional = "DPA coredump format is not public; the model's own design"]
+    pub dpa_coredump_region: 0x100 {
+        base_addr @ 0x0 : 0x40,
+        size @ 0x40 : 0x40,
+        perms @ 0x80 : 0x8,
+        kind @ 0x88 : 0x8,
+        /// The object the region belongs to (DPA_MEM, DPA_OUTBOX, DPA_WINDOW or thread id).
+        obj_id @ 0xa0 : 0x20,
     }
 }
 

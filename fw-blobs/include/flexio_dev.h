@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * mlx5-dpa device runtime: the FlexIO device API, as far as the mlx5-dpa model's DPA
+ * supports it, for DPA programs built with Debian's gcc-riscv64-unknown-elf.
+ *
+ * Function names and signatures follow NVIDIA FlexIO's libflexio-dev, so a FlexIO sample's
+ * device code compiles against this header with few changes; the implementation is our own
+ * and targets exactly the ABI in fw-blobs/README.md (FACTS.md §4-§6):
+ *
+ *  - an activation starts at an entry symbol with a0 = the 64-bit argument, sp = top of a
+ *    per-thread stack, tp = the thread context (struct flexio_dev_thread_ctx); returning
+ *    from the entry function finishes the thread with a0 as the recorded return value;
+ *  - the OS is reached with `ecall` (flexio_dev_dpa_arch.h);
+ *  - doorbells are 64-bit stores to the thread's outbox page; host memory is reached
+ *    through the thread's window.
+ *
+ * What FlexIO has and this runtime does not: the thread id getter, yield/retrigger, NIC
+ * counters, PCC, the
+ * emulation doorbells, window copy helpers, DPACC's automatic RPC argument packing (see
+ * FLEXIO_RPC_STUB below for ours).
+ */
+#ifndef MLX5_DPA_FLEXIO_DEV_H
+#define MLX5_DPA_FLEXIO_DEV_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flexio_dev_dpa_arch.h"
+#include "flexio_dev_endianity.h"
+
+typedef uint64_t flexio_uintptr_t;
+
+#ifndef __unused
+#define __unused __attribute__((__unused__))
+#endif
+
+/**
+ * Marks a function the host starts by symbol name (event handler, RPC, command-queue
+ * task): kept even if unreferenced, never inlined away, default visibility. The model finds
+ * entries in the ELF symbol table, so this is all an entry needs.
+ */
+#define __dpa_global__ __attribute__((used, noinline, visibility("default")))
+/** An RPC entry: `uint64_t f(uint64_t arg)`; the return value (a0) is what the host gets. */
+#define __dpa_rpc__ __dpa_global__
+
+/** Status of the flexio_dev_* calls. */
+typedef enum {
+	FLEXIO_DEV_STATUS_SUCCESS = 0,
+	FLEXIO_DEV_STATUS_FAILED = 1,
+} flexio_dev_status_t;
+
+/** Entry types (documentation; the model passes one u64 in a0 to each). */
+typedef uint64_t(flexio_dev_rpc_handler_t)(uint64_t arg);
+typedef void(flexio_dev_event_handler_t)(uint64_t thread_arg);
+typedef void(flexio_dev_async_rpc_handler_t)(uint64_t arg);
+
+/* ------------------------------------------------------------------------------------- */
+/* Threads                                                                                */
+/* ------------------------------------------------------------------------------------- */
+
+/**
+ * Stores the running thread's context (the value of `tp`) in *dtctx. Always returns 0.
+ * Cheap: no OS call. Call it once per activation, like FlexIO code does.
+ */
+static inline int flexio_dev_get_thread_ctx(struct flexio_dev_thread_ctx **dtctx)
+{
+	*dtctx = dpa_thread_ctx();
+	return 0;
+}
+
+/**
+ * Ends this activation and waits for the thread's next event (DUAR_HANDLER_RETURN, a0 = 0);
+ * the next event starts the entry function again from the top with the same argument.
+ * State that must survive lives in DPA memory (globals or the argument's block), never on
+ * the stack. Does not return.
+ */
+__attribute__((noreturn)) void flexio_dev_thread_reschedule(void);
+
+/**
+ * Ends this activation and marks the thread finished (DUAR_HANDLER_RETURN, a0 = 1): later
+ * events do not start it. Returning from the entry function does the same, with the return
+ * value recorded. Does not return.
+ */
+__attribute__((noreturn)) void flexio_dev_thread_finish(void);
+
+/**
+ * Stops the whole process with status 0 (EXIT_PROCESS, a0 = 0): no thread of the process
+ * runs again. Does not return.
+ */
+__attribute__((noreturn)) void flexio_dev_process_finish(void);
+
+/**
+ * The thread's local storage: the DPA address the host gave as thread_local_storage_daddr
+ * when it created the thread (0 for none). The model keeps it in the context's
+ * metadata_parameter word; FlexIO reaches it through its own metadata there.
+ */
+static inline flexio_uintptr_t flexio_dev_get_thread_local_storage(struct flexio_dev_thread_ctx *dtctx)
+{
+	return *(volatile uint64_t *)&dtctx->metadata_parameter;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Outbox and window                                                                      */
+/* ------------------------------------------------------------------------------------- */
+
+/**
+ * Selects outbox `outbox_config_id` for this thread (OUTBOX_SET_CFG). Afterwards
+ * dtctx->outbox_base is the page the doorbell helpers store to. Returns FAILED when the OS
+ * refused (the id is not an outbox of this process; errno says why) and the old outbox stays.
+ */
+flexio_dev_status_t flexio_dev_outbox_config(struct flexio_dev_thread_ctx *dtctx,
+					     uint16_t outbox_config_id);
+
+/** Same as flexio_dev_outbox_config (FlexIO's unchecked variant). */
+void flexio_dev_outbox_config_fast(struct flexio_dev_thread_ctx *dtctx, uint16_t outbox_config_id);
+
+/**
+ * Makes the outbox act on the function with GVMI `device_id` (OUTBOX_SET_GVMI). The model
+ * accepts only the process's own function; FAILED otherwise.
+ */
+flexio_dev_status_t flexio_dev_outbox_config_uar_extension(struct flexio_dev_thread_ctx *dtctx,
+							   uint32_t device_id);
+
+/**
+ * Selects window `window_config_id` (WINDOW_SET_CFG) and keys it with `mkey` (a 64-bit store of
+ * the mkey to dtctx->window_config_base). Afterwards host address H of that mkey is at DPA
+ * address dtctx->window_base + H. Returns FAILED when the OS refused the id (nothing
+ * stored then) or the thread ends up with no window.
+ */
+flexio_dev_status_t flexio_dev_window_config(struct flexio_dev_thread_ctx *dtctx,
+					     uint16_t window_config_id, uint32_t mkey);
+
+/**
+ * Re-keys the currently selected window with `mkey` (store to window_config_base only).
+ * Returns FAILED when the thread has no window (window_config_base == 0).
+ */
+flexio_dev_status_t flexio_dev_window_mkey_config(struct flexio_dev_thread_ctx *dtctx,
+						  uint32_t mkey);
+
+/**
+ * The DPA address at which host address `haddr` of the current window's mkey appears:
+ * *daddr = window_base + haddr. Returns FAILED (and leaves *daddr alone) when the thread has
+ * no window (window_base == 0).
+ */
+static inline flexio_dev_status_t flexio_dev_window_ptr_acquire(struct flexio_dev_thread_ctx *dtctx,
+								uint64_t haddr,
+								flexio_uintptr_t *daddr)
+{
+	if (dtctx->window_base == 0)
+		return FLEXIO_DEV_STATUS_FAILED;
+	*daddr = dtctx->window_base + haddr;
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Spinlock (AMO based; shared DPA memory)                                                */
+/* ------------------------------------------------------------------------------------- */
+
+/** A spinlock in DPA memory: 0 = free, 1 = held. Zero-initialised memory is a free lock. */
+struct spinlock_s {
+	uint32_t locked;
+};
+
+/** Marks the lock free. */
+static inline void spin_init(struct spinlock_s *lock)
+{
+	__atomic_store_n(&lock->locked, 0, __ATOMIC_RELEASE);
+}
+
+/** One attempt (amoswap.w.aq): returns 0 when the lock was taken, non-zero when busy. */
+static inline uint32_t spin_trylock(struct spinlock_s *lock)
+{
+	return __atomic_exchange_n(&lock->locked, 1, __ATOMIC_ACQUIRE);
+}
+
+/** Takes the lock, spinning without bound (FlexIO semantics). Prefer spin_lock_bounded. */
+static inline void spin_lock(struct spinlock_s *lock)
+{
+	while (spin_trylock(lock))
+		;
+}
+
+/** Takes the lock within `tries` attempts: returns 0 when held, -1 when it stayed busy. */
+static inline int spin_lock_bounded(struct spinlock_s *lock, uint32_t tries)
+{
+	while (tries--) {
+		if (!spin_trylock(lock))
+			return 0;
+	}
+	return -1;
+}
+
+/** Releases the lock (store-release). */
+static inline void spin_unlock(struct spinlock_s *lock)
+{
+	__atomic_store_n(&lock->locked, 0, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Messages to the host (message streams; see flexio_dev_msg_stream.h)                    */
+/* ------------------------------------------------------------------------------------- */
+
+/** Stream ids: 0 is the default stream; 0xff sends to every configured stream. */
+#define FLEXIO_MSG_DEV_DEFAULT_STREAM_ID 0
+#define FLEXIO_MSG_DEV_BROADCAST_STREAM 0xff
+/** Streams this runtime supports (ids 0..3). FlexIO allows 255. */
+#define FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT 4
+
+/**
+ * Message levels (FlexIO values). A stream configured with level L posts a message of level
+ * M when 1 <= M <= L, and drops it otherwise (NO_PRINT messages are always dropped).
+ */
+#define FLEXIO_MSG_DEV_NO_PRINT 0
+#define FLEXIO_MSG_DEV_ALWAYS_PRINT 1
+#define FLEXIO_MSG_DEV_ERROR 2
+#define FLEXIO_MSG_DEV_WARN 3
+#define FLEXIO_MSG_DEV_INFO 4
+#define FLEXIO_MSG_DEV_DEBUG 5
+typedef uint8_t flexio_msg_dev_level;
+
+/** Longest message in bytes; longer ones are truncated (also to the stream's slot size). */
+#define FLEXIO_MSG_DEV_MAX_LEN 256
+
+/** Negative results of flexio_dev_msg / flexio_dev_puts. */
+enum flexio_msg_dev_status {
+	/** The stream id is out of range or the host never configured that stream. */
+	FLEXIO_MSG_DEV_ERR_NO_STREAM = -1,
+	/** The thread has no outbox (outbox_base == 0) to ring the stream's send queue. */
+	FLEXIO_MSG_DEV_ERR_NO_OUTBOX = -2,
+	/** The stream's lock stayed busy for FLEXIO_MSG_DEV_LOCK_TRIES attempts. */
+	FLEXIO_MSG_DEV_ERR_BUSY = -3,
+	/** The stream's send queue stayed full for FLEXIO_MSG_DEV_FULL_POLLS polls of its CQ. */
+	FLEXIO_MSG_DEV_ERR_FULL = -4,
+	/** The stream's send queue completed a message with an error CQE; the stream is dead. */
+	FLEXIO_MSG_DEV_ERR_QUEUE = -5,
+};
+
+/**
+ * Formats like printf (see flexio_dev_vsnprintf for the conversions) and posts the text as
+ * one SEND on stream `stream_id` if `level` passes the stream's level. Safe from many threads
+ * at once (per-stream AMO spinlock around the post). Returns the number of bytes posted,
+ * 0 when the level filter dropped the message, or a negative flexio_msg_dev_status.
+ * With FLEXIO_MSG_DEV_BROADCAST_STREAM, posts to every configured stream and returns the
+ * byte count if at least one stream took it.
+ */
+int flexio_dev_msg(int stream_id, flexio_msg_dev_level level, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/** flexio_dev_msg with a va_list. */
+int flexio_dev_vmsg(int stream_id, flexio_msg_dev_level level, const char *format, va_list ap);
+
+#define flexio_dev_msg_err(strm_id, ...) flexio_dev_msg(strm_id, FLEXIO_MSG_DEV_ERROR, __VA_ARGS__)
+#define flexio_dev_msg_warn(strm_id, ...) flexio_dev_msg(strm_id, FLEXIO_MSG_DEV_WARN, __VA_ARGS__)
+#define flexio_dev_msg_info(strm_id, ...) flexio_dev_msg(strm_id, FLEXIO_MSG_DEV_INFO, __VA_ARGS__)
+#define flexio_dev_msg_dbg(strm_id, ...) flexio_dev_msg(strm_id, FLEXIO_MSG_DEV_DEBUG, __VA_ARGS__)
+#define flexio_dev_msg_dflt(lvl, ...) \
+	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, lvl, __VA_ARGS__)
+#define flexio_dev_msg_broadcast(lvl, ...) \
+	flexio_dev_msg(FLEXIO_MSG_DEV_BROADCAST_STREAM, lvl, __VA_ARGS__)
+
+/**
+ * printf to the default stream (0) at level INFO, as FlexIO's flexio_dev_print. Returns what
+ * flexio_dev_msg returns: negative (no crash) when the host configured no stream 0.
+ */
+#define flexio_dev_print(...) \
+	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_INFO, __VA_ARGS__)
+
+/** Posts `str` as is to the default stream at level INFO; same results as flexio_dev_msg. */
+int flexio_dev_puts(struct flexio_dev_thread_ctx *dtctx, char *str);
+
+/**
+ * The formatter behind the messages (pure; no OS, no queue). Writes at most size - 1
+ * characters and a NUL (when size > 0) and returns the length the full text would have.
+ * Conversions: %d %i %u %x %X %o %c %s %p %%; length modifiers h hh l ll z t j (values are
+ * read as int, long or long long as C says); flags '-' '0' ' ' '+' '#'; field width and
+ * precision as numbers or '*'. %p prints 0x and 16 hex digits; %s of NULL prints "(null)".
+ * Unknown conversions are copied verbatim.
+ */
+int flexio_dev_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int flexio_dev_snprintf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------------------------- */
+/* RPC stubs                                                                              */
+/* ------------------------------------------------------------------------------------- */
+
+/*
+ * The model starts an entry with one argument. FlexIO's DPACC generates, for an RPC with
+ * several u64 parameters, a stub that unpacks them from a buffer the host wrote; ours is
+ * FLEXIO_RPC_STUB(f, nargs), nargs 0..6, which defines the entry
+ *
+ *     uint64_t f_rpc_stub(uint64_t args_daddr)
+ *
+ * The host writes an argument block of (1 + nargs) u64 words, 8-byte aligned, in DPA memory:
+ *
+ *     args_daddr + 0      : return value (written by the stub)
+ *     args_daddr + 8 * i  : argument i, i = 1..nargs
+ *
+ * and runs the RPC on the symbol `f_rpc_stub` with a0 = args_daddr. The stub loads the
+ * arguments, calls f, stores f's result at args_daddr + 0 and returns it, so the result is
+ * both in the block and the value the model records for the RPC.
+ */
+#define FLEXIO_RPC_ARG_(a, i) (((volatile uint64_t *)(uintptr_t)(a))[(i)])
+#define FLEXIO_RPC_STUB_DEF_(f, call)                                          \
+	uint64_t f##_rpc_stub(uint64_t args_daddr);                            \
+	__dpa_rpc__ uint64_t f##_rpc_stub(uint64_t args_daddr)                 \
+	{                                                                      \
+		uint64_t rpc_ret_ = (call);                                    \
+		FLEXIO_RPC_ARG_(args_daddr, 0) = rpc_ret_;                     \
+		return rpc_ret_;                                               \
+	}
+#define FLEXIO_RPC_STUB_0(f) FLEXIO_RPC_STUB_DEF_(f, f())
+#define FLEXIO_RPC_STUB_1(f) FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1)))
+#define FLEXIO_RPC_STUB_2(f)                                                   \
+	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 2)))
+#define FLEXIO_RPC_STUB_3(f)                                                   \
+	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 2),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 3)))
+#define FLEXIO_RPC_STUB_4(f)                                                   \
+	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 2),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 3),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 4)))
+#define FLEXIO_RPC_STUB_5(f)                                                   \
+	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 2),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 3),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 4),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 5)))
+#define FLEXIO_RPC_STUB_6(f)                                                   \
+	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 2),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 3),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 4),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 5),             \
+				  FLEXIO_RPC_ARG_(args_daddr, 6)))
+/** Defines `uint64_t f_rpc_stub(uint64_t args_daddr)` for `uint64_t f(uint64_t x nargs)`. */
+#define FLEXIO_RPC_STUB(f, nargs) FLEXIO_RPC_STUB_##nargs(f)
+
+/* ------------------------------------------------------------------------------------- */
+/* C library pieces (-nostdlib): provided by runtime/string.c                             */
+/* ------------------------------------------------------------------------------------- */
+
+void *memcpy(void *dst, const void *src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+size_t strlen(const char *s);
+size_t strnlen(const char *s, size_t max);
+
+#endif /* MLX5_DPA_FLEXIO_DEV_H */

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * The DPA's machine-level interface as the mlx5-dpa model implements it (FACTS.md §5):
+ * the thread context at `tp`, the FlexIO-OS calls (`ecall`), the outbox doorbell page and
+ * the device barriers. Everything above this header (flexio_dev.h and friends) is written
+ * in terms of these definitions only.
+ */
+#ifndef MLX5_DPA_FLEXIO_DEV_DPA_ARCH_H
+#define MLX5_DPA_FLEXIO_DEV_DPA_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------------------- */
+/* Thread context                                                                         */
+/* ------------------------------------------------------------------------------------- */
+
+/**
+ * The per-thread context the FlexIO OS keeps for the running thread; `tp` points at it for
+ * the whole activation. 48 bytes:
+ *
+ * | offset | field                | meaning |
+ * |--------|----------------------|---------|
+ * | 0      | `version`            | context layout version (set by the OS) |
+ * | 4      | `outbox_config_id`   | outbox currently configured (OUTBOX_SET_CFG) |
+ * | 6      | `window_config_id`   | window currently configured (WINDOW_SET_CFG) |
+ * | 8      | `outbox_base`        | DPA address of the configured outbox page (4 KiB) |
+ * | 16     | `window_base`        | DPA address where host address 0 of the window appears |
+ * | 24     | `window_config_base` | DPA address of the window's mkey register |
+ * | 32     | `metadata_parameter` | the thread's thread-local-storage address (the host's thread_local_storage_daddr; 0 for none) |
+ * | 40     | `errno`              | recoverable-error code of the thread (u32; DPA_OS_ERRNO_*) |
+ * | 44     | reserved             | |
+ *
+ * The OS owns this memory; programs read it and only write `errno` (via flexio_dev_rst_errno).
+ */
+struct flexio_dev_thread_ctx {
+	uint32_t version;
+	uint16_t outbox_config_id;
+	uint16_t window_config_id;
+	uint64_t outbox_base;
+	uint64_t window_base;
+	uint64_t window_config_base;
+	uint64_t metadata_parameter;
+	uint32_t errno;
+	uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct flexio_dev_thread_ctx) == 48, "thread ctx is 48 bytes");
+_Static_assert(offsetof(struct flexio_dev_thread_ctx, outbox_config_id) == 4, "outbox id @4");
+_Static_assert(offsetof(struct flexio_dev_thread_ctx, window_config_id) == 6, "window id @6");
+_Static_assert(offsetof(struct flexio_dev_thread_ctx, outbox_base) == 8, "outbox_base @8");
+_Static_assert(offsetof(struct flexio_dev_thread_ctx, window_base) == 16, "window_base @16");
+_Static_assert(offsetof(struct flexio_dev_thread_ctx, window_config_base) == 24, "cfg @24");
+_Static_assert(offsetof(struct flexio_dev_thread_ctx, metadata_parameter) == 32, "meta @32");
+_Static_assert(offsetof(struct flexio_dev_thread_ctx, errno) == 40, "errno @40");
+
+/** FlexIO's own name for the same layout. */
+#define flexio_os_thread_ctx flexio_dev_thread_ctx
+
+/** The thread context of the running thread (reads `tp`; no OS call). */
+static inline struct flexio_dev_thread_ctx *dpa_thread_ctx(void)
+{
+	struct flexio_dev_thread_ctx *ctx;
+
+	__asm__("mv %0, tp" : "=r"(ctx));
+	return ctx;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* FlexIO-OS calls: `ecall`, number in a7, arguments in a0..                              */
+/* ------------------------------------------------------------------------------------- */
+
+/** End this activation. a0 = DPA_HANDLER_RETURN_RESCHEDULE or DPA_HANDLER_RETURN_FINISH. */
+#define DPA_OS_DUAR_HANDLER_RETURN 0
+/** Query the thread's DUAR: a0 = its id. */
+#define DPA_OS_GET_DUAR 1
+/** Select the thread's outbox: a0 = outbox id. Updates outbox_base / outbox_config_id. */
+#define DPA_OS_OUTBOX_SET_CFG 2
+/** Select the thread's window: a0 = window id. Updates window_base / window_config_base. */
+#define DPA_OS_WINDOW_SET_CFG 3
+/** Stop the whole process: a0 = status (recorded as the process status). */
+#define DPA_OS_EXIT_PROCESS 4
+/** Select the GVMI the outbox acts on: a0 = gvmi. */
+#define DPA_OS_OUTBOX_SET_GVMI 5
+
+/**
+ * Result in a0 of the selection calls: OUTBOX_SET_CFG, WINDOW_SET_CFG and OUTBOX_SET_GVMI
+ * return DPA_OS_OK, or DPA_OS_FAILED with the reason in the thread context's errno word
+ * (DPA_OS_ERRNO_*). Every other register is preserved across an `ecall`.
+ */
+#define DPA_OS_OK 0
+#define DPA_OS_FAILED (~(uint64_t)0)
+/** errno: the outbox / window id is not an object of this process. */
+#define DPA_OS_ERRNO_NO_SUCH_OBJECT 1
+/** errno: the object belongs to another process. */
+#define DPA_OS_ERRNO_OTHER_PROCESS 2
+/** errno: OUTBOX_SET_GVMI with a GVMI that is not this function's. */
+#define DPA_OS_ERRNO_BAD_GVMI 3
+
+/** DUAR_HANDLER_RETURN argument: wait for the next event, then start again at the entry. */
+#define DPA_HANDLER_RETURN_RESCHEDULE 0
+/** DUAR_HANDLER_RETURN argument: the thread is finished. */
+#define DPA_HANDLER_RETURN_FINISH 1
+
+/** An OS call with one argument; returns whatever the OS left in a0. */
+static inline uint64_t dpa_os_call1(uint64_t nr, uint64_t arg0)
+{
+	register uint64_t a0 __asm__("a0") = arg0;
+	register uint64_t a7 __asm__("a7") = nr;
+
+	__asm__ volatile("ecall" : "+r"(a0) : "r"(a7) : "memory");
+	return a0;
+}
+
+/** An OS call that does not return to the caller (HANDLER_RETURN, EXIT_PROCESS). */
+static inline __attribute__((noreturn)) void dpa_os_call1_noreturn(uint64_t nr, uint64_t arg0)
+{
+	register uint64_t a0 __asm__("a0") = arg0;
+	register uint64_t a7 __asm__("a7") = nr;
+
+	__asm__ volatile("ecall" : : "r"(a0), "r"(a7) : "memory");
+	__builtin_unreachable();
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Outbox page: doorbells to the NIC, 64-bit stores at fixed offsets                       */
+/* ------------------------------------------------------------------------------------- */
+
+/** Outbox page size. */
+#define DPA_OUTBOX_PAGE_SIZE 0x1000
+/** Re-arm a CQ and update its consumer index: cqn[23:0] | cq_ci[23:0] << 32. */
+#define DPA_OUTBOX_CQ_DB 0x100
+/** Update an EQ consumer index and re-arm it: eqn | eq_ci << 32. */
+#define DPA_OUTBOX_EQ_DB_REARM 0x140
+/** Update an EQ consumer index without re-arming: eqn | eq_ci << 32. */
+#define DPA_OUTBOX_EQ_DB_NO_REARM 0x180
+/** Send doorbell: wqe_index[15:0] (the new producer counter) | qp_or_sq[23:0] << 32. */
+#define DPA_OUTBOX_SXD_DB 0x1c0
+/** Emulation capture re-arm (listed for completeness; not used by these programs). */
+#define DPA_OUTBOX_EMU_CAP 0x200
+#define DPA_OUTBOX_EMU_CAP_TRIGGER 0x240
+#define DPA_OUTBOX_RXT_DB 0x280
+#define DPA_OUTBOX_CC_DB 0x340
+
+#define DPA_MASK24 0xffffffu
+
+/** CQ_DB value. */
+#define OUTBOX_V_CQ_DB(cqn, cq_ci) \
+	(((uint64_t)((cqn) & DPA_MASK24)) | ((uint64_t)((cq_ci) & DPA_MASK24) << 32))
+/** EQ_DB_REARM / EQ_DB_NO_REARM value. */
+#define OUTBOX_V_EQ_DB(eqn, eq_ci) \
+	(((uint64_t)((eqn) & DPA_MASK24)) | ((uint64_t)((eq_ci) & 0x3ffffffu) << 32))
+/** SXD_DB value. */
+#define OUTBOX_V_SXD_DB(wqe_index, qp_or_sq) \
+	(((uint64_t)((wqe_index) & 0xffffu)) | ((uint64_t)((qp_or_sq) & DPA_MASK24) << 32))
+
+/* ------------------------------------------------------------------------------------- */
+/* Device barriers                                                                        */
+/* ------------------------------------------------------------------------------------- */
+
+/**
+ * Orders earlier memory stores (WQE, packet buffer, counters) before later memory stores
+ * (a doorbell record the NIC polls). FlexIO: __dpa_thread_fence(__DPA_MEMORY, __DPA_W, __DPA_W).
+ */
+static inline void dpa_fence_w_w(void)
+{
+	__asm__ volatile("fence w, w" ::: "memory");
+}
+
+/**
+ * Orders an earlier memory load (a CQE's owner byte) before later loads (the rest of that
+ * CQE, the packet it names). FlexIO: __dpa_thread_fence(__DPA_MEMORY, __DPA_R, __DPA_R).
+ */
+static inline void dpa_fence_r_r(void)
+{
+	__asm__ volatile("fence r, r" ::: "memory");
+}
+
+/**
+ * Orders every earlier memory access before a later device output: used before each outbox
+ * or window-register store, so the NIC sees the rings and records those stores announce.
+ */
+static inline void dpa_fence_rw_o(void)
+{
+	__asm__ volatile("fence rw, o" ::: "memory");
+}
+
+/**
+ * Orders a device output (window mkey register) before later memory accesses through the
+ * window it configures.
+ */
+static inline void dpa_fence_o_rw(void)
+{
+	__asm__ volatile("fence o, rw" ::: "memory");
+}
+
+/** A 64-bit store to an outbox register of the configured outbox page. */
+static inline void dpa_outbox_write(uint64_t outbox_base, uint32_t reg, uint64_t value)
+{
+	dpa_fence_rw_o();
+	*(volatile uint64_t *)(uintptr_t)(outbox_base + reg) = value;
+}
+
+#endif /* MLX5_DPA_FLEXIO_DEV_DPA_ARCH_H */

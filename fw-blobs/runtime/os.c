@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * Thread, process, outbox and window calls of the device runtime (FlexIO-OS `ecall`s;
+ * numbers in flexio_dev_dpa_arch.h). The selection calls return 0 in a0 on success and
+ * all-ones on failure, with the reason in the thread context's errno word.
+ */
+#include "flexio_dev.h"
+#include "flexio_dev_err.h"
+
+void flexio_dev_thread_reschedule(void)
+{
+	dpa_os_call1_noreturn(DPA_OS_DUAR_HANDLER_RETURN, DPA_HANDLER_RETURN_RESCHEDULE);
+}
+
+void flexio_dev_thread_finish(void)
+{
+	dpa_os_call1_noreturn(DPA_OS_DUAR_HANDLER_RETURN, DPA_HANDLER_RETURN_FINISH);
+}
+
+void flexio_dev_process_finish(void)
+{
+	dpa_os_call1_noreturn(DPA_OS_EXIT_PROCESS, 0);
+}
+
+void flexio_dev_error(uint8_t error)
+{
+	if (error < 0x80)
+		error = FLEXIO_DEV_ERROR_ILLEGAL_ERR;
+	dpa_os_call1_noreturn(DPA_OS_EXIT_PROCESS, error);
+}
+
+flexio_dev_status_t flexio_dev_outbox_config(struct flexio_dev_thread_ctx *dtctx,
+					     uint16_t outbox_config_id)
+{
+	(void)dtctx;
+	/* ORDERING: doorbells stored before the switch go to the old outbox. */
+	dpa_fence_rw_o();
+	if (dpa_os_call1(DPA_OS_OUTBOX_SET_CFG, outbox_config_id) != DPA_OS_OK)
+		return FLEXIO_DEV_STATUS_FAILED;
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+void flexio_dev_outbox_config_fast(struct flexio_dev_thread_ctx *dtctx, uint16_t outbox_config_id)
+{
+	(void)flexio_dev_outbox_config(dtctx, outbox_config_id);
+}
+
+flexio_dev_status_t flexio_dev_outbox_config_uar_extension(struct flexio_dev_thread_ctx *dtctx,
+							   uint32_t device_id)
+{
+	(void)dtctx;
+	dpa_fence_rw_o();
+	if (dpa_os_call1(DPA_OS_OUTBOX_SET_GVMI, device_id) != DPA_OS_OK)
+		return FLEXIO_DEV_STATUS_FAILED;
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+flexio_dev_status_t flexio_dev_window_mkey_config(struct flexio_dev_thread_ctx *dtctx,
+						  uint32_t mkey)
+{
+	uint64_t cfg = *(volatile uint64_t *)&dtctx->window_config_base;
+
+	if (cfg == 0)
+		return FLEXIO_DEV_STATUS_FAILED;
+	/* ORDERING: accesses through the old key complete before the key changes, and accesses
+	 * through the new key start after it. */
+	dpa_fence_rw_o();
+	*(volatile uint64_t *)(uintptr_t)cfg = mkey;
+	dpa_fence_o_rw();
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+flexio_dev_status_t flexio_dev_window_config(struct flexio_dev_thread_ctx *dtctx,
+					     uint16_t window_config_id, uint32_t mkey)
+{
+	dpa_fence_rw_o();
+	if (dpa_os_call1(DPA_OS_WINDOW_SET_CFG, window_config_id) != DPA_OS_OK)
+		return FLEXIO_DEV_STATUS_FAILED;
+	return flexio_dev_window_mkey_config(dtctx, mkey);
+}

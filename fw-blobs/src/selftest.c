@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * selftest: small entries for the model's own tests (DPA engine, FlexIO-OS calls, outbox,
+ * window, scheduling, faults). Each is documented at its definition and in the README;
+ * argument blocks are in selftest.h. "Pure" entries make no OS call and touch no thread
+ * context, so they also run on the bare `vm run` machine.
+ */
+#include <stdint.h>
+
+#include "flexio_dev.h"
+#include "selftest.h"
+
+uint64_t st_add(uint64_t x);
+uint64_t st_add2(uint64_t a, uint64_t b);
+void st_spin_forever(void);
+uint64_t st_fault_load(uint64_t addr);
+uint64_t st_store(uint64_t addr);
+uint64_t st_illegal(void);
+uint64_t st_ebreak(void);
+void st_exit(uint64_t status);
+void st_finish(void);
+uint64_t st_get_duar(void);
+uint64_t st_outbox_db(uint64_t args_daddr);
+uint64_t st_outbox_gvmi(uint64_t gvmi);
+uint64_t st_window_rw(uint64_t args_daddr);
+void st_counter(uint64_t daddr);
+uint64_t st_tls(uint64_t x);
+uint64_t st_ctx_dump(uint64_t daddr);
+uint64_t st_gp_global(uint64_t x);
+uint64_t st_stack(uint64_t x);
+uint64_t st_print(uint64_t x);
+uint64_t st_msg(uint64_t stream_and_level);
+uint64_t st_format_check(void);
+
+/** Pure. Returns x + 1. */
+__dpa_global__ uint64_t st_add(uint64_t x)
+{
+	return x + 1;
+}
+
+/** Pure. Returns a0 + a1 (for the bare machine, which can set several argument registers). */
+__dpa_global__ uint64_t st_add2(uint64_t a, uint64_t b)
+{
+	return a + b;
+}
+
+/** Pure. Never returns: a one-instruction loop, for the watchdog / instruction budget. */
+__dpa_global__ void st_spin_forever(void)
+{
+	for (;;)
+		__asm__ volatile("");
+}
+
+/** Returns the u64 loaded from `addr` (unmapped / misaligned / text address -> load fault). */
+__dpa_global__ uint64_t st_fault_load(uint64_t addr)
+{
+	return *(volatile uint64_t *)(uintptr_t)addr;
+}
+
+/** Stores ST_STORE_VALUE (8 bytes) at `addr` and returns 0 (bad address -> store fault). */
+__dpa_global__ uint64_t st_store(uint64_t addr)
+{
+	*(volatile uint64_t *)(uintptr_t)addr = ST_STORE_VALUE;
+	return 0;
+}
+
+/** Executes 0x0000000b, an instruction of the unused custom-0 space: illegal instruction. */
+__dpa_global__ uint64_t st_illegal(void)
+{
+	__asm__ volatile(".insn r CUSTOM_0, 0, 0, x0, x0, x0" ::: "memory");
+	return 0;
+}
+
+/** Executes `ebreak`. */
+__dpa_global__ uint64_t st_ebreak(void)
+{
+	__asm__ volatile("ebreak" ::: "memory");
+	return 0;
+}
+
+/** EXIT_PROCESS with a0 = status (unfiltered, unlike flexio_dev_error). Does not return. */
+__dpa_global__ void st_exit(uint64_t status)
+{
+	dpa_os_call1_noreturn(DPA_OS_EXIT_PROCESS, status);
+}
+
+/** Ends the thread with DUAR_HANDLER_RETURN(1) instead of a return. */
+__dpa_global__ void st_finish(void)
+{
+	flexio_dev_thread_finish();
+}
+
+/** GET_DUAR; returns what the OS left in a0. */
+__dpa_global__ uint64_t st_get_duar(void)
+{
+	return dpa_os_call1(DPA_OS_GET_DUAR, 0);
+}
+
+/**
+ * Selects outbox args->outbox_id (unless ST_OUTBOX_KEEP), then stores args->value (64-bit)
+ * at outbox_base + args->reg. Returns the outbox_base it used, or ST_FAILED (nothing stored)
+ * when OUTBOX_SET_CFG failed.
+ */
+__dpa_global__ uint64_t st_outbox_db(uint64_t args_daddr)
+{
+	volatile struct st_outbox_args *a = (volatile struct st_outbox_args *)(uintptr_t)args_daddr;
+	struct flexio_dev_thread_ctx *dtctx;
+	uint64_t base;
+
+	flexio_dev_get_thread_ctx(&dtctx);
+	if (a->outbox_id != ST_OUTBOX_KEEP &&
+	    flexio_dev_outbox_config(dtctx, (uint16_t)a->outbox_id) != FLEXIO_DEV_STATUS_SUCCESS)
+		return ST_FAILED;
+	base = *(volatile uint64_t *)&dtctx->outbox_base;
+	dpa_outbox_write(base, a->reg, a->value);
+	return base;
+}
+
+/** OUTBOX_SET_GVMI with a0 = gvmi; returns 0, or ST_FAILED when the OS refused. */
+__dpa_global__ uint64_t st_outbox_gvmi(uint64_t gvmi)
+{
+	struct flexio_dev_thread_ctx *dtctx;
+
+	flexio_dev_get_thread_ctx(&dtctx);
+	if (flexio_dev_outbox_config_uar_extension(dtctx, (uint32_t)gvmi) != FLEXIO_DEV_STATUS_SUCCESS)
+		return ST_FAILED;
+	return 0;
+}
+
+/**
+ * Window round trip: select + key the window, read the u64 at haddr (old_value), store
+ * write_value, read it back (new_value). Returns new_value, or ST_FAILED (no access made)
+ * when WINDOW_SET_CFG failed or the thread has no window.
+ */
+__dpa_global__ uint64_t st_window_rw(uint64_t args_daddr)
+{
+	volatile struct st_window_args *a = (volatile struct st_window_args *)(uintptr_t)args_daddr;
+	struct flexio_dev_thread_ctx *dtctx;
+	flexio_uintptr_t daddr;
+	volatile uint64_t *p;
+
+	flexio_dev_get_thread_ctx(&dtctx);
+	if (flexio_dev_window_config(dtctx, (uint16_t)a->window_id, a->mkey) != FLEXIO_DEV_STATUS_SUCCESS ||
+	    flexio_dev_window_ptr_acquire(dtctx, a->haddr, &daddr) != FLEXIO_DEV_STATUS_SUCCESS)
+		return ST_FAILED;
+	a->daddr = daddr;
+	p = (volatile uint64_t *)(uintptr_t)daddr;
+	a->old_value = *p;
+	*p = a->write_value;
+	a->new_value = *p;
+	return a->new_value;
+}
+
+/**
+ * Event-handler style: atomically adds 1 to the u64 at `daddr` (amoadd.d), then
+ * reschedules (waits for the next event). Counts activations.
+ */
+__dpa_global__ void st_counter(uint64_t daddr)
+{
+	__atomic_fetch_add((uint64_t *)(uintptr_t)daddr, 1, __ATOMIC_SEQ_CST);
+	flexio_dev_thread_reschedule();
+}
+
+/**
+ * Thread-local storage: adds x to the u64 at the thread's TLS address (metadata_parameter,
+ * the host's thread_local_storage_daddr) and returns the new value; ST_FAILED when the
+ * thread has none. Each thread of a test gets its own block, so the sums stay apart.
+ */
+__dpa_global__ uint64_t st_tls(uint64_t x)
+{
+	struct flexio_dev_thread_ctx *dtctx;
+	volatile uint64_t *tls;
+
+	flexio_dev_get_thread_ctx(&dtctx);
+	tls = (volatile uint64_t *)(uintptr_t)flexio_dev_get_thread_local_storage(dtctx);
+	if (!tls)
+		return ST_FAILED;
+	*tls += x;
+	return *tls;
+}
+
+/** Copies the 48-byte thread context (at tp) to `daddr`; returns its version word. */
+__dpa_global__ uint64_t st_ctx_dump(uint64_t daddr)
+{
+	const volatile uint64_t *src = (const volatile uint64_t *)dpa_thread_ctx();
+	volatile uint64_t *dst = (volatile uint64_t *)(uintptr_t)daddr;
+
+	for (int i = 0; i < 6; i++)
+		dst[i] = src[i];
+	return (uint32_t)src[0];
+}
+
+/* .data, .rodata and .bss objects for st_gp_global. */
+static volatile uint64_t st_data_word = ST_DATA_MAGIC;
+static const char st_rodata_text[] = "mlx5-dpa selftest";
+static volatile uint64_t st_bss_acc;
+
+/**
+ * Globals work (no gp needed): checks the initialised .data word and a .rodata string, then
+ * adds x to a .bss accumulator and returns its new value (it persists across activations of
+ * the same process). Returns ST_GLOBAL_BAD when .data / .rodata were not loaded.
+ */
+__dpa_global__ uint64_t st_gp_global(uint64_t x)
+{
+	if (st_data_word != ST_DATA_MAGIC || strlen(st_rodata_text) != 17 ||
+	    st_rodata_text[0] != 'm' || st_rodata_text[16] != 't')
+		return ST_GLOBAL_BAD;
+	st_bss_acc += x;
+	return st_bss_acc;
+}
+
+/**
+ * Pure. Uses 12 KiB of stack: fills a local array with (x + i) & 0xff and returns the sum
+ * of its bytes. Checks the stack the model gives is at least that deep.
+ */
+__dpa_global__ uint64_t st_stack(uint64_t x)
+{
+	volatile uint8_t buf[12 * 1024];
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(x + i);
+	for (uint32_t i = 0; i < sizeof(buf); i++)
+		sum += buf[i];
+	return sum;
+}
+
+/** flexio_dev_print("selftest %lu\n", x); returns its result sign-extended (< 0: no stream). */
+__dpa_global__ uint64_t st_print(uint64_t x)
+{
+	return (uint64_t)(int64_t)flexio_dev_print("selftest %lu\n", x);
+}
+
+/**
+ * flexio_dev_msg(stream, level, "st_msg stream %u level %u\n", ...) with stream = a0 bits
+ * 7:0 (0xff = broadcast) and level = a0 bits 15:8; returns its result sign-extended.
+ */
+__dpa_global__ uint64_t st_msg(uint64_t stream_and_level)
+{
+	uint32_t stream = stream_and_level & 0xff;
+	uint32_t level = (stream_and_level >> 8) & 0xff;
+
+	return (uint64_t)(int64_t)flexio_dev_msg((int)stream, (flexio_msg_dev_level)level,
+						 "st_msg stream %u level %u\n", stream, level);
+}
+
+/* One formatter case: formats into a 64-byte buffer and compares text and return value. */
+static int fmt_case(const char *expect, const char *fmt, ...)
+{
+	char buf[64];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = flexio_dev_vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return n == (int)strlen(expect) && strlen(buf) == strlen(expect) &&
+	       memcmp(buf, expect, strlen(expect) + 1) == 0;
+}
+
+/**
+ * Pure. Runs the print formatter on fixed cases; returns 0 when all pass, else the number
+ * of the first failing case.
+ */
+__dpa_global__ uint64_t st_format_check(void)
+{
+	char small[5];
+	uint64_t k = 0;
+
+#define CASE(...)                        \
+	do {                             \
+		k++;                     \
+		if (!fmt_case(__VA_ARGS__)) \
+			return k;        \
+	} while (0)
+
+	CASE("-42", "%d", -42);
+	CASE("7", "%i", 7);
+	CASE("4294967295", "%u", 4294967295u);
+	CASE("-9000000000", "%ld", -9000000000l);
+	CASE("18446744073709551615", "%lu", 18446744073709551615ul);
+	CASE("-9223372036854775808", "%lld", (-9223372036854775807ll - 1));
+	CASE("12345678901234", "%llu", 12345678901234ull);
+	CASE("deadbeef", "%x", 0xdeadbeefu);
+	CASE("123456789abcdef0", "%lx", 0x123456789abcdef0ul);
+	CASE("ffffffffffffffff", "%llx", ~0ull);
+	CASE("00001234", "%08x", 0x1234u);
+	CASE("   42|42   |", "%5d|%-5d|", 42, 42);
+	CASE("hello hel (null)", "%s %.3s %s", "hello", "hello", (char *)0);
+	CASE("ok", "%c%c", 'o', 'k');
+	CASE("0x0000000080001000", "%p", (void *)0x80001000ul);
+	CASE("100%", "100%%");
+	CASE("-0042", "%05d", -42);
+	CASE("ABC", "%X", 0xabcu);
+	CASE("0xff", "%#x", 255u);
+	CASE("+5", "%+d", 5);
+	CASE("0", "%lu", 0ul);
+	CASE("  x", "%3c", 'x');
+	CASE("44", "%hhu", 300);
+	CASE("123", "%zu", (size_t)123);
+	CASE("[  abc]", "[%*s]", 5, "abc");
+	CASE("%q", "%q");
+	CASE("Calculate: 44 + 55 = 99\n", "Calculate: %lu + %lu = %lu\n", 44ul, 55ul, 99ul);
+#undef CASE
+	/* Truncation: returns the full length, stores size - 1 characters and a NUL. */
+	k++;
+	if (flexio_dev_snprintf(small, sizeof(small), "%s", "abcdefgh") != 8 ||
+	    memcmp(small, "abcd", 5) != 0)
+		return k;
+	return 0;
+}

@@ -1,0 +1,673 @@
+//! One activation of a thread on an EU: the hart's initial state (the DPA ABI), the bus the
+//! hart sees (process memory, outbox pages, window registers and aperture), the FlexIO-OS
+//! calls, and what the activation leaves for firmware to apply.
+//!
+//! An activation runs without the device lock, on a worker thread. What it needs from
+//! firmware is copied into the [`Job`] when it is dispatched (its process's outboxes and
+//! windows, the thread's defaults); its doorbells are recorded as [`Effect`]s and applied by
+//! firmware, in order, when the activation's [`Done`] is applied. The one thing that needs
+//! firmware during the run is the translation of a window's mkey: it takes the lock briefly
+//! once per mkey and pins the mkey's UMEM until the activation is applied, so the host memory
+//! stays registered while the hart may DMA into it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use super::memory::{Area, ProcessMem};
+use super::{device_code, error_syndrome, map, outbox_reg, rtos_call, rtos_errno};
+use crate::mem::Dma;
+use crate::riscv::{self, reg, Access, Bus, CodeCache, Fault, Hart, MemError, RamRegion, Stop};
+
+/// What a dispatched activation needs.
+pub(crate) struct Job {
+    pub(crate) seq: u64,
+    pub(crate) thread: u32,
+    pub(crate) process: u32,
+    pub(crate) eu: u16,
+    /// The thread's activation number (1 = first).
+    pub(crate) activation: u64,
+    pub(crate) hart: Hart,
+    pub(crate) cache: CodeCache,
+    /// The process's text generation the cache was valid for at dispatch.
+    pub(crate) text_gen: u64,
+    pub(crate) mem: Arc<ProcessMem>,
+    pub(crate) slot: u32,
+    pub(crate) entry: u64,
+    pub(crate) arg: u64,
+    pub(crate) tls: u64,
+    pub(crate) budget: u64,
+    /// The process's outboxes (id -> UAR page) and windows (id -> PD) at dispatch.
+    pub(crate) outboxes: BTreeMap<u32, u32>,
+    pub(crate) windows: BTreeMap<u32, u32>,
+    pub(crate) default_outbox: Option<u32>,
+    pub(crate) default_window: Option<u32>,
+    pub(crate) duar: u32,
+    pub(crate) vhca_id: u16,
+    pub(crate) uid: u16,
+    /// The device, for window translations.
+    pub(crate) dev: Weak<crate::Shared>,
+}
+
+/// A doorbell an activation stored into an outbox page, applied by firmware afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Effect {
+    /// CQ_DB: arm CQ `cqn` with consumer index `ci`.
+    CqArm { outbox: u32, cqn: u32, ci: u32 },
+    /// EQ_DB_REARM / EQ_DB_NO_REARM.
+    EqUpdate {
+        outbox: u32,
+        eqn: u32,
+        ci: u32,
+        rearm: bool,
+    },
+    /// SXD_DB: new producer counter `pi` of SQ or QP `qn`.
+    Send { outbox: u32, qn: u32, pi: u16 },
+}
+
+/// Why a failed activation failed (what the coredump says).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// `dpa_coredump.cause`.
+    pub(crate) cause: u8,
+    pub(crate) access: u8,
+    pub(crate) access_size: u8,
+    pub(crate) mem_error: u8,
+    pub(crate) device_code: u32,
+    pub(crate) pc: u64,
+    pub(crate) fault_addr: u64,
+    pub(crate) insn: u32,
+    /// `dpa_process_status` and `error_syndrome`.
+    pub(crate) status: u8,
+    pub(crate) syndrome: u32,
+}
+
+/// `dpa_coredump.cause` values.
+pub(crate) mod cause {
+    pub(crate) const WATCHDOG: u8 = 1;
+    pub(crate) const MEMORY: u8 = 2;
+    pub(crate) const ILLEGAL: u8 = 3;
+    pub(crate) const MISALIGNED_TARGET: u8 = 4;
+    pub(crate) const EBREAK: u8 = 5;
+    pub(crate) const BAD_RTOS_CALL: u8 = 6;
+}
+
+/// How an activation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// DUAR_HANDLER_RETURN(0): wait for the next event.
+    Reschedule,
+    /// The entry returned (`Some(a0)`), or DUAR_HANDLER_RETURN(1) (`None`).
+    Finish(Option<u64>),
+    /// EXIT_PROCESS(status).
+    Exit(u64),
+    /// Fault, watchdog or bad RTOS call.
+    Failed(Failure),
+}
+
+/// A finished activation, for firmware to apply.
+pub(crate) struct Done {
+    pub(crate) seq: u64,
+    pub(crate) thread: u32,
+    pub(crate) process: u32,
+    pub(crate) eu: u16,
+    pub(crate) activation: u64,
+    pub(crate) hart: Hart,
+    pub(crate) cache: CodeCache,
+    pub(crate) text_gen: u64,
+    pub(crate) outcome: Outcome,
+    /// Instructions retired by this activation.
+    pub(crate) instret: u64,
+    pub(crate) rtos_calls: u64,
+    pub(crate) effects: Vec<Effect>,
+    /// UMEMs pinned by window translations (unpinned when applied).
+    pub(crate) pinned: Vec<u32>,
+    /// The window configured at the end (for coredump regions).
+    pub(crate) window: Option<u32>,
+    /// The process's outboxes at dispatch (for coredump regions).
+    pub(crate) outboxes: Vec<u32>,
+    pub(crate) slot: u32,
+    /// Stack bytes from `sp` (for a coredump), and where they start.
+    pub(crate) stack_addr: u64,
+    pub(crate) stack: Vec<u8>,
+}
+
+/// A window mkey, translated once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Xlat {
+    pub(crate) mkey: u32,
+    pub(crate) start: u64,
+    pub(crate) len: u64,
+    pub(crate) dma: Dma,
+    pub(crate) lr: bool,
+    pub(crate) lw: bool,
+    pub(crate) umem: u32,
+}
+
+/// The bus of one activation.
+struct ActBus<'a> {
+    job: &'a Job,
+    cache: CodeCache,
+    ctx: u64,
+    outbox: Option<u32>,
+    /// Configured window: id and PD.
+    window: Option<(u32, u32)>,
+    /// The mkey written to the configured window's register.
+    mkey: Option<u32>,
+    xlat: Option<Xlat>,
+    effects: Vec<Effect>,
+    pinned: Vec<u32>,
+    ticks: std::cell::Cell<u64>,
+}
+
+/// Ticks `rdtime` advances per read (the profile's 1000 MHz: one microsecond).
+const TICKS_PER_READ: u64 = 1000;
+
+impl ActBus<'_> {
+    fn mem(&self) -> &ProcessMem {
+        &self.job.mem
+    }
+
+    fn write_ctx(&self, off: u64, size: usize, v: u64) {
+        self.mem().write_le(self.ctx + off, size, v);
+    }
+
+    /// Selects outbox `id` (activation start, OUTBOX_SET_CFG).
+    fn set_outbox(&mut self, id: Option<u32>) {
+        self.outbox = id;
+        let (cfg, base) = id.map_or((0, 0), |i| (u64::from(i & 0xffff), map::outbox(i)));
+        self.write_ctx(4, 2, cfg);
+        self.write_ctx(8, 8, base);
+    }
+
+    /// Selects window `id` (activation start, WINDOW_SET_CFG); forgets the mkey.
+    fn set_window(&mut self, id: Option<u32>) {
+        self.window = id.and_then(|i| self.job.windows.get(&i).map(|pd| (i, *pd)));
+        self.mkey = None;
+        self.xlat = None;
+        let (cfg, base, reg) = match self.window {
+            Some((i, _)) => (u64::from(i & 0xffff), map::WINDOW_BASE, map::window_cfg(i)),
+            None => (0, 0, 0),
+        };
+        self.write_ctx(6, 2, cfg);
+        self.write_ctx(16, 8, base);
+        self.write_ctx(24, 8, reg);
+    }
+
+    fn outbox_store(&mut self, id: u32, off: u64, size: u8, v: u64) -> Result<(), MemError> {
+        if size != 8 {
+            return Err(MemError::Device(device_code::OUTBOX_SIZE));
+        }
+        let lo = (v & 0xff_ffff) as u32;
+        let hi = (v >> 32) as u32;
+        let e = match off {
+            outbox_reg::CQ_DB => Effect::CqArm {
+                outbox: id,
+                cqn: lo,
+                ci: hi & 0xff_ffff,
+            },
+            outbox_reg::EQ_DB_REARM | outbox_reg::EQ_DB_NO_REARM => Effect::EqUpdate {
+                outbox: id,
+                eqn: lo,
+                ci: hi & 0xff_ffff,
+                rearm: off == outbox_reg::EQ_DB_REARM,
+            },
+            outbox_reg::SXD_DB => Effect::Send {
+                outbox: id,
+                qn: hi & 0xff_ffff,
+                pi: v as u16,
+            },
+            _ => return Err(MemError::Device(device_code::OUTBOX_REGISTER)),
+        };
+        self.effects.push(e);
+        Ok(())
+    }
+
+    /// The translation of the configured window's mkey (looked up once under the device
+    /// lock; the UMEM stays pinned until the activation is applied).
+    fn translation(&mut self) -> Result<Xlat, MemError> {
+        let (window, pd) = self
+            .window
+            .ok_or(MemError::Device(device_code::WINDOW_NOT_CONFIGURED))?;
+        let mkey = self
+            .mkey
+            .ok_or(MemError::Device(device_code::WINDOW_NO_MKEY))?;
+        if let Some(x) = self.xlat.filter(|x| x.mkey == mkey) {
+            return Ok(x);
+        }
+        let uid = self.job.uid;
+        let x = crate::with_state_of(&self.job.dev, |st| {
+            let m = st
+                .fw
+                .mkeys
+                .get(mkey >> 8)
+                .filter(|m| m.key == mkey && m.meta.uid == uid)
+                .ok_or(device_code::WINDOW_BAD_MKEY)?;
+            if m.pd != pd {
+                return Err(device_code::WINDOW_PD_MISMATCH);
+            }
+            let x = Xlat {
+                mkey,
+                start: m.start,
+                len: m.len,
+                dma: m.dma,
+                lr: m.lr,
+                lw: m.lw,
+                umem: m.umem,
+            };
+            st.fw.mem.pin_whole(x.umem);
+            Ok(x)
+        })
+        .unwrap_or(Err(device_code::WINDOW_BAD_MKEY))
+        .map_err(MemError::Device)?;
+        tracing::trace!(target: "mlx5_sim::dpa", window, mkey, "window mkey translated");
+        self.pinned.push(x.umem);
+        self.xlat = Some(x);
+        Ok(x)
+    }
+
+    fn window_access(&mut self, addr: u64, size: u8, store: Option<u64>) -> Result<u64, MemError> {
+        let x = self.translation()?;
+        let h = addr - map::WINDOW_BASE;
+        let off = h
+            .checked_sub(x.start)
+            .filter(|o| o.checked_add(u64::from(size)).is_some_and(|e| e <= x.len))
+            .ok_or(MemError::Device(device_code::WINDOW_BOUNDS))?;
+        let n = usize::from(size);
+        match store {
+            Some(v) => {
+                if !x.lw {
+                    return Err(MemError::Device(device_code::WINDOW_ACCESS));
+                }
+                if !x.dma.write(off as usize, &v.to_le_bytes()[..n]) {
+                    return Err(MemError::Device(device_code::WINDOW_BOUNDS));
+                }
+                Ok(0)
+            }
+            None => {
+                if !x.lr {
+                    return Err(MemError::Device(device_code::WINDOW_ACCESS));
+                }
+                let mut b = [0u8; 8];
+                if !x.dma.read(off as usize, &mut b[..n]) {
+                    return Err(MemError::Device(device_code::WINDOW_BOUNDS));
+                }
+                Ok(u64::from_le_bytes(b))
+            }
+        }
+    }
+
+    /// The MMIO target of `addr`, if it is one of this process's.
+    fn mmio(&self, addr: u64) -> Option<Mmio> {
+        if addr >= map::WINDOW_BASE && addr - map::WINDOW_BASE < map::WINDOW_SPAN {
+            return Some(Mmio::Aperture);
+        }
+        if let Some(off) = addr.checked_sub(map::OUTBOX_BASE) {
+            let id = off / map::OUTBOX_PAGE;
+            if let Ok(id) = u32::try_from(id) {
+                if self.job.outboxes.contains_key(&id) {
+                    return Some(Mmio::Outbox(id, off % map::OUTBOX_PAGE));
+                }
+            }
+        }
+        if let Some(off) = addr.checked_sub(map::WINDOW_CFG_BASE) {
+            if let Some((w, _)) = self.window {
+                if off / 8 == u64::from(w) {
+                    return Some(Mmio::WindowCfg);
+                }
+            }
+        }
+        None
+    }
+}
+
+enum Mmio {
+    Outbox(u32, u64),
+    WindowCfg,
+    Aperture,
+}
+
+impl Bus for ActBus<'_> {
+    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemError> {
+        if let Some((area, _)) = self.mem().locate(addr) {
+            // SAFETY: the process memory is kept alive by the job's Arc for the whole run.
+            let r = unsafe { self.mem().ram_region(addr) };
+            return match r.and_then(|r| r.load(addr, size)) {
+                Some(v) if area.perms().read => Ok(v),
+                Some(_) => Err(MemError::Denied),
+                None => Err(MemError::Unmapped),
+            };
+        }
+        match self.mmio(addr) {
+            Some(Mmio::Aperture) => self.window_access(addr, size, None),
+            Some(Mmio::WindowCfg) if size == 8 => Ok(u64::from(self.mkey.unwrap_or(0))),
+            Some(Mmio::WindowCfg) => Err(MemError::Device(device_code::WINDOW_REG_SIZE)),
+            Some(Mmio::Outbox(..)) => Err(MemError::Denied),
+            None => Err(MemError::Unmapped),
+        }
+    }
+
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemError> {
+        if let Some((area, _)) = self.mem().locate(addr) {
+            if !area.perms().write {
+                return Err(MemError::Denied);
+            }
+            // SAFETY: as in `load`.
+            let r = unsafe { self.mem().ram_region(addr) };
+            return match r.map(|r| r.store(addr, size, value)) {
+                Some(true) => Ok(()),
+                _ => Err(MemError::Unmapped),
+            };
+        }
+        match self.mmio(addr) {
+            Some(Mmio::Aperture) => self.window_access(addr, size, Some(value)).map(|_| ()),
+            Some(Mmio::WindowCfg) if size == 8 => {
+                self.mkey = Some(value as u32);
+                Ok(())
+            }
+            Some(Mmio::WindowCfg) => Err(MemError::Device(device_code::WINDOW_REG_SIZE)),
+            Some(Mmio::Outbox(id, off)) => self.outbox_store(id, off, size, value),
+            None => Err(MemError::Unmapped),
+        }
+    }
+
+    fn fetch(&mut self, addr: u64) -> Result<u32, MemError> {
+        if addr == map::SENTINEL {
+            return Err(MemError::Device(device_code::RETURNED));
+        }
+        match self.mem().locate(addr) {
+            Some((Area::Text, _)) => self
+                .mem()
+                .read_le(addr, 2)
+                .map(|v| v as u32)
+                .ok_or(MemError::Unmapped),
+            Some(_) => Err(MemError::Denied),
+            None if self.mmio(addr).is_some() => Err(MemError::Denied),
+            None => Err(MemError::Unmapped),
+        }
+    }
+
+    fn time(&self) -> u64 {
+        let t = self.ticks.get().wrapping_add(TICKS_PER_READ);
+        self.ticks.set(t);
+        t
+    }
+
+    fn ram_region(&mut self, addr: u64) -> Option<RamRegion> {
+        // SAFETY: the process memory is kept alive by the job's Arc for the whole `run` call
+        // (and longer); every other access to it is atomic (`memory` module docs).
+        unsafe { self.mem().ram_region(addr) }
+    }
+
+    fn code_cache(&mut self) -> Option<&mut CodeCache> {
+        Some(&mut self.cache)
+    }
+}
+
+fn failure(cause: u8, status: u8, syndrome: u32, pc: u64) -> Failure {
+    Failure {
+        cause,
+        access: 0,
+        access_size: 0,
+        mem_error: 0,
+        device_code: 0,
+        pc,
+        fault_addr: 0,
+        insn: 0,
+        status,
+        syndrome,
+    }
+}
+
+fn fault_failure(f: Fault) -> Failure {
+    use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
+    match f {
+        Fault::Memory {
+            pc,
+            addr,
+            access,
+            size,
+            error,
+        } => {
+            let (acc, syn) = match access {
+                Access::Fetch => (1, error_syndrome::FETCH_FAULT),
+                Access::Load => (2, error_syndrome::LOAD_FAULT),
+                Access::Store => (3, error_syndrome::STORE_FAULT),
+            };
+            let (mem_error, device_code) = match error {
+                MemError::Unmapped => (1, 0),
+                MemError::Denied => (2, 0),
+                MemError::Misaligned => (3, 0),
+                MemError::Device(c) => (4, c),
+            };
+            Failure {
+                access: acc,
+                access_size: size,
+                mem_error,
+                device_code,
+                fault_addr: addr,
+                ..failure(cause::MEMORY, ps::FAULT, syn, pc)
+            }
+        }
+        Fault::IllegalInstruction { pc, encoding } => Failure {
+            insn: encoding,
+            ..failure(
+                cause::ILLEGAL,
+                ps::FAULT,
+                error_syndrome::ILLEGAL_INSTRUCTION,
+                pc,
+            )
+        },
+        Fault::MisalignedTarget { pc, target } => Failure {
+            fault_addr: target,
+            ..failure(
+                cause::MISALIGNED_TARGET,
+                ps::FAULT,
+                error_syndrome::MISALIGNED_TARGET,
+                pc,
+            )
+        },
+    }
+}
+
+/// `a0` of a failed RTOS call.
+const RTOS_FAILED: u64 = u64::MAX;
+
+/// Runs one activation to its end.
+pub(crate) fn run(mut job: Job) -> Done {
+    use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
+    let cache = std::mem::take(&mut job.cache);
+    let mut hart = std::mem::replace(&mut job.hart, Hart::new(0));
+    hart.x = [0; 32];
+    hart.pc = job.entry;
+    hart.instret = 0;
+    hart.reservation = None;
+    let ctx = map::context(job.slot);
+    hart.x[reg::RA] = map::SENTINEL;
+    hart.x[reg::SP] = map::stack_top(job.slot);
+    hart.x[reg::TP] = ctx;
+    hart.x[reg::A0] = job.arg;
+    let mut bus = ActBus {
+        job: &job,
+        cache,
+        ctx,
+        outbox: None,
+        window: None,
+        mkey: None,
+        xlat: None,
+        effects: Vec::new(),
+        pinned: Vec::new(),
+        ticks: std::cell::Cell::new(0),
+    };
+    // The thread context (FACTS.md §5), then the thread's default outbox and window.
+    bus.write_ctx(0, 4, 1);
+    bus.write_ctx(32, 8, job.tls);
+    bus.write_ctx(40, 8, 0);
+    bus.set_outbox(job.default_outbox.filter(|o| job.outboxes.contains_key(o)));
+    bus.set_window(job.default_window);
+    let mut rtos_calls = 0;
+    let outcome = loop {
+        let left = job.budget.saturating_sub(hart.instret);
+        if left == 0 {
+            break Outcome::Failed(failure(
+                cause::WATCHDOG,
+                ps::WATCHDOG,
+                error_syndrome::WATCHDOG,
+                hart.pc,
+            ));
+        }
+        match riscv::run(&mut hart, &mut bus, left) {
+            Stop::Budget => continue,
+            Stop::Ebreak => {
+                break Outcome::Failed(failure(
+                    cause::EBREAK,
+                    ps::FAULT,
+                    error_syndrome::EBREAK,
+                    hart.pc,
+                ))
+            }
+            Stop::Fault(Fault::Memory {
+                access: Access::Fetch,
+                error: MemError::Device(device_code::RETURNED),
+                ..
+            }) => break Outcome::Finish(Some(hart.x[reg::A0])),
+            Stop::Fault(f) => break Outcome::Failed(fault_failure(f)),
+            Stop::Ecall => {
+                rtos_calls += 1;
+                let a0 = hart.x[reg::A0];
+                let nr = hart.x[reg::A7];
+                let fail = |errno: u32, bus: &ActBus<'_>| {
+                    bus.write_ctx(40, 4, u64::from(errno));
+                    RTOS_FAILED
+                };
+                let ret = match nr {
+                    rtos_call::DUAR_HANDLER_RETURN if a0 == 0 => break Outcome::Reschedule,
+                    rtos_call::DUAR_HANDLER_RETURN if a0 == 1 => break Outcome::Finish(None),
+                    rtos_call::GET_DUAR => u64::from(job.duar),
+                    rtos_call::OUTBOX_SET_CFG => match u32::try_from(a0) {
+                        Ok(id) if job.outboxes.contains_key(&id) => {
+                            bus.set_outbox(Some(id));
+                            0
+                        }
+                        _ => fail(rtos_errno::NO_SUCH_OBJECT, &bus),
+                    },
+                    rtos_call::WINDOW_SET_CFG => match u32::try_from(a0) {
+                        Ok(id) if job.windows.contains_key(&id) => {
+                            bus.set_window(Some(id));
+                            0
+                        }
+                        _ => fail(rtos_errno::NO_SUCH_OBJECT, &bus),
+                    },
+                    rtos_call::EXIT_PROCESS => break Outcome::Exit(a0),
+                    rtos_call::OUTBOX_SET_GVMI if a0 == u64::from(job.vhca_id) => 0,
+                    rtos_call::OUTBOX_SET_GVMI => fail(rtos_errno::BAD_GVMI, &bus),
+                    _ => {
+                        break Outcome::Failed(Failure {
+                            device_code: nr as u32,
+                            // pc points past the ecall; report the ecall itself.
+                            ..failure(
+                                cause::BAD_RTOS_CALL,
+                                ps::BAD_RTOS_CALL,
+                                error_syndrome::BAD_RTOS_CALL,
+                                hart.pc.wrapping_sub(4),
+                            )
+                        });
+                    }
+                };
+                hart.x[reg::A0] = ret;
+            }
+        }
+    };
+    // Stack bytes for a coredump: from sp upwards, inside the thread's stack.
+    let (stack_addr, stack) = match outcome {
+        Outcome::Failed(_) => stack_window(&job.mem, job.slot, hart.x[reg::SP]),
+        _ => (0, Vec::new()),
+    };
+    Done {
+        seq: job.seq,
+        thread: job.thread,
+        process: job.process,
+        eu: job.eu,
+        activation: job.activation,
+        instret: hart.instret,
+        hart,
+        cache: std::mem::take(&mut bus.cache),
+        text_gen: job.text_gen,
+        outcome,
+        rtos_calls,
+        effects: std::mem::take(&mut bus.effects),
+        pinned: std::mem::take(&mut bus.pinned),
+        window: bus.window.map(|(w, _)| w),
+        outboxes: job.outboxes.keys().copied().collect(),
+        slot: job.slot,
+        stack_addr,
+        stack,
+    }
+}
+
+/// Up to `DPA_COREDUMP_MAX_STACK` bytes of the slot's stack from `sp` (8-byte aligned down).
+fn stack_window(mem: &ProcessMem, slot: u32, sp: u64) -> (u64, Vec<u8>) {
+    let lo = map::slot_base(slot) + map::STACK_OFFSET;
+    let top = map::stack_top(slot);
+    let start = (sp & !7).clamp(lo, top);
+    let len = (top - start).min(mlx5_dpa::mlx5::layouts::DPA_COREDUMP_MAX_STACK as u64);
+    let mut b = vec![0u8; len as usize];
+    match mem.read(start, &mut b) {
+        Ok(()) => (start, b),
+        Err(_) => (0, Vec::new()),
+    }
+}
+
+/// A `Done` for an activation whose run panicked (a bug of the model): the process fails
+/// with [`error_syndrome::INTERNAL`] instead of the device hanging.
+pub(crate) fn internal_failure(j: &JobHead) -> Done {
+    use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
+    Done {
+        seq: j.seq,
+        thread: j.thread,
+        process: j.process,
+        eu: j.eu,
+        activation: j.activation,
+        hart: Hart::new(0),
+        cache: CodeCache::new(),
+        text_gen: u64::MAX,
+        outcome: Outcome::Failed(failure(
+            cause::ILLEGAL,
+            ps::FAULT,
+            error_syndrome::INTERNAL,
+            0,
+        )),
+        instret: 0,
+        rtos_calls: 0,
+        effects: Vec::new(),
+        pinned: Vec::new(),
+        window: None,
+        outboxes: Vec::new(),
+        slot: j.slot,
+        stack_addr: 0,
+        stack: Vec::new(),
+    }
+}
+
+/// The identity of a job, kept outside it while it runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JobHead {
+    pub(crate) seq: u64,
+    pub(crate) thread: u32,
+    pub(crate) process: u32,
+    pub(crate) eu: u16,
+    pub(crate) activation: u64,
+    pub(crate) slot: u32,
+}
+
+impl Job {
+    pub(crate) fn head(&self) -> JobHead {
+        JobHead {
+            seq: self.seq,
+            thread: self.thread,
+            process: self.process,
+            eu: self.eu,
+            activation: self.activation,
+            slot: self.slot,
+        }
+    }
+}

@@ -1,0 +1,709 @@
+//! Firmware's side of the DPA: the runtime of the DPA objects (created and destroyed with
+//! them), thread runs and events, dispatching activations to EUs, applying their results,
+//! and the DPA_PROCESS_COREDUMP command.
+
+use std::sync::{Arc, Weak};
+
+use mlx5_dpa::mlx5::layout::{View, ViewMut};
+use mlx5_dpa::mlx5::layouts::{self as l, dpa::obj_type, dpa_process_status as ps};
+
+use super::exec::{self, Effect, Job, Outcome};
+use super::loader::Loaded;
+use super::memory::ProcessMem;
+use super::{map, Affinity, DpaState, Eu, Exec, ProcStatus, ProcessRt, ThreadRt, ThreadState};
+use crate::fw::check::{self, Check};
+use crate::fw::objects::{GenKind, GenObj};
+use crate::fw::{inbox, owned, size, Firmware};
+use crate::riscv::{CodeCache, Hart};
+use crate::State;
+
+/// DUMEM id of a process (the model's id space, next to host UMEM ids).
+pub(crate) fn dumem_id(process: u32) -> u32 {
+    crate::fw::DUMEM_ID_BASE + process
+}
+
+impl DpaState {
+    fn eu_count_at_least(&mut self, n: usize) {
+        if self.eus.len() < n {
+            self.eus.resize_with(n, Eu::default);
+        }
+    }
+}
+
+impl Firmware {
+    /// Registers the runtime of a new DPA_PROCESS (its memory becomes DUMEM `dumem_id(id)`).
+    pub(crate) fn dpa_add_process(
+        &mut self,
+        id: u32,
+        uid: u16,
+        loaded: Loaded,
+        heap: u64,
+        dumem_used: u64,
+    ) {
+        let mem = Arc::new(loaded.mem);
+        mem.set_dumem_limit(dumem_used);
+        let backing: Arc<dyn crate::mem::DumemBacking> = mem.clone();
+        // SAFETY: the DUMEM's memory is the process's mapping, which `backing` keeps alive;
+        // every other access to it is atomic (`dpa::memory`).
+        unsafe {
+            self.mem.register_dumem(
+                dumem_id(id),
+                uid,
+                mem.dumem_host_addr(),
+                mem.dumem_len() as usize,
+                backing,
+            );
+        }
+        let slots = vec![false; mem.slot_count as usize];
+        self.dpa.processes.insert(
+            id,
+            ProcessRt {
+                uid,
+                mem,
+                status: ProcStatus::Ok,
+                closing: false,
+                coredump: None,
+                slots,
+                outboxes: Default::default(),
+                windows: Default::default(),
+                dpa_uars: Vec::new(),
+                dpa_mems: Default::default(),
+                data_span: loaded.data_span,
+                heap,
+                heap_end: dumem_used,
+            },
+        );
+    }
+
+    /// Whether `process` has a free thread slot.
+    pub(crate) fn dpa_has_slot(&self, process: u32) -> bool {
+        self.dpa
+            .processes
+            .get(&process)
+            .is_some_and(|p| p.slots.iter().any(|s| !s))
+    }
+
+    /// The DPA address of the first free range of `size` bytes in the process's DUMEM
+    /// window after its heap (DPA_MEM blocks are placed first fit, so freed ones are reused).
+    pub(crate) fn dpa_find_block(&self, process: u32, size: u64) -> Option<u64> {
+        let p = self.dpa.processes.get(&process)?;
+        let mut blocks: Vec<(u64, u64)> = p.dpa_mems.values().copied().collect();
+        blocks.sort_unstable();
+        let mut at = map::DUMEM_BASE + p.heap_end;
+        for (addr, len) in blocks {
+            if addr.saturating_sub(at) >= size {
+                break;
+            }
+            at = at.max(addr + len);
+        }
+        let end = map::DUMEM_BASE + p.mem.dumem_len();
+        (at.checked_add(size)? <= end).then_some(at)
+    }
+
+    /// Refuses to destroy a process whose DUMEM queues or mkeys still use.
+    pub(crate) fn dpa_check_destroy(&self, obj_type_: u16, id: u32) -> Result<(), Check> {
+        if obj_type_ == obj_type::DPA_PROCESS && self.mem.dumem_refs(dumem_id(id)) != 0 {
+            return Err(check::OBJECT_IN_USE);
+        }
+        Ok(())
+    }
+
+    /// Runtime bookkeeping after a DPA general object was created (`ctx` is its context).
+    pub(crate) fn dpa_created(&mut self, id: u32) {
+        let Some(g) = self.gen.get(id) else { return };
+        match g.kind {
+            GenKind::DpaThread {
+                process,
+                outbox,
+                window,
+            } => {
+                let Ok(c) = View::<l::dpa_thread::Layout>::new(&g.ctx) else {
+                    return;
+                };
+                use l::dpa_thread as th;
+                let aff_id = c.get(th::affinity_id) as u16;
+                let affinity = match c.get(th::affinity_type) {
+                    1 => Affinity::Eu(aff_id),
+                    2 => Affinity::Group(aff_id),
+                    _ => Affinity::None,
+                };
+                let (entry, tls) = (
+                    c.get(th::entry_point),
+                    c.get(th::thread_local_storage_daddr),
+                );
+                let Some(p) = self.dpa.processes.get_mut(&process) else {
+                    return;
+                };
+                let Some(slot) = p.slots.iter().position(|s| !s) else {
+                    return;
+                };
+                p.slots[slot] = true;
+                self.dpa.threads.insert(
+                    id,
+                    ThreadRt {
+                        process,
+                        slot: slot as u32,
+                        state: ThreadState::Idle,
+                        pending_event: false,
+                        affinity,
+                        entry,
+                        tls,
+                        default_outbox: outbox,
+                        default_window: window,
+                        activations: 0,
+                        last_eu: None,
+                        return_value: 0,
+                    },
+                );
+            }
+            GenKind::DpaOutbox { process, uar } => {
+                if let Some(p) = self.dpa.processes.get_mut(&process) {
+                    p.outboxes.insert(id, uar);
+                }
+            }
+            GenKind::DpaWindow { process, pd } => {
+                if let Some(p) = self.dpa.processes.get_mut(&process) {
+                    p.windows.insert(id, pd);
+                }
+            }
+            GenKind::DpaUar { process, .. } => {
+                if let Some(p) = self.dpa.processes.get_mut(&process) {
+                    p.dpa_uars.push(id);
+                }
+            }
+            GenKind::DpaMem {
+                process,
+                size,
+                addr,
+            } => {
+                if let Some(p) = self.dpa.processes.get_mut(&process) {
+                    p.dpa_mems.insert(id, (addr, size));
+                    let used = addr + size - map::DUMEM_BASE;
+                    p.mem.set_dumem_limit(used);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Runtime bookkeeping when a DPA general object is destroyed.
+    pub(crate) fn dpa_released(&mut self, id: u32, g: &GenObj) {
+        match g.kind {
+            GenKind::DpaProcess { .. } => {
+                self.dpa.processes.remove(&id);
+                // Refs were checked by `dpa_check_destroy`.
+                let _ = self.mem.unregister_dumem(dumem_id(id));
+            }
+            GenKind::DpaThread { .. } => {
+                if let Some(t) = self.dpa.threads.remove(&id) {
+                    if let Some(p) = self.dpa.processes.get_mut(&t.process) {
+                        if let Some(s) = p.slots.get_mut(t.slot as usize) {
+                            *s = false;
+                        }
+                    }
+                }
+                self.dpa.pending.retain(|t| *t != id);
+            }
+            GenKind::DpaOutbox { process, .. } => {
+                if let Some(p) = self.dpa.processes.get_mut(&process) {
+                    p.outboxes.remove(&id);
+                }
+            }
+            GenKind::DpaWindow { process, .. } => {
+                if let Some(p) = self.dpa.processes.get_mut(&process) {
+                    p.windows.remove(&id);
+                }
+            }
+            GenKind::DpaUar { process, .. } => {
+                if let Some(p) = self.dpa.processes.get_mut(&process) {
+                    p.dpa_uars.retain(|u| *u != id);
+                }
+            }
+            GenKind::DpaMem {
+                process,
+                addr,
+                size,
+            } => {
+                if let Some(p) = self.dpa.processes.get_mut(&process) {
+                    p.dpa_mems.remove(&id);
+                    // A block allocated here again starts zeroed, like fresh memory.
+                    p.mem.discard(addr.saturating_sub(map::DUMEM_BASE), size);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// MODIFY of a thread's `state`: RUNNING runs it once, IDLE makes it wait for events,
+    /// FINISHED makes it ignore them. Refused while it runs, after it failed, or when its
+    /// process failed or exited.
+    pub(crate) fn dpa_set_thread_state(&mut self, id: u32, state: u8) -> Result<(), Check> {
+        use l::dpa_thread_state as s;
+        let t = self.dpa.threads.get(&id).ok_or(check::NO_SUCH_DPA_THREAD)?;
+        let p = self
+            .dpa
+            .processes
+            .get(&t.process)
+            .ok_or(check::NO_SUCH_DPA_PROCESS)?;
+        if p.status != ProcStatus::Ok || p.closing {
+            return Err(check::DPA_PROCESS_STATE);
+        }
+        let next = match (t.state, state) {
+            (ThreadState::Running { .. }, _) => return Err(check::DPA_THREAD_BUSY),
+            (ThreadState::Error, _) => return Err(check::DPA_THREAD_STATE),
+            (_, s::RUNNING) => ThreadState::Queued,
+            (_, s::IDLE) => ThreadState::Idle,
+            (_, s::FINISHED) => ThreadState::Finished,
+            _ => return Err(check::BAD_STATE_FIELD),
+        };
+        let was_queued = t.state == ThreadState::Queued;
+        if let Some(t) = self.dpa.threads.get_mut(&id) {
+            t.state = next;
+            if next != ThreadState::Queued {
+                t.pending_event = false;
+            }
+        }
+        match (was_queued, next == ThreadState::Queued) {
+            (false, true) => self.dpa.pending.push_back(id),
+            (true, false) => self.dpa.pending.retain(|x| *x != id),
+            _ => {}
+        }
+        self.dpa_sync_thread_ctx(id);
+        Ok(())
+    }
+
+    /// A completion event for thread `id` (an armed CQ bound to it fired).
+    pub(crate) fn dpa_event(&mut self, id: u32) {
+        let Some(t) = self.dpa.threads.get_mut(&id) else {
+            return;
+        };
+        let ok = self
+            .dpa
+            .processes
+            .get(&t.process)
+            .is_some_and(|p| p.status == ProcStatus::Ok && !p.closing);
+        match t.state {
+            _ if !ok => self.dpa.stats.dropped_events += 1,
+            ThreadState::Idle => {
+                t.state = ThreadState::Queued;
+                self.dpa.pending.push_back(id);
+                self.dpa_sync_thread_ctx(id);
+            }
+            ThreadState::Queued => {}
+            ThreadState::Running { .. } => t.pending_event = true,
+            ThreadState::Finished | ThreadState::Error => self.dpa.stats.dropped_events += 1,
+        }
+    }
+
+    /// Copies a thread's runtime outputs into its context (what QUERY returns).
+    pub(crate) fn dpa_sync_thread_ctx(&mut self, id: u32) {
+        let Some(t) = self.dpa.threads.get(&id) else {
+            return;
+        };
+        let Some(g) = self.gen.get_mut(id) else {
+            return;
+        };
+        use l::dpa_thread as th;
+        if let Ok(mut c) = ViewMut::<th::Layout>::new(&mut g.ctx) {
+            c.set(th::state, u64::from(t.state.code()));
+            c.set(th::activation_count, t.activations);
+            c.set(th::return_value, t.return_value);
+            c.set(th::last_eu, u64::from(t.last_eu.unwrap_or(0)));
+        }
+    }
+
+    fn dpa_sync_process_ctx(&mut self, id: u32) {
+        let Some(p) = self.dpa.processes.get(&id) else {
+            return;
+        };
+        let (status, syndrome, exit) = match p.status {
+            ProcStatus::Ok => (ps::OK, 0, 0),
+            ProcStatus::Error { status, syndrome } => (status, syndrome, 0),
+            ProcStatus::Exited(code) => (ps::EXITED, 0, code),
+        };
+        let Some(g) = self.gen.get_mut(id) else {
+            return;
+        };
+        use l::dpa_process as pr;
+        if let Ok(mut c) = ViewMut::<pr::Layout>::new(&mut g.ctx) {
+            c.set(pr::dpa_process_status, u64::from(status));
+            c.set(pr::error_syndrome, u64::from(syndrome));
+            c.set(pr::exit_status, exit & 0xffff_ffff);
+        }
+    }
+
+    /// The kernel closes context `uid`: its processes take no more activations.
+    pub(crate) fn dpa_close_uid(&mut self, uid: u16) {
+        let ids: Vec<u32> = self
+            .dpa
+            .processes
+            .iter_mut()
+            .filter(|(_, p)| p.uid == uid)
+            .map(|(id, p)| {
+                p.closing = true;
+                *id
+            })
+            .collect();
+        let threads = &self.dpa.threads;
+        self.dpa
+            .pending
+            .retain(|t| threads.get(t).is_none_or(|t| !ids.contains(&t.process)));
+    }
+
+    /// The EU for `affinity`: `Ok(Some)` a free one, `Ok(None)` none free now, `Err` none
+    /// can ever match.
+    fn dpa_choose_eu(&self, affinity: Affinity, eus: usize) -> Result<Option<u16>, ()> {
+        let free = |e: usize| self.dpa.eus.get(e).is_some_and(|x| !x.busy);
+        match affinity {
+            Affinity::None => Ok((0..eus).find(|&e| free(e)).map(|e| e as u16)),
+            Affinity::Eu(e) if usize::from(e) < eus => Ok(free(usize::from(e)).then_some(e)),
+            Affinity::Eu(_) => Err(()),
+            Affinity::Group(g) => {
+                let d = self.eugs.get(&g).ok_or(())?;
+                // member_mask: 32 dwords at byte 0x40 (nic_dpa_eug_reg), bit N = EU N.
+                let member = |eu: usize| {
+                    d.get(0x40 + (eu / 32) * 4 + (3 - (eu % 32) / 8))
+                        .is_some_and(|b| b >> (eu % 8) & 1 == 1)
+                };
+                let members: Vec<usize> = (0..eus).filter(|&e| member(e)).collect();
+                if members.is_empty() {
+                    return Err(());
+                }
+                Ok(members.into_iter().find(|&e| free(e)).map(|e| e as u16))
+            }
+        }
+    }
+
+    /// Starts every queued thread that has a free EU matching its affinity (in arrival
+    /// order; the lowest free EU). Returns how many were dispatched.
+    pub(crate) fn dpa_dispatch(&mut self, pool: &Exec, dev: &Weak<crate::Shared>) -> usize {
+        if self.dpa.pending.is_empty() {
+            return 0;
+        }
+        let eus = self.profile.dpa_eus() as usize;
+        self.dpa.eu_count_at_least(eus);
+        let budget = self.profile.dpa_insn_budget.max(1);
+        let vhca_id = self.profile.vhca_id;
+        let mut waiting = std::collections::VecDeque::new();
+        let mut n = 0;
+        while let Some(id) = self.dpa.pending.pop_front() {
+            let Some(t) = self.dpa.threads.get(&id) else {
+                continue;
+            };
+            if t.state != ThreadState::Queued {
+                continue;
+            }
+            let Some(p) = self.dpa.processes.get(&t.process) else {
+                continue;
+            };
+            if p.status != ProcStatus::Ok || p.closing {
+                self.dpa.stats.dropped_events += 1;
+                if let Some(t) = self.dpa.threads.get_mut(&id) {
+                    t.state = ThreadState::Idle;
+                }
+                self.dpa_sync_thread_ctx(id);
+                continue;
+            }
+            let eu = match self.dpa_choose_eu(t.affinity, eus) {
+                Ok(Some(eu)) => eu,
+                Ok(None) => {
+                    waiting.push_back(id);
+                    continue;
+                }
+                Err(()) => {
+                    // The EU or group went away (a group register destroyed, a profile
+                    // shrunk): the event cannot run anywhere.
+                    self.dpa.stats.dropped_events += 1;
+                    if let Some(t) = self.dpa.threads.get_mut(&id) {
+                        t.state = ThreadState::Idle;
+                    }
+                    self.dpa_sync_thread_ctx(id);
+                    continue;
+                }
+            };
+            let arg = self
+                .gen
+                .get(id)
+                .and_then(|g| View::<l::dpa_thread::Layout>::new(&g.ctx).ok())
+                .map_or(0, |c| c.get(l::dpa_thread::user_arg));
+            let text_gen = p.mem.text_gen();
+            // `dpa_choose_eu` picks below `eus`, and the table has at least that many.
+            let Some(e) = self.dpa.eus.get_mut(usize::from(eu)) else {
+                waiting.push_back(id);
+                continue;
+            };
+            e.busy = true;
+            let cache = match (e.cache_of == Some((t.process, text_gen)), e.cache.take()) {
+                (true, Some(c)) => c,
+                (_, Some(mut c)) => {
+                    c.clear();
+                    c
+                }
+                _ => CodeCache::new(),
+            };
+            self.dpa.seq += 1;
+            let job = Job {
+                seq: self.dpa.seq,
+                thread: id,
+                process: t.process,
+                eu,
+                activation: t.activations + 1,
+                hart: e.hart.take().unwrap_or_else(|| Hart::new(0)),
+                cache,
+                text_gen,
+                mem: Arc::clone(&p.mem),
+                slot: t.slot,
+                entry: t.entry,
+                arg,
+                tls: t.tls,
+                budget,
+                outboxes: p.outboxes.clone(),
+                windows: p.windows.clone(),
+                default_outbox: t.default_outbox,
+                default_window: t.default_window,
+                duar: p.dpa_uars.first().copied().unwrap_or(0),
+                vhca_id,
+                uid: p.uid,
+                dev: dev.clone(),
+            };
+            if let Some(t) = self.dpa.threads.get_mut(&id) {
+                t.state = ThreadState::Running { eu };
+                t.last_eu = Some(eu);
+            }
+            // The running activation holds its thread: it cannot be destroyed meanwhile.
+            if let Some(g) = self.gen.get_mut(id) {
+                g.meta.refs += 1;
+            }
+            self.dpa_sync_thread_ctx(id);
+            tracing::trace!(target: "mlx5_sim::dpa", thread = id, eu, "activation dispatched");
+            pool.submit(job);
+            n += 1;
+        }
+        self.dpa.pending = waiting;
+        n
+    }
+
+    /// The DPA_PROCESS_COREDUMP command.
+    pub(crate) fn dpa_process_coredump(
+        &mut self,
+        uid: u16,
+        inb: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), Check> {
+        use l::dpa_process_coredump_out as o;
+        let v = inbox::<l::dpa_process_coredump_in::Layout>(inb)?;
+        let id = v.get(l::dpa_process_coredump_in::dpa_process_id) as u32;
+        let g = self.gen.get(id).ok_or(check::NO_SUCH_DPA_PROCESS)?;
+        if g.obj_type != obj_type::DPA_PROCESS {
+            return Err(check::WRONG_OBJ_TYPE);
+        }
+        owned(&g.meta, uid)?;
+        let dump = self
+            .dpa
+            .processes
+            .get(&id)
+            .and_then(|p| p.coredump.as_ref())
+            .ok_or(check::NO_COREDUMP)?;
+        let hdr = size::<o::Layout>();
+        let dst = out
+            .get_mut(hdr..hdr + dump.len())
+            .ok_or(check::OUTBOX_TOO_SHORT)?;
+        dst.copy_from_slice(dump);
+        let len = dump.len() as u64;
+        let mut ov = crate::fw::outbox::<o::Layout>(out)?;
+        ov.set(o::dump_size, len);
+        Ok(())
+    }
+}
+
+/// Applies finished activations (in dispatch order): EU and thread state, process failure
+/// and coredump, doorbells. Returns the work done.
+pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
+    let mut work = 0;
+    for mut d in done {
+        work += 1 + d.effects.len();
+        let fw = &mut st.fw;
+        let stats = &mut fw.dpa.stats;
+        stats.activations += 1;
+        stats.instructions += d.instret;
+        stats.rtos_calls += d.rtos_calls;
+        for u in &d.pinned {
+            fw.mem.unpin(*u);
+        }
+        if let Some(g) = fw.gen.get_mut(d.thread) {
+            g.meta.refs = g.meta.refs.saturating_sub(1);
+        }
+        if let Some(e) = fw.dpa.eus.get_mut(usize::from(d.eu)) {
+            e.busy = false;
+            e.activations += 1;
+            e.cache_of = Some((d.process, d.text_gen));
+            e.hart = Some(d.hart.clone());
+        }
+        // Doorbells first: they were rung during the activation.
+        for e in &d.effects {
+            apply_effect(st, d.process, *e);
+        }
+        let fw = &mut st.fw;
+        if let Some(e) = fw.dpa.eus.get_mut(usize::from(d.eu)) {
+            e.cache = Some(std::mem::take(&mut d.cache));
+        }
+        let Some(t) = fw.dpa.threads.get_mut(&d.thread) else {
+            continue;
+        };
+        t.activations += 1;
+        let process = t.process;
+        let mut requeue = false;
+        match d.outcome {
+            Outcome::Reschedule => {
+                requeue = std::mem::take(&mut t.pending_event);
+                t.state = if requeue {
+                    ThreadState::Queued
+                } else {
+                    ThreadState::Idle
+                };
+            }
+            Outcome::Finish(ret) => {
+                t.pending_event = false;
+                t.state = ThreadState::Finished;
+                if let Some(v) = ret {
+                    t.return_value = v;
+                }
+            }
+            Outcome::Exit(code) => {
+                t.pending_event = false;
+                t.state = ThreadState::Finished;
+                if let Some(p) = fw.dpa.processes.get_mut(&process) {
+                    if p.status == ProcStatus::Ok {
+                        p.status = ProcStatus::Exited(code);
+                    }
+                }
+            }
+            Outcome::Failed(f) => {
+                t.pending_event = false;
+                t.state = ThreadState::Error;
+                if f.status == ps::WATCHDOG {
+                    fw.dpa.stats.watchdogs += 1;
+                } else {
+                    fw.dpa.stats.faults += 1;
+                }
+                tracing::debug!(
+                    target: "mlx5_sim::dpa",
+                    thread = d.thread,
+                    process,
+                    pc = format_args!("{:#x}", f.pc),
+                    syndrome = format_args!("{:#x}", f.syndrome),
+                    "activation failed"
+                );
+                let first = fw
+                    .dpa
+                    .processes
+                    .get(&process)
+                    .is_some_and(|p| p.status == ProcStatus::Ok);
+                if first {
+                    let image = super::coredump::build(fw, &d, &f);
+                    if let Some(p) = fw.dpa.processes.get_mut(&process) {
+                        p.status = ProcStatus::Error {
+                            status: f.status,
+                            syndrome: f.syndrome,
+                        };
+                        p.coredump = Some(image);
+                    }
+                }
+            }
+        }
+        if requeue {
+            fw.dpa.pending.push_back(d.thread);
+        }
+        fw.dpa_sync_thread_ctx(d.thread);
+        fw.dpa_sync_process_ctx(process);
+    }
+    work
+}
+
+/// Applies one doorbell an activation stored into outbox page `outbox`: honoured only for a
+/// queue of the process's user context on the outbox's UAR; otherwise dropped and counted.
+fn apply_effect(st: &mut State, process: u32, e: Effect) {
+    let State { fw, dp } = st;
+    let Some(p) = fw.dpa.processes.get(&process) else {
+        fw.dpa.stats.violations += 1;
+        return;
+    };
+    let uid = p.uid;
+    let outbox = match e {
+        Effect::CqArm { outbox, .. }
+        | Effect::EqUpdate { outbox, .. }
+        | Effect::Send { outbox, .. } => outbox,
+    };
+    let Some(&uar) = p.outboxes.get(&outbox) else {
+        fw.dpa.stats.violations += 1;
+        return;
+    };
+    let honoured = match e {
+        Effect::CqArm { cqn, ci, .. } => {
+            let ok = fw
+                .cqs
+                .get(cqn)
+                .is_some_and(|c| c.meta.uid == uid && c.uar_page == uar);
+            if ok {
+                crate::engine::arm_cq(fw, dp, uar, cqn, ci);
+            }
+            ok
+        }
+        Effect::Send { qn, pi, .. } => {
+            if let Some(sq) = fw
+                .sqs
+                .get_mut(qn)
+                .filter(|s| s.meta.uid == uid && s.wq.uar_page == uar)
+            {
+                advance_record(&sq.wq.dbr, pi);
+                sq.doorbelled = true;
+                true
+            } else if let Some(qp) = fw
+                .qps
+                .get_mut(qn)
+                .filter(|q| q.meta.uid == uid && q.uar_page == uar)
+            {
+                advance_record(&qp.dbr, pi);
+                qp.rc.doorbelled = true;
+                true
+            } else {
+                false
+            }
+        }
+        Effect::EqUpdate { eqn, ci, .. } => match fw.gen.get_mut(eqn) {
+            Some(g)
+                if g.obj_type == obj_type::DPA_EQ
+                    && g.meta.uid == uid
+                    && matches!(g.kind, GenKind::DpaEq { uar: u, .. } if u == uar) =>
+            {
+                if let Ok(mut c) = ViewMut::<l::dpa_eq::Layout>::new(&mut g.ctx) {
+                    c.set(l::dpa_eq::consumer_counter, u64::from(ci));
+                }
+                true
+            }
+            _ => false,
+        },
+    };
+    if honoured {
+        fw.dpa.stats.doorbells += 1;
+    } else {
+        fw.dpa.stats.violations += 1;
+        tracing::debug!(target: "mlx5_sim::dpa", process, outbox, effect = ?e, "outbox doorbell refused");
+    }
+}
+
+/// Moves a send doorbell record (big-endian 16-bit counter at offset 4) forward to `pi`
+/// when the doorbell names a later counter than the record holds: a program may ring with
+/// the counter alone (FlexIO `flexio_dev_qp_sq_ring_db`) or after writing the record.
+fn advance_record(dbr: &crate::mem::Dma, pi: u16) {
+    let cur = dbr.read_be32(4).map_or(0, |v| v as u16);
+    let ahead = pi.wrapping_sub(cur);
+    if ahead != 0 && ahead < 0x8000 {
+        dbr.write(4, &u32::from(pi).to_be_bytes());
+    }
+}
+
+/// The memory a test may read: see `Device::dpa_read`.
+pub(crate) fn process_mem(fw: &Firmware, process: u32) -> Option<Arc<ProcessMem>> {
+    fw.dpa.processes.get(&process).map(|p| Arc::clone(&p.mem))
+}

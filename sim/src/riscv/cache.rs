@@ -1,0 +1,235 @@
+//! The decoded-code cache: basic blocks of decoded [`Insn`]s, found by their start address.
+//!
+//! A block is the run of instructions from an entry address up to and including the first
+//! control transfer (branch, jump, `ecall`, `ebreak`, `fence.i`, illegal instruction), at most
+//! [`MAX_BLOCK`] instructions, never past the end of its 4 KiB page. An instruction that crosses
+//! a page boundary is a block of its own. Blocks are decoded into one arena (`code`); per cached
+//! page, one entry per halfword gives the block starting there. The interpreter walks a block by
+//! index, so the next instruction's position never waits for the current one's decoding.
+//!
+//! A store by the hart into a page with blocks drops every block of that page (and the one
+//! that may cross into it from the previous page); a filter of 4096 bits keeps the test to one
+//! load for stores into pages without code. `fence.i` empties the cache.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::decode::Insn;
+
+pub(crate) const PAGE_SHIFT: u32 = 12;
+const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
+const SLOTS: usize = 1 << (PAGE_SHIFT - 1);
+/// Most instructions in a block (the entry keeps the length in 8 bits).
+pub(crate) const MAX_BLOCK: usize = 64;
+/// Past this many cached pages or decoded instructions the cache starts over, bounding its
+/// memory (8 KiB of entries per page, 12 bytes per instruction).
+const MAX_PAGES: usize = 2048;
+const MAX_CODE: usize = 1 << 21;
+const FILTER_WORDS: usize = 64;
+
+/// An impossible page number (guest page numbers are below 2^52).
+pub(crate) const NO_PAGE: u64 = u64::MAX;
+
+/// Decoded instructions of the code a hart has executed. A [`Bus`](super::Bus) that keeps one
+/// across [`run`](super::run) calls (see [`Bus::code_cache`](super::Bus::code_cache)) must
+/// [`clear`](CodeCache::clear) or [`invalidate`](CodeCache::invalidate) it when guest code
+/// changes other than by the hart's own stores: new program image, DMA into text, a changed
+/// memory map.
+pub struct CodeCache {
+    /// Decoded blocks, one after the other.
+    code: Vec<Insn>,
+    /// Per cached page (page `i` at `i * SLOTS`), per halfword: `start << 8 | len` of the
+    /// block starting there, 0 when none.
+    entries: Vec<u32>,
+    /// Per cached page: whether any entry is set.
+    live: Vec<bool>,
+    /// Page number -> cached page.
+    index: HashMap<u64, u32, BuildHasherDefault<PageHasher>>,
+    /// Bit `filter_bit(vpn)` is set when a page with that number may be cached.
+    filter: [u64; FILTER_WORDS],
+}
+
+impl std::fmt::Debug for CodeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeCache")
+            .field("pages", &self.pages())
+            .field("instructions", &self.code.len())
+            .finish()
+    }
+}
+
+impl Default for CodeCache {
+    fn default() -> CodeCache {
+        CodeCache {
+            code: Vec::new(),
+            entries: Vec::new(),
+            live: Vec::new(),
+            index: HashMap::default(),
+            filter: [0; FILTER_WORDS],
+        }
+    }
+}
+
+impl CodeCache {
+    /// An empty cache.
+    pub fn new() -> CodeCache {
+        CodeCache::default()
+    }
+
+    /// Forgets every decoded instruction.
+    pub fn clear(&mut self) {
+        self.code.clear();
+        self.entries.clear();
+        self.live.clear();
+        self.index.clear();
+        self.filter = [0; FILTER_WORDS];
+    }
+
+    /// Number of pages the cache tracks.
+    pub fn pages(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Forgets the decoded instructions overlapping guest bytes `addr .. addr + len` (whole
+    /// pages of blocks at a time).
+    pub fn invalidate(&mut self, addr: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        // An instruction starting 2 bytes before `addr` (possibly in the previous page)
+        // overlaps it too.
+        let first = addr.saturating_sub(2) >> PAGE_SHIFT;
+        let last = addr.saturating_add(len - 1) >> PAGE_SHIFT;
+        if last - first >= MAX_PAGES as u64 {
+            self.clear();
+            return;
+        }
+        for vpn in first..=last {
+            self.drop_page(vpn);
+        }
+    }
+
+    /// Drops the blocks of page `vpn` and the last-halfword block of the page before (the only
+    /// one that can reach into `vpn`).
+    fn drop_page(&mut self, vpn: u64) {
+        if let Some(&p) = self.index.get(&vpn) {
+            let p = p as usize;
+            if self.live.get(p) == Some(&true) {
+                if let Some(e) = self.entries.get_mut(p * SLOTS..(p + 1) * SLOTS) {
+                    e.fill(0);
+                }
+                if let Some(l) = self.live.get_mut(p) {
+                    *l = false;
+                }
+            }
+        }
+        if let Some(&p) = vpn.checked_sub(1).and_then(|v| self.index.get(&v)) {
+            if let Some(e) = self.entries.get_mut((p as usize + 1) * SLOTS - 1) {
+                *e = 0;
+            }
+        }
+    }
+
+    /// Whether a store of `size` bytes at `addr` may touch cached code (cheap, may say yes
+    /// wrongly).
+    #[inline(always)]
+    pub(crate) fn may_hold(&self, addr: u64, size: u8) -> bool {
+        let first = addr.wrapping_sub(2) >> PAGE_SHIFT;
+        let last = addr.wrapping_add(u64::from(size) - 1) >> PAGE_SHIFT;
+        self.filter_hit(first) || self.filter_hit(last)
+    }
+
+    #[inline(always)]
+    fn filter_hit(&self, vpn: u64) -> bool {
+        let bit = filter_bit(vpn);
+        self.filter[bit / 64] & (1 << (bit % 64)) != 0
+    }
+
+    /// The cached page of `vpn`, creating it (possibly after emptying a full cache).
+    pub(crate) fn page(&mut self, vpn: u64) -> usize {
+        if let Some(&p) = self.index.get(&vpn) {
+            return p as usize;
+        }
+        if self.pages() >= MAX_PAGES {
+            self.clear();
+        }
+        let p = self.pages();
+        self.entries.resize((p + 1) * SLOTS, 0);
+        self.live.push(false);
+        self.index.insert(vpn, p as u32);
+        let bit = filter_bit(vpn);
+        self.filter[bit / 64] |= 1 << (bit % 64);
+        p
+    }
+
+    /// The block starting at `pc` in cached page `page`: (first index in the arena, length),
+    /// if decoded.
+    #[inline(always)]
+    pub(crate) fn block(&self, page: usize, pc: u64) -> Option<(usize, usize)> {
+        let e = *self.entries.get(page * SLOTS + slot(pc))?;
+        (e != 0).then_some(((e >> 8) as usize, (e & 0xff) as usize))
+    }
+
+    /// Whether the arena has room for another block (else the caller clears the cache first).
+    pub(crate) fn has_room(&self) -> bool {
+        self.code.len() + MAX_BLOCK <= MAX_CODE
+    }
+
+    /// Appends a decoded block for `pc` in page `page`; returns (first index, length).
+    pub(crate) fn add_block(&mut self, page: usize, pc: u64, insns: &[Insn]) -> (usize, usize) {
+        let start = self.code.len();
+        let len = insns.len().min(MAX_BLOCK);
+        self.code.extend_from_slice(&insns[..len]);
+        if let Some(e) = self.entries.get_mut(page * SLOTS + slot(pc)) {
+            *e = (start as u32) << 8 | len as u32;
+        }
+        if let Some(l) = self.live.get_mut(page) {
+            *l = true;
+        }
+        (start, len)
+    }
+
+    /// The decoded instruction at arena index `i`.
+    #[inline(always)]
+    pub(crate) fn insn(&self, i: usize) -> Option<Insn> {
+        self.code.get(i).copied()
+    }
+}
+
+/// Bytes from `pc` to the end of its page.
+pub(crate) fn to_page_end(pc: u64) -> u64 {
+    PAGE_SIZE - (pc & (PAGE_SIZE - 1))
+}
+
+/// The filter bit of a page: the top 12 bits of a multiplicative hash (text and data pages
+/// of typical layouts, 0x40000000 and 0x80000000, differ only in high bits).
+#[inline(always)]
+fn filter_bit(vpn: u64) -> usize {
+    (vpn.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize
+}
+
+/// The halfword slot of `addr` within its page.
+#[inline(always)]
+fn slot(addr: u64) -> usize {
+    ((addr >> 1) as usize) & (SLOTS - 1)
+}
+
+/// A multiplicative hash for page numbers (the std SipHash is needlessly slow here).
+#[derive(Default)]
+pub(crate) struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}

@@ -1,0 +1,584 @@
+//! The interpreter loop.
+//!
+//! Registers live in a local 64-entry array during a run (index 32 is the sink for writes to
+//! x0; indices are masked with 63 so no bounds check remains), `pc` and the retired count in
+//! locals. The outer loop finds (or decodes) the basic block at `pc` in the [`CodeCache`] and
+//! cuts it to the remaining budget; the inner loop walks the block by index and dispatches on
+//! each operation. Memory goes through the last [`RamRegion`] used for loads / stores /
+//! fetches when it covers the access, otherwise through the [`Bus`].
+
+use super::cache::{to_page_end, CodeCache, MAX_BLOCK, NO_PAGE, PAGE_SHIFT};
+use super::decode::{decode, insn_len, Insn, Op};
+use super::ram::{AmoOp, RamRegion};
+use super::{Access, Bus, Fault, Hart, MemError, Stop};
+
+struct Exec<'a, B: Bus> {
+    bus: &'a mut B,
+    cache: &'a mut CodeCache,
+    /// Last region a load hit (readable).
+    rd_region: RamRegion,
+    /// Last region a store hit (writable).
+    wr_region: RamRegion,
+    /// Last region an instruction was fetched from (executable).
+    x_region: RamRegion,
+    /// A page the bus said has no RAM region (so it is not asked again at once).
+    no_ram_vpn: u64,
+    /// LR/SC reservation.
+    resv: Option<u64>,
+    /// Set when a store dropped decoded code: the current block must not go on.
+    code_changed: bool,
+}
+
+impl<B: Bus> Exec<'_, B> {
+    /// The bus's RAM region containing `addr`, if any.
+    #[cold]
+    #[inline(never)]
+    fn find_region(&mut self, addr: u64) -> Option<RamRegion> {
+        let vpn = addr >> PAGE_SHIFT;
+        if vpn == self.no_ram_vpn {
+            return None;
+        }
+        match self.bus.ram_region(addr) {
+            Some(r) if r.contains(addr) => Some(r),
+            _ => {
+                self.no_ram_vpn = vpn;
+                None
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemError> {
+        match self.rd_region.load(addr, size) {
+            Some(v) => Ok(v),
+            None => self.load_slow(addr, size),
+        }
+    }
+
+    #[inline(never)]
+    fn load_slow(&mut self, addr: u64, size: u8) -> Result<u64, MemError> {
+        if addr & (u64::from(size) - 1) != 0 {
+            return Err(MemError::Misaligned);
+        }
+        if let Some(r) = self.find_region(addr) {
+            if r.perms().read {
+                if let Some(v) = r.load(addr, size) {
+                    self.rd_region = r;
+                    return Ok(v);
+                }
+            }
+        }
+        self.bus.load(addr, size)
+    }
+
+    #[inline(always)]
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemError> {
+        if !self.wr_region.store(addr, size, value) {
+            self.store_slow(addr, size, value)?;
+        }
+        self.after_store(addr, size);
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn store_slow(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemError> {
+        if addr & (u64::from(size) - 1) != 0 {
+            return Err(MemError::Misaligned);
+        }
+        if let Some(r) = self.find_region(addr) {
+            if r.perms().write && r.store(addr, size, value) {
+                self.wr_region = r;
+                return Ok(());
+            }
+        }
+        self.bus.store(addr, size, value)
+    }
+
+    /// A store by this hart: it ends a reservation on the same doubleword and drops decoded
+    /// instructions it overwrote.
+    #[inline(always)]
+    fn after_store(&mut self, addr: u64, size: u8) {
+        if let Some(r) = self.resv {
+            if r & !7 == addr & !7 {
+                self.resv = None;
+            }
+        }
+        if self.cache.may_hold(addr, size) {
+            self.cache.invalidate(addr, u64::from(size));
+            self.code_changed = true;
+        }
+    }
+
+    /// An AMO of `size` (4 or 8) bytes; returns the old value, zero-extended.
+    fn amo(&mut self, addr: u64, size: u8, op: AmoOp, value: u64) -> Result<u64, MemError> {
+        if addr & (u64::from(size) - 1) != 0 {
+            return Err(MemError::Misaligned);
+        }
+        let fast = if self.wr_region.perms().read {
+            self.wr_region.amo(addr, size, op, value)
+        } else {
+            None
+        };
+        let old = match fast {
+            Some(old) => old,
+            None => self.amo_slow(addr, size, op, value)?,
+        };
+        self.after_store(addr, size);
+        Ok(old)
+    }
+
+    #[inline(never)]
+    fn amo_slow(&mut self, addr: u64, size: u8, op: AmoOp, value: u64) -> Result<u64, MemError> {
+        if let Some(r) = self.find_region(addr) {
+            if r.perms().read && r.perms().write {
+                if let Some(old) = r.amo(addr, size, op, value) {
+                    self.wr_region = r;
+                    return Ok(old);
+                }
+            }
+        }
+        // A device: read, then write (not atomic with respect to anything else on the bus).
+        let old = self.bus.load(addr, size)?;
+        self.bus.store(addr, size, op.apply(old, value, size))?;
+        Ok(old)
+    }
+
+    /// 16 bits of instruction at `addr`.
+    fn fetch16(&mut self, addr: u64) -> Result<u16, MemError> {
+        if let Some(v) = self.x_region.load(addr, 2) {
+            return Ok(v as u16);
+        }
+        if let Some(r) = self.find_region(addr) {
+            if r.perms().exec {
+                if let Some(v) = r.load(addr, 2) {
+                    self.x_region = r;
+                    return Ok(v as u16);
+                }
+            }
+        }
+        self.bus.fetch(addr).map(|v| v as u16)
+    }
+
+    /// Fetches and decodes the block starting at `pc` (page number `vpn`) into the cache;
+    /// returns (cached page, first arena index, length). A fetch fault on the first
+    /// instruction is the result; on a later one the block ends before it.
+    #[cold]
+    #[inline(never)]
+    fn build(&mut self, vpn: u64, pc: u64) -> Result<(usize, usize, usize), Fault> {
+        if !self.cache.has_room() {
+            self.cache.clear();
+        }
+        let page = self.cache.page(vpn);
+        let fault = |addr, error| Fault::Memory {
+            pc,
+            addr,
+            access: Access::Fetch,
+            size: 2,
+            error,
+        };
+        let room = to_page_end(pc);
+        let mut insns = [Insn::UNDECODED; MAX_BLOCK];
+        let mut n = 0;
+        let mut off = 0u64; // bytes from pc
+        while n < MAX_BLOCK && off < room {
+            let a = pc.wrapping_add(off);
+            let lo = match self.fetch16(a) {
+                Ok(v) => v,
+                Err(e) if n == 0 => return Err(fault(a, e)),
+                Err(_) => break,
+            };
+            let len = u64::from(insn_len(lo));
+            let crosses = off + len > room;
+            if crosses && n > 0 {
+                break; // an instruction across the page end is a block of its own
+            }
+            let raw = if len == 4 {
+                let a2 = a.wrapping_add(2);
+                match self.fetch16(a2) {
+                    Ok(hi) => u32::from(lo) | (u32::from(hi) << 16),
+                    Err(e) if n == 0 => return Err(fault(a2, e)),
+                    Err(_) => break,
+                }
+            } else {
+                u32::from(lo)
+            };
+            let insn = decode(raw);
+            insns[n] = insn;
+            n += 1;
+            off += len;
+            if ends_block(insn.op) || crosses {
+                break;
+            }
+        }
+        let (start, len) = self.cache.add_block(page, pc, &insns[..n]);
+        Ok((page, start, len))
+    }
+}
+
+/// Whether an operation ends a block (it may change the pc, leave `run`, or change the cache).
+fn ends_block(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Jal
+            | Op::Jalr
+            | Op::Beq
+            | Op::Bne
+            | Op::Blt
+            | Op::Bge
+            | Op::Bltu
+            | Op::Bgeu
+            | Op::Ecall
+            | Op::Ebreak
+            | Op::FenceI
+            | Op::Illegal
+            | Op::Undecoded
+    )
+}
+
+/// Sign-extends a 32-bit result.
+#[inline(always)]
+fn sx32(v: u64) -> u64 {
+    v as i32 as i64 as u64
+}
+
+/// The interpreter. See [`super::run`].
+pub(super) fn run<B: Bus>(
+    hart: &mut Hart,
+    bus: &mut B,
+    cache: &mut CodeCache,
+    max_insns: u64,
+) -> Stop {
+    if max_insns == 0 {
+        return Stop::Budget;
+    }
+    if hart.pc & 1 != 0 {
+        return Stop::Fault(Fault::Memory {
+            pc: hart.pc,
+            addr: hart.pc,
+            access: Access::Fetch,
+            size: 2,
+            error: MemError::Misaligned,
+        });
+    }
+    let mut ex = Exec {
+        bus,
+        cache,
+        rd_region: RamRegion::EMPTY,
+        wr_region: RamRegion::EMPTY,
+        x_region: RamRegion::EMPTY,
+        no_ram_vpn: NO_PAGE,
+        resv: hart.reservation,
+        code_changed: false,
+    };
+    let mut x = [0u64; 64];
+    x[1..32].copy_from_slice(&hart.x[1..32]);
+    let mut pc = hart.pc;
+    let mut n: u64 = 0;
+    let instret0 = hart.instret;
+    let mut cur_vpn = NO_PAGE;
+    let mut cur_page = 0usize;
+
+    let stop = 'run: loop {
+        if n >= max_insns {
+            break Stop::Budget;
+        }
+        let vpn = pc >> PAGE_SHIFT;
+        if vpn != cur_vpn {
+            cur_page = ex.cache.page(vpn);
+            cur_vpn = vpn;
+        }
+        let (start, len) = match ex.cache.block(cur_page, pc) {
+            Some(b) => b,
+            None => match ex.build(vpn, pc) {
+                Ok((page, start, len)) => {
+                    cur_page = page;
+                    (start, len)
+                }
+                Err(f) => break Stop::Fault(f),
+            },
+        };
+        // Never past the budget: a block may end early.
+        let mut end = start + len.min(usize::try_from(max_insns - n).unwrap_or(usize::MAX));
+        let mut i = start;
+        while i < end {
+            let Some(insn) = ex.cache.insn(i) else {
+                // Cannot happen (entries only name decoded blocks); start over to be safe.
+                ex.cache.clear();
+                cur_vpn = NO_PAGE;
+                continue 'run;
+            };
+            i += 1;
+            let rd = usize::from(insn.rd & 63);
+            let v1 = x[usize::from(insn.rs1 & 63)];
+            let v2 = x[usize::from(insn.rs2 & 63)];
+            let imm = insn.imm as i64 as u64;
+            let next = pc.wrapping_add(u64::from(insn.len));
+            let mut npc = next;
+
+            macro_rules! mem_fault {
+                ($addr:expr, $access:expr, $size:expr, $e:expr) => {
+                    break 'run Stop::Fault(Fault::Memory {
+                        pc,
+                        addr: $addr,
+                        access: $access,
+                        size: $size,
+                        error: $e,
+                    })
+                };
+            }
+            macro_rules! load {
+                ($size:expr, $ext:expr) => {{
+                    let a = v1.wrapping_add(imm);
+                    match ex.load(a, $size) {
+                        Ok(v) => x[rd] = $ext(v),
+                        Err(e) => mem_fault!(a, Access::Load, $size, e),
+                    }
+                }};
+            }
+            macro_rules! store {
+                ($size:expr) => {{
+                    let a = v1.wrapping_add(imm);
+                    if let Err(e) = ex.store(a, $size, v2) {
+                        mem_fault!(a, Access::Store, $size, e);
+                    }
+                }};
+            }
+            macro_rules! branch {
+                ($cond:expr) => {
+                    if $cond {
+                        npc = pc.wrapping_add(imm);
+                    }
+                };
+            }
+            macro_rules! amo {
+                ($size:expr, $op:expr) => {{
+                    match ex.amo(v1, $size, $op, v2) {
+                        Ok(old) => x[rd] = if $size == 4 { sx32(old) } else { old },
+                        Err(e) => mem_fault!(v1, Access::Store, $size, e),
+                    }
+                }};
+            }
+            macro_rules! lr {
+                ($size:expr) => {{
+                    match ex.load(v1, $size) {
+                        Ok(v) => {
+                            x[rd] = if $size == 4 { sx32(v) } else { v };
+                            ex.resv = Some(v1);
+                        }
+                        Err(e) => mem_fault!(v1, Access::Load, $size, e),
+                    }
+                }};
+            }
+            macro_rules! sc {
+                ($size:expr) => {{
+                    if v1 & ($size - 1) != 0 {
+                        mem_fault!(v1, Access::Store, $size, MemError::Misaligned);
+                    }
+                    let held = ex.resv;
+                    ex.resv = None;
+                    if held == Some(v1) {
+                        if let Err(e) = ex.store(v1, $size, v2) {
+                            ex.resv = held;
+                            mem_fault!(v1, Access::Store, $size, e);
+                        }
+                        x[rd] = 0;
+                    } else {
+                        x[rd] = 1;
+                    }
+                }};
+            }
+
+            match insn.op {
+                // (Blocks never hold undecoded slots.)
+                Op::Undecoded | Op::Illegal => {
+                    break 'run Stop::Fault(Fault::IllegalInstruction {
+                        pc,
+                        encoding: insn.encoding(),
+                    })
+                }
+                Op::Lui => x[rd] = imm,
+                Op::Auipc => x[rd] = pc.wrapping_add(imm),
+                Op::Jal => {
+                    x[rd] = next;
+                    npc = pc.wrapping_add(imm);
+                }
+                Op::Jalr => {
+                    npc = v1.wrapping_add(imm) & !1;
+                    x[rd] = next;
+                }
+                Op::Beq => branch!(v1 == v2),
+                Op::Bne => branch!(v1 != v2),
+                Op::Blt => branch!((v1 as i64) < (v2 as i64)),
+                Op::Bge => branch!((v1 as i64) >= (v2 as i64)),
+                Op::Bltu => branch!(v1 < v2),
+                Op::Bgeu => branch!(v1 >= v2),
+                Op::Lb => load!(1, |v: u64| v as i8 as i64 as u64),
+                Op::Lh => load!(2, |v: u64| v as i16 as i64 as u64),
+                Op::Lw => load!(4, sx32),
+                Op::Ld => load!(8, |v: u64| v),
+                Op::Lbu => load!(1, |v: u64| v),
+                Op::Lhu => load!(2, |v: u64| v),
+                Op::Lwu => load!(4, |v: u64| v),
+                Op::Sb => store!(1),
+                Op::Sh => store!(2),
+                Op::Sw => store!(4),
+                Op::Sd => store!(8),
+                Op::Addi => x[rd] = v1.wrapping_add(imm),
+                Op::Slti => x[rd] = u64::from((v1 as i64) < (imm as i64)),
+                Op::Sltiu => x[rd] = u64::from(v1 < imm),
+                Op::Xori => x[rd] = v1 ^ imm,
+                Op::Ori => x[rd] = v1 | imm,
+                Op::Andi => x[rd] = v1 & imm,
+                Op::Slli => x[rd] = v1 << (imm & 63),
+                Op::Srli => x[rd] = v1 >> (imm & 63),
+                Op::Srai => x[rd] = ((v1 as i64) >> (imm & 63)) as u64,
+                Op::Add => x[rd] = v1.wrapping_add(v2),
+                Op::Sub => x[rd] = v1.wrapping_sub(v2),
+                Op::Sll => x[rd] = v1 << (v2 & 63),
+                Op::Slt => x[rd] = u64::from((v1 as i64) < (v2 as i64)),
+                Op::Sltu => x[rd] = u64::from(v1 < v2),
+                Op::Xor => x[rd] = v1 ^ v2,
+                Op::Srl => x[rd] = v1 >> (v2 & 63),
+                Op::Sra => x[rd] = ((v1 as i64) >> (v2 & 63)) as u64,
+                Op::Or => x[rd] = v1 | v2,
+                Op::And => x[rd] = v1 & v2,
+                Op::Addiw => x[rd] = sx32(v1.wrapping_add(imm)),
+                Op::Slliw => x[rd] = sx32(u64::from((v1 as u32) << (imm & 31))),
+                Op::Srliw => x[rd] = sx32(u64::from((v1 as u32) >> (imm & 31))),
+                Op::Sraiw => x[rd] = ((v1 as i32) >> (imm & 31)) as i64 as u64,
+                Op::Addw => x[rd] = sx32(v1.wrapping_add(v2)),
+                Op::Subw => x[rd] = sx32(v1.wrapping_sub(v2)),
+                Op::Sllw => x[rd] = sx32(u64::from((v1 as u32) << (v2 & 31))),
+                Op::Srlw => x[rd] = sx32(u64::from((v1 as u32) >> (v2 & 31))),
+                Op::Sraw => x[rd] = ((v1 as i32) >> (v2 & 31)) as i64 as u64,
+                Op::Fence => {}
+                Op::FenceI => {
+                    ex.cache.clear();
+                    cur_vpn = NO_PAGE;
+                    end = i;
+                }
+                Op::Ecall => {
+                    pc = next;
+                    n += 1;
+                    break 'run Stop::Ecall;
+                }
+                Op::Ebreak => break 'run Stop::Ebreak,
+                Op::Rdcycle | Op::Rdinstret => x[rd] = instret0.wrapping_add(n),
+                Op::Rdtime => x[rd] = ex.bus.time(),
+                Op::Mul => x[rd] = v1.wrapping_mul(v2),
+                Op::Mulh => x[rd] = ((i128::from(v1 as i64) * i128::from(v2 as i64)) >> 64) as u64,
+                Op::Mulhsu => x[rd] = ((i128::from(v1 as i64) * i128::from(v2)) >> 64) as u64,
+                Op::Mulhu => x[rd] = ((u128::from(v1) * u128::from(v2)) >> 64) as u64,
+                Op::Div => {
+                    x[rd] = if v2 == 0 {
+                        u64::MAX
+                    } else {
+                        (v1 as i64).wrapping_div(v2 as i64) as u64
+                    }
+                }
+                Op::Divu => x[rd] = v1.checked_div(v2).unwrap_or(u64::MAX),
+                Op::Rem => {
+                    x[rd] = if v2 == 0 {
+                        v1
+                    } else {
+                        (v1 as i64).wrapping_rem(v2 as i64) as u64
+                    }
+                }
+                Op::Remu => x[rd] = v1.checked_rem(v2).unwrap_or(v1),
+                Op::Mulw => x[rd] = sx32(v1.wrapping_mul(v2)),
+                Op::Divw => {
+                    let (a, b) = (v1 as i32, v2 as i32);
+                    x[rd] = if b == 0 { -1 } else { a.wrapping_div(b) } as i64 as u64;
+                }
+                Op::Divuw => {
+                    let (a, b) = (v1 as u32, v2 as u32);
+                    x[rd] = sx32(u64::from(a.checked_div(b).unwrap_or(u32::MAX)));
+                }
+                Op::Remw => {
+                    let (a, b) = (v1 as i32, v2 as i32);
+                    x[rd] = if b == 0 { a } else { a.wrapping_rem(b) } as i64 as u64;
+                }
+                Op::Remuw => {
+                    let (a, b) = (v1 as u32, v2 as u32);
+                    x[rd] = sx32(u64::from(a.checked_rem(b).unwrap_or(a)));
+                }
+                Op::LrW => lr!(4),
+                Op::LrD => lr!(8),
+                Op::ScW => sc!(4),
+                Op::ScD => sc!(8),
+                Op::AmoswapW => amo!(4, AmoOp::Swap),
+                Op::AmoaddW => amo!(4, AmoOp::Add),
+                Op::AmoxorW => amo!(4, AmoOp::Xor),
+                Op::AmoandW => amo!(4, AmoOp::And),
+                Op::AmoorW => amo!(4, AmoOp::Or),
+                Op::AmominW => amo!(4, AmoOp::Min),
+                Op::AmomaxW => amo!(4, AmoOp::Max),
+                Op::AmominuW => amo!(4, AmoOp::Minu),
+                Op::AmomaxuW => amo!(4, AmoOp::Maxu),
+                Op::AmoswapD => amo!(8, AmoOp::Swap),
+                Op::AmoaddD => amo!(8, AmoOp::Add),
+                Op::AmoxorD => amo!(8, AmoOp::Xor),
+                Op::AmoandD => amo!(8, AmoOp::And),
+                Op::AmoorD => amo!(8, AmoOp::Or),
+                Op::AmominD => amo!(8, AmoOp::Min),
+                Op::AmomaxD => amo!(8, AmoOp::Max),
+                Op::AmominuD => amo!(8, AmoOp::Minu),
+                Op::AmomaxuD => amo!(8, AmoOp::Maxu),
+                Op::Andn => x[rd] = v1 & !v2,
+                Op::Orn => x[rd] = v1 | !v2,
+                Op::Xnor => x[rd] = !(v1 ^ v2),
+                Op::Clz => x[rd] = u64::from(v1.leading_zeros()),
+                Op::Clzw => x[rd] = u64::from((v1 as u32).leading_zeros()),
+                Op::Ctz => x[rd] = u64::from(v1.trailing_zeros()),
+                Op::Ctzw => x[rd] = u64::from((v1 as u32).trailing_zeros()),
+                Op::Cpop => x[rd] = u64::from(v1.count_ones()),
+                Op::Cpopw => x[rd] = u64::from((v1 as u32).count_ones()),
+                Op::Max => x[rd] = (v1 as i64).max(v2 as i64) as u64,
+                Op::Maxu => x[rd] = v1.max(v2),
+                Op::Min => x[rd] = (v1 as i64).min(v2 as i64) as u64,
+                Op::Minu => x[rd] = v1.min(v2),
+                Op::SextB => x[rd] = v1 as i8 as i64 as u64,
+                Op::SextH => x[rd] = v1 as i16 as i64 as u64,
+                Op::ZextH => x[rd] = v1 & 0xffff,
+                Op::Rol => x[rd] = v1.rotate_left((v2 & 63) as u32),
+                Op::Rolw => x[rd] = sx32(u64::from((v1 as u32).rotate_left((v2 & 31) as u32))),
+                Op::Ror => x[rd] = v1.rotate_right((v2 & 63) as u32),
+                Op::Rori => x[rd] = v1.rotate_right((imm & 63) as u32),
+                Op::Roriw => x[rd] = sx32(u64::from((v1 as u32).rotate_right((imm & 31) as u32))),
+                Op::Rorw => x[rd] = sx32(u64::from((v1 as u32).rotate_right((v2 & 31) as u32))),
+                Op::OrcB => {
+                    let mut r = 0u64;
+                    for i in 0..8 {
+                        if (v1 >> (i * 8)) & 0xff != 0 {
+                            r |= 0xff << (i * 8);
+                        }
+                    }
+                    x[rd] = r;
+                }
+                Op::Rev8 => x[rd] = v1.swap_bytes(),
+                Op::Bclr => x[rd] = v1 & !(1u64 << (v2 & 63)),
+                Op::Bclri => x[rd] = v1 & !(1u64 << (imm & 63)),
+                Op::Bext => x[rd] = (v1 >> (v2 & 63)) & 1,
+                Op::Bexti => x[rd] = (v1 >> (imm & 63)) & 1,
+                Op::Binv => x[rd] = v1 ^ (1u64 << (v2 & 63)),
+                Op::Binvi => x[rd] = v1 ^ (1u64 << (imm & 63)),
+                Op::Bset => x[rd] = v1 | (1u64 << (v2 & 63)),
+                Op::Bseti => x[rd] = v1 | (1u64 << (imm & 63)),
+            }
+            pc = npc;
+            n += 1;
+            if ex.code_changed {
+                // A store dropped decoded code (maybe this block's): look the pc up again.
+                ex.code_changed = false;
+                end = i;
+            }
+        }
+    };
+
+    hart.x[0] = 0;
+    hart.x[1..32].copy_from_slice(&x[1..32]);
+    hart.pc = pc;
+    hart.instret = instret0.wrapping_add(n);
+    hart.reservation = ex.resv;
+    stop
+}

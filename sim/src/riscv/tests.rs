@@ -1,0 +1,949 @@
+//! Unit tests of the engine: decoding edge cases, each extension's semantics, faults, budget,
+//! the code cache, and the fast (RAM region) path against the plain bus path.
+
+use super::decode::{decode16, decode32, Op, SINK};
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// A test bus: RAM regions with permissions (optionally offered as fast regions), and a device
+// page at DEV that records stores and answers loads with a fixed value.
+
+const TEXT: u64 = 0x1000;
+const DATA: u64 = 0x10_0000;
+const DEV: u64 = 0x9000_0000;
+
+struct TestBus {
+    regions: Vec<(u64, GuestRam, Perms)>,
+    fast: bool,
+    dev_stores: Vec<(u64, u8, u64)>,
+    dev_value: u64,
+    time: u64,
+    cache: Option<CodeCache>,
+}
+
+impl TestBus {
+    fn new(fast: bool) -> TestBus {
+        TestBus {
+            regions: vec![
+                (TEXT, GuestRam::new(0x1000), Perms::RX),
+                (DATA, GuestRam::new(0x1000), Perms::RW),
+                (0x20_0000, GuestRam::new(0x1000), Perms::RWX),
+            ],
+            fast,
+            dev_stores: Vec::new(),
+            dev_value: 0x1122_3344_5566_7788,
+            time: 0,
+            cache: None,
+        }
+    }
+
+    fn region(&self, addr: u64) -> Option<&(u64, GuestRam, Perms)> {
+        self.regions
+            .iter()
+            .find(|(b, r, _)| *b <= addr && addr < b + r.len())
+    }
+
+    fn poke(&self, addr: u64, size: u8, v: u64) {
+        let (b, r, _) = self.region(addr).unwrap();
+        assert!(r.store(addr - b, size, v));
+    }
+
+    fn peek(&self, addr: u64, size: u8) -> u64 {
+        let (b, r, _) = self.region(addr).unwrap();
+        r.load(addr - b, size).unwrap()
+    }
+
+    /// Writes 32-bit instructions at `at` (2-byte aligned).
+    fn code(&self, at: u64, insns: &[u32]) {
+        for (i, w) in insns.iter().enumerate() {
+            let a = at + 4 * i as u64;
+            self.poke(a, 2, u64::from(*w & 0xffff));
+            self.poke(a + 2, 2, u64::from(*w >> 16));
+        }
+    }
+
+    /// Writes 16-bit instructions at `at`.
+    fn code16(&self, at: u64, insns: &[u16]) {
+        for (i, w) in insns.iter().enumerate() {
+            self.poke(at + 2 * i as u64, 2, u64::from(*w));
+        }
+    }
+}
+
+impl Bus for TestBus {
+    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemError> {
+        if (DEV..DEV + 0x1000).contains(&addr) {
+            return Ok(self.dev_value);
+        }
+        let (b, r, p) = self.region(addr).ok_or(MemError::Unmapped)?;
+        if !p.read {
+            return Err(MemError::Denied);
+        }
+        r.load(addr - b, size).ok_or(MemError::Misaligned)
+    }
+
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemError> {
+        if (DEV..DEV + 0x1000).contains(&addr) {
+            self.dev_stores.push((addr, size, value));
+            return Ok(());
+        }
+        let (b, r, p) = self.region(addr).ok_or(MemError::Unmapped)?;
+        if !p.write {
+            return Err(MemError::Denied);
+        }
+        if r.store(addr - b, size, value) {
+            Ok(())
+        } else {
+            Err(MemError::Misaligned)
+        }
+    }
+
+    fn fetch(&mut self, addr: u64) -> Result<u32, MemError> {
+        let (b, r, p) = self.region(addr).ok_or(MemError::Unmapped)?;
+        if !p.exec {
+            return Err(MemError::Denied);
+        }
+        let lo = r.load(addr - b, 2).ok_or(MemError::Misaligned)?;
+        let hi = r.load(addr - b + 2, 2).unwrap_or(0);
+        Ok((lo | hi << 16) as u32)
+    }
+
+    fn time(&self) -> u64 {
+        self.time
+    }
+
+    fn ram_region(&mut self, addr: u64) -> Option<RamRegion> {
+        if !self.fast {
+            return None;
+        }
+        let (b, r, p) = self.region(addr)?;
+        // SAFETY: the GuestRam lives in `self.regions`, untouched while the engine runs.
+        unsafe { r.region(*b, *p) }.ok()
+    }
+
+    fn code_cache(&mut self) -> Option<&mut CodeCache> {
+        self.cache.as_mut()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tiny assembler (RV64 base formats).
+
+fn r(f7: u32, rs2: u32, rs1: u32, f3: u32, rd: u32, op: u32) -> u32 {
+    f7 << 25 | rs2 << 20 | rs1 << 15 | f3 << 12 | rd << 7 | op
+}
+fn i(imm: i32, rs1: u32, f3: u32, rd: u32, op: u32) -> u32 {
+    ((imm as u32) & 0xfff) << 20 | rs1 << 15 | f3 << 12 | rd << 7 | op
+}
+fn s(imm: i32, rs2: u32, rs1: u32, f3: u32) -> u32 {
+    let imm = imm as u32;
+    ((imm >> 5) & 0x7f) << 25 | rs2 << 20 | rs1 << 15 | f3 << 12 | (imm & 0x1f) << 7 | 0x23
+}
+fn b(imm: i32, rs2: u32, rs1: u32, f3: u32) -> u32 {
+    let imm = imm as u32;
+    ((imm >> 12) & 1) << 31
+        | ((imm >> 5) & 0x3f) << 25
+        | rs2 << 20
+        | rs1 << 15
+        | f3 << 12
+        | ((imm >> 1) & 0xf) << 8
+        | ((imm >> 11) & 1) << 7
+        | 0x63
+}
+fn jal(rd: u32, imm: i32) -> u32 {
+    let imm = imm as u32;
+    ((imm >> 20) & 1) << 31
+        | ((imm >> 1) & 0x3ff) << 21
+        | ((imm >> 11) & 1) << 20
+        | ((imm >> 12) & 0xff) << 12
+        | rd << 7
+        | 0x6f
+}
+fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
+    i(imm, rs1, 0, rd, 0x13)
+}
+fn lui(rd: u32, imm20: u32) -> u32 {
+    imm20 << 12 | rd << 7 | 0x37
+}
+fn load(f3: u32, rd: u32, rs1: u32, imm: i32) -> u32 {
+    i(imm, rs1, f3, rd, 0x03)
+}
+fn amo(funct5: u32, f3: u32, rd: u32, rs1: u32, rs2: u32) -> u32 {
+    r(funct5 << 2, rs2, rs1, f3, rd, 0x2f)
+}
+const ECALL: u32 = 0x0000_0073;
+const EBREAK: u32 = 0x0010_0073;
+
+/// Runs `insns` (followed by an ecall) at TEXT with x-registers preset; returns the hart.
+fn exec_with(bus: &mut TestBus, regs: &[(usize, u64)], insns: &[u32]) -> (Hart, Stop) {
+    let mut code = insns.to_vec();
+    code.push(ECALL);
+    bus.code(TEXT, &code);
+    let mut h = Hart::new(TEXT);
+    for &(n, v) in regs {
+        h.x[n] = v;
+    }
+    let stop = run(&mut h, bus, 10_000);
+    (h, stop)
+}
+
+fn exec(regs: &[(usize, u64)], insns: &[u32]) -> Hart {
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        let (h, stop) = exec_with(&mut bus, regs, insns);
+        assert_eq!(stop, Stop::Ecall, "fast path {fast}");
+        if !fast {
+            return h;
+        }
+    }
+    unreachable!()
+}
+
+/// One R-type operation on (a, b) in x5, x6 into x7.
+fn op_r(f7: u32, f3: u32, op: u32, a: u64, b: u64) -> u64 {
+    exec(&[(5, a), (6, b)], &[r(f7, 6, 5, f3, 7, op)]).x[7]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding.
+
+/// Compressed encodings and their 32-bit expansion, assembled by GNU as 2.40
+/// (`.option rvc` / `.option norvc`), covering every RV64C form and the immediate extremes.
+const RVC_PAIRS: &[(u16, u32)] = &[
+    (0x0040, 0x00410413), // c.addi4spn x8, sp, 4
+    (0x1ffc, 0x3fc10793), // c.addi4spn x15, sp, 1020
+    (0x4104, 0x00052483), // c.lw x9, 0(x10)
+    (0x5c7c, 0x07c42783), // c.lw x15, 124(x8)
+    (0x6080, 0x0004b403), // c.ld x8, 0(x9)
+    (0x7f7c, 0x0f873783), // c.ld x15, 248(x14)
+    (0xc124, 0x04952023), // c.sw x9, 64(x10)
+    (0xdc7c, 0x06f42e23), // c.sw x15, 124(x8)
+    (0xe480, 0x0084b423), // c.sd x8, 8(x9)
+    (0xff7c, 0x0ef73c23), // c.sd x15, 248(x14)
+    (0x0001, 0x00000013), // c.nop
+    (0x1081, 0xfe008093), // c.addi x1, -32
+    (0x0ffd, 0x01ff8f93), // c.addi x31, 31
+    (0x0285, 0x00128293), // c.addi x5, 1
+    (0x32fd, 0xfff2829b), // c.addiw x5, -1
+    (0x2301, 0x0003031b), // c.addiw x6, 0
+    (0x2ffd, 0x01ff8f9b), // c.addiw x31, 31
+    (0x5f81, 0xfe000f93), // c.li x31, -32
+    (0x40fd, 0x01f00093), // c.li x1, 31
+    (0x7101, 0xe0010113), // c.addi16sp sp, -512
+    (0x617d, 0x1f010113), // c.addi16sp sp, 496
+    (0x6141, 0x01010113), // c.addi16sp sp, 16
+    (0x6185, 0x000011b7), // c.lui x3, 1
+    (0x6ffd, 0x0001ffb7), // c.lui x31, 0x1f
+    (0x7201, 0xfffe0237), // c.lui x4, 0xfffe0
+    (0x72fd, 0xfffff2b7), // c.lui x5, 0xfffff
+    (0x8005, 0x00145413), // c.srli x8, 1
+    (0x90fd, 0x03f4d493), // c.srli x9, 63
+    (0x9781, 0x4207d793), // c.srai x15, 32
+    (0x8515, 0x40555513), // c.srai x10, 5
+    (0x9881, 0xfe04f493), // c.andi x9, -32
+    (0x8a7d, 0x01f67613), // c.andi x12, 31
+    (0x8c1d, 0x40f40433), // c.sub x8, x15
+    (0x8cb9, 0x00e4c4b3), // c.xor x9, x14
+    (0x8d55, 0x00d56533), // c.or x10, x13
+    (0x8df1, 0x00c5f5b3), // c.and x11, x12
+    (0x9e0d, 0x40b6063b), // c.subw x12, x11
+    (0x9fa1, 0x008787bb), // c.addw x15, x8
+    (0xaffd, 0x7fe0006f), // c.j .+2046
+    (0xb001, 0x801ff06f), // c.j .-2048
+    (0xa009, 0x0020006f), // c.j .+2
+    (0xd001, 0xf00400e3), // c.beqz x8, .-256
+    (0xce7d, 0x0e060f63), // c.beqz x12, .+254
+    (0xe389, 0x00079163), // c.bnez x15, .+2
+    (0xfcfd, 0xfe049fe3), // c.bnez x9, .-2
+    (0x1ffe, 0x03ff9f93), // c.slli x31, 63
+    (0x0086, 0x00109093), // c.slli x1, 1
+    (0x50fe, 0x0fc12083), // c.lwsp x1, 252(sp)
+    (0x4f82, 0x00012f83), // c.lwsp x31, 0(sp)
+    (0x7ffe, 0x1f813f83), // c.ldsp x31, 504(sp)
+    (0x6122, 0x00813103), // c.ldsp x2, 8(sp)
+    (0x8082, 0x00008067), // c.jr x1
+    (0x8f82, 0x000f8067), // c.jr x31
+    (0x82fe, 0x01f002b3), // c.mv x5, x31
+    (0x8f86, 0x00100fb3), // c.mv x31, x1
+    (0x9002, 0x00100073), // c.ebreak
+    (0x9382, 0x000380e7), // c.jalr x7
+    (0x9082, 0x000080e7), // c.jalr x1
+    (0x90fe, 0x01f080b3), // c.add x1, x31
+    (0x9f8a, 0x002f8fb3), // c.add x31, x2
+    (0xdffe, 0x0ff12e23), // c.swsp x31, 252(sp)
+    (0xc006, 0x00112023), // c.swsp x1, 0(sp)
+    (0xff86, 0x1e113c23), // c.sdsp x1, 504(sp)
+    (0xe47e, 0x01f13423), // c.sdsp x31, 8(sp)
+];
+
+#[test]
+fn every_compressed_form_expands_like_its_32_bit_equivalent() {
+    for &(c, e) in RVC_PAIRS {
+        let dc = decode16(c);
+        let de = decode32(e);
+        assert_ne!(dc.op, Op::Illegal, "{c:#06x}");
+        assert_eq!((dc.len, de.len), (2, 4));
+        assert_eq!(
+            (dc.op, dc.rd, dc.rs1, dc.rs2, dc.imm),
+            (de.op, de.rd, de.rs1, de.rs2, de.imm),
+            "{c:#06x} vs {e:#010x}"
+        );
+    }
+}
+
+#[test]
+fn reserved_compressed_encodings_are_illegal_with_their_encoding() {
+    for c in [
+        0x0000u16, // defined illegal
+        0x0004,    // c.addi4spn nzuimm = 0
+        0x2000,    // c.fld
+        0x8000,    // quadrant 0, funct3 100
+        0xa000,    // c.fsd
+        0x2001,    // c.addiw rd = 0
+        0x6101,    // c.addi16sp nzimm = 0
+        0x6181,    // c.lui nzimm = 0
+        0x9c41,    // quadrant 1 funct3 100, reserved (Zcb space)
+        0x9c61,    // likewise
+        0x2002,    // c.fldsp
+        0x4002,    // c.lwsp rd = 0
+        0x6002,    // c.ldsp rd = 0
+        0x8002,    // c.jr rs1 = 0
+        0xa002,    // c.fsdsp
+    ] {
+        let d = decode16(c);
+        assert_eq!(d.op, Op::Illegal, "{c:#06x}");
+        assert_eq!((d.encoding(), d.len), (u32::from(c), 2));
+    }
+}
+
+#[test]
+fn every_16_bit_word_decodes_without_panic() {
+    for c in 0..=u16::MAX {
+        if c & 3 != 3 {
+            let d = decode16(c);
+            assert_eq!(d.len, 2);
+            assert!(d.rd <= SINK && d.rs1 < 32 && d.rs2 < 32);
+        }
+    }
+}
+
+#[test]
+fn illegal_32_bit_encodings_fault_with_the_encoding() {
+    for enc in [
+        0x0000_000bu32,             // custom-0 (NVIDIA extensions live in the custom spaces)
+        0x0000_002b,                // custom-1
+        0xc000_9073,                // csrrw x0, cycle, x1
+        0xc000_a073,                // csrrs x0, cycle, x1 (a write: rs1 != x0)
+        0xc000_e073,                // csrrsi x0, cycle, 1
+        0x3000_2573,                // csrr a0, mstatus
+        0xc030_2573,                // csrr a0, hpmcounter3
+        0x3020_0073,                // mret
+        0x1050_0073,                // wfi
+        amo(0b00010, 2, 10, 11, 5), // lr.w with rs2 != 0
+        0x0000_2003 | 7 << 12,      // load funct3 7
+        0x0000_4023,                // store funct3 4
+        0x0000_2063,                // branch funct3 2
+        0x0000_1067,                // jalr funct3 1
+        0x0800_0033,                // OP funct7 4
+        0x0000_200f,                // misc-mem funct3 2
+        0x0000_003f,                // 48-bit prefix
+        0xffff_ffff,
+        0x0810_403b, // the zext.h form with rs2 != 0
+    ] {
+        let mut bus = TestBus::new(true);
+        bus.code(TEXT, &[addi(1, 0, 1), enc]);
+        let mut h = Hart::new(TEXT);
+        let stop = run(&mut h, &mut bus, 100);
+        assert_eq!(
+            stop,
+            Stop::Fault(Fault::IllegalInstruction {
+                pc: TEXT + 4,
+                encoding: enc
+            }),
+            "{enc:#010x}"
+        );
+        assert_eq!((h.pc, h.instret, h.x[1]), (TEXT + 4, 1, 1));
+    }
+    // A compressed illegal carries 16 bits.
+    let mut bus = TestBus::new(true);
+    bus.code16(TEXT, &[0x0000, 0xffff]);
+    let mut h = Hart::new(TEXT);
+    assert_eq!(
+        run(&mut h, &mut bus, 10),
+        Stop::Fault(Fault::IllegalInstruction {
+            pc: TEXT,
+            encoding: 0
+        })
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// RV64I
+
+#[test]
+fn writes_to_x0_are_discarded() {
+    let h = exec(
+        &[(1, 7), (2, DATA)],
+        &[
+            addi(0, 1, 5),
+            r(0, 1, 1, 0, 0, 0x33), // add x0, x1, x1
+            lui(0, 0x12345),
+            jal(0, 4),
+            load(3, 0, 2, 0),          // ld x0, 0(x2)
+            0x4001_u32 | 0x0001 << 16, // c.li x0, 0 (a hint) ; c.nop
+        ],
+    );
+    assert_eq!(h.x[0], 0);
+    assert_eq!(h.x[1], 7);
+}
+
+#[test]
+fn loads_sign_and_zero_extend() {
+    let mut bus = TestBus::new(true);
+    bus.poke(DATA, 8, 0x8000_0000_8080_8080);
+    let (h, stop) = exec_with(
+        &mut bus,
+        &[(5, DATA)],
+        &[
+            load(0, 10, 5, 0), // lb
+            load(4, 11, 5, 0), // lbu
+            load(1, 12, 5, 0), // lh
+            load(5, 13, 5, 0), // lhu
+            load(2, 14, 5, 0), // lw
+            load(6, 15, 5, 0), // lwu
+            load(2, 16, 5, 4), // lw of 0x80000000
+            load(3, 17, 5, 0), // ld
+        ],
+    );
+    assert_eq!(stop, Stop::Ecall);
+    assert_eq!(h.x[10], 0xffff_ffff_ffff_ff80);
+    assert_eq!(h.x[11], 0x80);
+    assert_eq!(h.x[12], 0xffff_ffff_ffff_8080);
+    assert_eq!(h.x[13], 0x8080);
+    assert_eq!(h.x[14], 0xffff_ffff_8080_8080);
+    assert_eq!(h.x[15], 0x8080_8080);
+    assert_eq!(h.x[16], 0xffff_ffff_8000_0000);
+    assert_eq!(h.x[17], 0x8000_0000_8080_8080);
+}
+
+#[test]
+fn word_operations_sign_extend_their_32_bit_results() {
+    let h = exec(
+        &[(5, 0x7fff_ffff), (6, 0xffff_ffff_0000_0001)],
+        &[
+            i(1, 5, 0, 10, 0x1b),          // addiw: 0x7fffffff + 1
+            r(0, 6, 5, 0, 11, 0x3b),       // addw
+            r(0x20, 5, 6, 0, 12, 0x3b),    // subw: 1 - 0x7fffffff
+            i(31, 6, 1, 13, 0x1b),         // slliw 31
+            i(0x400 | 1, 6, 5, 14, 0x1b),  // sraiw of 0x00000001 by 1
+            i(4, 11, 5, 15, 0x1b),         // srliw of 0x80000000 by 4
+            i(4 | 0x400, 11, 5, 16, 0x1b), // sraiw of 0x80000000 by 4
+            lui(17, 0x80000),              // lui sign-extends
+            i(-1, 0, 0, 18, 0x1b),         // addiw x18, x0, -1
+        ],
+    );
+    assert_eq!(h.x[10], 0xffff_ffff_8000_0000);
+    assert_eq!(h.x[11], 0xffff_ffff_8000_0000);
+    assert_eq!(h.x[12], 0xffff_ffff_8000_0002);
+    assert_eq!(h.x[13], 0xffff_ffff_8000_0000);
+    assert_eq!(h.x[14], 0);
+    assert_eq!(h.x[15], 0x0800_0000);
+    assert_eq!(h.x[16], 0xffff_ffff_f800_0000);
+    assert_eq!(h.x[17], 0xffff_ffff_8000_0000);
+    assert_eq!(h.x[18], u64::MAX);
+}
+
+#[test]
+fn jumps_link_and_clear_bit_zero() {
+    // jalr with an odd target: bit 0 is cleared; rd == rs1 uses the old value.
+    let h = exec(
+        &[(5, TEXT + 9)],
+        &[
+            i(0, 5, 0, 5, 0x67), // jalr x5, 0(x5) -> TEXT + 8
+            addi(6, 0, 1),       // skipped
+            addi(7, 0, 2),       // TEXT + 8
+        ],
+    );
+    assert_eq!((h.x[5], h.x[6], h.x[7]), (TEXT + 4, 0, 2));
+}
+
+#[test]
+fn branches_compare_signed_and_unsigned() {
+    // Each taken branch skips an addi that would set bit k of x10.
+    let mut prog = Vec::new();
+    for (k, f3) in [(0, 0u32), (1, 1), (2, 4), (3, 5), (4, 6), (5, 7)] {
+        prog.push(b(8, 6, 5, f3));
+        prog.push(i(1 << k, 10, 6, 10, 0x13)); // ori x10, x10, 1<<k
+    }
+    // x5 = -1, x6 = 1: beq no, bne yes, blt yes, bge no, bltu no, bgeu yes
+    let h = exec(&[(5, u64::MAX), (6, 1)], &prog);
+    assert_eq!(h.x[10], 0b011001);
+}
+
+// ---------------------------------------------------------------------------------------------
+// M
+
+#[test]
+fn division_follows_the_spec_for_zero_and_overflow() {
+    const OP: u32 = 0x33;
+    const OPW: u32 = 0x3b;
+    let min = i64::MIN as u64;
+    assert_eq!(op_r(1, 4, OP, 7, 0), u64::MAX); // div by 0
+    assert_eq!(op_r(1, 5, OP, 7, 0), u64::MAX); // divu by 0
+    assert_eq!(op_r(1, 6, OP, 7, 0), 7); // rem by 0
+    assert_eq!(op_r(1, 7, OP, 7, 0), 7); // remu by 0
+    assert_eq!(op_r(1, 4, OP, min, u64::MAX), min); // div overflow
+    assert_eq!(op_r(1, 6, OP, min, u64::MAX), 0); // rem overflow
+    assert_eq!(op_r(1, 4, OP, -7i64 as u64, 2), -3i64 as u64); // rounds toward zero
+    assert_eq!(op_r(1, 6, OP, -7i64 as u64, 2), -1i64 as u64);
+    assert_eq!(op_r(1, 4, OPW, 7, 0), u64::MAX); // divw by 0
+    assert_eq!(op_r(1, 5, OPW, 7, 0), u64::MAX); // divuw by 0
+    assert_eq!(
+        op_r(1, 6, OPW, 0xffff_ffff_8000_0007, 0),
+        0xffff_ffff_8000_0007
+    ); // remw
+    assert_eq!(op_r(1, 7, OPW, 0x8000_0007, 0), 0xffff_ffff_8000_0007); // remuw sext
+    assert_eq!(
+        op_r(1, 4, OPW, 0x8000_0000, u64::MAX),
+        0xffff_ffff_8000_0000
+    );
+    assert_eq!(op_r(1, 6, OPW, 0x8000_0000, u64::MAX), 0);
+    assert_eq!(op_r(1, 5, OPW, 0xffff_fffe, 2), 0x7fff_ffff); // divuw on low words
+    assert_eq!(
+        op_r(1, 0, OPW, 0x1_0000_0002, 0x4000_0000),
+        0xffff_ffff_8000_0000
+    ); // mulw
+}
+
+#[test]
+fn high_multiplies_take_signedness_from_the_operands() {
+    const OP: u32 = 0x33;
+    let m1 = u64::MAX;
+    assert_eq!(op_r(1, 0, OP, m1, m1), 1); // mul
+    assert_eq!(op_r(1, 1, OP, m1, m1), 0); // mulh(-1, -1) = 0
+    assert_eq!(op_r(1, 2, OP, m1, m1), m1); // mulhsu(-1, 2^64-1) = -1
+    assert_eq!(op_r(1, 3, OP, m1, m1), m1 - 1); // mulhu
+    assert_eq!(op_r(1, 1, OP, i64::MIN as u64, 2), m1); // mulh(MIN, 2) = -1
+}
+
+// ---------------------------------------------------------------------------------------------
+// Zbb / Zbs
+
+#[test]
+fn bit_manipulation_results() {
+    const OP: u32 = 0x33;
+    let x = 0x0080_0000_0000_f0f0u64;
+    let un =
+        |imm12: i32, f3: u32, opc: u32, a: u64| exec(&[(5, a)], &[i(imm12, 5, f3, 7, opc)]).x[7];
+    assert_eq!(un(0x600, 1, 0x13, x), 8); // clz
+    assert_eq!(un(0x600, 1, 0x13, 0), 64);
+    assert_eq!(un(0x601, 1, 0x13, x), 4); // ctz
+    assert_eq!(un(0x602, 1, 0x13, x), 9); // cpop
+    assert_eq!(un(0x600, 1, 0x1b, x), 16); // clzw
+    assert_eq!(un(0x600, 1, 0x1b, 0), 32);
+    assert_eq!(un(0x601, 1, 0x1b, 0), 32); // ctzw
+    assert_eq!(un(0x602, 1, 0x1b, u64::MAX), 32); // cpopw
+    assert_eq!(un(0x604, 1, 0x13, 0x80), u64::MAX - 0x7f); // sext.b
+    assert_eq!(un(0x605, 1, 0x13, 0x8000), u64::MAX - 0x7fff); // sext.h
+    assert_eq!(
+        un(0x287, 5, 0x13, 0x0001_0000_00ff_0010),
+        0x00ff_0000_00ff_00ff
+    ); // orc.b
+    assert_eq!(
+        un(0x6b8, 5, 0x13, 0x0102_0304_0506_0708),
+        0x0807_0605_0403_0201
+    ); // rev8
+    assert_eq!(un(0x600 | 4, 5, 0x13, 0x11), 0x1000_0000_0000_0001); // rori 4
+    assert_eq!(un(0x600 | 4, 5, 0x1b, 0x10), 1); // roriw 4
+    assert_eq!(un(0x600 | 4, 5, 0x1b, 0x1), 0x1000_0000); // roriw
+    assert_eq!(un(0x600 | 1, 5, 0x1b, 0x1), 0xffff_ffff_8000_0000); // roriw sign-extends
+    assert_eq!(
+        exec(&[(5, 0x12_3456_789a)], &[r(4, 0, 5, 4, 7, 0x3b)]).x[7],
+        0x789a
+    ); // zext.h
+    assert_eq!(op_r(0x20, 7, OP, 0b1100, 0b1010), 0b0100); // andn
+    assert_eq!(op_r(0x20, 6, OP, 0, 0), u64::MAX); // orn
+    assert_eq!(op_r(0x20, 4, OP, 5, 5), u64::MAX); // xnor
+    assert_eq!(op_r(5, 4, OP, u64::MAX, 1), u64::MAX); // min (signed)
+    assert_eq!(op_r(5, 5, OP, u64::MAX, 1), 1); // minu
+    assert_eq!(op_r(5, 6, OP, u64::MAX, 1), 1); // max
+    assert_eq!(op_r(5, 7, OP, u64::MAX, 1), u64::MAX); // maxu
+    assert_eq!(op_r(0x30, 1, OP, 1 << 63, 65), 1); // rol by 65 & 63
+    assert_eq!(op_r(0x30, 5, OP, 1, 1), 1 << 63); // ror
+    assert_eq!(op_r(0x30, 1, 0x3b, 0x8000_0000, 1), 1); // rolw
+    assert_eq!(op_r(0x30, 5, 0x3b, 1, 33), 0xffff_ffff_8000_0000); // rorw by 33 & 31
+    assert_eq!(op_r(0x24, 1, OP, u64::MAX, 64 + 3), !8); // bclr uses rs2 & 63
+    assert_eq!(op_r(0x24, 5, OP, 8, 3), 1); // bext
+    assert_eq!(op_r(0x34, 1, OP, 8, 3), 0); // binv
+    assert_eq!(op_r(0x14, 1, OP, 0, 63), 1 << 63); // bset
+    let imm = |f6: i32, sh: i32, f3: u32, a: u64| {
+        exec(&[(5, a)], &[i(f6 << 6 | sh, 5, f3, 7, 0x13)]).x[7]
+    };
+    assert_eq!(imm(0b010010, 63, 1, u64::MAX), u64::MAX >> 1); // bclri
+    assert_eq!(imm(0b010010, 40, 5, 1 << 40), 1); // bexti
+    assert_eq!(imm(0b011010, 0, 1, 1), 0); // binvi
+    assert_eq!(imm(0b001010, 33, 1, 0), 1 << 33); // bseti
+}
+
+// ---------------------------------------------------------------------------------------------
+// A
+
+#[test]
+fn amos_return_the_old_value_and_store_the_operation() {
+    // (funct5, operand, old, expected new), word and doubleword.
+    let cases: &[(u32, u64, u64, u64)] = &[
+        (0b00001, 5, 9, 5),                // swap
+        (0b00000, 5, 9, 14),               // add
+        (0b00100, 0b0110, 0b0101, 0b0011), // xor
+        (0b01100, 0b0110, 0b0101, 0b0100), // and
+        (0b01000, 0b0110, 0b0101, 0b0111), // or
+        (0b10000, u64::MAX, 1, u64::MAX),  // min (signed)
+        (0b10100, u64::MAX, 1, 1),         // max
+        (0b11000, u64::MAX, 1, 1),         // minu
+        (0b11100, u64::MAX, 1, u64::MAX),  // maxu
+    ];
+    for fast in [true, false] {
+        for &(f5, operand, old, new) in cases {
+            for (f3, size) in [(2u32, 4u8), (3, 8)] {
+                let mask = if size == 4 { 0xffff_ffff } else { u64::MAX };
+                let mut bus = TestBus::new(fast);
+                bus.poke(DATA + 8, 8, 0xaaaa_aaaa_aaaa_aaaa);
+                bus.poke(DATA, size, old & mask);
+                let (h, stop) = exec_with(
+                    &mut bus,
+                    &[(5, DATA), (6, operand)],
+                    &[amo(f5, f3, 7, 5, 6)],
+                );
+                assert_eq!(stop, Stop::Ecall);
+                let sext = |v: u64| if size == 4 { v as i32 as i64 as u64 } else { v };
+                assert_eq!(h.x[7], sext(old & mask), "f5 {f5:#b} size {size}");
+                assert_eq!(bus.peek(DATA, size), new & mask, "f5 {f5:#b} size {size}");
+                if size == 4 {
+                    assert_eq!(bus.peek(DATA + 4, 4), 0, "word AMO touched the next word");
+                }
+            }
+        }
+    }
+    // amoadd.w returns the old word sign-extended.
+    let mut bus = TestBus::new(true);
+    bus.poke(DATA, 4, 0x8000_0000);
+    let (h, _) = exec_with(&mut bus, &[(5, DATA), (6, 1)], &[amo(0, 2, 7, 5, 6)]);
+    assert_eq!(h.x[7], 0xffff_ffff_8000_0000);
+}
+
+#[test]
+fn lr_sc_succeeds_once_and_fails_after_an_intervening_store() {
+    let lr_d = |rd| amo(0b00010, 3, rd, 5, 0);
+    let sc_d = |rd| amo(0b00011, 3, rd, 5, 6);
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        bus.poke(DATA, 8, 41);
+        let (h, _) = exec_with(
+            &mut bus,
+            &[(5, DATA), (6, 100)],
+            &[
+                lr_d(10),
+                sc_d(11), // succeeds: 0
+                sc_d(12), // no reservation any more: 1
+                lr_d(13),
+                s(4, 0, 5, 2), // sw x0, 4(x5): same doubleword
+                sc_d(14),      // fails: 1
+                lr_d(15),
+                amo(0b00011, 3, 16, 7, 6), // sc.d at another address (x7): fails
+            ],
+        );
+        assert_eq!((h.x[10], h.x[11], h.x[12]), (41, 0, 1));
+        assert_eq!((h.x[13], h.x[14]), (100, 1));
+        assert_eq!(h.x[16], 1);
+        assert_eq!(bus.peek(DATA, 4), 100);
+        assert_eq!(bus.peek(DATA + 4, 4), 0);
+    }
+    // A store elsewhere keeps the reservation; lr.w / sc.w.
+    let mut bus = TestBus::new(true);
+    let (h, _) = exec_with(
+        &mut bus,
+        &[(5, DATA), (6, 7)],
+        &[
+            amo(0b00010, 2, 10, 5, 0),
+            s(64, 6, 5, 3),
+            amo(0b00011, 2, 11, 5, 6),
+        ],
+    );
+    assert_eq!(h.x[11], 0);
+    assert_eq!(bus.peek(DATA, 4), 7);
+    assert_eq!(h.reservation, None);
+}
+
+#[test]
+fn misaligned_accesses_fault_and_change_nothing() {
+    let cases: &[(u32, Access, u8)] = &[
+        (load(2, 10, 5, 1), Access::Load, 4),    // lw
+        (load(1, 10, 5, 3), Access::Load, 2),    // lh
+        (load(3, 10, 5, 4), Access::Load, 8),    // ld
+        (s(2, 6, 5, 3), Access::Store, 8),       // sd
+        (s(1, 6, 5, 1), Access::Store, 2),       // sh
+        (amo(0, 2, 10, 7, 6), Access::Store, 4), // amoadd.w at +2
+        (amo(1, 3, 10, 7, 6), Access::Store, 8), // amoswap.d at +2
+        (amo(2, 2, 10, 7, 0), Access::Load, 4),  // lr.w at +2
+        (amo(3, 3, 10, 7, 6), Access::Store, 8), // sc.d at +2
+    ];
+    for fast in [true, false] {
+        for &(insn, access, size) in cases {
+            let mut bus = TestBus::new(fast);
+            bus.poke(DATA, 8, 0x1234);
+            let (h, stop) = exec_with(
+                &mut bus,
+                &[(5, DATA), (6, 99), (7, DATA + 2), (10, 55)],
+                &[addi(8, 0, 1), insn],
+            );
+            let addr = match stop {
+                Stop::Fault(Fault::Memory {
+                    pc,
+                    addr,
+                    access: a,
+                    size: sz,
+                    error: MemError::Misaligned,
+                }) => {
+                    assert_eq!((pc, a, sz), (TEXT + 4, access, size), "{insn:#010x}");
+                    addr
+                }
+                other => panic!("{insn:#010x}: {other:?}"),
+            };
+            assert_ne!(addr % u64::from(size), 0);
+            assert_eq!((h.pc, h.instret, h.x[10], h.x[8]), (TEXT + 4, 1, 55, 1));
+            assert_eq!(bus.peek(DATA, 8), 0x1234);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budget, ecall / ebreak, counters, faults.
+
+#[test]
+fn the_budget_is_exact_and_runs_resume() {
+    let mut bus = TestBus::new(true);
+    bus.code(TEXT, &[addi(5, 5, 1), jal(0, -4)]);
+    let mut h = Hart::new(TEXT);
+    assert_eq!(run(&mut h, &mut bus, 0), Stop::Budget);
+    assert_eq!(h.instret, 0);
+    assert_eq!(run(&mut h, &mut bus, 1001), Stop::Budget);
+    assert_eq!((h.instret, h.x[5], h.pc), (1001, 501, TEXT + 4));
+    assert_eq!(run(&mut h, &mut bus, 999), Stop::Budget);
+    assert_eq!((h.instret, h.x[5], h.pc), (2000, 1000, TEXT));
+}
+
+#[test]
+fn ecall_retires_and_ebreak_does_not() {
+    let mut bus = TestBus::new(true);
+    bus.code(TEXT, &[addi(17, 0, 93), ECALL, EBREAK]);
+    let mut h = Hart::new(TEXT);
+    assert_eq!(run(&mut h, &mut bus, 100), Stop::Ecall);
+    assert_eq!((h.pc, h.instret), (TEXT + 8, 2));
+    assert_eq!(run(&mut h, &mut bus, 100), Stop::Ebreak);
+    assert_eq!((h.pc, h.instret), (TEXT + 8, 2));
+    // ecall as the last instruction of the budget is still reported.
+    let mut h = Hart::new(TEXT);
+    assert_eq!(run(&mut h, &mut bus, 2), Stop::Ecall);
+}
+
+#[test]
+fn counters_read_instret_and_bus_time() {
+    let mut bus = TestBus::new(true);
+    bus.time = 12345;
+    let csrr = |csr: i32, rd| i(csr, 0, 2, rd, 0x73);
+    let (h, _) = exec_with(
+        &mut bus,
+        &[],
+        &[
+            addi(1, 0, 1),
+            csrr(0xc02, 10),
+            csrr(0xc00, 11),
+            csrr(0xc01, 12),
+        ],
+    );
+    assert_eq!((h.x[10], h.x[11], h.x[12]), (1, 2, 12345));
+    // instret continues from the hart's counter.
+    let mut h = Hart::new(TEXT);
+    h.instret = 1000;
+    bus.code(TEXT, &[csrr(0xc02, 10), ECALL]);
+    run(&mut h, &mut bus, 10);
+    assert_eq!((h.x[10], h.instret), (1000, 1002));
+}
+
+#[test]
+fn fetch_faults_name_the_address_and_the_reason() {
+    let mut bus = TestBus::new(true);
+    // Jump into data (not executable) and to nowhere.
+    bus.code(TEXT, &[lui(5, (DATA >> 12) as u32), i(0, 5, 0, 0, 0x67)]);
+    let mut h = Hart::new(TEXT);
+    assert_eq!(
+        run(&mut h, &mut bus, 10),
+        Stop::Fault(Fault::Memory {
+            pc: DATA,
+            addr: DATA,
+            access: Access::Fetch,
+            size: 2,
+            error: MemError::Denied
+        })
+    );
+    let mut h = Hart::new(0x5000);
+    assert!(matches!(
+        run(&mut h, &mut bus, 10),
+        Stop::Fault(Fault::Memory {
+            addr: 0x5000,
+            access: Access::Fetch,
+            error: MemError::Unmapped,
+            ..
+        })
+    ));
+    // A 32-bit instruction whose second half is past the end of executable memory.
+    bus.code16(TEXT + 0xffe, &[0x0013]);
+    let mut h = Hart::new(TEXT + 0xffe);
+    assert_eq!(
+        run(&mut h, &mut bus, 10),
+        Stop::Fault(Fault::Memory {
+            pc: TEXT + 0xffe,
+            addr: TEXT + 0x1000,
+            access: Access::Fetch,
+            size: 2,
+            error: MemError::Unmapped
+        })
+    );
+    // An odd pc.
+    let mut h = Hart::new(TEXT + 1);
+    assert!(matches!(
+        run(&mut h, &mut bus, 10),
+        Stop::Fault(Fault::Memory {
+            error: MemError::Misaligned,
+            access: Access::Fetch,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn stores_to_text_are_denied_by_the_bus() {
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        let (h, stop) = exec_with(&mut bus, &[(5, TEXT)], &[s(0, 5, 5, 3)]);
+        assert_eq!(
+            stop,
+            Stop::Fault(Fault::Memory {
+                pc: TEXT,
+                addr: TEXT,
+                access: Access::Store,
+                size: 8,
+                error: MemError::Denied
+            })
+        );
+        assert_eq!(h.instret, 0);
+    }
+}
+
+#[test]
+fn device_accesses_go_through_the_bus() {
+    let mut bus = TestBus::new(true);
+    let (h, stop) = exec_with(
+        &mut bus,
+        &[(5, DEV), (6, 3)],
+        &[
+            s(0x100, 6, 5, 3),    // sd to the device
+            load(3, 10, 5, 0x40), // ld from the device
+            amo(0, 3, 11, 5, 6),  // amoadd.d on the device: load then store
+        ],
+    );
+    assert_eq!(stop, Stop::Ecall);
+    assert_eq!(h.x[10], 0x1122_3344_5566_7788);
+    assert_eq!(h.x[11], 0x1122_3344_5566_7788);
+    assert_eq!(
+        bus.dev_stores,
+        vec![(DEV + 0x100, 8, 3), (DEV, 8, 0x1122_3344_5566_778b)]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The code cache.
+
+#[test]
+fn stores_into_decoded_code_take_effect_without_fence_i() {
+    const RWX: u64 = 0x20_0000;
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        bus.cache = Some(CodeCache::new());
+        // Loop twice over a patched instruction: first `addi x10, x10, 1`, then the program
+        // rewrites it to `addi x10, x10, 100` (x6 holds the new encoding).
+        let target = RWX + 16;
+        bus.code(
+            RWX,
+            &[
+                addi(7, 0, 2), // loop count
+                lui(5, (RWX >> 12) as u32),
+                addi(0, 0, 0),
+                addi(0, 0, 0),
+                addi(10, 10, 1), // RWX + 16: the patched instruction
+                s(16, 6, 5, 2),  // sw x6, 16(x5)
+                addi(7, 7, -1),
+                b(-12, 0, 7, 1), // bne x7, x0, -12 (back to the patched one)
+                ECALL,
+            ],
+        );
+        let mut h = Hart::new(RWX);
+        h.x[6] = u64::from(addi(10, 10, 100));
+        assert_eq!(run(&mut h, &mut bus, 100), Stop::Ecall);
+        assert_eq!(h.x[10], 101, "fast {fast}");
+        assert_eq!(bus.peek(target, 4), u64::from(addi(10, 10, 100)));
+        // The cache was handed back to the bus and holds the page.
+        assert!(bus.cache.as_ref().unwrap().pages() >= 1);
+        // Changing code behind the engine's back needs a clear.
+        bus.poke(target, 4, u64::from(addi(10, 10, 7)));
+        bus.cache.as_mut().unwrap().clear();
+        let mut h = Hart::new(target);
+        bus.poke(target + 4, 4, u64::from(ECALL));
+        run(&mut h, &mut bus, 10);
+        assert_eq!(h.x[10], 7);
+    }
+}
+
+#[test]
+fn fence_i_and_fences_execute() {
+    let h = exec(
+        &[],
+        &[0x0ff0_000f, 0x8330_000f, 0x0000_100f, addi(5, 0, 3)], // fence, fence.tso, fence.i
+    );
+    assert_eq!((h.x[5], h.instret), (3, 5));
+}
+
+#[test]
+fn fast_and_bus_paths_agree_on_a_mixed_program() {
+    // A little loop mixing loads, stores, AMOs and compressed code.
+    let prog16: &[u16] = &[
+        0x4501, // c.li a0, 0
+        0x4595, // c.li a1, 5
+        0x862a, // c.mv a2, a0 (loop)
+        0x9532, // c.add a0, a2
+        0x0505, // c.addi a0, 1
+        0x15fd, // c.addi a1, -1
+        0xfde5, // c.bnez a1, -8 (back to c.mv)
+    ];
+    let mut results = Vec::new();
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        bus.code16(TEXT, prog16);
+        bus.code(
+            TEXT + 14,
+            &[
+                s(0, 10, 5, 3),      // sd a0, 0(x5)
+                amo(0, 3, 6, 5, 10), // amoadd.d x6, a0, (x5)
+                load(3, 7, 5, 0),
+                ECALL,
+            ],
+        );
+        let mut h = Hart::new(TEXT);
+        h.x[5] = DATA + 64;
+        let stop = run(&mut h, &mut bus, 1000);
+        results.push((stop, h.clone(), bus.peek(DATA + 64, 8)));
+    }
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[0].1.x[10], 31);
+    assert_eq!(results[0].2, 62);
+}
