@@ -266,7 +266,8 @@ pub(crate) fn decode_words(
         byte_len: 0,
         imm: None,
     };
-    decode_other(opcode, top, c, &mut word)
+    // `word` moves (a closure passed by reference would keep its captures on the stack).
+    decode_other(opcode, top, c, word)
 }
 
 /// `c` with `byte_cnt` (word 5).
@@ -285,8 +286,9 @@ fn decode_other(
     opcode: u8,
     top: u8,
     c: Completion,
-    word: &mut impl FnMut(usize) -> [u8; 8],
+    mut word: impl FnMut(usize) -> [u8; 8],
 ) -> Result<Completion, CompletionError> {
+    let word = &mut word;
     let mut with_imm = |kind| {
         let w4 = word(4);
         Completion {
