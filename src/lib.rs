@@ -12,8 +12,9 @@
 //!   kernel's uverbs ioctl interface in pure Rust, and rdma-core through dlopen (feature
 //!   `rdma-core`). The device model (`mlx5-sim`) is a third implementation.
 //! - [`mem`], [`uar`], [`queues`]: DMA memory and keys, doorbells, rings.
-//! - [`dpa`]: the device-ELF parser and the coredump decoder today; the FlexIO semantics of the
-//!   DPA (processes, threads, RPC, windows, outboxes) are the next layer of work.
+//! - [`dpa`]: the FlexIO semantics of the DPA: capabilities, apps, processes, DPA memory and
+//!   copies, event handlers, RPC (windows, outboxes, DPA-resident queues and message streams
+//!   are still to come).
 
 pub mod devx;
 pub mod dpa;

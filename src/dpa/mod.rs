@@ -1,10 +1,31 @@
 //! FlexIO semantics for the BlueField-3 DPA: processes, threads and event handlers, RPC,
 //! windows, outboxes, DPA memory and DPA-resident queues.
 //!
-//! Today: [`elf`] (device ELFs: segments, symbols, sections, typed errors) and [`coredump`]
-//! (the provisional DPA_PROCESS_COREDUMP image, decoded). The FlexIO host API over them is the
-//! next layer of work. The DPA general objects (provisional layouts) and the DPA capability page
-//! are in [`crate::mlx5`].
+//! What is here (FlexIO name in brackets):
+//!
+//! - [`caps`]: DPA presence, EU topology and limits from the capability pages
+//!   (`NotSupported` on a device without a DPA).
+//! - [`app`]: device ELFs from files or bytes, or embedded in a host ELF as `.dpa_bin_<name>`
+//!   sections, with their entries and signature presence (`flexio_app`).
+//! - [`process`]: [`Process`] (`flexio_process_create` / `destroy`, `flexio_err_status_get`,
+//!   coredump), DPA memory in size classes (`flexio_buf_dev_alloc` / `free`, [`heap`]), copies
+//!   and memset through a force-loopback RC QP pair and an mkey over process memory
+//!   (`flexio_host2dev_memcpy`, [`copy`]), and RPC (`flexio_process_call`) through argument
+//!   stubs.
+//! - [`thread`]: event handlers (`flexio_event_handler_create` / `run` / `destroy`) with
+//!   affinity, TLS and default window / outbox; a CQ attaches with `CqEvents::DpaThread`.
+//! - [`elf`] (device ELF parsing) and [`coredump`] (the provisional coredump image).
+//!
+//! Not yet: windows and outboxes as handles, queues in DPA memory, message streams, the
+//! command queue and EU groups. The DPA general objects (provisional layouts) and the DPA
+//! capability page are in [`crate::mlx5`].
 
+pub mod app;
+pub mod caps;
+pub mod copy;
 pub mod coredump;
 pub mod elf;
+pub mod heap;
+pub mod process;
+pub mod thread;
+pub use process::{DpaBuf, DpaError, ErrStatus, Process, ProcessAttr, ProcessStatus};

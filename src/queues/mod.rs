@@ -111,6 +111,13 @@ pub struct MemPlace {
     pub device_addr: u64,
 }
 
+// SAFETY: a `MemPlace` is a description (ids, offsets, addresses); it gives no access by itself.
+// Every dereference of `host` is `unsafe` code resting on the `QueueMemory` contract of the
+// memory it came from, wherever the description travels.
+unsafe impl Send for MemPlace {}
+// SAFETY: as above; shared references only read the description.
+unsafe impl Sync for MemPlace {}
+
 /// Where a queue's ring and doorbell record live.
 ///
 /// # Safety

@@ -1,7 +1,8 @@
 //! `mlx5-dpa demo ...`: the crate's examples, run on the device the global options pick.
 //!
-//! The demo code is the examples' own (`examples/eth_loopback.rs`, `examples/rdma_rc.rs`),
-//! included here so that what the CLI runs is exactly what a reader of the examples sees.
+//! The demo code is the examples' own (`examples/eth_loopback.rs`, `examples/rdma_rc.rs`,
+//! `examples/flexio_rpc.rs`), included here so that what the CLI runs is exactly what a reader
+//! of the examples sees.
 
 use std::sync::Arc;
 
@@ -10,6 +11,9 @@ use mlx5_dpa::devx::Devx;
 #[path = "../../examples/eth_loopback.rs"]
 #[allow(dead_code)]
 mod eth_loopback;
+#[path = "../../examples/flexio_rpc.rs"]
+#[allow(dead_code)]
+mod flexio_rpc;
 #[path = "../../examples/rdma_rc.rs"]
 #[allow(dead_code)]
 mod rdma_rc;
@@ -38,6 +42,16 @@ pub enum Demo {
         #[arg(long, value_name = "FILE")]
         pcap: Option<std::path::PathBuf>,
     },
+    /// FlexIO's RPC sample: a DPA process from `rpc_calc.elf` adds A and B on the DPA
+    /// (`flexio_process_call`) and prints `Result: A+B`.
+    Rpc {
+        /// First operand.
+        #[arg(default_value_t = 44)]
+        a: u64,
+        /// Second operand.
+        #[arg(default_value_t = 55)]
+        b: u64,
+    },
 }
 
 /// A demo failure, as a sentence.
@@ -65,6 +79,7 @@ pub fn run(
 ) -> Result<(), DemoError> {
     let pcap = match demo {
         Demo::EthLoopback { pcap, .. } | Demo::Rdma { pcap, .. } => pcap.as_deref(),
+        Demo::Rpc { .. } => None,
     };
     if pcap.is_some() && model.is_none() {
         return Err(DemoError(
@@ -111,6 +126,9 @@ pub fn run(
             rdma_rc::run(&mut a, &mut b, out).map(|_| ())
         })()
         .map_err(Into::into),
+        Demo::Rpc { a, b } => flexio_rpc::run(ctx, *a, *b, out)
+            .map(|_| ())
+            .map_err(Into::into),
     };
     for m in model.into_iter().chain(extra.iter()) {
         m.stop_engine();

@@ -7,6 +7,7 @@
 //! - `caps`: the device's capabilities.
 //! - `demo eth-loopback | rdma`: the crate's examples (Ethernet and RC queues, end to end).
 //! - `vm run ELF`: a RISC-V device program on the model's DPA execution engine.
+//! - `elf info FILE`: the DPA applications of a device ELF or of a host ELF carrying them.
 //!
 //! `--device NAME` picks a hardware device; `--sim` (or `--sim=PROFILE`) asks for the device
 //! model (`mlx5-sim`). Without either, the first hardware device is used, and the device model
@@ -15,6 +16,7 @@
 //! overrides the filter.
 
 mod demo;
+mod elf;
 mod vm;
 
 use std::process::ExitCode;
@@ -91,6 +93,11 @@ enum Cmd {
         #[command(subcommand)]
         what: vm::VmCmd,
     },
+    /// Inspect DPA device ELFs and the host ELFs that carry them.
+    Elf {
+        #[command(subcommand)]
+        what: elf::ElfCmd,
+    },
     /// Run the device model as a small host: its port on a TAP interface (or in loopback),
     /// answering ARP and ping for `--ip` through the model's queues, until `--seconds` pass.
     Sim {
@@ -150,6 +157,8 @@ enum ToolError {
     Demo(#[from] demo::DemoError),
     #[error(transparent)]
     Vm(#[from] vm::VmError),
+    #[error(transparent)]
+    Elf(#[from] elf::ElfCmdError),
 }
 
 fn main() -> ExitCode {
@@ -182,6 +191,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             Ok(demo::run(which, &opened.devx, opened.model.as_ref())?)
         }
         Cmd::Vm { what } => Ok(vm::run(what)?),
+        Cmd::Elf { what } => Ok(elf::run(what)?),
         Cmd::Sim {
             tap,
             ip,

@@ -1,0 +1,493 @@
+//! A DPA process (FlexIO `flexio_process_create` / `flexio_process_destroy`), its memory,
+//! copies, event handlers and RPC (`flexio_process_call`).
+//!
+//! # What [`Process::create`] builds, in order
+//!
+//! 1. The DPA capability check ([`DpaCaps::query`]): no DPA is [`DpaError::NotSupported`].
+//! 2. The device ELF parsed on the host (symbols for entries; a malformed image is refused
+//!    before firmware sees it).
+//! 3. The image copied into host memory registered as a UMEM, and a PD of the process's own.
+//! 4. DPA_PROCESS (provisional context: PD, image UMEM / offset / size, heap size); QUERY gives
+//!    the process memory's DUMEM id and base address.
+//! 5. A host UAR page and a DPA_UAR extending it to the process (FlexIO `flexio_uar_extend`,
+//!    what the RTOS call GET_DUAR returns).
+//! 6. The copier ([`super::copy`]): loopback RC QPs, staging region and DUMEM key.
+//! 7. A 4 KiB-class DPA buffer for RPC argument blocks.
+//!
+//! Each step's handle is RAII; a failure drops what was made, newest first. The same order
+//! holds on [`Drop`]: the process state's fields are declared in reverse creation order, and
+//! buffers ([`DpaBuf`]) and handlers ([`EventHandler`]) keep the process alive through an
+//! `Arc`, so the DPA_PROCESS goes last whatever the user drops first.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::devx::{self, Devx, DevxError, DevxObj, UarKind};
+use crate::dpa::coredump::{Coredump, CoredumpError};
+use crate::dpa::elf::{Elf, ElfError};
+use crate::mem::{Access, DmaBuf, MemError, Pd, Umem};
+use crate::mlx5::cmd::{
+    CreateGeneralObject, DpaProcessAttr, DpaProcessCoredump, DpaUarAttr, QueryGeneralObject,
+};
+use crate::mlx5::layout::{Layout, View};
+use crate::mlx5::layouts::{dpa::obj_type, dpa_process, dpa_process_status};
+use crate::queues::QueueError;
+use crate::uar::UarPage;
+
+use super::caps::DpaCaps;
+use super::copy::Copier;
+use super::heap::{Heap, HeapStats};
+use super::thread::{EventHandler, EventHandlerAttr};
+
+/// Default heap of a process (FlexIO leaves it to the image; the model maps it after data).
+pub const DEFAULT_HEAP_SIZE: u64 = 64 * 1024;
+/// Longest wait for an RPC ([`Process::call`]) to finish.
+pub const RPC_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most arguments an RPC stub takes (`FLEXIO_RPC_STUB(f, n)`, n = 0..6).
+pub const MAX_RPC_ARGS: usize = 6;
+/// Suffix of RPC stub entries (fw-blobs `FLEXIO_RPC_STUB`).
+pub const RPC_STUB_SUFFIX: &str = "_rpc_stub";
+
+/// Errors of the FlexIO layer.
+#[derive(Debug, thiserror::Error)]
+pub enum DpaError {
+    /// The device has no (usable) DPA.
+    #[error("DPA not supported: {0}")]
+    NotSupported(&'static str),
+    /// The device ELF is unusable.
+    #[error("device ELF: {0}")]
+    Elf(#[from] ElfError),
+    /// The ELF has no such symbol.
+    #[error("the process's ELF has no symbol {0:?}")]
+    UnknownSymbol(String),
+    /// Arguments out of range.
+    #[error("bad argument: {0}")]
+    BadArgs(String),
+    /// The device answered something this driver cannot use.
+    #[error("unexpected device answer: {0}")]
+    Device(String),
+    /// Transport or firmware error.
+    #[error(transparent)]
+    Devx(#[from] DevxError),
+    #[error(transparent)]
+    Mem(#[from] MemError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    /// An RDMA operation of a copy completed with an error.
+    #[error("{op} of {len:#x} bytes at DPA address {daddr:#x} failed: {detail}")]
+    Copy {
+        op: &'static str,
+        daddr: u64,
+        len: usize,
+        detail: String,
+    },
+    /// A bounded wait ended.
+    #[error("timed out after {after:?} waiting for {what}")]
+    Timeout { what: &'static str, after: Duration },
+    /// The process failed (FlexIO `flexio_err_status_get` != 0).
+    #[error("DPA process failed: {status:?}, syndrome {syndrome:#x}")]
+    ProcessFault {
+        status: ProcessStatus,
+        syndrome: u32,
+    },
+    /// The coredump image could not be decoded.
+    #[error(transparent)]
+    Coredump(#[from] CoredumpError),
+}
+
+/// `dpa_process_status` (numbers provisional, see `layouts::dpa::dpa_process_status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessStatus {
+    Ok,
+    /// A thread faulted.
+    Fault,
+    /// A thread exceeded its instruction budget.
+    Watchdog,
+    /// A thread made an RTOS call the OS does not know.
+    BadRtosCall,
+    /// The process called EXIT_PROCESS with this status.
+    Exited(u32),
+    /// Another firmware error number.
+    Other(u8),
+}
+
+/// FlexIO `flexio_err_status_get` and what goes with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrStatus {
+    pub status: ProcessStatus,
+    pub error_syndrome: u32,
+}
+
+/// How to create a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessAttr {
+    /// Bytes of heap after the data segments.
+    pub heap_size: u64,
+}
+
+impl Default for ProcessAttr {
+    fn default() -> Self {
+        ProcessAttr {
+            heap_size: DEFAULT_HEAP_SIZE,
+        }
+    }
+}
+
+/// The shared state of a process. Fields drop in declaration order: the copier (QPs, key) and
+/// heap blocks first, then the DPA_UAR and its page, the process, the image and the PD.
+pub(crate) struct ProcessInner {
+    copier: Mutex<Copier>,
+    heap: Mutex<Heap>,
+    /// Serialises RPCs (one argument block).
+    rpc: Mutex<u64>,
+    _dpa_uar: DevxObj,
+    uar: Arc<UarPage>,
+    obj: DevxObj,
+    _image: Arc<Umem>,
+    pd: Arc<Pd>,
+    pub(crate) dev: Arc<dyn Devx>,
+    pub(crate) id: u32,
+    dumem_id: u32,
+    dumem_base: u64,
+    symbols: Vec<(String, u64)>,
+    caps: DpaCaps,
+}
+
+impl std::fmt::Debug for ProcessInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Process")
+            .field("id", &self.id)
+            .field("dumem_id", &self.dumem_id)
+            .field("dumem_base", &self.dumem_base)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves plain data; keep going.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ProcessInner {
+    pub(crate) fn symbol(&self, name: &str) -> Result<u64, DpaError> {
+        self.symbols
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, v)| v)
+            .ok_or_else(|| DpaError::UnknownSymbol(name.to_string()))
+    }
+
+    pub(crate) fn err_status(&self) -> Result<ErrStatus, DpaError> {
+        let q = devx::query(
+            &self.obj,
+            &QueryGeneralObject {
+                obj_type: obj_type::DPA_PROCESS,
+                obj_id: self.id,
+                ctx_len: dpa_process::Layout::SIZE_BYTES,
+            },
+        )?;
+        let v = View::<dpa_process::Layout>::new(&q)
+            .map_err(|e| DpaError::Device(format!("DPA_PROCESS {:#x} query: {e}", self.id)))?;
+        let raw = v.get(dpa_process::dpa_process_status) as u8;
+        let status = match raw {
+            dpa_process_status::OK => ProcessStatus::Ok,
+            dpa_process_status::FAULT => ProcessStatus::Fault,
+            dpa_process_status::WATCHDOG => ProcessStatus::Watchdog,
+            dpa_process_status::BAD_RTOS_CALL => ProcessStatus::BadRtosCall,
+            dpa_process_status::EXITED => {
+                ProcessStatus::Exited(v.get(dpa_process::exit_status) as u32)
+            }
+            x => ProcessStatus::Other(x),
+        };
+        Ok(ErrStatus {
+            status,
+            error_syndrome: v.get(dpa_process::error_syndrome) as u32,
+        })
+    }
+
+    /// The process's failure as an error (also when, oddly, it reports none).
+    pub(crate) fn fault(&self) -> Result<DpaError, DpaError> {
+        let st = self.err_status()?;
+        Ok(DpaError::ProcessFault {
+            status: st.status,
+            syndrome: st.error_syndrome,
+        })
+    }
+
+    fn cover(&self) -> u64 {
+        lock(&self.heap).extent()
+    }
+}
+
+/// A DPA process. Cheap handles to it ([`DpaBuf`], [`EventHandler`]) keep it alive.
+#[derive(Debug)]
+pub struct Process {
+    inner: Arc<ProcessInner>,
+}
+
+/// A buffer in DPA memory (FlexIO `flexio_buf_dev_alloc`); freed when dropped.
+#[derive(Debug)]
+pub struct DpaBuf {
+    daddr: u64,
+    len: u64,
+    process: Arc<ProcessInner>,
+}
+
+impl DpaBuf {
+    /// The DPA address.
+    pub fn daddr(&self) -> u64 {
+        self.daddr
+    }
+    /// Usable bytes (the request rounded up to [`super::heap::DPA_BUF_ALIGN`]).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    /// Never true (zero-byte buffers are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for DpaBuf {
+    fn drop(&mut self) {
+        lock(&self.process.heap).free(self.daddr);
+    }
+}
+
+impl Process {
+    /// Creates a process running the device ELF `elf` (FlexIO `flexio_process_create`).
+    ///
+    /// # Errors
+    /// [`DpaError::NotSupported`] without a DPA, [`DpaError::Elf`] for a bad image, firmware
+    /// refusals (a process over the memory budget...). What was created is released.
+    pub fn create(
+        dev: &Arc<dyn Devx>,
+        elf: &[u8],
+        attr: &ProcessAttr,
+    ) -> Result<Process, DpaError> {
+        let caps = DpaCaps::query(dev)?;
+        let parsed = Elf::parse_device(elf)?;
+        let symbols: Vec<(String, u64)> = parsed
+            .symbols()
+            .iter()
+            .filter(|s| s.is_defined() && !s.name.is_empty())
+            .map(|s| (s.name.clone(), s.value))
+            .collect();
+        let image_buf = DmaBuf::new(elf.len().max(1))?;
+        image_buf.write(0, elf)?;
+        let image = Umem::register(dev, &image_buf, Access::empty())?;
+        let pd = Pd::alloc(dev)?;
+        let (obj, id) = devx::create(
+            dev,
+            &CreateGeneralObject(DpaProcessAttr {
+                pd: pd.pdn().0,
+                elf_umem_id: image.id().0,
+                elf_umem_offset: 0,
+                elf_size: elf.len() as u64,
+                heap_size: attr.heap_size,
+            }),
+        )?;
+        let q = devx::query(
+            &obj,
+            &QueryGeneralObject {
+                obj_type: obj_type::DPA_PROCESS,
+                obj_id: id,
+                ctx_len: dpa_process::Layout::SIZE_BYTES,
+            },
+        )?;
+        let v = View::<dpa_process::Layout>::new(&q)
+            .map_err(|e| DpaError::Device(format!("DPA_PROCESS {id:#x} query: {e}")))?;
+        let dumem_id = v.get(dpa_process::dumem_id) as u32;
+        let dumem_base = v.get(dpa_process::dumem_base);
+        let uar = UarPage::alloc(dev, UarKind::NonCached)?;
+        let (dpa_uar, _) = devx::create(
+            dev,
+            &CreateGeneralObject(DpaUarAttr {
+                dpa_process_id: id,
+                uar_page: uar.page_id(),
+            }),
+        )?;
+        let copier = Copier::new(dev, &pd, &uar, dumem_id, dumem_base)?;
+        let mut heap = Heap::default();
+        let (rpc_block, _) = heap.alloc(dev, id, 8 * (1 + MAX_RPC_ARGS as u64))?;
+        Ok(Process {
+            inner: Arc::new(ProcessInner {
+                copier: Mutex::new(copier),
+                heap: Mutex::new(heap),
+                rpc: Mutex::new(rpc_block),
+                _dpa_uar: dpa_uar,
+                uar,
+                obj,
+                _image: image,
+                pd,
+                dev: Arc::clone(dev),
+                id,
+                dumem_id,
+                dumem_base,
+                symbols,
+                caps,
+            }),
+        })
+    }
+
+    /// The DPA_PROCESS object id.
+    pub fn id(&self) -> u32 {
+        self.inner.id
+    }
+
+    /// The process memory as a UMEM (queues in DPA memory name it) and its base address.
+    pub fn dumem(&self) -> (u32, u64) {
+        (self.inner.dumem_id, self.inner.dumem_base)
+    }
+
+    /// The process's PD (FlexIO `flexio_process_get_pd`).
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.inner.pd
+    }
+
+    /// The host UAR page extended to the process (FlexIO `flexio_process_get_uar`).
+    pub fn uar(&self) -> &Arc<UarPage> {
+        &self.inner.uar
+    }
+
+    /// The DPA's limits as queried at creation.
+    pub fn caps(&self) -> &DpaCaps {
+        &self.inner.caps
+    }
+
+    /// A symbol's DPA address.
+    ///
+    /// # Errors
+    /// [`DpaError::UnknownSymbol`].
+    pub fn symbol(&self, name: &str) -> Result<u64, DpaError> {
+        self.inner.symbol(name)
+    }
+
+    /// FlexIO `flexio_err_status_get`: the process status and error syndrome.
+    ///
+    /// # Errors
+    /// Firmware's refusal.
+    pub fn err_status(&self) -> Result<ErrStatus, DpaError> {
+        self.inner.err_status()
+    }
+
+    /// The coredump of a failed process (FlexIO `flexio_coredump_create`), decoded.
+    ///
+    /// # Errors
+    /// Firmware refuses while the process has not failed; an undecodable image.
+    pub fn coredump(&self) -> Result<Coredump, DpaError> {
+        let image = devx::exec(
+            self.inner.dev.as_ref(),
+            &DpaProcessCoredump {
+                dpa_process_id: self.inner.id,
+            },
+        )?;
+        Ok(Coredump::parse(&image)?)
+    }
+
+    /// Allocates `size` bytes of DPA memory (FlexIO `flexio_buf_dev_alloc`); see
+    /// [`super::heap`] for the size classes.
+    ///
+    /// # Errors
+    /// Zero size, or firmware refused a DPA_MEM block (budget exhausted).
+    pub fn alloc(&self, size: u64) -> Result<DpaBuf, DpaError> {
+        let (daddr, len) = lock(&self.inner.heap).alloc(&self.inner.dev, self.inner.id, size)?;
+        Ok(DpaBuf {
+            daddr,
+            len,
+            process: Arc::clone(&self.inner),
+        })
+    }
+
+    /// DPA_MEM blocks and buffers in use.
+    pub fn heap_stats(&self) -> HeapStats {
+        lock(&self.inner.heap).stats()
+    }
+
+    /// Copies `data` to DPA address `daddr` (FlexIO `flexio_host2dev_memcpy`).
+    ///
+    /// # Errors
+    /// A range outside the process memory, an RDMA error, a timeout.
+    pub fn copy_to_dev(&self, daddr: u64, data: &[u8]) -> Result<(), DpaError> {
+        let cover = self.inner.cover();
+        lock(&self.inner.copier).write(daddr, data, cover)
+    }
+
+    /// Copies DPA memory at `daddr` into `out`.
+    ///
+    /// # Errors
+    /// As [`Process::copy_to_dev`].
+    pub fn copy_from_dev(&self, daddr: u64, out: &mut [u8]) -> Result<(), DpaError> {
+        let cover = self.inner.cover();
+        lock(&self.inner.copier).read(daddr, out, cover)
+    }
+
+    /// Fills `len` bytes at `daddr` with `byte` (FlexIO `flexio_buf_dev_memset`).
+    ///
+    /// # Errors
+    /// As [`Process::copy_to_dev`].
+    pub fn memset(&self, daddr: u64, byte: u8, len: usize) -> Result<(), DpaError> {
+        let cover = self.inner.cover();
+        lock(&self.inner.copier).fill(daddr, len, byte, cover)
+    }
+
+    /// Creates an event handler (FlexIO `flexio_event_handler_create`).
+    ///
+    /// # Errors
+    /// An unknown entry symbol, firmware's refusal (thread limit, bad outbox / window).
+    pub fn event_handler(&self, attr: &EventHandlerAttr) -> Result<EventHandler, DpaError> {
+        EventHandler::create(&self.inner, attr)
+    }
+
+    /// Calls the RPC `symbol` with up to six arguments (FlexIO `flexio_process_call`): the
+    /// arguments go into an argument block in DPA memory (`[0]` result, `[1..]` arguments),
+    /// and a thread runs `<symbol>_rpc_stub` (or `symbol` itself when it already names a
+    /// stub) with the block's address; its result is returned.
+    ///
+    /// # Errors
+    /// [`DpaError::UnknownSymbol`], more than [`MAX_RPC_ARGS`] arguments,
+    /// [`DpaError::ProcessFault`] when the call fails the process, [`DpaError::Timeout`].
+    pub fn call(&self, symbol: &str, args: &[u64]) -> Result<u64, DpaError> {
+        if args.len() > MAX_RPC_ARGS {
+            return Err(DpaError::BadArgs(format!(
+                "{} RPC arguments (at most {MAX_RPC_ARGS})",
+                args.len()
+            )));
+        }
+        let stub = if symbol.ends_with(RPC_STUB_SUFFIX) {
+            symbol.to_string()
+        } else {
+            format!("{symbol}{RPC_STUB_SUFFIX}")
+        };
+        self.inner.symbol(&stub)?;
+        let block = lock(&self.inner.rpc);
+        let mut bytes = vec![0u8; 8 * (1 + args.len())];
+        for (i, a) in args.iter().enumerate() {
+            bytes[8 * (i + 1)..8 * (i + 2)].copy_from_slice(&a.to_le_bytes());
+        }
+        self.copy_to_dev(*block, &bytes)?;
+        self.run_once(&stub, *block)
+    }
+
+    /// Runs `symbol` once with `a0` = `arg` and returns what it returned (a one-argument RPC
+    /// called directly).
+    ///
+    /// # Errors
+    /// As [`Process::call`].
+    pub fn call_raw(&self, symbol: &str, arg: u64) -> Result<u64, DpaError> {
+        self.run_once(symbol, arg)
+    }
+
+    fn run_once(&self, entry: &str, arg: u64) -> Result<u64, DpaError> {
+        let thread = self.event_handler(&EventHandlerAttr::new(entry, arg))?;
+        thread.run(arg)?;
+        let r = thread.wait_done(RPC_TIMEOUT);
+        if r.is_err() {
+            // Withdraw a queued run before the thread is destroyed (a running one refuses
+            // destruction; its handle then logs and the process release takes it).
+            let _ = thread.finish();
+        }
+        let info = r?;
+        Ok(info.return_value)
+    }
+}

@@ -1,0 +1,337 @@
+//! FlexIO semantics through the driver's `dpa` API only, on the device model: capabilities,
+//! process lifetime, DPA memory, host <-> DPA copies, RPC, faults with coredumps, the
+//! watchdog and event handlers activated by completions.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlx5_dpa::devx::{Devx, UarKind};
+use mlx5_dpa::dpa::caps::DpaCaps;
+use mlx5_dpa::dpa::coredump::RegionKind;
+use mlx5_dpa::dpa::heap::SIZE_CLASSES;
+use mlx5_dpa::dpa::thread::{EventHandlerAttr, ThreadState};
+use mlx5_dpa::dpa::{DpaError, Process, ProcessAttr, ProcessStatus};
+use mlx5_dpa::mem::Pd;
+use mlx5_dpa::queues::{
+    Arm, Cq, CqConfig, CqEvents, HostQueueMem, QpConfig, RcConnect, RcPeer, RcQp, SendOp, SendWr,
+};
+use mlx5_dpa::uar::UarPage;
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+const SELFTEST: &[u8] = include_bytes!("../fw-blobs/bin/selftest.elf");
+const RPC_CALC: &[u8] = include_bytes!("../fw-blobs/bin/rpc_calc.elf");
+const T: Duration = Duration::from_secs(10);
+
+fn model(profile: &str) -> (mlx5_sim::Device, Arc<dyn Devx>) {
+    let d = mlx5_sim::Device::with_profile(profile).expect("profile");
+    d.start_engine();
+    let ctx = d.open_devx();
+    (d, ctx)
+}
+
+#[test]
+fn caps_on_bf3_and_not_supported_on_cx7() -> R {
+    let (d, ctx) = model("bf3");
+    let caps = DpaCaps::query(&ctx)?;
+    assert_eq!(caps.topology.total_eus(), 256);
+    assert_eq!(caps.topology.usable_eus(), 254);
+    assert_eq!(caps.max_processes, 64);
+    assert_eq!(caps.max_threads_per_process, 256);
+    assert_eq!(caps.process_mem_bytes, 256 << 20);
+    d.stop_engine();
+
+    let (d, ctx) = model("cx7");
+    assert!(matches!(
+        DpaCaps::query(&ctx),
+        Err(DpaError::NotSupported(_))
+    ));
+    assert!(matches!(
+        Process::create(&ctx, SELFTEST, &ProcessAttr::default()),
+        Err(DpaError::NotSupported(_))
+    ));
+    d.stop_engine();
+    Ok(())
+}
+
+#[test]
+fn process_create_destroy_leaves_nothing() -> R {
+    let (d, ctx) = model("bf3");
+    {
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        let b = p.alloc(100)?;
+        p.copy_to_dev(b.daddr(), &[1, 2, 3])?;
+        let h = p.event_handler(&EventHandlerAttr::new("st_add", 1))?;
+        assert_eq!(p.call_raw("st_add", 1)?, 2);
+        // Dropping the process first: the buffer and the handler keep it alive.
+        drop(p);
+        drop(h);
+        drop(b);
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
+#[test]
+fn bad_image_and_unknown_symbol_are_typed_errors() -> R {
+    let (d, ctx) = model("bf3");
+    assert!(matches!(
+        Process::create(&ctx, b"not an elf", &ProcessAttr::default()),
+        Err(DpaError::Elf(_))
+    ));
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    assert!(matches!(
+        p.call("no_such_function", &[]),
+        Err(DpaError::UnknownSymbol(_))
+    ));
+    assert!(matches!(
+        p.call("st_add", &[1, 2, 3, 4, 5, 6, 7]),
+        Err(DpaError::BadArgs(_))
+    ));
+    drop(p);
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
+#[test]
+fn alloc_uses_size_classes_and_frees_blocks() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    // The RPC argument block lives in one 4 KiB-class block.
+    let base = p.heap_stats();
+    assert_eq!(base.blocks_per_class, [1, 0, 0, 0]);
+    // Small buffers share blocks, 64-byte aligned.
+    let a = p.alloc(8)?;
+    let b = p.alloc(100)?;
+    assert_eq!(a.len(), 64);
+    assert_eq!(b.len(), 128);
+    assert_eq!(a.daddr() % 64, 0);
+    assert_ne!(a.daddr(), b.daddr());
+    assert_eq!(p.heap_stats().blocks_per_class, [1, 0, 0, 0]);
+    let mid = p.alloc(100 << 10)?;
+    let big = p.alloc(1 << 20)?;
+    assert_eq!(p.heap_stats().blocks_per_class, [1, 1, 1, 0]);
+    assert_eq!(mid.len(), 100 << 10);
+    // The largest class exceeds the model's 256 MiB budget once anything else is allocated.
+    assert!(p.alloc(SIZE_CLASSES[3]).is_err());
+    drop(mid);
+    drop(big);
+    assert_eq!(p.heap_stats().blocks_per_class, [1, 0, 0, 0]);
+    drop((a, b));
+    assert_eq!(p.heap_stats().buffers, 1);
+    assert!(matches!(p.alloc(0), Err(DpaError::BadArgs(_))));
+    drop(p);
+    d.stop_engine();
+    Ok(())
+}
+
+#[test]
+fn copy_round_trip_and_memset() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let buf = p.alloc(6000)?;
+    let data: Vec<u8> = (0..6000u32).map(|i| (i * 31 + 7) as u8).collect();
+    p.copy_to_dev(buf.daddr(), &data)?;
+    let mut back = vec![0u8; data.len()];
+    p.copy_from_dev(buf.daddr(), &mut back)?;
+    assert_eq!(back, data);
+    // A buffer of a larger class, above the first: the key grows to cover it.
+    let big = p.alloc(200 << 10)?;
+    let data2: Vec<u8> = (0..(150u32 << 10)).map(|i| (i ^ (i >> 8)) as u8).collect();
+    p.copy_to_dev(big.daddr() + 1000, &data2)?;
+    let mut back2 = vec![0u8; data2.len()];
+    p.copy_from_dev(big.daddr() + 1000, &mut back2)?;
+    assert_eq!(back2, data2);
+    // memset
+    p.memset(buf.daddr() + 100, 0xab, 1000)?;
+    p.copy_from_dev(buf.daddr(), &mut back)?;
+    assert!(back[100..1100].iter().all(|&x| x == 0xab));
+    assert_eq!(&back[..100], &data[..100]);
+    assert_eq!(&back[1100..], &data[1100..]);
+    // The DPA sees what the host wrote: st_fault_load reads a u64.
+    p.copy_to_dev(buf.daddr(), &0x1122_3344_5566_7788u64.to_le_bytes())?;
+    assert_eq!(
+        p.call_raw("st_fault_load", buf.daddr())?,
+        0x1122_3344_5566_7788
+    );
+    // And the host sees what the DPA wrote: st_store.
+    assert_eq!(p.call_raw("st_store", buf.daddr() + 8)?, 0);
+    let mut w = [0u8; 8];
+    p.copy_from_dev(buf.daddr() + 8, &mut w)?;
+    assert_eq!(u64::from_le_bytes(w), 0x0123_4567_89ab_cdef);
+    // Outside the process memory: refused before anything is sent.
+    assert!(matches!(
+        p.copy_to_dev(0x1000, &[0; 8]),
+        Err(DpaError::BadArgs(_))
+    ));
+    drop((buf, big, p));
+    d.stop_engine();
+    Ok(())
+}
+
+#[test]
+fn rpc_calls_through_stubs_and_directly() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, RPC_CALC, &ProcessAttr::default())?;
+    assert_eq!(p.call("rpc_calculate", &[44, 55])?, 99);
+    assert_eq!(p.call("rpc_calculate_rpc_stub", &[1, 2])?, 3);
+    assert_eq!(p.call("rpc_echo", &[0xdead_beef])?, 0xdead_beef);
+    assert_eq!(p.call_raw("rpc_echo", 7)?, 7);
+    let s = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    assert_eq!(s.call_raw("st_add", 41)?, 42);
+    assert_eq!(s.err_status()?.status, ProcessStatus::Ok);
+    drop((p, s));
+    d.stop_engine();
+    Ok(())
+}
+
+#[test]
+fn faulting_rpc_gives_process_fault_and_a_coredump() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    // No coredump while the process is fine.
+    assert!(p.coredump().is_err());
+    match p.call_raw("st_fault_load", 0x10) {
+        Err(DpaError::ProcessFault { status, syndrome }) => {
+            assert_eq!(status, ProcessStatus::Fault);
+            assert_ne!(syndrome, 0);
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
+    let st = p.err_status()?;
+    assert_eq!(st.status, ProcessStatus::Fault);
+    let dump = p.coredump()?;
+    assert_eq!(dump.dpa_process_id, p.id());
+    assert_eq!(
+        dump.region_of(dump.pc).map(|r| r.kind),
+        Some(RegionKind::Text)
+    );
+    assert_eq!(dump.fault_addr, 0x10);
+    // A failed process takes no more calls.
+    assert!(p.call_raw("st_add", 1).is_err());
+
+    let q = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    assert!(matches!(
+        q.call_raw("st_illegal", 0),
+        Err(DpaError::ProcessFault {
+            status: ProcessStatus::Fault,
+            ..
+        })
+    ));
+    let dump = q.coredump()?;
+    assert_eq!(dump.insn, 0x0000_000b);
+    assert_eq!(
+        dump.region_of(dump.pc).map(|r| r.kind),
+        Some(RegionKind::Text)
+    );
+    drop((p, q));
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
+#[test]
+fn watchdog_stops_a_spinning_rpc() -> R {
+    let (d, ctx) = model("bf3");
+    d.with_profile_mut(|p| p.dpa_insn_budget = 100_000);
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    match p.call_raw("st_spin_forever", 0) {
+        Err(DpaError::ProcessFault { status, .. }) => assert_eq!(status, ProcessStatus::Watchdog),
+        other => panic!("expected the watchdog, got {other:?}"),
+    }
+    let dump = p.coredump()?;
+    assert_eq!(dump.pc, p.symbol("st_spin_forever")?);
+    drop(p);
+    d.stop_engine();
+    Ok(())
+}
+
+#[test]
+fn event_handler_counts_completions() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let counter = p.alloc(8)?;
+    p.memset(counter.daddr(), 0, 8)?;
+    let h = p.event_handler(&EventHandlerAttr::new("st_counter", counter.daddr()))?;
+    assert_eq!(h.state()?, ThreadState::Idle);
+
+    // A loopback RC pair whose requester's CQ raises its events on the handler.
+    let pd = Pd::alloc(&ctx)?;
+    let uar = UarPage::alloc(&ctx, UarKind::NonCached)?;
+    let mut cqc = CqConfig::new(4);
+    cqc.events = CqEvents::DpaThread(h.id());
+    let mut cq = Cq::create(
+        &ctx,
+        &uar,
+        HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
+        &cqc,
+    )?;
+    let pc = CqConfig::new(4);
+    let peer_cq = Cq::create(&ctx, &uar, HostQueueMem::alloc(&ctx, pc.ring_bytes())?, &pc)?;
+    let qpc = QpConfig::new(4, 1);
+    let mut qp = RcQp::create(
+        &ctx,
+        &pd,
+        &uar,
+        &cq,
+        &cq,
+        HostQueueMem::alloc(&ctx, qpc.ring_bytes())?,
+        &qpc,
+    )?;
+    let mut peer = RcQp::create(
+        &ctx,
+        &pd,
+        &uar,
+        &peer_cq,
+        &peer_cq,
+        HostQueueMem::alloc(&ctx, qpc.ring_bytes())?,
+        &qpc,
+    )?;
+    qp.connect(&RcConnect::new(RcPeer::Loopback {
+        remote_qpn: peer.qpn(),
+    }))?;
+    peer.connect(&RcConnect::new(RcPeer::Loopback {
+        remote_qpn: qp.qpn(),
+    }))?;
+
+    // st_counter does not re-arm: the host arms before each completion.
+    for n in 1..=4u64 {
+        cq.arm(Arm::Next);
+        qp.post_send(&SendWr::new(n, SendOp::Nop))?;
+        qp.ring_send_doorbell();
+        let c = cq.poll_timeout(T)??;
+        qp.complete_send(c.wqe_counter)?;
+        let start = Instant::now();
+        while h.activations()? < n {
+            assert!(start.elapsed() < T, "activation {n} did not happen");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let start = Instant::now();
+        while h.state()? != ThreadState::Idle {
+            assert!(start.elapsed() < T, "activation {n} did not end");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut v = [0u8; 8];
+        p.copy_from_dev(counter.daddr(), &mut v)?;
+        assert_eq!(u64::from_le_bytes(v), n);
+    }
+    // A run from the host counts too.
+    h.run(counter.daddr())?;
+    let start = Instant::now();
+    while h.activations()? < 5 {
+        assert!(start.elapsed() < T);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop((qp, peer, cq, peer_cq));
+    h.destroy()?;
+    drop((counter, p, pd, uar));
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
