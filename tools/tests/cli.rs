@@ -1,6 +1,7 @@
 //! The `mlx5-dpa` binary on the device model: `--sim`, `cmd`, `caps`, `--trace`.
 
-use std::process::{Command, Output};
+mod common;
+use common::*;
 
 use mlx5_dpa::mlx5::layout::{Layout, ViewMut};
 use mlx5_dpa::mlx5::layouts::{cqc, create_cq_in};
@@ -9,27 +10,6 @@ use mlx5_dpa::mlx5::layouts::{cqc, create_cq_in};
 const NOP: &str = "080d0000 00000000 00000000 00000000";
 /// An opcode no firmware implements.
 const UNKNOWN_OP: &str = "0b7f0000 00000000 00000000 00000000";
-
-fn run(args: &[&str]) -> Output {
-    run_env(args, &[])
-}
-
-fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"));
-    c.args(args).env_remove("RUST_LOG");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("run mlx5-dpa")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn ok(args: &[&str]) -> (String, String) {
     let o = run(args);

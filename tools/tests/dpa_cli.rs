@@ -1,14 +1,7 @@
 //! `mlx5-dpa demo rpc`: FlexIO's RPC sample through the CLI, on the device model.
 
-use std::process::{Command, Output};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run mlx5-dpa")
-}
+mod common;
+use common::*;
 
 #[test]
 fn demo_rpc_adds_on_the_dpa() {

@@ -1,44 +1,11 @@
 //! `mlx5-dpa elf info`: a device ELF of fw-blobs, the committed host ELF with embedded apps
 //! (`tests/data/dpa/host_apps.elf`), `--app`, `--json`, and malformed files.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run mlx5-dpa")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn repo(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(rel)
-        .display()
-        .to_string()
-}
+mod common;
+use common::*;
 
 fn host() -> String {
     repo("tests/data/dpa/host_apps.elf")
-}
-
-/// A scratch file with `bytes`, unique per test.
-fn scratch(name: &str, bytes: &[u8]) -> String {
-    let dir = std::env::temp_dir().join(format!("mlx5-dpa-elf-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p.display().to_string()
 }
 
 #[test]
@@ -109,9 +76,10 @@ fn json_output_is_one_object() {
 #[test]
 fn malformed_files_fail_with_a_clear_error() {
     let cases: Vec<(String, &str)> = vec![
-        (scratch("text.txt", b"hello"), "not an ELF file"),
+        (scratch("elf-cli", "text.txt", b"hello"), "not an ELF file"),
         (
             scratch(
+                "elf-cli",
                 "short.elf",
                 &std::fs::read(repo("fw-blobs/bin/selftest.elf")).unwrap()[..200],
             ),
@@ -137,7 +105,7 @@ fn malformed_files_fail_with_a_clear_error() {
         .position(|w| w == &needle[..64])
         .expect("selftest image in the host ELF");
     b[at + 18] = 62;
-    let o = run(&["elf", "info", &scratch("bad_app.elf", &b)]);
+    let o = run(&["elf", "info", &scratch("elf-cli", "bad_app.elf", &b)]);
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(

@@ -1,24 +1,10 @@
 //! `mlx5-dpa vm run`: the bare corpus ELFs, and small ELFs written by the test (every way a
 //! run ends: exit ecalls, tohost, return, budget, faults).
 
+mod common;
+use common::*;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run mlx5-dpa")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn corpus(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -112,15 +98,6 @@ fn elf(text: &[u32], data: &[u8], symbols: &[(&str, u64)]) -> Vec<u8> {
     f
 }
 
-/// Writes `bytes` to a file of this test's own and returns its path.
-fn file(name: &str, bytes: &[u8]) -> String {
-    let dir = std::env::temp_dir().join(format!("mlx5-dpa-vm-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p.display().to_string()
-}
-
 // RV64 encodings used below.
 const fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
     ((imm as u32) & 0xfff) << 20 | rs1 << 15 | rd << 7 | 0x13
@@ -161,7 +138,8 @@ fn entry_symbol_with_arguments_returns_a0() {
         "{}",
         stdout(&o)
     );
-    let path = file(
+    let path = scratch(
+        "vm-test",
         "add.elf",
         &elf(
             &[0x00b5_0533 /* add a0, a0, a1 */, RET],
@@ -187,7 +165,8 @@ fn entry_symbol_with_arguments_returns_a0() {
 
 #[test]
 fn exit_process_ecall_and_tohost_end_the_run() {
-    let path = file(
+    let path = scratch(
+        "vm-test",
         "exit4.elf",
         &elf(&[addi(A7, 0, 4), addi(A0, 0, -7), ECALL], &[], &[]),
     );
@@ -201,7 +180,8 @@ fn exit_process_ecall_and_tohost_end_the_run() {
         stdout(&o)
     );
     // t0 = 1 << 31 (DATA); t1 = (5 << 1) | 1; sd t1, 8(t0)  (tohost at DATA + 8)
-    let path = file(
+    let path = scratch(
+        "vm-test",
         "tohost.elf",
         &elf(
             &[addi(5, 0, 1), 0x01f2_9293, addi(6, 0, 11), 0x0062_b423],
@@ -220,7 +200,11 @@ fn exit_process_ecall_and_tohost_end_the_run() {
 
 #[test]
 fn faults_and_budget_fail_with_the_reason() {
-    let path = file("illegal.elf", &elf(&[addi(5, 0, 1), 0x0000_000b], &[], &[]));
+    let path = scratch(
+        "vm-test",
+        "illegal.elf",
+        &elf(&[addi(5, 0, 1), 0x0000_000b], &[], &[]),
+    );
     let o = run(&["vm", "run", &path]);
     assert!(!o.status.success());
     assert!(
@@ -232,7 +216,7 @@ fn faults_and_budget_fail_with_the_reason() {
     assert!(stderr(&o).contains("did not finish"), "{}", stderr(&o));
 
     // sd x0, 0(x0): nothing is mapped at 0.
-    let path = file("store.elf", &elf(&[0x0000_3023], &[], &[]));
+    let path = scratch("vm-test", "store.elf", &elf(&[0x0000_3023], &[], &[]));
     let o = run(&["vm", "run", &path]);
     assert!(!o.status.success());
     assert!(
@@ -260,7 +244,7 @@ fn bad_input_is_reported() {
         "{}",
         stderr(&o)
     );
-    let path = file("not-elf", b"#!/bin/sh\n");
+    let path = scratch("vm-test", "not-elf", b"#!/bin/sh\n");
     let o = run(&["vm", "run", &path]);
     assert!(stderr(&o).contains("not an ELF file"), "{}", stderr(&o));
     let o = run(&["vm", "run", &corpus("crc.elf"), "--entry", "nope"]);
