@@ -50,7 +50,7 @@ fi
 export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 
 PROGRAMS="rpc_calc window_writer matmul packet_processor selftest"
-RUNTIME="os string print msg_stream"
+RUNTIME="os string print msg_stream cmdq"
 
 ARCH="-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany"
 # -mno-relax: no gp-relative accesses (the model does not set gp).
@@ -104,7 +104,7 @@ check_elf() { # elf entries...
 	done
 }
 
-COMMON_ENTRIES="flexio_msg_stream_dev_init flexio_msg_stream_dev_fini flexio_dev_thread_finish"
+COMMON_ENTRIES="flexio_msg_stream_dev_init flexio_msg_stream_dev_fini flexio_dev_thread_finish flexio_cmdq_dev_worker"
 for p in $PROGRAMS; do
 	compile "src/$p.c" "$WORK/obj/$p.o"
 	# shellcheck disable=SC2086

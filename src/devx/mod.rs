@@ -410,7 +410,9 @@ pub fn query_caps(dev: &dyn Devx) -> Result<crate::mlx5::caps::Caps, DevxError> 
     let apu = crate::mlx5::View::<crate::mlx5::layouts::cmd_hca_cap::Layout>::new(&general)
         .map(|v| v.get(crate::mlx5::layouts::cmd_hca_cap::apu) == 1)
         .unwrap_or(false);
-    let dpa = if apu { exec(dev, &d).ok() } else { None };
+    // A device that reports a DPA (`apu`) has its capability page: a failed query is an
+    // error to report, not a missing DPA.
+    let dpa = if apu { Some(exec(dev, &d)?) } else { None };
     crate::mlx5::caps::Caps::decode(&general, general_2.as_deref(), dpa.as_deref())
         .map_err(|e| DevxError::BadMailbox(e.to_string()))
 }

@@ -14,18 +14,28 @@
 //!   stubs.
 //! - [`thread`]: event handlers (`flexio_event_handler_create` / `run` / `destroy`) with
 //!   affinity, TLS and default window / outbox; a CQ attaches with `CqEvents::DpaThread`.
+//! - [`window`]: windows over host memory (`flexio_window_create` / `destroy`), with the
+//!   checked (window id, key, host address) a device program needs.
+//! - [`outbox`]: outboxes (`flexio_outbox_create` / `destroy`), ringing queues of one UAR.
+//! - [`eu`]: EU groups and EU partitions through ACCESS_REGISTER (`NIC_DPA_EUG_REG`,
+//!   `NIC_DPA_EU_PARTITION_REG`), for `Affinity::Group`.
 //! - [`elf`] (device ELF parsing) and [`coredump`] (the provisional coredump image).
 //!
-//! Not yet: windows and outboxes as handles, queues in DPA memory, message streams, the
-//! command queue and EU groups. The DPA general objects (provisional layouts) and the DPA
-//! capability page are in [`crate::mlx5`].
+//! Not yet: queues in DPA memory, message streams and the command queue. The DPA general
+//! objects (provisional layouts) and the DPA capability page are in [`crate::mlx5`].
 
 pub mod app;
 pub mod caps;
+pub mod cmdq;
 pub mod copy;
 pub mod coredump;
 pub mod elf;
+pub mod eu;
 pub mod heap;
+pub mod msg_stream;
+pub mod outbox;
 pub mod process;
+pub mod queues;
 pub mod thread;
-pub use process::{DpaBuf, DpaError, ErrStatus, Process, ProcessAttr, ProcessStatus};
+pub mod window;
+pub use process::{DpaBuf, DpaError, ErrStatus, Process, ProcessAttr, ProcessStatus, StepExt};

@@ -93,6 +93,50 @@ pub enum DpaError {
     /// The coredump image could not be decoded.
     #[error(transparent)]
     Coredump(#[from] CoredumpError),
+    /// One step of a multi-step set-up failed: which step, and why. What the earlier steps
+    /// created has been released when this is returned.
+    #[error("{step}: {source}")]
+    Step {
+        step: &'static str,
+        #[source]
+        source: Box<DpaError>,
+    },
+}
+
+impl DpaError {
+    /// The innermost error under any [`DpaError::Step`] wrappers.
+    pub fn root(&self) -> &DpaError {
+        match self {
+            DpaError::Step { source, .. } => source.root(),
+            e => e,
+        }
+    }
+
+    /// The outermost step name, when the error came from a named step.
+    pub fn step(&self) -> Option<&'static str> {
+        match self {
+            DpaError::Step { step, .. } => Some(step),
+            _ => None,
+        }
+    }
+}
+
+/// Names the set-up step a fallible call belongs to ([`DpaError::Step`]).
+pub trait StepExt<T> {
+    /// Wraps an error as `DpaError::Step { step, .. }`.
+    ///
+    /// # Errors
+    /// The wrapped error.
+    fn step(self, step: &'static str) -> Result<T, DpaError>;
+}
+
+impl<T, E: Into<DpaError>> StepExt<T> for Result<T, E> {
+    fn step(self, step: &'static str) -> Result<T, DpaError> {
+        self.map_err(|e| DpaError::Step {
+            step,
+            source: Box::new(e.into()),
+        })
+    }
 }
 
 /// `dpa_process_status` (numbers provisional, see `layouts::dpa::dpa_process_status`).
@@ -335,6 +379,11 @@ impl Process {
         self.inner.id
     }
 
+    /// The shared state, for the handles of other modules that keep the process alive.
+    pub(crate) fn inner(&self) -> &Arc<ProcessInner> {
+        &self.inner
+    }
+
     /// The process memory as a UMEM (queues in DPA memory name it) and its base address.
     pub fn dumem(&self) -> (u32, u64) {
         (self.inner.dumem_id, self.inner.dumem_base)
@@ -489,5 +538,43 @@ impl Process {
         }
         let info = r?;
         Ok(info.return_value)
+    }
+}
+
+/// Windows and outboxes of a process ([`super::window`], [`super::outbox`]).
+impl Process {
+    /// Creates a window of this process over `pd` (FlexIO
+    /// `flexio_window_create(process, pd, &window)`); host memory the DPA reaches through it is
+    /// registered on the same PD. Usually `pd` is [`Process::pd`] (FlexIO
+    /// `flexio_process_get_pd`).
+    ///
+    /// # Errors
+    /// Firmware's refusal (window limit, a PD of another user context).
+    pub fn window(&self, pd: &Arc<Pd>) -> Result<super::window::Window, DpaError> {
+        super::window::Window::create(&self.inner, pd)
+    }
+
+    /// Creates an outbox of this process over `uar` (FlexIO
+    /// `flexio_outbox_create(process, uar, &outbox)`); it rings only queues on that UAR.
+    /// Usually `uar` is [`Process::uar`] (FlexIO `flexio_process_get_uar`).
+    ///
+    /// # Errors
+    /// Firmware's refusal (outbox limit, a UAR of another user context).
+    pub fn outbox(&self, uar: &Arc<UarPage>) -> Result<super::outbox::Outbox, DpaError> {
+        super::outbox::Outbox::create(&self.inner, uar)
+    }
+}
+
+impl Process {
+    /// Creates a command queue on this process (FlexIO `flexio_cmdq_create`); the queue holds
+    /// a handle to the process, so the process outlives it. See [`super::cmdq`].
+    ///
+    /// # Errors
+    /// As [`super::cmdq::CmdQueue::create`].
+    pub fn cmdq(&self, attr: &super::cmdq::CmdqAttr) -> Result<super::cmdq::CmdQueue, DpaError> {
+        let handle = Process {
+            inner: Arc::clone(&self.inner),
+        };
+        super::cmdq::CmdQueue::with_process(handle, attr)
     }
 }

@@ -110,6 +110,25 @@ impl std::fmt::Debug for CqObj {
     }
 }
 
+/// A CQ that other queues can report to: a host [`Cq`], or a CQ whose ring lives in DPA
+/// memory (`crate::dpa::queues::DpaCq`).
+pub trait CqTarget {
+    /// The CQ number.
+    fn target_cqn(&self) -> Cqn;
+    /// The firmware object, held by the queues reporting to it so that it is destroyed after
+    /// them.
+    fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync>;
+}
+
+impl CqTarget for Cq {
+    fn target_cqn(&self) -> Cqn {
+        self.cqn()
+    }
+    fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+        Arc::clone(&self.shared) as Arc<dyn std::any::Any + Send + Sync>
+    }
+}
+
 /// A completion queue.
 #[derive(Debug)]
 pub struct Cq {

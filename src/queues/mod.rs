@@ -39,10 +39,11 @@ use crate::devx::{Devx, DevxError};
 use crate::mem::{Access, DmaBuf, MemError, Umem};
 use crate::mlx5::cmd::CmdError;
 
-pub use cq::{Arm, Cq, CqConfig, CqEvents, Cqn};
+pub use cq::{Arm, Cq, CqConfig, CqEvents, CqTarget, Cqn};
 pub use cqe::{Completion, CompletionError, CompletionKind, Cqe, Eqe, Event, Syndrome};
 pub use descriptor::{CqDescriptor, WqDescriptor};
 pub use qp::{QpConfig, Qpn, RcConnect, RcPeer, RcQp, RemoteAddr, SendOp, SendWr};
+pub use steering::RqTarget;
 pub use wq::{EthBurst, EthSq, EthSqConfig, Rq, RqConfig, Rqn, Sqn};
 
 /// Errors of the queue layer.

@@ -353,64 +353,7 @@ impl RcQp {
     /// # Errors
     /// Firmware refused a transition (the error names it); the QP is left where it stopped.
     pub fn connect(&mut self, c: &RcConnect) -> Result<(), QueueError> {
-        let mut attr = QpAttr {
-            rre: c.remote_access.contains(Access::REMOTE_READ),
-            rwe: c.remote_access.contains(Access::REMOTE_WRITE),
-            rae: c.remote_access.contains(Access::REMOTE_ATOMIC),
-            vhca_port_num: c.port,
-            mtu: c.mtu as u8,
-            remote_qpn: c.peer.remote_qpn().0,
-            next_rcv_psn: c.recv_psn & 0xff_ffff,
-            log_rra_max: c.log_rra_max,
-            min_rnr_nak: c.min_rnr_timer,
-            next_send_psn: c.send_psn & 0xff_ffff,
-            log_sra_max: c.log_sra_max,
-            retry_count: c.retry_count,
-            rnr_retry: c.rnr_retry,
-            ack_timeout: c.ack_timeout,
-            ..QpAttr::default()
-        };
-        match c.peer {
-            RcPeer::Loopback { .. } => attr.fl = true,
-            RcPeer::Remote {
-                mac,
-                gid,
-                gid_index,
-                hop_limit,
-                ..
-            } => {
-                attr.rmac = mac;
-                attr.rgid = gid;
-                attr.src_addr_index = gid_index;
-                attr.hop_limit = hop_limit;
-            }
-        }
-        let qpn = self.qpn.0;
-        devx::modify(
-            &self.obj,
-            &ModifyQp {
-                qpn,
-                attr,
-                transition: Rst2Init,
-            },
-        )?;
-        devx::modify(
-            &self.obj,
-            &ModifyQp {
-                qpn,
-                attr,
-                transition: Init2Rtr,
-            },
-        )?;
-        devx::modify(
-            &self.obj,
-            &ModifyQp {
-                qpn,
-                attr,
-                transition: Rtr2Rts,
-            },
-        )?;
-        Ok(())
+        connect_rc(&self.obj, self.qpn, c)
     }
 
     /// The state firmware reports (QUERY_QP).
@@ -691,4 +634,70 @@ impl RcQp {
             ring_umem_offset: self.ring_place.umem_offset,
         }
     }
+}
+
+/// Moves the RC QP `obj` (number `qpn`) RST -> INIT -> RTR -> RTS towards `c.peer`: the
+/// transitions of [`RcQp::connect`], shared with QPs whose rings live in DPA memory.
+///
+/// # Errors
+/// Firmware refused a transition; the QP is left where it stopped.
+pub(crate) fn connect_rc(obj: &DevxObj, qpn: Qpn, c: &RcConnect) -> Result<(), QueueError> {
+    let mut attr = QpAttr {
+        rre: c.remote_access.contains(Access::REMOTE_READ),
+        rwe: c.remote_access.contains(Access::REMOTE_WRITE),
+        rae: c.remote_access.contains(Access::REMOTE_ATOMIC),
+        vhca_port_num: c.port,
+        mtu: c.mtu as u8,
+        remote_qpn: c.peer.remote_qpn().0,
+        next_rcv_psn: c.recv_psn & 0xff_ffff,
+        log_rra_max: c.log_rra_max,
+        min_rnr_nak: c.min_rnr_timer,
+        next_send_psn: c.send_psn & 0xff_ffff,
+        log_sra_max: c.log_sra_max,
+        retry_count: c.retry_count,
+        rnr_retry: c.rnr_retry,
+        ack_timeout: c.ack_timeout,
+        ..QpAttr::default()
+    };
+    match c.peer {
+        RcPeer::Loopback { .. } => attr.fl = true,
+        RcPeer::Remote {
+            mac,
+            gid,
+            gid_index,
+            hop_limit,
+            ..
+        } => {
+            attr.rmac = mac;
+            attr.rgid = gid;
+            attr.src_addr_index = gid_index;
+            attr.hop_limit = hop_limit;
+        }
+    }
+    let qpn = qpn.0;
+    devx::modify(
+        obj,
+        &ModifyQp {
+            qpn,
+            attr,
+            transition: Rst2Init,
+        },
+    )?;
+    devx::modify(
+        obj,
+        &ModifyQp {
+            qpn,
+            attr,
+            transition: Init2Rtr,
+        },
+    )?;
+    devx::modify(
+        obj,
+        &ModifyQp {
+            qpn,
+            attr,
+            transition: Rtr2Rts,
+        },
+    )?;
+    Ok(())
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::wq::{Rq, RqObj};
+use super::wq::{Rq, Rqn};
 use super::QueueError;
 use crate::devx::{self, Devx, DevxObj};
 use crate::mem::Pd;
@@ -77,11 +77,29 @@ impl Tis {
     }
 }
 
+/// A receive queue that a TIR can dispatch to: a host [`Rq`], or an RQ whose ring lives in
+/// DPA memory (`crate::dpa::queues::DpaRq`).
+pub trait RqTarget {
+    /// The RQ number.
+    fn target_rqn(&self) -> Rqn;
+    /// The firmware object, held by whatever points at the RQ so that it is destroyed last.
+    fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync>;
+}
+
+impl RqTarget for Rq {
+    fn target_rqn(&self) -> Rqn {
+        self.rqn()
+    }
+    fn keep_alive(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+        Arc::clone(&self.shared) as Arc<dyn std::any::Any + Send + Sync>
+    }
+}
+
 /// A transport interface receive object dispatching directly to one RQ.
 pub struct Tir {
     _obj: DevxObj,
     tirn: u32,
-    _rq: Arc<RqObj>,
+    _rq: Arc<dyn std::any::Any + Send + Sync>,
     _td: Arc<TransportDomain>,
 }
 
@@ -92,26 +110,26 @@ impl std::fmt::Debug for Tir {
 }
 
 impl Tir {
-    /// CREATE_TIR, direct dispatch to `rq`.
+    /// CREATE_TIR, direct dispatch to `rq` (a host [`Rq`] or an RQ in DPA memory).
     ///
     /// # Errors
     /// Firmware refused.
     pub fn direct(
         dev: &Arc<dyn Devx>,
         td: &Arc<TransportDomain>,
-        rq: &Rq,
+        rq: &dyn RqTarget,
     ) -> Result<Arc<Tir>, QueueError> {
         let (obj, tirn) = devx::create(
             dev,
             &CreateTir {
                 transport_domain: td.tdn(),
-                inline_rqn: rq.rqn().0,
+                inline_rqn: rq.target_rqn().0,
             },
         )?;
         Ok(Arc::new(Tir {
             _obj: obj,
             tirn,
-            _rq: Arc::clone(&rq.shared),
+            _rq: rq.keep_alive(),
             _td: Arc::clone(td),
         }))
     }
@@ -257,7 +275,7 @@ impl RxFlow {
     pub fn to_rq(
         dev: &Arc<dyn Devx>,
         td: &Arc<TransportDomain>,
-        rq: &Rq,
+        rq: &dyn RqTarget,
         flow: OuterMatch,
         level: u8,
     ) -> Result<RxFlow, QueueError> {

@@ -1,7 +1,9 @@
 //! `mlx5-dpa demo ...`: the crate's examples, run on the device the global options pick.
 //!
 //! The demo code is the examples' own (`examples/eth_loopback.rs`, `examples/rdma_rc.rs`,
-//! `examples/flexio_rpc.rs`), included here so that what the CLI runs is exactly what a reader
+//! `examples/flexio_rpc.rs`, `examples/flexio_window.rs`, `examples/flexio_multithread.rs`,
+//! `examples/flexio_packet_processor.rs`),
+//! included here so that what the CLI runs is exactly what a reader
 //! of the examples sees.
 
 use std::sync::Arc;
@@ -11,9 +13,18 @@ use mlx5_dpa::devx::Devx;
 #[path = "../../examples/eth_loopback.rs"]
 #[allow(dead_code)]
 mod eth_loopback;
+#[path = "../../examples/flexio_multithread.rs"]
+#[allow(dead_code)]
+mod flexio_multithread;
+#[path = "../../examples/flexio_packet_processor.rs"]
+#[allow(dead_code)]
+pub mod flexio_packet_processor;
 #[path = "../../examples/flexio_rpc.rs"]
 #[allow(dead_code)]
 mod flexio_rpc;
+#[path = "../../examples/flexio_window.rs"]
+#[allow(dead_code)]
+mod flexio_window;
 #[path = "../../examples/rdma_rc.rs"]
 #[allow(dead_code)]
 mod rdma_rc;
@@ -52,6 +63,24 @@ pub enum Demo {
         #[arg(default_value_t = 55)]
         b: u64,
     },
+    /// FlexIO's multithread sample: two 5x5 matrices multiplied on the DPA, one command-queue
+    /// task per cell of the product, spread over worker threads; checked against the host.
+    Multithread {
+        /// Worker threads of the command queue.
+        #[arg(long, default_value_t = 4)]
+        workers: u32,
+    },
+    /// FlexIO's window sample: the DPA overwrites a host buffer through a window (an mkey over
+    /// host memory); the host prints the buffer before and after.
+    Window,
+    /// FlexIO's packet-processor sample: a UDP frame is injected; a DPA event handler on an RQ
+    /// in DPA memory swaps its MACs, rewrites the payload's digits and sends it back; both
+    /// frames are printed as hex dumps.
+    PacketProcessor {
+        /// Record the model's port to this pcap file (device model only).
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<std::path::PathBuf>,
+    },
 }
 
 /// A demo failure, as a sentence.
@@ -78,8 +107,10 @@ pub fn run(
     model: Option<&mlx5_sim::Device>,
 ) -> Result<(), DemoError> {
     let pcap = match demo {
-        Demo::EthLoopback { pcap, .. } | Demo::Rdma { pcap, .. } => pcap.as_deref(),
-        Demo::Rpc { .. } => None,
+        Demo::EthLoopback { pcap, .. }
+        | Demo::Rdma { pcap, .. }
+        | Demo::PacketProcessor { pcap } => pcap.as_deref(),
+        Demo::Rpc { .. } | Demo::Window | Demo::Multithread { .. } => None,
     };
     if pcap.is_some() && model.is_none() {
         return Err(DemoError(
@@ -127,6 +158,13 @@ pub fn run(
         })()
         .map_err(Into::into),
         Demo::Rpc { a, b } => flexio_rpc::run(ctx, *a, *b, out)
+            .map(|_| ())
+            .map_err(Into::into),
+        Demo::Multithread { workers } => flexio_multithread::run(ctx, *workers, out)
+            .map(|_| ())
+            .map_err(Into::into),
+        Demo::Window => flexio_window::run(ctx, out).map(|_| ()).map_err(Into::into),
+        Demo::PacketProcessor { .. } => flexio_packet_processor::run(ctx, out)
             .map(|_| ())
             .map_err(Into::into),
     };

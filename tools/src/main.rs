@@ -115,7 +115,18 @@ enum Cmd {
         /// Record every frame of the port to this pcap file.
         #[arg(long, value_name = "FILE")]
         pcap: Option<std::path::PathBuf>,
+        /// Also run a DPA application on the model: `packet-processor` takes every IPv4 / UDP
+        /// frame to the model's MAC, swaps its MACs, turns payload digits into letters and
+        /// sends it back (FlexIO's packet-processor sample).
+        #[arg(long, value_enum)]
+        app: Option<SimApp>,
     },
+}
+
+/// DPA applications `mlx5-dpa sim --app` runs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum SimApp {
+    PacketProcessor,
 }
 
 #[derive(Subcommand, Debug)]
@@ -197,7 +208,8 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             ip,
             seconds,
             pcap,
-        } => sim(cli, tap.as_deref(), *ip, *seconds, pcap.as_deref()),
+            app,
+        } => sim(cli, tap.as_deref(), *ip, *seconds, pcap.as_deref(), *app),
     }
 }
 
@@ -208,7 +220,9 @@ fn sim(
     ip: std::net::Ipv4Addr,
     seconds: u64,
     pcap: Option<&std::path::Path>,
+    app: Option<SimApp>,
 ) -> Result<(), ToolError> {
+    use demo::flexio_packet_processor as pp;
     use mlx5_sim::{responder::Responder, Device, PortMode};
     let name = cli.sim.as_deref().unwrap_or(DEFAULT_PROFILE);
     let dev = Device::with_profile(name).ok_or_else(|| ToolError::UnknownProfile {
@@ -229,6 +243,22 @@ fn sim(
             .map_err(|e| ToolError::Input(format!("cannot create {}: {e}", path.display())))?;
         dev.capture(std::io::BufWriter::new(f))
             .map_err(|e| ToolError::Input(format!("pcap: {e}")))?;
+    }
+    // The application's rule is made first, so it is tried before the responder's catch-all.
+    let app_ctx = dev.open_devx();
+    let mut processor = None;
+    if app == Some(SimApp::PacketProcessor) {
+        // Set-up copies into DPA memory need the engine running; the responder also steps it.
+        dev.start_engine();
+        let p = pp::PacketProcessor::setup(&app_ctx, &pp::Options::default())
+            .and_then(|p| p.wait_ready(std::time::Duration::from_secs(5)).map(|()| p))
+            .map_err(|e| ToolError::Input(format!("packet processor: {e}")))?;
+        let (rqn, _, sqn, _) = p.queues();
+        println!(
+            "packet processor on the DPA (process {:#x}, RQ {rqn:#x}, SQ {sqn:#x}): IPv4/UDP frames to this MAC come back with MACs swapped and payload digits as letters",
+            p.process().id()
+        );
+        processor = Some(p);
     }
     let mut r = Responder::new(&dev, ip, mac).map_err(|e| ToolError::Input(e.to_string()))?;
     let mac_s: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
@@ -254,6 +284,21 @@ fn sim(
         port.rx_steering_drops,
         port.rx_no_buffer
     );
+    if let Some(p) = &processor {
+        let s = p
+            .stats()
+            .map_err(|e| ToolError::Input(format!("packet processor: {e}")))?;
+        println!(
+            "packet processor: rx {} frames, tx {}, rewritten {}, dropped {}, {} activations",
+            s.rx_packets,
+            s.tx_packets,
+            s.rewritten,
+            s.rx_dropped + s.tx_dropped,
+            s.activations
+        );
+    }
+    drop(processor);
+    dev.stop_engine();
     drop(r);
     dev.stop_captures()
         .map_err(|e| ToolError::Input(format!("pcap: {e}")))?;

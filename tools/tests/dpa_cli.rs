@@ -22,3 +22,97 @@ fn demo_rpc_without_a_dpa_says_so() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("DPA not supported"), "{err}");
 }
+
+fn ok_stdout(args: &[&str]) -> String {
+    let o = run(args);
+    let out = stdout(&o);
+    assert!(
+        o.status.success(),
+        "stdout:\n{out}\nstderr:\n{}",
+        stderr(&o)
+    );
+    out
+}
+
+#[test]
+fn demo_window_shows_the_buffer_the_dpa_wrote() {
+    let out = ok_stdout(&["--sim", "demo", "window"]);
+    let before = out.lines().find(|l| l.starts_with("Before:")).expect(&out);
+    let after = out.lines().find(|l| l.starts_with("After:")).expect(&out);
+    assert!(!before.contains("Hello from DPA"), "{out}");
+    assert!(after.contains("Hello from DPA"), "{out}");
+}
+
+#[test]
+fn demo_multithread_multiplies_through_the_command_queue() {
+    let out = ok_stdout(&["--sim", "demo", "multithread", "--workers", "3"]);
+    assert!(
+        out.contains("25 tasks on 3 workers: 25 completed, 0 errors"),
+        "{out}"
+    );
+    assert!(out.contains("C matches the host's product"), "{out}");
+}
+
+/// The two hex dumps: the injected frame and the answer, parsed back to bytes.
+fn dumps(out: &str) -> Vec<Vec<u8>> {
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for l in out.lines() {
+        if l.starts_with("sent ") || l.starts_with("received ") {
+            frames.push(Vec::new());
+        } else if let (Some(f), true) = (frames.last_mut(), l.starts_with("  ")) {
+            let hex = l.get(8..55).unwrap_or("");
+            f.extend(
+                hex.split_whitespace()
+                    .map(|b| u8::from_str_radix(b, 16).expect("hex byte")),
+            );
+        }
+    }
+    frames
+}
+
+#[test]
+fn demo_packet_processor_prints_both_frames_and_writes_a_pcap() {
+    let pcap = scratch("dpa-cli", "pp.pcap", b"");
+    let out = ok_stdout(&["--sim", "demo", "packet-processor", "--pcap", &pcap]);
+    let f = dumps(&out);
+    assert_eq!(f.len(), 2, "{out}");
+    let (sent, got) = (&f[0], &f[1]);
+    assert_eq!(sent.len(), 65);
+    assert_eq!(
+        &sent[6..12],
+        &[0x02, 0x42, 0x7e, 0x7f, 0xeb, 0x02],
+        "source MAC"
+    );
+    assert_eq!(&sent[42..], b"===============12345678");
+    assert_eq!(
+        (&got[0..6], &got[6..12]),
+        (&sent[6..12], &sent[0..6]),
+        "MACs swapped"
+    );
+    assert_eq!(&got[42..], b"===============bcdefghi");
+    assert_eq!(
+        &got[12..40],
+        &sent[12..40],
+        "IP and UDP headers kept (but the checksum)"
+    );
+    assert_eq!(&got[40..42], &[0, 0]);
+    // The pcap has both frames among the copier's RoCE traffic.
+    let bytes = std::fs::read(&pcap).expect("pcap");
+    let frames = mlx5_sim::port::pcap::read_pcap(&bytes).expect("a pcap file");
+    assert!(frames.iter().any(|(_, x)| x == sent), "the injected frame");
+    assert!(frames.iter().any(|(_, x)| x == got), "the answer");
+}
+
+#[test]
+fn sim_runs_the_packet_processor_app() {
+    let out = ok_stdout(&[
+        "--sim",
+        "sim",
+        "--app",
+        "packet-processor",
+        "--seconds",
+        "1",
+    ]);
+    assert!(out.contains("packet processor on the DPA"), "{out}");
+    assert!(out.contains("packet processor: rx 0 frames"), "{out}");
+}

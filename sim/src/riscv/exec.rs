@@ -24,7 +24,7 @@ struct Exec<'a, B: Bus> {
     /// A page the bus said has no RAM region (so it is not asked again at once).
     no_ram_vpn: u64,
     /// LR/SC reservation.
-    resv: Option<u64>,
+    resv: Option<(u64, u64)>,
     /// Set when a store dropped decoded code: the current block must not go on.
     code_changed: bool,
 }
@@ -98,7 +98,7 @@ impl<B: Bus> Exec<'_, B> {
     /// instructions it overwrote.
     #[inline(always)]
     fn after_store(&mut self, addr: u64, size: u8) {
-        if let Some(r) = self.resv {
+        if let Some((r, _)) = self.resv {
             if r & !7 == addr & !7 {
                 self.resv = None;
             }
@@ -363,7 +363,7 @@ pub(super) fn run<B: Bus>(
                     match ex.load(v1, $size) {
                         Ok(v) => {
                             x[rd] = if $size == 4 { sx32(v) } else { v };
-                            ex.resv = Some(v1);
+                            ex.resv = Some((v1, v));
                         }
                         Err(e) => mem_fault!(v1, Access::Load, $size, e),
                     }
@@ -376,14 +376,19 @@ pub(super) fn run<B: Bus>(
                     }
                     let held = ex.resv;
                     ex.resv = None;
-                    if held == Some(v1) {
-                        if let Err(e) = ex.store(v1, $size, v2) {
-                            ex.resv = held;
-                            mem_fault!(v1, Access::Store, $size, e);
+                    match held {
+                        // The store happens only if the word still holds what LR read,
+                        // atomically: another hart's SC or store in between fails this one.
+                        Some((a, seen)) if a == v1 => {
+                            match ex.amo(v1, $size, AmoOp::Cas(seen), v2) {
+                                Ok(old) => x[rd] = u64::from(old != seen),
+                                Err(e) => {
+                                    ex.resv = held;
+                                    mem_fault!(v1, Access::Store, $size, e);
+                                }
+                            }
                         }
-                        x[rd] = 0;
-                    } else {
-                        x[rd] = 1;
+                        _ => x[rd] = 1,
                     }
                 }};
             }

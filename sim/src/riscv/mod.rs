@@ -140,8 +140,8 @@ pub struct Hart {
     pub pc: u64,
     /// Retired instructions (rdinstret); rdcycle reads the same counter.
     pub instret: u64,
-    /// LR/SC reservation address.
-    pub reservation: Option<u64>,
+    /// LR/SC reservation: the address of the last LR and the value it read.
+    pub reservation: Option<(u64, u64)>,
 }
 
 impl Hart {
@@ -175,7 +175,11 @@ pub mod reg {
 /// - An `ecall` retires (it counts, and `pc` moves past it); an `ebreak` and a faulting
 ///   instruction do not (`pc` stays on them, registers and memory as before the instruction).
 /// - A store by this hart to the doubleword of its reservation ends the reservation; SC
-///   succeeds only at exactly the address of the last LR.
+///   succeeds only at exactly the address of the last LR, and only if memory there still
+///   holds what the LR read: the store is an atomic compare-and-swap against that value, so
+///   of two harts holding reservations on one word at most one SC succeeds. (A store by
+///   another hart of the very value LR read does not fail the SC: the compare-and-swap
+///   reading of LR/SC that QEMU also uses.)
 /// - With the C extension every branch and jump target is 2-byte aligned, so
 ///   [`Fault::MisalignedTarget`] never occurs; an odd `hart.pc` on entry is a fetch fault
 ///   ([`MemError::Misaligned`]).

@@ -207,6 +207,9 @@ impl RamRegion {
                 AmoOp::Max => s.fetch_max(v as i32, o) as u32,
                 AmoOp::Minu => u.fetch_min(v, o),
                 AmoOp::Maxu => u.fetch_max(v, o),
+                AmoOp::Cas(e) => match u.compare_exchange(e as u32, v, o, o) {
+                    Ok(x) | Err(x) => x,
+                },
             }))
         } else {
             let p = self.at(addr, 8)?.cast::<u64>();
@@ -223,6 +226,9 @@ impl RamRegion {
                 AmoOp::Max => s.fetch_max(value as i64, o) as u64,
                 AmoOp::Minu => u.fetch_min(value, o),
                 AmoOp::Maxu => u.fetch_max(value, o),
+                AmoOp::Cas(e) => match u.compare_exchange(e, value, o, o) {
+                    Ok(x) | Err(x) => x,
+                },
             })
         }
     }
@@ -240,6 +246,9 @@ pub(crate) enum AmoOp {
     Max,
     Minu,
     Maxu,
+    /// Compare-and-swap against this value (the store of SC, which has no AMO encoding of its
+    /// own); the old value tells whether it stored.
+    Cas(u64),
 }
 
 impl AmoOp {
@@ -257,6 +266,13 @@ impl AmoOp {
                 AmoOp::Max => (a as i32).max(b as i32) as u32,
                 AmoOp::Minu => a.min(b),
                 AmoOp::Maxu => a.max(b),
+                AmoOp::Cas(e) => {
+                    if a == e as u32 {
+                        b
+                    } else {
+                        a
+                    }
+                }
             })
         } else {
             match self {
@@ -269,6 +285,13 @@ impl AmoOp {
                 AmoOp::Max => (old as i64).max(v as i64) as u64,
                 AmoOp::Minu => old.min(v),
                 AmoOp::Maxu => old.max(v),
+                AmoOp::Cas(e) => {
+                    if old == e {
+                        v
+                    } else {
+                        old
+                    }
+                }
             }
         }
     }

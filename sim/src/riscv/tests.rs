@@ -674,6 +674,34 @@ fn lr_sc_succeeds_once_and_fails_after_an_intervening_store() {
     assert_eq!(h.reservation, None);
 }
 
+/// Two harts on one word: both take a reservation, one SC wins, the other fails although its
+/// own hart never stored there (the reservation is a compare-and-swap against what LR read).
+#[test]
+fn of_two_harts_reserving_one_word_only_one_sc_succeeds() {
+    let lr_d = |rd| amo(0b00010, 3, rd, 5, 0);
+    let sc_d = |rd| amo(0b00011, 3, rd, 5, 6);
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        bus.poke(DATA, 8, 41);
+        // Each hart: lr.d; ecall | sc.d; ecall (so the two interleave).
+        bus.code(TEXT, &[lr_d(10), ECALL, sc_d(11), ECALL]);
+        let mut a = Hart::new(TEXT);
+        let mut b = Hart::new(TEXT);
+        for (h, v) in [(&mut a, 100), (&mut b, 200)] {
+            h.x[5] = DATA;
+            h.x[6] = v;
+        }
+        assert_eq!(run(&mut a, &mut bus, 100), Stop::Ecall);
+        assert_eq!(run(&mut b, &mut bus, 100), Stop::Ecall);
+        assert_eq!((a.x[10], b.x[10]), (41, 41), "both reserved the same value");
+        assert_eq!(run(&mut b, &mut bus, 100), Stop::Ecall);
+        assert_eq!(b.x[11], 0, "the first SC stores");
+        assert_eq!(run(&mut a, &mut bus, 100), Stop::Ecall);
+        assert_eq!(a.x[11], 1, "the second SC fails: the word changed under it");
+        assert_eq!(bus.peek(DATA, 8), 200, "fast path {fast}");
+    }
+}
+
 #[test]
 fn misaligned_accesses_fault_and_change_nothing() {
     let cases: &[(u32, Access, u8)] = &[

@@ -1,0 +1,1 @@
+//! Message streams (FlexIO `flexio_msg_stream`).

@@ -1,0 +1,187 @@
+//! Queues in DPA memory through the driver's API only, on the model: an SQ in DPA memory rung
+//! by a DPA program through an outbox, completing into a CQ the host polls; argument checks;
+//! teardown. (The RQ / CQ-bound-to-a-thread path is `tests/dpa_packet_processor.rs`, the RC QP
+//! path `tests/dpa_msg_stream.rs`.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mlx5_dpa::devx::Devx;
+use mlx5_dpa::dpa::queues::{DpaCq, DpaEthSq, DpaMkey, DpaQueueMem};
+use mlx5_dpa::dpa::{DpaError, Process, ProcessAttr};
+use mlx5_dpa::mem::Access;
+use mlx5_dpa::queues::steering::{Tis, TransportDomain};
+use mlx5_dpa::queues::{CompletionKind, Cq, CqConfig, CqEvents, HostQueueMem};
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+const SELFTEST: &[u8] = include_bytes!("../fw-blobs/bin/selftest.elf");
+/// `ST_OUTBOX_KEEP` and the SXD doorbell register of the outbox page (fw-blobs selftest.h,
+/// flexio_dev_dpa_arch.h).
+const ST_OUTBOX_KEEP: u32 = 0xffff_ffff;
+const OUTBOX_SXD_DB: u32 = 0x1c0;
+/// A NOP send WQE asking for a CQE (PRM ctrl segment: opcode 0 = `MLX5_OPCODE_NOP`).
+fn nop(sqn: u32, index: u16) -> [u8; 64] {
+    let mut w = [0u8; 64];
+    w[0..4].copy_from_slice(&(u32::from(index) << 8).to_be_bytes());
+    w[4..8].copy_from_slice(&(sqn << 8 | 1).to_be_bytes());
+    w[11] = 0x08;
+    w
+}
+
+fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
+    let d = mlx5_sim::Device::with_profile("bf3").expect("profile");
+    d.start_engine();
+    let ctx = d.open_devx();
+    (d, ctx)
+}
+
+#[test]
+fn a_dpa_sq_rung_by_the_dpa_completes_into_a_host_cq() -> R {
+    let (d, ctx) = model();
+    {
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        let outbox = p.outbox(p.uar())?;
+        let td = TransportDomain::alloc(&ctx)?;
+        let tis = Tis::create(&ctx, &td, p.pd())?;
+        let cqc = CqConfig::new(3);
+        let mut cq = Cq::create(
+            &ctx,
+            p.uar(),
+            HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
+            &cqc,
+        )?;
+        let sq = DpaEthSq::create(&p, p.uar(), &tis, &cq, DpaQueueMem::alloc(&p, 64 * 8)?, 3)?;
+        let desc = sq.descriptor();
+        assert_eq!(desc.num, sq.sqn().0);
+        assert_eq!(desc.sq_ring_addr, sq.ring_daddr());
+        assert_eq!(desc.send_cq, cq.cqn().0);
+        assert_eq!(desc.ring_umem_id, p.dumem().0);
+        // The host writes three NOPs into the DPA ring (it can, through copies) but rings
+        // nothing; the DPA rings the SXD doorbell with producer counter 3.
+        let mut ring = Vec::new();
+        for i in 0..3 {
+            ring.extend_from_slice(&nop(sq.sqn().0, i));
+        }
+        p.copy_to_dev(sq.ring_daddr(), &ring)?;
+        let args = p.alloc(16)?;
+        let mut a = [0u8; 16];
+        a[0..4].copy_from_slice(&ST_OUTBOX_KEEP.to_le_bytes());
+        a[4..8].copy_from_slice(&OUTBOX_SXD_DB.to_le_bytes());
+        a[8..16].copy_from_slice(&(3u64 | u64::from(sq.sqn().0) << 32).to_le_bytes());
+        p.copy_to_dev(args.daddr(), &a)?;
+        let h = p.event_handler(&mlx5_dpa::dpa::thread::EventHandlerAttr {
+            default_outbox_id: outbox.id(),
+            ..mlx5_dpa::dpa::thread::EventHandlerAttr::new("st_outbox_db", args.daddr())
+        })?;
+        h.run(args.daddr())?;
+        for i in 0..3u16 {
+            let c = cq.poll_timeout(Duration::from_secs(5))??;
+            assert_eq!(c.wqe_counter, i);
+            assert!(
+                matches!(c.kind, CompletionKind::Send { wqe_opcode: 0 }),
+                "{c:?}"
+            );
+        }
+        assert!(cq.poll().is_none(), "three NOPs, three CQEs");
+        // The doorbell record in DPA memory moved to the counter the doorbell carried.
+        let mut dbr = [0u8; 8];
+        p.copy_from_dev(sq.dbr_daddr(), &mut dbr)?;
+        assert_eq!(dbr[4..8], 3u32.to_be_bytes());
+        let s = d.dpa_stats();
+        assert_eq!((s.doorbells, s.violations), (1, 0));
+        drop(h);
+        drop(sq);
+        drop(cq);
+        drop(outbox);
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
+    Ok(())
+}
+
+#[test]
+fn a_dpa_cq_starts_hardware_owned_and_describes_itself() -> R {
+    let (d, ctx) = model();
+    {
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        let h = p.event_handler(&mlx5_dpa::dpa::thread::EventHandlerAttr::new("st_add", 0))?;
+        let cfg = CqConfig {
+            events: CqEvents::DpaThread(h.id()),
+            ..CqConfig::new(4)
+        };
+        let mem = DpaQueueMem::alloc(&p, cfg.ring_bytes())?;
+        assert!(mem.ring_daddr().is_multiple_of(64) && mem.dbr_daddr() >= mem.ring_daddr() + 1024);
+        // Dirty the memory first: creation must initialise it.
+        p.memset(mem.ring_daddr(), 0x5a, 1024 + 8)?;
+        let cq = DpaCq::create(&p, p.uar(), mem, &cfg)?;
+        let mut ring = vec![0u8; 1024];
+        p.copy_from_dev(cq.ring_daddr(), &mut ring)?;
+        for (i, e) in ring.chunks(64).enumerate() {
+            assert_eq!(e[63], 0xf0, "CQE {i}: opcode INVALID, owner 0 (hardware's)");
+            assert!(e[..63].iter().all(|&b| b == 0), "CQE {i} zeroed");
+        }
+        let mut dbr = [0xffu8; 8];
+        p.copy_from_dev(cq.dbr_daddr(), &mut dbr)?;
+        assert_eq!(dbr, [0; 8]);
+        let desc = cq.descriptor();
+        assert_eq!(
+            (
+                desc.cqn,
+                desc.log_cqe_cnt,
+                desc.cqe_size,
+                desc.cq_ring_addr,
+                desc.cq_dbr_addr
+            ),
+            (cq.cqn().0, 4, 64, cq.ring_daddr(), cq.dbr_daddr())
+        );
+        // The CQ names the thread: destroying the thread first is refused.
+        let r = h.destroy();
+        assert!(r.is_err(), "a thread a CQ is bound to cannot go first");
+        drop(cq);
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
+    Ok(())
+}
+
+#[test]
+fn bad_queue_memory_and_keys_are_typed_errors() -> R {
+    let (d, ctx) = model();
+    {
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        assert!(matches!(
+            DpaQueueMem::alloc(&p, 0),
+            Err(DpaError::BadArgs(_))
+        ));
+        // A CQ of 64 entries does not fit a 1 KiB ring.
+        let small = DpaQueueMem::alloc(&p, 1024)?;
+        let r = DpaCq::create(&p, p.uar(), small, &CqConfig::new(6));
+        assert!(matches!(r, Err(DpaError::BadArgs(_))), "{r:?}");
+        let r = DpaCq::create(&p, p.uar(), DpaQueueMem::alloc(&p, 64)?, &CqConfig::new(23));
+        assert!(matches!(r, Err(DpaError::BadArgs(_))), "{r:?}");
+        // Keys: below the process memory, empty, or past what the process has.
+        let (_, base) = p.dumem();
+        for (addr, len) in [(base - 64, 64), (base, 0), (u64::MAX - 8, 64)] {
+            let r = DpaMkey::create(&p, addr, len, Access::LOCAL_WRITE);
+            assert!(
+                matches!(r, Err(DpaError::BadArgs(_))),
+                "{addr:#x}+{len}: {r:?}"
+            );
+        }
+        let r = DpaMkey::create(&p, base, 1 << 40, Access::LOCAL_WRITE);
+        assert!(
+            matches!(r, Err(DpaError::Devx(_))),
+            "firmware refuses: {r:?}"
+        );
+        let buf = p.alloc(4096)?;
+        let k = DpaMkey::over(&p, &buf, Access::LOCAL_WRITE)?;
+        assert_eq!(k.range(), (buf.daddr(), buf.len()));
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
+    Ok(())
+}
