@@ -251,6 +251,51 @@ fn watchdog_stops_a_spinning_rpc() -> R {
     Ok(())
 }
 
+/// One process crashing or spinning leaves another untouched: each sees only its own memory,
+/// and the failures show in the failing process's error status only.
+#[test]
+fn processes_are_isolated_and_fail_alone() -> R {
+    let (d, ctx) = model("bf3");
+    d.with_profile_mut(|p| p.dpa_insn_budget = 200_000);
+    let a = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let b = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let c = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let buf = a.alloc(64)?;
+    let pattern = 0x5eed_1234_abcd_0001u64;
+    a.copy_to_dev(buf.daddr(), &pattern.to_le_bytes())?;
+    assert_eq!(a.call_raw("st_fault_load", buf.daddr())?, pattern);
+    // B loads the same DPA address: its own memory (or nothing), never A's bytes.
+    match b.call_raw("st_fault_load", buf.daddr()) {
+        Ok(v) => assert_ne!(v, pattern, "B read A's memory"),
+        Err(DpaError::ProcessFault { status, .. }) => assert_eq!(status, ProcessStatus::Fault),
+        Err(e) => return Err(e.into()),
+    }
+    // B crashes, C spins into the watchdog; A is fine and still serves calls.
+    let _ = b.call_raw("st_fault_load", 0x10);
+    assert_eq!(b.err_status()?.status, ProcessStatus::Fault);
+    assert!(matches!(
+        c.call_raw("st_spin_forever", 0),
+        Err(DpaError::ProcessFault {
+            status: ProcessStatus::Watchdog,
+            ..
+        })
+    ));
+    assert_eq!(c.err_status()?.status, ProcessStatus::Watchdog);
+    assert_eq!(a.err_status()?.status, ProcessStatus::Ok);
+    assert_eq!(a.call_raw("st_add", 41)?, 42);
+    assert_eq!(
+        a.call_raw("st_fault_load", buf.daddr())?,
+        pattern,
+        "A's memory kept"
+    );
+    drop(buf);
+    drop((a, b, c));
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
 #[test]
 fn event_handler_counts_completions() -> R {
     let (d, ctx) = model("bf3");

@@ -19,10 +19,19 @@
 //! - [`outbox`]: outboxes (`flexio_outbox_create` / `destroy`), ringing queues of one UAR.
 //! - [`eu`]: EU groups and EU partitions through ACCESS_REGISTER (`NIC_DPA_EUG_REG`,
 //!   `NIC_DPA_EU_PARTITION_REG`), for `Affinity::Group`.
+//! - [`queues`]: CQ / Ethernet SQ / RQ / RC QP whose rings and doorbell records live in DPA
+//!   memory (`flexio_qmem`, `flexio_cq_create` / `sq` / `rq` / `qp`), CQs bound to a thread
+//!   (`apu_cq`), and keys over DPA memory; their descriptors are what device programs take.
+//! - [`msg_stream`]: device print to the host (`flexio_msg_stream_create`), several streams
+//!   with levels, to stdout, a file, a writer or memory.
+//! - [`cmdq`]: the command queue (`flexio_cmdq_create` / `task_add` / `state_running`):
+//!   tasks (function, argument) in batches to worker threads.
 //! - [`elf`] (device ELF parsing) and [`coredump`] (the provisional coredump image).
 //!
-//! Not yet: queues in DPA memory, message streams and the command queue. The DPA general
-//! objects (provisional layouts) and the DPA capability page are in [`crate::mlx5`].
+//! Multi-step set-ups name the failing step ([`DpaError::Step`], [`StepExt`]). The DPA general
+//! objects (provisional layouts) and the DPA capability page are in [`crate::mlx5`]; the
+//! FlexIO samples are in `examples/` (`flexio_rpc`, `flexio_window`, `flexio_multithread`,
+//! `flexio_packet_processor`).
 
 pub mod app;
 pub mod caps;

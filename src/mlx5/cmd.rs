@@ -1133,6 +1133,8 @@ impl QpState {
 
 /// `qpc.st` RC (PRM `MLX5_QPC_ST_RC`).
 pub const QPC_ST_RC: u64 = 0x0;
+/// `qpc.rq_type` for a QP without receive queue (PRM / rdma-core `MLX5_ZERO_LEN_RQ`).
+pub const QPC_RQ_TYPE_ZERO_LEN_RQ: u64 = 0x3;
 /// `qpc.pm_state` migrated (PRM `MLX5_QPC_PM_STATE_MIGRATED`).
 pub const QPC_PM_STATE_MIGRATED: u64 = 0x3;
 
@@ -1190,7 +1192,11 @@ impl Command for CreateQp {
             u64::from(self.log_sq_size),
             "log_sq_size",
         )?;
-        // Without a receive queue, log_rq_size stays 0 and the QP never posts receives.
+        // Without a receive queue: `rq_type` zero-length RQ (PRM `MLX5_ZERO_LEN_RQ`), so the
+        // send ring starts at the ring's beginning, where the driver puts it.
+        if self.log_rq_size.is_none() {
+            v.set(q.at(qpc::rq_type), QPC_RQ_TYPE_ZERO_LEN_RQ);
+        }
         if let Some(n) = self.log_rq_size {
             put(v, op, q.at(qpc::log_rq_size), u64::from(n), "log_rq_size")?;
             put(
