@@ -205,20 +205,17 @@ fn more_tasks_than_the_ring_holds_go_in_waves() -> R {
         other => panic!("expected a full queue, got {other:?}"),
     }
     q.state_running()?;
-    let mut waves = 1;
+    // From here the ring refills as workers finish: how often it is found full depends on
+    // timing, so only the result and the counters are checked.
     let mut cell = 4;
     while cell < N * N {
         match q.task_add("matmul_cell", m.task(cell)) {
             Ok(()) => cell += 1,
-            Err(DpaError::BadArgs(_)) => {
-                q.wait_empty(T)?;
-                waves += 1;
-            }
+            Err(DpaError::BadArgs(msg)) if msg.contains("full") => q.wait_empty(T)?,
             Err(e) => return Err(e.into()),
         }
     }
     q.wait_empty(T)?;
-    assert!(waves >= 25 / 4, "{waves} waves");
     assert_eq!(m.read_c(&p)?, host_product(&m.a, &m.b));
     let c = q.counters()?;
     assert_eq!((c.completed, c.errors, c.claimed), (25, 0, 25));
