@@ -2,6 +2,8 @@
 //! (5x5 product, one `matmul_cell` task per cell) over several workers, the PENDING state,
 //! more tasks than the ring holds, refused entries, a faulting task and teardown.
 
+mod dpa_common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,10 +21,7 @@ const N: usize = 5;
 const TASK_BYTES: u64 = 48;
 
 fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
-    let d = mlx5_sim::Device::with_profile("bf3").expect("profile");
-    d.start_engine();
-    let ctx = d.open_devx();
-    (d, ctx)
+    dpa_common::model("bf3")
 }
 
 fn finish(d: mlx5_sim::Device, ctx: Arc<dyn Devx>) {

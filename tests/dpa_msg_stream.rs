@@ -4,6 +4,8 @@
 //! order past the ring depth, to memory, a file or a writer; destroy removes the stream from
 //! the device and leaves nothing behind.
 
+mod dpa_common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,10 +25,7 @@ const T: Duration = Duration::from_secs(10);
 const ERR_NO_STREAM: i64 = -1;
 
 fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
-    let d = mlx5_sim::Device::with_profile("bf3").expect("profile");
-    d.start_engine();
-    let ctx = d.open_devx();
-    (d, ctx)
+    dpa_common::model("bf3")
 }
 
 /// A thread that runs `entry` with the process's outbox as its default (a stream's send

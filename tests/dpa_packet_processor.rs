@@ -2,6 +2,8 @@
 //! DPA event handler through an outbox, frames of several kinds, counters, and fault injection
 //! over every firmware command of the set-up (each failure names its step; nothing leaks).
 
+mod dpa_common;
+
 #[path = "../examples/flexio_packet_processor.rs"]
 #[allow(dead_code)]
 mod pp;
@@ -20,10 +22,7 @@ type R = Result<(), Box<dyn std::error::Error>>;
 const T: Duration = Duration::from_secs(10);
 
 fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
-    let d = mlx5_sim::Device::with_profile("bf3").expect("profile");
-    d.start_engine();
-    let ctx = d.open_devx();
-    (d, ctx)
+    dpa_common::model("bf3")
 }
 
 /// A frame of `len` bytes to `dst` from the peer, IPv4 / UDP when `udp`, else ethertype 0x88b5;

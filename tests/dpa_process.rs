@@ -2,10 +2,12 @@
 //! process lifetime, DPA memory, host <-> DPA copies, RPC, faults with coredumps, the
 //! watchdog and event handlers activated by completions.
 
-use std::sync::Arc;
+mod dpa_common;
+
+use dpa_common::model;
 use std::time::{Duration, Instant};
 
-use mlx5_dpa::devx::{Devx, UarKind};
+use mlx5_dpa::devx::UarKind;
 use mlx5_dpa::dpa::caps::DpaCaps;
 use mlx5_dpa::dpa::coredump::RegionKind;
 use mlx5_dpa::dpa::heap::SIZE_CLASSES;
@@ -22,13 +24,6 @@ type R = Result<(), Box<dyn std::error::Error>>;
 const SELFTEST: &[u8] = include_bytes!("../fw-blobs/bin/selftest.elf");
 const RPC_CALC: &[u8] = include_bytes!("../fw-blobs/bin/rpc_calc.elf");
 const T: Duration = Duration::from_secs(10);
-
-fn model(profile: &str) -> (mlx5_sim::Device, Arc<dyn Devx>) {
-    let d = mlx5_sim::Device::with_profile(profile).expect("profile");
-    d.start_engine();
-    let ctx = d.open_devx();
-    (d, ctx)
-}
 
 #[test]
 fn caps_on_bf3_and_not_supported_on_cx7() -> R {

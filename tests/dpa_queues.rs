@@ -3,6 +3,8 @@
 //! teardown. (The RQ / CQ-bound-to-a-thread path is `tests/dpa_packet_processor.rs`, the RC QP
 //! path `tests/dpa_msg_stream.rs`.)
 
+mod dpa_common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,10 +32,7 @@ fn nop(sqn: u32, index: u16) -> [u8; 64] {
 }
 
 fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
-    let d = mlx5_sim::Device::with_profile("bf3").expect("profile");
-    d.start_engine();
-    let ctx = d.open_devx();
-    (d, ctx)
+    dpa_common::model("bf3")
 }
 
 #[test]

@@ -3,10 +3,12 @@
 //! another PD faults it, misaligned buffers are refused on the host, an outbox rings only
 //! queues of its UAR, a grouped handler runs on a member EU, and nothing is left behind.
 
-use std::sync::Arc;
+mod dpa_common;
+
+use dpa_common::model;
 use std::time::{Duration, Instant};
 
-use mlx5_dpa::devx::{Devx, UarKind};
+use mlx5_dpa::devx::UarKind;
 use mlx5_dpa::dpa::coredump::RegionKind;
 use mlx5_dpa::dpa::eu::{EuGroup, EuPartition, EUG_NAME_LEN};
 use mlx5_dpa::dpa::thread::{Affinity, EventHandler, EventHandlerAttr, ThreadInfo, ThreadState};
@@ -33,13 +35,6 @@ const ST_OUTBOX_KEEP: u32 = 0xffff_ffff;
 const ST_FAILED: u64 = u64::MAX;
 /// Outbox register of the CQ arm doorbell (the model's outbox page, FlexIO `CQ_DB`).
 const OUTBOX_CQ_DB: u32 = 0x100;
-
-fn model(profile: &str) -> (mlx5_sim::Device, Arc<dyn Devx>) {
-    let d = mlx5_sim::Device::with_profile(profile).expect("profile");
-    d.start_engine();
-    let ctx = d.open_devx();
-    (d, ctx)
-}
 
 /// `struct window_writer_args` (window_writer.h), 48 bytes.
 fn window_args(b: &WindowBuf, pattern: u32, mode: u32) -> [u8; 48] {

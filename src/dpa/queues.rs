@@ -27,13 +27,12 @@ use std::sync::Arc;
 use crate::devx::{self, DevxObj};
 use crate::mem::{Access, Lkey};
 use crate::mlx5::cmd::{
-    CqEventTarget, CreateCq, CreateMkey, CreateQp, CreateRq, CreateSq, MkeyAccess, ModifyRq,
-    ModifySq, RingMem, WqAttr, WqState,
+    CqEventTarget, CreateCq, CreateMkey, CreateQp, CreateRq, CreateSq, MkeyAccess, RingMem, WqAttr,
 };
 use crate::queues::descriptor::wq_kind;
 use crate::queues::ring::CQE_INIT_OP_OWN;
 use crate::queues::steering::Tis;
-use crate::queues::wq::INVALID_LKEY;
+use crate::queues::wq::{create_rdy_rq, create_rdy_sq, INVALID_LKEY};
 use crate::queues::{
     CqConfig, CqDescriptor, CqEvents, CqTarget, Cqn, MemPlace, QpConfig, Qpn, QueueMemory,
     RcConnect, RqConfig, RqTarget, Rqn, Sqn, WqDescriptor,
@@ -326,7 +325,7 @@ impl DpaEthSq {
         process.memset(mem.ring_daddr(), 0, 64usize << log_size)?;
         process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
         let rm = ring_mem(&mem);
-        let (obj, sqn) = devx::create(
+        let (obj, sqn) = create_rdy_sq(
             &process.inner().dev,
             &CreateSq {
                 cqn: cq.target_cqn().0,
@@ -339,14 +338,6 @@ impl DpaEthSq {
                     mem: rm,
                 },
                 flush_in_error_en: true,
-            },
-        )?;
-        devx::modify(
-            &obj,
-            &ModifySq {
-                sqn,
-                from: WqState::Rst,
-                to: WqState::Rdy,
             },
         )?;
         Ok(DpaEthSq {
@@ -454,7 +445,7 @@ impl DpaRq {
         process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
         let stride = cfg.stride();
         let rm = ring_mem(&mem);
-        let (obj, rqn) = devx::create(
+        let (obj, rqn) = create_rdy_rq(
             &process.inner().dev,
             &CreateRq {
                 cqn: cq.target_cqn().0,
@@ -466,14 +457,6 @@ impl DpaRq {
                     mem: rm,
                 },
                 flush_in_error_en: true,
-            },
-        )?;
-        devx::modify(
-            &obj,
-            &ModifyRq {
-                rqn,
-                from: WqState::Rst,
-                to: WqState::Rdy,
             },
         )?;
         Ok(DpaRq {

@@ -714,7 +714,7 @@ impl EthSq {
         }
         // SAFETY: 8 bytes of host memory held by `mem`, kept by the SQ.
         let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
-        let (obj, sqn) = devx::create(
+        let (obj, sqn) = create_rdy_sq(
             dev,
             &CreateSq {
                 cqn: cq.cqn().0,
@@ -732,14 +732,6 @@ impl EthSq {
                     },
                 },
                 flush_in_error_en: true,
-            },
-        )?;
-        devx::modify(
-            &obj,
-            &ModifySq {
-                sqn,
-                from: WqState::Rst,
-                to: WqState::Rdy,
             },
         )?;
         Ok(EthSq {
@@ -976,7 +968,7 @@ impl Rq {
         // SAFETY: 8 bytes of host memory held by `mem`, kept by the RQ.
         let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
         let stride = cfg.stride();
-        let (obj, rqn) = devx::create(
+        let (obj, rqn) = create_rdy_rq(
             dev,
             &CreateRq {
                 cqn: cq.cqn().0,
@@ -993,14 +985,6 @@ impl Rq {
                     },
                 },
                 flush_in_error_en: true,
-            },
-        )?;
-        devx::modify(
-            &obj,
-            &ModifyRq {
-                rqn,
-                from: WqState::Rst,
-                to: WqState::Rdy,
             },
         )?;
         Ok(Rq {
@@ -1076,4 +1060,39 @@ impl Rq {
             ..Default::default()
         }
     }
+}
+
+/// CREATE_SQ, then MODIFY_SQ RST -> RDY: an Ethernet SQ over any ring memory (host or DPA).
+/// A failed transition destroys the SQ again (the handle drops).
+pub(crate) fn create_rdy_sq(
+    dev: &Arc<dyn Devx>,
+    cmd: &CreateSq,
+) -> Result<(DevxObj, u32), QueueError> {
+    let (obj, sqn) = devx::create(dev, cmd)?;
+    devx::modify(
+        &obj,
+        &ModifySq {
+            sqn,
+            from: WqState::Rst,
+            to: WqState::Rdy,
+        },
+    )?;
+    Ok((obj, sqn))
+}
+
+/// CREATE_RQ, then MODIFY_RQ RST -> RDY, as [`create_rdy_sq`].
+pub(crate) fn create_rdy_rq(
+    dev: &Arc<dyn Devx>,
+    cmd: &CreateRq,
+) -> Result<(DevxObj, u32), QueueError> {
+    let (obj, rqn) = devx::create(dev, cmd)?;
+    devx::modify(
+        &obj,
+        &ModifyRq {
+            rqn,
+            from: WqState::Rst,
+            to: WqState::Rdy,
+        },
+    )?;
+    Ok((obj, rqn))
 }
