@@ -10,12 +10,32 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::cqe::{decode_words, Completion, CompletionError, Cqe, CQE_SIZE};
+use super::cqe::{
+    decode_send_recv, decode_words, Completion, CompletionError, Cqe, CQE_SIZE, OP_OWN_HOT_MASK,
+};
 use super::ring::{self, CQE_INIT_OP_OWN, CQE_OPCODE_INVALID, CQ_CI_MASK};
 use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj, EventChannel};
 use crate::mlx5::cmd::{CqEventTarget, CreateCq, ModifyCqModeration, RingMem};
 use crate::uar::{barrier, DoorbellRecord, UarPage, CQ_ARM_DB, CQ_SET_CI};
+
+/// The cold arm of [`Cq::decode_entry`]: an opcode other than REQ / RESP_SEND, in an entry
+/// found software's (and after the read barrier); out of line and taking the entry pointer by
+/// value, so the hot loop does not keep a closure's captures in memory for it.
+///
+/// # Safety
+/// `entry` is a 64-byte CQE of a CQ ring, software's until the consumer index is published.
+#[cold]
+#[inline(never)]
+unsafe fn decode_other_entry(
+    entry: *const u64,
+    w7: [u8; 8],
+) -> Result<Completion, CompletionError> {
+    decode_words(w7, |i| {
+        // SAFETY: `i` is 4, 5 or 6: a word of the entry (the caller's promise).
+        unsafe { std::ptr::read_volatile(entry.add(i & 7)) }.to_ne_bytes()
+    })
+}
 
 /// A CQ number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -279,17 +299,53 @@ impl Cq {
         Some(w7)
     }
 
-    /// Reads and decodes entry `ci` if it is software's: word 7 always, the others only as
-    /// the opcode needs them. Neither advances the consumer index nor publishes it.
+    /// Reads and decodes the 64-byte CQE at `entry` if it is software's in the pass whose owner
+    /// bit is `parity`: `op_own` (its last byte) first, then, after the read barrier, word 7
+    /// and only the other words the opcode needs (word 5 for a send or receive). Neither
+    /// advances the consumer index nor publishes it.
+    ///
+    /// # Safety
+    /// `entry` is a 64-byte CQE of this CQ's ring (see [`Cq::entry`]).
+    #[inline(always)]
+    unsafe fn decode_entry(
+        entry: *const u64,
+        parity: u8,
+    ) -> Option<Result<Completion, CompletionError>> {
+        // SAFETY: the last byte of the entry (the caller's promise); a volatile load, since
+        // the device writes it.
+        let op_own = unsafe { std::ptr::read_volatile(entry.cast::<u8>().add(CQE_SIZE - 1)) };
+        // ORDERING (both arms): `op_own` was loaded, and found software's, before the read
+        // barrier; every other load of the entry (word 7 again included: its QPN and WQE
+        // counter are taken from the load after the barrier) follows it, as in rdma-core's
+        // `mlx5_get_next_cqe` / `udma_from_device_barrier`. A byte load and its test are
+        // fewer instructions than extracting the byte from the word.
+        if (op_own ^ parity) & OP_OWN_HOT_MASK == 0 {
+            // Software's (owner bit equal to `parity`), and a REQ or RESP_SEND: one test for
+            // both (`OP_OWN_HOT_MASK`; neither opcode is INVALID).
+            barrier::dma_rmb();
+            // SAFETY: word 7 of the entry, software's until the consumer index is published.
+            let w7 = unsafe { std::ptr::read_volatile(entry.add(7)) }.to_ne_bytes();
+            // SAFETY: word 5, likewise.
+            let w5 = unsafe { std::ptr::read_volatile(entry.add(5)) }.to_ne_bytes();
+            Some(Ok(decode_send_recv(w7, w5)))
+        } else if (op_own & 1) == parity && (op_own >> 4) != CQE_OPCODE_INVALID {
+            // `ring::cqe_is_sw_owned`, with the pass parity given: another opcode.
+            barrier::dma_rmb();
+            // SAFETY: word 7 of the entry, software's until the consumer index is published.
+            let w7 = unsafe { std::ptr::read_volatile(entry.add(7)) }.to_ne_bytes();
+            // SAFETY: the caller's promise; the entry is software's.
+            Some(unsafe { decode_other_entry(entry, w7) })
+        } else {
+            None
+        }
+    }
+
+    /// Reads and decodes entry `ci` if it is software's ([`Cq::decode_entry`]).
     #[inline(always)]
     fn decode_at(&self, ci: u32) -> Option<Result<Completion, CompletionError>> {
-        let entry = self.entry(ci);
-        let w7 = self.owned_word7(entry, ci)?;
-        Some(decode_words(w7, |i| {
-            // SAFETY: `i` is 4, 5 or 6: a word of the entry, which is software's until the
-            // consumer index is published.
-            unsafe { std::ptr::read_volatile(entry.add(i & 7)) }.to_ne_bytes()
-        }))
+        let parity = u8::from(ci & (1u32 << self.log_size) != 0);
+        // SAFETY: `entry` gives a 64-byte CQE of the ring.
+        unsafe { Self::decode_entry(self.entry(ci), parity) }
     }
 
     /// Reads the whole CQE at the consumer index if it is software's, and advances past it.
@@ -346,20 +402,55 @@ impl Cq {
         max: usize,
         mut f: impl FnMut(Result<Completion, CompletionError>),
     ) -> usize {
-        // The consumer index lives in a local for the batch: a field would be stored back
-        // after every volatile load.
-        let mut ci = self.ci;
-        let mut n = 0;
-        while n < max {
-            let Some(c) = self.decode_at(ci) else {
-                break;
-            };
-            ci = ci.wrapping_add(1);
-            n += 1;
-            f(c);
+        // The walk lives in locals for the batch (fields would be stored back after every
+        // volatile load and reloaded after every call of `f`): the slot, stepped by the CQE
+        // size; the end of the ring; and the owner bit of the current pass
+        // (`ring::owner_parity` of the consumer index the slot stands for), flipped at the
+        // wrap. The inner loop runs up to the wrap (or `max`), so per CQE it only steps the
+        // pointer and counts: no wrap test, no parity update on the loop-carried path.
+        let base = self.ring.as_ptr();
+        let stride = self.cqe_bytes;
+        // `stride` is 64 or 128: byte distances become slot counts by a shift.
+        let stride_shift = stride.trailing_zeros();
+        let size = 1u32 << self.log_size;
+        // A 128-byte CQE carries the 64-byte CQE in its second half.
+        let half = stride - CQE_SIZE;
+        // SAFETY: the ring holds `size * stride` bytes (checked at creation): `end` is one past
+        // it ...
+        let end = unsafe { base.add(size as usize * stride) };
+        // SAFETY: ... and this the slot of the consumer index in it.
+        let mut slot = unsafe { base.add(ring::slot(self.ci, self.log_size) * stride) };
+        let mut parity = u8::from(self.ci & size != 0);
+        let mut n = 0usize;
+        'batch: while n < max {
+            let run = ((end as usize - slot as usize) >> stride_shift).min(max - n);
+            let run_start = slot;
+            // SAFETY: `run` slots from `slot` end at `end` at the latest.
+            let run_end = unsafe { slot.add(run * stride) };
+            // The pointer is the only per-CQE count; how many were taken is its distance.
+            while slot != run_end {
+                // SAFETY: `slot` is a slot of the ring (it steps by `stride`, at most up to
+                // `end`, where the outer loop wraps it), so its last 64 bytes are a CQE; 8-byte
+                // aligned.
+                let entry = unsafe { slot.add(half) }.cast::<u64>();
+                // SAFETY: as above.
+                let Some(c) = (unsafe { Self::decode_entry(entry, parity) }) else {
+                    n += (slot as usize - run_start as usize) >> stride_shift;
+                    break 'batch;
+                };
+                // SAFETY: `slot + stride <= run_end`: in the ring or one past it.
+                slot = unsafe { slot.add(stride) };
+                f(c);
+            }
+            n += run;
+            if slot == end {
+                slot = base;
+                parity ^= 1;
+            }
         }
         if n > 0 {
-            self.ci = ci;
+            // Modulo 2^32 like the index itself.
+            self.ci = self.ci.wrapping_add(n as u32);
             self.publish_ci();
         }
         n

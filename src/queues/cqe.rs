@@ -245,19 +245,7 @@ pub(crate) fn decode_words(
     // The common cases inline, as compares; the rest out of line, so the hot path has no
     // jump table (an indirect branch per CQE) and builds nothing in memory.
     if opcode == cqe_opcode::REQ || opcode == cqe_opcode::RESP_SEND {
-        let w5 = word(5);
-        let kind = if opcode == cqe_opcode::REQ {
-            CompletionKind::Send { wqe_opcode: top }
-        } else {
-            CompletionKind::Recv
-        };
-        return Ok(Completion {
-            kind,
-            qpn,
-            wqe_counter,
-            byte_len: u32::from_be_bytes([w5[4], w5[5], w5[6], w5[7]]),
-            imm: None,
-        });
+        return Ok(decode_send_recv(w7, word(5)));
     }
     let c = Completion {
         kind: CompletionKind::Recv,
@@ -268,6 +256,46 @@ pub(crate) fn decode_words(
     };
     // `word` moves (a closure passed by reference would keep its captures on the stack).
     decode_other(opcode, top, c, word)
+}
+
+/// `op_own` bits that, XORed with the expected owner bit, are all zero exactly when the CQE is
+/// software's (owner bit equal to the pass parity) and its opcode is REQ (0x0) or RESP_SEND
+/// (0x2): the owner bit and opcode bits 3, 2 and 0. Neither opcode is INVALID (0xf), so a CQE
+/// passing this test is software's; one failing it may still be (another opcode), which the
+/// caller then tests in full ([`super::ring::cqe_is_sw_owned`]).
+pub(crate) const OP_OWN_HOT_MASK: u8 = 0xd1;
+
+const _: () = {
+    // The mask test accepts exactly REQ and RESP_SEND with the expected owner bit.
+    let mut op = 0u8;
+    while op < 16 {
+        let hot = (op << 4) & OP_OWN_HOT_MASK == 0;
+        assert!(hot == (op == cqe_opcode::REQ || op == cqe_opcode::RESP_SEND));
+        assert!(!hot || op != CQE_OPCODE_INVALID);
+        op += 1;
+    }
+    assert!(OP_OWN_HOT_MASK & 1 == 1);
+};
+
+/// Decodes a REQ or RESP_SEND CQE (the opcode in `w7` must be one of them) from word 7 and
+/// word 5 (`byte_cnt` in its second half).
+#[inline(always)]
+pub(crate) fn decode_send_recv(w7: [u8; 8], w5: [u8; 8]) -> Completion {
+    let sop_drop_qpn = u32::from_be_bytes([w7[0], w7[1], w7[2], w7[3]]);
+    let kind = if w7[7] >> 4 == cqe_opcode::REQ {
+        CompletionKind::Send {
+            wqe_opcode: (sop_drop_qpn >> 24) as u8,
+        }
+    } else {
+        CompletionKind::Recv
+    };
+    Completion {
+        kind,
+        qpn: sop_drop_qpn & 0xff_ffff,
+        wqe_counter: u16::from_be_bytes([w7[4], w7[5]]),
+        byte_len: u32::from_be_bytes([w5[4], w5[5], w5[6], w5[7]]),
+        imm: None,
+    }
 }
 
 /// `c` with `byte_cnt` (word 5).
