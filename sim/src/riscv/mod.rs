@@ -5,7 +5,8 @@
 //! rv64imac + zbb + zbs; zbp / zbr drafts are not implemented), user mode only:
 //!
 //! - RV64I, M (the spec's divide-by-zero and overflow results), A (LR/SC with the hart's
-//!   reservation, every AMO in word and doubleword width), C (every RV64C form; the
+//!   reservation, SC a compare-and-swap against the value LR read, so harts sharing memory
+//!   never both win; every AMO in word and doubleword width), C (every RV64C form; the
 //!   floating-point loads/stores are illegal: no F/D), Zbb, Zbs.
 //! - Zicsr only as `csrrs rd, cycle|time|instret, x0` (`rdcycle`, `rdtime`, `rdinstret`);
 //!   `cycle` reads the retired-instruction count, `time` [`Bus::time`]. Every other CSR access
