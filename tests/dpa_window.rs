@@ -182,6 +182,47 @@ fn an_event_handler_writes_through_its_default_window() -> R {
     Ok(())
 }
 
+/// Dropping a window and an outbox while a handler still names them: firmware refuses their
+/// destroy, the process keeps them, and they go as soon as the handler does.
+#[test]
+fn a_window_and_outbox_dropped_before_their_handler_go_with_it() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, WINDOW_WRITER, &ProcessAttr::default())?;
+    let pd = Pd::alloc(&ctx)?;
+    let w = p.window(&pd)?;
+    let o = p.outbox(p.uar())?;
+    let h = p.event_handler(&EventHandlerAttr {
+        default_window_id: w.id(),
+        default_outbox_id: o.id(),
+        ..EventHandlerAttr::new("window_write", 0)
+    })?;
+    // An explicit destroy reports the refusal ...
+    assert!(w.destroy().is_err(), "a thread names the window");
+    drop(o);
+    drop(pd);
+    // ... and both stay, kept by the process, while the thread names them.
+    assert_eq!(d.inventory().count("DPA_WINDOW"), 1);
+    assert_eq!(d.inventory().count("DPA_OUTBOX"), 1);
+    assert_eq!(
+        d.inventory().count("PD"),
+        2,
+        "the window keeps its PD (and the process its own)"
+    );
+    drop(h);
+    assert_eq!(d.inventory().count("DPA_WINDOW"), 0);
+    assert_eq!(d.inventory().count("DPA_OUTBOX"), 0);
+    assert_eq!(
+        d.inventory().count("PD"),
+        1,
+        "only the process's own PD is left"
+    );
+    drop(p);
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
 #[test]
 fn a_key_of_another_pd_faults_the_process() -> R {
     let (d, ctx) = model("bf3");

@@ -288,6 +288,31 @@ impl DevxObj {
         self.destroyed = true;
         self.dev.obj_destroy(self.handle)
     }
+
+    /// A placeholder that names no object and destroys nothing (what a handle leaves behind
+    /// when it hands its object on, e.g. to be destroyed later).
+    pub(crate) fn gone(dev: &Arc<dyn Devx>) -> DevxObj {
+        DevxObj {
+            dev: Arc::clone(dev),
+            handle: ObjHandle(0),
+            opcode: Opcode(0),
+            destroyed: true,
+        }
+    }
+
+    /// Destroys the object now if it still exists; after a refusal it stays alive (and is
+    /// tried again on drop), so a caller may retry once what blocked it is gone.
+    ///
+    /// # Errors
+    /// The destroy failed.
+    pub fn try_destroy(&mut self) -> Result<(), DevxError> {
+        if self.destroyed {
+            return Ok(());
+        }
+        self.dev.obj_destroy(self.handle)?;
+        self.destroyed = true;
+        Ok(())
+    }
 }
 
 impl Drop for DevxObj {

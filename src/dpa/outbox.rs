@@ -18,9 +18,9 @@
 //!
 //! An event handler names its default outbox by id only
 //! ([`EventHandlerAttr::default_outbox_id`](super::thread::EventHandlerAttr)), so it does
-//! not keep the outbox alive: drop such handlers first. Firmware refuses to destroy an outbox
-//! a thread still names; [`Outbox::destroy`] reports that, a drop cannot (the object is then left
-//! to the release of the user context).
+//! not keep the outbox alive. Firmware refuses to destroy an outbox a thread still names;
+//! [`Outbox::destroy`] reports that, and either way the process keeps the refused outbox and
+//! destroys it once the last such thread is gone (at the latest with the process).
 
 use std::sync::Arc;
 
@@ -79,17 +79,23 @@ impl Outbox {
         self.process.id
     }
 
-    /// Destroys the outbox now, reporting a refusal (dropping it destroys it too, silently).
+    /// Destroys the outbox now, reporting a refusal. After a refusal (a thread still names it
+    /// as its default outbox) the outbox is destroyed later, as on drop.
     ///
     /// # Errors
-    /// Firmware's refusal (e.g. a thread still names it as its default outbox).
-    pub fn destroy(self) -> Result<(), DpaError> {
-        let Outbox {
-            obj, uar, process, ..
-        } = self;
-        let r = obj.destroy();
-        drop(uar);
-        drop(process);
-        Ok(r?)
+    /// Firmware's refusal.
+    pub fn destroy(mut self) -> Result<(), DpaError> {
+        Ok(self.obj.try_destroy()?)
+    }
+}
+
+impl Drop for Outbox {
+    /// Destroys the outbox; if firmware refuses because a thread still names it, the process
+    /// keeps it (with its UAR page) and destroys it once the thread is gone.
+    fn drop(&mut self) {
+        if self.obj.try_destroy().is_err() {
+            let obj = std::mem::replace(&mut self.obj, DevxObj::gone(&self.process.dev));
+            self.process.defer(obj, Box::new(Arc::clone(&self.uar)));
+        }
     }
 }

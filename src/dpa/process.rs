@@ -180,6 +180,10 @@ impl Default for ProcessAttr {
 /// The shared state of a process. Fields drop in declaration order: the copier (QPs, key) and
 /// heap blocks first, then the DPA_UAR and its page, the process, the image and the PD.
 pub(crate) struct ProcessInner {
+    /// Objects whose destroy firmware refused while a thread still named them (an outbox or
+    /// window dropped before the handlers using it as their default), with what they keep
+    /// alive; retried when a thread goes, and at the latest here, first of all fields.
+    deferred: Mutex<Vec<Deferred>>,
     copier: Mutex<Copier>,
     heap: Mutex<Heap>,
     /// Serialises RPCs (one argument block).
@@ -207,12 +211,28 @@ impl std::fmt::Debug for ProcessInner {
     }
 }
 
+/// An object waiting to be destroyed, and what must outlive it.
+pub(crate) struct Deferred {
+    pub(crate) obj: DevxObj,
+    pub(crate) _keep: Box<dyn std::any::Any + Send + Sync>,
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data; keep going.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl ProcessInner {
+    /// Keeps `obj` (and `keep`) until its destroy succeeds ([`ProcessInner::retry_deferred`]).
+    pub(crate) fn defer(&self, obj: DevxObj, keep: Box<dyn std::any::Any + Send + Sync>) {
+        lock(&self.deferred).push(Deferred { obj, _keep: keep });
+    }
+
+    /// Tries the deferred destroys again (after a thread went); keeps the ones still refused.
+    pub(crate) fn retry_deferred(&self) {
+        lock(&self.deferred).retain_mut(|d| d.obj.try_destroy().is_err());
+    }
+
     pub(crate) fn symbol(&self, name: &str) -> Result<u64, DpaError> {
         self.symbols
             .iter()
@@ -356,6 +376,7 @@ impl Process {
         let (rpc_block, _) = heap.alloc(dev, id, 8 * (1 + MAX_RPC_ARGS as u64))?;
         Ok(Process {
             inner: Arc::new(ProcessInner {
+                deferred: Mutex::new(Vec::new()),
                 copier: Mutex::new(copier),
                 heap: Mutex::new(heap),
                 rpc: Mutex::new(rpc_block),

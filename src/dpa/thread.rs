@@ -107,6 +107,15 @@ pub struct EventHandler {
     process: Arc<ProcessInner>,
 }
 
+impl Drop for EventHandler {
+    /// Destroys the thread, then retries the destroys of outboxes and windows the process
+    /// kept because this thread (or another, now gone) still named them.
+    fn drop(&mut self) {
+        let _ = self.obj.try_destroy();
+        self.process.retry_deferred();
+    }
+}
+
 impl EventHandler {
     pub(crate) fn create(
         process: &Arc<ProcessInner>,
@@ -237,11 +246,8 @@ impl EventHandler {
     ///
     /// # Errors
     /// Firmware's refusal (e.g. RES_BUSY while it runs, or a CQ still names it).
-    pub fn destroy(self) -> Result<(), DpaError> {
-        let EventHandler { obj, process, .. } = self;
-        let r = obj.destroy();
-        drop(process);
-        Ok(r?)
+    pub fn destroy(mut self) -> Result<(), DpaError> {
+        Ok(self.obj.try_destroy()?)
     }
 
     /// Waits, bounded, until the thread leaves RUNNING; FINISHED gives its info, ERROR (or a

@@ -27,9 +27,9 @@
 //!
 //! An event handler names its default window by id only
 //! ([`EventHandlerAttr::default_window_id`](super::thread::EventHandlerAttr)), so it does
-//! not keep the window alive: drop such handlers first. Firmware refuses to destroy a window
-//! a thread still names; [`Window::destroy`] reports that, a drop cannot (the object is then left
-//! to the release of the user context).
+//! not keep the window alive. Firmware refuses to destroy a window a thread still names;
+//! [`Window::destroy`] reports that, and either way the process keeps the refused window (and
+//! its PD) and destroys it once the last such thread is gone (at the latest with the process).
 
 use std::sync::Arc;
 
@@ -140,17 +140,23 @@ impl Window {
         })
     }
 
-    /// Destroys the window now, reporting a refusal (dropping it destroys it too, silently).
+    /// Destroys the window now, reporting a refusal. After a refusal (a thread still names it
+    /// as its default window) the window is destroyed later, as on drop.
     ///
     /// # Errors
-    /// Firmware's refusal (e.g. a thread still names it as its default window).
-    pub fn destroy(self) -> Result<(), DpaError> {
-        let Window {
-            obj, pd, process, ..
-        } = self;
-        let r = obj.destroy();
-        drop(pd);
-        drop(process);
-        Ok(r?)
+    /// Firmware's refusal.
+    pub fn destroy(mut self) -> Result<(), DpaError> {
+        Ok(self.obj.try_destroy()?)
+    }
+}
+
+impl Drop for Window {
+    /// Destroys the window; if firmware refuses because a thread still names it, the process
+    /// keeps it (with its PD) and destroys it once the thread is gone.
+    fn drop(&mut self) {
+        if self.obj.try_destroy().is_err() {
+            let obj = std::mem::replace(&mut self.obj, DevxObj::gone(&self.process.dev));
+            self.process.defer(obj, Box::new(Arc::clone(&self.pd)));
+        }
     }
 }
