@@ -10,7 +10,7 @@
 //! - the device model `mlx5-sim`.
 //!
 //! On top of the trait, [`exec`], [`create`], [`modify`] and [`query`] run a typed
-//! [`Command`](crate::mlx5::cmd::Command) through the method the kernel accepts for its opcode,
+//! [`Command`] through the method the kernel accepts for its opcode,
 //! and check status and syndrome in one place. Created objects are [`DevxObj`] handles that
 //! destroy the object when dropped.
 
