@@ -47,7 +47,7 @@ const MODE_TEXT: u32 = 1;
 const PATTERN: u32 = 3;
 
 /// `struct window_writer_args` (window_writer.h): 48 bytes, little-endian.
-fn window_writer_args(b: &WindowBuf, pattern: u32, mode: u32) -> [u8; 48] {
+pub fn window_writer_args(b: &WindowBuf, pattern: u32, mode: u32) -> [u8; 48] {
     let mut a = [0u8; 48];
     a[0..4].copy_from_slice(&b.window_id.to_le_bytes());
     a[4..8].copy_from_slice(&b.mkey.0.to_le_bytes());

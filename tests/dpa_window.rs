@@ -4,6 +4,9 @@
 //! queues of its UAR, a grouped handler runs on a member EU, and nothing is left behind.
 
 mod dpa_common;
+#[path = "../examples/flexio_window.rs"]
+#[allow(dead_code)]
+mod sample;
 
 use dpa_common::model;
 use std::time::{Duration, Instant};
@@ -12,7 +15,7 @@ use mlx5_dpa::devx::UarKind;
 use mlx5_dpa::dpa::coredump::RegionKind;
 use mlx5_dpa::dpa::eu::{EuGroup, EuPartition, EUG_NAME_LEN};
 use mlx5_dpa::dpa::thread::{Affinity, EventHandler, EventHandlerAttr, ThreadInfo, ThreadState};
-use mlx5_dpa::dpa::window::{WindowBuf, WINDOW_BUF_ALIGN};
+use mlx5_dpa::dpa::window::WINDOW_BUF_ALIGN;
 use mlx5_dpa::dpa::{DpaError, Process, ProcessAttr, ProcessStatus};
 use mlx5_dpa::mem::{Access, MemoryRegion, Pd};
 use mlx5_dpa::queues::{Cq, CqConfig, HostQueueMem};
@@ -36,17 +39,8 @@ const ST_FAILED: u64 = u64::MAX;
 /// Outbox register of the CQ arm doorbell (the model's outbox page, FlexIO `CQ_DB`).
 const OUTBOX_CQ_DB: u32 = 0x100;
 
-/// `struct window_writer_args` (window_writer.h), 48 bytes.
-fn window_args(b: &WindowBuf, pattern: u32, mode: u32) -> [u8; 48] {
-    let mut a = [0u8; 48];
-    a[0..4].copy_from_slice(&b.window_id.to_le_bytes());
-    a[4..8].copy_from_slice(&b.mkey.0.to_le_bytes());
-    a[8..16].copy_from_slice(&b.haddr.to_le_bytes());
-    a[16..24].copy_from_slice(&b.len.to_le_bytes());
-    a[24..28].copy_from_slice(&pattern.to_le_bytes());
-    a[28..32].copy_from_slice(&mode.to_le_bytes());
-    a
-}
+/// `struct window_writer_args` (window_writer.h), as the window sample writes it.
+use sample::window_writer_args as window_args;
 
 /// `result` and `daddr` of a `window_writer_args` block in DPA memory.
 fn window_out(p: &Process, args: u64) -> Result<(u64, u64), DpaError> {

@@ -216,11 +216,8 @@ impl CmdQueue {
     /// [`DpaError::UnknownSymbol`] when the program lacks [`WORKER_ENTRY`]; DPA memory,
     /// copy or thread creation failures (what was made is released).
     pub fn create(process: &Process, attr: &CmdqAttr) -> Result<CmdQueue, DpaError> {
-        process.cmdq(attr)
-    }
-
-    /// [`CmdQueue::create`] with the queue's own handle to the process.
-    pub(crate) fn with_process(process: Process, attr: &CmdqAttr) -> Result<CmdQueue, DpaError> {
+        // The queue's own handle to the process.
+        let process = process.clone();
         let max_workers = process.caps().max_threads_per_process.max(1);
         if attr.workers == 0 || u64::from(attr.workers) > max_workers {
             return Err(DpaError::BadArgs(format!(

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::devx::{self, Devx, DevxObj};
 use crate::mem::{Access, MemoryRegion, Pd, Rkey};
-use crate::mlx5::cmd::{CreateMkey, MkeyAccess};
+use crate::mlx5::cmd::CreateMkey;
 use crate::queues::{
     Cq, CqConfig, HostQueueMem, QpConfig, RcConnect, RcPeer, RcQp, RemoteAddr, SendOp, SendWr,
 };
@@ -129,13 +129,9 @@ impl Copier {
             pd: self.pd.pdn().0,
             start_addr: self.dumem_base,
             len,
-            access: MkeyAccess {
-                local_read: true,
-                local_write: true,
-                remote_read: true,
-                remote_write: true,
-                atomic: false,
-            },
+            access: crate::mem::mkey_access(
+                Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE,
+            ),
             umem_id: self.dumem_id,
             umem_offset: 0,
             key: 0,

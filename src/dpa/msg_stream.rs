@@ -57,9 +57,7 @@ use crate::mem::{Access, MemoryRegion};
 use crate::queues::{Cq, CqConfig, CqEvents, HostQueueMem, QpConfig, Qpn, RcConnect, RcPeer, RcQp};
 use crate::uar::UarPage;
 
-use super::process::ProcessInner;
 use super::queues::{DpaCq, DpaMkey, DpaQueueMem, DpaRcQp};
-use super::thread::{EventHandler, EventHandlerAttr};
 use super::{DpaBuf, DpaError, Process, StepExt};
 
 /// Streams a process may have at once (`FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT`); ids are
@@ -302,9 +300,6 @@ fn dev_status(call: &'static str, raw: u64, stream_id: u32) -> Result<(), DpaErr
     )))
 }
 
-/// Stream ids in use, per process (the `ProcessInner` address, live while a stream holds it).
-static CLAIMED: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
-
 fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data (or a writer); keep going.
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -313,28 +308,28 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// One stream id of one process, released when dropped.
 #[derive(Debug)]
 struct IdClaim {
-    process: usize,
+    process: Process,
     id: u32,
 }
 
 impl IdClaim {
-    fn take(process: &Arc<ProcessInner>, id: u32) -> Result<IdClaim, DpaError> {
-        let key = Arc::as_ptr(process) as usize;
-        let mut claimed = lock(&CLAIMED);
-        if claimed.contains(&(key, id)) {
+    fn take(process: &Process, id: u32) -> Result<IdClaim, DpaError> {
+        if !process.inner().claim_stream_id(id) {
             return Err(DpaError::BadArgs(format!(
                 "message stream {id} already exists on DPA process {:#x}",
-                process.id
+                process.id()
             )));
         }
-        claimed.push((key, id));
-        Ok(IdClaim { process: key, id })
+        Ok(IdClaim {
+            process: process.clone(),
+            id,
+        })
     }
 }
 
 impl Drop for IdClaim {
     fn drop(&mut self) {
-        lock(&CLAIMED).retain(|&c| c != (self.process, self.id));
+        self.process.inner().release_stream_id(self.id);
     }
 }
 
@@ -501,20 +496,9 @@ fn reader_loop(shared: &Shared) {
 
 /// Runs `flexio_msg_stream_dev_fini(stream_id)` on a thread of its own, waiting at most
 /// `timeout` (the process's RPC path, with a bound suited to a destructor).
-fn dev_fini(
-    process: &Arc<ProcessInner>,
-    stream_id: u32,
-    timeout: Duration,
-) -> Result<(), DpaError> {
-    let arg = u64::from(stream_id);
-    let thread = EventHandler::create(process, &EventHandlerAttr::new(FINI_ENTRY, arg))?;
-    thread.run(arg)?;
-    let r = thread.wait_done(timeout);
-    if r.is_err() {
-        // Withdraw a queued run before the thread is destroyed.
-        let _ = thread.finish();
-    }
-    dev_status(FINI_ENTRY, r?.return_value, stream_id)
+fn dev_fini(process: &Process, stream_id: u32, timeout: Duration) -> Result<(), DpaError> {
+    let r = process.run_once_within(FINI_ENTRY, u64::from(stream_id), timeout)?;
+    dev_status(FINI_ENTRY, r, stream_id)
 }
 
 /// A message stream (FlexIO `struct flexio_msg_stream`). Fields drop in declaration order,
@@ -529,7 +513,7 @@ pub struct MsgStream {
     _buf: DpaBuf,
     cq: DpaCq,
     claim: IdClaim,
-    process: Arc<ProcessInner>,
+    process: Process,
     level: MsgLevel,
     sync_mode: SyncMode,
     host_qpn: Qpn,
@@ -587,7 +571,7 @@ impl MsgStream {
         check_attr(attr)?;
         process.symbol(INIT_ENTRY)?;
         process.symbol(FINI_ENTRY)?;
-        let claim = IdClaim::take(process.inner(), attr.stream_id)?;
+        let claim = IdClaim::take(process, attr.stream_id)?;
         let sink = Sink::open(&attr.output)?;
         let id = attr.stream_id;
         let depth = 1usize << attr.log_depth;
@@ -692,7 +676,7 @@ impl MsgStream {
             _buf: buf,
             cq,
             claim,
-            process: Arc::clone(process.inner()),
+            process: process.clone(),
             level: attr.level,
             sync_mode: attr.sync_mode,
             host_qpn,
@@ -802,11 +786,11 @@ impl MsgStream {
     /// # Errors
     /// [`DpaError::BadArgs`] for another process; a copy failure.
     pub fn device_stats(&self, process: &Process) -> Result<MsgStreamStats, DpaError> {
-        if !Arc::ptr_eq(process.inner(), &self.process) {
+        if !Arc::ptr_eq(process.inner(), self.process.inner()) {
             return Err(DpaError::BadArgs(format!(
                 "message stream {} belongs to DPA process {:#x}, not {:#x}",
                 self.claim.id,
-                self.process.id,
+                self.process.id(),
                 process.id()
             )));
         }

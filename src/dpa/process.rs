@@ -184,6 +184,8 @@ pub(crate) struct ProcessInner {
     /// window dropped before the handlers using it as their default), with what they keep
     /// alive; retried when a thread goes, and at the latest here, first of all fields.
     deferred: Mutex<Vec<Deferred>>,
+    /// Message stream ids in use (bit n = stream n): the device knows a stream by id only.
+    msg_stream_ids: Mutex<u32>,
     copier: Mutex<Copier>,
     heap: Mutex<Heap>,
     /// Serialises RPCs (one argument block).
@@ -226,6 +228,22 @@ impl ProcessInner {
     /// Keeps `obj` (and `keep`) until its destroy succeeds ([`ProcessInner::retry_deferred`]).
     pub(crate) fn defer(&self, obj: DevxObj, keep: Box<dyn std::any::Any + Send + Sync>) {
         lock(&self.deferred).push(Deferred { obj, _keep: keep });
+    }
+
+    /// Claims message stream id `id` (< 32); false when it is taken.
+    pub(crate) fn claim_stream_id(&self, id: u32) -> bool {
+        let mut ids = lock(&self.msg_stream_ids);
+        let bit = 1u32.checked_shl(id).unwrap_or(0);
+        if bit == 0 || *ids & bit != 0 {
+            return false;
+        }
+        *ids |= bit;
+        true
+    }
+
+    /// Releases a claimed message stream id.
+    pub(crate) fn release_stream_id(&self, id: u32) {
+        *lock(&self.msg_stream_ids) &= !1u32.checked_shl(id).unwrap_or(0);
     }
 
     /// Tries the deferred destroys again (after a thread went); keeps the ones still refused.
@@ -283,8 +301,9 @@ impl ProcessInner {
     }
 }
 
-/// A DPA process. Cheap handles to it ([`DpaBuf`], [`EventHandler`]) keep it alive.
-#[derive(Debug)]
+/// A DPA process. Cheap handles to it ([`DpaBuf`], [`EventHandler`], queues, streams, and
+/// clones of this value) keep it alive; it is destroyed when the last one goes.
+#[derive(Debug, Clone)]
 pub struct Process {
     inner: Arc<ProcessInner>,
 }
@@ -377,6 +396,7 @@ impl Process {
         Ok(Process {
             inner: Arc::new(ProcessInner {
                 deferred: Mutex::new(Vec::new()),
+                msg_stream_ids: Mutex::new(0),
                 copier: Mutex::new(copier),
                 heap: Mutex::new(heap),
                 rpc: Mutex::new(rpc_block),
@@ -549,9 +569,20 @@ impl Process {
     }
 
     fn run_once(&self, entry: &str, arg: u64) -> Result<u64, DpaError> {
+        self.run_once_within(entry, arg, RPC_TIMEOUT)
+    }
+
+    /// Runs `entry` once on a thread of its own with `a0` = `arg`, waits at most `timeout`
+    /// and returns what it returned (every RPC, and the runtime's own entries).
+    pub(crate) fn run_once_within(
+        &self,
+        entry: &str,
+        arg: u64,
+        timeout: Duration,
+    ) -> Result<u64, DpaError> {
         let thread = self.event_handler(&EventHandlerAttr::new(entry, arg))?;
         thread.run(arg)?;
-        let r = thread.wait_done(RPC_TIMEOUT);
+        let r = thread.wait_done(timeout);
         if r.is_err() {
             // Withdraw a queued run before the thread is destroyed (a running one refuses
             // destruction; its handle then logs and the process release takes it).
@@ -593,9 +624,6 @@ impl Process {
     /// # Errors
     /// As [`super::cmdq::CmdQueue::create`].
     pub fn cmdq(&self, attr: &super::cmdq::CmdqAttr) -> Result<super::cmdq::CmdQueue, DpaError> {
-        let handle = Process {
-            inner: Arc::clone(&self.inner),
-        };
-        super::cmdq::CmdQueue::with_process(handle, attr)
+        super::cmdq::CmdQueue::create(self, attr)
     }
 }

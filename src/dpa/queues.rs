@@ -27,7 +27,7 @@ use std::sync::Arc;
 use crate::devx::{self, DevxObj};
 use crate::mem::{Access, Lkey};
 use crate::mlx5::cmd::{
-    CqEventTarget, CreateCq, CreateMkey, CreateQp, CreateRq, CreateSq, MkeyAccess, RingMem, WqAttr,
+    CqEventTarget, CreateCq, CreateMkey, CreateQp, CreateRq, CreateSq, RingMem, WqAttr,
 };
 use crate::queues::descriptor::wq_kind;
 use crate::queues::ring::CQE_INIT_OP_OWN;
@@ -741,13 +741,7 @@ impl DpaMkey {
                 pd: process.pd().pdn().0,
                 start_addr: daddr,
                 len,
-                access: MkeyAccess {
-                    local_read: true,
-                    local_write: access.contains(Access::LOCAL_WRITE),
-                    remote_read: access.contains(Access::REMOTE_READ),
-                    remote_write: access.contains(Access::REMOTE_WRITE),
-                    atomic: access.contains(Access::REMOTE_ATOMIC),
-                },
+                access: crate::mem::mkey_access(access),
                 umem_id: dumem_id,
                 umem_offset: daddr - dumem_base,
                 key: 0,

@@ -391,6 +391,18 @@ impl Pd {
     }
 }
 
+/// The rights of an mkey (`mkc.lr` / `lw` / `rr` / `rw` / `a`) for `access`; local read is
+/// always granted.
+pub(crate) fn mkey_access(access: Access) -> MkeyAccess {
+    MkeyAccess {
+        local_read: true,
+        local_write: access.contains(Access::LOCAL_WRITE),
+        remote_read: access.contains(Access::REMOTE_READ),
+        remote_write: access.contains(Access::REMOTE_WRITE),
+        atomic: access.contains(Access::REMOTE_ATOMIC),
+    }
+}
+
 /// A local key (names memory in the local WQEs of queues in the key's PD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Lkey(pub u32);
@@ -426,13 +438,7 @@ impl Mkey {
             pd: pd.pdn().0,
             start_addr: umem.addr(),
             len: umem.len() as u64,
-            access: MkeyAccess {
-                local_read: true,
-                local_write: access.contains(Access::LOCAL_WRITE),
-                remote_read: access.contains(Access::REMOTE_READ),
-                remote_write: access.contains(Access::REMOTE_WRITE),
-                atomic: access.contains(Access::REMOTE_ATOMIC),
-            },
+            access: mkey_access(access),
             umem_id: umem.id().0,
             umem_offset: 0,
             key: 0,
