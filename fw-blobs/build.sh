@@ -49,7 +49,7 @@ fi
 # Fixed environment: locale, time zone and source paths must not leak into the output.
 export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 
-PROGRAMS="rpc_calc window_writer matmul packet_processor selftest"
+PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b"
 RUNTIME="os string print msg_stream cmdq"
 
 ARCH="-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany"
@@ -114,6 +114,7 @@ for p in $PROGRAMS; do
 	window_writer) entries="window_write window_checksum" ;;
 	matmul) entries="matmul_cell matmul_full matmul_selfcheck" ;;
 	packet_processor) entries="flexio_pp_dev pp_init pp_rewrite pp_rewrite_rpc_stub pp_selfcheck" ;;
+	ident_a | ident_b) entries="ident ident_rpc_stub" ;;
 	selftest) entries="st_add st_add2 st_spin_forever st_fault_load st_store st_illegal st_ebreak \
 st_exit st_finish st_get_duar st_outbox_db st_outbox_gvmi st_window_rw st_counter st_tls st_ctx_dump \
 st_gp_global st_stack st_print st_msg st_format_check" ;;

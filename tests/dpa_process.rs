@@ -11,7 +11,7 @@ use mlx5_dpa::devx::UarKind;
 use mlx5_dpa::dpa::caps::DpaCaps;
 use mlx5_dpa::dpa::coredump::RegionKind;
 use mlx5_dpa::dpa::heap::SIZE_CLASSES;
-use mlx5_dpa::dpa::thread::{EventHandlerAttr, ThreadState};
+use mlx5_dpa::dpa::thread::{Affinity, EventHandlerAttr, ThreadState};
 use mlx5_dpa::dpa::{DpaError, Process, ProcessAttr, ProcessStatus};
 use mlx5_dpa::mem::Pd;
 use mlx5_dpa::queues::{
@@ -23,6 +23,9 @@ type R = Result<(), Box<dyn std::error::Error>>;
 
 const SELFTEST: &[u8] = include_bytes!("../fw-blobs/bin/selftest.elf");
 const RPC_CALC: &[u8] = include_bytes!("../fw-blobs/bin/rpc_calc.elf");
+/// One source built twice (fw-blobs/src/ident.h): same layout, `ident(x)` = 0xa000 + x / 0xb000 + x.
+const IDENT_A: &[u8] = include_bytes!("../fw-blobs/bin/ident_a.elf");
+const IDENT_B: &[u8] = include_bytes!("../fw-blobs/bin/ident_b.elf");
 const T: Duration = Duration::from_secs(10);
 
 #[test]
@@ -64,6 +67,46 @@ fn process_create_destroy_leaves_nothing() -> R {
         drop(b);
     }
     drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
+/// Regression: the model's per-EU decoded-instruction caches were keyed by (process id, text
+/// generation); ids are reused and generations restarted at 0 for every process, so a process
+/// that got a destroyed process's id ran the destroyed process's code on the same EU, even
+/// from another DevX context. Two gcc-built programs with the same layout and different
+/// constants, one after the other on one EU.
+#[test]
+fn a_process_reusing_a_destroyed_ones_id_runs_its_own_code() -> R {
+    const EU: u16 = 7;
+    let (d, ctx_a) = model("bf3");
+    let ctx_b = d.open_devx();
+    let run = |ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>, elf: &[u8]| {
+        let p = Process::create(ctx, elf, &ProcessAttr::default())?;
+        let h = p.event_handler(&EventHandlerAttr {
+            affinity: Affinity::Strict(EU),
+            ..EventHandlerAttr::new("ident", 0)
+        })?;
+        h.run(1)?;
+        let info = h.wait_done(T)?;
+        assert_eq!(info.last_eu, EU);
+        Ok::<_, DpaError>((p.id(), info.return_value))
+    };
+    let (id_a, a) = run(&ctx_a, IDENT_A)?;
+    assert_eq!(a, 0xa001);
+    // Context A's process is destroyed, then the context closes.
+    drop(ctx_a);
+    let (id_b, b) = run(&ctx_b, IDENT_B)?;
+    assert_eq!(id_b, id_a, "the model reuses the destroyed process's id");
+    assert_eq!(
+        b, 0xb001,
+        "process {id_b:#x} ran the code of the process before it"
+    );
+    // And back: A's program again, in B's context, under the same id.
+    let (id_c, c) = run(&ctx_b, IDENT_A)?;
+    assert_eq!((id_c, c), (id_a, 0xa001));
+    drop(ctx_b);
     d.stop_engine();
     assert!(d.inventory().is_empty(), "{}", d.inventory());
     Ok(())

@@ -683,6 +683,36 @@ fn processes_are_isolated() {
     );
 }
 
+/// Regression: decoded-instruction caches were keyed by (process id, text generation); ids are
+/// reused and generations restarted at 0, so a process that got a destroyed process's id ran
+/// the old process's code on the same EU, even from another DevX context. Two hand-assembled
+/// programs with the same layout, returning different constants, one after the other.
+#[test]
+fn a_reused_process_id_never_runs_the_previous_processs_code() {
+    const EU: u16 = 3;
+    let dev = Device::new(Profile::bf3());
+    let program = |v: u64| ElfSpec::new(Asm::new().li(r::A0, v).ret().bytes()).build();
+    let run = |ctx: &Arc<dyn Devx>, v: u64| {
+        let mut rig = ok(DpaRig::new(Arc::clone(ctx), &program(v), 0));
+        let t = ok(rig.thread(ThreadSpec {
+            entry: map::TEXT_BASE,
+            affinity: DpaAffinity::Strict(EU),
+            ..ThreadSpec::default()
+        }));
+        let info = call(&dev, &rig, t, 0);
+        assert_eq!(info.last_eu, EU);
+        (rig.process, info.return_value)
+    };
+    let ctx_a = dev.open_devx();
+    let (id_a, x) = run(&ctx_a, 0x1111);
+    assert_eq!(x, 0x1111);
+    drop(ctx_a);
+    let ctx_b = dev.open_devx();
+    let (id_b, y) = run(&ctx_b, 0x2222);
+    assert_eq!(id_b, id_a, "the model reuses the destroyed process's id");
+    assert_eq!(y, 0x2222, "process {id_b:#x} ran its predecessor's code");
+}
+
 #[test]
 fn watchdog_stops_a_spinning_thread_with_a_coredump() {
     let (dev, ctx) = device();

@@ -252,7 +252,10 @@ impl EventHandler {
 
     /// Waits, bounded, until the thread leaves RUNNING; FINISHED gives its info, ERROR (or a
     /// failed process) gives [`DpaError::ProcessFault`].
-    pub(crate) fn wait_done(&self, timeout: std::time::Duration) -> Result<ThreadInfo, DpaError> {
+    ///
+    /// # Errors
+    /// [`DpaError::Timeout`] after `timeout`, [`DpaError::ProcessFault`], or a failed query.
+    pub fn wait_done(&self, timeout: std::time::Duration) -> Result<ThreadInfo, DpaError> {
         let start = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
         loop {

@@ -29,7 +29,7 @@ pub(crate) struct Job {
     pub(crate) hart: Hart,
     pub(crate) cache: CodeCache,
     /// The process's text generation the cache was valid for at dispatch.
-    pub(crate) text_gen: u64,
+    pub(crate) text_version: u64,
     pub(crate) mem: Arc<ProcessMem>,
     pub(crate) slot: u32,
     pub(crate) entry: u64,
@@ -113,7 +113,7 @@ pub(crate) struct Done {
     pub(crate) activation: u64,
     pub(crate) hart: Hart,
     pub(crate) cache: CodeCache,
-    pub(crate) text_gen: u64,
+    pub(crate) text_version: u64,
     pub(crate) outcome: Outcome,
     /// Instructions retired by this activation.
     pub(crate) instret: u64,
@@ -591,7 +591,7 @@ pub(crate) fn run(mut job: Job) -> Done {
         instret: hart.instret,
         hart,
         cache: std::mem::take(&mut bus.cache),
-        text_gen: job.text_gen,
+        text_version: job.text_version,
         outcome,
         rtos_calls,
         effects: std::mem::take(&mut bus.effects),
@@ -629,7 +629,7 @@ pub(crate) fn internal_failure(j: &JobHead) -> Done {
         activation: j.activation,
         hart: Hart::new(0),
         cache: CodeCache::new(),
-        text_gen: u64::MAX,
+        text_version: u64::MAX,
         outcome: Outcome::Failed(failure(
             cause::ILLEGAL,
             ps::FAULT,

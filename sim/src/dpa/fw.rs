@@ -426,14 +426,14 @@ impl Firmware {
                 .get(id)
                 .and_then(|g| View::<l::dpa_thread::Layout>::new(&g.ctx).ok())
                 .map_or(0, |c| c.get(l::dpa_thread::user_arg));
-            let text_gen = p.mem.text_gen();
+            let text_version = p.mem.text_version();
             // `dpa_choose_eu` picks below `eus`, and the table has at least that many.
             let Some(e) = self.dpa.eus.get_mut(usize::from(eu)) else {
                 waiting.push_back(id);
                 continue;
             };
             e.busy = true;
-            let cache = match (e.cache_of == Some((t.process, text_gen)), e.cache.take()) {
+            let cache = match (e.cache_of == Some(text_version), e.cache.take()) {
                 (true, Some(c)) => c,
                 (_, Some(mut c)) => {
                     c.clear();
@@ -450,7 +450,7 @@ impl Firmware {
                 activation: t.activations + 1,
                 hart: e.hart.take().unwrap_or_else(|| Hart::new(0)),
                 cache,
-                text_gen,
+                text_version,
                 mem: Arc::clone(&p.mem),
                 slot: t.slot,
                 entry: t.entry,
@@ -536,7 +536,7 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
         if let Some(e) = fw.dpa.eus.get_mut(usize::from(d.eu)) {
             e.busy = false;
             e.activations += 1;
-            e.cache_of = Some((d.process, d.text_gen));
+            e.cache_of = Some(d.text_version);
             e.hart = Some(d.hart.clone());
         }
         // Doorbells first: they were rung during the activation.

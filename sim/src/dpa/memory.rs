@@ -150,6 +150,15 @@ impl Area {
     }
 }
 
+/// Text versions: unique over every process the model loads, unlike process ids (which
+/// firmware reuses), so a decoded-instruction cache keyed by one never serves another
+/// program, not even one loaded later under the same process id.
+static NEXT_TEXT_VERSION: AtomicU64 = AtomicU64::new(1);
+
+fn new_text_version() -> u64 {
+    NEXT_TEXT_VERSION.fetch_add(1, Ordering::Relaxed)
+}
+
 /// The memory of one process. Shared (`Arc`) by firmware, the DUMEM registration and every
 /// running activation of the process, so it outlives the process object while in use.
 pub(crate) struct ProcessMem {
@@ -161,9 +170,9 @@ pub(crate) struct ProcessMem {
     dumem_limit: AtomicU64,
     slots: Mapping,
     pub(crate) slot_count: u32,
-    /// Incremented whenever text changes after loading (debug writes), so harts drop their
-    /// decoded-instruction caches.
-    text_gen: AtomicU64,
+    /// The version of the text: a fresh [`new_text_version`] at creation and whenever text
+    /// changes after loading (debug writes), so harts drop their decoded-instruction caches.
+    text_version: AtomicU64,
 }
 
 impl std::fmt::Debug for ProcessMem {
@@ -198,7 +207,7 @@ impl ProcessMem {
             dumem_limit: AtomicU64::new(0),
             slots: Mapping::new(u64::from(slot_count) * map::SLOT_BACKING)?,
             slot_count,
-            text_gen: AtomicU64::new(0),
+            text_version: AtomicU64::new(new_text_version()),
         })
     }
 
@@ -251,8 +260,8 @@ impl ProcessMem {
         }
     }
 
-    pub(crate) fn text_gen(&self) -> u64 {
-        self.text_gen.load(Ordering::Acquire)
+    pub(crate) fn text_version(&self) -> u64 {
+        self.text_version.load(Ordering::Acquire)
     }
 
     /// The area holding `addr` and the offset inside its backing mapping.
@@ -346,7 +355,8 @@ impl ProcessMem {
             self.mapping(area).write(off, &[*b]);
         }
         if text {
-            self.text_gen.fetch_add(1, Ordering::AcqRel);
+            self.text_version
+                .store(new_text_version(), Ordering::Release);
         }
         Ok(())
     }
@@ -427,8 +437,11 @@ mod tests {
             m.read(map::DUMEM_BASE + 0x2ffe, &mut b),
             Err(map::DUMEM_BASE + 0x3000)
         );
-        let g = m.text_gen();
+        let g = m.text_version();
         m.write(map::TEXT_BASE, &[1]).unwrap();
-        assert_eq!(m.text_gen(), g + 1);
+        assert_ne!(m.text_version(), g);
+        // Another process's text never has a version this one had.
+        let other = ProcessMem::new(0x1000, 0x3000, 4).unwrap();
+        assert!(other.text_version() != g && other.text_version() != m.text_version());
     }
 }

@@ -316,9 +316,10 @@ pub(crate) struct Eu {
     /// Register state of the last activation (kept for inspection; each activation starts
     /// from the ABI's initial state).
     pub(crate) hart: Option<Hart>,
-    /// Decoded instructions, valid for `cache_of` (process, text generation).
+    /// Decoded instructions, valid for the text version `cache_of` (versions are never
+    /// reused, so this names one program of one process).
     pub(crate) cache: Option<CodeCache>,
-    pub(crate) cache_of: Option<(u32, u64)>,
+    pub(crate) cache_of: Option<u64>,
     pub(crate) activations: u64,
 }
 
