@@ -46,6 +46,9 @@ pub struct SimDevx {
     dev: Device,
     uid: u16,
     handles: Arc<Mutex<Handles>>,
+    /// Memory whose UMEM deregistration was refused ([`Devx::retain_until_close`]): returned
+    /// to the system in `drop`, after the context's registrations are gone.
+    retained: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for SimDevx {
@@ -109,6 +112,7 @@ impl SimDevx {
             dev,
             uid,
             handles: Arc::new(Mutex::new(Handles::default())),
+            retained: Mutex::default(),
         }
     }
 
@@ -328,6 +332,13 @@ impl Devx for SimDevx {
             queue: Arc::default(),
         }))
     }
+
+    fn retain_until_close(&self, mem: Box<dyn std::any::Any + Send + Sync>) {
+        self.retained
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(mem);
+    }
 }
 
 impl SimDevx {
@@ -368,7 +379,7 @@ impl Drop for SimDevx {
         let uid = self.uid;
         // Activations of this context's threads finish first (bounded by their budget).
         self.dev.dpa_quiesce(uid);
-        self.dev.with_state(|st| {
+        let registered = self.dev.with_state(|st| {
             // The kernel releases a closed context whatever else goes on: injected faults are
             // for commands the application sends, not for this (a refused destroy here would
             // leave objects, and their UMEM registrations, over memory about to be freed).
@@ -398,6 +409,20 @@ impl Drop for SimDevx {
                 st.fw.uars.remove(id);
             }
             st.fw.faults = faults;
+            st.fw.mem.has_umems_of(uid)
         });
+        let retained = std::mem::take(
+            &mut *self
+                .retained
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if registered {
+            // A registration survived the release (an object that would not go): the memory
+            // stays with the process rather than being unmapped under the device.
+            tracing::error!(target: "mlx5_sim::devx", uid, "UMEM left after closing the context");
+            std::mem::forget(retained);
+        }
+        // Otherwise every registration of the context is gone, and `retained` is unmapped here.
     }
 }

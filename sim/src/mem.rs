@@ -225,6 +225,11 @@ impl MemModel {
         })
     }
 
+    /// Whether context `uid` still has a UMEM registered.
+    pub(crate) fn has_umems_of(&self, uid: u16) -> bool {
+        self.umems.iter().any(|(_, u)| u.uid == uid)
+    }
+
     /// Deregisters; refused while an object refers to the UMEM.
     pub(crate) fn deregister(&mut self, uid: u16, id: u32) -> Result<(), Check> {
         let u = self.umems.get(id).ok_or(check::NO_SUCH_UMEM)?;

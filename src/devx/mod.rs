@@ -247,6 +247,14 @@ pub trait Devx: Send + Sync {
     /// # Errors
     /// Backend errors.
     fn event_channel(&self) -> Result<Box<dyn EventChannel>, DevxError>;
+    /// Keeps `mem` (memory whose UMEM deregistration was refused, so the device may still
+    /// reach it) alive until this context is closed and its registrations are gone; only then
+    /// may it be returned to the system. The default keeps it for the life of the process
+    /// (the kernel path: an event channel holds a duplicate of the context's file, so closing
+    /// this handle does not prove the registrations gone).
+    fn retain_until_close(&self, mem: Box<dyn std::any::Any + Send + Sync>) {
+        std::mem::forget(mem);
+    }
 }
 
 /// A firmware object created through DevX; destroyed when dropped.

@@ -7,6 +7,7 @@
 //! host. The entry gets `arg` in `a0` (FACTS.md §5).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::devx::{self, DevxObj};
 use crate::mlx5::cmd::{
@@ -107,11 +108,22 @@ pub struct EventHandler {
     process: Arc<ProcessInner>,
 }
 
+/// Longest the destroy of a thread waits for a running activation of it to end (it returns,
+/// or the watchdog stops it) before it gives up ([`EventHandler::destroy`], and drop).
+pub const DESTROY_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
 impl Drop for EventHandler {
-    /// Destroys the thread, then retries the destroys of outboxes and windows the process
-    /// kept because this thread (or another, now gone) still named them.
+    /// Destroys the thread, waiting (at most [`DESTROY_DRAIN_TIMEOUT`]) while an activation of
+    /// it runs: firmware refuses to destroy a thread that is on an EU. A destroy still refused
+    /// after that (a CQ still names the thread) is left to the process, which tries it again
+    /// when another thread goes and when it is released itself. Then the destroys of outboxes
+    /// and windows the process kept because this thread (or another, now gone) named them are
+    /// tried again.
     fn drop(&mut self) {
-        let _ = self.obj.try_destroy();
+        if self.destroy_when_idle(DESTROY_DRAIN_TIMEOUT).is_err() {
+            let obj = std::mem::replace(&mut self.obj, DevxObj::gone(&self.process.dev));
+            self.process.defer(obj, Box::new(()));
+        }
         self.process.retry_deferred();
     }
 }
@@ -242,12 +254,42 @@ impl EventHandler {
         Ok(self.info()?.activations)
     }
 
-    /// Destroys the thread now, reporting a refusal (dropping it destroys it too, logging).
+    /// Destroys the thread now, reporting a refusal. While an activation of the thread runs,
+    /// firmware refuses; this waits for the activation to end (at most
+    /// [`DESTROY_DRAIN_TIMEOUT`]), as dropping the handler does. After an error the thread
+    /// is left to the process (as on drop).
     ///
     /// # Errors
-    /// Firmware's refusal (e.g. RES_BUSY while it runs, or a CQ still names it).
+    /// Firmware's refusal for another reason (a CQ still names the thread), or
+    /// [`DpaError::Timeout`] when the activation outlived the wait.
     pub fn destroy(mut self) -> Result<(), DpaError> {
-        Ok(self.obj.try_destroy()?)
+        self.destroy_when_idle(DESTROY_DRAIN_TIMEOUT)
+    }
+
+    /// Destroys the thread; while firmware refuses because an activation of the thread is
+    /// running, waits for it to end and tries again, for at most `timeout`. Other refusals
+    /// are returned at once: only this one goes away by itself.
+    fn destroy_when_idle(&mut self, timeout: Duration) -> Result<(), DpaError> {
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(20);
+        loop {
+            let refused = match self.obj.try_destroy() {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let running = matches!(self.state(), Ok(ThreadState::Running));
+            if !running {
+                return Err(refused.into());
+            }
+            if start.elapsed() >= timeout {
+                return Err(DpaError::Timeout {
+                    what: "a running DPA activation to end before its thread is destroyed",
+                    after: timeout,
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
     }
 
     /// Waits, bounded, until the thread leaves RUNNING; FINISHED gives its info, ERROR (or a

@@ -16,6 +16,7 @@
 //! depends on.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::devx::{self, Devx, DevxError, DevxObj};
@@ -345,10 +346,41 @@ impl Umem {
 }
 
 impl Drop for Umem {
+    /// Deregisters. A refused deregistration (an object firmware would not destroy still
+    /// uses the UMEM) means the device may still reach the memory: the buffer is then handed
+    /// to the context ([`Devx::retain_until_close`]) instead of being unmapped, and counted in
+    /// [`retained`].
     fn drop(&mut self) {
-        // A refused deregistration (still referenced) cannot be reported from drop; objects
-        // holding this UMEM hold the Arc, so that only happens after a device error.
-        let _ = self.dev.umem_dereg(self.reg.handle);
+        if self.dev.umem_dereg(self.reg.handle).is_err() {
+            RETAINED_BUFFERS.fetch_add(1, Ordering::Relaxed);
+            RETAINED_BYTES.fetch_add(self.buf.len() as u64, Ordering::Relaxed);
+            self.dev.retain_until_close(Box::new(Arc::clone(&self.buf)));
+        }
+    }
+}
+
+static RETAINED_BUFFERS: AtomicU64 = AtomicU64::new(0);
+static RETAINED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Buffers kept alive because their UMEM deregistration was refused (since the process
+/// started); see [`retained`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Retained {
+    /// Buffers handed to their context instead of being unmapped.
+    pub buffers: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// How much memory was kept from the system because the device could still reach it: a
+/// [`Umem`] dropped while firmware refused its deregistration (after a refused destroy of an
+/// object using it). Such memory is held by its DevX context ([`Devx::retain_until_close`])
+/// and never unmapped while a registration may exist. Non-zero means a teardown went wrong;
+/// tools report it.
+pub fn retained() -> Retained {
+    Retained {
+        buffers: RETAINED_BUFFERS.load(Ordering::Relaxed),
+        bytes: RETAINED_BYTES.load(Ordering::Relaxed),
     }
 }
 
