@@ -21,8 +21,10 @@
 //! - Retries: the ACK timer (4.096 µs x 2^ack_timeout; 0 = none) and PSN-sequence NAKs go
 //!   back to the oldest unacknowledged PSN, at most `retry_count` times, then
 //!   TRANSPORT_RETRY_EXC_ERR. An RNR NAK waits the timer it names (IBA RNR timer table) and
-//!   resends, at most `rnr_retry` times (7 = forever), then RNR_RETRY_EXC_ERR. A waiting timer
-//!   is not work for `Device::step`.
+//!   resends from the NAK'd PSN, at most `rnr_retry` times (7 = forever), then
+//!   RNR_RETRY_EXC_ERR; the packets that were in flight behind it are not retry events of
+//!   their own (the responder drops them without a NAK, and a sequence NAK arriving during
+//!   the RNR wait is ignored). A waiting timer is not work for `Device::step`.
 //! - Requester errors (local protection, malformed WQE, remote NAKs, retries exceeded) give
 //!   the failing WQE its error CQE once the WQEs before it have completed, then move the QP to
 //!   ERR (IBA: RC requester errors go to the Error state, not SQE).
@@ -1421,6 +1423,12 @@ fn requester_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &Packet<'_>) 
                         dp.rc_stats.retransmits += 1;
                     }
                 }
+                // A sequence NAK while an RNR timer runs answers packets sent before the RNR
+                // NAK; the resend from the RNR NAK's PSN replaces them: not a retry event.
+                0b011 if syn & 0x1f == 0 && rc.rnr_until.is_some() => {
+                    ack_before(rc, i);
+                    advance(rc, psn, &ctx, now);
+                }
                 0b011 => {
                     ack_before(rc, i);
                     advance(rc, psn, &ctx, now);
@@ -1761,7 +1769,8 @@ fn responder_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &Packet<'_>) 
     let d = psn_diff(psn, rc.epsn);
     if d != 0 {
         if d < 0x80_0000 {
-            // PSN sequence error (class A): one NAK naming the expected PSN until it arrives.
+            // PSN sequence error (class A): one NAK naming the expected PSN until it arrives
+            // (none after an RNR NAK: that one names the PSN to resend from).
             if !rc.nak_sent {
                 rc.nak_sent = true;
                 let (epsn, msn) = (rc.epsn, rc.msn);
@@ -1818,8 +1827,15 @@ fn responder_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &Packet<'_>) 
     }
 }
 
+/// "Receiver not ready" for the request at `psn` (the expected one). Like a sequence NAK it
+/// is sent once: requests behind it, already in flight, are dropped silently until the
+/// requester resends from `psn` after the RNR timer (IBA vol. 1 ch. 9, responder NAK rules).
+/// NAKing them as sequence errors would charge the requester's `retry_count` for an RNR wait.
 fn rnr_nak(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, psn: u32) {
-    let Some(qp) = fw.qps.get(qpn) else { return };
+    let Some(qp) = fw.qps.get_mut(qpn) else {
+        return;
+    };
+    qp.rc.nak_sent = true;
     let (timer, msn) = (qp.ctx.min_rnr_nak & 0x1f, qp.rc.msn);
     queue_response(
         fw,

@@ -948,6 +948,91 @@ fn no_receive_posted_exhausts_rnr_retries() {
     }
 }
 
+/// Regression: with no receive posted, the responder sent an RNR NAK and then a PSN sequence
+/// NAK for the packets already in flight behind it, and the requester counted each sequence
+/// NAK against `retry_count`: after a few episodes the QP failed with retries exceeded,
+/// though `rnr_retry = 7` retries forever. IBA: after an RNR NAK the requester waits the RNR
+/// timer and resends from the NAK'd PSN; packets behind it are not separate retry events;
+/// `rnr_retry` counts RNR NAKs, `retry_count` timeouts and sequence errors. Several
+/// multi-packet SENDs are in flight each time, and `retry_count` is 1, so one stray sequence
+/// NAK would show.
+#[test]
+fn rnr_episodes_with_packets_in_flight_are_not_sequence_errors() {
+    const SENDS: u16 = 4;
+    let forever = Side {
+        rnr_retry: 7,
+        retry_count: 1,
+        min_rnr_nak: 1,
+        ..Side::new(1)
+    };
+    for mode in [Mode::ForceLoopback, Mode::Linked] {
+        let linked = matches!(mode, Mode::Linked);
+        let mut p = Pair::new(mode, RcRigConfig::default(), forever, forever);
+        let buf = SharedBuf::default();
+        p.devs[0].capture(buf.clone()).unwrap();
+        let mut msgs = Vec::new();
+        let mut idx = Vec::new();
+        for k in 0..SENDS {
+            let off = usize::from(k) * 0x1000;
+            let msg = pattern(1000, u32::from(k) + 7);
+            p.a.write_data(off, &msg);
+            let sg = [p.a.sge(off, 1000)];
+            idx.push(p.a.send(&SendWr::new(RcOp::Send, &sg)).unwrap());
+            msgs.push(msg);
+        }
+        // 50 RNR episodes, none of them fatal.
+        let episodes = p.wait(Duration::from_secs(10), |p| {
+            assert!(
+                p.a.poll_send().is_none(),
+                "a SEND completed with no receive"
+            );
+            (p.stats().rnr_naks_sent >= 50).then_some(())
+        });
+        assert!(episodes.is_some(), "{:?}", p.stats());
+        assert_eq!(Pair::qp_state(&p.a), 3, "the requester is still in RTS");
+        for k in 0..SENDS {
+            p.b.post_recv(&[p.b.sge(0x1_0000 + usize::from(k) * 0x1000, 4096)])
+                .unwrap();
+        }
+        for (k, &i) in idx.iter().enumerate() {
+            ok_req(p.send_cqe_a(), 0x0a, i, p.a.qpn, 0);
+            let c = p.recv_cqe_b();
+            assert_eq!(c.byte_cnt, 1000);
+            assert_eq!(p.b.read_data(0x1_0000 + k * 0x1000, 1000), msgs[k]);
+        }
+        assert_eq!(p.stats().error_completions, 0, "{:?}", p.stats());
+        p.devs[0].stop_captures().unwrap();
+        if linked {
+            let bytes = buf.0.lock().unwrap().clone();
+            if let Some(text) = tshark_clean(&bytes, "rnr") {
+                assert!(
+                    text.matches("RNR Nak (1)").count() >= 50,
+                    "tshark shows the RNR NAKs"
+                );
+                assert!(!text.contains("PSN Sequence Error"), "no sequence NAK");
+            }
+        }
+    }
+    // rnr_retry 2: the third RNR NAK ends it, with the RNR error, not a transport retry one.
+    let twice = Side {
+        rnr_retry: 2,
+        retry_count: 0,
+        min_rnr_nak: 1,
+        ..Side::new(1)
+    };
+    for mode in [Mode::ForceLoopback, Mode::Linked] {
+        let mut p = Pair::new(mode, RcRigConfig::default(), twice, twice);
+        let mut first = None;
+        for k in 0..SENDS {
+            let sg = [p.a.sge(usize::from(k) * 0x1000, 1000)];
+            let i = p.a.send(&SendWr::new(RcOp::Send, &sg)).unwrap();
+            first.get_or_insert(i);
+        }
+        err_req(p.send_cqe_a(), syndrome::RNR_RETRY_EXC_ERR, first.unwrap());
+        assert_eq!(p.stats().rnr_naks_sent, 3, "{:?}", p.stats());
+    }
+}
+
 #[test]
 fn rnr_then_success_once_a_receive_is_posted() {
     // 0.96 ms between retries, retried forever.
@@ -1444,6 +1529,54 @@ impl std::io::Write for SharedBuf {
     }
 }
 
+/// Dissects a pcap with tshark and checks that no frame is malformed and no dissector reports
+/// an error; returns the verbose text, or `None` (after saying so) when tshark is not there.
+fn tshark_clean(bytes: &[u8], tag: &str) -> Option<String> {
+    let path = std::env::temp_dir().join(format!("mlx5-sim-rc-{tag}-{}.pcap", std::process::id()));
+    std::fs::write(&path, bytes).unwrap();
+    // The payloads are test patterns, not upper-layer protocols: Wireshark's dissectors of
+    // protocols over InfiniBand are turned off (its RPC-over-RDMA heuristic, in 4.0, throws
+    // "malformed" on a zero-length SEND, which is a legal message).
+    let mut cmd = std::process::Command::new("tshark");
+    for proto in [
+        "smc",
+        "smb_direct",
+        "rpcordma",
+        "nvme-rdma",
+        "lnet",
+        "iser",
+        "infiniband.eoib",
+        "infiniband_sdp",
+        "fcoib",
+    ] {
+        cmd.arg("--disable-protocol").arg(proto);
+    }
+    let out = cmd.arg("-r").arg(&path).arg("-V").output();
+    let _ = std::fs::remove_file(&path);
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipping the tshark check: tshark not runnable ({e})");
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !text.contains("Malformed"),
+        "tshark found a malformed packet"
+    );
+    assert!(
+        !text.contains("Expert Info (Error"),
+        "tshark reported an error"
+    );
+    Some(text)
+}
+
 #[test]
 fn pcap_of_a_linked_exchange_dissects_as_roce() {
     let mut p = Pair::linked(1);
@@ -1476,51 +1609,12 @@ fn pcap_of_a_linked_exchange_dissects_as_roce() {
         let c = mlx5_sim::port::roce::icrc(&f[14..n - 4]).unwrap();
         assert_eq!(f[n - 4..], c.to_le_bytes());
     }
-    let path = std::env::temp_dir().join(format!("mlx5-sim-rc-{}.pcap", std::process::id()));
-    std::fs::write(&path, &bytes).unwrap();
     if std::env::var_os("KEEP_PCAP").is_some() {
         std::fs::write("/tmp/rc-keep.pcap", &bytes).unwrap();
     }
-    // The payloads are test patterns, not upper-layer protocols: Wireshark's dissectors of
-    // protocols over InfiniBand are turned off (its RPC-over-RDMA heuristic, in 4.0, throws
-    // "malformed" on a zero-length SEND, which is a legal message).
-    let mut cmd = std::process::Command::new("tshark");
-    for proto in [
-        "smc",
-        "smb_direct",
-        "rpcordma",
-        "nvme-rdma",
-        "lnet",
-        "iser",
-        "infiniband.eoib",
-        "infiniband_sdp",
-        "fcoib",
-    ] {
-        cmd.arg("--disable-protocol").arg(proto);
-    }
-    let out = cmd.arg("-r").arg(&path).arg("-V").output();
-    let _ = std::fs::remove_file(&path);
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("skipping the tshark check: tshark not runnable ({e})");
-            return;
-        }
+    let Some(text) = tshark_clean(&bytes, "linked") else {
+        return;
     };
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !text.contains("Malformed"),
-        "tshark found a malformed packet"
-    );
-    assert!(
-        !text.contains("Expert Info (Error"),
-        "tshark reported an error"
-    );
     for want in [
         "InfiniBand",
         "Base Transport Header",
