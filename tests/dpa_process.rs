@@ -112,6 +112,36 @@ fn a_process_reusing_a_destroyed_ones_id_runs_its_own_code() -> R {
     Ok(())
 }
 
+/// Regression: a size near `u64::MAX` overflowed rounding up to pages (a panic in debug
+/// builds, a 0-byte block in release). Every absurd size is a typed error, and nothing is
+/// allocated.
+#[test]
+fn absurd_dpa_buffer_sizes_are_typed_errors() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let before = p.heap_stats();
+    for size in [
+        u64::MAX,
+        u64::MAX - 63,
+        u64::MAX - 4095,
+        u64::MAX - 4096 - 63,
+        1 << 63,
+        1 << 40,
+        0,
+    ] {
+        match p.alloc(size) {
+            Err(DpaError::BadArgs(_)) | Err(DpaError::Devx(_)) => {}
+            other => panic!("alloc({size:#x}): {other:?}"),
+        }
+    }
+    assert_eq!(p.heap_stats(), before);
+    drop(p);
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
 #[test]
 fn bad_image_and_unknown_symbol_are_typed_errors() -> R {
     let (d, ctx) = model("bf3");

@@ -450,6 +450,22 @@ fn unknown_rtos_call_fails_the_process() {
     assert_eq!(d.gpr[17], 99);
     assert_eq!(d.gpr[10], 7);
     assert_eq!(dev.dpa_stats().faults, 1);
+    // Regression: the number was kept in a 32-bit field, so 0x1_0000_0002 showed as 2, a call
+    // the RTOS knows (WINDOW_SET_CFG). It is kept whole.
+    let mut a = Asm::new();
+    a.os_call(0x1_0000_0002).ret();
+    let elf = ElfSpec::new(a.bytes()).symbol("wide_call", 0).build();
+    let mut rig = ok(DpaRig::new(Arc::clone(&ctx), &elf, 0));
+    let t = thread(&mut rig, "wide_call");
+    assert_eq!(call(&dev, &rig, t, 0).state, ts::ERROR);
+    let d = ok(rig.coredump());
+    assert_eq!(
+        d.cause,
+        Cause::UnknownRtosCall {
+            number: 0x1_0000_0002
+        }
+    );
+    assert_eq!(d.device_code, 0);
 }
 
 #[test]

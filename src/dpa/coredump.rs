@@ -81,8 +81,8 @@ pub enum Cause {
     MisalignedTarget,
     /// An `ebreak`.
     Ebreak,
-    /// An `ecall` whose number (`a7`) the RTOS does not know.
-    UnknownRtosCall { number: u32 },
+    /// An `ecall` whose number (`a7`, all 64 bits) the RTOS does not know.
+    UnknownRtosCall { number: u64 },
     /// A cause this decoder does not know.
     Other(u8),
 }
@@ -293,9 +293,9 @@ impl Coredump {
             3 => Cause::IllegalInstruction,
             4 => Cause::MisalignedTarget,
             5 => Cause::Ebreak,
-            6 => Cause::UnknownRtosCall {
-                number: device_code,
-            },
+            // The number is a7 as the thread left it: whole, never a truncated copy that could
+            // read as a call the RTOS knows.
+            6 => Cause::UnknownRtosCall { number: gpr[17] },
             o => Cause::Other(o),
         };
         Ok(Coredump {

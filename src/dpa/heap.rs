@@ -103,7 +103,9 @@ impl Heap {
         }
         let block_size = match class {
             Some(c) => SIZE_CLASSES[c],
-            None => len.next_multiple_of(4096),
+            None => len
+                .checked_next_multiple_of(4096)
+                .ok_or_else(|| DpaError::BadArgs(format!("DPA buffer of {size:#x} bytes")))?,
         };
         let (obj, id) = devx::create(
             dev,

@@ -561,8 +561,8 @@ pub(crate) fn run(mut job: Job) -> Done {
                     rtos_call::OUTBOX_SET_GVMI if a0 == u64::from(job.vhca_id) => 0,
                     rtos_call::OUTBOX_SET_GVMI => fail(rtos_errno::BAD_GVMI, &bus),
                     _ => {
+                        // The number stays whole in the dumped a7 (gpr[17]).
                         break Outcome::Failed(Failure {
-                            device_code: nr as u32,
                             // pc points past the ecall; report the ecall itself.
                             ..failure(
                                 cause::BAD_RTOS_CALL,

@@ -349,7 +349,7 @@ layout! {
     /// For memory faults `access` is 1 fetch, 2 load, 3 store, `access_size` the bytes
     /// accessed and `mem_error` 1 unmapped, 2 denied (permissions), 3 misaligned, 4 refused by
     /// a device register (`device_code` says which, see the model's DESIGN.md). For an
-    /// unknown RTOS call `device_code` is the call number (`a7`).
+    /// unknown RTOS call the call number is `gpr[17]` (`a7`, all 64 bits); `device_code` is 0.
     #[provisional = "DPA coredump format is not public; the model's own design"]
     pub dpa_coredump: 0xa80 {
         magic @ 0x0 : 0x20,
