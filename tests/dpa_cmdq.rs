@@ -139,10 +139,12 @@ fn product_5x5_one_task_per_cell_over_four_workers() -> R {
         (c.submitted, c.published, c.claimed, c.completed, c.errors),
         (25, 25, 25, 25, 0)
     );
-    // Each batch of five ran every idle worker: all four took part.
+    // How the 25 tasks spread over the workers depends on timing: a worker keeps claiming
+    // while tasks remain, so under load one may take every batch before another is run.
+    // What holds: every activation is counted once, and some worker ran.
     let per_worker = q.worker_activations()?;
-    assert!(per_worker.iter().all(|&n| n >= 1), "{per_worker:?}");
     assert_eq!(per_worker.iter().sum::<u64>(), c.activations);
+    assert!(c.activations >= 1, "{per_worker:?}");
     drop(q);
     assert_eq!(d.inventory().count("DPA_THREAD"), 0);
     drop((m, p));
@@ -172,6 +174,10 @@ fn pending_queue_runs_nothing_until_state_running() -> R {
     q.state_running()?;
     assert_eq!(q.state(), CmdqState::Running);
     q.wait_empty(T)?;
+    // Ten tasks were published at once to two idle workers: both were run (whichever then
+    // claimed the tasks).
+    let per_worker = q.worker_activations()?;
+    assert!(per_worker.iter().all(|&n| n >= 1), "{per_worker:?}");
     let expect = host_product(&m.a, &m.b);
     let got = m.read_c(&p)?;
     assert_eq!(got[..10], expect[..10]);

@@ -298,9 +298,14 @@ impl CmdQueue {
     /// The function has the form `uint64_t f(uint64_t arg)` (or `void`); its result is not
     /// kept.
     ///
+    /// `Ok` means the task is in the queue. A fault found while starting workers for it
+    /// (its own, when a worker ran it at once, or an earlier task's) does not refuse the task:
+    /// the process stays failed, and [`CmdQueue::is_empty`] / [`CmdQueue::wait_empty`] report
+    /// it, whatever the timing.
+    ///
     /// # Errors
     /// [`DpaError::UnknownSymbol`]; [`DpaError::BadArgs`] when the ring is full; the copy
-    /// or thread errors of a batch write (see [`CmdQueue::flush`]).
+    /// or thread errors of a batch write (see [`CmdQueue::flush`]) other than a process fault.
     pub fn task_add(&mut self, entry_symbol: &str, arg: u64) -> Result<(), DpaError> {
         let entry = self.process.symbol(entry_symbol)?;
         self.task_add_daddr(entry, arg)
@@ -329,7 +334,12 @@ impl CmdQueue {
             self.write_staged()?;
             if self.state == CmdqState::Running {
                 self.publish()?;
-                self.kick()?;
+                match self.kick() {
+                    // The task is published; the fault is the queue's state now, reported by
+                    // is_empty / wait_empty (which find it again: a failed process stays so).
+                    Ok(()) | Err(DpaError::ProcessFault { .. }) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         Ok(())
