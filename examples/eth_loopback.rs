@@ -15,8 +15,9 @@
 
 use std::error::Error;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mlx5_dpa::devx::{self, Devx, UarKind};
 use mlx5_dpa::mem::{Access, MemoryRegion, Pd};
@@ -33,6 +34,11 @@ pub struct Options {
     pub packets: usize,
     /// EtherType of the test frames (an IEEE local experimental value by default).
     pub ethertype: u16,
+    /// Print a progress line (frames so far and the rate) at most this often; `None`: no
+    /// progress lines.
+    pub progress: Option<Duration>,
+    /// When this becomes true, stop sending, collect what is in flight and report (Ctrl-C).
+    pub stop: Option<&'static AtomicBool>,
 }
 
 impl Default for Options {
@@ -40,6 +46,8 @@ impl Default for Options {
         Options {
             packets: 16,
             ethertype: 0x88b5,
+            progress: None,
+            stop: None,
         }
     }
 }
@@ -51,6 +59,8 @@ pub struct Report {
     pub received: usize,
     pub verified: usize,
     pub bytes: usize,
+    /// `Options::stop` ended the run before all frames were sent.
+    pub stopped: bool,
 }
 
 /// Each frame is at most this long; each buffer slot this big.
@@ -156,12 +166,35 @@ pub fn run(
         received: 0,
         verified: 0,
         bytes: 0,
+        stopped: false,
     };
+    let start = Instant::now();
+    let mut last_progress = start;
     let mut expected = std::collections::VecDeque::new();
-    while report.received < opts.packets {
+    let mut target = opts.packets;
+    while report.received < target {
+        if !report.stopped && opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            // Send no more; what is in flight still comes back and is checked.
+            report.stopped = true;
+            target = report.sent;
+            continue;
+        }
+        if let Some(every) = opts.progress {
+            if last_progress.elapsed() >= every {
+                last_progress = Instant::now();
+                let secs = start.elapsed().as_secs_f64();
+                writeln!(
+                    out,
+                    "... {} of {} frames verified, {:.3} Mpps",
+                    report.verified,
+                    opts.packets,
+                    report.verified as f64 / secs / 1e6
+                )?;
+            }
+        }
         // Send as many as there are receives free for, one doorbell per batch.
         let mut batch = 0;
-        while report.sent < opts.packets && expected.len() < ring && sq.free() > 8 {
+        while report.sent < target && expected.len() < ring && sq.free() > 8 {
             let i = report.sent;
             let f = frame(mac, opts.ethertype, i);
             let slot = i % ring;
@@ -222,11 +255,29 @@ pub fn run(
     while let Some(c) = tx_cq.poll() {
         sq.complete(&c?)?;
     }
+    let secs = start.elapsed().as_secs_f64();
     writeln!(
         out,
-        "sent {}, received {}, verified {} frames ({} bytes) byte for byte",
-        report.sent, report.received, report.verified, report.bytes
+        "sent {}, received {}, verified {} frames ({} bytes) byte for byte{}",
+        report.sent,
+        report.received,
+        report.verified,
+        report.bytes,
+        if report.stopped {
+            format!(" (interrupted after {} of {})", report.sent, opts.packets)
+        } else {
+            String::new()
+        }
     )?;
+    if opts.progress.is_some() {
+        writeln!(
+            out,
+            "{:.3} s, {:.3} Mpps, {:.1} Mbit/s",
+            secs,
+            report.verified as f64 / secs / 1e6,
+            report.bytes as f64 * 8.0 / secs / 1e6
+        )?;
+    }
     Ok(report)
 }
 

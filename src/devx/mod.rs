@@ -450,6 +450,11 @@ pub fn query_caps(dev: &dyn Devx) -> Result<crate::mlx5::caps::Caps, DevxError> 
         .map_err(|e| DevxError::BadMailbox(e.to_string()))
 }
 
+/// The longest mailbox (inbox or outbox) DevX carries: the kernel passes each as one ioctl
+/// attribute, whose length is a `__u16` (`struct ib_uverbs_attr`,
+/// include/uapi/rdma/rdma_user_ioctl_cmds.h).
+pub const MAX_MAILBOX_LEN: usize = u16::MAX as usize;
+
 /// Sends a raw inbox the way the kernel wants its opcode sent and returns the outbox (status
 /// not interpreted): the researcher's path (`mlx5-dpa cmd`). Objects created this way are
 /// destroyed again before returning, unless `keep` is set, in which case they live as long as
@@ -468,6 +473,13 @@ pub fn raw_command(
             "inbox of {} bytes is shorter than the 16-byte header",
             inbox.len()
         )));
+    }
+    for (what, len) in [("inbox", inbox.len()), ("outbox", outbox_len)] {
+        if len > MAX_MAILBOX_LEN {
+            return Err(DevxError::BadMailbox(format!(
+                "{what} of {len} bytes: DevX carries at most {MAX_MAILBOX_LEN}"
+            )));
+        }
     }
     let opcode = Opcode(u16::from_be_bytes([inbox[0], inbox[1]]));
     let mut outbox = vec![0u8; outbox_len.max(16)];

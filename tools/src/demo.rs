@@ -35,7 +35,8 @@ pub enum Demo {
     /// Ethernet frames of varied sizes out of an SQ, back through steering into an RQ,
     /// compared byte for byte.
     EthLoopback {
-        /// Frames to send.
+        /// Frames to send (progress and the rate are printed every second; Ctrl-C stops
+        /// sending, collects what is in flight and prints the summary).
         #[arg(long, default_value_t = 16)]
         packets: usize,
         /// Record the model's port to this pcap file (device model only).
@@ -131,7 +132,9 @@ pub fn run(
         extra.push(b);
     }
     if let (Some(m), Some(path)) = (model, pcap) {
-        m.capture(std::fs::File::create(path)?)?;
+        let pcap_err = |e: std::io::Error| DemoError(format!("pcap {}: {e}", path.display()));
+        m.capture(std::fs::File::create(path).map_err(pcap_err)?)
+            .map_err(pcap_err)?;
     }
     for m in model.into_iter().chain(extra.iter()) {
         m.start_engine();
@@ -139,8 +142,12 @@ pub fn run(
     let out = &mut std::io::stdout();
     let res: Result<(), DemoError> = match demo {
         Demo::EthLoopback { packets, .. } => {
+            // Long runs show progress and a rate; Ctrl-C stops sending and reports.
+            crate::signals::catch_sigint();
             let opts = eth_loopback::Options {
                 packets: *packets,
+                progress: Some(std::time::Duration::from_secs(1)),
+                stop: Some(crate::signals::interrupted()),
                 ..Default::default()
             };
             eth_loopback::run(ctx, out, &opts)
@@ -172,7 +179,10 @@ pub fn run(
         m.stop_engine();
     }
     if let Some(m) = model {
-        m.stop_captures()?;
+        m.stop_captures().map_err(|e| {
+            let path = pcap.map(|p| p.display().to_string()).unwrap_or_default();
+            DemoError(format!("pcap {path}: {e}"))
+        })?;
         if let Some(p) = pcap {
             println!("pcap written to {}", p.display());
         }

@@ -18,7 +18,8 @@
 //! ```
 //!
 //! `--json` prints one object `{"file", "apps": [{name, size, e_flags, isa, signature,
-//! segments, entries}]}`. A malformed file is an error naming what is wrong (exit status 1).
+//! segments, entries}]}`. A malformed file is an error naming what is wrong (exit status 1);
+//! only regular files of at most 256 MiB are read (`input::MAX_ELF_FILE`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -45,11 +46,8 @@ pub enum ElfCmd {
 /// Why `elf info` failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ElfCmdError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Read(#[from] crate::input::InputError),
     #[error("{path}: {source}")]
     App { path: String, source: AppError },
 }
@@ -64,10 +62,7 @@ pub fn run(cmd: &ElfCmd) -> Result<(), ElfCmdError> {
 /// The applications of `path`, or just `app`.
 fn load(path: &Path, app: Option<&str>) -> Result<Vec<App>, ElfCmdError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| ElfCmdError::Read {
-        path: shown.clone(),
-        source,
-    })?;
+    let bytes = crate::input::read_bounded(path, crate::input::MAX_ELF_FILE)?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -9,14 +9,23 @@
 //! - `vm run ELF`: a RISC-V device program on the model's DPA execution engine.
 //! - `elf info FILE`: the DPA applications of a device ELF or of a host ELF carrying them.
 //!
-//! `--device NAME` picks a hardware device; `--sim` (or `--sim=PROFILE`) asks for the device
-//! model (`mlx5-sim`). Without either, the first hardware device is used, and the device model
-//! (profile bf3) when the machine has none. `--trace` prints every firmware command (opcode,
-//! status, syndrome, duration) on stderr as the `tracing` events of the model; `RUST_LOG`
-//! overrides the filter.
+//! `--device NAME` picks a hardware device; `--sim` (or `--sim=PROFILE`, `--sim PROFILE`) asks
+//! for the device model (`mlx5-sim`). Without either, the first hardware device is used, and
+//! the device model (profile bf3) when the machine has none. They apply to the commands that
+//! talk to a device (`cmd`, `caps`, `demo`; `sim` takes `--sim=PROFILE` only); the others
+//! refuse them. `--trace` prints every firmware command (opcode, status, syndrome, duration)
+//! on stderr as the `tracing` events of the model; `RUST_LOG` overrides the filter.
+//!
+//! Scripts: `devices`, `caps`, `cmd`, `prm layouts`, `prm decode`, `elf info` and `vm run`
+//! take `--json`. Exit status ([`EXIT_STATUS`]): 0 success; 1 an error (input, device,
+//! transport); 2 a usage error; 3 `cmd` whose command firmware answered with a status other
+//! than OK; `vm run` the program's own exit code. Output into a closed pipe ends the process
+//! quietly (SIGPIPE), as for any filter.
 
 mod demo;
 mod elf;
+mod input;
+mod signals;
 mod vm;
 
 use std::process::ExitCode;
@@ -33,18 +42,31 @@ use serde_json::{json, Map, Value as Json};
 /// The profile `--sim` without a value, and the hardware fallback, use.
 const DEFAULT_PROFILE: &str = "bf3";
 
+/// What the exit status means (also the end of `--help`).
+const EXIT_STATUS: &str = "Exit status: 0 success; 1 error (bad input, device or transport \
+error); 2 usage error (bad arguments, an option the command does not take); 3 `cmd`: firmware \
+answered with a status other than OK (the answer is printed); `vm run`: the program's exit \
+code (0-255, 255 for other codes), 0 when its entry function returned, 1 when it did not \
+finish (fault, ebreak, unknown ecall, instruction budget).";
+
+/// Exit status of `cmd` when firmware's status is not OK.
+const EXIT_FW_STATUS: u8 = 3;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "mlx5-dpa",
     version,
-    about = "Pure-Rust mlx5 / BlueField-3 DPA driver over DevX"
+    about = "Pure-Rust mlx5 / BlueField-3 DPA driver over DevX",
+    after_help = EXIT_STATUS
 )]
 struct Cli {
-    /// Use this hardware device (an RDMA device name such as mlx5_0).
+    /// Use this hardware device (an RDMA device name such as mlx5_0). For `cmd`, `caps` and
+    /// `demo`.
     #[arg(long, global = true, value_name = "NAME")]
     device: Option<String>,
     /// Use the device model (`mlx5-sim`) instead of hardware: `--sim` is profile bf3,
-    /// `--sim=cx7` picks another profile. Without hardware the model is used anyway.
+    /// `--sim=cx7` (or `--sim cx7`) picks another profile. Without hardware the model is used
+    /// anyway. For `cmd`, `caps`, `demo` and `sim`.
     #[arg(
         long,
         global = true,
@@ -56,7 +78,8 @@ struct Cli {
     )]
     sim: Option<String>,
     /// Print every firmware command (opcode, status, syndrome, duration) on stderr.
-    /// `RUST_LOG` overrides the filter (default: `mlx5_sim=debug,mlx5_dpa=debug`).
+    /// `RUST_LOG` overrides the filter (default: `mlx5_sim=debug,mlx5_dpa=debug`). Commands
+    /// that send none (`prm`, `elf`, `vm`, `devices`) print nothing more.
     #[arg(long, global = true)]
     trace: bool,
     #[command(subcommand)]
@@ -67,7 +90,11 @@ struct Cli {
 #[allow(clippy::enum_variant_names)] // `cmd` is the subcommand's name on the command line
 enum Cmd {
     /// List the mlx5 devices of this machine.
-    Devices,
+    Devices {
+        /// One JSON object: {"devices": [{name, uverbs, fw_ver, pci}], "model_profiles": [...]}.
+        #[arg(long)]
+        json: bool,
+    },
     /// The PRM layouts this driver declares.
     Prm {
         #[command(subcommand)]
@@ -77,12 +104,20 @@ enum Cmd {
     Cmd {
         /// Inbox bytes as hex (spaces and 0x prefixes allowed) or @FILE.
         inbox: String,
-        /// Output mailbox length in bytes (default: the opcode's output layout, at least 16).
+        /// Output mailbox length in bytes, 16 to 65535 (DevX's limit; default: the opcode's
+        /// output layout, at least 16).
         #[arg(long)]
         out_len: Option<usize>,
+        /// One JSON object (status, syndrome, outbox, decoded fields) instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the device's capabilities.
-    Caps,
+    Caps {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a demo of the driver's queues (the crate's examples).
     Demo {
         #[command(subcommand)]
@@ -145,6 +180,10 @@ enum PrmCmd {
         layout: String,
         /// Bytes as hex or @FILE.
         bytes: String,
+        /// One JSON object: {"layout", "bytes", "fields": {name: value}} (numbers as
+        /// integers, byte fields as hex strings).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -170,15 +209,25 @@ enum ToolError {
     Vm(#[from] vm::VmError),
     #[error(transparent)]
     Elf(#[from] elf::ElfCmdError),
+    #[error(transparent)]
+    File(#[from] input::InputError),
+    /// A global option the command does not take.
+    #[error("{0}")]
+    Usage(String),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    signals::default_sigpipe();
+    let cli = Cli::parse_from(normalize_args(std::env::args_os()));
+    if let Err(e) = check_globals(&cli) {
+        eprintln!("mlx5-dpa: {e}");
+        return ExitCode::from(2);
+    }
     if cli.trace {
         init_tracing();
     }
     match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("mlx5-dpa: {e}");
             ExitCode::FAILURE
@@ -186,30 +235,103 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: &Cli) -> Result<(), ToolError> {
+/// `--sim PROFILE` (with a space) as `--sim=PROFILE`: a profile name is never a command, so
+/// the two readings cannot be confused. Everything else is left to clap.
+fn normalize_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    for a in args {
+        let merge = out.last().is_some_and(|prev| prev == "--sim")
+            && a.to_str().is_some_and(|s| Profile::NAMES.contains(&s));
+        if merge {
+            let prev = out.pop().unwrap_or_default();
+            let mut joined = prev;
+            joined.push("=");
+            joined.push(&a);
+            out.push(joined);
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Refuses `--sim` / `--device` on commands that do not talk to a device (they would be
+/// ignored, and a misspelt profile would pass unnoticed).
+fn check_globals(cli: &Cli) -> Result<(), ToolError> {
+    let (name, takes_sim, takes_device) = match &cli.cmd {
+        Cmd::Cmd { .. } => ("cmd", true, true),
+        Cmd::Caps { .. } => ("caps", true, true),
+        Cmd::Demo { .. } => ("demo", true, true),
+        Cmd::Sim { .. } => ("sim", true, false),
+        Cmd::Devices { .. } => ("devices", false, false),
+        Cmd::Prm { .. } => ("prm", false, false),
+        Cmd::Vm { .. } => ("vm", false, false),
+        Cmd::Elf { .. } => ("elf", false, false),
+    };
+    if cli.sim.is_some() && !takes_sim {
+        return Err(ToolError::Usage(format!(
+            "--sim does not apply to `{name}`, which talks to no device"
+        )));
+    }
+    if cli.device.is_some() && !takes_device {
+        return Err(ToolError::Usage(format!(
+            "--device does not apply to `{name}`{}",
+            if name == "sim" {
+                " (it runs the device model; pick its profile with --sim=PROFILE)"
+            } else {
+                ", which talks to no device"
+            }
+        )));
+    }
+    if let Some(p) = &cli.sim {
+        if !Profile::NAMES.contains(&p.as_str()) {
+            return Err(ToolError::UnknownProfile { name: p.clone() });
+        }
+    }
+    Ok(())
+}
+
+fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
+    let done = |r: Result<(), ToolError>| r.map(|()| ExitCode::SUCCESS);
     match &cli.cmd {
-        Cmd::Devices => devices(),
+        Cmd::Devices { json } => done(devices(*json)),
         Cmd::Prm {
             what: PrmCmd::Layouts { json, name },
-        } => prm_layouts(*json, name.as_deref()),
+        } => done(prm_layouts(*json, name.as_deref())),
         Cmd::Prm {
-            what: PrmCmd::Decode { layout, bytes },
-        } => prm_decode(layout, bytes),
-        Cmd::Cmd { inbox, out_len } => raw_cmd(cli, inbox, *out_len),
-        Cmd::Caps => caps(cli),
+            what:
+                PrmCmd::Decode {
+                    layout,
+                    bytes,
+                    json,
+                },
+        } => done(prm_decode(layout, bytes, *json)),
+        Cmd::Cmd {
+            inbox,
+            out_len,
+            json,
+        } => raw_cmd(cli, inbox, *out_len, *json),
+        Cmd::Caps { json } => done(caps(cli, *json)),
         Cmd::Demo { which } => {
             let opened = open_device(cli)?;
-            Ok(demo::run(which, &opened.devx, opened.model.as_ref())?)
+            done(demo::run(which, &opened.devx, opened.model.as_ref()).map_err(Into::into))
         }
         Cmd::Vm { what } => Ok(vm::run(what)?),
-        Cmd::Elf { what } => Ok(elf::run(what)?),
+        Cmd::Elf { what } => done(elf::run(what).map_err(Into::into)),
         Cmd::Sim {
             tap,
             ip,
             seconds,
             pcap,
             app,
-        } => sim(cli, tap.as_deref(), *ip, *seconds, pcap.as_deref(), *app),
+        } => done(sim(
+            cli,
+            tap.as_deref(),
+            *ip,
+            *seconds,
+            pcap.as_deref(),
+            *app,
+        )),
     }
 }
 
@@ -242,7 +364,7 @@ fn sim(
         let f = std::fs::File::create(path)
             .map_err(|e| ToolError::Input(format!("cannot create {}: {e}", path.display())))?;
         dev.capture(std::io::BufWriter::new(f))
-            .map_err(|e| ToolError::Input(format!("pcap: {e}")))?;
+            .map_err(|e| ToolError::Input(format!("pcap {}: {e}", path.display())))?;
     }
     // The application's rule is made first, so it is tried before the responder's catch-all.
     let app_ctx = dev.open_devx();
@@ -267,8 +389,15 @@ fn sim(
         mac_s.join(":"),
         dev.describe()
     );
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    r.run(&stop, Some(std::time::Duration::from_secs(seconds)));
+    // Ctrl-C ends the run early, with the summary below.
+    signals::catch_sigint();
+    r.run(
+        signals::interrupted(),
+        Some(std::time::Duration::from_secs(seconds)),
+    );
+    if signals::was_interrupted() {
+        println!("interrupted");
+    }
     let st = r.stats;
     let port = dev.stats().port;
     println!(
@@ -300,8 +429,10 @@ fn sim(
     drop(processor);
     dev.stop_engine();
     drop(r);
-    dev.stop_captures()
-        .map_err(|e| ToolError::Input(format!("pcap: {e}")))?;
+    dev.stop_captures().map_err(|e| {
+        let path = pcap.map(|p| p.display().to_string()).unwrap_or_default();
+        ToolError::Input(format!("pcap {path}: {e}"))
+    })?;
     Ok(())
 }
 
@@ -374,8 +505,26 @@ fn open_device(cli: &Cli) -> Result<Opened, ToolError> {
     }
 }
 
-fn devices() -> Result<(), ToolError> {
+fn devices(as_json: bool) -> Result<(), ToolError> {
     let list = devx::list_devices();
+    if as_json {
+        let devs: Vec<Json> = list
+            .iter()
+            .map(|d| {
+                json!({
+                    "name": d.name,
+                    "uverbs": d.uverbs_path.display().to_string(),
+                    "fw_ver": d.fw_ver,
+                    "pci": d.pci,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({"devices": devs, "model_profiles": Profile::NAMES})
+        );
+        return Ok(());
+    }
     if list.is_empty() {
         println!(
             "No mlx5 devices found (looked in {}).",
@@ -448,8 +597,11 @@ fn prm_layouts(as_json: bool, name: Option<&str>) -> Result<(), ToolError> {
 /// Hex from an argument or `@file`: whitespace, `0x` prefixes, `:` and `,` separators ignored.
 fn read_hex(arg: &str) -> Result<Vec<u8>, ToolError> {
     let text = match arg.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| ToolError::Input(format!("cannot read {path}: {e}")))?,
+        Some(path) => {
+            let bytes = input::read_bounded(std::path::Path::new(path), input::MAX_HEX_FILE)?;
+            String::from_utf8(bytes)
+                .map_err(|_| ToolError::Input(format!("{path} is not text (hex expected)")))?
+        }
         None => arg.to_string(),
     };
     let mut digits = String::new();
@@ -476,22 +628,44 @@ fn read_hex(arg: &str) -> Result<Vec<u8>, ToolError> {
         .collect()
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 fn print_fields(d: &'static mlx5_dpa::mlx5::LayoutDesc, bytes: &[u8]) -> Result<(), ToolError> {
     for f in decode::decode(d, bytes)? {
         match f.value {
             Value::Uint(v) => println!("  {:<48} {:#x}", f.name, v),
-            Value::Bytes(b) => {
-                let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-                println!("  {:<48} {hex}", f.name);
-            }
+            Value::Bytes(b) => println!("  {:<48} {}", f.name, hex(&b)),
         }
     }
     Ok(())
 }
 
-fn prm_decode(layout: &str, bytes: &str) -> Result<(), ToolError> {
+/// The fields of `bytes` as a layout: numbers as JSON integers, byte fields as hex strings.
+fn fields_json(d: &'static mlx5_dpa::mlx5::LayoutDesc, bytes: &[u8]) -> Result<Json, ToolError> {
+    let mut m = Map::new();
+    for f in decode::decode(d, bytes)? {
+        let v = match f.value {
+            Value::Uint(v) => json!(v),
+            Value::Bytes(b) => json!(hex(&b)),
+        };
+        m.insert(f.name, v);
+    }
+    Ok(Json::Object(m))
+}
+
+fn prm_decode(layout: &str, bytes: &str, as_json: bool) -> Result<(), ToolError> {
     let d = layouts::by_name(layout).ok_or_else(|| ToolError::UnknownLayout(layout.to_string()))?;
     let b = read_hex(bytes)?;
+    if as_json {
+        let fields = fields_json(d, &b)?;
+        println!(
+            "{}",
+            json!({"layout": d.name, "bytes": b.len(), "fields": fields})
+        );
+        return Ok(());
+    }
     println!("{} ({} bytes):", d.name, b.len());
     print_fields(d, &b)
 }
@@ -517,7 +691,12 @@ fn out_layout(op: Opcode) -> &'static mlx5_dpa::mlx5::LayoutDesc {
         .unwrap_or(layouts::ALL[1])
 }
 
-fn raw_cmd(cli: &Cli, inbox_arg: &str, out_len: Option<usize>) -> Result<(), ToolError> {
+fn raw_cmd(
+    cli: &Cli,
+    inbox_arg: &str,
+    out_len: Option<usize>,
+    as_json: bool,
+) -> Result<ExitCode, ToolError> {
     let inbox = read_hex(inbox_arg)?;
     if inbox.len() < 16 {
         return Err(ToolError::Input(format!(
@@ -525,40 +704,96 @@ fn raw_cmd(cli: &Cli, inbox_arg: &str, out_len: Option<usize>) -> Result<(), Too
             inbox.len()
         )));
     }
+    if inbox.len() > devx::MAX_MAILBOX_LEN {
+        return Err(ToolError::Input(format!(
+            "an inbox of {} bytes: DevX carries at most {}",
+            inbox.len(),
+            devx::MAX_MAILBOX_LEN
+        )));
+    }
+    if let Some(n) = out_len {
+        if !(16..=devx::MAX_MAILBOX_LEN).contains(&n) {
+            return Err(ToolError::Input(format!(
+                "--out-len {n}: an outbox has 16 to {} bytes (the command header, and DevX's \
+                 limit of a u16 length)",
+                devx::MAX_MAILBOX_LEN
+            )));
+        }
+    }
     let op = Opcode(u16::from_be_bytes([inbox[0], inbox[1]]));
     let op_mod = u16::from_be_bytes([inbox[6], inbox[7]]);
     let out_desc = out_layout(op);
     let len = out_len.unwrap_or(out_desc.size_bytes()).max(16);
     let opened = open_device(cli)?;
     let dev = &opened.devx;
-    println!("device:  {}", dev.describe());
-    println!(
-        "command: {op}, op_mod {op_mod:#x}, sent as {:?}",
-        op.devx_method()
-    );
     let (outbox, obj) = devx::raw_command(dev, &inbox, len)?;
     let status = Status(outbox[0]);
     let syndrome = u32::from_be_bytes([outbox[4], outbox[5], outbox[6], outbox[7]]);
-    println!("status:  {status}");
-    println!("syndrome: {syndrome:#010x}");
-    if opened.model.is_some() && syndrome != 0 {
-        match mlx5_sim::Check::by_syndrome(syndrome) {
-            Some(c) => println!("model check: {}", c.what),
-            None => println!("model check: (syndrome not one of the model's checks)"),
+    let model_check = (opened.model.is_some() && syndrome != 0).then(|| {
+        mlx5_sim::Check::by_syndrome(syndrome).map_or(
+            "(syndrome not one of the model's checks)".to_string(),
+            |c| c.what.to_string(),
+        )
+    });
+    let shown = &outbox[..out_desc.size_bytes().min(outbox.len())];
+    let decoded = shown.len() == out_desc.size_bytes();
+    let destroyed = match obj {
+        Some(o) => {
+            o.destroy()?;
+            true
+        }
+        None => false,
+    };
+    if as_json {
+        let fields = if decoded {
+            fields_json(out_desc, shown)?
+        } else {
+            Json::Null
+        };
+        println!(
+            "{}",
+            json!({
+                "device": dev.describe(),
+                "opcode": op.0,
+                "opcode_name": op.name(),
+                "op_mod": op_mod,
+                "method": format!("{:?}", op.devx_method()),
+                "status": status.0,
+                "status_name": status.name(),
+                "syndrome": syndrome,
+                "model_check": model_check,
+                "outbox": hex(&outbox),
+                "layout": decoded.then_some(out_desc.name),
+                "fields": fields,
+                "created_object_destroyed": destroyed,
+            })
+        );
+    } else {
+        println!("device:  {}", dev.describe());
+        println!(
+            "command: {op}, op_mod {op_mod:#x}, sent as {:?}",
+            op.devx_method()
+        );
+        println!("status:  {status}");
+        println!("syndrome: {syndrome:#010x}");
+        if let Some(c) = &model_check {
+            println!("model check: {c}");
+        }
+        println!("outbox ({} bytes):", outbox.len());
+        print!("{}", hex_dump(&outbox));
+        if decoded {
+            println!("{}:", out_desc.name);
+            print_fields(out_desc, shown)?;
+        }
+        if destroyed {
+            println!("(the created object was destroyed again)");
         }
     }
-    println!("outbox ({} bytes):", outbox.len());
-    print!("{}", hex_dump(&outbox));
-    let shown = &outbox[..out_desc.size_bytes().min(outbox.len())];
-    if shown.len() == out_desc.size_bytes() {
-        println!("{}:", out_desc.name);
-        print_fields(out_desc, shown)?;
-    }
-    if let Some(o) = obj {
-        o.destroy()?;
-        println!("(the created object was destroyed again)");
-    }
-    Ok(())
+    Ok(if status == Status::OK {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FW_STATUS)
+    })
 }
 
 /// Bytes as hex, 16 per line in 4-byte words, each line prefixed by its offset.
@@ -577,30 +812,152 @@ fn hex_dump(bytes: &[u8]) -> String {
     s
 }
 
-fn caps(cli: &Cli) -> Result<(), ToolError> {
+/// A capability's value, as shown.
+enum Cap {
+    /// A plain number.
+    Num(u64),
+    /// A log2 field: shown with the number it stands for.
+    Log(u8),
+    /// A bit.
+    Flag(bool),
+}
+
+impl Cap {
+    fn text(&self) -> String {
+        match *self {
+            Cap::Num(v) => v.to_string(),
+            Cap::Log(l) => match 1u64.checked_shl(u32::from(l)) {
+                Some(n) => format!("{l} (2^{l} = {n})"),
+                None => format!("{l} (2^{l})"),
+            },
+            Cap::Flag(b) => if b { "yes" } else { "no" }.to_string(),
+        }
+    }
+
+    fn json(&self) -> Json {
+        match *self {
+            Cap::Num(v) => json!(v),
+            Cap::Log(l) => json!(l),
+            Cap::Flag(b) => json!(b),
+        }
+    }
+}
+
+/// The general capabilities this driver reads, by their mlx5_ifc names.
+fn general_caps(g: &mlx5_dpa::mlx5::caps::GeneralCaps) -> Vec<(&'static str, Cap)> {
+    use Cap::*;
+    vec![
+        ("apu", Flag(g.apu)),
+        ("log_max_cq", Log(g.log_max_cq)),
+        ("log_max_cq_sz", Log(g.log_max_cq_sz)),
+        ("log_max_eq", Log(g.log_max_eq)),
+        ("log_max_eq_sz", Log(g.log_max_eq_sz)),
+        ("log_max_sq", Log(g.log_max_sq)),
+        ("log_max_rq", Log(g.log_max_rq)),
+        ("log_max_qp", Log(g.log_max_qp)),
+        ("log_max_qp_sz", Log(g.log_max_qp_sz)),
+        ("log_max_wq_sz", Log(g.log_max_wq_sz)),
+        ("log_max_pd", Log(g.log_max_pd)),
+        ("log_max_mkey", Log(g.log_max_mkey)),
+        ("log_max_tis", Log(g.log_max_tis)),
+        ("log_max_tir", Log(g.log_max_tir)),
+        ("log_max_rmp", Log(g.log_max_rmp)),
+        ("log_max_rqt", Log(g.log_max_rqt)),
+        ("log_max_transport_domain", Log(g.log_max_transport_domain)),
+        ("log_max_msg", Log(g.log_max_msg)),
+        ("uar_sz", Num(u64::from(g.uar_sz))),
+        ("log_bf_reg_size", Log(g.log_bf_reg_size)),
+        ("bf", Flag(g.bf)),
+        ("cqe_version", Num(u64::from(g.cqe_version))),
+        ("port_type", Num(u64::from(g.port_type))),
+        ("num_ports", Num(u64::from(g.num_ports))),
+        ("vhca_id", Num(u64::from(g.vhca_id))),
+    ]
+}
+
+/// The DPA page's capabilities, by their names.
+fn dpa_caps(d: &mlx5_dpa::mlx5::caps::DpaCaps) -> Vec<(&'static str, Cap)> {
+    use Cap::*;
+    vec![
+        ("max_dpa_processes", Num(u64::from(d.max_dpa_processes))),
+        ("log_max_dpa_process", Log(d.log_max_dpa_process)),
+        ("log_max_dpa_thread", Log(d.log_max_dpa_thread)),
+        (
+            "log_max_dpa_threads_per_process",
+            Log(d.log_max_dpa_threads_per_process),
+        ),
+        ("log_max_dpa_outbox", Log(d.log_max_dpa_outbox)),
+        ("log_max_dpa_window", Log(d.log_max_dpa_window)),
+        ("log_max_dpa_mem", Log(d.log_max_dpa_mem)),
+        ("dpa_mem_block_size", Num(u64::from(d.dpa_mem_block_size))),
+        (
+            "log_max_num_dpa_mem_blocks",
+            Log(d.log_max_num_dpa_mem_blocks),
+        ),
+        (
+            "max_num_dpa_thread_per_group",
+            Num(u64::from(d.max_num_dpa_thread_per_group)),
+        ),
+        (
+            "thread_affinity_single_hart",
+            Flag(d.thread_affinity_single_hart),
+        ),
+        (
+            "thread_affinity_hart_group",
+            Flag(d.thread_affinity_hart_group),
+        ),
+        ("dpa_coredump_type", Num(u64::from(d.dpa_coredump_type))),
+        (
+            "dpa_platform_version",
+            Num(u64::from(d.dpa_platform_version)),
+        ),
+        ("dpa_os_api_version", Num(u64::from(d.dpa_os_api_version))),
+    ]
+}
+
+/// General object types this driver knows by name (`MLX5_OBJ_TYPE_*`, mlx5_ifc.h).
+const OBJ_TYPE_NAMES: &[(u16, &str)] = {
+    use mlx5_dpa::mlx5::layouts::dpa::obj_type as t;
+    &[
+        (t::DPA_MEM, "DPA_MEM"),
+        (t::DPA_PROCESS, "DPA_PROCESS"),
+        (t::DPA_THREAD, "DPA_THREAD"),
+        (t::RESERVED_QPN, "RESERVED_QPN"),
+        (t::DPA_OUTBOX, "DPA_OUTBOX"),
+        (t::DB_CQ_MAPPING, "DB_CQ_MAPPING"),
+        (t::DPA_EQ, "DPA_EQ"),
+        (t::DPA_WINDOW, "DPA_WINDOW"),
+        (t::EMULATED_DEV_EQ, "EMULATED_DEV_EQ"),
+        (t::DPA_UAR, "DPA_UAR"),
+    ]
+};
+
+/// The object types set in the two masks (bit N of `general_obj_types` = type N, bit N of
+/// `general_obj_types_127_64` = type 64 + N): names where known, else `type 0xNN`.
+fn obj_types(low: u64, high: u64) -> Vec<String> {
+    (0u16..128)
+        .filter(|&t| {
+            let (word, bit) = if t < 64 { (low, t) } else { (high, t - 64) };
+            word >> bit & 1 == 1
+        })
+        .map(|t| {
+            OBJ_TYPE_NAMES
+                .iter()
+                .find(|(n, _)| *n == t)
+                .map_or(format!("type {t:#04x}"), |(_, name)| (*name).to_string())
+        })
+        .collect()
+}
+
+fn caps(cli: &Cli, as_json: bool) -> Result<(), ToolError> {
     let opened = open_device(cli)?;
     let dev = &opened.devx;
     let c = devx::query_caps(dev.as_ref())?;
-    println!("device: {}", dev.describe());
-    println!("general capabilities: {:#?}", c.general);
-    println!(
-        "general_obj_types: {:#018x} {:#018x}",
-        c.general.general_obj_types, c.general_obj_types_127_64
-    );
-    match &c.dpa {
-        Some(d) => {
-            println!("DPA capabilities: {d:#?}");
-            println!("DPA process memory: {} bytes", d.process_mem_bytes());
-            println!(
-                "DPA usable (apu, DPA page, process/thread/memory object types): {}",
-                if c.has_dpa() { "yes" } else { "no" }
-            );
-        }
-        None => println!("DPA: not present"),
-    }
-    if let Some(model) = &opened.model {
-        // What the capability pages do not carry: the model's topology.
-        let (name, cores, eus, vectors, mac) = model.with_profile_mut(|p| {
+    let types = obj_types(c.general.general_obj_types, c.general_obj_types_127_64);
+    let general = general_caps(&c.general);
+    let dpa = c.dpa.as_ref().map(dpa_caps);
+    let model = opened.model.as_ref().map(|m| {
+        m.with_profile_mut(|p| {
             (
                 p.name,
                 p.dpa_cores,
@@ -608,8 +965,77 @@ fn caps(cli: &Cli) -> Result<(), ToolError> {
                 p.comp_vectors,
                 p.mac,
             )
+        })
+    });
+    let mac = |m: [u8; 6]| {
+        m.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    if as_json {
+        let obj = |rows: &[(&str, Cap)]| {
+            Json::Object(
+                rows.iter()
+                    .map(|(n, v)| ((*n).to_string(), v.json()))
+                    .collect(),
+            )
+        };
+        let dpa_json = match (&c.dpa, &dpa) {
+            (Some(d), Some(rows)) => {
+                let mut o = obj(rows);
+                if let Json::Object(m) = &mut o {
+                    m.insert("process_mem_bytes".into(), json!(d.process_mem_bytes()));
+                    m.insert("usable".into(), json!(c.has_dpa()));
+                }
+                o
+            }
+            _ => Json::Null,
+        };
+        let model_json = model.map(|(name, cores, eus, vectors, m)| {
+            json!({"profile": name, "dpa_cores": cores, "dpa_eus_per_core": eus,
+                   "comp_vectors": vectors, "mac": mac(m)})
         });
-        let mac: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
+        println!(
+            "{}",
+            json!({
+                "device": dev.describe(),
+                "general": obj(&general),
+                "general_obj_types": format!("{:#018x}", c.general.general_obj_types),
+                "general_obj_types_127_64": format!("{:#018x}", c.general_obj_types_127_64),
+                "obj_types": types,
+                "dpa": dpa_json,
+                "model": model_json,
+            })
+        );
+        return Ok(());
+    }
+    println!("device: {}", dev.describe());
+    println!("general capabilities (cmd_hca_cap):");
+    for (n, v) in &general {
+        println!("  {n:<34} {}", v.text());
+    }
+    println!(
+        "  {:<34} {:#018x} {:#018x} (127..64, 63..0)",
+        "general_obj_types", c.general_obj_types_127_64, c.general.general_obj_types
+    );
+    println!("  {:<34} {}", "object types", types.join(", "));
+    match (&c.dpa, &dpa) {
+        (Some(d), Some(rows)) => {
+            println!("DPA capabilities (dpa_cap):");
+            for (n, v) in rows {
+                println!("  {n:<34} {}", v.text());
+            }
+            println!("  {:<34} {} bytes", "process memory", d.process_mem_bytes());
+            println!(
+                "DPA usable (apu, DPA page, process/thread/memory object types): {}",
+                if c.has_dpa() { "yes" } else { "no" }
+            );
+        }
+        _ => println!("DPA: not present"),
+    }
+    if let Some((name, cores, eus, vectors, m)) = model {
+        // What the capability pages do not carry: the model's topology.
         println!("model profile: {name}");
         if cores > 0 {
             println!(
@@ -618,7 +1044,7 @@ fn caps(cli: &Cli) -> Result<(), ToolError> {
             );
         }
         println!("model completion vectors: {vectors}");
-        println!("model MAC: {}", mac.join(":"));
+        println!("model MAC: {}", mac(m));
     }
     Ok(())
 }
@@ -649,6 +1075,15 @@ mod tests {
     fn sim_flag_takes_an_optional_profile() {
         let cli = Cli::try_parse_from(["mlx5-dpa", "--sim", "caps"]).unwrap();
         assert_eq!(cli.sim.as_deref(), Some(DEFAULT_PROFILE));
+        // `--sim cx7` with a space reads as `--sim=cx7`.
+        let args = normalize_args(["mlx5-dpa", "--sim", "cx7", "caps"].map(Into::into));
+        let cli = Cli::try_parse_from(args).unwrap();
+        assert_eq!(cli.sim.as_deref(), Some("cx7"));
+        let args = normalize_args(["mlx5-dpa", "--sim", "caps"].map(Into::into));
+        assert_eq!(
+            Cli::try_parse_from(args).unwrap().sim.as_deref(),
+            Some("bf3")
+        );
         let cli = Cli::try_parse_from(["mlx5-dpa", "caps", "--sim=cx7", "--trace"]).unwrap();
         assert_eq!(cli.sim.as_deref(), Some("cx7"));
         assert!(cli.trace);

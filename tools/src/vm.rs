@@ -8,16 +8,30 @@
 //! stopped: exit (ecall exit), code 0
 //! exit code: 0
 //! instructions: 480228
+//! speed: 312.4 MIPS (0.0015 s)
 //! ```
 //!
-//! (`return value: 0x2a (42)` instead of `exit code` when the entry function returned). A run
-//! that ends by exit or return succeeds whatever the code; a fault, an `ebreak`, an unknown
-//! `ecall` or an exhausted budget is an error (exit status 1) after the same report.
+//! (`return value: 0x2a (42)` instead of `exit code` when the entry function returned), or
+//! with `--json` one object `{"stop", "exit_code" | "return_value", "instructions",
+//! "seconds", "mips", "output"}`.
+//!
+//! Exit status: the program's exit code when it exits (0-255; 255 for any other code,
+//! negative ones included), 0 when the entry function returns, 1 when it does not finish (a
+//! fault, an `ebreak`, an unknown `ecall`, the instruction budget) or cannot be loaded.
+//!
+//! A FlexIO device program has no standalone entry (its `e_entry` is the runtime's
+//! `flexio_dev_thread_finish`, or 0): without `--entry` the tool says so and lists the entry
+//! symbols instead of running it.
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
 
 use mlx5_sim::riscv::bare::{BareError, BareMachine, BareStop};
+use serde_json::json;
+
+use crate::input::{self, InputError};
 
 /// Instructions a run may take unless `--max-insns` says otherwise.
 pub const DEFAULT_MAX_INSNS: u64 = 1_000_000_000;
@@ -44,23 +58,63 @@ pub enum VmCmd {
         /// Stop after this many instructions.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_INSNS)]
         max_insns: u64,
+        /// One JSON object instead of text (the program's output is a field of it).
+        #[arg(long)]
+        json: bool,
     },
 }
 
 /// Why `vm run` failed.
 #[derive(Debug, thiserror::Error)]
 pub enum VmError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Read(#[from] InputError),
     #[error("{path}: {source}")]
     Load { path: String, source: BareError },
     #[error("argument {0:?} is not an integer (decimal, -decimal or 0x hex)")]
     BadArg(String),
     #[error("the program did not finish: {0}")]
     Stopped(BareStop),
+    #[error(
+        "{path} has no standalone entry (a FlexIO device program: e_entry is {entry}); run one \
+         of its entry symbols with --entry SYMBOL: {}",
+        symbols.join(", ")
+    )]
+    NoEntry {
+        path: String,
+        entry: String,
+        symbols: Vec<String>,
+    },
+}
+
+/// The symbol FlexIO device programs (DPACC's and fw-blobs') point `e_entry` at.
+const FLEXIO_DEFAULT_ENTRY: &str = "flexio_dev_thread_finish";
+
+/// When the ELF's entry point is no program start (0, or FlexIO's default entry), what
+/// `e_entry` is and the global functions one may start instead.
+fn no_standalone_entry(bytes: &[u8], entry: u64) -> Option<(String, Vec<String>)> {
+    let elf = mlx5_dpa::dpa::elf::Elf::parse(bytes).ok()?;
+    let at_default = elf
+        .symbol(FLEXIO_DEFAULT_ENTRY)
+        .is_some_and(|s| s.value == entry);
+    if entry != 0 && !at_default {
+        return None;
+    }
+    let mut symbols: Vec<String> = elf
+        .symbols()
+        .iter()
+        // Global (1) or weak (2) functions (2), defined: what FlexIO starts by name.
+        .filter(|s| s.kind() == 2 && matches!(s.binding(), 1 | 2) && s.is_defined())
+        .filter(|s| s.name != FLEXIO_DEFAULT_ENTRY && !s.name.is_empty())
+        .map(|s| s.name.clone())
+        .collect();
+    symbols.sort();
+    let what = if at_default {
+        format!("{FLEXIO_DEFAULT_ENTRY} at {entry:#x}")
+    } else {
+        "0".to_string()
+    };
+    Some((what, symbols))
 }
 
 /// Parses an argument: decimal, negative decimal (two's complement), or 0x hex.
@@ -76,19 +130,17 @@ pub fn parse_arg(s: &str) -> Result<u64, VmError> {
     }
 }
 
-/// Runs a `vm` subcommand.
-pub fn run(cmd: &VmCmd) -> Result<(), VmError> {
+/// Runs a `vm` subcommand; the exit status is the program's (see the module's doc).
+pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
     let VmCmd::Run {
         elf,
         entry,
         args,
         max_insns,
+        json,
     } = cmd;
     let path = elf.display().to_string();
-    let bytes = std::fs::read(elf).map_err(|source| VmError::Read {
-        path: path.clone(),
-        source,
-    })?;
+    let bytes = input::read_bounded(elf, input::MAX_ELF_FILE)?;
     let args = args
         .iter()
         .filter(|a| !a.trim().is_empty())
@@ -99,13 +151,51 @@ pub fn run(cmd: &VmCmd) -> Result<(), VmError> {
         source,
     };
     let mut machine = BareMachine::from_elf_bytes(&bytes).map_err(load)?;
+    if entry.is_none() {
+        if let Some((entry, symbols)) = no_standalone_entry(&bytes, machine.entry()) {
+            return Err(VmError::NoEntry {
+                path,
+                entry,
+                symbols,
+            });
+        }
+    }
+    let start = Instant::now();
     let report = match entry {
         Some(sym) => machine.call_symbol(sym, &args, *max_insns),
         None => machine.call(machine.entry(), &args, *max_insns),
     }
     .map_err(load)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mips = if seconds > 0.0 {
+        report.instret as f64 / seconds / 1e6
+    } else {
+        0.0
+    };
+    let status = match report.stop {
+        BareStop::Exit { code, .. } => ExitCode::from(u8::try_from(code).unwrap_or(255)),
+        BareStop::Return { .. } => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    };
     let mut out = std::io::stdout().lock();
-    // A closed stdout is not worth failing the run for.
+    if *json {
+        let mut o = json!({
+            "stop": report.stop.to_string(),
+            "finished": matches!(report.stop, BareStop::Exit { .. } | BareStop::Return { .. }),
+            "instructions": report.instret,
+            "seconds": seconds,
+            "mips": mips,
+            "output": String::from_utf8_lossy(machine.output()),
+        });
+        match report.stop {
+            BareStop::Exit { code, .. } => o["exit_code"] = json!(code as i64),
+            BareStop::Return { value } => o["return_value"] = json!(value),
+            _ => {}
+        }
+        let _ = writeln!(out, "{o}");
+        let _ = out.flush();
+        return Ok(status);
+    }
     let _ = out.write_all(machine.output());
     let _ = writeln!(out, "stopped: {}", report.stop);
     match report.stop {
@@ -118,9 +208,10 @@ pub fn run(cmd: &VmCmd) -> Result<(), VmError> {
         _ => {}
     }
     let _ = writeln!(out, "instructions: {}", report.instret);
+    let _ = writeln!(out, "speed: {mips:.1} MIPS ({seconds:.4} s)");
     let _ = out.flush();
     match report.stop {
-        BareStop::Exit { .. } | BareStop::Return { .. } => Ok(()),
+        BareStop::Exit { .. } | BareStop::Return { .. } => Ok(status),
         other => Err(VmError::Stopped(other)),
     }
 }

@@ -22,6 +22,19 @@ fn ok(args: &[&str]) -> (String, String) {
     (stdout(&o), stderr(&o))
 }
 
+/// Runs a `cmd` that firmware refuses: exit status 3, the answer printed.
+fn refused(args: &[&str]) -> (String, String) {
+    let o = run(args);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "mlx5-dpa {args:?}\nstdout:\n{}\nstderr:\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    (stdout(&o), stderr(&o))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -40,7 +53,16 @@ fn sim_caps_shows_the_dpa() {
     let (out, _) = ok(&["--sim", "caps"]);
     assert!(out.contains("profile bf3"), "{out}");
     assert!(out.contains("DPA capabilities"), "{out}");
-    assert!(out.contains("max_num_dpa_thread_per_group: 16"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["max_num_dpa_thread_per_group", "16"]),
+        "{out}"
+    );
+    // Named bits and log2 fields read as words and numbers, not Rust Debug output.
+    assert!(out.contains("thread_affinity_single_hart"), "{out}");
+    assert!(!out.contains("DpaCaps {"), "{out}");
+    assert!(out.contains("DPA_PROCESS, DPA_THREAD"), "{out}");
     assert!(
         out.contains("model DPA: 16 cores x 16 execution units"),
         "{out}"
@@ -90,7 +112,7 @@ fn cmd_nop_answers_ok() {
 
 #[test]
 fn cmd_unknown_opcode_names_the_model_check() {
-    let (out, _) = ok(&["--sim", "cmd", UNKNOWN_OP]);
+    let (out, _) = refused(&["--sim", "cmd", UNKNOWN_OP]);
     assert!(out.contains("status:  BAD_OP (0x2)"), "{out}");
     assert!(out.contains("syndrome: 0x51310003"), "{out}");
     assert!(
@@ -104,7 +126,7 @@ fn cmd_unknown_opcode_names_the_model_check() {
 fn cmd_create_cq_with_garbage_fields_is_refused_with_a_check() {
     // cqe_sz 3 is neither 64 nor 128 bytes.
     let bad_cqe = create_cq(|v| v.set(create_cq_in::cq_context.at(cqc::cqe_sz), 3));
-    let (out, _) = ok(&["--sim", "cmd", &bad_cqe]);
+    let (out, _) = refused(&["--sim", "cmd", &bad_cqe]);
     assert!(out.contains("command: CREATE_CQ (0x400)"), "{out}");
     assert!(out.contains("status:  BAD_PARAM (0x3)"), "{out}");
     assert!(
@@ -115,7 +137,7 @@ fn cmd_create_cq_with_garbage_fields_is_refused_with_a_check() {
 
     // A UAR page this context never allocated.
     let bad_uar = create_cq(|v| v.set(create_cq_in::cq_context.at(cqc::uar_page), 0x1234));
-    let (out, _) = ok(&["--sim", "cmd", &bad_uar]);
+    let (out, _) = refused(&["--sim", "cmd", &bad_uar]);
     assert!(out.contains("status:  BAD_RES (0x5)"), "{out}");
     assert!(
         out.contains("model check: uar_page is not an allocated UAR"),
@@ -146,7 +168,7 @@ fn trace_prints_each_command_on_stderr() {
     assert!(line.contains("duration_ns="), "{line}");
 
     // A refused command is traced with its status and syndrome.
-    let (_, err) = ok(&["--sim", "--trace", "cmd", UNKNOWN_OP]);
+    let (_, err) = refused(&["--sim", "--trace", "cmd", UNKNOWN_OP]);
     assert!(
         err.lines()
             .any(|l| l.contains("status=BAD_OP") && l.contains("syndrome=0x51310003")),
@@ -209,6 +231,7 @@ fn demo_eth_loopback_sends_receives_and_verifies_every_frame() {
         out.contains("sent 300, received 300, verified 300 frames"),
         "{out}"
     );
+    assert!(out.contains(" Mpps, "), "the rate: {out}");
     // The loopback port records each frame once, in order: EtherType 0x88b5, then the frame's
     // index as a big-endian u32.
     let frames = mlx5_sim::port::pcap::read_pcap(&std::fs::read(&pcap).expect("pcap written"))
@@ -264,4 +287,199 @@ fn demo_pcap_on_hardware_is_refused_clearly() {
     ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("mlx5-dpa:"), "{}", stderr(&o));
+}
+
+/// Output into a closed pipe ends the tool quietly (SIGPIPE, as for any filter), never with
+/// a panic, for every command that prints much: `mlx5-dpa prm layouts | head -1`.
+#[test]
+fn a_closed_pipe_ends_the_tool_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    for args in [
+        &["prm", "layouts"][..],
+        &["--sim", "caps"],
+        &["--sim", "cmd", NOP],
+        &["prm", "decode", "create_cq_in", &"00".repeat(0x110)],
+        &["devices"],
+        &["sim", "--seconds", "3"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // Read one byte, then close the pipe, as `head -c 1` does.
+        let mut pipe = child.stdout.take().expect("stdout");
+        let mut one = [0u8; 1];
+        let _ = pipe.read(&mut one);
+        drop(pipe);
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .expect("stderr");
+        let status = child.wait().expect("wait");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            status.success() || status.signal() == Some(13),
+            "{args:?}: {status:?}, stderr {err}"
+        );
+    }
+}
+
+/// Inputs that would take unbounded memory are refused before they are read.
+#[test]
+fn inputs_and_output_lengths_are_bounded() {
+    for args in [
+        &["elf", "info", "/dev/zero"][..],
+        &["vm", "run", "/dev/zero"],
+        &["prm", "decode", "mbox_out", "@/dev/zero"],
+        &["--sim", "cmd", "@/dev/zero"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&o).contains("/dev/zero is not a regular file"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let big = scratch("cli", "big.hex", &vec![b'0'; (1 << 20) + 2]);
+    let o = run(&["prm", "decode", "mbox_out", &format!("@{big}")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("more than 1048576 bytes"),
+        "{}",
+        stderr(&o)
+    );
+    for n in ["4000000000", "65536", "15"] {
+        let o = run(&["--sim", "cmd", "--out-len", n, NOP]);
+        assert_eq!(o.status.code(), Some(1), "--out-len {n}");
+        assert!(stderr(&o).contains("65535"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "nothing sent: {}", stdout(&o));
+    }
+    let (out, _) = ok(&["--sim", "cmd", "--out-len", "65535", NOP]);
+    assert!(out.contains("outbox (65535 bytes):"), "{out}");
+}
+
+/// `--sim` / `--device` on a command that talks to no device are usage errors, a misspelt
+/// profile too; `--sim PROFILE` with a space works.
+#[test]
+fn global_options_that_do_not_apply_are_refused() {
+    for args in [
+        &["--sim=nonsense", "elf", "info", "x"][..],
+        &["--sim", "prm", "layouts"],
+        &["--device", "mlx5_0", "vm", "run", "x"],
+        &["--device", "mlx5_0", "sim"],
+        &["--sim=nonsense", "caps"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stdout(&o));
+        assert!(
+            stderr(&o).starts_with("mlx5-dpa: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let (out, _) = ok(&["--sim", "cx7", "caps"]);
+    assert!(out.contains("profile cx7"), "{out}");
+    let (out, _) = ok(&["caps", "--sim", "cx7"]);
+    assert!(out.contains("profile cx7"), "{out}");
+}
+
+/// What scripts read: one JSON object each, with the figures the text shows.
+#[test]
+fn json_outputs_parse() {
+    let parse = |args: &[&str]| -> serde_json::Value {
+        let o = run(args);
+        serde_json::from_str(&stdout(&o))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", stdout(&o)))
+    };
+    let d = parse(&["devices", "--json"]);
+    assert!(d["devices"].is_array());
+    assert!(d["model_profiles"].as_array().is_some_and(|p| p.len() >= 2));
+    let c = parse(&["--sim", "caps", "--json"]);
+    assert_eq!(c["general"]["apu"], true);
+    assert_eq!(c["dpa"]["max_num_dpa_thread_per_group"], 16);
+    assert_eq!(c["dpa"]["usable"], true);
+    assert_eq!(c["model"]["profile"], "bf3");
+    assert!(c["obj_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t == "DPA_THREAD"));
+    let c = parse(&["--sim=cx7", "caps", "--json"]);
+    assert!(c["dpa"].is_null());
+    let r = parse(&["--sim", "cmd", UNKNOWN_OP, "--json"]);
+    assert_eq!(r["status"], 2);
+    assert_eq!(r["status_name"], "BAD_OP");
+    assert_eq!(r["syndrome"], 0x5131_0003);
+    let r = parse(&["--sim", "cmd", NOP, "--json"]);
+    assert_eq!(r["status_name"], "OK");
+    assert_eq!(r["opcode_name"], "NOP");
+    let p = parse(&[
+        "prm",
+        "decode",
+        "alloc_pd_out",
+        "00000000 00000000 00000017 00000000",
+        "--json",
+    ]);
+    assert_eq!(p["fields"]["pd"], 0x17);
+    let v = parse(&[
+        "vm",
+        "run",
+        &repo("fw-blobs/bin/rpc_calc.elf"),
+        "--entry",
+        "rpc_calculate",
+        "--args",
+        "44,55",
+        "--json",
+    ]);
+    assert_eq!(v["return_value"], 99);
+}
+
+/// A long `demo eth-loopback` shows progress with a rate; Ctrl-C stops sending, collects what
+/// is in flight, and prints the summary (exit 0).
+#[test]
+fn demo_eth_loopback_reports_progress_and_stops_on_ctrl_c() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
+        .args(["--sim", "demo", "eth-loopback", "--packets", "1000000000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    // The first progress line comes after a second of traffic.
+    let progress = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("... "))
+        .expect("a progress line");
+    assert!(progress.contains(" Mpps"), "{progress}");
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}: {rest:?}");
+    let summary = rest
+        .iter()
+        .find(|l| l.starts_with("sent "))
+        .unwrap_or_else(|| panic!("no summary in {rest:?}"));
+    assert!(summary.contains("(interrupted after "), "{summary}");
+    // Everything sent came back and was checked.
+    let n: Vec<&str> = summary
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .collect();
+    assert_eq!(n[0], n[1], "sent = received: {summary}");
+    assert_eq!(n[1], n[2], "received = verified: {summary}");
 }

@@ -171,7 +171,8 @@ fn exit_process_ecall_and_tohost_end_the_run() {
         &elf(&[addi(A7, 0, 4), addi(A0, 0, -7), ECALL], &[], &[]),
     );
     let o = run(&["vm", "run", &path]);
-    assert!(o.status.success());
+    // The program's exit code is the tool's exit status; -7 is outside 0-255: 255.
+    assert_eq!(o.status.code(), Some(255), "{}", stderr(&o));
     assert!(
         stdout(&o).contains(
             "stopped: exit (ecall EXIT_PROCESS), code -7\nexit code: -7\ninstructions: 3\n"
@@ -179,6 +180,14 @@ fn exit_process_ecall_and_tohost_end_the_run() {
         "{}",
         stdout(&o)
     );
+    assert!(stdout(&o).contains(" MIPS ("), "{}", stdout(&o));
+    let o = run(&["vm", "run", &path, "--json"]);
+    assert_eq!(o.status.code(), Some(255));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    assert_eq!(j["exit_code"], -7);
+    assert_eq!(j["instructions"], 3);
+    assert_eq!(j["finished"], true);
+    assert!(j["mips"].is_number(), "{j}");
     // t0 = 1 << 31 (DATA); t1 = (5 << 1) | 1; sd t1, 8(t0)  (tohost at DATA + 8)
     let path = scratch(
         "vm-test",
@@ -190,7 +199,7 @@ fn exit_process_ecall_and_tohost_end_the_run() {
         ),
     );
     let o = run(&["vm", "run", &path]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
     assert!(
         stdout(&o).contains("stopped: exit (tohost), code 5\nexit code: 5\ninstructions: 4\n"),
         "{}",
@@ -255,4 +264,15 @@ fn bad_input_is_reported() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn a_flexio_program_without_entry_lists_its_entries() {
+    let o = run(&["vm", "run", &repo("fw-blobs/bin/rpc_calc.elf")]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("has no standalone entry"), "{err}");
+    assert!(err.contains("flexio_dev_thread_finish"), "{err}");
+    assert!(err.contains("rpc_calculate_rpc_stub"), "{err}");
+    assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
 }
