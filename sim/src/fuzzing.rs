@@ -1014,3 +1014,68 @@ fn clear_dpa_registers(dev: &Device) {
         }
     }
 }
+
+/// Fuzz entry point: any bytes as a frame arriving at the model's port from outside (a TAP,
+/// a linked device): the RoCE v2 address check and parser. When the bytes carry an IPv4
+/// total length that fits, they are parsed a second time with the ICRC made right, so the
+/// parser gets past its check to the transport headers. Must never panic; what it accepts
+/// must lie inside the frame.
+pub fn fuzz_roce_frame(data: &[u8]) {
+    use crate::port::roce;
+    let mac = [0x02, 0x00, 0x5e, 0x00, 0x00, 0x01];
+    let ip = [10, 0, 0, 1];
+    let _ = roce::is_for(data, &mac, &ip);
+    let check = |f: &[u8]| {
+        if let Ok(p) = roce::parse(f) {
+            assert!(p.payload.len() <= f.len());
+        }
+    };
+    check(data);
+    let Some(total) = data
+        .get(16..18)
+        .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+    else {
+        return;
+    };
+    let end = 14 + total;
+    if total < 4 || end > data.len() {
+        return;
+    }
+    let mut f = data.to_vec();
+    if let Some(c) = roce::icrc(&f[14..end - 4]) {
+        f[end - 4..end].copy_from_slice(&c.to_le_bytes());
+        check(&f);
+    }
+}
+
+/// Fuzz entry point: any bytes as a frame reaching `mlx5-dpa sim`'s responder (from the
+/// kernel through a TAP): its ARP and ICMP echo parsers, also with the target address patched
+/// in so they get past the address check. Replies are well formed: ARP replies 60 bytes, echo
+/// replies with valid IPv4 and ICMP checksums. Must never panic.
+pub fn fuzz_responder_frame(data: &[u8]) {
+    use crate::responder::{arp_reply, checksum, echo_reply};
+    let ip = std::net::Ipv4Addr::new(10, 99, 0, 2);
+    let mac = [0x02, 0x00, 0x5e, 0x00, 0x00, 0x02];
+    let check = |f: &[u8]| {
+        if let Some(r) = arp_reply(f, ip, mac) {
+            assert_eq!(r.len(), 60);
+        }
+        if let Some(r) = echo_reply(f, ip, mac) {
+            let ihl = usize::from(r[14] & 0xf) * 4;
+            let total = usize::from(u16::from_be_bytes([r[16], r[17]]));
+            assert_eq!(r.len(), 14 + total);
+            assert_eq!(checksum(&r[14..14 + ihl]), 0, "IPv4 header checksum");
+            assert_eq!(checksum(&r[14 + ihl..]), 0, "ICMP checksum");
+        }
+    };
+    check(data);
+    let mut f = data.to_vec();
+    if f.len() >= 42 {
+        // ARP target protocol address, then IPv4 destination.
+        f[38..42].copy_from_slice(&ip.octets());
+        check(&f);
+        let mut g = data.to_vec();
+        g[30..34].copy_from_slice(&ip.octets());
+        check(&g);
+    }
+}

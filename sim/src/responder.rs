@@ -104,7 +104,7 @@ impl Responder {
 }
 
 /// The ARP reply to a request for `ip`, from `mac`.
-fn arp_reply(f: &[u8], ip: Ipv4Addr, mac: [u8; 6]) -> Option<Vec<u8>> {
+pub(crate) fn arp_reply(f: &[u8], ip: Ipv4Addr, mac: [u8; 6]) -> Option<Vec<u8>> {
     // Ethernet + ARP for IPv4 over Ethernet: htype 1, ptype 0x0800, hlen 6, plen 4, op 1.
     if f.len() < 42 || f[12..14] != [0x08, 0x06] || f[14..22] != [0, 1, 8, 0, 6, 4, 0, 1] {
         return None;
@@ -124,7 +124,7 @@ fn arp_reply(f: &[u8], ip: Ipv4Addr, mac: [u8; 6]) -> Option<Vec<u8>> {
     Some(r)
 }
 
-fn checksum(data: &[u8]) -> u16 {
+pub(crate) fn checksum(data: &[u8]) -> u16 {
     let mut sum: u32 = data
         .chunks(2)
         .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
@@ -136,7 +136,7 @@ fn checksum(data: &[u8]) -> u16 {
 }
 
 /// The ICMP echo reply to an echo request for `ip`.
-fn echo_reply(f: &[u8], ip: Ipv4Addr, mac: [u8; 6]) -> Option<Vec<u8>> {
+pub(crate) fn echo_reply(f: &[u8], ip: Ipv4Addr, mac: [u8; 6]) -> Option<Vec<u8>> {
     if f.len() < 42 || f[12..14] != [0x08, 0x00] || f[14] >> 4 != 4 {
         return None;
     }

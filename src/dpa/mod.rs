@@ -40,6 +40,8 @@ pub mod copy;
 pub mod coredump;
 pub mod elf;
 pub mod eu;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod heap;
 pub mod msg_stream;
 pub mod outbox;

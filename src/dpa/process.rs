@@ -466,13 +466,20 @@ impl Process {
     /// # Errors
     /// Firmware refuses while the process has not failed; an undecodable image.
     pub fn coredump(&self) -> Result<Coredump, DpaError> {
-        let image = devx::exec(
+        Ok(Coredump::parse(&self.coredump_raw()?)?)
+    }
+
+    /// The coredump image as firmware returned it (to save, or to decode elsewhere).
+    ///
+    /// # Errors
+    /// As [`Process::coredump`], less the decoding.
+    pub fn coredump_raw(&self) -> Result<Vec<u8>, DpaError> {
+        Ok(devx::exec(
             self.inner.dev.as_ref(),
             &DpaProcessCoredump {
                 dpa_process_id: self.inner.id,
             },
-        )?;
-        Ok(Coredump::parse(&image)?)
+        )?)
     }
 
     /// Allocates `size` bytes of DPA memory (FlexIO `flexio_buf_dev_alloc`); see

@@ -175,18 +175,30 @@ impl CodeCache {
         self.code.len() + MAX_BLOCK <= MAX_CODE
     }
 
-    /// Appends a decoded block for `pc` in page `page`; returns (first index, length).
-    pub(crate) fn add_block(&mut self, page: usize, pc: u64, insns: &[Insn]) -> (usize, usize) {
-        let start = self.code.len();
-        let len = insns.len().min(MAX_BLOCK);
-        self.code.extend_from_slice(&insns[..len]);
+    /// Where the next block starts in the arena.
+    pub(crate) fn code_len(&self) -> usize {
+        self.code.len()
+    }
+
+    /// Appends one decoded instruction of the block being built (at most [`MAX_BLOCK`] per
+    /// block, after [`CodeCache::has_room`] said yes).
+    pub(crate) fn push_insn(&mut self, insn: Insn) {
+        self.code.push(insn);
+    }
+
+    /// Ends the block for `pc` in page `page` whose instructions were pushed since arena
+    /// index `start`; returns its length.
+    pub(crate) fn finish_block(&mut self, page: usize, pc: u64, start: usize) -> usize {
+        // Never more than a block: the builder stops at MAX_BLOCK.
+        self.code.truncate(start + MAX_BLOCK);
+        let len = self.code.len() - start.min(self.code.len());
         if let Some(e) = self.entries.get_mut(page * SLOTS + slot(pc)) {
             *e = (start as u32) << 8 | len as u32;
         }
         if let Some(l) = self.live.get_mut(page) {
             *l = true;
         }
-        (start, len)
+        len
     }
 
     /// The decoded instruction at arena index `i`.

@@ -14,10 +14,8 @@
 #[repr(u8)]
 #[allow(missing_docs)]
 pub(crate) enum Op {
-    /// Code-cache slot not decoded yet (never produced by the decoder).
-    Undecoded = 0,
     /// Illegal or unsupported encoding; `imm` holds the raw bits.
-    Illegal,
+    Illegal = 0,
     // RV64I
     Lui,
     Auipc,
@@ -167,16 +165,6 @@ pub(crate) struct Insn {
 pub(crate) const SINK: u8 = 32;
 
 impl Insn {
-    /// The empty code-cache slot.
-    pub const UNDECODED: Insn = Insn {
-        op: Op::Undecoded,
-        rd: SINK,
-        rs1: 0,
-        rs2: 0,
-        len: 2,
-        imm: 0,
-    };
-
     fn new(op: Op, rd: u32, rs1: u32, rs2: u32, imm: i32, len: u8) -> Insn {
         let rd = (rd & 31) as u8;
         Insn {

@@ -8,7 +8,7 @@
 //! fetches when it covers the access, otherwise through the [`Bus`].
 
 use super::cache::{to_page_end, CodeCache, MAX_BLOCK, NO_PAGE, PAGE_SHIFT};
-use super::decode::{decode, insn_len, Insn, Op};
+use super::decode::{decode, insn_len, Op};
 use super::ram::{AmoOp, RamRegion};
 use super::{Access, Bus, Fault, Hart, MemError, Stop};
 
@@ -177,7 +177,8 @@ impl<B: Bus> Exec<'_, B> {
             error,
         };
         let room = to_page_end(pc);
-        let mut insns = [Insn::UNDECODED; MAX_BLOCK];
+        // Decoded straight into the cache's arena (no block-sized buffer to fill and copy).
+        let start = self.cache.code_len();
         let mut n = 0;
         let mut off = 0u64; // bytes from pc
         while n < MAX_BLOCK && off < room {
@@ -203,14 +204,14 @@ impl<B: Bus> Exec<'_, B> {
                 u32::from(lo)
             };
             let insn = decode(raw);
-            insns[n] = insn;
+            self.cache.push_insn(insn);
             n += 1;
             off += len;
             if ends_block(insn.op) || crosses {
                 break;
             }
         }
-        let (start, len) = self.cache.add_block(page, pc, &insns[..n]);
+        let len = self.cache.finish_block(page, pc, start);
         Ok((page, start, len))
     }
 }
@@ -231,7 +232,6 @@ fn ends_block(op: Op) -> bool {
             | Op::Ebreak
             | Op::FenceI
             | Op::Illegal
-            | Op::Undecoded
     )
 }
 
@@ -394,8 +394,7 @@ pub(super) fn run<B: Bus>(
             }
 
             match insn.op {
-                // (Blocks never hold undecoded slots.)
-                Op::Undecoded | Op::Illegal => {
+                Op::Illegal => {
                     break 'run Stop::Fault(Fault::IllegalInstruction {
                         pc,
                         encoding: insn.encoding(),
