@@ -8,14 +8,12 @@ mod dpa_common;
 #[allow(dead_code)]
 mod pp;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mlx5_dpa::devx::Devx;
 use mlx5_dpa::dpa::DpaError;
 use mlx5_dpa::mlx5::cmd::OuterMatch;
-use mlx5_dpa::mlx5::Status;
 
 type R = Result<(), Box<dyn std::error::Error>>;
 
@@ -176,89 +174,5 @@ fn setup_dropped_at_once_leaves_nothing_200_times() -> R {
     Ok(())
 }
 
-/// Fails the n-th firmware command of the set-up, for every n: each failure is a
-/// `DpaError::Step` naming a set-up step with the firmware status underneath, and the model's
-/// inventory is empty after the error is returned.
-#[test]
-fn every_failed_setup_command_names_its_step_and_leaks_nothing() -> R {
-    let (d, ctx) = model();
-    // A clean run counts the set-up's commands.
-    let before = d.stats().fw.commands;
-    let p = pp::PacketProcessor::setup(&ctx, &pp::Options::default())?;
-    let n_cmds = d.stats().fw.commands - before;
-    drop(p);
-    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
-    assert!(n_cmds > 20, "the set-up issues {n_cmds} commands");
-
-    let mut steps = BTreeSet::new();
-    let mut tolerated = 0;
-    for n in 1..=n_cmds {
-        let failed = d.stats().fw.failed;
-        d.fail_nth_command(n, Status::BAD_RES);
-        let r = pp::PacketProcessor::setup(&ctx, &pp::Options::default());
-        d.clear_faults();
-        let e = match r {
-            Err(e) => e,
-            Ok(p) => {
-                // Only an optional query may fail without failing the set-up (the second
-                // general capability page, QUERY_HCA_CAP op_mod 0x20, which older firmware
-                // lacks); the command did fail, and the result works.
-                assert_eq!(
-                    d.stats().fw.failed,
-                    failed + 1,
-                    "command {n} was not failed"
-                );
-                p.wait_ready(T)?;
-                tolerated += 1;
-                continue;
-            }
-        };
-        let step = e
-            .step()
-            .unwrap_or_else(|| panic!("command {n}: error without a step: {e}"));
-        // The firmware's refusal is under the step (not some later symptom of it).
-        let root = format!("{:?}", e.root());
-        assert!(
-            root.contains("status: Status(5)"),
-            "command {n} ({step}): {root}"
-        );
-        steps.insert(step);
-        assert!(
-            d.inventory().is_empty(),
-            "command {n} ({step}) left: {}",
-            d.inventory()
-        );
-    }
-    assert!(tolerated <= 1, "{tolerated} failed commands went unnoticed");
-    // Every step that talks to firmware was hit by some failure. (The context block comes
-    // out of a DPA_MEM block the process already has, so its step issues no command.)
-    for s in [
-        "querying the port's MAC address",
-        "creating the DPA process",
-        "allocating packet buffers in DPA memory",
-        "creating the key over the packet buffers",
-        "creating the outbox",
-        "creating the event handler",
-        "creating the RQ's CQ in DPA memory",
-        "creating the RQ in DPA memory",
-        "creating the SQ's CQ in DPA memory",
-        "allocating the transport domain",
-        "creating the TIS",
-        "creating the SQ in DPA memory",
-        "steering the flow to the RQ",
-        "running the event handler",
-    ] {
-        assert!(
-            steps.contains(s),
-            "no failure landed in step {s:?}; saw {steps:?}"
-        );
-    }
-    // And after all that, the set-up still works.
-    let p = pp::PacketProcessor::setup(&ctx, &pp::Options::default())?;
-    p.wait_ready(T)?;
-    drop(p);
-    drop(ctx);
-    d.stop_engine();
-    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
-    Ok(())
-}
+// Fault injection over every command of the set-up and the teardown: tests/fault_sweep.rs
+// (`packet_processor_flow`).

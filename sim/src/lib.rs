@@ -40,6 +40,7 @@ pub mod dpa_rig;
 mod engine;
 mod events;
 #[doc(hidden)]
+pub mod fault_sweep;
 pub mod fuzzing;
 pub mod fw;
 mod mem;
@@ -254,6 +255,31 @@ impl Device {
         self.with_state(|st| {
             st.fw.faults.by_opcode.insert(opcode.0, status);
         })
+    }
+
+    /// Fails the `k`th command from now (1 = the next one) with `opcode` (and `op_mod`, when
+    /// given) with `status`. Unlike [`Device::fail_nth_command`], commands of other kinds in
+    /// between (a wait's polling queries, however many) do not move the target.
+    pub fn fail_nth_of(&self, opcode: Opcode, op_mod: Option<u16>, k: u64, status: Status) {
+        self.with_state(|st| st.fw.faults.nth_of.push((opcode, op_mod, k.max(1), status)))
+    }
+
+    /// Starts (`true`) or stops recording the opcode and `op_mod` of every command; stopping
+    /// returns what was recorded.
+    pub fn record_commands(&self, on: bool) -> Vec<(Opcode, u16)> {
+        self.with_state(|st| {
+            let was = std::mem::take(&mut st.fw.faults.trace);
+            if on {
+                st.fw.faults.trace = Some(Vec::new());
+            }
+            was.unwrap_or_default()
+        })
+    }
+
+    /// The commands injected faults failed since the last [`Device::clear_faults`]:
+    /// sequence number, opcode, `op_mod`.
+    pub fn injected_faults(&self) -> Vec<(u64, Opcode, u16)> {
+        self.with_state(|st| st.fw.faults.hit.clone())
     }
 
     /// Removes every injected fault.

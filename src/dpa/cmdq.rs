@@ -54,6 +54,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::process::StepExt;
 use super::process::{DpaBuf, DpaError, Process, ProcessStatus};
 use super::thread::{EventHandler, EventHandlerAttr, ThreadState};
 
@@ -239,16 +240,24 @@ impl CmdQueue {
             )));
         }
         process.symbol(WORKER_ENTRY)?;
-        let buf = process.alloc(ctx::SIZE + depth * TASK_BYTES)?;
+        let buf = process
+            .alloc(ctx::SIZE + depth * TASK_BYTES)
+            .step("allocating the queue in DPA memory")?;
         let daddr = buf.daddr();
         let mut head = [0u8; ctx::SIZE as usize];
         head[0..4].copy_from_slice(&CMDQ_MAGIC.to_le_bytes());
         head[4..8].copy_from_slice(&attr.log_depth.to_le_bytes());
         head[8..16].copy_from_slice(&(daddr + ctx::SIZE).to_le_bytes());
-        process.copy_to_dev(daddr, &head)?;
+        process
+            .copy_to_dev(daddr, &head)
+            .step("writing the queue's context")?;
         let mut workers = Vec::with_capacity(attr.workers as usize);
         for _ in 0..attr.workers {
-            workers.push(process.event_handler(&EventHandlerAttr::new(WORKER_ENTRY, daddr))?);
+            workers.push(
+                process
+                    .event_handler(&EventHandlerAttr::new(WORKER_ENTRY, daddr))
+                    .step("creating the worker threads")?,
+            );
         }
         Ok(CmdQueue {
             workers,

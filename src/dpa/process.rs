@@ -123,18 +123,29 @@ impl DpaError {
 
 /// Names the set-up step a fallible call belongs to ([`DpaError::Step`]).
 pub trait StepExt<T> {
-    /// Wraps an error as `DpaError::Step { step, .. }`.
+    /// Wraps an error of the device or the transport as `DpaError::Step { step, .. }`, so a
+    /// failed firmware command says which step of a multi-step flow it broke. Errors about
+    /// the caller's own input and about what the DPA program did ([`DpaError::BadArgs`],
+    /// [`DpaError::UnknownSymbol`], [`DpaError::Elf`], [`DpaError::NotSupported`],
+    /// [`DpaError::ProcessFault`]) pass through unwrapped, to be matched as they are.
     ///
     /// # Errors
-    /// The wrapped error.
+    /// The error, wrapped or not.
     fn step(self, step: &'static str) -> Result<T, DpaError>;
 }
 
 impl<T, E: Into<DpaError>> StepExt<T> for Result<T, E> {
     fn step(self, step: &'static str) -> Result<T, DpaError> {
-        self.map_err(|e| DpaError::Step {
-            step,
-            source: Box::new(e.into()),
+        self.map_err(|e| match e.into() {
+            e @ (DpaError::BadArgs(_)
+            | DpaError::UnknownSymbol(_)
+            | DpaError::Elf(_)
+            | DpaError::NotSupported(_)
+            | DpaError::ProcessFault { .. }) => e,
+            e => DpaError::Step {
+                step,
+                source: Box::new(e),
+            },
         })
     }
 }
@@ -348,18 +359,20 @@ impl Process {
         elf: &[u8],
         attr: &ProcessAttr,
     ) -> Result<Process, DpaError> {
-        let caps = DpaCaps::query(dev)?;
-        let parsed = Elf::parse_device(elf)?;
+        let caps = DpaCaps::query(dev).step("querying the DPA capabilities")?;
+        let parsed = Elf::parse_device(elf).step("parsing the device ELF")?;
         let symbols: Vec<(String, u64)> = parsed
             .symbols()
             .iter()
             .filter(|s| s.is_defined() && !s.name.is_empty())
             .map(|s| (s.name.clone(), s.value))
             .collect();
-        let image_buf = DmaBuf::new(elf.len().max(1))?;
-        image_buf.write(0, elf)?;
-        let image = Umem::register(dev, &image_buf, Access::empty())?;
-        let pd = Pd::alloc(dev)?;
+        const IMAGE: &str = "registering the ELF image";
+        let image_buf = DmaBuf::new(elf.len().max(1)).step(IMAGE)?;
+        image_buf.write(0, elf).step(IMAGE)?;
+        let image = Umem::register(dev, &image_buf, Access::empty()).step(IMAGE)?;
+        let pd = Pd::alloc(dev).step("allocating the process's PD")?;
+        const PROCESS: &str = "creating the DPA process";
         let (obj, id) = devx::create(
             dev,
             &CreateGeneralObject(DpaProcessAttr {
@@ -369,7 +382,8 @@ impl Process {
                 elf_size: elf.len() as u64,
                 heap_size: attr.heap_size,
             }),
-        )?;
+        )
+        .step(PROCESS)?;
         let q = devx::query(
             &obj,
             &QueryGeneralObject {
@@ -377,22 +391,29 @@ impl Process {
                 obj_id: id,
                 ctx_len: dpa_process::Layout::SIZE_BYTES,
             },
-        )?;
+        )
+        .step(PROCESS)?;
         let v = View::<dpa_process::Layout>::new(&q)
-            .map_err(|e| DpaError::Device(format!("DPA_PROCESS {id:#x} query: {e}")))?;
+            .map_err(|e| DpaError::Device(format!("DPA_PROCESS {id:#x} query: {e}")))
+            .step(PROCESS)?;
         let dumem_id = v.get(dpa_process::dumem_id) as u32;
         let dumem_base = v.get(dpa_process::dumem_base);
-        let uar = UarPage::alloc(dev, UarKind::NonCached)?;
+        const UAR: &str = "extending a UAR to the process";
+        let uar = UarPage::alloc(dev, UarKind::NonCached).step(UAR)?;
         let (dpa_uar, _) = devx::create(
             dev,
             &CreateGeneralObject(DpaUarAttr {
                 dpa_process_id: id,
                 uar_page: uar.page_id(),
             }),
-        )?;
-        let copier = Copier::new(dev, &pd, &uar, dumem_id, dumem_base)?;
+        )
+        .step(UAR)?;
+        let copier = Copier::new(dev, &pd, &uar, dumem_id, dumem_base)
+            .step("setting up host <-> DPA copies")?;
         let mut heap = Heap::default();
-        let (rpc_block, _) = heap.alloc(dev, id, 8 * (1 + MAX_RPC_ARGS as u64))?;
+        let (rpc_block, _) = heap
+            .alloc(dev, id, 8 * (1 + MAX_RPC_ARGS as u64))
+            .step("allocating the RPC argument block")?;
         Ok(Process {
             inner: Arc::new(ProcessInner {
                 deferred: Mutex::new(Vec::new()),
@@ -562,7 +583,8 @@ impl Process {
         for (i, a) in args.iter().enumerate() {
             bytes[8 * (i + 1)..8 * (i + 2)].copy_from_slice(&a.to_le_bytes());
         }
-        self.copy_to_dev(*block, &bytes)?;
+        self.copy_to_dev(*block, &bytes)
+            .step("writing the RPC arguments")?;
         self.run_once(&stub, *block)
     }
 
@@ -587,15 +609,18 @@ impl Process {
         arg: u64,
         timeout: Duration,
     ) -> Result<u64, DpaError> {
-        let thread = self.event_handler(&EventHandlerAttr::new(entry, arg))?;
-        thread.run(arg)?;
+        let thread = self
+            .event_handler(&EventHandlerAttr::new(entry, arg))
+            .step("creating the thread of the call")?;
+        thread.run(arg).step("starting the thread of the call")?;
         let r = thread.wait_done(timeout);
         if r.is_err() {
-            // Withdraw a queued run before the thread is destroyed (a running one refuses
-            // destruction; its handle then logs and the process release takes it).
+            // Withdraw a queued run before the thread is destroyed: a failed withdrawal
+            // (it is running) only means the destroy waits for the activation to end.
             let _ = thread.finish();
         }
-        let info = r?;
+        let info = r.step("waiting for the call to return")?;
+        thread.destroy().step("destroying the thread of the call")?;
         Ok(info.return_value)
     }
 }

@@ -59,6 +59,15 @@ pub struct FaultPlan {
     pub at: Vec<(u64, Status)>,
     /// Fail every command with this opcode.
     pub by_opcode: HashMap<u16, Status>,
+    /// Fail the `k`th command from now with this opcode (and `op_mod`, when given): the
+    /// count left until then.
+    pub nth_of: Vec<(Opcode, Option<u16>, u64, Status)>,
+    /// The commands failed so far: sequence number, opcode, `op_mod` (kept while the plan
+    /// is; [`crate::Device::injected_faults`]).
+    pub hit: Vec<(u64, Opcode, u16)>,
+    /// When set, every command's opcode and `op_mod` is appended
+    /// ([`crate::Device::record_commands`]).
+    pub trace: Option<Vec<(Opcode, u16)>>,
 }
 
 /// Counters.
@@ -181,8 +190,11 @@ impl Firmware {
             Opcode(0xffff)
         };
         outbox.iter_mut().for_each(|b| *b = 0);
+        let op_mod = inbox
+            .get(6..8)
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
         let res = self
-            .fault(seq, opcode)
+            .fault(seq, opcode, op_mod)
             .and_then(|()| self.dispatch(uid, opcode, inbox, outbox));
         let (status, syndrome) = match &res {
             Ok(_) => (Status::OK, 0),
@@ -208,20 +220,39 @@ impl Firmware {
         res
     }
 
-    fn fault(&mut self, seq: u64, opcode: Opcode) -> Result<(), Check> {
-        if self.faults.at.is_empty() && self.faults.by_opcode.is_empty() {
+    fn fault(&mut self, seq: u64, opcode: Opcode, op_mod: u16) -> Result<(), Check> {
+        if let Some(t) = &mut self.faults.trace {
+            t.push((opcode, op_mod));
+        }
+        if self.faults.at.is_empty()
+            && self.faults.by_opcode.is_empty()
+            && self.faults.nth_of.is_empty()
+        {
             return Ok(());
         }
+        let mut by_count = None;
+        for (op, m, left, status) in &mut self.faults.nth_of {
+            if *op == opcode && m.is_none_or(|m| m == op_mod) && *left > 0 {
+                *left -= 1;
+                if *left == 0 {
+                    by_count = by_count.or(Some(*status));
+                }
+            }
+        }
+        self.faults.nth_of.retain(|f| f.2 > 0);
         let status = if let Some(i) = self.faults.at.iter().position(|(n, _)| *n == seq) {
             Some(self.faults.at.swap_remove(i).1)
         } else {
-            self.faults.by_opcode.get(&opcode.0).copied()
+            by_count.or_else(|| self.faults.by_opcode.get(&opcode.0).copied())
         };
         match status {
-            Some(status) => Err(Check {
-                status,
-                ..check::FAULT_INJECTED
-            }),
+            Some(status) => {
+                self.faults.hit.push((seq, opcode, op_mod));
+                Err(Check {
+                    status,
+                    ..check::FAULT_INJECTED
+                })
+            }
             None => Ok(()),
         }
     }
