@@ -327,7 +327,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     };
     if let Some(dev) = &model {
         if let Some(path) = &pcap {
-            dev.capture(std::fs::File::create(path)?)?;
+            let f = std::fs::File::create(path).map_err(|e| format!("pcap {path}: {e}"))?;
+            dev.capture(f).map_err(|e| format!("pcap {path}: {e}"))?;
         }
         dev.start_engine();
     } else if pcap.is_some() {

@@ -688,7 +688,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         None => {
             let m = mlx5_sim::Device::with_profile("bf3").ok_or("no bf3 profile")?;
             if let Some(p) = &pcap {
-                m.capture(std::fs::File::create(p)?)?;
+                let f = std::fs::File::create(p).map_err(|e| format!("pcap {p}: {e}"))?;
+                m.capture(f).map_err(|e| format!("pcap {p}: {e}"))?;
             }
             // The model's engine runs the datapath and the DPA threads.
             m.start_engine();

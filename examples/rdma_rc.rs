@@ -396,7 +396,8 @@ fn main() -> Result<(), Box<dyn Error>> {
                 Arc::clone(&ca)
             };
             if let Some(path) = &pcap {
-                a.capture(std::fs::File::create(path)?)?;
+                let f = std::fs::File::create(path).map_err(|e| format!("pcap {path}: {e}"))?;
+                a.capture(f).map_err(|e| format!("pcap {path}: {e}"))?;
             }
             models.insert(0, a);
             for m in &models {
