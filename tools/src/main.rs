@@ -226,13 +226,22 @@ fn main() -> ExitCode {
     if cli.trace {
         init_tracing();
     }
-    match run(&cli) {
+    let code = match run(&cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("mlx5-dpa: {e}");
             ExitCode::FAILURE
         }
+    };
+    let kept = mlx5_dpa::mem::retained();
+    if kept.buffers > 0 {
+        eprintln!(
+            "mlx5-dpa: warning: {} buffers ({} bytes) were kept from the system because \
+             firmware refused to deregister them (a destroy failed during teardown)",
+            kept.buffers, kept.bytes
+        );
     }
+    code
 }
 
 /// `--sim PROFILE` (with a space) as `--sim=PROFILE`: a profile name is never a command, so
