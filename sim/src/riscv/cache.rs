@@ -41,8 +41,9 @@ pub struct CodeCache {
     /// Per cached page (page `i` at `i * SLOTS`), per halfword: `start << 8 | len` of the
     /// block starting there, 0 when none.
     entries: Vec<u32>,
-    /// Per cached page: whether any entry is set.
-    live: Vec<bool>,
+    /// Per cached page: the slots `lo .. hi` that may hold set entries (empty when
+    /// `lo >= hi`), so dropping a page clears only them, not all of its slots.
+    live: Vec<(u16, u16)>,
     /// Page number -> cached page.
     index: HashMap<u64, u32, BuildHasherDefault<PageHasher>>,
     /// Bit `filter_bit(vpn)` is set when a page with that number may be cached.
@@ -114,12 +115,13 @@ impl CodeCache {
     fn drop_page(&mut self, vpn: u64) {
         if let Some(&p) = self.index.get(&vpn) {
             let p = p as usize;
-            if self.live.get(p) == Some(&true) {
-                if let Some(e) = self.entries.get_mut(p * SLOTS..(p + 1) * SLOTS) {
+            if let Some(&(lo, hi)) = self.live.get(p).filter(|(lo, hi)| lo < hi) {
+                let (lo, hi) = (usize::from(lo), usize::from(hi));
+                if let Some(e) = self.entries.get_mut(p * SLOTS + lo..p * SLOTS + hi) {
                     e.fill(0);
                 }
                 if let Some(l) = self.live.get_mut(p) {
-                    *l = false;
+                    *l = (u16::MAX, 0);
                 }
             }
         }
@@ -155,7 +157,7 @@ impl CodeCache {
         }
         let p = self.pages();
         self.entries.resize((p + 1) * SLOTS, 0);
-        self.live.push(false);
+        self.live.push((u16::MAX, 0));
         self.index.insert(vpn, p as u32);
         let bit = filter_bit(vpn);
         self.filter[bit / 64] |= 1 << (bit % 64);
@@ -196,7 +198,8 @@ impl CodeCache {
             *e = (start as u32) << 8 | len as u32;
         }
         if let Some(l) = self.live.get_mut(page) {
-            *l = true;
+            let at = slot(pc) as u16;
+            *l = (l.0.min(at), l.1.max(at + 1));
         }
         len
     }
