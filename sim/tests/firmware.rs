@@ -2551,6 +2551,31 @@ fn fault_injection() {
     env.dev.clear_faults();
     ok(cq.destroy());
     assert_eq!(env.dev.inventory().count("CQ"), 0);
+
+    // The k-th command of one opcode, whatever runs in between; failed commands are
+    // recorded with their opcode and op_mod, and commands are traced when asked.
+    env.dev.clear_faults();
+    env.dev.record_commands(true);
+    env.dev
+        .fail_nth_of(Opcode::ALLOC_PD, None, 2, Status::BAD_RES);
+    let (_a, _) = ok(devx::create(&ctx, &AllocPd));
+    for _ in 0..5 {
+        ok(devx::exec(&*ctx, &Nop));
+    }
+    expect_check(devx::create(&ctx, &AllocPd), injected(Status::BAD_RES));
+    let (_b, _) = ok(devx::create(&ctx, &AllocPd));
+    let hit = env.dev.injected_faults();
+    assert_eq!(hit.len(), 1);
+    assert_eq!((hit[0].1, hit[0].2), (Opcode::ALLOC_PD, 0));
+    let trace = env.dev.record_commands(false);
+    assert_eq!(trace.len(), 8);
+    assert_eq!(trace.iter().filter(|(o, _)| *o == Opcode::NOP).count(), 5);
+    // An op_mod that never comes never fires.
+    env.dev
+        .fail_nth_of(Opcode::ALLOC_PD, Some(7), 1, Status::BAD_RES);
+    let (_c, _) = ok(devx::create(&ctx, &AllocPd));
+    assert_eq!(env.dev.injected_faults().len(), 1);
+    env.dev.clear_faults();
 }
 
 #[test]
