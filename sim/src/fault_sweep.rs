@@ -121,12 +121,8 @@ pub fn sweep<T, E: std::fmt::Debug>(s: &Sweep<'_, T, E>) -> SweepReport {
     let teardown_trace = d.record_commands(false);
     report.setup_commands = setup_trace.len() as u64;
     report.teardown_commands = teardown_trace.len() as u64;
-    assert_eq!(
-        d.stats().fw.failed,
-        0,
-        "{}: a clean run had failures",
-        s.name
-    );
+    // (A clean run may see refusals it handles itself: a destroy or run of a thread that is
+    // on an EU is refused until the activation ends, and waited out.)
     close(&format!("{} (clean run)", s.name), d, ctx);
 
     for (i, (op, op_mod, k)) in targets(&setup_trace).into_iter().enumerate() {
