@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Soak test: runs the DPA and device-model test binaries N times, two runs at once (as when
 # another test run shares the machine's cores), and names every test that failed, with the
-# round it failed in. Not part of CI; run it before trusting a change to the model or DPA.
+# round it failed in (the failed runs' output is kept in target/soak-failures/). Not part of
+# CI; run it before trusting a change to the model or DPA.
 #
 #   tools/soak.sh [N] [FILTER]    N rounds (default 50); FILTER: a test-name substring
 #                                  passed to every binary (default: all tests)
@@ -34,6 +35,10 @@ echo "soak: ${#BINS[@]} binaries, $N rounds, 2 runs at once${FILTER:+, filter '$
 
 LOGS=$(mktemp -d)
 trap 'rm -rf "$LOGS"' EXIT
+# The output of every failed binary run is kept here.
+KEEP=target/soak-failures
+rm -rf "$KEEP"
+mkdir -p "$KEEP"
 
 # One run: every binary in turn; writes "binary test" lines for failures to $1.
 run_all() {
@@ -43,6 +48,7 @@ run_all() {
 		name=$(basename "$b" | sed 's/-[0-9a-f]*$//')
 		log="$out.$name.log"
 		if ! "$b" --quiet ${FILTER:+"$FILTER"} >"$log" 2>&1; then
+			cp "$log" "$KEEP/$(basename "$out")-$(date +%s%N)-$name.log"
 			# libtest lists the failed tests under "failures:" as "    name".
 			if grep -q '^failures:$' "$log"; then
 				sed -n '/^failures:$/,/^test result/p' "$log" | grep -E '^    [A-Za-z0-9_:]+$' |
@@ -80,6 +86,6 @@ if [ "$failed" -eq 0 ]; then
 	echo "soak: $((2 * N)) runs of ${#BINS[@]} binaries, no failure"
 	exit 0
 fi
-echo "soak: $failed failures in $((2 * N)) runs; by test:"
+echo "soak: $failed failures in $((2 * N)) runs; by test (their output is in $KEEP):"
 sort "$LOGS/all" | uniq -c | sort -rn
 exit 1
