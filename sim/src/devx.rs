@@ -326,9 +326,13 @@ impl Devx for SimDevx {
     }
 
     fn event_channel(&self) -> Result<Box<dyn EventChannel>, DevxError> {
+        let handles = Arc::clone(&self.handles);
         Ok(Box::new(crate::events::SimEventChannel {
             dev: self.dev.clone(),
-            handles: Arc::clone(&self.handles),
+            resolve: Box::new(move |h| {
+                let table = handles.lock().unwrap_or_else(|e| e.into_inner());
+                table.objs.get(&h.0).copied()
+            }),
             queue: Arc::default(),
         }))
     }

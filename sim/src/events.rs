@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use mlx5_dpa::devx::{DevxError, DevxEvent, EventChannel, ObjHandle};
 
-use crate::devx::Handles;
 use crate::fw::ObjRef;
 use crate::Device;
 
@@ -86,9 +85,13 @@ pub(crate) fn cq_error_eqe(cqn: u32, syndrome: u8) -> [u8; 64] {
 }
 
 /// The model's event channel.
+/// The object an object handle of the channel's context names, if it is one.
+pub(crate) type ResolveHandle = Box<dyn Fn(ObjHandle) -> Option<ObjRef> + Send>;
+
 pub(crate) struct SimEventChannel {
     pub(crate) dev: Device,
-    pub(crate) handles: Arc<Mutex<Handles>>,
+    /// The context's handle table, as a lookup (the DevX layer owns the table).
+    pub(crate) resolve: ResolveHandle,
     pub(crate) queue: Arc<ChannelQueue>,
 }
 
@@ -100,13 +103,10 @@ impl EventChannel for SimEventChannel {
         cookie: u64,
     ) -> Result<(), DevxError> {
         let obj = match obj {
-            Some(h) => {
-                let handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-                Some(handles.objs.get(&h.0).copied().ok_or(DevxError::Os {
-                    op: "DEVX_SUBSCRIBE_EVENT",
-                    errno: nix::errno::Errno::EINVAL,
-                })?)
-            }
+            Some(h) => Some((self.resolve)(h).ok_or(DevxError::Os {
+                op: "DEVX_SUBSCRIBE_EVENT",
+                errno: nix::errno::Errno::EINVAL,
+            })?),
             None => None,
         };
         if event_types.is_empty() {

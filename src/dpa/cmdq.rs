@@ -560,3 +560,14 @@ impl Drop for CmdQueue {
         self.workers.clear();
     }
 }
+
+impl Process {
+    /// Creates a command queue on this process (FlexIO `flexio_cmdq_create`); the queue holds
+    /// a handle to the process, so the process outlives it.
+    ///
+    /// # Errors
+    /// As [`CmdQueue::create`].
+    pub fn cmdq(&self, attr: &CmdqAttr) -> Result<CmdQueue, DpaError> {
+        CmdQueue::create(self, attr)
+    }
+}

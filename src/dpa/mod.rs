@@ -47,6 +47,7 @@ pub mod msg_stream;
 pub mod outbox;
 pub mod process;
 pub mod queues;
+mod rpc;
 pub mod thread;
 pub mod window;
 pub use process::{DpaBuf, DpaError, ErrStatus, Process, ProcessAttr, ProcessStatus, StepExt};

@@ -99,3 +99,16 @@ impl Drop for Outbox {
         }
     }
 }
+
+impl super::Process {
+    /// Creates an outbox of this process over `uar` (FlexIO
+    /// `flexio_outbox_create(process, uar, &outbox)`); it rings only queues on that UAR.
+    /// Usually `uar` is [`Process::uar`](super::Process::uar) (FlexIO
+    /// `flexio_process_get_uar`).
+    ///
+    /// # Errors
+    /// Firmware's refusal (outbox limit, a UAR of another user context).
+    pub fn outbox(&self, uar: &Arc<UarPage>) -> Result<Outbox, DpaError> {
+        Outbox::create(self.inner(), uar)
+    }
+}

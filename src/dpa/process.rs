@@ -16,7 +16,7 @@
 //!
 //! Each step's handle is RAII; a failure drops what was made, newest first. The same order
 //! holds on [`Drop`]: the process state's fields are declared in reverse creation order, and
-//! buffers ([`DpaBuf`]) and handlers ([`EventHandler`]) keep the process alive through an
+//! buffers ([`DpaBuf`]) and handlers ([`EventHandler`](super::thread::EventHandler)) keep the process alive through an
 //! `Arc`, so the DPA_PROCESS goes last whatever the user drops first.
 
 use std::sync::{Arc, Mutex};
@@ -37,7 +37,6 @@ use crate::uar::UarPage;
 use super::caps::DpaCaps;
 use super::copy::Copier;
 use super::heap::{Heap, HeapStats};
-use super::thread::{EventHandler, EventHandlerAttr};
 
 /// Default heap of a process (FlexIO leaves it to the image; the model maps it after data).
 pub const DEFAULT_HEAP_SIZE: u64 = 64 * 1024;
@@ -200,7 +199,7 @@ pub(crate) struct ProcessInner {
     copier: Mutex<Copier>,
     heap: Mutex<Heap>,
     /// Serialises RPCs (one argument block).
-    rpc: Mutex<u64>,
+    pub(crate) rpc: Mutex<u64>,
     _dpa_uar: DevxObj,
     uar: Arc<UarPage>,
     obj: DevxObj,
@@ -230,7 +229,7 @@ pub(crate) struct Deferred {
     pub(crate) _keep: Box<dyn std::any::Any + Send + Sync>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data; keep going.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -312,7 +311,7 @@ impl ProcessInner {
     }
 }
 
-/// A DPA process. Cheap handles to it ([`DpaBuf`], [`EventHandler`], queues, streams, and
+/// A DPA process. Cheap handles to it ([`DpaBuf`], [`EventHandler`](super::thread::EventHandler), queues, streams, and
 /// clones of this value) keep it alive; it is destroyed when the last one goes.
 #[derive(Debug, Clone)]
 pub struct Process {
@@ -547,115 +546,5 @@ impl Process {
     pub fn memset(&self, daddr: u64, byte: u8, len: usize) -> Result<(), DpaError> {
         let cover = self.inner.cover();
         lock(&self.inner.copier).fill(daddr, len, byte, cover)
-    }
-
-    /// Creates an event handler (FlexIO `flexio_event_handler_create`).
-    ///
-    /// # Errors
-    /// An unknown entry symbol, firmware's refusal (thread limit, bad outbox / window).
-    pub fn event_handler(&self, attr: &EventHandlerAttr) -> Result<EventHandler, DpaError> {
-        EventHandler::create(&self.inner, attr)
-    }
-
-    /// Calls the RPC `symbol` with up to six arguments (FlexIO `flexio_process_call`): the
-    /// arguments go into an argument block in DPA memory (`[0]` result, `[1..]` arguments),
-    /// and a thread runs `<symbol>_rpc_stub` (or `symbol` itself when it already names a
-    /// stub) with the block's address; its result is returned.
-    ///
-    /// # Errors
-    /// [`DpaError::UnknownSymbol`], more than [`MAX_RPC_ARGS`] arguments,
-    /// [`DpaError::ProcessFault`] when the call fails the process, [`DpaError::Timeout`].
-    pub fn call(&self, symbol: &str, args: &[u64]) -> Result<u64, DpaError> {
-        if args.len() > MAX_RPC_ARGS {
-            return Err(DpaError::BadArgs(format!(
-                "{} RPC arguments (at most {MAX_RPC_ARGS})",
-                args.len()
-            )));
-        }
-        let stub = if symbol.ends_with(RPC_STUB_SUFFIX) {
-            symbol.to_string()
-        } else {
-            format!("{symbol}{RPC_STUB_SUFFIX}")
-        };
-        self.inner.symbol(&stub)?;
-        let block = lock(&self.inner.rpc);
-        let mut bytes = vec![0u8; 8 * (1 + args.len())];
-        for (i, a) in args.iter().enumerate() {
-            bytes[8 * (i + 1)..8 * (i + 2)].copy_from_slice(&a.to_le_bytes());
-        }
-        self.copy_to_dev(*block, &bytes)
-            .step("writing the RPC arguments")?;
-        self.run_once(&stub, *block)
-    }
-
-    /// Runs `symbol` once with `a0` = `arg` and returns what it returned (a one-argument RPC
-    /// called directly).
-    ///
-    /// # Errors
-    /// As [`Process::call`].
-    pub fn call_raw(&self, symbol: &str, arg: u64) -> Result<u64, DpaError> {
-        self.run_once(symbol, arg)
-    }
-
-    fn run_once(&self, entry: &str, arg: u64) -> Result<u64, DpaError> {
-        self.run_once_within(entry, arg, RPC_TIMEOUT)
-    }
-
-    /// Runs `entry` once on a thread of its own with `a0` = `arg`, waits at most `timeout`
-    /// and returns what it returned (every RPC, and the runtime's own entries).
-    pub(crate) fn run_once_within(
-        &self,
-        entry: &str,
-        arg: u64,
-        timeout: Duration,
-    ) -> Result<u64, DpaError> {
-        let thread = self
-            .event_handler(&EventHandlerAttr::new(entry, arg))
-            .step("creating the thread of the call")?;
-        thread.run(arg).step("starting the thread of the call")?;
-        let r = thread.wait_done(timeout);
-        if r.is_err() {
-            // Withdraw a queued run before the thread is destroyed: a failed withdrawal
-            // (it is running) only means the destroy waits for the activation to end.
-            let _ = thread.finish();
-        }
-        let info = r.step("waiting for the call to return")?;
-        thread.destroy().step("destroying the thread of the call")?;
-        Ok(info.return_value)
-    }
-}
-
-/// Windows and outboxes of a process ([`super::window`], [`super::outbox`]).
-impl Process {
-    /// Creates a window of this process over `pd` (FlexIO
-    /// `flexio_window_create(process, pd, &window)`); host memory the DPA reaches through it is
-    /// registered on the same PD. Usually `pd` is [`Process::pd`] (FlexIO
-    /// `flexio_process_get_pd`).
-    ///
-    /// # Errors
-    /// Firmware's refusal (window limit, a PD of another user context).
-    pub fn window(&self, pd: &Arc<Pd>) -> Result<super::window::Window, DpaError> {
-        super::window::Window::create(&self.inner, pd)
-    }
-
-    /// Creates an outbox of this process over `uar` (FlexIO
-    /// `flexio_outbox_create(process, uar, &outbox)`); it rings only queues on that UAR.
-    /// Usually `uar` is [`Process::uar`] (FlexIO `flexio_process_get_uar`).
-    ///
-    /// # Errors
-    /// Firmware's refusal (outbox limit, a UAR of another user context).
-    pub fn outbox(&self, uar: &Arc<UarPage>) -> Result<super::outbox::Outbox, DpaError> {
-        super::outbox::Outbox::create(&self.inner, uar)
-    }
-}
-
-impl Process {
-    /// Creates a command queue on this process (FlexIO `flexio_cmdq_create`); the queue holds
-    /// a handle to the process, so the process outlives it. See [`super::cmdq`].
-    ///
-    /// # Errors
-    /// As [`super::cmdq::CmdQueue::create`].
-    pub fn cmdq(&self, attr: &super::cmdq::CmdqAttr) -> Result<super::cmdq::CmdQueue, DpaError> {
-        super::cmdq::CmdQueue::create(self, attr)
     }
 }

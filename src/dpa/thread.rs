@@ -325,3 +325,14 @@ impl EventHandler {
         }
     }
 }
+
+/// Event handlers of a process.
+impl super::Process {
+    /// Creates an event handler (FlexIO `flexio_event_handler_create`).
+    ///
+    /// # Errors
+    /// An unknown entry symbol, firmware's refusal (thread limit, bad outbox / window).
+    pub fn event_handler(&self, attr: &EventHandlerAttr) -> Result<EventHandler, DpaError> {
+        EventHandler::create(self.inner(), attr)
+    }
+}

@@ -160,3 +160,16 @@ impl Drop for Window {
         }
     }
 }
+
+impl super::Process {
+    /// Creates a window of this process over `pd` (FlexIO
+    /// `flexio_window_create(process, pd, &window)`); host memory the DPA reaches through it is
+    /// registered on the same PD. Usually `pd` is [`Process::pd`](super::Process::pd) (FlexIO
+    /// `flexio_process_get_pd`).
+    ///
+    /// # Errors
+    /// Firmware's refusal (window limit, a PD of another user context).
+    pub fn window(&self, pd: &Arc<Pd>) -> Result<Window, DpaError> {
+        Window::create(self.inner(), pd)
+    }
+}

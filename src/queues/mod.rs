@@ -30,6 +30,7 @@ pub mod fuzzing;
 pub mod qp;
 pub mod ring;
 pub mod steering;
+pub mod transport;
 pub mod wq;
 
 use std::ptr::NonNull;

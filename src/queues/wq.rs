@@ -23,7 +23,7 @@ use super::cq::{Cq, CqObj};
 use super::cqe::{wqe_opcode, Completion};
 use super::descriptor::{wq_kind, WqDescriptor};
 use super::ring::{self, SEG, WQEBB};
-use super::steering::Tis;
+use super::transport::Tis;
 use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj};
 use crate::mem::{Pd, Sge};
