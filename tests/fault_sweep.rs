@@ -66,6 +66,11 @@ fn run<T>(s: &Sweep<'_, T, DpaError>) -> SweepReport {
     r
 }
 
+/// The next completion of `cq` (bounded wait); an error completion is the step's error.
+fn completion(cq: &mut Cq, step: &'static str) -> Result<mlx5_dpa::queues::Completion, DpaError> {
+    cq.poll_timeout(T).step(step).and_then(|c| cqe(c, step))
+}
+
 /// An error completion, as the step's error.
 fn cqe<T>(
     r: Result<T, mlx5_dpa::queues::CompletionError>,
@@ -152,20 +157,14 @@ fn eth_loopback(ctx: &Arc<dyn Devx>) -> Result<Eth, DpaError> {
     }
     sq.ring_doorbell();
     for i in 0..4usize {
-        let c = cqe(
-            rx_cq.poll_timeout(T).step("receiving frames")?,
-            "receiving frames",
-        )?;
+        let c = completion(&mut rx_cq, "receiving frames")?;
         let slot = rq.complete(c.wqe_counter).step("receiving frames")? as usize;
         let got = rx
             .buf()
             .to_vec(slot * 256, c.byte_len as usize)
             .step("receiving frames")?;
         assert_eq!(got, tx.buf().to_vec(i * 256, 64 + i).unwrap(), "frame {i}");
-        let s = cqe(
-            tx_cq.poll_timeout(T).step("completing sends")?,
-            "completing sends",
-        )?;
+        let s = completion(&mut tx_cq, "completing sends")?;
         sq.complete(&s).step("completing sends")?;
     }
     Ok(Eth {
@@ -250,21 +249,13 @@ fn rc_connect(ctx: &Arc<dyn Devx>) -> Result<(RcSide, RcSide), DpaError> {
     ))
     .step(SEND)?;
     a.qp.ring_send_doorbell();
-    let c = b
-        .recv_cq
-        .poll_timeout(T)
-        .step(SEND)
-        .and_then(|c| cqe(c, SEND))?;
+    let c = completion(&mut b.recv_cq, SEND)?;
     b.qp.complete_recv(c.wqe_counter).step(SEND)?;
     assert_eq!(
         b.mr.buf().to_vec(4096, c.byte_len as usize).unwrap(),
         b"hello over RC"
     );
-    let c = a
-        .send_cq
-        .poll_timeout(T)
-        .step(SEND)
-        .and_then(|c| cqe(c, SEND))?;
+    let c = completion(&mut a.send_cq, SEND)?;
     a.qp.complete_send(c.wqe_counter).step(SEND)?;
     const WRITE: &str = "an RDMA WRITE from B to A";
     b.mr.buf().write(0, &[0x5a; 100]).step(WRITE)?;
@@ -283,11 +274,7 @@ fn rc_connect(ctx: &Arc<dyn Devx>) -> Result<(RcSide, RcSide), DpaError> {
     ))
     .step(WRITE)?;
     b.qp.ring_send_doorbell();
-    let c = b
-        .send_cq
-        .poll_timeout(T)
-        .step(WRITE)
-        .and_then(|c| cqe(c, WRITE))?;
+    let c = completion(&mut b.send_cq, WRITE)?;
     b.qp.complete_send(c.wqe_counter).step(WRITE)?;
     assert_eq!(a.mr.buf().to_vec(2048, 100).unwrap(), [0x5a; 100]);
     Ok((a, b))

@@ -101,6 +101,31 @@ fn targets(trace: &[(Opcode, u16)]) -> Vec<(Opcode, u16, u64)> {
         .collect()
 }
 
+/// The name of a target in messages.
+fn target_name(flow: &str, phase: &str, i: usize, (op, op_mod, k): (Opcode, u16, u64)) -> String {
+    format!(
+        "{flow}: {phase} command {} ({op}, op_mod {op_mod:#x}, #{k} of its kind)",
+        i + 1
+    )
+}
+
+/// The step a failure was reported in; panics unless an injected fault caused it and the
+/// judge accepts it.
+fn judged<T, E: std::fmt::Debug>(
+    s: &Sweep<'_, T, E>,
+    what: &str,
+    injected: bool,
+    e: &E,
+    trace: bool,
+) -> String {
+    assert!(injected, "{what}: an error without a failed command: {e:?}");
+    let step = (s.judge)(e, INJECTED).unwrap_or_else(|why| panic!("{what}: {why}: {e:?}"));
+    if trace {
+        eprintln!("{what} -> {step}");
+    }
+    step
+}
+
 /// Runs the sweep; panics (naming the flow, phase and command) on the first defect.
 ///
 /// Commands are targeted as "the k-th command with this opcode and `op_mod`", not by their
@@ -125,12 +150,9 @@ pub fn sweep<T, E: std::fmt::Debug>(s: &Sweep<'_, T, E>) -> SweepReport {
     // on an EU is refused until the activation ends, and waited out.)
     close(&format!("{} (clean run)", s.name), d, ctx);
 
-    for (i, (op, op_mod, k)) in targets(&setup_trace).into_iter().enumerate() {
-        let what = format!(
-            "{}: set-up command {} ({op}, op_mod {op_mod:#x}, #{k} of its kind)",
-            s.name,
-            i + 1
-        );
+    for (i, target) in targets(&setup_trace).into_iter().enumerate() {
+        let (op, op_mod, k) = target;
+        let what = target_name(s.name, "set-up", i, target);
         let (d, ctx) = fresh(s.profile);
         d.fail_nth_of(op, Some(op_mod), k, INJECTED);
         let r = (s.setup)(&ctx);
@@ -138,40 +160,29 @@ pub fn sweep<T, E: std::fmt::Debug>(s: &Sweep<'_, T, E>) -> SweepReport {
         d.clear_faults();
         match r {
             Err(e) => {
-                assert!(
-                    !hit.is_empty(),
-                    "{what}: failed without a failed command: {e:?}"
-                );
-                let step =
-                    (s.judge)(&e, INJECTED).unwrap_or_else(|why| panic!("{what}: {why}: {e:?}"));
-                if trace {
-                    eprintln!("{what} -> {step}");
-                }
+                let step = judged(s, &what, !hit.is_empty(), &e, trace);
                 report.setup_steps.insert(step);
             }
-            Ok(t) if hit.is_empty() => {
-                report.not_reached += 1;
-                (s.teardown)(t).unwrap_or_else(|e| panic!("{what}: teardown failed: {e:?}"));
-            }
             Ok(t) => {
-                let declared = s
-                    .optional
-                    .iter()
-                    .any(|&(o, m, _)| o == op && m.is_none_or(|m| m == op_mod));
-                assert!(declared, "{what}: failed, and the set-up went on as if not");
-                report.tolerated.push((op, op_mod));
+                if hit.is_empty() {
+                    report.not_reached += 1;
+                } else {
+                    let declared = s
+                        .optional
+                        .iter()
+                        .any(|&(o, m, _)| o == op && m.is_none_or(|m| m == op_mod));
+                    assert!(declared, "{what}: failed, and the set-up went on as if not");
+                    report.tolerated.push((op, op_mod));
+                }
                 (s.teardown)(t).unwrap_or_else(|e| panic!("{what}: teardown failed: {e:?}"));
             }
         }
         close(&what, d, ctx);
     }
 
-    for (i, (op, op_mod, k)) in targets(&teardown_trace).into_iter().enumerate() {
-        let what = format!(
-            "{}: teardown command {} ({op}, op_mod {op_mod:#x}, #{k} of its kind)",
-            s.name,
-            i + 1
-        );
+    for (i, target) in targets(&teardown_trace).into_iter().enumerate() {
+        let (op, op_mod, k) = target;
+        let what = target_name(s.name, "teardown", i, target);
         let (d, ctx) = fresh(s.profile);
         let t = (s.setup)(&ctx).unwrap_or_else(|e| panic!("{what}: set-up failed: {e:?}"));
         d.fail_nth_of(op, Some(op_mod), k, INJECTED);
@@ -182,14 +193,7 @@ pub fn sweep<T, E: std::fmt::Debug>(s: &Sweep<'_, T, E>) -> SweepReport {
             report.not_reached += 1;
         }
         if let Err(e) = r {
-            assert!(
-                !hit.is_empty(),
-                "{what}: an error without a failed command: {e:?}"
-            );
-            let step = (s.judge)(&e, INJECTED).unwrap_or_else(|why| panic!("{what}: {why}: {e:?}"));
-            if trace {
-                eprintln!("{what} -> {step}");
-            }
+            let step = judged(s, &what, !hit.is_empty(), &e, trace);
             report.teardown_steps.insert(step);
             report.teardown_errors += 1;
         }
