@@ -236,7 +236,7 @@ impl BareMachine {
             .filter(|s| s.is_defined() && !s.name.is_empty())
             .map(|s| (s.name.clone(), s.value))
             .collect();
-        Self::assemble(segments, elf.entry, symbols)
+        Self::assemble(segments, elf.entry, symbols, STACK_SIZE)
     }
 
     /// A machine with `code` at `base` (8-byte aligned) in one read-write-execute segment of
@@ -270,18 +270,11 @@ impl BareMachine {
             ram,
         };
         let stack = stack_size.clamp(4096, STACK_SIZE).next_multiple_of(4096);
-        Self::assemble_with_stack(vec![seg], base, Vec::new(), stack)
+        Self::assemble(vec![seg], base, Vec::new(), stack)
     }
 
+    /// The machine of `segments` and a stack of `stack_size` bytes.
     fn assemble(
-        segments: Vec<Segment>,
-        entry: u64,
-        symbols: Vec<(String, u64)>,
-    ) -> Result<BareMachine, BareError> {
-        Self::assemble_with_stack(segments, entry, symbols, STACK_SIZE)
-    }
-
-    fn assemble_with_stack(
         mut segments: Vec<Segment>,
         entry: u64,
         symbols: Vec<(String, u64)>,

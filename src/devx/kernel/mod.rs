@@ -132,7 +132,8 @@ impl KernelDevx {
     ) -> Result<[Attr; 2], DevxError> {
         let too_long = |what: &str, n: usize| {
             DevxError::BadMailbox(format!(
-                "{what} of {n} bytes exceeds the 64 KiB uverbs limit"
+                "{what} of {n} bytes: DevX carries at most {}",
+                crate::devx::MAX_MAILBOX_LEN
             ))
         };
         let in_len = u16::try_from(inbox.len()).map_err(|_| too_long("inbox", inbox.len()))?;
