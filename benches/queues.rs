@@ -39,7 +39,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mlx5_dpa::devx::{Devx, UarKind};
 use mlx5_dpa::mem::{Access, DmaBuf, MemoryRegion, Pd, Sge, Umem};
 use mlx5_dpa::mlx5::cmd::OuterMatch;
-use mlx5_dpa::queues::cqe::wqe_opcode;
+use mlx5_dpa::mlx5::wire::wqe::opcode as wqe_opcode;
 use mlx5_dpa::queues::ring::{self, WQEBB};
 use mlx5_dpa::queues::steering::{RxFlow, Tis, TransportDomain};
 use mlx5_dpa::queues::wq::{CTRL_CQ_UPDATE, ETH_MIN_INLINE};

@@ -12,6 +12,8 @@ use mlx5_dpa::devx::Devx;
 use mlx5_dpa::dpa::queues::{DpaCq, DpaEthSq, DpaMkey, DpaQueueMem};
 use mlx5_dpa::dpa::{DpaError, Process, ProcessAttr};
 use mlx5_dpa::mem::Access;
+use mlx5_dpa::mlx5::wire::cqe::{self, Cqe64};
+use mlx5_dpa::mlx5::wire::wqe::{self, CtrlSegRepr};
 use mlx5_dpa::queues::steering::{Tis, TransportDomain};
 use mlx5_dpa::queues::{CompletionKind, Cq, CqConfig, CqEvents, HostQueueMem};
 
@@ -25,9 +27,16 @@ const OUTBOX_SXD_DB: u32 = 0x1c0;
 /// A NOP send WQE asking for a CQE (PRM ctrl segment: opcode 0 = `MLX5_OPCODE_NOP`).
 fn nop(sqn: u32, index: u16) -> [u8; 64] {
     let mut w = [0u8; 64];
-    w[0..4].copy_from_slice(&(u32::from(index) << 8).to_be_bytes());
-    w[4..8].copy_from_slice(&(sqn << 8 | 1).to_be_bytes());
-    w[11] = 0x08;
+    let ctrl = CtrlSegRepr {
+        opcode: wqe::opcode::NOP,
+        opmod: 0,
+        wqe_index: index,
+        qpn: sqn,
+        ds: 1,
+        fm_ce_se: wqe::CTRL_CQ_UPDATE,
+        imm: 0,
+    };
+    w[..wqe::SEG].copy_from_slice(&ctrl.to_bytes());
     w
 }
 
@@ -118,8 +127,16 @@ fn a_dpa_cq_starts_hardware_owned_and_describes_itself() -> R {
         let mut ring = vec![0u8; 1024];
         p.copy_from_dev(cq.ring_daddr(), &mut ring)?;
         for (i, e) in ring.chunks(64).enumerate() {
-            assert_eq!(e[63], 0xf0, "CQE {i}: opcode INVALID, owner 0 (hardware's)");
-            assert!(e[..63].iter().all(|&b| b == 0), "CQE {i} zeroed");
+            let c = Cqe64::new_checked(e).unwrap();
+            assert_eq!(
+                c.op_own(),
+                0xf0,
+                "CQE {i}: opcode INVALID, owner 0 (hardware's)"
+            );
+            assert!(
+                e[..cqe::at::OP_OWN].iter().all(|&b| b == 0),
+                "CQE {i} zeroed"
+            );
         }
         let mut dbr = [0xffu8; 8];
         p.copy_from_dev(cq.dbr_daddr(), &mut dbr)?;

@@ -1,7 +1,7 @@
 //! Ethernet through the driver's queue API, end to end on the device model: frames of varied
 //! sizes go out of an SQ, loop back through steering into an RQ, and arrive byte for byte.
 
-use mlx5_dpa::queues::cqe::wqe_opcode;
+use mlx5_dpa::mlx5::wire::wqe::opcode as wqe_opcode;
 use mlx5_dpa::queues::wq::ETH_MIN_INLINE;
 use mlx5_dpa::queues::{CompletionKind, QueueError};
 

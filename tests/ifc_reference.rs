@@ -105,6 +105,15 @@ fn layouts_match_rdma_core() {
             "sqc",
             "set_fte_in",
             "access_register_in",
+            // The datapath formats (byte structs of mlx5dv.h, laid out by the C compiler).
+            "mlx5_cqe64",
+            "mlx5_err_cqe",
+            "mlx5_wqe_ctrl_seg",
+            "mlx5_wqe_eth_seg",
+            "mlx5_wqe_inl_data_seg",
+            "mlx5_wqe_data_seg",
+            "mlx5_wqe_raddr_seg",
+            "mlx5_wqe_atomic_seg",
         ],
     );
 }
@@ -123,6 +132,9 @@ fn layouts_match_dpdk() {
             "rqtc",
             "fte_match_param",
             "alias_context",
+            // DPDK's `struct mlx5_cqe` and `mlx5_error_cqe`, compared as ours.
+            "mlx5_cqe64",
+            "mlx5_err_cqe",
         ],
     );
 }

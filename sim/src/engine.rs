@@ -1,10 +1,8 @@
 //! The NIC datapath: doorbells, send WQEs, the port, receive steering, CQEs and events.
 //!
-//! Formats (FACTS.md §6; rdma-core `mlx5dv.h`, DPDK `mlx5_prm.h`): a send WQE is made of
-//! 16-byte segments in 64-byte basic blocks; the control segment holds
-//! `opmod | wqe_index | opcode`, `sqn | ds`, `fm_ce_se`; an Ethernet segment carries the
-//! inlined headers; data segments are `byte_count, lkey, addr`. CQEs are 64 bytes with
-//! `byte_cnt` at 44, `sop_drop_qpn` at 56, `wqe_counter` at 60 and `op_own` at 63.
+//! Formats: WQE segments, CQEs and EQEs are read and written through the driver's
+//! `mlx5::wire` views (rdma-core `mlx5dv.h`, DPDK `mlx5_prm.h`), so the model and the driver
+//! share one declaration of every offset.
 //!
 //! RC queue pairs run in `crate::rc` within the same pass: their send doorbells arrive on the
 //! same UAR registers (`qpn_ds` names a QP), and RoCE v2 frames addressed to the port's MAC
@@ -21,6 +19,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use mlx5_dpa::mlx5::layout::{write_bits, View};
 use mlx5_dpa::mlx5::layouts as l;
+use mlx5_dpa::mlx5::wire::cqe::cqe64_offset;
+use mlx5_dpa::mlx5::wire::wqe::{
+    self as wqe_fmt, opcode, CtrlSeg, CtrlSegRepr, DataSeg, EthSeg, InlineSeg, SEG, WQEBB,
+};
+use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Cqe64, Event, Syndrome};
+use mlx5_dpa::queues::ring::wqebbs;
 
 use crate::events::{self, event_type, Subscription};
 use crate::fw::objects::*;
@@ -40,41 +44,8 @@ const SQ_BUDGET: u16 = 1024;
 const CQ_DOORBELL: usize = 0x20;
 const SEND_DOORBELLS: [usize; 4] = [0x800, 0x900, 0xa00, 0xb00];
 
-mod opcode {
-    pub(super) const NOP: u8 = 0x00;
-    pub(super) const SEND: u8 = 0x0a;
-}
-mod cqe_op {
-    pub(super) const REQ: u8 = 0x0;
-    pub(super) const RESP_SEND: u8 = 0x2;
-    pub(super) const REQ_ERR: u8 = 0xd;
-    pub(super) const RESP_ERR: u8 = 0xe;
-}
-/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`, byte 0x37 of an error CQE).
-pub mod syndrome {
-    /// Local length error.
-    pub const LOCAL_LENGTH_ERR: u8 = 0x01;
-    /// Local QP operation error (malformed WQE).
-    pub const LOCAL_QP_OP_ERR: u8 = 0x02;
-    /// Local protection error (bad key, PD or range).
-    pub const LOCAL_PROT_ERR: u8 = 0x04;
-    /// Work request flushed (the queue is in error).
-    pub const WR_FLUSH_ERR: u8 = 0x05;
-    /// Bad response (unexpected opcode or length from the responder).
-    pub const BAD_RESP_ERR: u8 = 0x10;
-    /// Local access error.
-    pub const LOCAL_ACCESS_ERR: u8 = 0x11;
-    /// The responder found the request invalid (NAK invalid request).
-    pub const REMOTE_INVAL_REQ_ERR: u8 = 0x12;
-    /// The responder refused access (NAK remote access error).
-    pub const REMOTE_ACCESS_ERR: u8 = 0x13;
-    /// The responder failed locally (NAK remote operational error).
-    pub const REMOTE_OP_ERR: u8 = 0x14;
-    /// Transport retries (ACK timeout, sequence NAKs) exceeded.
-    pub const TRANSPORT_RETRY_EXC_ERR: u8 = 0x15;
-    /// RNR NAK retries exceeded.
-    pub const RNR_RETRY_EXC_ERR: u8 = 0x16;
-}
+/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`), declared with the CQE format.
+pub use mlx5_dpa::mlx5::wire::cqe::syndrome;
 
 /// One end of a cable between two model devices.
 #[derive(Debug, Clone)]
@@ -320,7 +291,7 @@ fn fire(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
                 &mut dp.subs,
                 ObjRef::Cq(cqn),
                 event_type::COMP,
-                &events::comp_eqe(cqn),
+                &Event::Completion { cqn }.to_eqe(),
             );
         }
         CqTarget::DpaThread(t) => {
@@ -354,18 +325,21 @@ pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: 
             &mut dp.subs,
             ObjRef::Cq(cqn),
             event_type::CQ_ERROR,
-            &events::cq_error_eqe(cqn, 1),
+            &Event::CqError { cqn, syndrome: 1 }.to_eqe(),
         );
         return false;
     }
     let idx = (cq.pi & (size - 1)) as usize;
     let owner = ((cq.pi >> cq.log_size) & 1) as u8;
-    cqe[63] = (cqe[63] & 0xf0) | owner;
-    // A 128-byte CQE carries the 64-byte CQE in its second half.
-    let at = idx * cq.cqe_bytes + (cq.cqe_bytes - 64);
-    cq.ring.write(at, &cqe[..63]);
+    let mut view = Cqe64::new_unchecked(&mut cqe[..]);
+    view.set_owner(owner);
+    // A 128-byte CQE carries the 64-byte CQE in its second half; `op_own` (the last byte) is
+    // written after the rest.
+    let at = cqe64_offset(idx, cq.cqe_bytes);
+    let (body, op_own) = cqe.split_at(cqe.len() - 1);
+    cq.ring.write(at, body);
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-    cq.ring.write(at + 63, &cqe[63..]);
+    cq.ring.write(at + body.len(), op_own);
     cq.pi = cq.pi.wrapping_add(1);
     if cq.armed.is_some() {
         cq.pending_since_arm += 1;
@@ -381,19 +355,30 @@ pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: 
     true
 }
 
-fn cqe(op: u8, byte_cnt: u32, qpn: u32, wqe_counter: u16) -> [u8; 64] {
-    let mut c = [0u8; 64];
-    c[44..48].copy_from_slice(&byte_cnt.to_be_bytes());
-    c[56..60].copy_from_slice(&(qpn & 0xff_ffff).to_be_bytes());
-    c[60..62].copy_from_slice(&wqe_counter.to_be_bytes());
-    c[63] = op << 4;
-    c
+/// A successful Ethernet completion: REQ on an SQ (no WQE opcode written; the model does
+/// not report it for Ethernet SQs), RESP_SEND on an RQ.
+fn eth_cqe(kind: CompletionKind, byte_len: u32, qpn: u32, wqe_counter: u16) -> [u8; 64] {
+    Completion {
+        kind,
+        qpn,
+        wqe_counter,
+        byte_len,
+        imm: None,
+    }
+    .to_cqe()
 }
 
-fn err_cqe(op: u8, syndrome: u8, qpn: u32, wqe_counter: u16) -> [u8; 64] {
-    let mut c = cqe(op, 0, qpn, wqe_counter);
-    c[55] = syndrome;
-    c
+/// An Ethernet error completion (no vendor syndrome, no WQE opcode).
+fn eth_err_cqe(requester: bool, syndrome: u8, qpn: u32, wqe_counter: u16) -> [u8; 64] {
+    CompletionError::Work {
+        requester,
+        syndrome: Syndrome::from_raw(syndrome),
+        vendor_syndrome: 0,
+        qpn,
+        wqe_counter,
+        wqe_opcode: 0,
+    }
+    .to_cqe()
 }
 
 /// Resolves `lkey` for `len` bytes at `addr` on behalf of a queue in `pd`.
@@ -452,25 +437,22 @@ fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
         let wq = sq.wq;
         let (ci, cqn, tis) = (sq.ci, sq.cqn, sq.tis);
         let mask = (1u32 << wq.log_size) - 1;
-        let mut wqe = [0u8; 1024];
-        let bb = |i: u16| ((u32::from(ci.wrapping_add(i)) & mask) as usize) * 64;
-        wq.ring.read(bb(0), &mut wqe[..64]);
-        let opcode = wqe[3];
-        let wqe_index = u16::from_be_bytes([wqe[1], wqe[2]]);
-        let qpn = u32::from_be_bytes([wqe[4], wqe[5], wqe[6], wqe[7]]) >> 8;
-        let ds = (wqe[7] & 0x3f) as usize;
-        let ce = wqe[11] & 0x0c;
-        let nbb = (ds * 16).div_ceil(64).max(1) as u16;
+        let mut wqe = [0u8; 16 * WQEBB];
+        let bb = |i: u16| ((u32::from(ci.wrapping_add(i)) & mask) as usize) * WQEBB;
+        wq.ring.read(bb(0), &mut wqe[..WQEBB]);
+        let ctrl = CtrlSegRepr::parse(&CtrlSeg::new_unchecked(&wqe[..SEG]));
+        let (wqe_index, qpn, ds) = (ctrl.wqe_index, ctrl.qpn, usize::from(ctrl.ds));
+        let nbb = wqebbs(ds);
         for i in 1..nbb.min(16) {
-            let at = i as usize * 64;
-            wq.ring.read(bb(i), &mut wqe[at..at + 64]);
+            let at = usize::from(i) * WQEBB;
+            wq.ring.read(bb(i), &mut wqe[at..at + WQEBB]);
         }
         let result: Result<usize, u8> = if ds == 0 || qpn != sqn || nbb > 16 {
             Err(syndrome::LOCAL_QP_OP_ERR)
         } else {
-            match opcode {
+            match ctrl.opcode {
                 opcode::NOP => Ok(0),
-                opcode::SEND => build_frame(fw, wq.pd, &wqe[..ds * 16], &mut frame),
+                opcode::SEND => build_frame(fw, wq.pd, &wqe[..ds * SEG], &mut frame),
                 _ => Err(syndrome::LOCAL_QP_OP_ERR),
             }
         };
@@ -481,18 +463,19 @@ fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
         done += 1;
         match result {
             Ok(len) => {
-                if opcode == opcode::SEND {
+                if ctrl.opcode == opcode::SEND {
                     let td = fw.tises.get(tis).map(|t| t.td);
                     transmit(fw, dp, &frame[..len], td);
                 }
-                // fm_ce_se: CQ update "always" is 0b10 in bits 3:2; "first error" 0b01.
-                if ce == 0x08 {
-                    post_cqe(fw, dp, cqn, cqe(cqe_op::REQ, 0, sqn, wqe_index));
+                // A CQE when fm_ce_se asks for one on every WQE (not "first error" only).
+                if ctrl.cq_update() {
+                    let req = CompletionKind::Send { wqe_opcode: 0 };
+                    post_cqe(fw, dp, cqn, eth_cqe(req, 0, sqn, wqe_index));
                 }
             }
             Err(syn) => {
                 dp.port.stats.wqe_errors += 1;
-                post_cqe(fw, dp, cqn, err_cqe(cqe_op::REQ_ERR, syn, sqn, wqe_index));
+                post_cqe(fw, dp, cqn, eth_err_cqe(true, syn, sqn, wqe_index));
                 if let Some(sq) = fw.sqs.get_mut(sqn) {
                     sq.state = wq_state::ERR;
                 }
@@ -508,40 +491,42 @@ fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
 /// Builds the frame of an Ethernet SEND WQE: inline headers then gathered data.
 fn build_frame(fw: &Firmware, pd: u32, wqe: &[u8], frame: &mut Vec<u8>) -> Result<usize, u8> {
     frame.clear();
-    // Ethernet segment at 16: inline_hdr_sz at byte 12 of it, headers from byte 14.
-    let eth = wqe.get(16..32).ok_or(syndrome::LOCAL_QP_OP_ERR)?;
-    let inline = u16::from_be_bytes([eth[12], eth[13]]) as usize;
-    let hdr_end = 16 + 14 + inline;
+    // The Ethernet segment follows the control segment; its inline headers start in its last
+    // two bytes and run on into the segments after it.
+    let eth = wqe.get(SEG..2 * SEG).ok_or(syndrome::LOCAL_QP_OP_ERR)?;
+    let inline = usize::from(EthSeg::new_unchecked(eth).inline_hdr_sz());
+    let hdr_start = SEG + wqe_fmt::ETH_INLINE_START;
+    let hdr_end = hdr_start + inline;
     if hdr_end > wqe.len() {
         return Err(syndrome::LOCAL_LENGTH_ERR);
     }
-    frame.extend_from_slice(&wqe[30..hdr_end]);
+    frame.extend_from_slice(&wqe[hdr_start..hdr_end]);
     // Data segments start at the next 16-byte boundary.
-    let mut at = if inline <= 2 {
-        32
-    } else {
-        32 + (inline - 2).div_ceil(16) * 16
-    };
-    while at + 16 <= wqe.len() {
-        let seg = &wqe[at..at + 16];
-        let bc = u32::from_be_bytes([seg[0], seg[1], seg[2], seg[3]]);
-        if bc & 0x8000_0000 != 0 {
-            // Inline data segment: length in bits 9:0, data follows the 4-byte header.
-            let n = (bc & 0x3ff) as usize;
+    let mut at = 2 * SEG
+        + inline
+            .saturating_sub(SEG - wqe_fmt::ETH_INLINE_START)
+            .div_ceil(SEG)
+            * SEG;
+    while at + SEG <= wqe.len() {
+        let seg = DataSeg::new_unchecked(&wqe[at..at + SEG]);
+        let bc = seg.byte_count();
+        if bc & wqe_fmt::INLINE_SEG != 0 {
+            // Inline data segment: the data follows the 4-byte byte count.
+            let n = (bc & wqe_fmt::INLINE_BYTE_COUNT_MASK) as usize;
+            let head = InlineSeg::<&[u8]>::SIZE;
             let data = wqe
-                .get(at + 4..at + 4 + n)
+                .get(at + head..at + head + n)
                 .ok_or(syndrome::LOCAL_LENGTH_ERR)?;
             if frame.len() + n > MAX_FRAME {
                 return Err(syndrome::LOCAL_LENGTH_ERR);
             }
             frame.extend_from_slice(data);
-            at += (4 + n).div_ceil(16) * 16;
+            at += (head + n).div_ceil(SEG) * SEG;
             continue;
         }
         let len = bc as usize;
-        let lkey = u32::from_be_bytes([seg[4], seg[5], seg[6], seg[7]]);
-        let addr = u64::from_be_bytes(seg[8..16].try_into().unwrap_or([0; 8]));
-        at += 16;
+        let (lkey, addr) = (seg.lkey(), seg.addr());
+        at += SEG;
         if len == 0 {
             continue;
         }
@@ -928,22 +913,21 @@ fn deliver_rq(fw: &mut Firmware, dp: &mut Datapath, rqn: u32, frame: &[u8], flow
     let slot = (u32::from(ci) & ((1u32 << wq.log_size) - 1)) as usize * stride;
     let mut result: Result<(), u8> = Ok(());
     let mut left = frame;
-    let mut wqe = [0u8; 16];
-    for s in 0..stride / 16 {
+    let mut wqe = [0u8; SEG];
+    for s in 0..stride / SEG {
         if left.is_empty() {
             break;
         }
-        wq.ring.read(slot + s * 16, &mut wqe);
-        let bc = u32::from_be_bytes([wqe[0], wqe[1], wqe[2], wqe[3]]) as usize;
-        let lkey = u32::from_be_bytes([wqe[4], wqe[5], wqe[6], wqe[7]]);
+        wq.ring.read(slot + s * SEG, &mut wqe);
+        let seg = DataSeg::new_unchecked(&wqe[..]);
+        let (bc, lkey, addr) = (seg.byte_count() as usize, seg.lkey(), seg.addr());
         // MLX5_INVALID_LKEY ends the scatter list.
-        if lkey == 0x100 {
+        if lkey == wqe_fmt::INVALID_LKEY {
             break;
         }
         if bc == 0 {
             continue;
         }
-        let addr = u64::from_be_bytes(wqe[8..16].try_into().unwrap_or([0; 8]));
         let n = bc.min(left.len());
         match translate(fw, wq.pd, lkey, addr, n, true) {
             Ok(dma) => {
@@ -970,12 +954,12 @@ fn deliver_rq(fw: &mut Firmware, dp: &mut Datapath, rqn: u32, frame: &[u8], flow
                 fw,
                 dp,
                 cqn,
-                cqe(cqe_op::RESP_SEND, frame.len() as u32, flow_tag, ci),
+                eth_cqe(CompletionKind::Recv, frame.len() as u32, flow_tag, ci),
             );
         }
         Err(syn) => {
             dp.port.stats.rx_errors += 1;
-            post_cqe(fw, dp, cqn, err_cqe(cqe_op::RESP_ERR, syn, rqn, ci));
+            post_cqe(fw, dp, cqn, eth_err_cqe(false, syn, rqn, ci));
         }
     }
 }

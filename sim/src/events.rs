@@ -9,12 +9,14 @@ use mlx5_dpa::devx::{DevxError, DevxEvent, EventChannel, ObjHandle};
 use crate::fw::ObjRef;
 use crate::Device;
 
-/// Event types (PRM `event_type`, kernel `MLX5_EVENT_TYPE_*`).
+/// Event types as a DevX subscription names them (`u16`; PRM `event_type`, declared with the
+/// EQE format).
 pub mod event_type {
+    use mlx5_dpa::mlx5::wire::eqe::event_type as wire;
     /// Completion event.
-    pub const COMP: u16 = 0x00;
+    pub const COMP: u16 = wire::COMP as u16;
     /// CQ error (overrun, access violation).
-    pub const CQ_ERROR: u16 = 0x04;
+    pub const CQ_ERROR: u16 = wire::CQ_ERROR as u16;
 }
 
 /// Pending events of one channel are bounded, like the kernel's event fd queue; past this the
@@ -65,23 +67,6 @@ pub(crate) fn deliver(subs: &mut Vec<Subscription>, obj: ObjRef, ty: u16, eqe: &
         true
     });
     n
-}
-
-/// A completion EQE for `cqn` (kernel `mlx5_eqe`: type at byte 1, `data.comp.cqn` at 0x38).
-pub(crate) fn comp_eqe(cqn: u32) -> [u8; 64] {
-    let mut e = [0u8; 64];
-    e[1] = event_type::COMP as u8;
-    e[0x38..0x3c].copy_from_slice(&(cqn & 0xff_ffff).to_be_bytes());
-    e
-}
-
-/// A CQ error EQE (`data.cq_err`: cqn at 0x20, syndrome at 0x2b; 1 = overrun).
-pub(crate) fn cq_error_eqe(cqn: u32, syndrome: u8) -> [u8; 64] {
-    let mut e = [0u8; 64];
-    e[1] = event_type::CQ_ERROR as u8;
-    e[0x20..0x24].copy_from_slice(&(cqn & 0xff_ffff).to_be_bytes());
-    e[0x2b] = syndrome;
-    e
 }
 
 /// The model's event channel.

@@ -53,6 +53,14 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use mlx5_dpa::mlx5::wire::cqe::opcode as cqe_op;
+use mlx5_dpa::mlx5::wire::wqe::{
+    AtomicSeg, CtrlSeg, CtrlSegRepr, DataSeg, RaddrSeg, CTRL_CQ_UPDATE, CTRL_SOLICITED, INLINE_SEG,
+    INVALID_LKEY, SEG, WQEBB,
+};
+use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Cqe64, Syndrome};
+use mlx5_dpa::queues::ring::wqebbs;
+
 use crate::engine::{self, syndrome, Datapath};
 use crate::fw::objects::{qp_st, qp_state, Qp, QpCtx, QpSq};
 use crate::fw::Firmware;
@@ -78,30 +86,9 @@ const LOCAL_QUEUE: usize = 8192;
 const POOL_KEEP: usize = 1024;
 /// Atomic results kept for duplicate atomics.
 const ATOMIC_REPLAY: usize = 4;
-/// MLX5_INVALID_LKEY: ends a receive scatter list.
-const INVALID_LKEY: u32 = 0x100;
 
-/// Send WQE opcodes (`MLX5_OPCODE_*`).
-pub(crate) mod wqe_op {
-    pub(crate) const NOP: u8 = 0x00;
-    pub(crate) const RDMA_WRITE: u8 = 0x08;
-    pub(crate) const RDMA_WRITE_IMM: u8 = 0x09;
-    pub(crate) const SEND: u8 = 0x0a;
-    pub(crate) const SEND_IMM: u8 = 0x0b;
-    pub(crate) const RDMA_READ: u8 = 0x10;
-    pub(crate) const ATOMIC_CS: u8 = 0x11;
-    pub(crate) const ATOMIC_FA: u8 = 0x12;
-}
-
-/// CQE opcodes (`MLX5_CQE_*`).
-mod cqe_op {
-    pub(super) const REQ: u8 = 0x0;
-    pub(super) const RESP_WR_IMM: u8 = 0x1;
-    pub(super) const RESP_SEND: u8 = 0x2;
-    pub(super) const RESP_SEND_IMM: u8 = 0x3;
-    pub(super) const REQ_ERR: u8 = 0xd;
-    pub(super) const RESP_ERR: u8 = 0xe;
-}
+/// Send WQE opcodes (`MLX5_OPCODE_*`), declared with the WQE format.
+pub(crate) use mlx5_dpa::mlx5::wire::wqe::opcode as wqe_op;
 
 /// Counters of the RC transport.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -338,54 +325,54 @@ fn rnr_delay(code: u8) -> Duration {
     Duration::from_micros(u64::from(US[usize::from(code & 0x1f)]))
 }
 
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn be64(b: &[u8]) -> u64 {
-    u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-}
-
 // ---------------------------------------------------------------------------------------------
 // CQEs.
 
-/// A requester completion: `sop_drop_qpn` = WQE opcode << 24 | qpn.
+/// A requester completion (the WQE opcode goes to `sop_drop_qpn[31:24]`).
 fn req_cqe(wqe_opcode: u8, qpn: u32, wqe_counter: u16, byte_cnt: u32) -> [u8; 64] {
-    let mut c = [0u8; 64];
-    c[0x2c..0x30].copy_from_slice(&byte_cnt.to_be_bytes());
-    c[0x38..0x3c]
-        .copy_from_slice(&((u32::from(wqe_opcode) << 24) | (qpn & PSN_MASK)).to_be_bytes());
-    c[0x3c..0x3e].copy_from_slice(&wqe_counter.to_be_bytes());
-    c[63] = cqe_op::REQ << 4;
-    c
+    Completion {
+        kind: CompletionKind::Send { wqe_opcode },
+        qpn,
+        wqe_counter,
+        byte_len: byte_cnt,
+        imm: None,
+    }
+    .to_cqe()
 }
 
 /// A responder completion (the immediate as it came on the wire).
-fn resp_cqe(op: u8, byte_cnt: u32, imm: Option<[u8; 4]>, qpn: u32, wqe_counter: u16) -> [u8; 64] {
-    let mut c = [0u8; 64];
-    if let Some(imm) = imm {
-        c[0x24..0x28].copy_from_slice(&imm);
+fn resp_cqe(
+    kind: CompletionKind,
+    byte_cnt: u32,
+    imm: Option<[u8; 4]>,
+    qpn: u32,
+    wqe_counter: u16,
+) -> [u8; 64] {
+    Completion {
+        kind,
+        qpn,
+        wqe_counter,
+        byte_len: byte_cnt,
+        imm: imm.map(u32::from_be_bytes),
     }
-    c[0x2c..0x30].copy_from_slice(&byte_cnt.to_be_bytes());
-    c[0x38..0x3c].copy_from_slice(&(qpn & PSN_MASK).to_be_bytes());
-    c[0x3c..0x3e].copy_from_slice(&wqe_counter.to_be_bytes());
-    c[63] = op << 4;
-    c
+    .to_cqe()
 }
 
-/// An error completion: syndrome at 0x37, `opcode << 24 | qpn` at 0x38.
-fn err_cqe(op: u8, syn: u8, wqe_opcode: u8, qpn: u32, wqe_counter: u16) -> [u8; 64] {
-    let mut c = [0u8; 64];
-    c[0x37] = syn;
-    c[0x38..0x3c]
-        .copy_from_slice(&((u32::from(wqe_opcode) << 24) | (qpn & PSN_MASK)).to_be_bytes());
-    c[0x3c..0x3e].copy_from_slice(&wqe_counter.to_be_bytes());
-    c[63] = op << 4;
-    c
+/// An error completion.
+fn err_cqe(requester: bool, syn: u8, wqe_opcode: u8, qpn: u32, wqe_counter: u16) -> [u8; 64] {
+    CompletionError::Work {
+        requester,
+        syndrome: Syndrome::from_raw(syn),
+        vendor_syndrome: 0,
+        qpn,
+        wqe_counter,
+        wqe_opcode,
+    }
+    .to_cqe()
 }
 
 fn post(fw: &mut Firmware, dp: &mut Datapath, cqn: Option<u32>, cqe: [u8; 64]) {
-    if cqe[63] >> 4 >= cqe_op::REQ_ERR {
+    if Cqe64::new_unchecked(&cqe[..]).opcode() >= cqe_op::REQ_ERR {
         dp.rc_stats.error_completions += 1;
     }
     if let Some(cqn) = cqn {
@@ -450,43 +437,46 @@ impl SendWqe {
             segs_at: 16,
         };
         let mask = (1u32 << sq.log_size) - 1;
-        let at = |i: u16| sq.offset + ((u32::from(pos.wrapping_add(i)) & mask) as usize) * 64;
-        qp.ring.read(at(0), &mut w.buf[..64]);
-        let b = &w.buf;
-        w.opmod = b[0];
-        w.wqe_index = u16::from_be_bytes([b[1], b[2]]);
-        w.opcode = b[3];
-        w.qpn = be32(&b[4..8]) >> 8;
-        w.ds = usize::from(b[7] & 0x3f);
-        w.fm_ce_se = b[11];
-        w.imm = [b[12], b[13], b[14], b[15]];
-        w.nbb = ((w.ds * 16).div_ceil(64)).max(1) as u16;
+        let at = |i: u16| sq.offset + ((u32::from(pos.wrapping_add(i)) & mask) as usize) * WQEBB;
+        qp.ring.read(at(0), &mut w.buf[..WQEBB]);
+        let c = CtrlSegRepr::parse(&CtrlSeg::new_unchecked(&w.buf[..SEG]));
+        w.opmod = c.opmod;
+        w.wqe_index = c.wqe_index;
+        w.opcode = c.opcode;
+        w.qpn = c.qpn;
+        w.ds = usize::from(c.ds);
+        w.fm_ce_se = c.fm_ce_se;
+        w.imm = c.imm.to_be_bytes();
+        w.nbb = wqebbs(w.ds);
         for i in 1..w.nbb {
-            let o = usize::from(i) * 64;
-            qp.ring.read(at(i), &mut w.buf[o..o + 64]);
+            let o = usize::from(i) * WQEBB;
+            qp.ring.read(at(i), &mut w.buf[o..o + WQEBB]);
         }
-        let b = &w.buf;
-        match w.opcode {
+        let seg = |i: usize| &w.buf[i * SEG..(i + 1) * SEG];
+        let (mut raddr, mut rkey, mut swap_add, mut compare) = (0, 0, 0, 0);
+        let segs_at = match w.opcode {
             wqe_op::RDMA_WRITE | wqe_op::RDMA_WRITE_IMM | wqe_op::RDMA_READ => {
-                w.raddr = be64(&b[16..24]);
-                w.rkey = be32(&b[24..28]);
-                w.segs_at = 32;
+                let r = RaddrSeg::new_unchecked(seg(1));
+                (raddr, rkey) = (r.raddr(), r.rkey());
+                2 * SEG
             }
             wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA => {
-                w.raddr = be64(&b[16..24]);
-                w.rkey = be32(&b[24..28]);
-                w.swap_add = be64(&b[32..40]);
-                w.compare = be64(&b[40..48]);
-                w.segs_at = 48;
+                let r = RaddrSeg::new_unchecked(seg(1));
+                (raddr, rkey) = (r.raddr(), r.rkey());
+                let a = AtomicSeg::new_unchecked(seg(2));
+                (swap_add, compare) = (a.swap_add(), a.compare());
+                3 * SEG
             }
-            _ => w.segs_at = 16,
-        }
+            _ => SEG,
+        };
+        (w.raddr, w.rkey, w.swap_add, w.compare, w.segs_at) =
+            (raddr, rkey, swap_add, compare, segs_at);
         w
     }
 
     fn signaled(&self) -> bool {
         // fm_ce_se bits 3:2: 0b10 "CQE always" (0b11 also asks for an EQE).
-        self.fm_ce_se & 0x08 != 0
+        self.fm_ce_se & CTRL_CQ_UPDATE != 0
     }
 
     fn fenced(&self) -> bool {
@@ -495,27 +485,28 @@ impl SendWqe {
 
     /// Calls `f` for every data or inline segment; stops at the first error.
     fn segments(&self, mut f: impl FnMut(Seg) -> Result<(), u8>) -> Result<(), u8> {
-        let end = self.ds * 16;
+        let end = self.ds * SEG;
         let mut at = self.segs_at;
-        while at + 16 <= end {
-            let s = &self.buf[at..at + 16];
-            let bc = be32(&s[0..4]);
-            if bc & 0x8000_0000 != 0 {
-                let len = bc & 0x7fff_ffff;
+        while at + SEG <= end {
+            let s = DataSeg::new_unchecked(&self.buf[at..at + SEG]);
+            let bc = s.byte_count();
+            if bc & INLINE_SEG != 0 {
+                // An inline segment: the byte count, then the bytes.
+                let len = bc & !INLINE_SEG;
                 let stop = (at + 4)
                     .checked_add(len as usize)
                     .filter(|e| *e <= end)
                     .ok_or(syndrome::LOCAL_QP_OP_ERR)?;
                 f(Seg::Inline { at: at + 4, len })?;
-                at = (stop).div_ceil(16) * 16;
+                at = (stop).div_ceil(SEG) * SEG;
                 continue;
             }
             f(Seg::Data {
                 len: bc,
-                lkey: be32(&s[4..8]),
-                addr: be64(&s[8..16]),
+                lkey: s.lkey(),
+                addr: s.addr(),
             })?;
-            at += 16;
+            at += SEG;
         }
         Ok(())
     }
@@ -675,16 +666,17 @@ fn scatter_rq(fw: &Firmware, qp: &Qp, index: u16, off: u64, data: &[u8]) -> Resu
     let mut pos = 0u64;
     let mut rest = data;
     let mut want = off;
-    let mut seg = [0u8; 16];
-    for s in 0..stride / 16 {
+    let mut seg = [0u8; SEG];
+    for s in 0..stride / SEG {
         if rest.is_empty() {
             break;
         }
-        if !qp.ring.read(slot + s * 16, &mut seg) {
+        if !qp.ring.read(slot + s * SEG, &mut seg) {
             return Err(syndrome::LOCAL_QP_OP_ERR);
         }
-        let len = u64::from(be32(&seg[0..4]) & 0x7fff_ffff);
-        let lkey = be32(&seg[4..8]);
+        let d = DataSeg::new_unchecked(&seg[..]);
+        let len = u64::from(d.byte_count() & !INLINE_SEG);
+        let lkey = d.lkey();
         if lkey == INVALID_LKEY {
             break;
         }
@@ -694,14 +686,7 @@ fn scatter_rq(fw: &Firmware, qp: &Qp, index: u16, off: u64, data: &[u8]) -> Resu
         }
         let skip = want - pos;
         let take = ((len - skip) as usize).min(rest.len());
-        let dma = engine::translate(
-            fw,
-            qp.pd,
-            lkey,
-            be64(&seg[8..16]).wrapping_add(skip),
-            take,
-            true,
-        )?;
+        let dma = engine::translate(fw, qp.pd, lkey, d.addr().wrapping_add(skip), take, true)?;
         if !dma.write(0, &rest[..take]) {
             return Err(syndrome::LOCAL_PROT_ERR);
         }
@@ -964,7 +949,7 @@ fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
             pos: rc.sq_ci,
             opcode: w.opcode,
             signaled: w.signaled(),
-            se: w.fm_ce_se & 0x02 != 0,
+            se: w.fm_ce_se & CTRL_SOLICITED != 0,
             len,
             first_psn: rc.next_psn,
             npsn,
@@ -1233,12 +1218,7 @@ fn complete(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, now: Instant) -> usi
             ReqState::Failed(syn) => {
                 tracing::debug!(target: "mlx5_sim::rc", qpn, wqe_index = r.wqe_index, syndrome = syn, "requester error; QP to ERR");
                 qp.state = qp_state::ERR;
-                post(
-                    fw,
-                    dp,
-                    cqn,
-                    err_cqe(cqe_op::REQ_ERR, syn, r.opcode, qpn, r.wqe_index),
-                );
+                post(fw, dp, cqn, err_cqe(true, syn, r.opcode, qpn, r.wqe_index));
                 break;
             }
             _ => {
@@ -1285,12 +1265,7 @@ fn flush(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
             ReqState::Failed(s) => s,
             _ => syndrome::WR_FLUSH_ERR,
         };
-        post(
-            fw,
-            dp,
-            cqn,
-            err_cqe(cqe_op::REQ_ERR, syn, r.opcode, qpn, r.wqe_index),
-        );
+        post(fw, dp, cqn, err_cqe(true, syn, r.opcode, qpn, r.wqe_index));
         work += 1;
     }
     let Some(qp) = fw.qps.get_mut(qpn) else {
@@ -1324,13 +1299,7 @@ fn flush(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
                 fw,
                 dp,
                 cqn,
-                err_cqe(
-                    cqe_op::REQ_ERR,
-                    syndrome::WR_FLUSH_ERR,
-                    w.opcode,
-                    qpn,
-                    w.wqe_index,
-                ),
+                err_cqe(true, syndrome::WR_FLUSH_ERR, w.opcode, qpn, w.wqe_index),
             );
             work += 1;
         }
@@ -1353,7 +1322,7 @@ fn flush(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
                 fw,
                 dp,
                 cqn,
-                err_cqe(cqe_op::RESP_ERR, syndrome::WR_FLUSH_ERR, 0, qpn, ci),
+                err_cqe(false, syndrome::WR_FLUSH_ERR, 0, qpn, ci),
             );
             n += 1;
             work += 1;
@@ -1716,7 +1685,7 @@ fn responder_fail(
     qp.rc.jobs.clear();
     tracing::debug!(target: "mlx5_sim::rc", qpn, psn, aeth = nak, "responder error; QP to ERR");
     if let Some(syn) = rq_err {
-        post(fw, dp, cqn, err_cqe(cqe_op::RESP_ERR, syn, 0, qpn, ci));
+        post(fw, dp, cqn, err_cqe(false, syn, 0, qpn, ci));
     }
     queue_response(
         fw,
@@ -1923,9 +1892,9 @@ fn rx_send(
         rc.rq_ci = index.wrapping_add(1);
         rc.msn = psn_add(rc.msn, 1);
         let op = if p.imm.is_some() {
-            cqe_op::RESP_SEND_IMM
+            CompletionKind::RecvImm
         } else {
-            cqe_op::RESP_SEND
+            CompletionKind::Recv
         };
         post(fw, dp, cqn, resp_cqe(op, total as u32, p.imm, qpn, index));
         ack(fw, dp, qpn, p.psn);
@@ -2033,7 +2002,7 @@ fn rx_write(
                 fw,
                 dp,
                 cqn,
-                resp_cqe(cqe_op::RESP_WR_IMM, total, p.imm, qpn, index),
+                resp_cqe(CompletionKind::RecvRdmaWriteImm, total, p.imm, qpn, index),
             );
         }
         ack(fw, dp, qpn, p.psn);

@@ -14,6 +14,11 @@ use mlx5_dpa::mlx5::cmd::{
     AllocPd, CqEventTarget, CreateCq, CreateMkey, CreateQp, Init2Rtr, MkeyAccess, ModifyQp, Qp2Rst,
     QpAttr, QpTransition, QueryQp, RingMem, Rst2Init, Rtr2Rts,
 };
+use mlx5_dpa::mlx5::wire::cqe::{Cqe64, CQE_SIZE};
+use mlx5_dpa::mlx5::wire::wqe::{
+    atomic_seg, data_seg, end_of_scatter_seg, inline_seg, opcode as wqe_op, raddr_seg, CtrlSeg,
+    CtrlSegRepr, CTRL_CQ_UPDATE, CTRL_FENCE, CTRL_SOLICITED, INLINE_FIRST, SEG, WQEBB,
+};
 
 use crate::rig::{HostMem, RigError};
 
@@ -111,14 +116,14 @@ impl RcOp {
     /// The WQE opcode.
     pub fn opcode(&self) -> u8 {
         match self {
-            RcOp::Nop => 0x00,
-            RcOp::Send => 0x0a,
-            RcOp::SendImm(_) => 0x0b,
-            RcOp::Write { .. } => 0x08,
-            RcOp::WriteImm { .. } => 0x09,
-            RcOp::Read { .. } => 0x10,
-            RcOp::CompareSwap { .. } => 0x11,
-            RcOp::FetchAdd { .. } => 0x12,
+            RcOp::Nop => wqe_op::NOP,
+            RcOp::Send => wqe_op::SEND,
+            RcOp::SendImm(_) => wqe_op::SEND_IMM,
+            RcOp::Write { .. } => wqe_op::RDMA_WRITE,
+            RcOp::WriteImm { .. } => wqe_op::RDMA_WRITE_IMM,
+            RcOp::Read { .. } => wqe_op::RDMA_READ,
+            RcOp::CompareSwap { .. } => wqe_op::ATOMIC_CS,
+            RcOp::FetchAdd { .. } => wqe_op::ATOMIC_FA,
         }
     }
 }
@@ -186,21 +191,8 @@ pub struct RcCompletion {
     pub imm: u32,
 }
 
-/// CQE opcodes the rig's users look at (`MLX5_CQE_*`).
-pub mod cqe {
-    /// Requester completion.
-    pub const REQ: u8 = 0x0;
-    /// RDMA WRITE with immediate received.
-    pub const RESP_WR_IMM: u8 = 0x1;
-    /// SEND received.
-    pub const RESP_SEND: u8 = 0x2;
-    /// SEND with immediate received.
-    pub const RESP_SEND_IMM: u8 = 0x3;
-    /// Requester error.
-    pub const REQ_ERR: u8 = 0xd;
-    /// Responder error.
-    pub const RESP_ERR: u8 = 0xe;
-}
+/// CQE opcodes the rig's users look at (`MLX5_CQE_*`), declared with the CQE format.
+pub use mlx5_dpa::mlx5::wire::cqe::opcode as cqe;
 
 struct Off {
     qp: usize,
@@ -505,29 +497,32 @@ impl RcRig {
 
     /// Builds the WQE of `wr` (control segment with index 0 and this QP's number).
     pub fn build_wqe(&self, wr: &SendWr<'_>) -> Vec<u8> {
-        let mut w = vec![0u8; 16];
-        w[3] = wr.op.opcode();
         let mut fm_ce_se = 0u8;
         if wr.signaled {
-            fm_ce_se |= 0x08;
+            fm_ce_se |= CTRL_CQ_UPDATE;
         }
         if wr.solicited {
-            fm_ce_se |= 0x02;
+            fm_ce_se |= CTRL_SOLICITED;
         }
         if wr.fence {
-            fm_ce_se |= 0x80;
+            fm_ce_se |= CTRL_FENCE;
         }
-        w[11] = fm_ce_se;
-        match wr.op {
-            RcOp::SendImm(imm) | RcOp::WriteImm { imm, .. } => {
-                w[12..16].copy_from_slice(&imm.to_be_bytes())
-            }
-            _ => {}
-        }
+        let imm = match wr.op {
+            RcOp::SendImm(imm) | RcOp::WriteImm { imm, .. } => imm,
+            _ => 0,
+        };
+        let mut ctrl = CtrlSegRepr {
+            opcode: wr.op.opcode(),
+            opmod: 0,
+            wqe_index: 0,
+            qpn: self.qpn,
+            ds: 0,
+            fm_ce_se,
+            imm,
+        };
+        let mut w = ctrl.to_bytes().to_vec();
         let raddr = |w: &mut Vec<u8>, raddr: u64, rkey: u32| {
-            w.extend_from_slice(&raddr.to_be_bytes());
-            w.extend_from_slice(&rkey.to_be_bytes());
-            w.extend_from_slice(&[0; 4]);
+            w.extend_from_slice(&raddr_seg(raddr, rkey));
         };
         match wr.op {
             RcOp::Write { raddr: a, rkey }
@@ -540,8 +535,7 @@ impl RcRig {
                 swap,
             } => {
                 raddr(&mut w, a, rkey);
-                w.extend_from_slice(&swap.to_be_bytes());
-                w.extend_from_slice(&compare.to_be_bytes());
+                w.extend_from_slice(&atomic_seg(swap, compare));
             }
             RcOp::FetchAdd {
                 raddr: a,
@@ -549,23 +543,21 @@ impl RcRig {
                 add,
             } => {
                 raddr(&mut w, a, rkey);
-                w.extend_from_slice(&add.to_be_bytes());
-                w.extend_from_slice(&[0; 8]);
+                w.extend_from_slice(&atomic_seg(add, 0));
             }
             _ => {}
         }
         for s in wr.sges {
-            w.extend_from_slice(&s.len.to_be_bytes());
-            w.extend_from_slice(&s.lkey.to_be_bytes());
-            w.extend_from_slice(&s.addr.to_be_bytes());
+            w.extend_from_slice(&data_seg(s.len, s.lkey, s.addr));
         }
         if let Some(data) = wr.inline {
-            w.extend_from_slice(&(0x8000_0000 | data.len() as u32).to_be_bytes());
-            w.extend_from_slice(data);
-            w.resize(w.len().div_ceil(16) * 16, 0);
+            let first = data.len().min(INLINE_FIRST);
+            w.extend_from_slice(&inline_seg(data));
+            w.extend_from_slice(&data[first..]);
+            w.resize(w.len().div_ceil(SEG) * SEG, 0);
         }
-        let ds = w.len() / 16;
-        w[4..8].copy_from_slice(&((self.qpn << 8) | ds as u32).to_be_bytes());
+        ctrl.ds = (w.len() / SEG) as u8;
+        ctrl.emit(&mut CtrlSeg::new_unchecked(&mut w[..SEG]));
         w
     }
 
@@ -585,10 +577,10 @@ impl RcRig {
     /// [`RigError::SqFull`]; a WQE longer than 16 WQEBBs or not a multiple of 16 bytes is
     /// [`RigError::Config`].
     pub fn post_raw(&mut self, wqe: &[u8], set_index: bool) -> Result<u16, RigError> {
-        if wqe.is_empty() || !wqe.len().is_multiple_of(16) || wqe.len() > 1024 {
+        if wqe.is_empty() || !wqe.len().is_multiple_of(SEG) || wqe.len() > 16 * WQEBB {
             return Err(RigError::Config("WQE size"));
         }
-        let nbb = wqe.len().div_ceil(64) as u16;
+        let nbb = wqe.len().div_ceil(WQEBB) as u16;
         let size = 1u16 << self.cfg.log_sq;
         // The rig does not track completions of the SQ (errors may complete several WQEs):
         // it refuses only what cannot fit the ring at all.
@@ -597,13 +589,15 @@ impl RcRig {
         }
         let idx = self.sq_pi;
         let mut w = wqe.to_vec();
-        w.resize(usize::from(nbb) * 64, 0);
+        w.resize(usize::from(nbb) * WQEBB, 0);
         if set_index {
-            w[1..3].copy_from_slice(&idx.to_be_bytes());
+            let mut c = CtrlSegRepr::parse(&CtrlSeg::new_unchecked(&w[..SEG]));
+            c.wqe_index = idx;
+            c.emit(&mut CtrlSeg::new_unchecked(&mut w[..SEG]));
         }
-        for (i, bb) in w.chunks(64).enumerate() {
+        for (i, bb) in w.chunks(WQEBB).enumerate() {
             let slot = (idx.wrapping_add(i as u16) & (size - 1)) as usize;
-            self.mem.write(self.off.sq + slot * 64, bb);
+            self.mem.write(self.off.sq + slot * WQEBB, bb);
         }
         self.last_ctrl.copy_from_slice(&w[..8]);
         self.sq_pi = self.sq_pi.wrapping_add(nbb);
@@ -649,19 +643,17 @@ impl RcRig {
     /// # Errors
     /// More SGEs than the stride holds.
     pub fn post_recv(&mut self, sges: &[Sge]) -> Result<u16, RigError> {
-        let stride = 16usize << self.cfg.log_rq_stride;
-        if sges.len() > stride / 16 {
+        let stride = SEG << self.cfg.log_rq_stride;
+        if sges.len() > stride / SEG {
             return Err(RigError::Config("too many receive SGEs"));
         }
         let mut w = vec![0u8; stride];
-        for (i, s) in sges.iter().enumerate() {
-            w[i * 16..i * 16 + 4].copy_from_slice(&s.len.to_be_bytes());
-            w[i * 16 + 4..i * 16 + 8].copy_from_slice(&s.lkey.to_be_bytes());
-            w[i * 16 + 8..i * 16 + 16].copy_from_slice(&s.addr.to_be_bytes());
+        for (seg, s) in w.chunks_exact_mut(SEG).zip(sges) {
+            seg.copy_from_slice(&data_seg(s.len, s.lkey, s.addr));
         }
-        if sges.len() < stride / 16 {
-            let i = sges.len() * 16;
-            w[i + 4..i + 8].copy_from_slice(&0x100u32.to_be_bytes());
+        if sges.len() < stride / SEG {
+            let i = sges.len() * SEG;
+            w[i..i + SEG].copy_from_slice(&end_of_scatter_seg());
         }
         let idx = self.rq_pi;
         let slot = (idx & ((1u16 << self.cfg.log_rq) - 1)) as usize;
@@ -680,25 +672,27 @@ impl RcRig {
             (self.off.cq_snd, DBR_CQ_SND, self.cq_snd_ci)
         };
         let mask = (1u32 << self.cfg.log_cq) - 1;
-        let at = ring + ((ci & mask) as usize) * 64;
-        let op_own = self.mem.read_u8_volatile(at + 63);
+        let at = ring + ((ci & mask) as usize) * CQE_SIZE;
+        let op_own = self
+            .mem
+            .read_u8_volatile(at + mlx5_dpa::mlx5::wire::cqe::at::OP_OWN);
         let owner = (ci >> self.cfg.log_cq) & 1;
-        if op_own >> 4 == 0xf || u32::from(op_own & 1) != owner {
+        if op_own >> 4 == cqe::INVALID || u32::from(op_own & 1) != owner {
             return None;
         }
         fence(Ordering::Acquire);
-        let mut c = [0u8; 64];
+        let mut c = [0u8; CQE_SIZE];
         self.mem.read(at, &mut c);
-        let be32 = |i: usize| u32::from_be_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+        let c = Cqe64::new_unchecked(c);
         let done = RcCompletion {
             opcode: op_own >> 4,
-            byte_cnt: be32(0x2c),
-            wqe_counter: u16::from_be_bytes([c[0x3c], c[0x3d]]),
-            syndrome: c[0x37],
-            vendor_syndrome: c[0x36],
-            wqe_opcode: c[0x38],
-            qpn: be32(0x38) & 0xff_ffff,
-            imm: be32(0x24),
+            byte_cnt: c.byte_cnt(),
+            wqe_counter: c.wqe_counter(),
+            syndrome: c.syndrome(),
+            vendor_syndrome: c.vendor_err_synd(),
+            wqe_opcode: (c.sop_drop_qpn() >> 24) as u8,
+            qpn: c.qpn(),
+            imm: c.imm_inval_pkey(),
         };
         let ci = ci.wrapping_add(1);
         if rcv {

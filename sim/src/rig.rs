@@ -17,6 +17,11 @@ use mlx5_dpa::mlx5::cmd::{
     CreateMkey, CreateRq, CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq, ModifySq,
     OuterMatch, RingMem, SetFte, WqAttr, WqState,
 };
+use mlx5_dpa::mlx5::wire::cqe::{self, Cqe64, CQE_SIZE};
+use mlx5_dpa::mlx5::wire::wqe::{
+    data_seg, eth_seg, opcode as wqe_opcode, CtrlSeg, CtrlSegRepr, CTRL_CQ_UPDATE,
+    ETH_INLINE_START, SEG, WQEBB,
+};
 
 /// Sizes and the receive rule.
 #[derive(Debug, Clone, Copy)]
@@ -445,23 +450,27 @@ impl EthRig {
         let slot = (idx & (size - 1)) as usize;
         let buf = self.off.tx_bufs + slot * self.cfg.buf_size;
         self.mem.write(buf, frame);
-        let mut w = [0u8; 64];
-        // Control segment: opmod 0 | wqe_index | opcode SEND (0x0a); sqn | ds = 4; CQ update.
-        w[1..3].copy_from_slice(&idx.to_be_bytes());
-        w[3] = 0x0a;
-        w[4..8].copy_from_slice(&((self.sqn << 8) | 4).to_be_bytes());
+        let mut w = [0u8; WQEBB];
+        // Control segment: SEND, 4 segments, a CQE every `signal_every` WQEs.
         let signal = (idx % self.cfg.signal_every) == self.cfg.signal_every - 1;
-        w[11] = if signal { 0x08 } else { 0 };
-        // Ethernet segment: inline_hdr_sz = 18, headers from byte 14 (spilling into the next
-        // 16-byte segment).
-        w[28..30].copy_from_slice(&(INLINE as u16).to_be_bytes());
-        w[30..48].copy_from_slice(&frame[..INLINE]);
+        let ctrl = CtrlSegRepr {
+            opcode: wqe_opcode::SEND,
+            opmod: 0,
+            wqe_index: idx,
+            qpn: self.sqn,
+            ds: 4,
+            fm_ce_se: if signal { CTRL_CQ_UPDATE } else { 0 },
+            imm: 0,
+        };
+        w[..SEG].copy_from_slice(&ctrl.to_bytes());
+        // Ethernet segment with the 18-byte L2 header inline, spilling into the next segment.
+        w[SEG..2 * SEG].copy_from_slice(&eth_seg(&frame[..INLINE]));
+        let in_eth = SEG - ETH_INLINE_START;
+        w[2 * SEG..2 * SEG + INLINE - in_eth].copy_from_slice(&frame[in_eth..INLINE]);
         // Data segment for the rest of the frame.
         let rest = (frame.len() - INLINE) as u32;
-        w[48..52].copy_from_slice(&rest.to_be_bytes());
-        w[52..56].copy_from_slice(&self.lkey.to_be_bytes());
         let addr = self.mem.addr(buf + INLINE) as u64;
-        w[56..64].copy_from_slice(&addr.to_be_bytes());
+        w[3 * SEG..4 * SEG].copy_from_slice(&data_seg(rest, self.lkey, addr));
         self.mem.write(self.off.sq + slot * 64, &w);
         self.last_ctrl.copy_from_slice(&w[..8]);
         self.sq_pi = self.sq_pi.wrapping_add(1);
@@ -480,9 +489,9 @@ impl EthRig {
             return Err(RigError::SqFull);
         }
         let idx = self.sq_pi;
-        w[1..3].copy_from_slice(&idx.to_be_bytes());
-        let ds = w[7] & 0x3f;
-        w[4..8].copy_from_slice(&((self.sqn << 8) | u32::from(ds)).to_be_bytes());
+        let mut ctrl = CtrlSegRepr::parse(&CtrlSeg::new_unchecked(&w[..SEG]));
+        (ctrl.wqe_index, ctrl.qpn) = (idx, self.sqn);
+        ctrl.emit(&mut CtrlSeg::new_unchecked(&mut w[..SEG]));
         let slot = (idx & (size - 1)) as usize;
         self.mem.write(self.off.sq + slot * 64, &w);
         self.last_ctrl.copy_from_slice(&w[..8]);
@@ -523,12 +532,9 @@ impl EthRig {
         // The RQ consumer is the RX CQ's progress; buffers in flight are rq_pi - completed.
         while self.rq_pi.wrapping_sub(self.cq_rx_ci as u16) < size {
             let slot = (self.rq_pi & (size - 1)) as usize;
-            let mut seg = [0u8; 16];
-            seg[0..4].copy_from_slice(&(self.cfg.buf_size as u32).to_be_bytes());
-            seg[4..8].copy_from_slice(&self.lkey.to_be_bytes());
             let addr = self.mem.addr(self.off.rx_bufs + slot * self.cfg.buf_size) as u64;
-            seg[8..16].copy_from_slice(&addr.to_be_bytes());
-            self.mem.write(self.off.rq + slot * 16, &seg);
+            let seg = data_seg(self.cfg.buf_size as u32, self.lkey, addr);
+            self.mem.write(self.off.rq + slot * SEG, &seg);
             self.rq_pi = self.rq_pi.wrapping_add(1);
             n += 1;
         }
@@ -543,21 +549,22 @@ impl EthRig {
     fn poll_cq(&mut self, ring: usize, dbr: usize, rx: bool) -> Option<Completion> {
         let ci = if rx { self.cq_rx_ci } else { self.cq_tx_ci };
         let mask = (1u32 << self.cfg.log_cq) - 1;
-        let at = ring + ((ci & mask) as usize) * 64;
-        let op_own = self.mem.read_u8_volatile(at + 63);
+        let at = ring + ((ci & mask) as usize) * CQE_SIZE;
+        let op_own = self.mem.read_u8_volatile(at + cqe::at::OP_OWN);
         let owner = (ci >> self.cfg.log_cq) & 1;
-        if op_own >> 4 == 0xf || u32::from(op_own & 1) != owner {
+        if op_own >> 4 == cqe::opcode::INVALID || u32::from(op_own & 1) != owner {
             return None;
         }
         fence(Ordering::Acquire);
-        let mut c = [0u8; 64];
+        let mut c = [0u8; CQE_SIZE];
         self.mem.read(at, &mut c);
+        let c = Cqe64::new_unchecked(c);
         let done = Completion {
             opcode: op_own >> 4,
-            byte_cnt: u32::from_be_bytes([c[44], c[45], c[46], c[47]]),
-            wqe_counter: u16::from_be_bytes([c[60], c[61]]),
-            syndrome: c[55],
-            qpn: u32::from_be_bytes([0, c[57], c[58], c[59]]),
+            byte_cnt: c.byte_cnt(),
+            wqe_counter: c.wqe_counter(),
+            syndrome: c.syndrome(),
+            qpn: c.qpn(),
         };
         let ci = ci.wrapping_add(1);
         if rx {

@@ -17,6 +17,8 @@ use mlx5_dpa::mlx5::cmd::{
     DpaAffinity, DpaThreadModify, MkeyAccess, ModifySq, RingMem, WqAttr, WqState,
 };
 use mlx5_dpa::mlx5::layouts::{self as l, dpa_process_status as ps, dpa_thread_state as ts};
+use mlx5_dpa::mlx5::wire::cqe::{self, Cqe64, CQE_SIZE};
+use mlx5_dpa::mlx5::wire::wqe::{self, CtrlSegRepr};
 use mlx5_sim::dpa::{device_code, error_syndrome, map};
 use mlx5_sim::dpa_rig::asm::{r, Asm};
 use mlx5_sim::dpa_rig::elf::ElfSpec;
@@ -295,9 +297,16 @@ impl Nops {
     /// Writes the next NOP (CQE requested); no doorbell.
     fn post(&mut self, rig: &DpaRig) {
         let mut w = [0u8; 64];
-        w[1..3].copy_from_slice(&self.pi.to_be_bytes());
-        w[4..8].copy_from_slice(&((self.sqn << 8) | 1).to_be_bytes());
-        w[11] = 0x08;
+        let ctrl = CtrlSegRepr {
+            opcode: wqe::opcode::NOP,
+            opmod: 0,
+            wqe_index: self.pi,
+            qpn: self.sqn,
+            ds: 1,
+            fm_ce_se: wqe::CTRL_CQ_UPDATE,
+            imm: 0,
+        };
+        w[..wqe::SEG].copy_from_slice(&ctrl.to_bytes());
         let slot = usize::from(self.pi % 16);
         assert!(rig.host_write(&self.buf, SQ_RING + slot * 64, &w));
         self.last_ctrl.copy_from_slice(&w[..8]);
@@ -312,7 +321,7 @@ impl Nops {
 
     /// `op_own` of host CQE `i`.
     fn op_own(&self, rig: &DpaRig, i: usize) -> u8 {
-        rig.host_read(&self.buf, CQ_RING + i * 64 + 63, 1)[0]
+        rig.host_read(&self.buf, CQ_RING + i * CQE_SIZE + cqe::at::OP_OWN, 1)[0]
     }
 }
 
@@ -1130,9 +1139,9 @@ fn handler_rearms_its_cq_in_dpa_memory_and_runs_once_per_completion() {
     assert_eq!((info.activations, info.state), (u64::from(N), ts::IDLE));
     // The CQEs are in DPA memory, written by the datapath through the DUMEM.
     for i in 0..u64::from(N) {
-        let cqe = ok(dev.dpa_read(rig.process, ring_at + i * 64, 64));
-        assert_eq!(cqe[63] >> 4, 0x0, "CQE {i} is a REQ completion");
-        assert_eq!(u16::from_be_bytes([cqe[60], cqe[61]]), i as u16);
+        let cqe = Cqe64::new_checked(ok(dev.dpa_read(rig.process, ring_at + i * 64, 64))).unwrap();
+        assert_eq!(cqe.opcode(), 0x0, "CQE {i} is a REQ completion");
+        assert_eq!(cqe.wqe_counter(), i as u16);
     }
     assert_eq!(dev.dpa_stats().doorbells, u64::from(N));
     // The process's memory is in use by the CQ: it cannot go.

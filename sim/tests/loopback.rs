@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mlx5_dpa::mlx5::cmd::OuterMatch;
+use mlx5_dpa::mlx5::wire::wqe::{self, CtrlSegRepr};
+use mlx5_dpa::mlx5::wire::{Eqe, Event};
 use mlx5_sim::port::pcap::read_pcap;
 use mlx5_sim::profile::Profile;
 use mlx5_sim::rig::{EthRig, RigConfig};
@@ -187,11 +189,9 @@ fn armed_cq_raises_one_event_then_stays_disarmed() {
         .unwrap()
         .expect("one event");
     assert_eq!(ev.cookie, 0xc00c1e);
-    assert_eq!(ev.data[1], 0, "completion event type");
-    assert_eq!(
-        u32::from_be_bytes(ev.data[0x38..0x3c].try_into().unwrap()),
-        rig.cqn_rx
-    );
+    let eqe = Eqe::copy_from(&ev.data).unwrap();
+    assert_eq!(eqe.event_type(), 0, "completion event type");
+    assert_eq!(eqe.decode(), Event::Completion { cqn: rig.cqn_rx });
     assert_eq!(
         ch.read_event(Duration::from_millis(20)).unwrap(),
         None,
@@ -211,14 +211,21 @@ fn bad_lkey_gives_an_error_cqe_and_the_sq_stops() {
     let mut rig = EthRig::new(dev.open_devx(), RigConfig::default()).unwrap();
     rig.fill_rq();
     let mut w = [0u8; 64];
-    w[3] = 0x0a; // SEND
-    w[7] = 4; // ds
-    w[11] = 0x08;
-    w[28..30].copy_from_slice(&18u16.to_be_bytes());
-    w[30..48].copy_from_slice(&frame(64, 0)[..18]);
-    w[48..52].copy_from_slice(&46u32.to_be_bytes());
-    w[52..56].copy_from_slice(&0x00de_ad5au32.to_be_bytes()); // no such key
-    w[56..64].copy_from_slice(&0x1000u64.to_be_bytes());
+    let ctrl = CtrlSegRepr {
+        opcode: wqe::opcode::SEND,
+        opmod: 0,
+        wqe_index: 0,
+        qpn: 0,
+        ds: 4,
+        fm_ce_se: wqe::CTRL_CQ_UPDATE,
+        imm: 0,
+    };
+    let hdr = frame(64, 0);
+    w[..16].copy_from_slice(&ctrl.to_bytes());
+    w[16..32].copy_from_slice(&wqe::eth_seg(&hdr[..18]));
+    w[32..48].copy_from_slice(&hdr[2..18]);
+    // No such key.
+    w[48..64].copy_from_slice(&wqe::data_seg(46, 0x00de_ad5a, 0x1000));
     rig.post_raw_wqe(w).unwrap();
     rig.post_send(&frame(64, 1)).unwrap();
     rig.ring_sq();

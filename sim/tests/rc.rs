@@ -13,6 +13,7 @@ use mlx5_dpa::mlx5::cmd::{
 };
 use mlx5_dpa::mlx5::layout::View;
 use mlx5_dpa::mlx5::layouts as l;
+use mlx5_dpa::mlx5::wire::wqe::{self, CtrlSeg, CtrlSegRepr, InlineSeg};
 use mlx5_sim::fw::check;
 use mlx5_sim::profile::Profile;
 use mlx5_sim::rc_rig::{cqe, RcCompletion, RcOp, RcRig, RcRigConfig, SendWr, Sge};
@@ -703,20 +704,23 @@ fn malformed_wqes_are_local_qp_operation_errors() {
     let good = SendWr::new(RcOp::Nop, &[]);
     let mut cases: Vec<(Vec<u8>, u8)> = Vec::new();
     // Unknown opcode.
-    let mut w = p.a.build_wqe(&good);
-    w[3] = 0x55;
+    let with_ctrl = |f: &dyn Fn(&mut CtrlSegRepr)| {
+        let mut w = p.a.build_wqe(&good);
+        let mut c = CtrlSegRepr::parse(&CtrlSeg::new_unchecked(&w[..16]));
+        f(&mut c);
+        c.emit(&mut CtrlSeg::new_unchecked(&mut w[..16]));
+        w
+    };
+    let w = with_ctrl(&|c| c.opcode = 0x55);
     cases.push((w, syndrome::LOCAL_QP_OP_ERR));
     // Another QP's number.
-    let mut w = p.a.build_wqe(&good);
-    w[4..8].copy_from_slice(&(((p.a.qpn + 1) << 8) | 1).to_be_bytes());
+    let w = with_ctrl(&|c| c.qpn += 1);
     cases.push((w, syndrome::LOCAL_QP_OP_ERR));
     // ds = 0.
-    let mut w = p.a.build_wqe(&good);
-    w[7] = 0;
+    let w = with_ctrl(&|c| c.ds = 0);
     cases.push((w, syndrome::LOCAL_QP_OP_ERR));
     // A WRITE without its remote address segment.
-    let mut w = p.a.build_wqe(&good);
-    w[3] = 0x08;
+    let w = with_ctrl(&|c| c.opcode = wqe::opcode::RDMA_WRITE);
     cases.push((w, syndrome::LOCAL_QP_OP_ERR));
     // An atomic whose result buffer is not 8 bytes.
     let sg = [p.a.sge(0, 16)];
@@ -734,7 +738,7 @@ fn malformed_wqes_are_local_qp_operation_errors() {
         inline: Some(b"abc"),
         ..SendWr::new(RcOp::Send, &[])
     });
-    w[16..20].copy_from_slice(&(0x8000_0000u32 | 900).to_be_bytes());
+    InlineSeg::new_unchecked(&mut w[16..20]).set_byte_count(wqe::INLINE_SEG | 900);
     cases.push((w, syndrome::LOCAL_QP_OP_ERR));
     for (w, syn) in cases {
         let i = p.a.post_raw(&w, true).unwrap();
@@ -747,7 +751,8 @@ fn malformed_wqes_are_local_qp_operation_errors() {
     // Garbage in every byte of a WQE never panics.
     for seed in 0..64u32 {
         let mut w = pattern(128, seed);
-        w[4..7].copy_from_slice(&(p.a.qpn << 8).to_be_bytes()[..3]);
+        let mut c = CtrlSeg::new_unchecked(&mut w[..16]);
+        c.set_qpn_ds((p.a.qpn << 8) | (c.qpn_ds() & 0xff));
         p.a.post_raw(&w, true).unwrap();
         p.a.ring();
         p.run();

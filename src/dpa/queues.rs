@@ -29,10 +29,12 @@ use crate::mem::{Access, Lkey};
 use crate::mlx5::cmd::{
     CqEventTarget, CreateCq, CreateMkey, CreateQp, CreateRq, CreateSq, RingMem, WqAttr,
 };
+use crate::mlx5::wire::cqe::{self, cqe64_offset};
+use crate::mlx5::wire::wqe::{data_seg, end_of_scatter_seg, SEG};
 use crate::queues::descriptor::wq_kind;
 use crate::queues::ring::CQE_INIT_OP_OWN;
 use crate::queues::steering::Tis;
-use crate::queues::wq::{create_rdy_rq, create_rdy_sq, INVALID_LKEY};
+use crate::queues::wq::{create_rdy_rq, create_rdy_sq};
 use crate::queues::{
     CqConfig, CqDescriptor, CqEvents, CqTarget, Cqn, MemPlace, QpConfig, Qpn, QueueMemory,
     RcConnect, RqConfig, RqTarget, Rqn, Sqn, WqDescriptor,
@@ -46,8 +48,6 @@ use super::{DpaBuf, DpaError, Process};
 pub const DPA_RING_ALIGN: u64 = 64;
 /// Bytes given to a doorbell record (a cache line of its own).
 pub const DPA_DBR_SIZE: u64 = 64;
-/// Size of a data segment (byte count, lkey, address).
-const DATA_SEG: usize = 16;
 
 /// A ring and its doorbell record in one buffer of DPA memory.
 #[derive(Debug)]
@@ -194,7 +194,7 @@ impl DpaCq {
         let cqe_bytes = cfg.cqe_size.bytes();
         let mut image = vec![0u8; bytes];
         for e in image.chunks_exact_mut(cqe_bytes) {
-            e[cqe_bytes - 1] = CQE_INIT_OP_OWN;
+            e[cqe64_offset(0, cqe_bytes) + cqe::at::OP_OWN] = CQE_INIT_OP_OWN;
         }
         process.copy_to_dev(mem.ring_daddr(), &image)?;
         process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
@@ -506,12 +506,10 @@ impl DpaRq {
         }
         let mut image = vec![0u8; bufs.len() * self.stride];
         for (wqe, &(daddr, len)) in image.chunks_exact_mut(self.stride).zip(bufs) {
-            wqe[0..4].copy_from_slice(&len.to_be_bytes());
-            wqe[4..8].copy_from_slice(&lkey.0.to_be_bytes());
-            wqe[8..16].copy_from_slice(&daddr.to_be_bytes());
+            wqe[..SEG].copy_from_slice(&data_seg(len, lkey.0, daddr));
             // The rest of the scatter list ends at the first segment with MLX5_INVALID_LKEY.
-            if self.stride > DATA_SEG {
-                wqe[DATA_SEG + 4..DATA_SEG + 8].copy_from_slice(&INVALID_LKEY.to_be_bytes());
+            if self.stride > SEG {
+                wqe[SEG..2 * SEG].copy_from_slice(&end_of_scatter_seg());
             }
         }
         process.copy_to_dev(self.ring_daddr, &image)?;

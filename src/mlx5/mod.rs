@@ -12,6 +12,7 @@ pub mod layout;
 pub mod layouts;
 pub mod opcode;
 pub mod status;
+pub mod wire;
 
 pub use layout::{Field, Layout, LayoutDesc, LayoutError, View, ViewMut};
 pub use opcode::{DevxMethod, Opcode};

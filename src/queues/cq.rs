@@ -10,13 +10,14 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::cqe::{
-    decode_send_recv, decode_words, Completion, CompletionError, Cqe, CQE_SIZE, OP_OWN_HOT_MASK,
-};
 use super::ring::{self, CQE_INIT_OP_OWN, CQE_OPCODE_INVALID, CQ_CI_MASK};
 use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj, EventChannel};
 use crate::mlx5::cmd::{CqEventTarget, CreateCq, ModifyCqModeration, RingMem};
+use crate::mlx5::wire::cqe::{
+    at, cqe64_offset, decode_send_recv, decode_words, word, Completion, CompletionError, Cqe,
+    CQE_SIZE, OP_OWN_HOT_MASK,
+};
 use crate::uar::{barrier, DoorbellRecord, UarPage, CQ_ARM_DB, CQ_SET_CI};
 
 /// The cold arm of [`Cq::decode_entry`]: an opcode other than REQ / RESP_SEND, in an entry
@@ -194,7 +195,7 @@ impl Cq {
         unsafe {
             volatile_fill(ring, ring_bytes, 0);
             for i in 0..(1usize << cfg.log_size) {
-                let op_own = ring.as_ptr().add(i * cqe_bytes + cqe_bytes - 1);
+                let op_own = ring.as_ptr().add(cqe64_offset(i, cqe_bytes) + at::OP_OWN);
                 std::ptr::write_volatile(op_own, CQE_INIT_OP_OWN);
             }
             volatile_fill(dbr_ptr, 8, 0);
@@ -284,10 +285,11 @@ impl Cq {
     #[inline(always)]
     fn owned_word7(&self, entry: *const u64, ci: u32) -> Option<[u8; 8]> {
         // SAFETY: word 7 of the entry (see `entry`); a volatile load, since the device writes it.
-        let w7 = unsafe { std::ptr::read_volatile(entry.add(7)) }.to_ne_bytes();
+        let w7 = unsafe { std::ptr::read_volatile(entry.add(word::QPN)) }.to_ne_bytes();
         // `ring::cqe_is_sw_owned`, with the parity as a mask test (no variable shift).
         let parity = u8::from(ci & (1u32 << self.log_size) != 0);
-        if (w7[7] & 1) != parity || (w7[7] >> 4) == CQE_OPCODE_INVALID {
+        let op_own = w7[at::OP_OWN % 8];
+        if (op_own & 1) != parity || (op_own >> 4) == CQE_OPCODE_INVALID {
             return None;
         }
         // ORDERING: the word holding the owner byte was loaded before any other word of the
@@ -313,7 +315,7 @@ impl Cq {
     ) -> Option<Result<Completion, CompletionError>> {
         // SAFETY: the last byte of the entry (the caller's promise); a volatile load, since
         // the device writes it.
-        let op_own = unsafe { std::ptr::read_volatile(entry.cast::<u8>().add(CQE_SIZE - 1)) };
+        let op_own = unsafe { std::ptr::read_volatile(entry.cast::<u8>().add(at::OP_OWN)) };
         // ORDERING (both arms): `op_own` was loaded, and found software's, before the read
         // barrier; every other load of the entry (word 7 again included: its QPN and WQE
         // counter are taken from the load after the barrier) follows it, as in rdma-core's
@@ -324,15 +326,15 @@ impl Cq {
             // both (`OP_OWN_HOT_MASK`; neither opcode is INVALID).
             barrier::dma_rmb();
             // SAFETY: word 7 of the entry, software's until the consumer index is published.
-            let w7 = unsafe { std::ptr::read_volatile(entry.add(7)) }.to_ne_bytes();
+            let w7 = unsafe { std::ptr::read_volatile(entry.add(word::QPN)) }.to_ne_bytes();
             // SAFETY: word 5, likewise.
-            let w5 = unsafe { std::ptr::read_volatile(entry.add(5)) }.to_ne_bytes();
+            let w5 = unsafe { std::ptr::read_volatile(entry.add(word::BYTE_CNT)) }.to_ne_bytes();
             Some(Ok(decode_send_recv(w7, w5)))
         } else if (op_own & 1) == parity && (op_own >> 4) != CQE_OPCODE_INVALID {
             // `ring::cqe_is_sw_owned`, with the pass parity given: another opcode.
             barrier::dma_rmb();
             // SAFETY: word 7 of the entry, software's until the consumer index is published.
-            let w7 = unsafe { std::ptr::read_volatile(entry.add(7)) }.to_ne_bytes();
+            let w7 = unsafe { std::ptr::read_volatile(entry.add(word::QPN)) }.to_ne_bytes();
             // SAFETY: the caller's promise; the entry is software's.
             Some(unsafe { decode_other_entry(entry, w7) })
         } else {
@@ -500,7 +502,7 @@ impl Cq {
     pub fn subscribe(&self, channel: &dyn EventChannel, cookie: u64) -> Result<(), QueueError> {
         channel.subscribe(
             Some(self.shared.obj.handle()),
-            &[u16::from(super::cqe::event_type::COMP)],
+            &[u16::from(crate::mlx5::wire::eqe::event_type::COMP)],
             cookie,
         )?;
         Ok(())

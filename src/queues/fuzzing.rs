@@ -7,8 +7,10 @@
 //! arithmetic, at most 15 for 16-bit free space), and the `assert!`s check invariants that a
 //! correct implementation keeps for every input; a failed one is a bug, reported as a panic.
 
-use super::cqe::{CompletionError, CompletionKind, Cqe, Eqe, Event, Syndrome, CQE_SIZE};
 use super::ring;
+use crate::mlx5::wire::{
+    Completion, CompletionError, CompletionKind, Cqe, Cqe128, Cqe64, Eqe, Event, Syndrome, CQE_SIZE,
+};
 
 fn take<const N: usize>(data: &[u8], at: usize) -> [u8; N] {
     let mut out = [0u8; N];
@@ -32,7 +34,15 @@ fn cqe(c: &Cqe) {
     );
     assert!(fields.0 <= 0xf && fields.1 <= 1);
     assert_eq!(Cqe::from_array(*c.bytes()), *c);
-    match c.decode() {
+    let parsed = c.decode();
+    // Whatever parses, emitted into a poisoned CQE, parses the same again.
+    let mut again = Cqe64::new_unchecked([0xa5u8; CQE_SIZE]);
+    match parsed {
+        Ok(done) => done.emit(&mut again),
+        Err(e) => e.emit(&mut again),
+    }
+    assert_eq!(Completion::parse(&again), parsed);
+    match parsed {
         Ok(done) => {
             assert_eq!(done.qpn, c.sop_drop_qpn() & 0xff_ffff);
             assert_eq!(done.wqe_counter, c.wqe_counter());
@@ -75,7 +85,7 @@ fn cqe(c: &Cqe) {
     let _ = s.to_string();
 }
 
-fn eqe(e: &Eqe) {
+fn eqe(e: &Eqe<[u8; 64]>) {
     let _ = (e.event_type(), e.sub_type(), e.owner());
     match e.decode() {
         Event::Completion { cqn } | Event::CqError { cqn, .. } => assert!(cqn <= 0xff_ffff),
@@ -131,7 +141,7 @@ fn ring_helpers(data: &[u8]) {
 /// Feeds `data` to the CQE view (64-byte and, when long enough, the second half of a 128-byte
 /// CQE), the EQE view, and the ring helpers. Never panics on any input.
 pub fn parse_cqe_eqe(data: &[u8]) {
-    match Cqe::new(data) {
+    match Cqe::copy_from(data) {
         Ok(c) => cqe(&c),
         Err(e) => {
             assert!(data.len() < CQE_SIZE);
@@ -139,12 +149,20 @@ pub fn parse_cqe_eqe(data: &[u8]) {
         }
     }
     if let Some(second) = data.get(CQE_SIZE..) {
-        if let Ok(c) = Cqe::new(second) {
+        if let Ok(c) = Cqe::copy_from(second) {
             cqe(&c);
         }
     }
-    if let Ok(e) = Eqe::new(data) {
+    if let Ok(big) = Cqe128::new_checked(data) {
+        assert_eq!(
+            big.cqe64().decode(),
+            Cqe::copy_from(&data[64..]).unwrap().decode()
+        );
+    }
+    if let Ok(e) = Eqe::copy_from(data) {
         eqe(&e);
+        let ev = e.decode();
+        assert_eq!(Event::parse(&Eqe::new_unchecked(ev.to_eqe())), ev);
     }
     ring_helpers(data);
 }

@@ -23,7 +23,6 @@
 //! that drive a queue themselves (GPU, DPA).
 
 pub mod cq;
-pub mod cqe;
 pub mod descriptor;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -40,8 +39,10 @@ use crate::devx::{Devx, DevxError};
 use crate::mem::{Access, DmaBuf, MemError, Umem};
 use crate::mlx5::cmd::CmdError;
 
+pub use crate::mlx5::wire::{
+    Completion, CompletionError, CompletionKind, Cqe, Eqe, Event, Syndrome,
+};
 pub use cq::{Arm, Cq, CqConfig, CqEvents, CqTarget, Cqn};
-pub use cqe::{Completion, CompletionError, CompletionKind, Cqe, Eqe, Event, Syndrome};
 pub use descriptor::{CqDescriptor, WqDescriptor};
 pub use qp::{QpConfig, Qpn, RcConnect, RcPeer, RcQp, RemoteAddr, SendOp, SendWr};
 pub use steering::RqTarget;

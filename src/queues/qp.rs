@@ -18,10 +18,9 @@
 use std::sync::Arc;
 
 use super::cq::{Cq, CqObj};
-use super::cqe::wqe_opcode;
 use super::descriptor::{wq_kind, WqDescriptor};
 use super::ring::{SEG, WQEBB};
-use super::wq::{data_seg, RecvRing, SendRing, CTRL_CQ_UPDATE, CTRL_SOLICITED, INLINE_SEG};
+use super::wq::{data_seg, RecvRing, SendRing, CTRL_CQ_UPDATE, CTRL_SOLICITED};
 use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj};
 use crate::mem::{Access, Pd, Rkey, Sge};
@@ -30,6 +29,9 @@ use crate::mlx5::cmd::{
     Rtr2Rts,
 };
 use crate::mlx5::layouts::qpc;
+use crate::mlx5::wire::wqe::{
+    atomic_seg, inline_seg, opcode as wqe_opcode, raddr_seg, INLINE_FIRST,
+};
 use crate::uar::{DoorbellRecord, UarPage, RCV_DBR, SND_DBR};
 
 /// A QP number.
@@ -476,12 +478,7 @@ impl RcQp {
         };
         self.sq.with(|sq, shadow| {
             let slot = sq.begin(Q, ds)?;
-            let raddr = |r: &RemoteAddr| {
-                let mut s = [0u8; 16];
-                s[0..8].copy_from_slice(&r.addr.to_be_bytes());
-                s[8..12].copy_from_slice(&r.rkey.0.to_be_bytes());
-                s
-            };
+            let raddr = |r: &RemoteAddr| raddr_seg(r.addr, r.rkey.0);
             match wr.op {
                 SendOp::Send { sges, .. } => {
                     for (i, g) in sges.iter().enumerate() {
@@ -491,11 +488,8 @@ impl RcQp {
                 SendOp::SendInline { data, .. } => {
                     // The inline segment: byte count with the inline bit, then the bytes, in as
                     // many 16-byte segments as they need.
-                    let mut seg = [0u8; 16];
-                    seg[..4].copy_from_slice(&(INLINE_SEG | data.len() as u32).to_be_bytes());
-                    let first = data.len().min(12);
-                    seg[4..4 + first].copy_from_slice(&data[..first]);
-                    sq.seg(&slot, 1, &seg);
+                    sq.seg(&slot, 1, &inline_seg(data));
+                    let first = data.len().min(INLINE_FIRST);
                     for (i, chunk) in data[first..].chunks(SEG).enumerate() {
                         let mut s = [0u8; 16];
                         s[..chunk.len()].copy_from_slice(chunk);
@@ -515,17 +509,12 @@ impl RcQp {
                     swap,
                 } => {
                     sq.seg(&slot, 1, &raddr(&remote));
-                    let mut a = [0u8; 16];
-                    a[0..8].copy_from_slice(&swap.to_be_bytes());
-                    a[8..16].copy_from_slice(&compare.to_be_bytes());
-                    sq.seg(&slot, 2, &a);
+                    sq.seg(&slot, 2, &atomic_seg(swap, compare));
                     sq.seg(&slot, 3, &data_seg(&local));
                 }
                 SendOp::FetchAdd { local, remote, add } => {
                     sq.seg(&slot, 1, &raddr(&remote));
-                    let mut a = [0u8; 16];
-                    a[0..8].copy_from_slice(&add.to_be_bytes());
-                    sq.seg(&slot, 2, &a);
+                    sq.seg(&slot, 2, &atomic_seg(add, 0));
                     sq.seg(&slot, 3, &data_seg(&local));
                 }
                 SendOp::Nop => {}

@@ -6,16 +6,13 @@
 //! doorbell record). Rings have 2^k entries, so the slot is the counter modulo the size and the
 //! *pass* over the ring is the next bit up.
 
-/// Bytes in a send WQE basic block (PRM: WQEBB = 64 bytes).
-pub const WQEBB: usize = 64;
-/// Bytes in a WQE segment (the `ds` unit).
-pub const SEG: usize = 16;
+pub use crate::mlx5::wire::wqe::{SEG, WQEBB};
 /// Segments per WQEBB.
 pub const SEGS_PER_WQEBB: usize = WQEBB / SEG;
 /// Mask of a CQ consumer index (24 bits).
 pub const CQ_CI_MASK: u32 = 0xff_ffff;
 /// `op_own[7:4]` of a CQE nobody wrote yet (PRM `MLX5_CQE_INVALID`).
-pub const CQE_OPCODE_INVALID: u8 = 0xf;
+pub const CQE_OPCODE_INVALID: u8 = crate::mlx5::wire::cqe::opcode::INVALID;
 /// `op_own` written into every CQE before the CQ is created: invalid opcode, owner 0. With the
 /// consumer on pass 0 (parity 0) the owner matches, so it is the invalid opcode that marks the
 /// entry as the device's (rdma-core writes the same value).

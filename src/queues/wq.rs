@@ -1,18 +1,8 @@
 //! Work queues: the send and receive rings shared by every queue kind, the Ethernet SQ, and
 //! the RQ.
 //!
-//! Send WQE layout (PRM "Send WQE Format"; rdma-core `mlx5dv.h` `mlx5_wqe_*_seg`; FACTS.md §6):
-//! 16-byte segments in 64-byte WQEBBs, the control segment first:
-//!
-//! | bytes | ctrl segment |
-//! |---|---|
-//! | 0..4 | `opmod << 24 \| wqe_index << 8 \| opcode` (big-endian) |
-//! | 4..8 | `qpn << 8 \| ds` (ds = number of 16-byte segments) |
-//! | 8 | signature, 9..11 reserved |
-//! | 11 | `fm_ce_se`: bits 3:2 = 0b10 asks for a CQE, bit 1 solicited event |
-//! | 12..16 | immediate data (big-endian as on the wire) |
-//!
-//! A WQE may wrap from the last WQEBB of the ring to the first; segments are written one by one
+//! The WQE formats (control, Ethernet, inline and data segments) are declared in
+//! [`crate::mlx5::wire::wqe`]; this module places them in the rings. A WQE may wrap from the last WQEBB of the ring to the first; segments are written one by one
 //! at their wrapped address. Receive WQEs are `stride / 16` data segments; a shorter list ends
 //! with a segment whose lkey is `MLX5_INVALID_LKEY` (0x100).
 
@@ -20,7 +10,6 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::cq::{Cq, CqObj};
-use super::cqe::{wqe_opcode, Completion};
 use super::descriptor::{wq_kind, WqDescriptor};
 use super::ring::{self, SEG, WQEBB};
 use super::transport::Tis;
@@ -28,18 +17,13 @@ use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj};
 use crate::mem::{Pd, Sge};
 use crate::mlx5::cmd::{CreateRq, CreateSq, ModifyRq, ModifySq, RingMem, WqAttr, WqState};
+use crate::mlx5::wire::wqe::{self as wire_wqe, opcode as wqe_opcode, CtrlSegRepr};
+use crate::mlx5::wire::Completion;
 use crate::uar::{barrier, send_doorbell, DoorbellRecord, UarPage, RCV_DBR, SND_DBR};
 
-/// `fm_ce_se` value asking for a CQE (`MLX5_WQE_CTRL_CQ_UPDATE`).
-pub const CTRL_CQ_UPDATE: u8 = 0x08;
-/// `fm_ce_se` solicited-event bit (`MLX5_WQE_CTRL_SOLICITED`).
-pub const CTRL_SOLICITED: u8 = 0x02;
-/// The lkey that ends a receive scatter list (`MLX5_INVALID_LKEY`).
-pub const INVALID_LKEY: u32 = 0x100;
-/// Inline-data segment marker (`MLX5_INLINE_SEG`).
-pub const INLINE_SEG: u32 = 0x8000_0000;
-/// Largest `ds` a control segment can carry (6 bits).
-pub const MAX_DS: usize = 63;
+pub use crate::mlx5::wire::wqe::{
+    CTRL_CQ_UPDATE, CTRL_SOLICITED, INLINE_SEG, INVALID_LKEY, MAX_DS,
+};
 /// Bytes of packet headers an Ethernet send WQE must inline at least: L2 with a VLAN tag
 /// (rdma-core `MLX5_ETH_L2_INLINE_HEADER_SIZE`; `min_wqe_inline_mode` L2).
 pub const ETH_MIN_INLINE: usize = 18;
@@ -56,11 +40,7 @@ pub struct Rqn(pub u32);
 /// A data segment image.
 #[inline]
 pub(crate) fn data_seg(sge: &Sge) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..4].copy_from_slice(&sge.len.to_be_bytes());
-    s[4..8].copy_from_slice(&sge.lkey.0.to_be_bytes());
-    s[8..16].copy_from_slice(&sge.addr.to_be_bytes());
-    s
+    wire_wqe::data_seg(sge.len, sge.lkey.0, sge.addr)
 }
 
 /// The hot state of a send ring: everything posting reads and writes, in one `Copy` value.
@@ -177,13 +157,16 @@ impl SendCursor {
         imm: u32,
         wr_id: u64,
     ) {
-        let mut c = [0u8; 16];
-        let w0 = (u32::from(opmod) << 24) | (u32::from(slot.pi) << 8) | u32::from(opcode);
-        c[0..4].copy_from_slice(&w0.to_be_bytes());
-        c[4..8].copy_from_slice(&((self.num << 8) | ds as u32).to_be_bytes());
-        c[11] = fm_ce_se;
-        c[12..16].copy_from_slice(&imm.to_be_bytes());
-        self.seg(&slot, 0, &c);
+        let c = CtrlSegRepr {
+            opcode,
+            opmod,
+            wqe_index: slot.pi,
+            qpn: self.num,
+            ds: ds as u8,
+            fm_ce_se,
+            imm,
+        };
+        self.seg(&slot, 0, &c.to_bytes());
         let s = ring::slot(u32::from(slot.pi), self.log());
         let n = ring::wqebbs(ds);
         shadow.set(s, wr_id, n);
@@ -384,11 +367,8 @@ fn eth_send(
     let hdr_segs = (h - 2).div_ceil(SEG);
     let ds = 2 + hdr_segs + gather.len();
     let slot = cur.begin("Ethernet SQ", ds)?;
-    // Ethernet segment: inline_hdr_sz at 12..14, the first two header bytes at 14..16.
-    let mut eth = [0u8; 16];
-    eth[12..14].copy_from_slice(&(h as u16).to_be_bytes());
-    eth[14..16].copy_from_slice(&headers[..2]);
-    cur.seg(&slot, 1, &eth);
+    // The Ethernet segment holds the first two header bytes; the rest follow it.
+    cur.seg(&slot, 1, &wire_wqe::eth_seg(headers));
     for (i, chunk) in headers[2..].chunks(SEG).enumerate() {
         let mut s = [0u8; 16];
         s[..chunk.len()].copy_from_slice(chunk);
@@ -590,9 +570,7 @@ impl RecvRing {
             write(i, data_seg(sge));
         }
         if sges.len() < self.max_sge() {
-            let mut end = [0u8; 16];
-            end[4..8].copy_from_slice(&INVALID_LKEY.to_be_bytes());
-            write(sges.len(), end);
+            write(sges.len(), wire_wqe::end_of_scatter_seg());
         }
         self.wr_id[s] = wr_id;
         self.pi = self.pi.wrapping_add(1);

@@ -32,6 +32,16 @@ pub use tir::*;
 pub use vhca::*;
 pub use work_queue::*;
 
+// The datapath formats, declared with their views in `mlx5::wire`.
+pub use crate::mlx5::wire::cqe::{mlx5_cqe64, mlx5_err_cqe};
+pub use crate::mlx5::wire::eqe::{
+    mlx5_eqe, mlx5_eqe_comp, mlx5_eqe_cq_err, mlx5_eqe_port_state, mlx5_eqe_qp_srq,
+};
+pub use crate::mlx5::wire::wqe::{
+    mlx5_wqe_atomic_seg, mlx5_wqe_ctrl_seg, mlx5_wqe_data_seg, mlx5_wqe_eth_seg,
+    mlx5_wqe_inl_data_seg, mlx5_wqe_raddr_seg,
+};
+
 use super::layout::{Layout, LayoutDesc};
 
 macro_rules! registry {
@@ -156,6 +166,19 @@ registry![
     destroy_flow_table_in,
     destroy_flow_group_in,
     delete_fte_in,
+    mlx5_cqe64,
+    mlx5_err_cqe,
+    mlx5_eqe,
+    mlx5_eqe_comp,
+    mlx5_eqe_cq_err,
+    mlx5_eqe_qp_srq,
+    mlx5_eqe_port_state,
+    mlx5_wqe_ctrl_seg,
+    mlx5_wqe_eth_seg,
+    mlx5_wqe_inl_data_seg,
+    mlx5_wqe_data_seg,
+    mlx5_wqe_raddr_seg,
+    mlx5_wqe_atomic_seg,
 ];
 
 /// Looks a layout up by its mlx5_ifc name.
