@@ -1,4 +1,4 @@
-//! Fault injection over every multi-step flow (`mlx5_sim::fault_sweep`): each firmware command
+//! Fault injection over every multi-step flow (`mlx5_sim::testing::fault_sweep`): each firmware command
 //! of the set-up fails in turn, then each command of the teardown, on a fresh model each time.
 //! Every failure is a `DpaError::Step` naming its step with the injected firmware status
 //! underneath; a command whose failure a flow survives is declared optional, with its reason;
@@ -18,7 +18,7 @@ use mlx5_dpa::queues::{
     Rq, RqConfig, SendOp, SendWr,
 };
 use mlx5_dpa::uar::UarPage;
-use mlx5_sim::fault_sweep::{sweep, Sweep, SweepReport};
+use mlx5_sim::testing::fault_sweep::{sweep, Sweep, SweepReport};
 
 #[path = "../examples/flexio_window.rs"]
 #[allow(dead_code)]

@@ -7,7 +7,7 @@ mod dpa_common;
 
 use mlx5_dpa::dpa::fuzzing::{extract_apps, parse_coredump};
 use mlx5_dpa::dpa::{Process, ProcessAttr};
-use mlx5_sim::fuzzing::{fuzz_responder_frame, fuzz_roce_frame};
+use mlx5_sim::testing::fuzzing::{fuzz_responder_frame, fuzz_roce_frame};
 use proptest::prelude::*;
 
 const SELFTEST: &[u8] = include_bytes!("../fw-blobs/bin/selftest.elf");

@@ -60,8 +60,8 @@ fn refused_destroy_keeps_ring_memory_until_the_context_closes() {
 /// `spin_while(flag)`: stores 1 to the u64 at `flag + 8` (it runs), then spins while the
 /// u64 at `flag` is not zero, then returns.
 fn spin_while_elf() -> Vec<u8> {
-    use mlx5_sim::dpa_rig::asm::{r, Asm};
-    use mlx5_sim::dpa_rig::elf::ElfSpec;
+    use mlx5_sim::testing::dpa_rig::asm::{r, Asm};
+    use mlx5_sim::testing::dpa_rig::elf::ElfSpec;
     let mut a = Asm::new();
     a.li(r::T1, 1).sd(r::T1, r::A0, 8);
     let top = a.here();

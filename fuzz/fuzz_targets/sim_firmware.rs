@@ -1,5 +1,5 @@
 //! Any bytes as a program of command mailboxes into the firmware model, through one DevX
-//! context (see `mlx5_sim::fuzzing`). Must never panic, and the closed context must leave
+//! context (see `mlx5_sim::testing::fuzzing`). Must never panic, and the closed context must leave
 //! nothing behind.
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mlx5_sim::fuzzing::fuzz_mailbox(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mlx5_sim::testing::fuzzing::fuzz_mailbox(data));

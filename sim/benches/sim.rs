@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mlx5_dpa::devx::{self, Devx};
 use mlx5_dpa::mlx5::cmd::AllocPd;
 use mlx5_sim::profile::Profile;
-use mlx5_sim::rig::{EthRig, RigConfig};
+use mlx5_sim::testing::rig::{EthRig, RigConfig};
 use mlx5_sim::Device;
 
 fn commands(c: &mut Criterion) {

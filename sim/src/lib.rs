@@ -35,23 +35,18 @@
 
 pub mod devx;
 pub mod dpa;
-#[doc(hidden)]
-pub mod dpa_rig;
 mod engine;
 mod events;
-#[doc(hidden)]
-pub mod fault_sweep;
-pub mod fuzzing;
 pub mod fw;
 mod mem;
 pub mod port;
 pub mod profile;
 mod rc;
-pub mod rc_rig;
 pub mod responder;
-pub mod rig;
 pub mod riscv;
 mod slab;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod testing;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};

@@ -1,14 +1,24 @@
 //! A tiny host on the model's port: answers ARP for its address and ICMP echo requests.
 //!
-//! It runs on an [`EthRig`] (raw commands and hand-built WQEs), so `mlx5-dpa sim --tap NAME`
-//! gives the kernel a neighbour it can `ping` through a TAP interface, with every frame going
-//! through the model's SQ, port, steering, RQ and CQs.
+//! It runs on the driver's own queues (`mlx5_dpa::queues`: an Ethernet SQ, an RQ, their CQs and
+//! a flow rule), so `mlx5-dpa sim --tap NAME` gives the kernel a neighbour it can `ping`
+//! through a TAP interface, with every frame going through the driver's rings and the model's
+//! SQ, port, steering, RQ and CQs.
 
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::rig::{EthRig, RigError};
+use std::sync::Arc;
+
+use mlx5_dpa::devx::{Devx, UarKind};
+use mlx5_dpa::mem::{Access, MemoryRegion, Pd};
+use mlx5_dpa::mlx5::cmd::OuterMatch;
+use mlx5_dpa::queues::steering::{RxFlow, Tis, TransportDomain};
+use mlx5_dpa::queues::wq::ETH_MIN_INLINE;
+use mlx5_dpa::queues::{Cq, CqConfig, EthSq, EthSqConfig, HostQueueMem, QueueError, Rq, RqConfig};
+use mlx5_dpa::uar::UarPage;
+
 use crate::Device;
 
 /// Counters of a responder run.
@@ -24,72 +34,160 @@ pub struct ResponderStats {
     pub other: u64,
 }
 
+/// log2 of the receive and send slots; each slot holds one frame.
+const LOG_SLOTS: u8 = 10;
+/// Bytes of one frame slot.
+const SLOT: usize = 2048;
+
 /// Answers ARP and ping for `ip` with `mac`.
 pub struct Responder {
     dev: Device,
-    rig: EthRig,
+    // Field order is drop order: the rule before the queues it points at, queues before
+    // their CQs, the memory last.
+    _flow: RxFlow,
+    sq: EthSq,
+    rq: Rq,
+    tx_cq: Cq,
+    rx_cq: Cq,
+    tx: MemoryRegion,
+    rx: MemoryRegion,
+    /// Send slots used so far (the slot of the next reply is this modulo the slot count).
+    tx_count: usize,
+    frame: Vec<u8>,
     ip: Ipv4Addr,
     mac: [u8; 6],
     /// What it has done.
     pub stats: ResponderStats,
     /// Frames it did not answer, kept for inspection (the last 64).
     pub unanswered: Vec<Vec<u8>>,
-    tx_done: Vec<crate::rig::Completion>,
 }
 
 impl Responder {
-    /// Builds the rig on `dev` (a context of its own).
+    /// Builds its queues on `dev` (a context of its own, through the driver's queue API): an
+    /// Ethernet SQ and an RQ with their CQs, every receive buffer posted, and a flow rule
+    /// taking every frame at level 0 (rules made before it are tried first).
     ///
     /// # Errors
-    /// The rig could not be built.
-    pub fn new(dev: &Device, ip: Ipv4Addr, mac: [u8; 6]) -> Result<Responder, RigError> {
-        let mut rig = EthRig::new(dev.open_devx(), crate::rig::RigConfig::default())?;
-        rig.fill_rq();
+    /// A queue or the rule could not be made.
+    pub fn new(dev: &Device, ip: Ipv4Addr, mac: [u8; 6]) -> Result<Responder, QueueError> {
+        let ctx: Arc<dyn Devx> = dev.open_devx();
+        let pd = Pd::alloc(&ctx)?;
+        let uar = UarPage::alloc(&ctx, UarKind::NonCached)?;
+        let td = TransportDomain::alloc(&ctx)?;
+        let tis = Tis::create(&ctx, &td, &pd)?;
+        let cqc = CqConfig::new(LOG_SLOTS + 1);
+        let mem = |n: usize| HostQueueMem::alloc(&ctx, n);
+        let tx_cq = Cq::create(&ctx, &uar, mem(cqc.ring_bytes())?, &cqc)?;
+        let rx_cq = Cq::create(&ctx, &uar, mem(cqc.ring_bytes())?, &cqc)?;
+        let sqc = EthSqConfig {
+            log_size: LOG_SLOTS,
+            signal_every: 1,
+        };
+        let sq = EthSq::create(&ctx, &pd, &uar, &tis, &tx_cq, mem(sqc.ring_bytes())?, &sqc)?;
+        let rqc = RqConfig {
+            log_size: LOG_SLOTS,
+            max_sge: 1,
+        };
+        let mut rq = Rq::create(&ctx, &pd, &uar, &rx_cq, mem(rqc.ring_bytes())?, &rqc)?;
+        let flow = RxFlow::to_rq(&ctx, &td, &rq, OuterMatch::default(), 0)?;
+        let slots = 1usize << LOG_SLOTS;
+        let tx = MemoryRegion::alloc(&ctx, &pd, slots * SLOT, Access::LOCAL_WRITE)?;
+        let rx = MemoryRegion::alloc(&ctx, &pd, slots * SLOT, Access::LOCAL_WRITE)?;
+        for i in 0..slots {
+            rq.post_recv(&[rx.sge(i * SLOT, SLOT)?], i as u64)?;
+        }
+        rq.ring_doorbell();
         Ok(Responder {
             dev: dev.clone(),
-            rig,
+            _flow: flow,
+            sq,
+            rq,
+            tx_cq,
+            rx_cq,
+            tx,
+            rx,
+            tx_count: 0,
+            frame: Vec::with_capacity(SLOT),
             ip,
             mac,
             stats: ResponderStats::default(),
             unanswered: Vec::new(),
-            tx_done: Vec::new(),
         })
     }
 
-    /// One pass: engine step, receive, answer, send.
+    /// One pass: engine step, receive, answer, send. Returns the engine's work plus the
+    /// frames received.
     pub fn poll(&mut self) -> usize {
         let mut work = self.dev.step();
         let mut replies = Vec::new();
-        let (ip, mac) = (self.ip, self.mac);
-        let mut stats = self.stats;
-        let mut unanswered = Vec::new();
-        work += self.rig.poll_rx(64, |r| {
-            let Ok(f) = r else { return };
-            stats.received += 1;
-            if let Some(reply) = arp_reply(f, ip, mac) {
-                stats.arp_replies += 1;
-                replies.push(reply);
-            } else if let Some(reply) = echo_reply(f, ip, mac) {
-                stats.echo_replies += 1;
-                replies.push(reply);
-            } else {
-                stats.other += 1;
-                unanswered.push(f.to_vec());
+        while let Some(c) = self.rx_cq.poll() {
+            work += 1;
+            // A receive error (a frame longer than the buffer) still consumes its WQE.
+            let counter = match c {
+                Ok(c) => c.wqe_counter,
+                Err(e) => match e.wqe_counter() {
+                    Some(w) => w,
+                    None => continue,
+                },
+            };
+            let Ok(slot) = self.rq.complete(counter) else {
+                continue;
+            };
+            let slot = slot as usize;
+            if let Ok(c) = c {
+                let len = (c.byte_len as usize).min(SLOT);
+                self.frame.resize(len, 0);
+                if self.rx.read(slot * SLOT, &mut self.frame).is_ok() {
+                    self.stats.received += 1;
+                    self.answer(&mut replies);
+                }
             }
-        });
-        self.stats = stats;
-        self.unanswered.extend(unanswered);
-        let excess = self.unanswered.len().saturating_sub(64);
-        self.unanswered.drain(..excess);
-        for r in &replies {
-            if self.rig.post_send(r).is_err() {
-                break;
+            if let Ok(sge) = self.rx.sge(slot * SLOT, SLOT) {
+                let _ = self.rq.post_recv(&[sge], slot as u64);
             }
         }
-        self.rig.ring_sq();
-        self.tx_done.clear();
-        self.rig.poll_tx_into(usize::MAX, &mut self.tx_done);
+        self.rq.ring_doorbell();
+        let slots = 1usize << LOG_SLOTS;
+        for r in &replies {
+            let at = (self.tx_count % slots) * SLOT;
+            let rest = r.len() - ETH_MIN_INLINE;
+            let Ok(gather) = self.tx.sge(at + ETH_MIN_INLINE, rest) else {
+                break;
+            };
+            if self.tx.write(at, r).is_err()
+                || self
+                    .sq
+                    .post_send(&r[..ETH_MIN_INLINE], &[gather], at as u64)
+                    .is_err()
+            {
+                break;
+            }
+            self.tx_count += 1;
+        }
+        self.sq.ring_doorbell();
+        while let Some(c) = self.tx_cq.poll() {
+            if let Ok(c) = c {
+                let _ = self.sq.complete(&c);
+            }
+        }
         work
+    }
+
+    /// Answers the frame in `self.frame`, or keeps it as unanswered.
+    fn answer(&mut self, replies: &mut Vec<Vec<u8>>) {
+        let f = &self.frame;
+        if let Some(reply) = arp_reply(f, self.ip, self.mac) {
+            self.stats.arp_replies += 1;
+            replies.push(reply);
+        } else if let Some(reply) = echo_reply(f, self.ip, self.mac) {
+            self.stats.echo_replies += 1;
+            replies.push(reply);
+        } else {
+            self.stats.other += 1;
+            self.unanswered.push(f.clone());
+            let excess = self.unanswered.len().saturating_sub(64);
+            self.unanswered.drain(..excess);
+        }
     }
 
     /// Polls until `stop` is set or `limit` has passed.

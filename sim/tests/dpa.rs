@@ -1,4 +1,4 @@
-//! The model's DPA, through raw DevX commands (`mlx5_sim::dpa_rig`): ELF loading, RPC-style
+//! The model's DPA, through raw DevX commands (`mlx5_sim::testing::dpa_rig`): ELF loading, RPC-style
 //! runs with return values, the thread context, every FlexIO-OS call, outbox doorbells,
 //! windows into host memory, isolation between processes, the watchdog, coredumps,
 //! activation by CQ completions, EU affinity, the worker pool, and queues whose rings live in
@@ -20,11 +20,11 @@ use mlx5_dpa::mlx5::layouts::{self as l, dpa_process_status as ps, dpa_thread_st
 use mlx5_dpa::mlx5::wire::cqe::{self, Cqe64, CQE_SIZE};
 use mlx5_dpa::mlx5::wire::wqe::{self, CtrlSegRepr};
 use mlx5_sim::dpa::{device_code, error_syndrome, map};
-use mlx5_sim::dpa_rig::asm::{r, Asm};
-use mlx5_sim::dpa_rig::elf::ElfSpec;
-use mlx5_sim::dpa_rig::{DpaRig, ThreadSpec};
 use mlx5_sim::fw::check::{self, Check};
 use mlx5_sim::profile::Profile;
+use mlx5_sim::testing::dpa_rig::asm::{r, Asm};
+use mlx5_sim::testing::dpa_rig::elf::ElfSpec;
+use mlx5_sim::testing::dpa_rig::{DpaRig, ThreadSpec};
 use mlx5_sim::Device;
 
 const SELFTEST: &[u8] = include_bytes!("../../fw-blobs/bin/selftest.elf");
@@ -83,7 +83,12 @@ fn thread(rig: &mut DpaRig, entry: &str) -> u32 {
 }
 
 /// Runs `thread` once with `arg` and steps the device until idle; returns the thread's info.
-fn call(dev: &Device, rig: &DpaRig, thread: u32, arg: u64) -> mlx5_sim::dpa_rig::ThreadInfo {
+fn call(
+    dev: &Device,
+    rig: &DpaRig,
+    thread: u32,
+    arg: u64,
+) -> mlx5_sim::testing::dpa_rig::ThreadInfo {
     ok(rig.run(thread, Some(arg)));
     dev.run_until_idle();
     ok(rig.thread_info(thread))
@@ -193,7 +198,7 @@ fn process_creation_refuses_bad_images() {
     ];
     for (image, want) in cases {
         match DpaRig::new(Arc::clone(&ctx), &image, 0) {
-            Err(mlx5_sim::rig::RigError::Devx(e)) => refused::<()>(Err(e), want),
+            Err(mlx5_sim::testing::rig::RigError::Devx(e)) => refused::<()>(Err(e), want),
             Err(e) => panic!("expected {want}, got {e}"),
             Ok(_) => panic!("expected {want}, the process was created"),
         }
@@ -212,7 +217,7 @@ const LOG_CQ: u8 = 6;
 /// An SQ (16 WQEBBs, ring and doorbell record in a host buffer) whose NOPs each ask for a
 /// CQE, and its CQ (64 CQEs, ring in host memory unless given).
 struct Nops {
-    buf: mlx5_sim::dpa_rig::HostBuf,
+    buf: mlx5_sim::testing::dpa_rig::HostBuf,
     sqn: u32,
     cqn: u32,
     pi: u16,
@@ -432,7 +437,9 @@ fn exit_process_records_the_status_and_stops_the_process() {
     refused(rig.run(add, Some(1)), check::DPA_PROCESS_STATE);
     // An exit is no failure: there is no coredump.
     match rig.coredump() {
-        Err(mlx5_sim::dpa_rig::DumpError::Devx(e)) => refused::<()>(Err(e), check::NO_COREDUMP),
+        Err(mlx5_sim::testing::dpa_rig::DumpError::Devx(e)) => {
+            refused::<()>(Err(e), check::NO_COREDUMP)
+        }
         other => panic!("expected NO_COREDUMP, got {other:?}"),
     }
 }
@@ -546,7 +553,7 @@ fn illegal_instruction_coredump_has_registers_regions_and_stack() {
     let t = thread(&mut rig, "st_illegal");
     refused(
         rig.coredump().map_err(|e| match e {
-            mlx5_sim::dpa_rig::DumpError::Devx(e) => e,
+            mlx5_sim::testing::dpa_rig::DumpError::Devx(e) => e,
             other => panic!("{other}"),
         }),
         check::NO_COREDUMP,
@@ -787,7 +794,12 @@ fn window_args(window: u32, mkey: u32, haddr: u64, write: u64) -> [u8; 48] {
 }
 
 /// An mkey over a fresh host buffer of `rig` in `pd`, with local read / write as given.
-fn host_key(rig: &mut DpaRig, pd: u32, lr: bool, lw: bool) -> (mlx5_sim::dpa_rig::HostBuf, u32) {
+fn host_key(
+    rig: &mut DpaRig,
+    pd: u32,
+    lr: bool,
+    lw: bool,
+) -> (mlx5_sim::testing::dpa_rig::HostBuf, u32) {
     let buf = ok(rig.host_buf(8192, UmemAccess::LOCAL_WRITE));
     let (mk, key) = ok(devx::create(
         rig.ctx(),

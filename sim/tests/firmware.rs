@@ -6,13 +6,12 @@
 //! Everything goes through the driver's typed commands (`mlx5_dpa::mlx5::cmd`) and the DevX
 //! trait, as driver code would; invalid mailboxes are typed mailboxes patched afterwards.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout as AllocLayout};
 use std::cell::Cell;
 use std::fmt::Debug;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, ObjHandle, Uar, UarKind, Umem, UmemAccess};
+use mlx5_dpa::mem::DmaBuf;
 use mlx5_dpa::mlx5::cmd::*;
 use mlx5_dpa::mlx5::layouts as l;
 use mlx5_dpa::mlx5::{Layout, Opcode, Status, View, ViewMut};
@@ -26,27 +25,14 @@ use l::obj_type as ot;
 // ---------------------------------------------------------------------------------------------
 // Harness.
 
-/// Page-aligned, zeroed host memory for UMEMs.
-struct HostMem {
-    ptr: NonNull<u8>,
-    layout: AllocLayout,
+/// Page-aligned, zeroed host memory for UMEMs: the driver's `DmaBuf`.
+fn host_mem(len: usize) -> Arc<DmaBuf> {
+    DmaBuf::new(len.max(1)).expect("host memory")
 }
 
-impl HostMem {
-    fn new(len: usize) -> HostMem {
-        let layout = AllocLayout::from_size_align(len.max(1), 4096).expect("layout");
-        // SAFETY: the layout has a non-zero size.
-        let p = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        HostMem { ptr, layout }
-    }
-}
-
-impl Drop for HostMem {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed exactly once here.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
-    }
+/// The first byte of `m`, for raw registrations.
+fn base(m: &DmaBuf) -> *mut u8 {
+    m.ptr(0, m.len()).expect("whole buffer").as_ptr()
 }
 
 /// A device, its contexts and the host memory their UMEMs live in. Contexts are dropped (and
@@ -54,7 +40,7 @@ impl Drop for HostMem {
 struct Env {
     dev: Device,
     ctxs: Vec<Arc<SimDevx>>,
-    mem: Vec<HostMem>,
+    mem: Vec<Arc<DmaBuf>>,
 }
 
 impl Env {
@@ -97,11 +83,12 @@ impl Env {
             }),
             "UMEMs are registered only on the Env's own contexts"
         );
-        let m = HostMem::new(len);
+        let m = host_mem(len);
+        let p = base(&m);
         // SAFETY: `m` is `len` bytes of this process's memory, kept in `self.mem`. The Env drops
         // every context (which deregisters its UMEMs) before it frees that memory, and leaks
         // the memory instead when a context is still referenced elsewhere (see `Drop`).
-        let u = unsafe { ctx.umem_reg(m.ptr.as_ptr(), len, access, 1 << 12) };
+        let u = unsafe { ctx.umem_reg(p, len, access, 1 << 12) };
         self.mem.push(m);
         ok(u)
     }
@@ -155,12 +142,10 @@ impl Kit {
         let eqn = ok(ctx.query_eqn(0));
         let umem = env.umem(ctx, POOL, UmemAccess::LOCAL_WRITE);
         // A valid device ELF at the start of the pool, for DPA processes.
-        let elf = mlx5_sim::dpa_rig::elf::minimal();
-        let pool = env.mem.last().expect("the pool was just registered").ptr;
+        let elf = mlx5_sim::testing::dpa_rig::elf::minimal();
+        let pool = env.mem.last().expect("the pool was just registered");
         assert!(elf.len() <= POOL);
-        // SAFETY: the pool is POOL bytes of memory owned by `env.mem`, nothing else uses it
-        // yet, and the ELF is shorter (asserted).
-        unsafe { std::ptr::copy_nonoverlapping(elf.as_ptr(), pool.as_ptr(), elf.len()) };
+        pool.write(0, &elf).expect("the ELF fits the pool");
         Kit {
             ctx: Arc::clone(ctx),
             pd,
@@ -2379,20 +2364,21 @@ fn devx_layer_rules() {
     );
 
     // UMEM registration rules.
-    let m = HostMem::new(4096);
+    let m = host_mem(4096);
+    let p = base(&m);
     // SAFETY: every call below fails before registering anything, so no registration of
     // `m` outlives it.
     unsafe {
         expect_errno(
-            ctx.umem_reg(m.ptr.as_ptr(), 0, UmemAccess::LOCAL_WRITE, 1 << 12),
+            ctx.umem_reg(p, 0, UmemAccess::LOCAL_WRITE, 1 << 12),
             Errno::EINVAL,
         );
         expect_errno(
-            ctx.umem_reg(m.ptr.as_ptr(), 4096, UmemAccess::LOCAL_WRITE, 0x800),
+            ctx.umem_reg(p, 4096, UmemAccess::LOCAL_WRITE, 0x800),
             Errno::EINVAL,
         );
         expect_errno(
-            ctx.umem_reg(m.ptr.as_ptr(), 4096, UmemAccess::REMOTE_WRITE, 1 << 12),
+            ctx.umem_reg(p, 4096, UmemAccess::REMOTE_WRITE, 1 << 12),
             Errno::EINVAL,
         );
     }
@@ -2746,12 +2732,11 @@ fn inventory_counts_and_context_drop_releases_everything() {
             log_page_size: 12,
         },
     ));
-    let elf = mlx5_sim::dpa_rig::elf::minimal();
+    let elf = mlx5_sim::testing::dpa_rig::elf::minimal();
     assert!(0x5000 + elf.len() <= 0xf000);
-    let pool = env.mem.last().expect("the umem's memory").ptr;
-    // SAFETY: the UMEM's memory is 64 KiB owned by `env.mem`; 0x5000.. holds nothing else
-    // (asserted to end before the doorbell records).
-    unsafe { std::ptr::copy_nonoverlapping(elf.as_ptr(), pool.as_ptr().add(0x5000), elf.len()) };
+    let pool = env.mem.last().expect("the umem's memory");
+    // 0x5000.. holds nothing else (asserted to end before the doorbell records).
+    pool.write(0x5000, &elf).expect("the ELF fits");
     let (_, pid) = ok(mk(
         c,
         &CreateGeneralObject(DpaProcessAttr {

@@ -10,7 +10,7 @@ use mlx5_dpa::mlx5::wire::wqe::{self, CtrlSegRepr};
 use mlx5_dpa::mlx5::wire::{Eqe, Event};
 use mlx5_sim::port::pcap::read_pcap;
 use mlx5_sim::profile::Profile;
-use mlx5_sim::rig::{EthRig, RigConfig};
+use mlx5_sim::testing::rig::{EthRig, RigConfig};
 use mlx5_sim::{event_type, Device};
 
 #[derive(Clone, Default)]

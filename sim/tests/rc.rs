@@ -1,5 +1,5 @@
 //! The RC transport of the model, driven through raw PRM commands and hand-built WQEs
-//! (`mlx5_sim::rc_rig`): on one device with force loopback, on one device through the port's
+//! (`mlx5_sim::testing::rc_rig`): on one device with force loopback, on one device through the port's
 //! loopback, and across two linked devices. Data is checked byte for byte; every error class
 //! the transport reports is provoked; a linked exchange is captured and dissected by tshark.
 
@@ -16,8 +16,8 @@ use mlx5_dpa::mlx5::layouts as l;
 use mlx5_dpa::mlx5::wire::wqe::{self, CtrlSeg, CtrlSegRepr, InlineSeg};
 use mlx5_sim::fw::check;
 use mlx5_sim::profile::Profile;
-use mlx5_sim::rc_rig::{cqe, RcCompletion, RcOp, RcRig, RcRigConfig, SendWr, Sge};
-use mlx5_sim::rig::{EthRig, RigConfig};
+use mlx5_sim::testing::rc_rig::{cqe, RcCompletion, RcOp, RcRig, RcRigConfig, SendWr, Sge};
+use mlx5_sim::testing::rig::{EthRig, RigConfig};
 use mlx5_sim::{syndrome, Device, PortAddress, PortMode};
 
 const MAC_A: [u8; 6] = [0x02, 0x00, 0x5e, 0x10, 0x00, 0x0a];

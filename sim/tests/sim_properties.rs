@@ -1,15 +1,15 @@
 //! Property tests of the firmware model: random command sequences (valid and invalid, typed and
 //! raw, with faults injected) never panic, and after each sequence the device can be emptied,
 //! both by destroying everything explicitly and by simply closing the context. Also replays
-//! random inputs through the fuzz entry point (`mlx5_sim::fuzzing::fuzz_mailbox`).
+//! random inputs through the fuzz entry point (`mlx5_sim::testing::fuzzing::fuzz_mailbox`).
 //!
 //! Case counts are modest by default (the suite runs in seconds); `PROPTEST_CASES` overrides.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout as AllocLayout};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use mlx5_dpa::devx::{Devx, ObjHandle, Uar, UarKind, Umem, UmemAccess};
+use mlx5_dpa::mem::DmaBuf;
 use mlx5_dpa::mlx5::cmd::*;
 use mlx5_dpa::mlx5::layouts as l;
 use mlx5_dpa::mlx5::{DevxMethod, Layout, Opcode, Status};
@@ -351,28 +351,6 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 // ---------------------------------------------------------------------------------------------
 // Harness.
 
-struct HostMem {
-    ptr: NonNull<u8>,
-    layout: AllocLayout,
-}
-
-impl HostMem {
-    fn new(len: usize) -> HostMem {
-        let layout = AllocLayout::from_size_align(len.max(1), 4096).expect("layout");
-        // SAFETY: the layout has a non-zero size.
-        let p = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        HostMem { ptr, layout }
-    }
-}
-
-impl Drop for HostMem {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed exactly once here.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
 struct UarRec {
     handle: u64,
     page_id: u32,
@@ -450,7 +428,7 @@ struct Sim {
     handles: Vec<ObjHandle>,
     umems: Vec<(Umem, usize)>,
     uars: Vec<UarRec>,
-    mem: Vec<HostMem>,
+    mem: Vec<Arc<DmaBuf>>,
 }
 
 impl Drop for Sim {
@@ -570,23 +548,18 @@ impl Sim {
             }
             Op::Umem { pages, access } => {
                 let len = usize::from(pages) * 4096;
-                let m = HostMem::new(len);
+                let m = DmaBuf::new(len).expect("host memory");
                 // Every UMEM starts with a valid device ELF, so processes can be created
                 // from its first page.
-                let elf = mlx5_sim::dpa_rig::elf::minimal();
-                if elf.len() <= len {
-                    // SAFETY: `m` is `len` bytes of fresh memory owned here; the ELF is
-                    // shorter (checked).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(elf.as_ptr(), m.ptr.as_ptr(), elf.len())
-                    };
-                }
+                let elf = mlx5_sim::testing::dpa_rig::elf::minimal();
+                let _ = m.write(0, &elf);
+                let p = m.ptr(0, len).expect("whole buffer").as_ptr();
                 // SAFETY: `m` is `len` bytes of this process's memory, kept in `self.mem`
                 // until the Sim is dropped, which closes the context (deregistering every
                 // UMEM) before freeing it.
                 let r = unsafe {
                     self.ctx().umem_reg(
-                        m.ptr.as_ptr(),
+                        p,
                         len,
                         UmemAccess::from_bits_truncate(u32::from(access)),
                         1 << 12,
@@ -1269,7 +1242,7 @@ proptest! {
     /// of operation bytes each followed by a few random argument bytes (which get further).
     #[test]
     fn fuzz_mailbox_replays_random_inputs(data in fuzz_input()) {
-        mlx5_sim::fuzzing::fuzz_mailbox(&data);
+        mlx5_sim::testing::fuzzing::fuzz_mailbox(&data);
     }
 }
 
@@ -1277,9 +1250,9 @@ proptest! {
 /// builds a stack of objects through templates before closing.
 #[test]
 fn fuzz_mailbox_fixed_inputs() {
-    mlx5_sim::fuzzing::fuzz_mailbox(&[]);
-    mlx5_sim::fuzzing::fuzz_mailbox(&[0; 4096]);
-    mlx5_sim::fuzzing::fuzz_mailbox(&[0xff; 4096]);
+    mlx5_sim::testing::fuzzing::fuzz_mailbox(&[]);
+    mlx5_sim::testing::fuzzing::fuzz_mailbox(&[0; 4096]);
+    mlx5_sim::testing::fuzzing::fuzz_mailbox(&[0xff; 4096]);
     let mut prog = Vec::new();
     // umem (8 pages, LOCAL_WRITE), uar, then templates PD, TD, CQ.
     prog.extend_from_slice(&[5, 7, 1, 0]);
@@ -1288,5 +1261,5 @@ fn fuzz_mailbox_fixed_inputs() {
     prog.extend_from_slice(&[9, 1, 0]);
     prog.extend_from_slice(&[9, 3, 0, 0, 6, 0, 0, 0, 0, 0, 1, 0, 0, 0]);
     prog.extend_from_slice(&[10, 10, 10]);
-    mlx5_sim::fuzzing::fuzz_mailbox(&prog);
+    mlx5_sim::testing::fuzzing::fuzz_mailbox(&prog);
 }

@@ -364,7 +364,7 @@ fn send_rejects_runt_frames() {
 #[test]
 fn model_port_on_a_tap_exchanges_frames_with_the_kernel() {
     use mlx5_dpa::mlx5::cmd::OuterMatch;
-    use mlx5_sim::rig::{EthRig, RigConfig};
+    use mlx5_sim::testing::rig::{EthRig, RigConfig};
     use mlx5_sim::{Device, PortMode};
     in_private_netns("model_port_on_a_tap", |tap, ip_bin| {
         ip(

@@ -222,6 +222,39 @@ impl DmaBuf {
         Ok(())
     }
 
+    /// Loads the byte at `offset` with a volatile load: for a byte the device writes while the
+    /// host polls it (an ownership byte), so every call reads memory again.
+    ///
+    /// # Errors
+    /// The offset leaves the buffer.
+    pub fn load_u8(&self, offset: usize) -> Result<u8, MemError> {
+        let src = self.ptr(offset, 1)?;
+        // SAFETY: inside the mapping (checked by `ptr`); a byte load has no alignment needs.
+        Ok(unsafe { std::ptr::read_volatile(src.as_ptr()) })
+    }
+
+    /// Stores `v` big-endian at `offset` (4-byte aligned) with one volatile 32-bit store: for
+    /// a word the device reads while the host writes it (a doorbell record), so it is never
+    /// torn or merged with other stores.
+    ///
+    /// # Errors
+    /// The offset leaves the buffer or is not 4-byte aligned.
+    pub fn store_be32(&self, offset: usize, v: u32) -> Result<(), MemError> {
+        let dst = self.ptr(offset, 4)?;
+        if !offset.is_multiple_of(4) {
+            return Err(MemError::OutOfBounds {
+                what: "aligned 32-bit store",
+                offset,
+                len: 4,
+                size: self.len,
+            });
+        }
+        // SAFETY: inside the mapping (checked by `ptr`) and 4-byte aligned (the mapping is
+        // page-aligned and `offset` a multiple of 4).
+        unsafe { std::ptr::write_volatile(dst.as_ptr().cast::<u32>(), v.to_be()) };
+        Ok(())
+    }
+
     /// Reads `len` bytes at `offset` into a new vector (a convenience for checks and tests).
     ///
     /// # Errors

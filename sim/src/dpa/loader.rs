@@ -99,7 +99,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn image() -> Vec<u8> {
-        crate::dpa_rig::elf::ElfSpec::new(vec![0x13, 0, 0, 0, 0x67, 0x80, 0, 0])
+        crate::testing::dpa_rig::elf::ElfSpec::new(vec![0x13, 0, 0, 0, 0x67, 0x80, 0, 0])
             .symbol("f", 0)
             .data(vec![7; 16], 64)
             .build()

@@ -9,18 +9,20 @@
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
-use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, Umem, UmemAccess};
+use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
+use mlx5_dpa::mem::{DmaBuf, Umem as MemUmem};
 use mlx5_dpa::mlx5::cmd::{
     AllocPd, CqEventTarget, CreateCq, CreateMkey, CreateQp, Init2Rtr, MkeyAccess, ModifyQp, Qp2Rst,
     QpAttr, QpTransition, QueryQp, RingMem, Rst2Init, Rtr2Rts,
 };
-use mlx5_dpa::mlx5::wire::cqe::{Cqe64, CQE_SIZE};
+use mlx5_dpa::mlx5::wire::cqe::{self as cqe_fmt, cqe64_offset, Cqe64, CQE_SIZE};
 use mlx5_dpa::mlx5::wire::wqe::{
     atomic_seg, data_seg, end_of_scatter_seg, inline_seg, opcode as wqe_op, raddr_seg, CtrlSeg,
     CtrlSegRepr, CTRL_CQ_UPDATE, CTRL_FENCE, CTRL_SOLICITED, INLINE_FIRST, SEG, WQEBB,
 };
 
-use crate::rig::{HostMem, RigError};
+use crate::testing::rig::RigError;
+use crate::testing::RigMem;
 
 /// Sizes and rights.
 #[derive(Debug, Clone, Copy)]
@@ -214,9 +216,9 @@ pub struct RcRig {
     cfg: RcRigConfig,
     objs: Vec<DevxObj>,
     qp_obj: usize,
-    umem: Option<Umem>,
+    umem: Option<Arc<MemUmem>>,
     uar: Option<Uar>,
-    mem: std::mem::ManuallyDrop<HostMem>,
+    mem: Arc<DmaBuf>,
     off: Off,
     /// Protection domain.
     pub pdn: u32,
@@ -271,10 +273,16 @@ impl RcRig {
             data,
             total: o,
         };
-        let mem = HostMem::new(off.total)?;
+        let mem = DmaBuf::new(off.total)?;
         for i in 0..(1usize << cfg.log_cq) {
-            mem.write(off.cq_snd + i * 64 + 63, &[0xf1]);
-            mem.write(off.cq_rcv + i * 64 + 63, &[0xf1]);
+            mem.put(
+                off.cq_snd + cqe64_offset(i, CQE_SIZE) + cqe_fmt::at::OP_OWN,
+                &[(cqe_fmt::opcode::INVALID << 4) | 1],
+            );
+            mem.put(
+                off.cq_rcv + cqe64_offset(i, CQE_SIZE) + cqe_fmt::at::OP_OWN,
+                &[(cqe_fmt::opcode::INVALID << 4) | 1],
+            );
         }
         let mut rig = RcRig {
             ctx,
@@ -283,7 +291,7 @@ impl RcRig {
             qp_obj: 0,
             umem: None,
             uar: None,
-            mem: std::mem::ManuallyDrop::new(mem),
+            mem,
             off,
             pdn: 0,
             key: 0,
@@ -313,28 +321,25 @@ impl RcRig {
         let uar = ctx.uar_alloc(UarKind::NonCached)?;
         let uar_page = uar.page_id;
         self.uar = Some(uar);
-        // SAFETY: the rig owns `mem` for its whole life and deregisters the UMEM (in Drop)
-        // before the memory is freed.
-        let umem = unsafe {
-            ctx.umem_reg(
-                self.mem.addr(0),
-                self.off.total,
-                UmemAccess::LOCAL_WRITE
-                    | UmemAccess::REMOTE_READ
-                    | UmemAccess::REMOTE_WRITE
-                    | UmemAccess::REMOTE_ATOMIC,
-                1 << 12,
-            )?
-        };
+        // The registration holds the memory until the device gives it back.
+        let umem = MemUmem::register(
+            &ctx,
+            &self.mem,
+            UmemAccess::LOCAL_WRITE
+                | UmemAccess::REMOTE_READ
+                | UmemAccess::REMOTE_WRITE
+                | UmemAccess::REMOTE_ATOMIC,
+        )?;
+        let umem_id = umem.id().0;
         self.umem = Some(umem);
         let key = self.create_mkey(self.pdn, cfg.access, 0, cfg.data_len)?;
         self.key = key;
         let eqn = ctx.query_eqn(0)?;
         let dbr_base = self.off.dbr;
         let ring = |off: usize, dbr: usize| RingMem {
-            umem_id: umem.umem_id,
+            umem_id,
             umem_offset: off as u64,
-            dbr_umem_id: umem.umem_id,
+            dbr_umem_id: umem_id,
             dbr_offset: (dbr_base + dbr) as u64,
         };
         let cq = |off, dbr| CreateCq {
@@ -397,17 +402,22 @@ impl RcRig {
         {
             return Err(RigError::Config("mkey outside the data area"));
         }
-        let umem = self.umem.ok_or(RigError::Config("no umem"))?;
+        let umem_id = self
+            .umem
+            .as_ref()
+            .ok_or(RigError::Config("no umem"))?
+            .id()
+            .0;
         let at = self.off.data + offset;
         let tag = (self.objs.len() as u8).wrapping_mul(17).wrapping_add(0x21);
         let mkey = devx::create(
             &self.ctx,
             &CreateMkey {
                 pd,
-                start_addr: self.mem.addr(at) as u64,
+                start_addr: self.mem.va(at),
                 len: len as u64,
                 access,
-                umem_id: umem.umem_id,
+                umem_id,
                 umem_offset: at as u64,
                 key: tag,
                 log_page_size: 12,
@@ -418,7 +428,7 @@ impl RcRig {
 
     /// The address of byte `off` of the data area (what SGEs and remote addresses name).
     pub fn addr(&self, off: usize) -> u64 {
-        self.mem.addr(self.off.data + off) as u64
+        self.mem.va(self.off.data + off)
     }
 
     /// An SGE over the data area with the rig's key.
@@ -433,14 +443,14 @@ impl RcRig {
     /// Writes into the data area.
     pub fn write_data(&self, off: usize, data: &[u8]) {
         assert!(off + data.len() <= self.cfg.data_len);
-        self.mem.write(self.off.data + off, data);
+        self.mem.put(self.off.data + off, data);
     }
 
     /// Reads from the data area.
     pub fn read_data(&self, off: usize, len: usize) -> Vec<u8> {
         assert!(off + len <= self.cfg.data_len);
         let mut v = vec![0u8; len];
-        self.mem.read(self.off.data + off, &mut v);
+        self.mem.get(self.off.data + off, &mut v);
         v
     }
 
@@ -482,8 +492,8 @@ impl RcRig {
         self.modify(Qp2Rst, QpAttr::default())?;
         self.sq_pi = 0;
         self.rq_pi = 0;
-        self.mem.write_be32(self.off.dbr + DBR_QP, 0);
-        self.mem.write_be32(self.off.dbr + DBR_QP + 4, 0);
+        self.mem.put_be32(self.off.dbr + DBR_QP, 0);
+        self.mem.put_be32(self.off.dbr + DBR_QP + 4, 0);
         Ok(())
     }
 
@@ -597,7 +607,7 @@ impl RcRig {
         }
         for (i, bb) in w.chunks(WQEBB).enumerate() {
             let slot = (idx.wrapping_add(i as u16) & (size - 1)) as usize;
-            self.mem.write(self.off.sq + slot * WQEBB, bb);
+            self.mem.put(self.off.sq + slot * WQEBB, bb);
         }
         self.last_ctrl.copy_from_slice(&w[..8]);
         self.sq_pi = self.sq_pi.wrapping_add(nbb);
@@ -607,7 +617,7 @@ impl RcRig {
     /// Rings the send doorbell: doorbell record, barrier, then UAR + 0x800.
     pub fn ring(&mut self) {
         self.mem
-            .write_be32(self.off.dbr + DBR_QP + 4, u32::from(self.sq_pi));
+            .put_be32(self.off.dbr + DBR_QP + 4, u32::from(self.sq_pi));
         fence(Ordering::Release);
         let Some(uar) = &self.uar else { return };
         // SAFETY: `uar` is mapped for `uar.len` bytes until it is freed in Drop; the register
@@ -624,7 +634,7 @@ impl RcRig {
     /// look; the model runs the QP and counts `dbr_without_doorbell`).
     pub fn update_record(&mut self) {
         self.mem
-            .write_be32(self.off.dbr + DBR_QP + 4, u32::from(self.sq_pi));
+            .put_be32(self.off.dbr + DBR_QP + 4, u32::from(self.sq_pi));
     }
 
     /// Posts and rings one request.
@@ -657,11 +667,11 @@ impl RcRig {
         }
         let idx = self.rq_pi;
         let slot = (idx & ((1u16 << self.cfg.log_rq) - 1)) as usize;
-        self.mem.write(self.off.qp + slot * stride, &w);
+        self.mem.put(self.off.qp + slot * stride, &w);
         self.rq_pi = self.rq_pi.wrapping_add(1);
         fence(Ordering::Release);
         self.mem
-            .write_be32(self.off.dbr + DBR_QP, u32::from(self.rq_pi));
+            .put_be32(self.off.dbr + DBR_QP, u32::from(self.rq_pi));
         Ok(idx)
     }
 
@@ -673,16 +683,14 @@ impl RcRig {
         };
         let mask = (1u32 << self.cfg.log_cq) - 1;
         let at = ring + ((ci & mask) as usize) * CQE_SIZE;
-        let op_own = self
-            .mem
-            .read_u8_volatile(at + mlx5_dpa::mlx5::wire::cqe::at::OP_OWN);
+        let op_own = self.mem.get_u8(at + mlx5_dpa::mlx5::wire::cqe::at::OP_OWN);
         let owner = (ci >> self.cfg.log_cq) & 1;
         if op_own >> 4 == cqe::INVALID || u32::from(op_own & 1) != owner {
             return None;
         }
         fence(Ordering::Acquire);
         let mut c = [0u8; CQE_SIZE];
-        self.mem.read(at, &mut c);
+        self.mem.get(at, &mut c);
         let c = Cqe64::new_unchecked(c);
         let done = RcCompletion {
             opcode: op_own >> 4,
@@ -700,7 +708,7 @@ impl RcRig {
         } else {
             self.cq_snd_ci = ci;
         }
-        self.mem.write_be32(self.off.dbr + dbr, ci & 0xff_ffff);
+        self.mem.put_be32(self.off.dbr + dbr, ci & 0xff_ffff);
         Some(done)
     }
 
@@ -729,22 +737,13 @@ impl Drop for RcRig {
     fn drop(&mut self) {
         while let Some(o) = self.objs.pop() {
             if let Err(e) = o.destroy() {
-                tracing::warn!(target: "mlx5_sim::rig", "destroy failed: {e}");
+                tracing::warn!(target: "mlx5_sim::testing::rig", "destroy failed: {e}");
             }
         }
-        let mut released = true;
-        if let Some(u) = self.umem.take() {
-            if let Err(e) = self.ctx.umem_dereg(u.handle) {
-                tracing::warn!(target: "mlx5_sim::rig", "umem deregistration failed, leaking the memory: {e}");
-                released = false;
-            }
-        }
+        // Deregisters (or, when refused, hands the memory to the context to keep).
+        self.umem = None;
         if let Some(u) = self.uar.take() {
             let _ = self.ctx.uar_free(u);
-        }
-        if released {
-            // SAFETY: dropped exactly once, here, after the device gave the memory back.
-            unsafe { std::mem::ManuallyDrop::drop(&mut self.mem) }
         }
     }
 }

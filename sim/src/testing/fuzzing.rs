@@ -8,11 +8,12 @@
 //! fault injection. Whatever the bytes, nothing may panic, and after the context is closed the
 //! device must hold nothing.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout as AllocLayout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use mlx5_dpa::devx::{Devx, ObjHandle, Uar, UarKind, Umem, UmemAccess};
+use mlx5_dpa::mem::DmaBuf;
 use mlx5_dpa::mlx5::cmd::{self, *};
 use mlx5_dpa::mlx5::layout::Layout;
 use mlx5_dpa::mlx5::layouts as l;
@@ -70,31 +71,6 @@ impl<'a> Input<'a> {
     }
 }
 
-/// Zeroed, page-aligned memory owned by the harness.
-struct HostMem {
-    ptr: NonNull<u8>,
-    layout: AllocLayout,
-}
-
-impl HostMem {
-    fn new(len: usize) -> Option<HostMem> {
-        let layout = AllocLayout::from_size_align(len.max(1), 4096).ok()?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })?;
-        Some(HostMem { ptr, layout })
-    }
-    fn len(&self) -> usize {
-        self.layout.size()
-    }
-}
-
-impl Drop for HostMem {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
 /// The object kinds a typed command can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -147,7 +123,7 @@ struct Harness {
     handles: Vec<ObjHandle>,
     umems: Vec<(Umem, usize)>,
     uars: Vec<UarRec>,
-    mem: Vec<HostMem>,
+    mem: Vec<Arc<DmaBuf>>,
 }
 
 impl Drop for Harness {
@@ -486,22 +462,20 @@ impl Harness {
         let pages = usize::from(input.b()) % MAX_UMEM_PAGES + 1;
         let access = UmemAccess::from_bits_truncate(u32::from(input.b()));
         let pgsz = if input.b() < 0xf0 { 1 << 12 } else { 0x800 };
-        let Some(m) = HostMem::new(pages * 4096) else {
+        let Ok(m) = DmaBuf::new(pages * 4096) else {
             return;
         };
         // Every UMEM starts with a valid device ELF, so DPA processes can be created from
         // its first page (and their threads, outboxes... exercised).
-        let elf = crate::dpa_rig::elf::minimal();
-        if elf.len() <= m.len() {
-            // SAFETY: `m` is `pages * 4096` bytes of fresh memory owned here; the ELF is
-            // shorter (checked).
-            unsafe { std::ptr::copy_nonoverlapping(elf.as_ptr(), m.ptr.as_ptr(), elf.len()) };
-        }
+        let elf = crate::testing::dpa_rig::elf::minimal();
+        let _ = m.write(0, &elf);
         let Some(ctx) = self.ctx.as_ref() else { return };
+        let Ok(ptr) = m.ptr(0, m.len()) else { return };
+        // Raw registration, so the access bits and page-size bitmap are the input's.
         // SAFETY: `m` is `pages * 4096` bytes of this process's memory, kept in `self.mem`
         // until the harness is dropped, which closes the context (deregistering every UMEM)
-        // before the memory is freed.
-        let r = unsafe { ctx.umem_reg(m.ptr.as_ptr(), m.len(), access, pgsz) };
+        // before the memory is unmapped.
+        let r = unsafe { ctx.umem_reg(ptr.as_ptr(), m.len(), access, pgsz) };
         if let Ok(u) = r {
             self.umems.push((u, m.len()));
         }
@@ -520,9 +494,7 @@ impl Harness {
         let m = &self.mem[i % self.mem.len()];
         let off = off % m.len();
         let n = src.len().min(m.len() - off);
-        // SAFETY: `off + n <= m.len()`, inside the allocation `m` owns. The model reads and
-        // writes this memory only inside calls made from this thread, never concurrently.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), m.ptr.as_ptr().add(off), n) };
+        let _ = m.write(off, &src[..n]);
     }
 
     /// Writes a UAR register (CQ arm, send doorbell, or anything else).

@@ -6,18 +6,19 @@
 //! driver's queue layer; it writes WQEs and doorbells by hand, with the formats of FACTS.md §6.
 //! It works over any [`Devx`], so it runs on hardware as well.
 
-use std::alloc::Layout as AllocLayout;
-use std::ptr::NonNull;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
-use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, Umem, UmemAccess};
+use mlx5_dpa::mem::{DmaBuf, MemError, Umem as MemUmem};
+
+use super::RigMem;
+use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
 use mlx5_dpa::mlx5::cmd::{
     AllocPd, AllocTransportDomain, CqEventTarget, CreateCq, CreateFlowGroup, CreateFlowTable,
     CreateMkey, CreateRq, CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq, ModifySq,
     OuterMatch, RingMem, SetFte, WqAttr, WqState,
 };
-use mlx5_dpa::mlx5::wire::cqe::{self, Cqe64, CQE_SIZE};
+use mlx5_dpa::mlx5::wire::cqe::{self, cqe64_offset, Cqe64, CQE_SIZE};
 use mlx5_dpa::mlx5::wire::wqe::{
     data_seg, eth_seg, opcode as wqe_opcode, CtrlSeg, CtrlSegRepr, CTRL_CQ_UPDATE,
     ETH_INLINE_START, SEG, WQEBB,
@@ -68,6 +69,9 @@ pub enum RigError {
     /// The send queue is full.
     #[error("send queue full")]
     SqFull,
+    /// Host memory could not be mapped or registered.
+    #[error(transparent)]
+    Mem(#[from] MemError),
     /// Configuration out of range.
     #[error("bad rig configuration: {0}")]
     Config(&'static str),
@@ -88,55 +92,6 @@ pub struct Completion {
     pub qpn: u32,
 }
 
-/// Page-aligned, zeroed host memory the rigs register as a UMEM.
-pub(crate) struct HostMem {
-    ptr: NonNull<u8>,
-    layout: AllocLayout,
-}
-
-impl HostMem {
-    pub(crate) fn new(len: usize) -> Result<Self, RigError> {
-        let layout =
-            AllocLayout::from_size_align(len, 4096).map_err(|_| RigError::Config("size"))?;
-        // SAFETY: `layout` has a non-zero size (the rig always allocates rings).
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr).ok_or(RigError::Config("out of memory"))?;
-        Ok(HostMem { ptr, layout })
-    }
-    pub(crate) fn addr(&self, off: usize) -> *mut u8 {
-        debug_assert!(off < self.layout.size());
-        self.ptr.as_ptr().wrapping_add(off)
-    }
-    pub(crate) fn write(&self, off: usize, data: &[u8]) {
-        assert!(off + data.len() <= self.layout.size());
-        // SAFETY: in bounds (asserted); the memory is ours and the device only DMAs it.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.addr(off), data.len()) }
-    }
-    pub(crate) fn read(&self, off: usize, buf: &mut [u8]) {
-        assert!(off + buf.len() <= self.layout.size());
-        // SAFETY: in bounds (asserted); the device may write concurrently, as DMA does.
-        unsafe { std::ptr::copy_nonoverlapping(self.addr(off), buf.as_mut_ptr(), buf.len()) }
-    }
-    pub(crate) fn write_be32(&self, off: usize, v: u32) {
-        assert!(off.is_multiple_of(4) && off + 4 <= self.layout.size());
-        // SAFETY: aligned and in bounds; a volatile store, since the device reads it.
-        unsafe { std::ptr::write_volatile(self.addr(off).cast::<u32>(), v.to_be()) }
-    }
-    pub(crate) fn read_u8_volatile(&self, off: usize) -> u8 {
-        assert!(off < self.layout.size());
-        // SAFETY: in bounds; volatile, since the device writes it.
-        unsafe { std::ptr::read_volatile(self.addr(off)) }
-    }
-}
-
-impl Drop for HostMem {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout; the rig only drops it after the UMEM
-        // over it was deregistered.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
 struct Off {
     sq: usize,
     rq: usize,
@@ -153,9 +108,9 @@ pub struct EthRig {
     ctx: Arc<dyn Devx>,
     cfg: RigConfig,
     objs: Vec<DevxObj>,
-    umem: Option<Umem>,
+    umem: Option<Arc<MemUmem>>,
     uar: Option<Uar>,
-    mem: std::mem::ManuallyDrop<HostMem>,
+    mem: Arc<DmaBuf>,
     off: Off,
     lkey: u32,
     /// SQ number.
@@ -225,11 +180,17 @@ impl EthRig {
             total: o.div_ceil(4096) * 4096,
             ..off
         };
-        let mem = HostMem::new(off.total)?;
+        let mem = DmaBuf::new(off.total)?;
         // CQEs start invalid and hardware-owned (op_own = INVALID << 4 | owner 1).
         for i in 0..(1usize << cfg.log_cq) {
-            mem.write(off.cq_tx + i * 64 + 63, &[0xf1]);
-            mem.write(off.cq_rx + i * 64 + 63, &[0xf1]);
+            mem.put(
+                off.cq_tx + cqe64_offset(i, CQE_SIZE) + cqe::at::OP_OWN,
+                &[(cqe::opcode::INVALID << 4) | 1],
+            );
+            mem.put(
+                off.cq_rx + cqe64_offset(i, CQE_SIZE) + cqe::at::OP_OWN,
+                &[(cqe::opcode::INVALID << 4) | 1],
+            );
         }
         let mut rig = EthRig {
             ctx: Arc::clone(&ctx),
@@ -237,7 +198,7 @@ impl EthRig {
             objs: Vec::new(),
             umem: None,
             uar: None,
-            mem: std::mem::ManuallyDrop::new(mem),
+            mem,
             off,
             lkey: 0,
             sqn: 0,
@@ -275,29 +236,22 @@ impl EthRig {
         let uar = ctx.uar_alloc(UarKind::NonCached)?;
         let uar_page = uar.page_id;
         self.uar = Some(uar);
-        // SAFETY: the rig owns `mem` for its whole life and deregisters the UMEM (in Drop)
-        // before the memory is freed.
-        let umem = unsafe {
-            ctx.umem_reg(
-                self.mem.addr(0),
-                self.off.total,
-                UmemAccess::LOCAL_WRITE,
-                1 << 12,
-            )?
-        };
+        // The registration holds the memory until the device gives it back.
+        let umem = MemUmem::register(&ctx, &self.mem, UmemAccess::LOCAL_WRITE)?;
+        let umem_id = umem.id().0;
         self.umem = Some(umem);
         let mkey = devx::create(
             &ctx,
             &CreateMkey {
                 pd,
-                start_addr: self.mem.addr(0) as u64,
+                start_addr: self.mem.va(0),
                 len: self.off.total as u64,
                 access: MkeyAccess {
                     local_read: true,
                     local_write: true,
                     ..Default::default()
                 },
-                umem_id: umem.umem_id,
+                umem_id,
                 umem_offset: 0,
                 key: 0x5a,
                 log_page_size: 12,
@@ -308,9 +262,9 @@ impl EthRig {
         let eqn = ctx.query_eqn(0)?;
         let dbr_base = self.off.dbr;
         let ring = move |off: usize, dbr: usize| RingMem {
-            umem_id: umem.umem_id,
+            umem_id,
             umem_offset: off as u64,
-            dbr_umem_id: umem.umem_id,
+            dbr_umem_id: umem_id,
             dbr_offset: (dbr_base + dbr) as u64,
         };
         let cq = |off, dbr| CreateCq {
@@ -449,7 +403,7 @@ impl EthRig {
         let idx = self.sq_pi;
         let slot = (idx & (size - 1)) as usize;
         let buf = self.off.tx_bufs + slot * self.cfg.buf_size;
-        self.mem.write(buf, frame);
+        self.mem.put(buf, frame);
         let mut w = [0u8; WQEBB];
         // Control segment: SEND, 4 segments, a CQE every `signal_every` WQEs.
         let signal = (idx % self.cfg.signal_every) == self.cfg.signal_every - 1;
@@ -469,9 +423,9 @@ impl EthRig {
         w[2 * SEG..2 * SEG + INLINE - in_eth].copy_from_slice(&frame[in_eth..INLINE]);
         // Data segment for the rest of the frame.
         let rest = (frame.len() - INLINE) as u32;
-        let addr = self.mem.addr(buf + INLINE) as u64;
+        let addr = self.mem.va(buf + INLINE);
         w[3 * SEG..4 * SEG].copy_from_slice(&data_seg(rest, self.lkey, addr));
-        self.mem.write(self.off.sq + slot * 64, &w);
+        self.mem.put(self.off.sq + slot * 64, &w);
         self.last_ctrl.copy_from_slice(&w[..8]);
         self.sq_pi = self.sq_pi.wrapping_add(1);
         self.pending_doorbell = true;
@@ -493,7 +447,7 @@ impl EthRig {
         (ctrl.wqe_index, ctrl.qpn) = (idx, self.sqn);
         ctrl.emit(&mut CtrlSeg::new_unchecked(&mut w[..SEG]));
         let slot = (idx & (size - 1)) as usize;
-        self.mem.write(self.off.sq + slot * 64, &w);
+        self.mem.put(self.off.sq + slot * 64, &w);
         self.last_ctrl.copy_from_slice(&w[..8]);
         self.sq_pi = self.sq_pi.wrapping_add(1);
         self.pending_doorbell = true;
@@ -507,7 +461,7 @@ impl EthRig {
         }
         self.pending_doorbell = false;
         self.mem
-            .write_be32(self.off.dbr + DBR_SQ + 4, u32::from(self.sq_pi));
+            .put_be32(self.off.dbr + DBR_SQ + 4, u32::from(self.sq_pi));
         fence(Ordering::Release);
         self.uar_write(0x800, self.last_ctrl);
     }
@@ -532,16 +486,16 @@ impl EthRig {
         // The RQ consumer is the RX CQ's progress; buffers in flight are rq_pi - completed.
         while self.rq_pi.wrapping_sub(self.cq_rx_ci as u16) < size {
             let slot = (self.rq_pi & (size - 1)) as usize;
-            let addr = self.mem.addr(self.off.rx_bufs + slot * self.cfg.buf_size) as u64;
+            let addr = self.mem.va(self.off.rx_bufs + slot * self.cfg.buf_size);
             let seg = data_seg(self.cfg.buf_size as u32, self.lkey, addr);
-            self.mem.write(self.off.rq + slot * SEG, &seg);
+            self.mem.put(self.off.rq + slot * SEG, &seg);
             self.rq_pi = self.rq_pi.wrapping_add(1);
             n += 1;
         }
         if n > 0 {
             fence(Ordering::Release);
             self.mem
-                .write_be32(self.off.dbr + DBR_RQ, u32::from(self.rq_pi));
+                .put_be32(self.off.dbr + DBR_RQ, u32::from(self.rq_pi));
         }
         n
     }
@@ -550,14 +504,14 @@ impl EthRig {
         let ci = if rx { self.cq_rx_ci } else { self.cq_tx_ci };
         let mask = (1u32 << self.cfg.log_cq) - 1;
         let at = ring + ((ci & mask) as usize) * CQE_SIZE;
-        let op_own = self.mem.read_u8_volatile(at + cqe::at::OP_OWN);
+        let op_own = self.mem.get_u8(at + cqe::at::OP_OWN);
         let owner = (ci >> self.cfg.log_cq) & 1;
         if op_own >> 4 == cqe::opcode::INVALID || u32::from(op_own & 1) != owner {
             return None;
         }
         fence(Ordering::Acquire);
         let mut c = [0u8; CQE_SIZE];
-        self.mem.read(at, &mut c);
+        self.mem.get(at, &mut c);
         let c = Cqe64::new_unchecked(c);
         let done = Completion {
             opcode: op_own >> 4,
@@ -572,7 +526,7 @@ impl EthRig {
         } else {
             self.cq_tx_ci = ci;
         }
-        self.mem.write_be32(self.off.dbr + dbr, ci & 0xff_ffff);
+        self.mem.put_be32(self.off.dbr + dbr, ci & 0xff_ffff);
         Some(done)
     }
 
@@ -615,7 +569,7 @@ impl EthRig {
                 let slot = (c.wqe_counter & ((1u16 << self.cfg.log_rq) - 1)) as usize;
                 let len = (c.byte_cnt as usize).min(self.cfg.buf_size);
                 self.mem
-                    .read(self.off.rx_bufs + slot * self.cfg.buf_size, &mut buf[..len]);
+                    .get(self.off.rx_bufs + slot * self.cfg.buf_size, &mut buf[..len]);
                 f(Ok(&buf[..len]));
             } else {
                 f(Err(c));
@@ -632,7 +586,7 @@ impl EthRig {
     pub fn arm_rx(&mut self) {
         let word = (self.arm_sn & 3) << 28 | (self.cq_rx_ci & 0xff_ffff);
         self.arm_sn = self.arm_sn.wrapping_add(1);
-        self.mem.write_be32(self.off.dbr + DBR_CQ_RX + 4, word);
+        self.mem.put_be32(self.off.dbr + DBR_CQ_RX + 4, word);
         fence(Ordering::Release);
         let mut b = [0u8; 8];
         b[0..4].copy_from_slice(&word.to_be_bytes());
@@ -656,22 +610,13 @@ impl Drop for EthRig {
     fn drop(&mut self) {
         while let Some(o) = self.objs.pop() {
             if let Err(e) = o.destroy() {
-                tracing::warn!(target: "mlx5_sim::rig", "destroy failed: {e}");
+                tracing::warn!(target: "mlx5_sim::testing::rig", "destroy failed: {e}");
             }
         }
-        let mut released = true;
-        if let Some(u) = self.umem.take() {
-            if let Err(e) = self.ctx.umem_dereg(u.handle) {
-                tracing::warn!(target: "mlx5_sim::rig", "umem deregistration failed, leaking the rings: {e}");
-                released = false;
-            }
-        }
+        // Deregisters (or, when refused, hands the memory to the context to keep).
+        self.umem = None;
         if let Some(u) = self.uar.take() {
             let _ = self.ctx.uar_free(u);
-        }
-        if released {
-            // SAFETY: dropped exactly once, here, after the device gave the memory back.
-            unsafe { std::mem::ManuallyDrop::drop(&mut self.mem) }
         }
     }
 }

@@ -11,9 +11,10 @@
 
 use std::sync::Arc;
 
-use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, Umem, UmemAccess};
+use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
 use mlx5_dpa::dpa::coredump::{Coredump, CoredumpError};
 use mlx5_dpa::dpa::elf::Elf;
+use mlx5_dpa::mem::{DmaBuf, Umem as MemUmem};
 use mlx5_dpa::mlx5::cmd::{
     AllocPd, CreateGeneralObject, DpaAffinity, DpaMemAttr, DpaOutboxAttr, DpaProcessAttr,
     DpaProcessCoredump, DpaThreadAttr, DpaThreadModify, DpaWindowAttr, ModifyGeneralObject,
@@ -22,7 +23,8 @@ use mlx5_dpa::mlx5::cmd::{
 use mlx5_dpa::mlx5::layout::{Layout, View};
 use mlx5_dpa::mlx5::layouts::{self as l, dpa::obj_type};
 
-use crate::rig::{HostMem, RigError};
+use crate::testing::rig::RigError;
+use crate::testing::RigMem;
 
 /// RV64 instruction encoders (the base integer ISA, M's `mul`, A's `amoadd`), 32-bit forms
 /// only. Branch and jump offsets are in bytes from the instruction.
@@ -493,11 +495,11 @@ pub struct DpaRig {
     ctx: Arc<dyn Devx>,
     /// Objects by (general object type, or 0 for other objects; id), oldest first.
     objs: Vec<(u16, u32, DevxObj)>,
-    umem: Option<Umem>,
-    mem: std::mem::ManuallyDrop<HostMem>,
+    umem: Option<Arc<MemUmem>>,
+    mem: Arc<DmaBuf>,
     uar: Option<Uar>,
     /// Host buffers registered as UMEMs, released after every object.
-    bufs: Vec<(HostMem, Option<Umem>, usize)>,
+    bufs: Vec<(Arc<DmaBuf>, Arc<MemUmem>, usize)>,
     elf: Vec<u8>,
     pub pd: u32,
     pub uar_page: u32,
@@ -513,13 +515,13 @@ impl DpaRig {
     /// The first command firmware refused (the process creation refuses bad ELFs).
     pub fn new(ctx: Arc<dyn Devx>, elf: &[u8], heap: u64) -> Result<DpaRig, RigError> {
         let len = elf.len().max(1).div_ceil(4096) * 4096;
-        let mem = HostMem::new(len)?;
-        mem.write(0, elf);
+        let mem = DmaBuf::new(len)?;
+        mem.put(0, elf);
         let mut rig = DpaRig {
             ctx: Arc::clone(&ctx),
             objs: Vec::new(),
             umem: None,
-            mem: std::mem::ManuallyDrop::new(mem),
+            mem,
             uar: None,
             bufs: Vec::new(),
             elf: elf.to_vec(),
@@ -535,14 +537,14 @@ impl DpaRig {
         let uar = ctx.uar_alloc(UarKind::NonCached)?;
         rig.uar_page = uar.page_id;
         rig.uar = Some(uar);
-        // SAFETY: the rig owns `mem` and deregisters the UMEM (in Drop) before freeing it.
-        let umem = unsafe { ctx.umem_reg(rig.mem.addr(0), len, UmemAccess::empty(), 1 << 12)? };
+        let umem = MemUmem::register_range(&ctx, &rig.mem, 0, len, UmemAccess::empty())?;
+        let elf_umem_id = umem.id().0;
         rig.umem = Some(umem);
         let (p, pid) = devx::create(
             &ctx,
             &CreateGeneralObject(DpaProcessAttr {
                 pd: pdn,
-                elf_umem_id: umem.umem_id,
+                elf_umem_id,
                 elf_umem_offset: 0,
                 elf_size: elf.len() as u64,
                 heap_size: heap,
@@ -819,16 +821,15 @@ impl DpaRig {
     /// Registration refused.
     pub fn host_buf(&mut self, len: usize, access: UmemAccess) -> Result<HostBuf, RigError> {
         let len = len.max(1).div_ceil(4096) * 4096;
-        let mem = HostMem::new(len)?;
-        // SAFETY: the rig keeps `mem` until after the UMEM is deregistered (Drop).
-        let umem = unsafe { self.ctx.umem_reg(mem.addr(0), len, access, 1 << 12)? };
+        let mem = DmaBuf::new(len)?;
+        let umem = MemUmem::register_range(&self.ctx, &mem, 0, len, access)?;
         let b = HostBuf {
             index: self.bufs.len(),
-            umem_id: umem.umem_id,
-            addr: mem.addr(0) as u64,
+            umem_id: umem.id().0,
+            addr: mem.va(0),
             len,
         };
-        self.bufs.push((mem, Some(umem), len));
+        self.bufs.push((mem, umem, len));
         Ok(b)
     }
 
@@ -836,7 +837,7 @@ impl DpaRig {
     pub fn host_write(&self, b: &HostBuf, off: usize, data: &[u8]) -> bool {
         match self.bufs.get(b.index) {
             Some((m, _, len)) if off.checked_add(data.len()).is_some_and(|e| e <= *len) => {
-                m.write(off, data);
+                m.put(off, data);
                 true
             }
             _ => false,
@@ -848,7 +849,7 @@ impl DpaRig {
         let mut v = vec![0u8; n];
         if let Some((m, _, len)) = self.bufs.get(b.index) {
             if off.checked_add(n).is_some_and(|e| e <= *len) {
-                m.read(off, &mut v);
+                m.get(off, &mut v);
             }
         }
         v
@@ -889,32 +890,15 @@ impl Drop for DpaRig {
     fn drop(&mut self) {
         while let Some((_, _, o)) = self.objs.pop() {
             if let Err(e) = o.destroy() {
-                tracing::warn!(target: "mlx5_sim::dpa_rig", "destroy failed: {e}");
+                tracing::warn!(target: "mlx5_sim::testing::dpa_rig", "destroy failed: {e}");
             }
         }
-        let mut released = true;
-        if let Some(u) = self.umem.take() {
-            if let Err(e) = self.ctx.umem_dereg(u.handle) {
-                tracing::warn!(target: "mlx5_sim::dpa_rig", "umem deregistration failed: {e}");
-                released = false;
-            }
-        }
-        for (mem, umem, _) in self.bufs.drain(..) {
-            let freed = match umem {
-                Some(u) => self.ctx.umem_dereg(u.handle).is_ok(),
-                None => true,
-            };
-            if !freed {
-                tracing::warn!(target: "mlx5_sim::dpa_rig", "host buffer still registered: leaked");
-                std::mem::forget(mem);
-            }
-        }
+        // Each registration deregisters (or, when refused, hands its memory to the context
+        // to keep) as it goes.
+        self.umem = None;
+        self.bufs.clear();
         if let Some(u) = self.uar.take() {
             let _ = self.ctx.uar_free(u);
-        }
-        if released {
-            // SAFETY: dropped once, here, after the device gave the memory back.
-            unsafe { std::mem::ManuallyDrop::drop(&mut self.mem) }
         }
     }
 }

@@ -1,0 +1,63 @@
+//! Test support, not part of the product (feature `test-utils`; always built for the crate's
+//! own unit tests).
+//!
+//! - [`rig`], [`rc_rig`], [`dpa_rig`]: queue sets and DPA processes built from raw firmware
+//!   commands and hand-built WQEs, so the model's tests do not depend on the driver's queue
+//!   code they are meant to check it against.
+//! - [`fuzzing`]: the fuzz driver of the firmware model (arbitrary mailboxes through one DevX
+//!   context), shared by the fuzz targets and the property tests that replay them on stable.
+//! - [`fault_sweep`]: fault injection over a whole driver flow.
+//!
+//! Host memory for rings and buffers is the driver's [`DmaBuf`] (one helper for the whole
+//! workspace); [`RigMem`] adds the infallible accessors a rig wants, since an access outside
+//! the buffer is a bug of the rig itself.
+
+pub mod dpa_rig;
+pub mod fault_sweep;
+pub mod fuzzing;
+pub mod rc_rig;
+pub mod rig;
+
+use mlx5_dpa::mem::DmaBuf;
+
+/// Accessors of a rig's ring memory: an access outside the buffer is a bug of the rig, and
+/// panics with the offset.
+pub(crate) trait RigMem {
+    /// The address of byte `off` (what mkeys and WQEs name).
+    fn va(&self, off: usize) -> u64;
+    /// Copies `data` in at `off`.
+    fn put(&self, off: usize, data: &[u8]);
+    /// Copies `buf.len()` bytes out from `off`.
+    fn get(&self, off: usize, buf: &mut [u8]);
+    /// One volatile big-endian 32-bit store (a doorbell record).
+    fn put_be32(&self, off: usize, v: u32);
+    /// One volatile byte load (an ownership byte).
+    fn get_u8(&self, off: usize) -> u8;
+}
+
+impl RigMem for DmaBuf {
+    fn va(&self, off: usize) -> u64 {
+        assert!(
+            off < self.len(),
+            "rig memory: offset {off:#x} past {:#x}",
+            self.len()
+        );
+        self.addr() + off as u64
+    }
+    fn put(&self, off: usize, data: &[u8]) {
+        self.write(off, data)
+            .unwrap_or_else(|e| panic!("rig memory: {e}"))
+    }
+    fn get(&self, off: usize, buf: &mut [u8]) {
+        self.read(off, buf)
+            .unwrap_or_else(|e| panic!("rig memory: {e}"))
+    }
+    fn put_be32(&self, off: usize, v: u32) {
+        self.store_be32(off, v)
+            .unwrap_or_else(|e| panic!("rig memory: {e}"))
+    }
+    fn get_u8(&self, off: usize) -> u8 {
+        self.load_u8(off)
+            .unwrap_or_else(|e| panic!("rig memory: {e}"))
+    }
+}
