@@ -1,5 +1,5 @@
 #!/bin/sh
-# Records the expected results of the bare corpus in sim/tests/data/riscv_corpus.json:
+# Records the expected results of the bare corpus in rv/tests/data/corpus.json:
 # exit code and output (the checksum line) from an independent run under qemu-user
 # (qemu-riscv64), and the retired-instruction count from this project's engine (`mlx5-dpa vm
 # run`: not independent, it only pins the count so a change shows up in review).
@@ -9,7 +9,7 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-out="$root/sim/tests/data/riscv_corpus.json"
+out="$root/rv/tests/data/corpus.json"
 qemu=${QEMU:-qemu-riscv64}
 command -v "$qemu" >/dev/null || { echo "record.sh: $qemu not found (apt install qemu-user)" >&2; exit 1; }
 if [ -z "${MLX5_DPA:-}" ]; then

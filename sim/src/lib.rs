@@ -43,10 +43,12 @@ pub mod port;
 pub mod profile;
 mod rc;
 pub mod responder;
-pub mod riscv;
 mod slab;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
+
+/// The RISC-V engine (its own crate, `mlx5-dpa-rv`).
+pub use mlx5_dpa_rv as riscv;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};

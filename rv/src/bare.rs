@@ -1,6 +1,6 @@
-//! A bare machine around the engine, for `mlx5-dpa vm run` and the engine's own tests: an ELF's
-//! `PT_LOAD` segments at their link addresses with their permissions, a stack, and three ways
-//! to end a run.
+//! A bare machine around the engine, for `mlx5-dpa vm run` and the engine's own tests: an
+//! [`Image`]'s segments (an ELF's `PT_LOAD` segments, [`Image::from_elf`]) at their link
+//! addresses with their permissions, a stack, and three ways to end a run.
 //!
 //! - `ecall` with a7 = 4 (FlexIO-OS `EXIT_PROCESS`, FACTS.md section 5) or a7 = 93 (newlib /
 //!   Linux `exit`): exit with status a0. a7 = 64 (`write`) to fd 1 or 2 appends to
@@ -14,7 +14,7 @@
 //! handed to the engine as [`RamRegion`]s, except the doubleword of `tohost`, which goes through
 //! [`Bus::store`] so the machine sees it. There is no other device.
 
-use mlx5_dpa::dpa::elf::{Elf, ElfError};
+pub use crate::image::{Image, ImageError, LoadSegment};
 
 use super::{reg, Access, Bus, CodeCache, Fault, GuestRam, Hart, MemError, Perms, RamRegion, Stop};
 
@@ -48,7 +48,16 @@ pub mod ecall {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BareError {
     #[error(transparent)]
-    Elf(#[from] ElfError),
+    Image(#[from] ImageError),
+    #[error(
+        "segment {index} at {vaddr:#x}: {len:#x} bytes of data for {memsz:#x} bytes of memory"
+    )]
+    SegmentData {
+        index: usize,
+        vaddr: u64,
+        len: usize,
+        memsz: u64,
+    },
     #[error(
         "segment {index} at {vaddr:#x} ({memsz:#x} bytes) is past the bare machine's memory limit"
     )]
@@ -180,23 +189,23 @@ pub struct BareMachine {
 }
 
 impl BareMachine {
-    /// Parses `bytes` as a RISC-V executable and loads it.
+    /// Reads `bytes` as a RISC-V executable ([`Image::from_elf`]) and loads it.
     pub fn from_elf_bytes(bytes: &[u8]) -> Result<BareMachine, BareError> {
-        Self::from_elf(&Elf::parse_device(bytes)?)
+        Self::from_image(&Image::from_elf(bytes)?)
     }
 
-    /// Loads the `PT_LOAD` segments of `elf` and places a stack.
-    pub fn from_elf(elf: &Elf<'_>) -> Result<BareMachine, BareError> {
-        Self::from_elf_limited(elf, SEGMENT_LIMIT)
+    /// Loads the segments of `image` and places a stack.
+    pub fn from_image(image: &Image<'_>) -> Result<BareMachine, BareError> {
+        Self::from_image_limited(image, SEGMENT_LIMIT)
     }
 
-    /// Like [`BareMachine::from_elf`], with at most `limit` bytes of segments in all.
-    pub fn from_elf_limited(elf: &Elf<'_>, limit: u64) -> Result<BareMachine, BareError> {
+    /// Like [`BareMachine::from_image`], with at most `limit` bytes of segments in all.
+    pub fn from_image_limited(image: &Image<'_>, limit: u64) -> Result<BareMachine, BareError> {
         // Check every size before allocating anything.
         let mut layout = Vec::new();
         let mut total = 0u64;
-        for (index, s) in elf.segments().iter().enumerate() {
-            if !s.is_load() || s.memsz == 0 {
+        for (index, s) in image.segments.iter().enumerate() {
+            if s.memsz == 0 {
                 continue;
             }
             let too_large = BareError::TooLarge {
@@ -204,18 +213,27 @@ impl BareMachine {
                 vaddr: s.vaddr,
                 memsz: s.memsz,
             };
-            // Round out to 8 bytes (the parser checked that vaddr + memsz does not wrap).
+            if s.data.len() as u64 > s.memsz {
+                return Err(BareError::SegmentData {
+                    index,
+                    vaddr: s.vaddr,
+                    len: s.data.len(),
+                    memsz: s.memsz,
+                });
+            }
+            // Round out to 8 bytes.
             let base = s.vaddr & !7;
-            let end = (s.vaddr + s.memsz)
-                .checked_add(7)
+            let end = s
+                .vaddr
+                .checked_add(s.memsz)
+                .and_then(|e| e.checked_add(7))
                 .map(|e| e & !7)
                 .ok_or(too_large.clone())?;
             total = total.saturating_add(end - base);
             if total > limit {
                 return Err(too_large);
             }
-            let perms = Perms::new(s.readable(), s.writable(), s.executable());
-            layout.push((base, end, perms, s.vaddr - base, s.data));
+            layout.push((base, end, s.perms, s.vaddr - base, s.data));
         }
         let segments = layout
             .into_iter()
@@ -230,13 +248,7 @@ impl BareMachine {
                 }
             })
             .collect();
-        let symbols = elf
-            .symbols()
-            .iter()
-            .filter(|s| s.is_defined() && !s.name.is_empty())
-            .map(|s| (s.name.clone(), s.value))
-            .collect();
-        Self::assemble(segments, elf.entry, symbols, STACK_SIZE)
+        Self::assemble(segments, image.entry, image.symbols.clone(), STACK_SIZE)
     }
 
     /// A machine with `code` at `base` (8-byte aligned) in one read-write-execute segment of
@@ -584,26 +596,27 @@ impl Bus for BareMachine {
     }
 }
 
-/// Fuzzing entry (the `dpa_elf` target and `tests/riscv_fuzz.rs`): parses any bytes as an ELF
+/// Fuzzing entry (`tests/fuzz.rs`): reads any bytes as an executable ([`Image::from_elf`])
 /// and, when they make a machine of at most 16 MiB, runs it for up to 10 000 instructions from
-/// the entry and from its first function symbol. Must never panic.
+/// the entry and from its first symbol. Must never panic.
 #[doc(hidden)]
 pub fn fuzz_elf(data: &[u8]) {
-    let Ok(elf) = Elf::parse(data) else {
+    let Ok(image) = Image::from_elf(data) else {
         return;
     };
-    let _ = elf.section(".text");
-    let _ = elf.symbol("main");
-    let Ok(mut m) = BareMachine::from_elf_limited(&elf, 16 << 20) else {
+    fuzz_image(&image);
+}
+
+/// Fuzzing entry: loads `image` (at most 16 MiB) and runs up to 10 000 instructions from its
+/// entry and from its first symbol. Must never panic.
+#[doc(hidden)]
+pub fn fuzz_image(image: &Image<'_>) {
+    let Ok(mut m) = BareMachine::from_image_limited(image, 16 << 20) else {
         return;
     };
     let _ = m.call(m.entry(), &[1, 2, 3], 10_000);
-    if let Some(f) = elf
-        .symbols()
-        .iter()
-        .find(|s| s.kind() == 2 && s.is_defined())
-    {
-        let _ = m.call(f.value, &[], 10_000);
+    if let Some(&(_, f)) = image.symbols.first() {
+        let _ = m.call(f, &[], 10_000);
     }
 }
 

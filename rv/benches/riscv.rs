@@ -1,7 +1,7 @@
 //! RISC-V engine speed: guest instructions per second on the compute loop of the bare corpus
 //! (`fw-blobs/bare/compute.c`), and the same ELF under qemu-user when `qemu-riscv64` is on PATH.
 //!
-//! `cargo bench -p mlx5-sim --bench riscv`. Criterion measures `compute(N)` called as a function
+//! `cargo bench -p mlx5-dpa-rv --bench riscv`. Criterion measures `compute(N)` called as a function
 //! in the bare machine (throughput in guest instructions). Then one summary line:
 //!
 //! ```text
@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use mlx5_sim::riscv::bare::{BareMachine, BareStop};
+use mlx5_dpa_rv::bare::{BareMachine, BareStop};
 
 /// Loop iterations per criterion sample (about 24 instructions each).
 const SHORT: u64 = 100_000;

@@ -1,4 +1,6 @@
-//! RV64IMAC (+ Zbb, Zbs, Zicsr counters) execution engine for the model's DPA.
+//! RV64IMAC (+ Zbb, Zbs, Zicsr counters) execution engine for the device model's DPA, a crate
+//! of its own: it imports nothing from the model or the driver (the model implements [`Bus`]),
+//! and its bare machine takes segments as input ([`bare::Image`]).
 //!
 //! [`run`] executes a [`Hart`] against a [`Bus`] until an `ecall`, `ebreak`, a fault or the
 //! instruction budget. The ISA is what the BlueField-3 DPA compiler targets (FACTS.md section 5:
@@ -27,13 +29,14 @@
 //! [`RamRegion`]s the bus offers with [`Bus::ram_region`], everything else through the bus
 //! methods.
 //!
-//! [`bare`] is a minimal machine around the engine for `mlx5-dpa vm run`: an ELF's segments, a
-//! stack, exit by `ecall` or `tohost`, return to a sentinel.
+//! [`bare`] is a minimal machine around the engine for `mlx5-dpa vm run`: an image's segments,
+//! a stack, exit by `ecall` or `tohost`, return to a sentinel.
 
 pub mod bare;
 mod cache;
 mod decode;
 mod exec;
+mod image;
 mod ram;
 
 pub use cache::CodeCache;

@@ -1,11 +1,11 @@
 //! The bare corpus (`fw-blobs/bare/*.c`, built by `fw-blobs/bare/build.sh`) on the engine,
 //! against the results qemu-user recorded (`fw-blobs/bare/record.sh` ->
-//! `tests/data/riscv_corpus.json`): the exit code and the checksum line each program prints.
+//! `tests/data/corpus.json`): the exit code and the checksum line each program prints.
 //! The retired-instruction count is the engine's own earlier count (not independent): it is
 //! compared so that a change in it is noticed and re-recorded on purpose.
 
-use mlx5_sim::riscv::bare::{BareMachine, BareStop, ExitVia};
-use mlx5_sim::riscv::Stop;
+use mlx5_dpa_rv::bare::{BareMachine, BareStop, ExitVia};
+use mlx5_dpa_rv::Stop;
 
 const BUDGET: u64 = 20_000_000;
 
@@ -15,9 +15,9 @@ fn corpus_dir() -> std::path::PathBuf {
 
 fn expected() -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/riscv_corpus.json"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus.json"),
     )
-    .expect("tests/data/riscv_corpus.json");
+    .expect("tests/data/corpus.json");
     let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     v["programs"].as_array().expect("programs").clone()
 }
@@ -97,14 +97,14 @@ fn budget_stops_exactly_and_a_run_can_continue() {
     // Continue the same hart with the engine directly: the next stop is the `write` ecall of
     // the report, then (served by hand) the exit.
     let mut hart = r.hart;
-    let stop = mlx5_sim::riscv::run(&mut hart, &mut m, BUDGET);
+    let stop = mlx5_dpa_rv::run(&mut hart, &mut m, BUDGET);
     assert_eq!((stop, hart.x[17]), (Stop::Ecall, 64));
     let before = hart.instret;
-    let stop = mlx5_sim::riscv::run(&mut hart, &mut m, BUDGET);
+    let stop = mlx5_dpa_rv::run(&mut hart, &mut m, BUDGET);
     assert_eq!((stop, hart.x[17]), (Stop::Ecall, 64));
     assert!(hart.instret > before);
     while hart.x[17] == 64 {
-        assert_eq!(mlx5_sim::riscv::run(&mut hart, &mut m, BUDGET), Stop::Ecall);
+        assert_eq!(mlx5_dpa_rv::run(&mut hart, &mut m, BUDGET), Stop::Ecall);
     }
     assert_eq!(hart.x[17], 93);
     let total = expected()

@@ -150,7 +150,7 @@ impl RamRegion {
     /// Atomic load of `size` (1, 2, 4, 8) bytes at `addr`, zero-extended; `None` when the
     /// access is outside the region or not naturally aligned.
     #[inline(always)]
-    pub(crate) fn load(&self, addr: u64, size: u8) -> Option<u64> {
+    pub fn load(&self, addr: u64, size: u8) -> Option<u64> {
         let p = self.at(addr, u64::from(size))?;
         // SAFETY: `at` returned a pointer inside the region, aligned to the access size (region
         // pointer 8-aligned, offset a multiple of the size), and the access ends inside the
@@ -170,7 +170,7 @@ impl RamRegion {
 
     /// Atomic store of the low `size` bytes of `value`; `false` when outside or misaligned.
     #[inline(always)]
-    pub(crate) fn store(&self, addr: u64, size: u8, value: u64) -> bool {
+    pub fn store(&self, addr: u64, size: u8, value: u64) -> bool {
         let Some(p) = self.at(addr, u64::from(size)) else {
             return false;
         };
