@@ -27,10 +27,10 @@ use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Cqe64, E
 use mlx5_dpa::queues::ring::wqebbs;
 
 use crate::events::{self, event_type, Subscription};
-use crate::fw::objects::*;
 use crate::fw::{Firmware, ObjRef};
 use crate::port::pcap::PcapWriter;
 use crate::port::tap::Tap;
+use crate::state::objects::*;
 use crate::State;
 
 /// Largest frame the port carries.
@@ -134,7 +134,7 @@ pub(crate) struct Datapath {
     pub(crate) qp_ids: Vec<u32>,
     pub(crate) rc_local: VecDeque<Vec<u8>>,
     pub(crate) rc_pool: Vec<Vec<u8>>,
-    pub(crate) rc_stats: crate::rc::RcStats,
+    pub(crate) rc_stats: crate::state::rc::RcStats,
 }
 
 impl Datapath {
@@ -156,7 +156,7 @@ impl Datapath {
             qp_ids: Vec::new(),
             rc_local: VecDeque::new(),
             rc_pool: Vec::new(),
-            rc_stats: crate::rc::RcStats::default(),
+            rc_stats: crate::state::rc::RcStats::default(),
         }
     }
 }
@@ -213,10 +213,10 @@ pub(crate) fn step(st: &mut State) -> usize {
     dp.ids = ids;
     // 4. RC queue pairs: responses, timers, send WQEs, completions, flushes.
     let now = Instant::now();
-    work += crate::rc::run(fw, dp, now);
+    work += crate::datapath::rc::run(fw, dp, now);
     // 5. Frames arriving from outside, then RC frames delivered inside the device.
     work += poll_port(fw, dp);
-    work += crate::rc::drain_local(fw, dp);
+    work += crate::datapath::rc::drain_local(fw, dp);
     // 6. Moderation timers.
     dp.ids.clear();
     dp.ids.extend(fw.cqs.iter().filter_map(|(id, c)| {
@@ -572,8 +572,8 @@ pub(crate) fn transmit(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], td: O
     match &dp.port.mode {
         // RC frames coming back are queued, not handled here: the RC receiver answers, and
         // its answers must not recurse into the sender.
-        PortMode::Loopback if crate::rc::is_for_us(fw, frame) => {
-            crate::rc::enqueue_local(dp, frame)
+        PortMode::Loopback if crate::datapath::rc::is_for_us(fw, frame) => {
+            crate::datapath::rc::enqueue_local(dp, frame)
         }
         PortMode::Loopback => receive(fw, dp, frame, td),
         PortMode::Link(end) => {
@@ -750,8 +750,8 @@ fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
 /// Receive path: RoCE v2 to the port's addresses goes to the RC transport; everything else
 /// to steering, TIR, RQ, CQE.
 fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
-    if crate::rc::is_for_us(fw, frame) {
-        crate::rc::receive(fw, dp, frame);
+    if crate::datapath::rc::is_for_us(fw, frame) {
+        crate::datapath::rc::receive(fw, dp, frame);
         return;
     }
     dp.port.stats.rx_frames += 1;

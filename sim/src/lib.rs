@@ -33,6 +33,8 @@
 //!   coredumps. Activations run on a pool of worker threads; [`Device::step`] waits for them
 //!   (deterministic), the background engine does not.
 
+pub mod check;
+mod datapath;
 pub mod devx;
 pub mod dpa;
 mod engine;
@@ -41,9 +43,9 @@ pub mod fw;
 mod mem;
 pub mod port;
 pub mod profile;
-mod rc;
 pub mod responder;
 mod slab;
+mod state;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
 
@@ -58,12 +60,13 @@ pub use dpa::{DpaAccessError, DpaStats};
 
 use mlx5_dpa::mlx5::{Opcode, Status};
 
+pub use check::Check;
 pub use devx::SimDevx;
 pub use engine::{syndrome, PortMode, PortStats};
 pub use events::event_type;
-pub use fw::{check::Check, FwStats, Inventory, ObjRef};
+pub use fw::{FwStats, Inventory, ObjRef};
 use profile::Profile;
-pub use rc::RcStats;
+pub use state::rc::RcStats;
 
 /// Everything the model holds, behind one lock.
 pub(crate) struct State {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use mlx5_dpa::devx::UmemAccess;
 
-use crate::fw::check::{self, Check};
+use crate::check::{self, Check};
 use crate::slab::Slab;
 
 /// A registered UMEM.

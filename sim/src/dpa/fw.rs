@@ -11,10 +11,10 @@ use super::exec::{self, Effect, Job, Outcome};
 use super::loader::Loaded;
 use super::memory::ProcessMem;
 use super::{map, Affinity, DpaState, Eu, Exec, ProcStatus, ProcessRt, ThreadRt, ThreadState};
-use crate::fw::check::{self, Check};
-use crate::fw::objects::{GenKind, GenObj};
+use crate::check::{self, Check};
 use crate::fw::{inbox, owned, size, Firmware};
 use crate::riscv::{CodeCache, Hart};
+use crate::state::objects::{GenKind, GenObj};
 use crate::State;
 
 /// DUMEM id of a process (the model's id space, next to host UMEM ids).

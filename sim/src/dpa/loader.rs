@@ -14,7 +14,7 @@ use mlx5_dpa::dpa::elf::{Elf, ElfError};
 
 use super::map;
 use super::memory::ProcessMem;
-use crate::fw::check::{self, Check};
+use crate::check::{self, Check};
 
 /// A loaded image.
 #[derive(Debug)]

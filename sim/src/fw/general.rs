@@ -8,9 +8,9 @@
 use mlx5_dpa::mlx5::layout::View;
 use mlx5_dpa::mlx5::layouts::{self as l, dpa::obj_type};
 
-use super::check::{self, Check};
-use super::objects::*;
 use super::{inbox, limit, owned, size, unref, Firmware};
+use crate::check::{self, Check};
+use crate::state::objects::*;
 
 /// Base DPA virtual address of a process's memory (the model's choice; the DPA ABI puts data
 /// at 0x80000000, FACTS.md §5).

@@ -6,9 +6,10 @@
 //! Every check is a named [`check::Check`] with its own syndrome. The datapath engine
 //! (`crate::engine`) works on the same tables.
 
-pub mod check;
+/// The checks firmware applies (re-exported: they live below the firmware, with the memory
+/// model that applies some of them).
+pub use crate::check;
 mod general;
-pub(crate) mod objects;
 mod queues;
 pub(crate) mod steering;
 pub(crate) mod vport;
@@ -22,8 +23,8 @@ use mlx5_dpa::mlx5::{Opcode, Status};
 use crate::mem::{MemModel, UarPage};
 use crate::profile::Profile;
 use crate::slab::Slab;
+use crate::state::objects::{self, *};
 use check::Check;
-use objects::*;
 
 pub(crate) use general::DUMEM_ID_BASE;
 pub use objects::ObjRef;

@@ -4,9 +4,9 @@ use mlx5_dpa::mlx5::layout::{Field, View, ViewMut};
 use mlx5_dpa::mlx5::layouts::{self as l, dpa::apu_element_type};
 use mlx5_dpa::mlx5::Opcode;
 
-use super::check::{self, Check};
-use super::objects::*;
 use super::{inbox, outbox, owned, size, Firmware, EQN_BASE};
+use crate::check::{self, Check};
+use crate::state::objects::*;
 
 /// Bytes of one send WQE basic block.
 pub(crate) const WQEBB: usize = 64;
@@ -559,7 +559,7 @@ impl Firmware {
                     log_size: log_sq as u8,
                 }),
                 ctx,
-                rc: crate::rc::RcState::default(),
+                rc: crate::state::rc::RcState::default(),
                 qpc: qpc_raw,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;

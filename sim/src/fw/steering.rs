@@ -2,9 +2,9 @@
 
 use mlx5_dpa::mlx5::layouts as l;
 
-use super::check::{self, Check};
-use super::objects::*;
 use super::{inbox, outbox, owned, size, Firmware};
+use crate::check::{self, Check};
+use crate::state::objects::*;
 
 /// `table_type` NIC_RX (PRM `flow_table_type`).
 pub(crate) const TABLE_TYPE_NIC_RX: u8 = 0x0;

@@ -5,26 +5,12 @@
 
 use mlx5_dpa::mlx5::layouts as l;
 
-use super::check::{self, Check};
 use super::{inbox, outbox, Firmware};
+use crate::check::{self, Check};
+pub(crate) use crate::port::roce::{gid_ipv4, ipv4_gid};
 
 /// The port MTU the vport context reports (Ethernet payload bytes).
 pub(crate) const PORT_MTU: u64 = 1500;
-
-/// The IPv4-mapped IPv6 address of `ip` (RFC 4291 §2.5.5.2): a RoCE v2 GID.
-pub(crate) fn ipv4_gid(ip: [u8; 4]) -> [u8; 16] {
-    let mut g = [0u8; 16];
-    g[10] = 0xff;
-    g[11] = 0xff;
-    g[12..].copy_from_slice(&ip);
-    g
-}
-
-/// The IPv4 address inside an IPv4-mapped GID.
-pub(crate) fn gid_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
-    (gid[..10] == [0; 10] && gid[10..12] == [0xff, 0xff])
-        .then(|| [gid[12], gid[13], gid[14], gid[15]])
-}
 
 /// The EUI-64 the model derives from a MAC (node and port GUID).
 fn eui64(mac: [u8; 6]) -> u64 {

@@ -447,6 +447,21 @@ pub(crate) fn parse(frame: &[u8]) -> Result<Packet<'_>, Reject> {
     })
 }
 
+/// The IPv4-mapped IPv6 address of `ip` (RFC 4291 §2.5.5.2): a RoCE v2 GID.
+pub(crate) fn ipv4_gid(ip: [u8; 4]) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[10] = 0xff;
+    g[11] = 0xff;
+    g[12..].copy_from_slice(&ip);
+    g
+}
+
+/// The IPv4 address inside an IPv4-mapped GID.
+pub(crate) fn gid_ipv4(gid: &[u8; 16]) -> Option<[u8; 4]> {
+    (gid[..10] == [0; 10] && gid[10..12] == [0xff, 0xff])
+        .then(|| [gid[12], gid[13], gid[14], gid[15]])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

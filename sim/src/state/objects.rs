@@ -371,7 +371,7 @@ pub(crate) struct Qp {
     pub(crate) sq: Option<QpSq>,
     pub(crate) ctx: QpCtx,
     /// The transport's runtime state (`crate::rc`).
-    pub(crate) rc: crate::rc::RcState,
+    pub(crate) rc: crate::state::rc::RcState,
     pub(crate) qpc: Box<[u8]>,
 }
 
