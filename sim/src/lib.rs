@@ -37,7 +37,6 @@ pub mod check;
 mod datapath;
 pub mod devx;
 pub mod dpa;
-mod engine;
 mod events;
 pub mod fw;
 mod mem;
@@ -61,18 +60,14 @@ pub use dpa::{DpaAccessError, DpaStats};
 use mlx5_dpa::mlx5::{Opcode, Status};
 
 pub use check::Check;
+pub use datapath::syndrome;
 pub use devx::SimDevx;
-pub use engine::{syndrome, PortMode, PortStats};
-pub use events::event_type;
 pub use fw::{FwStats, Inventory, ObjRef};
 use profile::Profile;
+pub use state::datapath::{PortMode, PortStats};
+pub use state::events::event_type;
 pub use state::rc::RcStats;
-
-/// Everything the model holds, behind one lock.
-pub(crate) struct State {
-    pub(crate) fw: fw::Firmware,
-    pub(crate) dp: engine::Datapath,
-}
+use state::State;
 
 pub(crate) struct Shared {
     state: Mutex<State>,
@@ -137,7 +132,7 @@ impl Device {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     fw: fw::Firmware::new(profile),
-                    dp: engine::Datapath::new(),
+                    dp: state::datapath::Datapath::new(),
                 }),
                 engine_running: AtomicBool::new(false),
                 engine_thread: Mutex::new(None),
@@ -316,7 +311,7 @@ impl Device {
         let work = self.with_state(|st| {
             let done = self.shared.dpa.take_done();
             let mut work = dpa::fw::apply(st, done);
-            work += engine::step(st);
+            work += datapath::step(st);
             work += st.fw.dpa_dispatch(&self.shared.dpa, &weak);
             work
         });
@@ -418,7 +413,7 @@ impl Device {
 
     /// Connects the ports of two devices with a cable: frames sent by one arrive at the other.
     pub fn link(a: &Device, b: &Device) {
-        let (ea, eb) = engine::LinkEnd::pair();
+        let (ea, eb) = state::datapath::LinkEnd::pair();
         a.set_port(PortMode::Link(ea));
         b.set_port(PortMode::Link(eb));
     }

@@ -1,4 +1,158 @@
-//! The datapath: what the device does between commands (send queues, the port, receive
-//! steering, completions and events, the RC transport).
+//! The NIC datapath: doorbells, send WQEs, the port, receive steering, CQEs and events.
+//!
+//! Formats: WQE segments, CQEs and EQEs are read and written through the driver's
+//! `mlx5::wire` views (rdma-core `mlx5dv.h`, DPDK `mlx5_prm.h`), so the model and the driver
+//! share one declaration of every offset.
+//!
+//! RC queue pairs run in `crate::rc` within the same pass: their send doorbells arrive on the
+//! same UAR registers (`qpn_ds` names a QP), and RoCE v2 frames addressed to the port's MAC
+//! and IPv4 address go to the RC transport instead of receive steering.
+//!
+//! Doorbells: the model cannot trap stores, so it samples. UAR registers are taken with an
+//! atomic swap (a write is seen once); an SQ is processed when its doorbell register was
+//! written or its doorbell record moved. The second case is counted as
+//! `dbr_without_doorbell`: on hardware such a queue would not run.
 
+pub(crate) mod cq;
+pub(crate) mod eth;
+pub(crate) mod keys;
+pub(crate) mod port;
 pub(crate) mod rc;
+pub(crate) mod rq;
+pub(crate) mod steering;
+
+use std::time::{Duration, Instant};
+
+use crate::datapath::cq::{arm_cq, fire};
+use crate::datapath::eth::run_sq;
+use crate::datapath::port::capture;
+use crate::datapath::steering::compute_roots;
+use crate::port::roce;
+use crate::state::datapath::{Datapath, PortMode, MAX_FRAME};
+use crate::state::Firmware;
+use crate::state::State;
+
+/// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`), declared with the CQE format.
+pub use mlx5_dpa::mlx5::wire::cqe::syndrome;
+
+/// UAR register offsets (kernel `MLX5_CQ_DOORBELL`, `MLX5_BF_OFFSET` and its alternates).
+const CQ_DOORBELL: usize = 0x20;
+const SEND_DOORBELLS: [usize; 4] = [0x800, 0x900, 0xa00, 0xb00];
+
+/// One engine pass.
+pub(crate) fn step(st: &mut State) -> usize {
+    let mut work = 0;
+    let State { fw, dp } = st;
+    // 1. UAR doorbells.
+    let mut arms = std::mem::take(&mut dp.doorbells);
+    arms.clear();
+    for (page_id, page) in fw.uars.iter() {
+        if let Some(v) = page.take(CQ_DOORBELL) {
+            arms.push((page_id, 0, v));
+        }
+        for off in SEND_DOORBELLS {
+            if let Some(v) = page.take(off) {
+                arms.push((page_id, 1, v));
+            }
+        }
+    }
+    for &(page, kind, v) in &arms {
+        work += 1;
+        let hi = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+        let lo = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
+        if kind == 0 {
+            arm_cq(fw, dp, page, lo & 0xff_ffff, hi & 0xff_ffff);
+        } else {
+            // qpn_ds / sqn_ds: the number names an SQ or a QP of this page (their number
+            // spaces start at 0x1000 and 0x4000).
+            let n = lo >> 8;
+            if let Some(sq) = fw.sqs.get_mut(n) {
+                if sq.wq.uar_page == page {
+                    sq.doorbelled = true;
+                }
+            }
+            if let Some(qp) = fw.qps.get_mut(n) {
+                if qp.uar_page == page {
+                    qp.rc.doorbelled = true;
+                }
+            }
+        }
+    }
+    dp.doorbells = arms;
+    // 2. Steering roots for this pass (tables cannot change while the lock is held).
+    compute_roots(fw, &mut dp.roots);
+    // 3. Send queues.
+    dp.ids.clear();
+    dp.ids.extend(fw.sqs.iter().map(|(id, _)| id));
+    let ids = std::mem::take(&mut dp.ids);
+    for &sqn in &ids {
+        work += run_sq(fw, dp, sqn);
+    }
+    dp.ids = ids;
+    // 4. RC queue pairs: responses, timers, send WQEs, completions, flushes.
+    let now = Instant::now();
+    work += crate::datapath::rc::run(fw, dp, now);
+    // 5. Frames arriving from outside, then RC frames delivered inside the device.
+    work += poll_port(fw, dp);
+    work += crate::datapath::rc::drain_local(fw, dp);
+    // 6. Moderation timers.
+    dp.ids.clear();
+    dp.ids.extend(fw.cqs.iter().filter_map(|(id, c)| {
+        let due = c.armed.is_some()
+            && c.period > 0
+            && c.first_pending.is_some_and(|t| {
+                now.duration_since(t) >= Duration::from_micros(u64::from(c.period))
+            });
+        due.then_some(id)
+    }));
+    let ids = std::mem::take(&mut dp.ids);
+    for &cqn in &ids {
+        fire(fw, dp, cqn);
+        work += 1;
+    }
+    dp.ids = ids;
+    work
+}
+
+/// A frame arrived at the port (from a link or a TAP): RoCE v2 for this port's address goes
+/// to the RC transport, anything else to receive steering.
+pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
+    if roce::is_for(frame, &fw.profile.mac, &fw.profile.ipv4) {
+        rc::receive(fw, dp, frame);
+    } else {
+        steering::receive(fw, dp, frame, from_td);
+    }
+}
+
+/// Frames arriving from a link or a TAP.
+pub(crate) fn poll_port(fw: &mut Firmware, dp: &mut Datapath) -> usize {
+    let mut n = 0;
+    if let PortMode::Link(end) = &dp.port.mode {
+        let mut q = end.rx.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::swap(&mut *q, &mut dp.incoming);
+    }
+    let mut incoming = std::mem::take(&mut dp.incoming);
+    for f in incoming.drain(..) {
+        capture(dp, &f);
+        receive(fw, dp, &f, None);
+        n += 1;
+    }
+    dp.incoming = incoming;
+    if matches!(dp.port.mode, PortMode::Tap(_)) {
+        let mut buf = std::mem::take(&mut dp.rx_buf);
+        buf.resize(MAX_FRAME + 64, 0);
+        for _ in 0..256 {
+            let PortMode::Tap(tap) = &dp.port.mode else {
+                break;
+            };
+            let Ok(Some(len)) = tap.try_recv(&mut buf) else {
+                break;
+            };
+            capture(dp, &buf[..len]);
+            receive(fw, dp, &buf[..len], None);
+            n += 1;
+        }
+        dp.rx_buf = buf;
+    }
+    n
+}

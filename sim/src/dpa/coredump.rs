@@ -8,8 +8,8 @@ use mlx5_dpa::mlx5::layouts::{
 };
 
 use super::exec::{Done, Failure};
-use super::map;
-use crate::fw::Firmware;
+use crate::state::dpa::map;
+use crate::state::Firmware;
 
 /// `dpa_coredump_region.perms` bits.
 const R: u8 = 1;

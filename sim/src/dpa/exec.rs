@@ -13,10 +13,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 
-use super::memory::{Area, ProcessMem};
-use super::{device_code, error_syndrome, map, outbox_reg, rtos_call, rtos_errno};
 use crate::mem::Dma;
 use crate::riscv::{self, reg, Access, Bus, CodeCache, Fault, Hart, MemError, RamRegion, Stop};
+use crate::state::dpa::memory::{Area, ProcessMem};
+use crate::state::dpa::{device_code, error_syndrome, map, outbox_reg, rtos_call, rtos_errno};
 
 /// What a dispatched activation needs.
 pub(crate) struct Job {

@@ -9,13 +9,16 @@ use mlx5_dpa::mlx5::layouts::{self as l, dpa::obj_type, dpa_process_status as ps
 
 use super::exec::{self, Effect, Job, Outcome};
 use super::loader::Loaded;
-use super::memory::ProcessMem;
-use super::{map, Affinity, DpaState, Eu, Exec, ProcStatus, ProcessRt, ThreadRt, ThreadState};
+use super::Exec;
 use crate::check::{self, Check};
 use crate::fw::{inbox, owned, size, Firmware};
 use crate::riscv::{CodeCache, Hart};
+use crate::state::dpa::memory::ProcessMem;
+use crate::state::dpa::{
+    map, Affinity, DpaState, Eu, ProcStatus, ProcessRt, ThreadRt, ThreadState,
+};
 use crate::state::objects::{GenKind, GenObj};
-use crate::State;
+use crate::state::State;
 
 /// DUMEM id of a process (the model's id space, next to host UMEM ids).
 pub(crate) fn dumem_id(process: u32) -> u32 {
@@ -645,7 +648,7 @@ fn apply_effect(st: &mut State, process: u32, e: Effect) {
                 .get(cqn)
                 .is_some_and(|c| c.meta.uid == uid && c.uar_page == uar);
             if ok {
-                crate::engine::arm_cq(fw, dp, uar, cqn, ci);
+                crate::datapath::cq::arm_cq(fw, dp, uar, cqn, ci);
             }
             ok
         }

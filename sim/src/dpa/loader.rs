@@ -12,9 +12,9 @@
 
 use mlx5_dpa::dpa::elf::{Elf, ElfError};
 
-use super::map;
-use super::memory::ProcessMem;
 use crate::check::{self, Check};
+use crate::state::dpa::map;
+use crate::state::dpa::memory::ProcessMem;
 
 /// A loaded image.
 #[derive(Debug)]

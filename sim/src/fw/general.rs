@@ -111,7 +111,7 @@ impl Firmware {
                 let heap = c.get(p::heap_size);
                 let budget = self.profile.dpa_process_memory();
                 elf_size.checked_add(heap).ok_or(check::BAD_HEAP_SIZE)?;
-                if heap > budget || elf_size > crate::dpa::map::ELF_MAX {
+                if heap > budget || elf_size > crate::state::dpa::map::ELF_MAX {
                     return Err(check::DPA_MEMORY_EXHAUSTED);
                 }
                 // Load the ELF at its link addresses (what it occupies is accounted below,
@@ -121,9 +121,9 @@ impl Firmware {
                 if !image.read(0, &mut bytes) {
                     return Err(check::BAD_ELF_RANGE);
                 }
-                let dumem_len = budget.min(crate::dpa::map::DUMEM_MAX);
-                let slots =
-                    limit(dpa(d::log_max_dpa_threads_per_process)).min(crate::dpa::map::MAX_SLOTS);
+                let dumem_len = budget.min(crate::state::dpa::map::DUMEM_MAX);
+                let slots = limit(dpa(d::log_max_dpa_threads_per_process))
+                    .min(crate::state::dpa::map::MAX_SLOTS);
                 let loaded = crate::dpa::loader::load(&bytes, dumem_len, slots)?;
                 let dumem_used = round_up(
                     loaded

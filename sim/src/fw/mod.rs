@@ -14,18 +14,17 @@ mod queues;
 pub(crate) mod steering;
 pub(crate) mod vport;
 
-use std::collections::HashMap;
-
 use mlx5_dpa::mlx5::layout::{Layout, View, ViewMut};
 use mlx5_dpa::mlx5::layouts::{self as l};
 use mlx5_dpa::mlx5::{Opcode, Status};
 
-use crate::mem::{MemModel, UarPage};
-use crate::profile::Profile;
+use crate::mem::UarPage;
 use crate::slab::Slab;
 use crate::state::objects::{self, *};
 use check::Check;
 
+pub(crate) use crate::state::{limit, Firmware, EQN_BASE};
+pub use crate::state::{FaultPlan, FwStats};
 pub(crate) use general::DUMEM_ID_BASE;
 pub use objects::ObjRef;
 
@@ -44,136 +43,7 @@ pub(crate) fn outbox<L: Layout>(buf: &mut [u8]) -> Result<ViewMut<'_, L>, Check>
     ViewMut::new(buf).map_err(|_| check::OUTBOX_TOO_SHORT)
 }
 
-/// `log2` limit from a capability: `count < 2^log`.
-pub(crate) fn limit(log: u64) -> u32 {
-    if log >= 32 {
-        u32::MAX
-    } else {
-        1u32 << log
-    }
-}
-
-/// What the fault plan does.
-#[derive(Debug, Default, Clone)]
-pub struct FaultPlan {
-    /// Fail the command with this sequence number (see [`Firmware::commands`]).
-    pub at: Vec<(u64, Status)>,
-    /// Fail every command with this opcode.
-    pub by_opcode: HashMap<u16, Status>,
-    /// Fail the `k`th command from now with this opcode (and `op_mod`, when given): the
-    /// count left until then.
-    pub nth_of: Vec<(Opcode, Option<u16>, u64, Status)>,
-    /// The commands failed so far: sequence number, opcode, `op_mod` (kept while the plan
-    /// is; [`crate::Device::injected_faults`]).
-    pub hit: Vec<(u64, Opcode, u16)>,
-    /// When set, every command's opcode and `op_mod` is appended
-    /// ([`crate::Device::record_commands`]).
-    pub trace: Option<Vec<(Opcode, u16)>>,
-}
-
-/// Counters.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct FwStats {
-    /// Commands executed.
-    pub commands: u64,
-    /// Commands refused.
-    pub failed: u64,
-}
-
-/// The firmware's tables.
-pub struct Firmware {
-    pub(crate) profile: Profile,
-    pub(crate) mem: MemModel,
-    pub(crate) uars: Slab<UarPage>,
-    pub(crate) pds: Slab<Pd>,
-    pub(crate) tds: Slab<Td>,
-    pub(crate) mkeys: Slab<Mkey>,
-    pub(crate) cqs: Slab<Cq>,
-    pub(crate) sqs: Slab<Sq>,
-    pub(crate) rqs: Slab<Rq>,
-    pub(crate) rmps: Slab<Rmp>,
-    pub(crate) tises: Slab<Tis>,
-    pub(crate) tirs: Slab<Tir>,
-    pub(crate) rqts: Slab<Rqt>,
-    pub(crate) tables: Slab<FlowTable>,
-    pub(crate) groups: Slab<FlowGroup>,
-    pub(crate) qps: Slab<Qp>,
-    pub(crate) gen: Slab<GenObj>,
-    pub(crate) grants: Vec<Grant>,
-    pub(crate) root_table: Option<u32>,
-    pub(crate) eugs: HashMap<u16, Vec<u8>>,
-    pub(crate) partitions: HashMap<u16, Vec<u8>>,
-    /// The DPA's runtime (`crate::dpa`): process memory, threads, EUs.
-    pub(crate) dpa: crate::dpa::DpaState,
-    pub(crate) faults: FaultPlan,
-    pub(crate) stats: FwStats,
-    pub(crate) next_uid: u16,
-    pub(crate) table_seq: u64,
-}
-
-impl std::fmt::Debug for Firmware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Firmware")
-            .field("profile", &self.profile.name)
-            .field("stats", &self.stats)
-            .finish_non_exhaustive()
-    }
-}
-
-/// EQ numbers the model has; vector `v` is served by `EQN_BASE + v`.
-pub(crate) const EQN_BASE: u32 = 0x10;
-
 impl Firmware {
-    /// Firmware for `profile`, with empty tables.
-    pub fn new(profile: Profile) -> Self {
-        use l::cmd_hca_cap as c;
-        let lim = |f| limit(profile.cap(f));
-        Firmware {
-            mem: MemModel::new(),
-            uars: Slab::new(0x20, 1 << 16),
-            pds: Slab::new(0x1, lim(c::log_max_pd)),
-            tds: Slab::new(0x1, lim(c::log_max_transport_domain)),
-            mkeys: Slab::new(0x10, lim(c::log_max_mkey)),
-            cqs: Slab::new(0x400, lim(c::log_max_cq)),
-            sqs: Slab::new(0x1000, lim(c::log_max_sq)),
-            rqs: Slab::new(0x2000, lim(c::log_max_rq)),
-            rmps: Slab::new(0x3000, lim(c::log_max_rmp)),
-            tises: Slab::new(0x10, lim(c::log_max_tis)),
-            tirs: Slab::new(0x10, lim(c::log_max_tir)),
-            rqts: Slab::new(0x10, lim(c::log_max_rqt)),
-            tables: Slab::new(0x100, 1 << 16),
-            groups: Slab::new(0x1, 1 << 20),
-            qps: Slab::new(0x4000, lim(c::log_max_qp)),
-            gen: Slab::new(0x1, 1 << 20),
-            grants: Vec::new(),
-            root_table: None,
-            eugs: HashMap::new(),
-            partitions: HashMap::new(),
-            dpa: crate::dpa::DpaState::default(),
-            faults: FaultPlan::default(),
-            stats: FwStats::default(),
-            next_uid: 1,
-            table_seq: 0,
-            profile,
-        }
-    }
-
-    /// The device profile.
-    pub fn profile(&self) -> &Profile {
-        &self.profile
-    }
-
-    /// Commands executed so far (the next command gets this number plus one).
-    pub fn commands(&self) -> u64 {
-        self.stats.commands
-    }
-
-    pub(crate) fn alloc_uid(&mut self) -> u16 {
-        let uid = self.next_uid;
-        self.next_uid = self.next_uid.wrapping_add(1).max(1);
-        uid
-    }
-
     /// Runs one command for context `uid`. Writes status and syndrome into the outbox (as far
     /// as it is long enough) and returns what was created, if anything.
     pub fn execute(

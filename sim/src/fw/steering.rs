@@ -6,15 +6,6 @@ use super::{inbox, outbox, owned, size, Firmware};
 use crate::check::{self, Check};
 use crate::state::objects::*;
 
-/// `table_type` NIC_RX (PRM `flow_table_type`).
-pub(crate) const TABLE_TYPE_NIC_RX: u8 = 0x0;
-/// Flow context actions (PRM `flow_context.action` bits).
-pub(crate) mod action {
-    pub(crate) const ALLOW: u16 = 0x1;
-    pub(crate) const DROP: u16 = 0x2;
-    pub(crate) const FWD_DEST: u16 = 0x4;
-    pub(crate) const COUNT: u16 = 0x8;
-}
 /// Destination types (PRM `dest_format_struct.destination_type`).
 mod dest_type {
     pub(super) const FLOW_TABLE: u64 = 0x1;

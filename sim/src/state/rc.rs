@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::state::objects::{qp_state, QpCtx};
+use crate::state::qp::{qp_state, QpCtx};
 
 pub(crate) const PSN_MASK: u32 = 0xff_ffff;
 /// Packets the requester keeps unacknowledged before it waits for ACKs (the model's window).

@@ -50,6 +50,7 @@
 //! The wire (`port::roce`): between linked devices RoCE v2 frames; with `ads.fl` (force
 //! loopback) the same frames are delivered inside the device (and captured).
 
+mod emit;
 mod requester;
 mod responder;
 #[cfg(test)]
@@ -58,135 +59,14 @@ mod wqe;
 
 pub(crate) use requester::run;
 
-use mlx5_dpa::mlx5::wire::cqe::opcode as cqe_op;
-use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Cqe64, Syndrome};
-
-use crate::engine::{self, Datapath};
-use crate::fw::Firmware;
-use crate::port::roce::{self, Path};
-use crate::state::objects::{qp_st, Qp};
+use crate::port::roce::{self};
+use crate::state::datapath::Datapath;
+use crate::state::objects::qp_st;
 use crate::state::rc::*;
+use crate::state::Firmware;
 
 use requester::requester_rx;
 use responder::responder_rx;
-
-// ---------------------------------------------------------------------------------------------
-// CQEs.
-
-/// A requester completion (the WQE opcode goes to `sop_drop_qpn[31:24]`).
-pub(super) fn req_cqe(wqe_opcode: u8, qpn: u32, wqe_counter: u16, byte_cnt: u32) -> [u8; 64] {
-    Completion {
-        kind: CompletionKind::Send { wqe_opcode },
-        qpn,
-        wqe_counter,
-        byte_len: byte_cnt,
-        imm: None,
-    }
-    .to_cqe()
-}
-
-/// A responder completion (the immediate as it came on the wire).
-pub(super) fn resp_cqe(
-    kind: CompletionKind,
-    byte_cnt: u32,
-    imm: Option<[u8; 4]>,
-    qpn: u32,
-    wqe_counter: u16,
-) -> [u8; 64] {
-    Completion {
-        kind,
-        qpn,
-        wqe_counter,
-        byte_len: byte_cnt,
-        imm: imm.map(u32::from_be_bytes),
-    }
-    .to_cqe()
-}
-
-/// An error completion.
-pub(super) fn err_cqe(
-    requester: bool,
-    syn: u8,
-    wqe_opcode: u8,
-    qpn: u32,
-    wqe_counter: u16,
-) -> [u8; 64] {
-    CompletionError::Work {
-        requester,
-        syndrome: Syndrome::from_raw(syn),
-        vendor_syndrome: 0,
-        qpn,
-        wqe_counter,
-        wqe_opcode,
-    }
-    .to_cqe()
-}
-
-pub(super) fn post(fw: &mut Firmware, dp: &mut Datapath, cqn: Option<u32>, cqe: [u8; 64]) {
-    if Cqe64::new_unchecked(&cqe[..]).opcode() >= cqe_op::REQ_ERR {
-        dp.rc_stats.error_completions += 1;
-    }
-    if let Some(cqn) = cqn {
-        engine::post_cqe(fw, dp, cqn, cqe);
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The wire.
-
-pub(super) fn path(fw: &Firmware, qp: &Qp, qpn: u32) -> Path {
-    let own_mac = fw.profile.mac;
-    let own_ip = fw.profile.ipv4;
-    let c = &qp.ctx;
-    let (dmac, dip, ttl) = if c.fl {
-        (own_mac, own_ip, 64)
-    } else {
-        (
-            c.rmac,
-            roce::gid_ipv4(&c.rgid).unwrap_or([0; 4]),
-            if c.hop_limit == 0 { 64 } else { c.hop_limit },
-        )
-    };
-    // RoCE v2 source ports come from 0xc000..=0xffff for entropy; the model derives one from
-    // the two QP numbers unless the path names one.
-    let sport = if c.udp_sport != 0 {
-        c.udp_sport
-    } else {
-        0xc000 | ((qpn ^ c.remote_qpn) & 0x3fff) as u16
-    };
-    Path {
-        smac: own_mac,
-        dmac,
-        sip: own_ip,
-        dip,
-        ttl,
-        sport,
-        mig: c.pm_state == 3,
-    }
-}
-
-/// Sends a finished RC frame: inside the device for force loopback, else out of the port.
-pub(super) fn send_frame(fw: &mut Firmware, dp: &mut Datapath, fl: bool, frame: &[u8]) {
-    dp.rc_stats.tx_packets += 1;
-    if fl {
-        engine::capture(dp, frame);
-        enqueue_local(dp, frame);
-    } else {
-        engine::transmit(fw, dp, frame, None);
-    }
-}
-
-/// Queues a frame for delivery inside the device (processed by [`drain_local`]).
-pub(crate) fn enqueue_local(dp: &mut Datapath, frame: &[u8]) {
-    if dp.rc_local.len() >= LOCAL_QUEUE {
-        dp.rc_stats.local_dropped += 1;
-        return;
-    }
-    let mut buf = dp.rc_pool.pop().unwrap_or_default();
-    buf.clear();
-    buf.extend_from_slice(frame);
-    dp.rc_local.push_back(buf);
-}
 
 /// Delivers the frames queued inside the device when the pass started.
 pub(crate) fn drain_local(fw: &mut Firmware, dp: &mut Datapath) -> usize {
@@ -201,11 +81,6 @@ pub(crate) fn drain_local(fw: &mut Firmware, dp: &mut Datapath) -> usize {
         }
     }
     n
-}
-
-/// Whether a frame arriving at the port belongs to the RC transport.
-pub(crate) fn is_for_us(fw: &Firmware, frame: &[u8]) -> bool {
-    roce::is_for(frame, &fw.profile.mac, &fw.profile.ipv4)
 }
 
 /// An RC frame arrived (from the port or from inside the device).

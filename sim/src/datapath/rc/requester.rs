@@ -6,13 +6,14 @@ use std::time::Instant;
 
 use mlx5_dpa::mlx5::wire::wqe::CTRL_SOLICITED;
 
-use crate::engine::{syndrome, Datapath};
-use crate::fw::Firmware;
 use crate::port::roce::{self, opcode as bth, Bth, Packet};
+use crate::state::datapath::Datapath;
 use crate::state::objects::{qp_st, qp_state, Qp, QpCtx};
 use crate::state::rc::*;
+use crate::state::Firmware;
+use mlx5_dpa::mlx5::wire::cqe::syndrome;
 
-use super::*;
+use super::emit::*;
 
 use super::responder::run_jobs;
 use super::wqe::*;

@@ -3,13 +3,14 @@
 
 use mlx5_dpa::mlx5::wire::CompletionKind;
 
-use crate::engine::{syndrome, Datapath};
-use crate::fw::Firmware;
 use crate::port::roce::{self, aeth, opcode as bth, Bth, Packet};
+use crate::state::datapath::Datapath;
 use crate::state::objects::{qp_state, Qp};
 use crate::state::rc::*;
+use crate::state::Firmware;
+use mlx5_dpa::mlx5::wire::cqe::syndrome;
 
-use super::*;
+use super::emit::*;
 
 use super::wqe::*;
 

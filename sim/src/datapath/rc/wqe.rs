@@ -8,10 +8,10 @@ use mlx5_dpa::mlx5::wire::wqe::{
 };
 use mlx5_dpa::queues::ring::wqebbs;
 
-use crate::engine::{self, syndrome};
-use crate::fw::Firmware;
 use crate::state::objects::{Qp, QpSq};
 use crate::state::rc::*;
+use crate::state::Firmware;
+use mlx5_dpa::mlx5::wire::cqe::syndrome;
 
 // ---------------------------------------------------------------------------------------------
 // Send WQEs.
@@ -175,7 +175,7 @@ pub(super) fn check_wqe(fw: &Firmware, qp: &Qp, qpn: u32, w: &SendWqe) -> Result
                 if len == 0 {
                     return Ok(());
                 }
-                engine::translate(fw, qp.pd, lkey, addr, len as usize, write)?;
+                crate::datapath::keys::translate(fw, qp.pd, lkey, addr, len as usize, write)?;
                 total += u64::from(len);
             }
         }
@@ -230,7 +230,14 @@ pub(super) fn gather(
                 frame.extend_from_slice(&w.buf[from..from + take]);
             }
             Seg::Data { lkey, addr, .. } => {
-                let dma = engine::translate(fw, qp.pd, lkey, addr.wrapping_add(skip), take, false)?;
+                let dma = crate::datapath::keys::translate(
+                    fw,
+                    qp.pd,
+                    lkey,
+                    addr.wrapping_add(skip),
+                    take,
+                    false,
+                )?;
                 let start = frame.len();
                 frame.resize(start + take, 0);
                 if !dma.read(0, &mut frame[start..]) {
@@ -279,7 +286,8 @@ pub(super) fn scatter_local(
         }
         let skip = want - pos;
         let take = ((len - skip) as usize).min(rest.len());
-        let dma = engine::translate(fw, qp.pd, lkey, addr.wrapping_add(skip), take, true)?;
+        let dma =
+            crate::datapath::keys::translate(fw, qp.pd, lkey, addr.wrapping_add(skip), take, true)?;
         if !dma.write(0, &rest[..take]) {
             return Err(syndrome::LOCAL_PROT_ERR);
         }
@@ -331,7 +339,14 @@ pub(super) fn scatter_rq(
         }
         let skip = want - pos;
         let take = ((len - skip) as usize).min(rest.len());
-        let dma = engine::translate(fw, qp.pd, lkey, d.addr().wrapping_add(skip), take, true)?;
+        let dma = crate::datapath::keys::translate(
+            fw,
+            qp.pd,
+            lkey,
+            d.addr().wrapping_add(skip),
+            take,
+            true,
+        )?;
         if !dma.write(0, &rest[..take]) {
             return Err(syndrome::LOCAL_PROT_ERR);
         }

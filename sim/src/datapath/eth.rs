@@ -1,0 +1,160 @@
+//! Ethernet send queues: executing send WQEs (NOP and SEND with inline headers and gather
+//! lists) and their completions.
+
+use mlx5_dpa::mlx5::wire::wqe::{
+    self as wqe_fmt, opcode, CtrlSeg, CtrlSegRepr, DataSeg, EthSeg, InlineSeg, SEG, WQEBB,
+};
+use mlx5_dpa::mlx5::wire::CompletionKind;
+use mlx5_dpa::queues::ring::wqebbs;
+
+use crate::datapath::cq::post_cqe;
+use crate::datapath::keys::translate;
+use crate::datapath::port::transmit;
+use crate::datapath::rq::{eth_cqe, eth_err_cqe};
+use crate::state::datapath::*;
+use crate::state::objects::*;
+use crate::state::Firmware;
+use mlx5_dpa::mlx5::wire::cqe::syndrome;
+
+/// WQE basic blocks one SQ may consume per engine pass (fairness between queues).
+const SQ_BUDGET: u16 = 1024;
+
+/// Runs one SQ up to its doorbell record. Returns WQEs executed.
+pub(crate) fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
+    let Some(sq) = fw.sqs.get_mut(sqn) else {
+        return 0;
+    };
+    if sq.state != wq_state::RDY {
+        return 0;
+    }
+    // Send doorbell record: dbrec[1] (MLX5_SND_DBR), 16-bit WQEBB counter.
+    let Some(pi) = sq.wq.dbr.read_be32(4).map(|v| v as u16) else {
+        return 0;
+    };
+    if pi == sq.ci {
+        sq.doorbelled = false;
+        return 0;
+    }
+    if !sq.doorbelled {
+        dp.port.stats.dbr_without_doorbell += 1;
+    }
+    sq.doorbelled = false;
+    let mut done = 0;
+    let mut budget = SQ_BUDGET;
+    let mut frame = std::mem::take(&mut dp.frame);
+    while budget > 0 {
+        let Some(sq) = fw.sqs.get(sqn) else { break };
+        if sq.ci == pi || sq.state != wq_state::RDY {
+            break;
+        }
+        let wq = sq.wq;
+        let (ci, cqn, tis) = (sq.ci, sq.cqn, sq.tis);
+        let mask = (1u32 << wq.log_size) - 1;
+        let mut wqe = [0u8; 16 * WQEBB];
+        let bb = |i: u16| ((u32::from(ci.wrapping_add(i)) & mask) as usize) * WQEBB;
+        wq.ring.read(bb(0), &mut wqe[..WQEBB]);
+        let ctrl = CtrlSegRepr::parse(&CtrlSeg::new_unchecked(&wqe[..SEG]));
+        let (wqe_index, qpn, ds) = (ctrl.wqe_index, ctrl.qpn, usize::from(ctrl.ds));
+        let nbb = wqebbs(ds);
+        for i in 1..nbb.min(16) {
+            let at = usize::from(i) * WQEBB;
+            wq.ring.read(bb(i), &mut wqe[at..at + WQEBB]);
+        }
+        let result: Result<usize, u8> = if ds == 0 || qpn != sqn || nbb > 16 {
+            Err(syndrome::LOCAL_QP_OP_ERR)
+        } else {
+            match ctrl.opcode {
+                opcode::NOP => Ok(0),
+                opcode::SEND => build_frame(fw, wq.pd, &wqe[..ds * SEG], &mut frame),
+                _ => Err(syndrome::LOCAL_QP_OP_ERR),
+            }
+        };
+        if let Some(sq) = fw.sqs.get_mut(sqn) {
+            sq.ci = ci.wrapping_add(nbb);
+        }
+        budget = budget.saturating_sub(nbb);
+        done += 1;
+        match result {
+            Ok(len) => {
+                if ctrl.opcode == opcode::SEND {
+                    let td = fw.tises.get(tis).map(|t| t.td);
+                    transmit(fw, dp, &frame[..len], td);
+                }
+                // A CQE when fm_ce_se asks for one on every WQE (not "first error" only).
+                if ctrl.cq_update() {
+                    let req = CompletionKind::Send { wqe_opcode: 0 };
+                    post_cqe(fw, dp, cqn, eth_cqe(req, 0, sqn, wqe_index));
+                }
+            }
+            Err(syn) => {
+                dp.port.stats.wqe_errors += 1;
+                post_cqe(fw, dp, cqn, eth_err_cqe(true, syn, sqn, wqe_index));
+                if let Some(sq) = fw.sqs.get_mut(sqn) {
+                    sq.state = wq_state::ERR;
+                }
+                tracing::debug!(target: "mlx5_sim::engine", sqn, wqe_index, syndrome = syn, "send WQE error");
+                break;
+            }
+        }
+    }
+    dp.frame = frame;
+    done
+}
+
+/// Builds the frame of an Ethernet SEND WQE: inline headers then gathered data.
+fn build_frame(fw: &Firmware, pd: u32, wqe: &[u8], frame: &mut Vec<u8>) -> Result<usize, u8> {
+    frame.clear();
+    // The Ethernet segment follows the control segment; its inline headers start in its last
+    // two bytes and run on into the segments after it.
+    let eth = wqe.get(SEG..2 * SEG).ok_or(syndrome::LOCAL_QP_OP_ERR)?;
+    let inline = usize::from(EthSeg::new_unchecked(eth).inline_hdr_sz());
+    let hdr_start = SEG + wqe_fmt::ETH_INLINE_START;
+    let hdr_end = hdr_start + inline;
+    if hdr_end > wqe.len() {
+        return Err(syndrome::LOCAL_LENGTH_ERR);
+    }
+    frame.extend_from_slice(&wqe[hdr_start..hdr_end]);
+    // Data segments start at the next 16-byte boundary.
+    let mut at = 2 * SEG
+        + inline
+            .saturating_sub(SEG - wqe_fmt::ETH_INLINE_START)
+            .div_ceil(SEG)
+            * SEG;
+    while at + SEG <= wqe.len() {
+        let seg = DataSeg::new_unchecked(&wqe[at..at + SEG]);
+        let bc = seg.byte_count();
+        if bc & wqe_fmt::INLINE_SEG != 0 {
+            // Inline data segment: the data follows the 4-byte byte count.
+            let n = (bc & wqe_fmt::INLINE_BYTE_COUNT_MASK) as usize;
+            let head = InlineSeg::<&[u8]>::SIZE;
+            let data = wqe
+                .get(at + head..at + head + n)
+                .ok_or(syndrome::LOCAL_LENGTH_ERR)?;
+            if frame.len() + n > MAX_FRAME {
+                return Err(syndrome::LOCAL_LENGTH_ERR);
+            }
+            frame.extend_from_slice(data);
+            at += (head + n).div_ceil(SEG) * SEG;
+            continue;
+        }
+        let len = bc as usize;
+        let (lkey, addr) = (seg.lkey(), seg.addr());
+        at += SEG;
+        if len == 0 {
+            continue;
+        }
+        if frame.len() + len > MAX_FRAME {
+            return Err(syndrome::LOCAL_LENGTH_ERR);
+        }
+        let dma = translate(fw, pd, lkey, addr, len, false)?;
+        let start = frame.len();
+        frame.resize(start + len, 0);
+        if !dma.read(0, &mut frame[start..]) {
+            return Err(syndrome::LOCAL_PROT_ERR);
+        }
+    }
+    if frame.len() < 14 {
+        return Err(syndrome::LOCAL_LENGTH_ERR);
+    }
+    Ok(frame.len())
+}

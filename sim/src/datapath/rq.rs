@@ -1,0 +1,119 @@
+//! Ethernet receive queues: a frame steering chose an RQ for is scattered into its next WQE
+//! and completed; and the CQEs of Ethernet queues (send and receive).
+
+use mlx5_dpa::mlx5::wire::cqe::syndrome;
+use mlx5_dpa::mlx5::wire::wqe::{self as wqe_fmt, DataSeg, SEG};
+use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Syndrome};
+
+use crate::datapath::cq::post_cqe;
+use crate::datapath::keys::translate;
+use crate::state::datapath::*;
+use crate::state::objects::*;
+use crate::state::Firmware;
+
+/// A successful Ethernet completion: REQ on an SQ (no WQE opcode written; the model does
+/// not report it for Ethernet SQs), RESP_SEND on an RQ.
+pub(crate) fn eth_cqe(kind: CompletionKind, byte_len: u32, qpn: u32, wqe_counter: u16) -> [u8; 64] {
+    Completion {
+        kind,
+        qpn,
+        wqe_counter,
+        byte_len,
+        imm: None,
+    }
+    .to_cqe()
+}
+
+/// An Ethernet error completion (no vendor syndrome, no WQE opcode).
+pub(crate) fn eth_err_cqe(requester: bool, syndrome: u8, qpn: u32, wqe_counter: u16) -> [u8; 64] {
+    CompletionError::Work {
+        requester,
+        syndrome: Syndrome::from_raw(syndrome),
+        vendor_syndrome: 0,
+        qpn,
+        wqe_counter,
+        wqe_opcode: 0,
+    }
+    .to_cqe()
+}
+
+pub(crate) fn deliver_rq(
+    fw: &mut Firmware,
+    dp: &mut Datapath,
+    rqn: u32,
+    frame: &[u8],
+    flow_tag: u32,
+) {
+    let Some(rq) = fw.rqs.get(rqn) else {
+        dp.port.stats.rx_no_buffer += 1;
+        return;
+    };
+    if rq.state != wq_state::RDY {
+        dp.port.stats.rx_no_buffer += 1;
+        return;
+    }
+    // Receive doorbell record: dbrec[0] (MLX5_RCV_DBR), 16-bit WQE counter.
+    let posted = rq.wq.dbr.read_be32(0).map(|v| v as u16).unwrap_or(rq.ci);
+    if posted == rq.ci {
+        if let Some(rq) = fw.rqs.get_mut(rqn) {
+            rq.dropped += 1;
+        }
+        dp.port.stats.rx_no_buffer += 1;
+        return;
+    }
+    let wq = rq.wq;
+    let (ci, cqn) = (rq.ci, rq.cqn);
+    let stride = 1usize << wq.log_stride;
+    let slot = (u32::from(ci) & ((1u32 << wq.log_size) - 1)) as usize * stride;
+    let mut result: Result<(), u8> = Ok(());
+    let mut left = frame;
+    let mut wqe = [0u8; SEG];
+    for s in 0..stride / SEG {
+        if left.is_empty() {
+            break;
+        }
+        wq.ring.read(slot + s * SEG, &mut wqe);
+        let seg = DataSeg::new_unchecked(&wqe[..]);
+        let (bc, lkey, addr) = (seg.byte_count() as usize, seg.lkey(), seg.addr());
+        // MLX5_INVALID_LKEY ends the scatter list.
+        if lkey == wqe_fmt::INVALID_LKEY {
+            break;
+        }
+        if bc == 0 {
+            continue;
+        }
+        let n = bc.min(left.len());
+        match translate(fw, wq.pd, lkey, addr, n, true) {
+            Ok(dma) => {
+                dma.write(0, &left[..n]);
+                left = &left[n..];
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    if result.is_ok() && !left.is_empty() {
+        result = Err(syndrome::LOCAL_LENGTH_ERR);
+    }
+    if let Some(rq) = fw.rqs.get_mut(rqn) {
+        rq.ci = ci.wrapping_add(1);
+    }
+    match result {
+        Ok(()) => {
+            dp.port.stats.rx_delivered += 1;
+            // Flow tag in sop_drop_qpn, as DPDK reads marks from Ethernet RQ CQEs.
+            post_cqe(
+                fw,
+                dp,
+                cqn,
+                eth_cqe(CompletionKind::Recv, frame.len() as u32, flow_tag, ci),
+            );
+        }
+        Err(syn) => {
+            dp.port.stats.rx_errors += 1;
+            post_cqe(fw, dp, cqn, eth_err_cqe(false, syn, rqn, ci));
+        }
+    }
+}

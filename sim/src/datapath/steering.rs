@@ -1,0 +1,338 @@
+//! Receive steering: the outer-header image of a frame (`fte_match_set_lyr_2_4`), flow tables
+//! from the root, TIRs (direct or RSS with the Toeplitz hash), and delivery into an RQ.
+
+use mlx5_dpa::mlx5::layout::{write_bits, View};
+use mlx5_dpa::mlx5::layouts as l;
+
+use crate::datapath::rq::deliver_rq;
+use crate::state::datapath::*;
+use crate::state::objects::*;
+use crate::state::Firmware;
+
+pub(crate) fn compute_roots(fw: &Firmware, roots: &mut Vec<u32>) {
+    roots.clear();
+    if let Some(r) = fw.root_table {
+        roots.push(r);
+        return;
+    }
+    // Without a root set by the kernel, every NIC RX table that is not itself a forward
+    // target is a root, by level then age: what the kernel's bypass namespace does for DevX
+    // tables hooked with a flow rule.
+    roots.extend(
+        fw.tables
+            .iter()
+            .filter(|(_, t)| t.meta.refs == 0 && t.table_type == TABLE_TYPE_NIC_RX)
+            .map(|(id, _)| id),
+    );
+    roots.sort_unstable_by_key(|id| fw.tables.get(*id).map(|t| (t.level, t.created)));
+}
+
+/// The outer-header image of a frame, laid out as `fte_match_set_lyr_2_4`.
+fn match_image(frame: &[u8]) -> [u8; 64] {
+    let mut m = [0u8; 64];
+    if frame.len() < 14 {
+        return m;
+    }
+    m[8..14].copy_from_slice(&frame[0..6]); // dmac
+    m[0..6].copy_from_slice(&frame[6..12]); // smac
+    let mut ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    let mut l3 = 14;
+    if ethertype == 0x8100 && frame.len() >= 18 {
+        write_bits(&mut m, 0x90, 1, 1); // cvlan_tag
+        m[14..16].copy_from_slice(&frame[14..16]); // prio, cfi, vid
+        ethertype = u16::from_be_bytes([frame[16], frame[17]]);
+        l3 = 18;
+    }
+    m[6..8].copy_from_slice(&ethertype.to_be_bytes());
+    let ip = &frame[l3..];
+    let (proto, l4) = match ethertype {
+        0x0800 if ip.len() >= 20 => {
+            let ihl = (ip[0] & 0xf) as usize * 4;
+            write_bits(&mut m, 0x93, 4, 4); // ip_version
+            write_bits(&mut m, 0xd0, 4, u64::from(ip[0] & 0xf)); // ipv4_ihl
+            m[17] = ip[1]; // dscp, ecn
+            m[27] = ip[8]; // ttl
+            m[16] = ip[9];
+            m[44..48].copy_from_slice(&ip[12..16]);
+            m[60..64].copy_from_slice(&ip[16..20]);
+            let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+            if frag {
+                write_bits(&mut m, 0x92, 1, 1);
+            }
+            (ip[9], if frag { None } else { ip.get(ihl..) })
+        }
+        0x86dd if ip.len() >= 40 => {
+            write_bits(&mut m, 0x93, 4, 6);
+            m[17] = ((u16::from_be_bytes([ip[0], ip[1]]) >> 4) & 0xff) as u8;
+            m[27] = ip[7];
+            m[16] = ip[6];
+            m[32..48].copy_from_slice(&ip[8..24]);
+            m[48..64].copy_from_slice(&ip[24..40]);
+            (ip[6], ip.get(40..))
+        }
+        _ => (0, None),
+    };
+    if let Some(l4) = l4 {
+        if l4.len() >= 4 {
+            match proto {
+                6 => {
+                    m[20..24].copy_from_slice(&l4[0..4]);
+                    if l4.len() >= 14 {
+                        let flags = u16::from_be_bytes([l4[12], l4[13]]) & 0x1ff;
+                        write_bits(&mut m, 0x97, 9, u64::from(flags));
+                    }
+                }
+                17 => m[28..32].copy_from_slice(&l4[0..4]),
+                _ => {}
+            }
+        }
+    }
+    m
+}
+
+fn matches(value: &[u8; 64], mask: &[u8; 64], image: &[u8; 64]) -> bool {
+    value
+        .iter()
+        .zip(mask)
+        .zip(image)
+        .all(|((v, m), i)| i & m == *v)
+}
+
+/// What steering decided.
+enum Verdict {
+    Tir(u32, u32),
+    Drop,
+}
+
+fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
+    for &root in roots {
+        let mut table = root;
+        for _depth in 0..8 {
+            let Some(t) = fw.tables.get(table) else { break };
+            let mut hit = None;
+            'groups: for g in &t.groups {
+                let Some(grp) = fw.groups.get(*g) else {
+                    continue;
+                };
+                for (idx, e) in t.entries.range(grp.start..=grp.end) {
+                    if e.group == *g && matches(&e.value, &grp.mask, image) {
+                        hit = Some(*idx);
+                        break 'groups;
+                    }
+                }
+            }
+            let Some(idx) = hit else {
+                if let Some(t) = fw.tables.get_mut(table) {
+                    t.misses += 1;
+                }
+                break;
+            };
+            let Some(e) = fw
+                .tables
+                .get_mut(table)
+                .and_then(|t| t.entries.get_mut(&idx))
+            else {
+                break;
+            };
+            e.hits += 1;
+            if e.action & action::DROP != 0 {
+                return Verdict::Drop;
+            }
+            match e.dests.first().copied() {
+                Some(Dest::Tir(tir)) => return Verdict::Tir(tir, e.flow_tag),
+                Some(Dest::Table(next)) => table = next,
+                None => return Verdict::Drop,
+            }
+        }
+    }
+    Verdict::Drop
+}
+
+/// Receive path: RoCE v2 to the port's addresses goes to the RC transport; everything else
+/// to steering, TIR, RQ, CQE.
+pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
+    dp.port.stats.rx_frames += 1;
+    let image = match_image(frame);
+    let roots = std::mem::take(&mut dp.roots);
+    let verdict = steer(fw, &roots, &image);
+    dp.roots = roots;
+    let (tirn, flow_tag) = match verdict {
+        Verdict::Tir(t, tag) => (t, tag),
+        Verdict::Drop => {
+            dp.port.stats.rx_steering_drops += 1;
+            return;
+        }
+    };
+    let Some(tir) = fw.tirs.get(tirn) else {
+        dp.port.stats.rx_steering_drops += 1;
+        return;
+    };
+    if from_td == Some(tir.td) {
+        // self_lb_block: bit 0 unicast, bit 1 multicast (dmac group bit).
+        let multicast = frame[0] & 1 == 1;
+        let block = if multicast {
+            tir.self_lb_block & 2 != 0
+        } else {
+            tir.self_lb_block & 1 != 0
+        };
+        if block {
+            dp.port.stats.rx_self_lb_blocked += 1;
+            return;
+        }
+    }
+    let rqn = match tir.dispatch {
+        Dispatch::Direct(rq) => rq,
+        Dispatch::Indirect(rqt) => {
+            let Some(rqt) = fw.rqts.get(rqt) else { return };
+            let h = rss_hash(&tir.raw, &image);
+            rqt.rqs[(h as usize) % rqt.rqs.len().max(1)]
+        }
+    };
+    deliver_rq(fw, dp, rqn, frame, flow_tag);
+}
+
+/// RSS: Toeplitz over the selected outer fields when `rx_hash_fn` is Toeplitz (2), else a fold.
+fn rss_hash(tir_raw: &[u8], image: &[u8; 64]) -> u32 {
+    // tir_raw holds create_tir_in from byte 0x10; tirc starts at byte 0x20 of the inbox.
+    let Some(ctx) = tir_raw.get(0x10..) else {
+        return 0;
+    };
+    let Ok(v) = View::<l::tirc::Layout>::new(ctx) else {
+        return 0;
+    };
+    let sel =
+        v.get(l::tirc::rx_hash_field_selector_outer.at(l::rx_hash_field_select::selected_fields));
+    let mut input = HashInput::default();
+    let v4 = image[18] >> 1 & 0xf == 4;
+    let (src, dst) = if v4 {
+        (&image[44..48], &image[60..64])
+    } else {
+        (&image[32..48], &image[48..64])
+    };
+    // selected_fields bits (MLX5_HASH_FIELD_SEL_*): 0 src ip, 1 dst ip, 2 l4 sport, 3 l4 dport.
+    if sel & 1 != 0 {
+        input.extend_from_slice(src);
+    }
+    if sel & 2 != 0 {
+        input.extend_from_slice(dst);
+    }
+    let l4 = if image[16] == 6 {
+        &image[20..24]
+    } else {
+        &image[28..32]
+    };
+    if sel & 4 != 0 {
+        input.extend_from_slice(&l4[0..2]);
+    }
+    if sel & 8 != 0 {
+        input.extend_from_slice(&l4[2..4]);
+    }
+    if v.get(l::tirc::rx_hash_fn) == 2 {
+        let at = l::tirc::rx_hash_toeplitz_key
+            .at(0)
+            .map_or(0x28, |f| (f.offset() / 8) as usize);
+        let key = ctx.get(at..at + 40).unwrap_or(&[0; 40]);
+        toeplitz(key, input.bytes())
+    } else {
+        input
+            .bytes()
+            .iter()
+            .fold(0u32, |a, b| a.rotate_left(5) ^ u32::from(*b))
+    }
+}
+
+/// The bytes RSS hashes (at most two IPv6 addresses and two ports), without allocating.
+struct HashInput {
+    buf: [u8; 36],
+    len: usize,
+}
+
+impl Default for HashInput {
+    fn default() -> Self {
+        HashInput {
+            buf: [0; 36],
+            len: 0,
+        }
+    }
+}
+
+impl HashInput {
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        let end = (self.len + b.len()).min(self.buf.len());
+        self.buf[self.len..end].copy_from_slice(&b[..end - self.len]);
+        self.len = end;
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// The Toeplitz hash (Microsoft RSS specification).
+pub(crate) fn toeplitz(key: &[u8], input: &[u8]) -> u32 {
+    let bit = |i: usize| {
+        key.get(i / 8)
+            .map_or(0u32, |b| u32::from(b >> (7 - i % 8) & 1))
+    };
+    let mut window: u32 = (0..32).fold(0, |w, i| (w << 1) | bit(i));
+    let mut result = 0;
+    for (n, byte) in input.iter().enumerate() {
+        for b in 0..8 {
+            if byte >> (7 - b) & 1 == 1 {
+                result ^= window;
+            }
+            window = (window << 1) | bit(32 + n * 8 + b);
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toeplitz_matches_the_rss_verification_suite() {
+        // Microsoft RSS verification: the well-known key and the IPv4-only vector
+        // 66.9.149.187 -> 161.142.100.80 gives 0x323e8fc2.
+        let key: [u8; 40] = [
+            0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+            0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+            0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+        ];
+        let input = [66, 9, 149, 187, 161, 142, 100, 80];
+        assert_eq!(toeplitz(&key, &input), 0x323e_8fc2);
+        let with_ports = [66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6];
+        assert_eq!(toeplitz(&key, &with_ports), 0x51cc_c178);
+    }
+
+    #[test]
+    fn match_image_places_fields_like_the_layout() {
+        use mlx5_dpa::mlx5::layouts::fte_match_set_lyr_2_4 as m;
+        let mut f = vec![0u8; 42];
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[22] = 64;
+        f[23] = 17;
+        f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        f[34..36].copy_from_slice(&1234u16.to_be_bytes());
+        f[36..38].copy_from_slice(&4791u16.to_be_bytes());
+        let img = match_image(&f);
+        let v = View::<m::Layout>::new(&img).unwrap();
+        assert_eq!(v.get(m::dmac_47_16), 0x0200_0000);
+        assert_eq!(v.get(m::dmac_15_0), 0x0002);
+        assert_eq!(v.get(m::smac_15_0), 0x0001);
+        assert_eq!(v.get(m::ethertype), 0x0800);
+        assert_eq!(v.get(m::ip_version), 4);
+        assert_eq!(v.get(m::ip_protocol), 17);
+        assert_eq!(v.get(m::ip_ttl_hoplimit), 64);
+        assert_eq!(v.get(m::udp_sport), 1234);
+        assert_eq!(v.get(m::udp_dport), 4791);
+        let dst: Vec<u64> = (12..16)
+            .map(|i| v.get(m::dst_ipv4_dst_ipv6.at(i).unwrap()))
+            .collect();
+        assert_eq!(dst, [10, 0, 0, 2]);
+    }
+}

@@ -1,0 +1,330 @@
+//! The model's DPA, its state: processes and their memory, threads, EUs, the counters, and the
+//! constants of the machine a device program sees (address map, outbox registers, FlexIO-OS
+//! call numbers, error codes). The runtime that acts on it is `crate::dpa` (DESIGN.md, "The
+//! model's DPA").
+//!
+//! # Address map of a process
+//!
+//! | DPA address                        | what                                   | access |
+//! |------------------------------------|----------------------------------------|--------|
+//! | `0x4000_0000 ..` (text span)       | text segments at their link addresses  | r-x    |
+//! | `0x8000_0000 ..` (DUMEM limit)     | data segments, heap, DPA_MEM blocks    | rw-    |
+//! | `0x1_0000_0000 + 128 KiB * slot`   | thread context page (48-byte context)  | rw-    |
+//! | `.. + 0x1000 .. + 0x1_0000`        | guard (unmapped)                       |        |
+//! | `.. + 0x1_0000 .. + 0x2_0000`      | thread stack (64 KiB, `sp` at the top) | rw-    |
+//! | `0x2_0000_0000 + 4 KiB * outbox`   | outbox page of DPA_OUTBOX `outbox`     | -w- (MMIO, 64-bit stores) |
+//! | `0x3_0000_0000 + 8 * window`       | mkey register of DPA_WINDOW `window`   | rw- (MMIO, 64-bit) |
+//! | `0x1_0000_0000_0000 + H`           | window aperture: host address `H`      | rw- (DMA through the mkey) |
+//!
+//! Everything else is unmapped and faults. Only the process's own objects appear: another
+//! process's memory, outboxes and windows are never mapped. The outbox pages and window
+//! registers of the process are those of the objects it owns; the aperture and the mkey
+//! register work for the window the thread has configured (WINDOW_SET_CFG or its default).
+//!
+//! DUMEM (data, heap, DPA_MEM) is also a UMEM for the datapath: id `DUMEM_ID_BASE + process`,
+//! offset = DPA address - `0x8000_0000` (FACTS.md §3), so rings and doorbell records of queues
+//! may live in DPA memory.
+
+pub(crate) mod memory;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use crate::riscv::{CodeCache, Hart};
+use memory::ProcessMem;
+
+/// The address map (see the module docs).
+pub mod map {
+    /// Text window (FACTS.md §5: device ELFs link text at 0x40000000).
+    pub const TEXT_BASE: u64 = 0x4000_0000;
+    /// Size of the text window.
+    pub const TEXT_MAX: u64 = 0x4000_0000;
+    /// Most text the model loads for one process.
+    pub const TEXT_ALLOC_MAX: u64 = 64 << 20;
+    /// Largest ELF image a process may be created from.
+    pub const ELF_MAX: u64 = 256 << 20;
+    /// Data window and DUMEM base (data links at 0x80000000).
+    pub const DUMEM_BASE: u64 = 0x8000_0000;
+    /// Largest DUMEM window (it ends below the thread slots).
+    pub const DUMEM_MAX: u64 = 0x8000_0000;
+    /// Thread slots: a context page, a guard, a stack.
+    pub const SLOTS_BASE: u64 = 0x1_0000_0000;
+    pub const SLOT_STRIDE: u64 = 0x2_0000;
+    pub const CONTEXT_PAGE: u64 = 0x1000;
+    pub const STACK_OFFSET: u64 = 0x1_0000;
+    pub const STACK_SIZE: u64 = 0x1_0000;
+    /// Backing bytes of one slot (context page and stack; the guard has none).
+    pub const SLOT_BACKING: u64 = CONTEXT_PAGE + STACK_SIZE;
+    /// Most thread slots of one process.
+    pub const MAX_SLOTS: u32 = 1024;
+    /// Outbox pages, by DPA_OUTBOX id.
+    pub const OUTBOX_BASE: u64 = 0x2_0000_0000;
+    pub const OUTBOX_PAGE: u64 = 0x1000;
+    /// Window mkey registers, by DPA_WINDOW id.
+    pub const WINDOW_CFG_BASE: u64 = 0x3_0000_0000;
+    /// Window aperture: `WINDOW_BASE + H` is host address `H` (any 48-bit address).
+    pub const WINDOW_BASE: u64 = 1 << 48;
+    pub const WINDOW_SPAN: u64 = 1 << 48;
+    /// Return address of every activation: fetching it ends the activation (finish).
+    pub const SENTINEL: u64 = 0xffff_ffff_ffff_f000;
+
+    /// First address of thread slot `slot`.
+    pub const fn slot_base(slot: u32) -> u64 {
+        SLOTS_BASE + slot as u64 * SLOT_STRIDE
+    }
+    /// Address of the thread context of slot `slot` (what `tp` holds).
+    pub const fn context(slot: u32) -> u64 {
+        slot_base(slot)
+    }
+    /// Initial `sp` of slot `slot` (16-byte aligned top of its stack).
+    pub const fn stack_top(slot: u32) -> u64 {
+        slot_base(slot) + STACK_OFFSET + STACK_SIZE
+    }
+    /// Outbox page of DPA_OUTBOX `id`.
+    pub const fn outbox(id: u32) -> u64 {
+        OUTBOX_BASE + id as u64 * OUTBOX_PAGE
+    }
+    /// mkey register of DPA_WINDOW `id`.
+    pub const fn window_cfg(id: u32) -> u64 {
+        WINDOW_CFG_BASE + id as u64 * 8
+    }
+}
+
+/// Outbox page registers (FACTS.md §5), 64-bit stores.
+pub mod outbox_reg {
+    pub const CQ_DB: u64 = 0x100;
+    pub const EQ_DB_REARM: u64 = 0x140;
+    pub const EQ_DB_NO_REARM: u64 = 0x180;
+    pub const SXD_DB: u64 = 0x1c0;
+}
+
+/// FlexIO-OS call numbers (`a7`, FACTS.md §5).
+pub mod rtos_call {
+    pub const DUAR_HANDLER_RETURN: u64 = 0;
+    pub const GET_DUAR: u64 = 1;
+    pub const OUTBOX_SET_CFG: u64 = 2;
+    pub const WINDOW_SET_CFG: u64 = 3;
+    pub const EXIT_PROCESS: u64 = 4;
+    pub const OUTBOX_SET_GVMI: u64 = 5;
+}
+
+/// `MemError::Device` codes of the DPA's device registers (in coredumps: `device_code`).
+pub mod device_code {
+    /// The activation's return address was fetched (the entry function returned); internal,
+    /// never reported as a fault.
+    pub const RETURNED: u32 = 0x0d9a_0000;
+    /// An outbox register accessed with a size other than 8 bytes.
+    pub const OUTBOX_SIZE: u32 = 0x0d9a_0001;
+    /// A store to an outbox register the model does not implement (EMU_CAP, RXT_DB, CC_DB..).
+    pub const OUTBOX_REGISTER: u32 = 0x0d9a_0002;
+    /// A window register accessed with a size other than 8 bytes.
+    pub const WINDOW_REG_SIZE: u32 = 0x0d9a_0010;
+    /// An aperture access with no window configured for the thread.
+    pub const WINDOW_NOT_CONFIGURED: u32 = 0x0d9a_0011;
+    /// An aperture access before an mkey was written to the window's register.
+    pub const WINDOW_NO_MKEY: u32 = 0x0d9a_0012;
+    /// The window's mkey does not exist, or belongs to another user context.
+    pub const WINDOW_BAD_MKEY: u32 = 0x0d9a_0013;
+    /// The window's mkey is in another PD than the window.
+    pub const WINDOW_PD_MISMATCH: u32 = 0x0d9a_0014;
+    /// The access falls outside the mkey's range.
+    pub const WINDOW_BOUNDS: u32 = 0x0d9a_0015;
+    /// The mkey lacks the right (local read for loads, local write for stores).
+    pub const WINDOW_ACCESS: u32 = 0x0d9a_0016;
+}
+
+/// `dpa_process.error_syndrome` values the model reports (its own, like the firmware checks'
+/// syndromes; `0x5131_06xx`).
+pub mod error_syndrome {
+    /// The instruction budget of an activation ran out.
+    pub const WATCHDOG: u32 = 0x5131_0601;
+    /// An instruction fetch failed.
+    pub const FETCH_FAULT: u32 = 0x5131_0602;
+    /// A load failed.
+    pub const LOAD_FAULT: u32 = 0x5131_0603;
+    /// A store failed.
+    pub const STORE_FAULT: u32 = 0x5131_0604;
+    /// An illegal instruction.
+    pub const ILLEGAL_INSTRUCTION: u32 = 0x5131_0605;
+    /// A jump or branch to an odd address.
+    pub const MISALIGNED_TARGET: u32 = 0x5131_0606;
+    /// An `ebreak`.
+    pub const EBREAK: u32 = 0x5131_0607;
+    /// An `ecall` with an unknown number or argument.
+    pub const BAD_RTOS_CALL: u32 = 0x5131_0608;
+    /// The model itself failed while running the activation (a bug: please report).
+    pub const INTERNAL: u32 = 0x5131_06ff;
+
+    /// What a syndrome means.
+    pub fn describe(s: u32) -> Option<&'static str> {
+        Some(match s {
+            WATCHDOG => "activation exceeded its instruction budget (watchdog)",
+            FETCH_FAULT => "instruction fetch fault",
+            LOAD_FAULT => "load fault",
+            STORE_FAULT => "store fault",
+            ILLEGAL_INSTRUCTION => "illegal instruction",
+            MISALIGNED_TARGET => "jump or branch to a misaligned address",
+            EBREAK => "ebreak",
+            BAD_RTOS_CALL => "unknown FlexIO-OS call",
+            INTERNAL => "internal error of the model",
+            _ => return None,
+        })
+    }
+}
+
+/// `errno` values the OS writes into the thread context when an RTOS call fails (the call
+/// also returns `-1` in `a0`). The model's.
+pub mod rtos_errno {
+    /// The object does not exist or is not of the expected type.
+    pub const NO_SUCH_OBJECT: u32 = 1;
+    /// The object belongs to another process.
+    pub const OTHER_PROCESS: u32 = 2;
+    /// The GVMI is not this function's.
+    pub const BAD_GVMI: u32 = 3;
+}
+
+/// DPA counters of a device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DpaStats {
+    /// Activations run to their end (any outcome).
+    pub activations: u64,
+    /// Instructions retired by all activations.
+    pub instructions: u64,
+    /// Activations that ended in a fault (memory, illegal instruction, misaligned target,
+    /// ebreak, unknown RTOS call).
+    pub faults: u64,
+    /// Activations stopped by the watchdog.
+    pub watchdogs: u64,
+    /// Outbox doorbells dropped because they named a queue the outbox may not reach.
+    pub violations: u64,
+    /// Outbox doorbells honoured.
+    pub doorbells: u64,
+    /// RTOS calls made.
+    pub rtos_calls: u64,
+    /// Events (CQ completions, runs) not turned into an activation: thread finished or in
+    /// error, process failed or exited, no EU for the thread's affinity.
+    pub dropped_events: u64,
+}
+
+/// Why a debug access to DPA memory failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DpaAccessError {
+    /// No DPA process with this id.
+    #[error("no DPA process {0:#x}")]
+    NoProcess(u32),
+    /// The range is not mapped in the process (first unmapped address).
+    #[error("DPA address {0:#x} is not mapped in the process")]
+    Unmapped(u64),
+}
+
+/// How a process stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcStatus {
+    Ok,
+    /// Failed: `dpa_process_status`, `error_syndrome`.
+    Error {
+        status: u8,
+        syndrome: u32,
+    },
+    /// EXIT_PROCESS was called.
+    Exited(u64),
+}
+
+/// The runtime of one DPA_PROCESS.
+#[derive(Debug)]
+pub(crate) struct ProcessRt {
+    pub(crate) uid: u16,
+    pub(crate) mem: Arc<ProcessMem>,
+    pub(crate) status: ProcStatus,
+    /// The kernel is closing the owner's context: nothing is dispatched any more.
+    pub(crate) closing: bool,
+    pub(crate) coredump: Option<Vec<u8>>,
+    pub(crate) slots: Vec<bool>,
+    /// DPA_OUTBOX id -> UAR page.
+    pub(crate) outboxes: BTreeMap<u32, u32>,
+    /// DPA_WINDOW id -> PD.
+    pub(crate) windows: BTreeMap<u32, u32>,
+    /// DPA_UAR ids (the first is the DUAR GET_DUAR returns).
+    pub(crate) dpa_uars: Vec<u32>,
+    /// DPA_MEM id -> (address, size).
+    pub(crate) dpa_mems: BTreeMap<u32, (u64, u64)>,
+    /// Data span and heap (bytes from DUMEM base), for coredump regions.
+    pub(crate) data_span: u64,
+    pub(crate) heap: u64,
+    /// Bytes of DUMEM taken by data and heap (DPA_MEM blocks come after).
+    pub(crate) heap_end: u64,
+}
+
+/// Where a thread may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Affinity {
+    None,
+    Eu(u16),
+    Group(u16),
+}
+
+/// Thread states (`dpa_thread.state`, provisional: 0 idle, 1 running, 2 finished, 3 error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ThreadState {
+    Idle,
+    Queued,
+    Running { eu: u16 },
+    Finished,
+    Error,
+}
+
+impl ThreadState {
+    pub(crate) fn code(self) -> u8 {
+        use mlx5_dpa::mlx5::layouts::dpa_thread_state as s;
+        match self {
+            ThreadState::Idle => s::IDLE,
+            ThreadState::Queued | ThreadState::Running { .. } => s::RUNNING,
+            ThreadState::Finished => s::FINISHED,
+            ThreadState::Error => s::ERROR,
+        }
+    }
+}
+
+/// The runtime of one DPA_THREAD.
+#[derive(Debug)]
+pub(crate) struct ThreadRt {
+    pub(crate) process: u32,
+    pub(crate) slot: u32,
+    pub(crate) state: ThreadState,
+    /// An event arrived while the thread was running: run again when it reschedules.
+    pub(crate) pending_event: bool,
+    pub(crate) affinity: Affinity,
+    pub(crate) entry: u64,
+    pub(crate) tls: u64,
+    pub(crate) default_outbox: Option<u32>,
+    pub(crate) default_window: Option<u32>,
+    pub(crate) activations: u64,
+    pub(crate) last_eu: Option<u16>,
+    pub(crate) return_value: u64,
+}
+
+/// One execution unit.
+#[derive(Debug, Default)]
+pub(crate) struct Eu {
+    pub(crate) busy: bool,
+    /// Register state of the last activation (kept for inspection; each activation starts
+    /// from the ABI's initial state).
+    pub(crate) hart: Option<Hart>,
+    /// Decoded instructions, valid for the text version `cache_of` (versions are never
+    /// reused, so this names one program of one process).
+    pub(crate) cache: Option<CodeCache>,
+    pub(crate) cache_of: Option<u64>,
+    pub(crate) activations: u64,
+}
+
+/// The DPA's runtime state, inside the firmware (under the device lock).
+#[derive(Debug, Default)]
+pub(crate) struct DpaState {
+    pub(crate) processes: std::collections::HashMap<u32, ProcessRt>,
+    pub(crate) threads: std::collections::HashMap<u32, ThreadRt>,
+    /// Threads waiting for an EU, in arrival order.
+    pub(crate) pending: VecDeque<u32>,
+    pub(crate) eus: Vec<Eu>,
+    pub(crate) seq: u64,
+    pub(crate) stats: DpaStats,
+}

@@ -1,0 +1,52 @@
+//! A QP's context as the state transitions leave it (PRM `qpc` / `ads`, typed), and the QP
+//! state and service type values: shared by firmware's QP table and the RC transport's
+//! per-QP state.
+
+/// QP states (PRM `qpc.state`).
+pub(crate) mod qp_state {
+    pub(crate) const RST: u8 = 0;
+    pub(crate) const INIT: u8 = 1;
+    pub(crate) const RTR: u8 = 2;
+    pub(crate) const RTS: u8 = 3;
+    pub(crate) const SQER: u8 = 4;
+    pub(crate) const ERR: u8 = 6;
+}
+
+/// `qpc.st` values the model knows (PRM).
+pub(crate) mod qp_st {
+    pub(crate) const RC: u8 = 0x0;
+}
+
+/// The QP context fields the state transitions set, typed (PRM `qpc` / `ads`). Each
+/// transition takes only its own fields (`fw::queues`); the stored `qpc` mirrors them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct QpCtx {
+    // RST2INIT (and INIT2INIT).
+    pub(crate) rre: bool,
+    pub(crate) rwe: bool,
+    pub(crate) rae: bool,
+    pub(crate) pm_state: u8,
+    pub(crate) port: u8,
+    pub(crate) pkey_index: u16,
+    // INIT2RTR.
+    /// Path MTU, PRM encoding (1 = 256 bytes .. 5 = 4096 bytes).
+    pub(crate) mtu: u8,
+    pub(crate) log_msg_max: u8,
+    pub(crate) remote_qpn: u32,
+    pub(crate) next_rcv_psn: u32,
+    pub(crate) log_rra_max: u8,
+    pub(crate) min_rnr_nak: u8,
+    /// Force loopback: the peer QP is on this device.
+    pub(crate) fl: bool,
+    pub(crate) rmac: [u8; 6],
+    pub(crate) rgid: [u8; 16],
+    pub(crate) src_addr_index: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) udp_sport: u16,
+    // RTR2RTS (and RTS2RTS).
+    pub(crate) next_send_psn: u32,
+    pub(crate) log_sra_max: u8,
+    pub(crate) retry_count: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) ack_timeout: u8,
+}
