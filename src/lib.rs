@@ -13,12 +13,14 @@
 //!   `rdma-core`). The device model (`mlx5-sim`) is a third implementation.
 //! - [`mem`], [`uar`], [`queues`]: DMA memory and keys, doorbells, rings.
 //! - [`dpa`]: the FlexIO semantics of the DPA: capabilities, apps, processes, DPA memory and
-//!   copies, event handlers, RPC (windows, outboxes, DPA-resident queues and message streams
-//!   are still to come).
+//!   copies, event handlers, RPC, windows, outboxes, DPA-resident queues, message streams and
+//!   command queues.
+//! - [`sync`]: the lock helper every layer uses (below all of them).
 
 pub mod devx;
 pub mod dpa;
 pub mod mem;
 pub mod mlx5;
 pub mod queues;
+pub mod sync;
 pub mod uar;

@@ -16,7 +16,10 @@
 
 pub use crate::image::{Image, ImageError, LoadSegment};
 
-use super::{reg, Access, Bus, CodeCache, Fault, GuestRam, Hart, MemError, Perms, RamRegion, Stop};
+use crate::cache::CodeCache;
+use crate::exec::run;
+use crate::hart::{reg, Access, Bus, Fault, Hart, MemError, Stop};
+use crate::ram::{GuestRam, Perms, RamRegion};
 
 /// The return address given to the entry function: never mapped (the machine refuses images
 /// that would map it), 4-byte aligned.
@@ -395,7 +398,7 @@ impl BareMachine {
         self.tohost_exit = None;
         let stop = loop {
             let left = max_insns.saturating_sub(hart.instret);
-            match super::run(&mut hart, self, left) {
+            match run(&mut hart, self, left) {
                 Stop::Budget => break BareStop::Budget,
                 Stop::Ebreak => break BareStop::Ebreak { pc: hart.pc },
                 Stop::Ecall => {

@@ -9,8 +9,8 @@
 
 use super::cache::{to_page_end, CodeCache, MAX_BLOCK, NO_PAGE, PAGE_SHIFT};
 use super::decode::{decode, insn_len, Op};
+use super::hart::{Access, Bus, Fault, Hart, MemError, Stop};
 use super::ram::{AmoOp, RamRegion};
-use super::{Access, Bus, Fault, Hart, MemError, Stop};
 
 struct Exec<'a, B: Bus> {
     bus: &'a mut B,
@@ -241,13 +241,37 @@ fn sx32(v: u64) -> u64 {
     v as i32 as i64 as u64
 }
 
-/// The interpreter. See [`super::run`].
-pub(super) fn run<B: Bus>(
-    hart: &mut Hart,
-    bus: &mut B,
-    cache: &mut CodeCache,
-    max_insns: u64,
-) -> Stop {
+/// Runs until an ecall, ebreak, fault, or `max_insns` instructions have retired.
+///
+/// - Returns [`Stop::Budget`] after exactly `max_insns` retired instructions (at once when it
+///   is 0); `hart.instret` grows by the number retired in this call.
+/// - An `ecall` retires (it counts, and `pc` moves past it); an `ebreak` and a faulting
+///   instruction do not (`pc` stays on them, registers and memory as before the instruction).
+/// - A store by this hart to the doubleword of its reservation ends the reservation; SC
+///   succeeds only at exactly the address of the last LR, and only if memory there still
+///   holds what the LR read: the store is an atomic compare-and-swap against that value, so
+///   of two harts holding reservations on one word at most one SC succeeds. (A store by
+///   another hart of the very value LR read does not fail the SC: the compare-and-swap
+///   reading of LR/SC that QEMU also uses.)
+/// - With the C extension every branch and jump target is 2-byte aligned, so
+///   [`Fault::MisalignedTarget`] never occurs; an odd `hart.pc` on entry is a fetch fault
+///   ([`MemError::Misaligned`]).
+pub fn run<B: Bus>(hart: &mut Hart, bus: &mut B, max_insns: u64) -> Stop {
+    let mut kept = bus.code_cache().map(std::mem::take);
+    let stop = match &mut kept {
+        Some(cache) => run_cached(hart, bus, cache, max_insns),
+        None => run_cached(hart, bus, &mut CodeCache::new(), max_insns),
+    };
+    if let Some(cache) = kept {
+        if let Some(slot) = bus.code_cache() {
+            *slot = cache;
+        }
+    }
+    stop
+}
+
+/// The interpreter with the code cache `cache`. See [`run`].
+fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_insns: u64) -> Stop {
     if max_insns == 0 {
         return Stop::Budget;
     }

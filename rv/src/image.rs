@@ -6,7 +6,7 @@ use object::elf;
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
 use object::{LittleEndian as LE, Object, ObjectSymbol};
 
-use crate::Perms;
+use crate::ram::Perms;
 
 /// One loadable segment: `data` at `vaddr`, zero-filled up to `memsz` bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,7 @@ use mlx5_dpa::mlx5::cmd::CmdError;
 use mlx5_dpa::mlx5::layout::write_bits;
 use mlx5_dpa::mlx5::layouts as l;
 use mlx5_dpa::mlx5::{DevxMethod, Opcode};
+use mlx5_dpa::sync::lock;
 use nix::errno::Errno;
 
 use crate::fw::{self, ObjRef};
@@ -132,7 +133,7 @@ impl SimDevx {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Handles> {
-        self.handles.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.handles)
     }
 
     /// Sends a prepared mailbox to firmware; `EREMOTEIO` with the mailbox when it refuses.
@@ -330,7 +331,7 @@ impl Devx for SimDevx {
         Ok(Box::new(crate::events::SimEventChannel {
             dev: self.dev.clone(),
             resolve: Box::new(move |h| {
-                let table = handles.lock().unwrap_or_else(|e| e.into_inner());
+                let table = lock(&handles);
                 table.objs.get(&h.0).copied()
             }),
             queue: Arc::default(),

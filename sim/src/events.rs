@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlx5_dpa::devx::{DevxError, DevxEvent, EventChannel, ObjHandle};
+use mlx5_dpa::sync::lock;
 
 use crate::state::events::{ChannelQueue, Subscription};
 use crate::state::objects::ObjRef;
@@ -55,7 +56,7 @@ impl EventChannel for SimEventChannel {
 
     fn read_event(&self, timeout: Duration) -> Result<Option<DevxEvent>, DevxError> {
         let deadline = Instant::now() + timeout;
-        let mut q = self.queue.events.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = lock(&self.queue.events);
         loop {
             if let Some(ev) = q.0.pop_front() {
                 return Ok(Some(ev));

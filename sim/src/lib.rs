@@ -58,6 +58,7 @@ use std::time::Duration;
 pub use dpa::{DpaAccessError, DpaStats};
 
 use mlx5_dpa::mlx5::{Opcode, Status};
+use mlx5_dpa::sync::lock;
 
 pub use check::Check;
 pub use datapath::syndrome;
@@ -70,19 +71,12 @@ pub use state::rc::RcStats;
 use state::State;
 
 pub(crate) struct Shared {
-    state: Mutex<State>,
+    /// The state, shared with the DPA workers by a weak handle (`state::with_state_of`).
+    state: Arc<Mutex<State>>,
     engine_running: AtomicBool,
     engine_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The workers that run DPA activations (outside the state lock).
     dpa: dpa::Exec,
-}
-
-/// Runs `f` on the state of the device behind `weak`, if it still exists (DPA workers use
-/// this for the few lookups an activation needs from firmware).
-pub(crate) fn with_state_of<R>(weak: &Weak<Shared>, f: impl FnOnce(&mut State) -> R) -> Option<R> {
-    let shared = weak.upgrade()?;
-    let mut st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-    Some(f(&mut st))
 }
 
 /// Longest [`Device::step`] waits for the activations it dispatched (each is bounded by its
@@ -130,10 +124,10 @@ impl Device {
     pub fn new(profile: Profile) -> Device {
         Device {
             shared: Arc::new(Shared {
-                state: Mutex::new(State {
-                    fw: fw::Firmware::new(profile),
+                state: Arc::new(Mutex::new(State {
+                    fw: state::Firmware::new(profile),
                     dp: state::datapath::Datapath::new(),
-                }),
+                })),
                 engine_running: AtomicBool::new(false),
                 engine_thread: Mutex::new(None),
                 dpa: dpa::Exec::new(),
@@ -147,7 +141,7 @@ impl Device {
     }
 
     pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut st = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = lock(&self.shared.state);
         f(&mut st)
     }
 
@@ -307,7 +301,7 @@ impl Device {
     /// One pass without waiting for activations (the background engine's): results that
     /// are ready are applied, the datapath runs, queued threads are dispatched.
     fn pass(&self) -> usize {
-        let weak = Arc::downgrade(&self.shared);
+        let weak = Arc::downgrade(&self.shared.state);
         let work = self.with_state(|st| {
             let done = self.shared.dpa.take_done();
             let mut work = dpa::fw::apply(st, done);

@@ -33,10 +33,12 @@ use std::marker::{PhantomData, PhantomPinned};
 use std::os::fd::{BorrowedFd, RawFd};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use libloading::Library;
+
+use crate::sync::lock;
 use nix::errno::Errno;
 
 use super::{
@@ -376,10 +378,6 @@ struct Ctx {
     objs: Mutex<HashMap<u64, ObjSlot>>,
     umems: Mutex<HashMap<u64, CPtr<Mlx5dvDevxUmem>>>,
     uars: Mutex<HashMap<u64, CPtr<Mlx5dvDevxUar>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The errno of an rdma-core call returning an `int`: the value itself when positive (libmlx5

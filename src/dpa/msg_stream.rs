@@ -49,12 +49,13 @@ use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::mem::{Access, MemoryRegion};
 use crate::queues::{Cq, CqConfig, CqEvents, HostQueueMem, QpConfig, Qpn, RcConnect, RcPeer, RcQp};
+use crate::sync::lock;
 use crate::uar::UarPage;
 
 use super::queues::{DpaCq, DpaMkey, DpaQueueMem, DpaRcQp};
@@ -298,11 +299,6 @@ fn dev_status(call: &'static str, raw: u64, stream_id: u32) -> Result<(), DpaErr
     Err(DpaError::Device(format!(
         "{call} of stream {stream_id} refused {what}"
     )))
-}
-
-fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves plain data (or a writer); keep going.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One stream id of one process, released when dropped.

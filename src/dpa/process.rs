@@ -32,6 +32,7 @@ use crate::mlx5::cmd::{
 use crate::mlx5::layout::{Layout, View};
 use crate::mlx5::layouts::{dpa::obj_type, dpa_process, dpa_process_status};
 use crate::queues::QueueError;
+pub(crate) use crate::sync::lock;
 use crate::uar::UarPage;
 
 use super::caps::DpaCaps;
@@ -227,11 +228,6 @@ impl std::fmt::Debug for ProcessInner {
 pub(crate) struct Deferred {
     pub(crate) obj: DevxObj,
     pub(crate) _keep: Box<dyn std::any::Any + Send + Sync>,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves plain data; keep going.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl ProcessInner {

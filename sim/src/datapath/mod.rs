@@ -31,6 +31,7 @@ use crate::port::roce;
 use crate::state::datapath::{Datapath, PortMode, MAX_FRAME};
 use crate::state::Firmware;
 use crate::state::State;
+use mlx5_dpa::sync::lock;
 
 /// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`), declared with the CQE format.
 pub use mlx5_dpa::mlx5::wire::cqe::syndrome;
@@ -128,7 +129,7 @@ pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_t
 pub(crate) fn poll_port(fw: &mut Firmware, dp: &mut Datapath) -> usize {
     let mut n = 0;
     if let PortMode::Link(end) = &dp.port.mode {
-        let mut q = end.rx.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = lock(&end.rx);
         std::mem::swap(&mut *q, &mut dp.incoming);
     }
     let mut incoming = std::mem::take(&mut dp.incoming);

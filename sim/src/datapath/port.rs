@@ -7,6 +7,7 @@ use crate::datapath::steering;
 use crate::port::roce;
 use crate::state::datapath::*;
 use crate::state::Firmware;
+use mlx5_dpa::sync::lock;
 
 pub(crate) fn capture(dp: &mut Datapath, frame: &[u8]) {
     if dp.port.captures.is_empty() {
@@ -39,7 +40,7 @@ pub(crate) fn transmit(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], td: O
         }
         PortMode::Loopback => steering::receive(fw, dp, frame, td),
         PortMode::Link(end) => {
-            let mut q = end.tx.lock().unwrap_or_else(|e| e.into_inner());
+            let mut q = lock(&end.tx);
             if q.len() >= LINK_QUEUE {
                 dp.port.stats.tx_dropped += 1;
             } else {

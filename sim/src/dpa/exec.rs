@@ -45,7 +45,7 @@ pub(crate) struct Job {
     pub(crate) vhca_id: u16,
     pub(crate) uid: u16,
     /// The device, for window translations.
-    pub(crate) dev: Weak<crate::Shared>,
+    pub(crate) dev: Weak<std::sync::Mutex<crate::state::State>>,
 }
 
 /// A doorbell an activation stored into an outbox page, applied by firmware afterwards.
@@ -235,7 +235,7 @@ impl ActBus<'_> {
             return Ok(x);
         }
         let uid = self.job.uid;
-        let x = crate::with_state_of(&self.job.dev, |st| {
+        let x = crate::state::with_state_of(&self.job.dev, |st| {
             let m = st
                 .fw
                 .mkeys

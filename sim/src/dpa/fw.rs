@@ -11,18 +11,18 @@ use super::exec::{self, Effect, Job, Outcome};
 use super::loader::Loaded;
 use super::Exec;
 use crate::check::{self, Check};
-use crate::fw::{inbox, owned, size, Firmware};
 use crate::riscv::{CodeCache, Hart};
 use crate::state::dpa::memory::ProcessMem;
 use crate::state::dpa::{
     map, Affinity, DpaState, Eu, ProcStatus, ProcessRt, ThreadRt, ThreadState,
 };
 use crate::state::objects::{GenKind, GenObj};
+use crate::state::Firmware;
 use crate::state::State;
 
 /// DUMEM id of a process (the model's id space, next to host UMEM ids).
 pub(crate) fn dumem_id(process: u32) -> u32 {
-    crate::fw::DUMEM_ID_BASE + process
+    map::DUMEM_ID_BASE + process
 }
 
 impl DpaState {
@@ -379,7 +379,11 @@ impl Firmware {
 
     /// Starts every queued thread that has a free EU matching its affinity (in arrival
     /// order; the lowest free EU). Returns how many were dispatched.
-    pub(crate) fn dpa_dispatch(&mut self, pool: &Exec, dev: &Weak<crate::Shared>) -> usize {
+    pub(crate) fn dpa_dispatch(
+        &mut self,
+        pool: &Exec,
+        dev: &Weak<std::sync::Mutex<State>>,
+    ) -> usize {
         if self.dpa.pending.is_empty() {
             return 0;
         }
@@ -484,38 +488,6 @@ impl Firmware {
         }
         self.dpa.pending = waiting;
         n
-    }
-
-    /// The DPA_PROCESS_COREDUMP command.
-    pub(crate) fn dpa_process_coredump(
-        &mut self,
-        uid: u16,
-        inb: &[u8],
-        out: &mut [u8],
-    ) -> Result<(), Check> {
-        use l::dpa_process_coredump_out as o;
-        let v = inbox::<l::dpa_process_coredump_in::Layout>(inb)?;
-        let id = v.get(l::dpa_process_coredump_in::dpa_process_id) as u32;
-        let g = self.gen.get(id).ok_or(check::NO_SUCH_DPA_PROCESS)?;
-        if g.obj_type != obj_type::DPA_PROCESS {
-            return Err(check::WRONG_OBJ_TYPE);
-        }
-        owned(&g.meta, uid)?;
-        let dump = self
-            .dpa
-            .processes
-            .get(&id)
-            .and_then(|p| p.coredump.as_ref())
-            .ok_or(check::NO_COREDUMP)?;
-        let hdr = size::<o::Layout>();
-        let dst = out
-            .get_mut(hdr..hdr + dump.len())
-            .ok_or(check::OUTBOX_TOO_SHORT)?;
-        dst.copy_from_slice(dump);
-        let len = dump.len() as u64;
-        let mut ov = crate::fw::outbox::<o::Layout>(out)?;
-        ov.set(o::dump_size, len);
-        Ok(())
     }
 }
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::exec::{self, Done, Job};
+use mlx5_dpa::sync::lock;
 
 /// Most worker threads of one device.
 pub(crate) const MAX_WORKERS: usize = 4;
@@ -39,7 +40,7 @@ struct Inner {
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.q.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.q)
     }
 }
 

@@ -12,11 +12,7 @@ use super::{inbox, limit, owned, size, unref, Firmware};
 use crate::check::{self, Check};
 use crate::state::objects::*;
 
-/// Base DPA virtual address of a process's memory (the model's choice; the DPA ABI puts data
-/// at 0x80000000, FACTS.md §5).
-pub(crate) const DUMEM_BASE: u64 = 0x8000_0000;
-/// Id space of DUMEM aliases, next to host UMEM ids (the model's choice).
-pub(crate) const DUMEM_ID_BASE: u32 = 0x0800_0000;
+use crate::state::dpa::map::{DUMEM_BASE, DUMEM_ID_BASE};
 
 const HDR: usize = size::<l::general_obj_in_cmd_hdr::Layout>();
 
@@ -633,4 +629,38 @@ fn alias_matches(_alias: u16, _target: u16) -> bool {
 
 fn round_up(v: u64, to: u64) -> u64 {
     v.div_ceil(to) * to
+}
+
+impl Firmware {
+    /// The DPA_PROCESS_COREDUMP command.
+    pub(crate) fn dpa_process_coredump(
+        &mut self,
+        uid: u16,
+        inb: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), Check> {
+        use l::dpa_process_coredump_out as o;
+        let v = inbox::<l::dpa_process_coredump_in::Layout>(inb)?;
+        let id = v.get(l::dpa_process_coredump_in::dpa_process_id) as u32;
+        let g = self.gen.get(id).ok_or(check::NO_SUCH_DPA_PROCESS)?;
+        if g.obj_type != obj_type::DPA_PROCESS {
+            return Err(check::WRONG_OBJ_TYPE);
+        }
+        owned(&g.meta, uid)?;
+        let dump = self
+            .dpa
+            .processes
+            .get(&id)
+            .and_then(|p| p.coredump.as_ref())
+            .ok_or(check::NO_COREDUMP)?;
+        let hdr = size::<o::Layout>();
+        let dst = out
+            .get_mut(hdr..hdr + dump.len())
+            .ok_or(check::OUTBOX_TOO_SHORT)?;
+        dst.copy_from_slice(dump);
+        let len = dump.len() as u64;
+        let mut ov = super::outbox::<o::Layout>(out)?;
+        ov.set(o::dump_size, len);
+        Ok(())
+    }
 }

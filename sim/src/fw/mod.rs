@@ -25,7 +25,6 @@ use check::Check;
 
 pub(crate) use crate::state::{limit, Firmware, EQN_BASE};
 pub use crate::state::{FaultPlan, FwStats};
-pub(crate) use general::DUMEM_ID_BASE;
 pub use objects::ObjRef;
 
 /// Byte size of a layout.

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, Weak};
 
 use mlx5_dpa::devx::DevxEvent;
+use mlx5_dpa::sync::lock;
 
 use crate::state::objects::ObjRef;
 
@@ -30,7 +31,7 @@ pub(crate) struct ChannelQueue {
 
 impl ChannelQueue {
     fn push(&self, ev: DevxEvent) {
-        let mut q = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = lock(&self.events);
         if q.0.len() >= MAX_QUEUED {
             q.0.pop_front();
             q.1 += 1;

@@ -2,6 +2,10 @@
 //! transport's per-QP state, the DPA's processes and threads, the datapath's port. Types and
 //! the transitions that keep them consistent; no command decoding, no packet processing.
 
+use std::sync::{Mutex, Weak};
+
+use mlx5_dpa::sync::lock;
+
 pub(crate) mod datapath;
 pub(crate) mod dpa;
 pub(crate) mod events;
@@ -17,4 +21,15 @@ pub use tables::{FaultPlan, FwStats};
 pub(crate) struct State {
     pub(crate) fw: Firmware,
     pub(crate) dp: datapath::Datapath,
+}
+
+/// Runs `f` on the state behind `weak`, if the device still exists (the DPA workers use this
+/// for the few lookups an activation needs while it runs outside the lock).
+pub(crate) fn with_state_of<R>(
+    weak: &Weak<Mutex<State>>,
+    f: impl FnOnce(&mut State) -> R,
+) -> Option<R> {
+    let state = weak.upgrade()?;
+    let mut st = lock(&state);
+    Some(f(&mut st))
 }

@@ -25,6 +25,7 @@
 //! offset = DPA address - `0x8000_0000` (FACTS.md §3), so rings and doorbell records of queues
 //! may live in DPA memory.
 
+pub mod map;
 pub(crate) mod memory;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -32,63 +33,6 @@ use std::sync::Arc;
 
 use crate::riscv::{CodeCache, Hart};
 use memory::ProcessMem;
-
-/// The address map (see the module docs).
-pub mod map {
-    /// Text window (FACTS.md §5: device ELFs link text at 0x40000000).
-    pub const TEXT_BASE: u64 = 0x4000_0000;
-    /// Size of the text window.
-    pub const TEXT_MAX: u64 = 0x4000_0000;
-    /// Most text the model loads for one process.
-    pub const TEXT_ALLOC_MAX: u64 = 64 << 20;
-    /// Largest ELF image a process may be created from.
-    pub const ELF_MAX: u64 = 256 << 20;
-    /// Data window and DUMEM base (data links at 0x80000000).
-    pub const DUMEM_BASE: u64 = 0x8000_0000;
-    /// Largest DUMEM window (it ends below the thread slots).
-    pub const DUMEM_MAX: u64 = 0x8000_0000;
-    /// Thread slots: a context page, a guard, a stack.
-    pub const SLOTS_BASE: u64 = 0x1_0000_0000;
-    pub const SLOT_STRIDE: u64 = 0x2_0000;
-    pub const CONTEXT_PAGE: u64 = 0x1000;
-    pub const STACK_OFFSET: u64 = 0x1_0000;
-    pub const STACK_SIZE: u64 = 0x1_0000;
-    /// Backing bytes of one slot (context page and stack; the guard has none).
-    pub const SLOT_BACKING: u64 = CONTEXT_PAGE + STACK_SIZE;
-    /// Most thread slots of one process.
-    pub const MAX_SLOTS: u32 = 1024;
-    /// Outbox pages, by DPA_OUTBOX id.
-    pub const OUTBOX_BASE: u64 = 0x2_0000_0000;
-    pub const OUTBOX_PAGE: u64 = 0x1000;
-    /// Window mkey registers, by DPA_WINDOW id.
-    pub const WINDOW_CFG_BASE: u64 = 0x3_0000_0000;
-    /// Window aperture: `WINDOW_BASE + H` is host address `H` (any 48-bit address).
-    pub const WINDOW_BASE: u64 = 1 << 48;
-    pub const WINDOW_SPAN: u64 = 1 << 48;
-    /// Return address of every activation: fetching it ends the activation (finish).
-    pub const SENTINEL: u64 = 0xffff_ffff_ffff_f000;
-
-    /// First address of thread slot `slot`.
-    pub const fn slot_base(slot: u32) -> u64 {
-        SLOTS_BASE + slot as u64 * SLOT_STRIDE
-    }
-    /// Address of the thread context of slot `slot` (what `tp` holds).
-    pub const fn context(slot: u32) -> u64 {
-        slot_base(slot)
-    }
-    /// Initial `sp` of slot `slot` (16-byte aligned top of its stack).
-    pub const fn stack_top(slot: u32) -> u64 {
-        slot_base(slot) + STACK_OFFSET + STACK_SIZE
-    }
-    /// Outbox page of DPA_OUTBOX `id`.
-    pub const fn outbox(id: u32) -> u64 {
-        OUTBOX_BASE + id as u64 * OUTBOX_PAGE
-    }
-    /// mkey register of DPA_WINDOW `id`.
-    pub const fn window_cfg(id: u32) -> u64 {
-        WINDOW_CFG_BASE + id as u64 * 8
-    }
-}
 
 /// Outbox page registers (FACTS.md §5), 64-bit stores.
 pub mod outbox_reg {
