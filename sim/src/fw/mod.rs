@@ -9,6 +9,7 @@
 /// The checks firmware applies (re-exported: they live below the firmware, with the memory
 /// model that applies some of them).
 pub use crate::check;
+mod destroy;
 mod general;
 mod queues;
 pub(crate) mod steering;
@@ -25,6 +26,7 @@ use check::Check;
 
 pub(crate) use crate::state::{limit, Firmware, EQN_BASE};
 pub use crate::state::{FaultPlan, FwStats};
+pub use destroy::{destroy_inbox, object_of_inbox};
 pub use objects::ObjRef;
 
 /// Byte size of a layout.
@@ -141,6 +143,10 @@ impl Firmware {
         if out.len() < size::<l::mbox_out::Layout>() {
             return Err(check::OUTBOX_TOO_SHORT);
         }
+        // Every destroy (and dealloc, delete) names its object the same way.
+        if let Some(obj) = destroy::destroyed_object(op, inb) {
+            return self.destroy(uid, obj?).map(|()| None);
+        }
         let op_mod = u16::from_be_bytes([inb[6], inb[7]]);
         match op {
             Opcode::QUERY_HCA_CAP => self.query_hca_cap(inb, out).map(|()| None),
@@ -171,11 +177,6 @@ impl Firmware {
                 o.set(l::alloc_pd_out::pd, u64::from(id));
                 Ok(Some(ObjRef::Pd(id)))
             }
-            Opcode::DEALLOC_PD => {
-                let v = inbox::<l::dealloc_pd_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Pd(v.get(l::dealloc_pd_in::pd) as u32))
-                    .map(|()| None)
-            }
             Opcode::ALLOC_TRANSPORT_DOMAIN => {
                 let mut o = outbox::<l::alloc_transport_domain_out::Layout>(out)?;
                 let id = self
@@ -190,106 +191,23 @@ impl Firmware {
                 );
                 Ok(Some(ObjRef::Td(id)))
             }
-            Opcode::DEALLOC_TRANSPORT_DOMAIN => {
-                let v = inbox::<l::dealloc_transport_domain_in::Layout>(inb)?;
-                let id = v.get(l::dealloc_transport_domain_in::transport_domain) as u32;
-                self.destroy(uid, ObjRef::Td(id)).map(|()| None)
-            }
             Opcode::CREATE_MKEY => self.create_mkey(uid, inb, out).map(Some),
-            Opcode::DESTROY_MKEY => {
-                let v = inbox::<l::destroy_mkey_in::Layout>(inb)?;
-                self.destroy(
-                    uid,
-                    ObjRef::Mkey(v.get(l::destroy_mkey_in::mkey_index) as u32),
-                )
-                .map(|()| None)
-            }
             Opcode::CREATE_CQ => self.create_cq(uid, inb, out).map(Some),
             Opcode::MODIFY_CQ => self.modify_cq(uid, inb).map(|()| None),
             Opcode::QUERY_CQ => self.query_cq(uid, inb, out).map(|()| None),
-            Opcode::DESTROY_CQ => {
-                let v = inbox::<l::destroy_cq_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Cq(v.get(l::destroy_cq_in::cqn) as u32))
-                    .map(|()| None)
-            }
             Opcode::CREATE_SQ => self.create_sq(uid, inb, out).map(Some),
             Opcode::MODIFY_SQ => self.modify_sq(uid, inb).map(|()| None),
             Opcode::QUERY_SQ => self.query_sq(uid, inb, out).map(|()| None),
-            Opcode::DESTROY_SQ => {
-                let v = inbox::<l::destroy_sq_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Sq(v.get(l::destroy_sq_in::sqn) as u32))
-                    .map(|()| None)
-            }
             Opcode::CREATE_RQ => self.create_rq(uid, inb, out).map(Some),
             Opcode::MODIFY_RQ => self.modify_rq(uid, inb).map(|()| None),
             Opcode::QUERY_RQ => self.query_rq(uid, inb, out).map(|()| None),
-            Opcode::DESTROY_RQ => {
-                let v = inbox::<l::destroy_rq_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Rq(v.get(l::destroy_rq_in::rqn) as u32))
-                    .map(|()| None)
-            }
             Opcode::CREATE_RMP => self.create_rmp(uid, inb, out).map(Some),
-            Opcode::DESTROY_RMP => {
-                let v = inbox::<l::destroy_rmp_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Rmp(v.get(l::destroy_rmp_in::rmpn) as u32))
-                    .map(|()| None)
-            }
             Opcode::CREATE_TIS => self.create_tis(uid, inb, out).map(Some),
-            Opcode::DESTROY_TIS => {
-                let v = inbox::<l::destroy_tis_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Tis(v.get(l::destroy_tis_in::tisn) as u32))
-                    .map(|()| None)
-            }
             Opcode::CREATE_TIR => self.create_tir(uid, inb, out).map(Some),
-            Opcode::DESTROY_TIR => {
-                let v = inbox::<l::destroy_tir_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Tir(v.get(l::destroy_tir_in::tirn) as u32))
-                    .map(|()| None)
-            }
             Opcode::CREATE_RQT => self.create_rqt(uid, inb, out).map(Some),
-            Opcode::DESTROY_RQT => {
-                let v = inbox::<l::destroy_rqt_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Rqt(v.get(l::destroy_rqt_in::rqtn) as u32))
-                    .map(|()| None)
-            }
             Opcode::CREATE_FLOW_TABLE => self.create_flow_table(uid, inb, out).map(Some),
-            Opcode::DESTROY_FLOW_TABLE => {
-                let v = inbox::<l::destroy_flow_table_in::Layout>(inb)?;
-                self.destroy(
-                    uid,
-                    ObjRef::FlowTable {
-                        table_type: v.get(l::destroy_flow_table_in::table_type) as u8,
-                        id: v.get(l::destroy_flow_table_in::table_id) as u32,
-                    },
-                )
-                .map(|()| None)
-            }
             Opcode::CREATE_FLOW_GROUP => self.create_flow_group(uid, inb, out).map(Some),
-            Opcode::DESTROY_FLOW_GROUP => {
-                let v = inbox::<l::destroy_flow_group_in::Layout>(inb)?;
-                self.destroy(
-                    uid,
-                    ObjRef::FlowGroup {
-                        table_type: v.get(l::destroy_flow_group_in::table_type) as u8,
-                        table: v.get(l::destroy_flow_group_in::table_id) as u32,
-                        id: v.get(l::destroy_flow_group_in::group_id) as u32,
-                    },
-                )
-                .map(|()| None)
-            }
             Opcode::SET_FLOW_TABLE_ENTRY => self.set_fte(uid, inb, out).map(Some),
-            Opcode::DELETE_FLOW_TABLE_ENTRY => {
-                let v = inbox::<l::delete_fte_in::Layout>(inb)?;
-                self.destroy(
-                    uid,
-                    ObjRef::Fte {
-                        table_type: v.get(l::delete_fte_in::table_type) as u8,
-                        table: v.get(l::delete_fte_in::table_id) as u32,
-                        index: v.get(l::delete_fte_in::flow_index) as u32,
-                    },
-                )
-                .map(|()| None)
-            }
             Opcode::SET_FLOW_TABLE_ROOT => self.set_flow_table_root(uid, inb).map(|()| None),
             Opcode::CREATE_QP => self.create_qp(uid, inb, out).map(Some),
             Opcode::RST2INIT_QP
@@ -301,25 +219,9 @@ impl Firmware {
             | Opcode::QP_2ERR
             | Opcode::QP_2RST => self.modify_qp(uid, op, inb).map(|()| None),
             Opcode::QUERY_QP => self.query_qp(uid, inb, out).map(|()| None),
-            Opcode::DESTROY_QP => {
-                let v = inbox::<l::destroy_qp_in::Layout>(inb)?;
-                self.destroy(uid, ObjRef::Qp(v.get(l::destroy_qp_in::qpn) as u32))
-                    .map(|()| None)
-            }
             Opcode::CREATE_GENERAL_OBJECT => self.create_general(uid, inb, out).map(Some),
             Opcode::MODIFY_GENERAL_OBJECT => self.modify_general(uid, inb).map(|()| None),
             Opcode::QUERY_GENERAL_OBJECT => self.query_general(uid, inb, out).map(|()| None),
-            Opcode::DESTROY_GENERAL_OBJECT => {
-                let v = inbox::<l::general_obj_in_cmd_hdr::Layout>(inb)?;
-                self.destroy(
-                    uid,
-                    ObjRef::General {
-                        obj_type: v.get(l::general_obj_in_cmd_hdr::obj_type) as u16,
-                        id: v.get(l::general_obj_in_cmd_hdr::obj_id) as u32,
-                    },
-                )
-                .map(|()| None)
-            }
             Opcode::QUERY_NIC_VPORT_CONTEXT => {
                 self.query_nic_vport_context(inb, out).map(|()| None)
             }
@@ -525,169 +427,6 @@ impl Firmware {
         Ok(())
     }
 
-    /// Destroys an object after the reference and ownership checks.
-    pub(crate) fn destroy(&mut self, uid: u16, obj: ObjRef) -> Result<(), Check> {
-        fn take<T>(
-            slab: &mut Slab<T>,
-            id: u32,
-            uid: u16,
-            meta: impl Fn(&T) -> &Meta,
-            missing: Check,
-        ) -> Result<T, Check> {
-            let m = meta(slab.get(id).ok_or(missing)?);
-            owned(m, uid)?;
-            if m.refs != 0 {
-                return Err(check::OBJECT_IN_USE);
-            }
-            slab.remove(id).ok_or(missing)
-        }
-        match obj {
-            ObjRef::Pd(id) => {
-                take(&mut self.pds, id, uid, |o| &o.meta, check::NO_SUCH_PD)?;
-            }
-            ObjRef::Td(id) => {
-                take(&mut self.tds, id, uid, |o| &o.meta, check::NO_SUCH_TD)?;
-            }
-            ObjRef::Mkey(id) => {
-                let m = take(&mut self.mkeys, id, uid, |o| &o.meta, check::NO_SUCH_MKEY)?;
-                self.mem.unpin(m.umem);
-                unref(self.pds.get_mut(m.pd).map(|p| &mut p.meta));
-            }
-            ObjRef::Cq(id) => {
-                let c = take(&mut self.cqs, id, uid, |o| &o.meta, check::NO_SUCH_CQ)?;
-                self.mem.unpin(c.ring_umem);
-                self.mem.unpin(c.dbr_umem);
-                uar_unref(&mut self.uars, c.uar_page);
-                match c.target {
-                    CqTarget::Eq(_) => {}
-                    CqTarget::DpaThread(t) | CqTarget::DpaEq(t) => {
-                        unref(self.gen.get_mut(t).map(|g| &mut g.meta));
-                    }
-                }
-            }
-            ObjRef::Sq(id) => {
-                let s = take(&mut self.sqs, id, uid, |o| &o.meta, check::NO_SUCH_SQ)?;
-                self.release_wq(&s.wq);
-                unref(self.cqs.get_mut(s.cqn).map(|c| &mut c.meta));
-                unref(self.tises.get_mut(s.tis).map(|t| &mut t.meta));
-            }
-            ObjRef::Rq(id) => {
-                let r = take(&mut self.rqs, id, uid, |o| &o.meta, check::NO_SUCH_RQ)?;
-                self.release_wq(&r.wq);
-                unref(self.cqs.get_mut(r.cqn).map(|c| &mut c.meta));
-            }
-            ObjRef::Rmp(id) => {
-                let r = take(&mut self.rmps, id, uid, |o| &o.meta, check::NO_SUCH_RMP)?;
-                self.release_wq(&r.wq);
-            }
-            ObjRef::Tis(id) => {
-                let t = take(&mut self.tises, id, uid, |o| &o.meta, check::NO_SUCH_TIS)?;
-                unref(self.tds.get_mut(t.td).map(|t| &mut t.meta));
-            }
-            ObjRef::Tir(id) => {
-                let t = take(&mut self.tirs, id, uid, |o| &o.meta, check::NO_SUCH_TIR)?;
-                unref(self.tds.get_mut(t.td).map(|t| &mut t.meta));
-                match t.dispatch {
-                    Dispatch::Direct(rq) => unref(self.rqs.get_mut(rq).map(|r| &mut r.meta)),
-                    Dispatch::Indirect(rqt) => unref(self.rqts.get_mut(rqt).map(|r| &mut r.meta)),
-                }
-            }
-            ObjRef::Rqt(id) => {
-                let r = take(&mut self.rqts, id, uid, |o| &o.meta, check::NO_SUCH_RQT)?;
-                for rq in r.rqs {
-                    unref(self.rqs.get_mut(rq).map(|r| &mut r.meta));
-                }
-            }
-            ObjRef::FlowTable { table_type, id } => {
-                let t = self.tables.get(id).ok_or(check::NO_SUCH_FLOW_TABLE)?;
-                if t.table_type != table_type {
-                    return Err(check::TABLE_TYPE_MISMATCH);
-                }
-                if !t.groups.is_empty() || !t.entries.is_empty() {
-                    return Err(check::OBJECT_IN_USE);
-                }
-                take(
-                    &mut self.tables,
-                    id,
-                    uid,
-                    |o| &o.meta,
-                    check::NO_SUCH_FLOW_TABLE,
-                )?;
-                if self.root_table == Some(id) {
-                    self.root_table = None;
-                }
-            }
-            ObjRef::FlowGroup {
-                table_type,
-                table,
-                id,
-            } => {
-                let t = self.tables.get(table).ok_or(check::NO_SUCH_FLOW_TABLE)?;
-                if t.table_type != table_type {
-                    return Err(check::TABLE_TYPE_MISMATCH);
-                }
-                let g = self.groups.get(id).ok_or(check::NO_SUCH_FLOW_GROUP)?;
-                if g.table != table {
-                    return Err(check::NO_SUCH_FLOW_GROUP);
-                }
-                take(
-                    &mut self.groups,
-                    id,
-                    uid,
-                    |o| &o.meta,
-                    check::NO_SUCH_FLOW_GROUP,
-                )?;
-                if let Some(t) = self.tables.get_mut(table) {
-                    t.groups.retain(|g| *g != id);
-                }
-            }
-            ObjRef::Fte {
-                table_type,
-                table,
-                index,
-            } => {
-                let t = self
-                    .tables
-                    .get_mut(table)
-                    .ok_or(check::NO_SUCH_FLOW_TABLE)?;
-                if t.table_type != table_type {
-                    return Err(check::TABLE_TYPE_MISMATCH);
-                }
-                let e = t.entries.get(&index).ok_or(check::NO_SUCH_FTE)?;
-                owned(&e.meta, uid)?;
-                let e = t.entries.remove(&index).ok_or(check::NO_SUCH_FTE)?;
-                unref(self.groups.get_mut(e.group).map(|g| &mut g.meta));
-                for d in e.dests {
-                    match d {
-                        Dest::Tir(t) => unref(self.tirs.get_mut(t).map(|t| &mut t.meta)),
-                        Dest::Table(t) => unref(self.tables.get_mut(t).map(|t| &mut t.meta)),
-                    }
-                }
-            }
-            ObjRef::Qp(id) => {
-                let q = take(&mut self.qps, id, uid, |o| &o.meta, check::NO_SUCH_QP)?;
-                self.mem.unpin(q.ring_umem);
-                self.mem.unpin(q.dbr_umem);
-                uar_unref(&mut self.uars, q.uar_page);
-                unref(self.pds.get_mut(q.pd).map(|p| &mut p.meta));
-                for c in [q.cqn_snd, q.cqn_rcv].into_iter().flatten() {
-                    unref(self.cqs.get_mut(c).map(|c| &mut c.meta));
-                }
-            }
-            ObjRef::General { obj_type, id } => {
-                let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;
-                if g.obj_type != obj_type {
-                    return Err(check::WRONG_OBJ_TYPE);
-                }
-                self.dpa_check_destroy(obj_type, id)?;
-                let g = take(&mut self.gen, id, uid, |o| &o.meta, check::NO_SUCH_OBJECT)?;
-                self.dpa_released(id, &g);
-                self.release_general(g);
-            }
-        }
-        Ok(())
-    }
-
     pub(crate) fn release_wq(&mut self, wq: &WqRing) {
         self.mem.unpin(wq.ring_umem);
         self.mem.unpin(wq.dbr_umem);
@@ -792,101 +531,4 @@ pub(crate) fn unref(m: Option<&mut Meta>) {
     if let Some(m) = m {
         m.refs = m.refs.saturating_sub(1);
     }
-}
-
-/// Builds the destroy command the kernel sends for `obj` (what `DEVX_OBJ_DESTROY` runs).
-pub fn destroy_inbox(obj: ObjRef) -> Vec<u8> {
-    fn simple(op: Opcode, id: u32) -> Vec<u8> {
-        let mut b = vec![0u8; 16];
-        b[0..2].copy_from_slice(&op.0.to_be_bytes());
-        // The object number sits at bit 0x48 (24 bits) in every one of these layouts.
-        b[8..12].copy_from_slice(&(id & 0xff_ffff).to_be_bytes());
-        b
-    }
-    fn flow(op: Opcode, table_type: u8, table: u32, extra: Option<(usize, u32)>) -> Vec<u8> {
-        let mut b = vec![0u8; 0x40];
-        b[0..2].copy_from_slice(&op.0.to_be_bytes());
-        b[0x10] = table_type;
-        b[0x14..0x18].copy_from_slice(&(table & 0xff_ffff).to_be_bytes());
-        if let Some((at, v)) = extra {
-            b[at..at + 4].copy_from_slice(&v.to_be_bytes());
-        }
-        b
-    }
-    match obj {
-        ObjRef::Pd(id) => simple(Opcode::DEALLOC_PD, id),
-        ObjRef::Td(id) => simple(Opcode::DEALLOC_TRANSPORT_DOMAIN, id),
-        ObjRef::Mkey(id) => simple(Opcode::DESTROY_MKEY, id),
-        ObjRef::Cq(id) => simple(Opcode::DESTROY_CQ, id),
-        ObjRef::Sq(id) => simple(Opcode::DESTROY_SQ, id),
-        ObjRef::Rq(id) => simple(Opcode::DESTROY_RQ, id),
-        ObjRef::Rmp(id) => simple(Opcode::DESTROY_RMP, id),
-        ObjRef::Tis(id) => simple(Opcode::DESTROY_TIS, id),
-        ObjRef::Tir(id) => simple(Opcode::DESTROY_TIR, id),
-        ObjRef::Rqt(id) => simple(Opcode::DESTROY_RQT, id),
-        ObjRef::Qp(id) => simple(Opcode::DESTROY_QP, id),
-        ObjRef::FlowTable { table_type, id } => {
-            flow(Opcode::DESTROY_FLOW_TABLE, table_type, id, None)
-        }
-        ObjRef::FlowGroup {
-            table_type,
-            table,
-            id,
-        } => flow(
-            Opcode::DESTROY_FLOW_GROUP,
-            table_type,
-            table,
-            Some((0x18, id)),
-        ),
-        ObjRef::Fte {
-            table_type,
-            table,
-            index,
-        } => flow(
-            Opcode::DELETE_FLOW_TABLE_ENTRY,
-            table_type,
-            table,
-            Some((0x20, index)),
-        ),
-        ObjRef::General { obj_type, id } => {
-            let mut b = vec![0u8; 16];
-            b[0..2].copy_from_slice(&Opcode::DESTROY_GENERAL_OBJECT.0.to_be_bytes());
-            b[6..8].copy_from_slice(&obj_type.to_be_bytes());
-            b[8..12].copy_from_slice(&id.to_be_bytes());
-            b
-        }
-    }
-}
-
-/// The object a modify or query inbox names (the kernel checks it against the handle).
-pub fn object_of_inbox(inb: &[u8]) -> Option<ObjRef> {
-    if inb.len() < 16 {
-        return None;
-    }
-    let op = Opcode(u16::from_be_bytes([inb[0], inb[1]]));
-    let id24 = u32::from_be_bytes([0, inb[9], inb[10], inb[11]]);
-    Some(match op {
-        Opcode::MODIFY_CQ | Opcode::QUERY_CQ => ObjRef::Cq(id24),
-        Opcode::MODIFY_SQ | Opcode::QUERY_SQ => ObjRef::Sq(id24),
-        Opcode::MODIFY_RQ | Opcode::QUERY_RQ => ObjRef::Rq(id24),
-        Opcode::MODIFY_RMP | Opcode::QUERY_RMP => ObjRef::Rmp(id24),
-        Opcode::MODIFY_TIS | Opcode::QUERY_TIS => ObjRef::Tis(id24),
-        Opcode::MODIFY_TIR | Opcode::QUERY_TIR => ObjRef::Tir(id24),
-        Opcode::MODIFY_RQT | Opcode::QUERY_RQT => ObjRef::Rqt(id24),
-        Opcode::QUERY_MKEY => ObjRef::Mkey(id24),
-        Opcode::RST2INIT_QP
-        | Opcode::INIT2INIT_QP
-        | Opcode::INIT2RTR_QP
-        | Opcode::RTR2RTS_QP
-        | Opcode::RTS2RTS_QP
-        | Opcode::SQERR2RTS_QP
-        | Opcode::QP_2ERR
-        | Opcode::QP_2RST
-        | Opcode::QUERY_QP => ObjRef::Qp(id24),
-        Opcode::MODIFY_GENERAL_OBJECT | Opcode::QUERY_GENERAL_OBJECT => ObjRef::General {
-            obj_type: u16::from_be_bytes([inb[6], inb[7]]),
-            id: u32::from_be_bytes([inb[8], inb[9], inb[10], inb[11]]),
-        },
-        _ => return None,
-    })
 }
