@@ -28,6 +28,7 @@ use crate::datapath::eth::run_sq;
 use crate::datapath::port::capture;
 use crate::datapath::steering::compute_roots;
 use crate::port::roce;
+use crate::state::datapath::Doorbell;
 use crate::state::datapath::{Datapath, PortMode, MAX_FRAME};
 use crate::state::Firmware;
 use crate::state::State;
@@ -45,23 +46,24 @@ pub(crate) fn step(st: &mut State) -> usize {
     let mut work = 0;
     let State { fw, dp } = st;
     // 1. UAR doorbells.
-    let mut arms = std::mem::take(&mut dp.doorbells);
-    arms.clear();
-    for (page_id, page) in fw.uars.iter() {
-        if let Some(v) = page.take(CQ_DOORBELL) {
-            arms.push((page_id, 0, v));
+    let mut rung = std::mem::take(&mut dp.doorbells);
+    rung.clear();
+    for (page, uar) in fw.uars.iter() {
+        if let Some(word) = uar.take(CQ_DOORBELL) {
+            rung.push(Doorbell::CqArm { page, word });
         }
         for off in SEND_DOORBELLS {
-            if let Some(v) = page.take(off) {
-                arms.push((page_id, 1, v));
+            if let Some(word) = uar.take(off) {
+                rung.push(Doorbell::Send { page, word });
             }
         }
     }
-    for &(page, kind, v) in &arms {
+    for &d in &rung {
         work += 1;
+        let (Doorbell::CqArm { page, word: v } | Doorbell::Send { page, word: v }) = d;
         let hi = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
         let lo = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
-        if kind == 0 {
+        if let Doorbell::CqArm { .. } = d {
             arm_cq(fw, dp, page, lo & 0xff_ffff, hi & 0xff_ffff);
         } else {
             // qpn_ds / sqn_ds: the number names an SQ or a QP of this page (their number
@@ -79,7 +81,7 @@ pub(crate) fn step(st: &mut State) -> usize {
             }
         }
     }
-    dp.doorbells = arms;
+    dp.doorbells = rung;
     // 2. Steering roots for this pass (tables cannot change while the lock is held).
     compute_roots(fw, &mut dp.roots);
     // 3. Send queues.

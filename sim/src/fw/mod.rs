@@ -290,22 +290,23 @@ impl Firmware {
         start.checked_add(len).ok_or(check::BAD_LENGTH)?;
         let umem = v.get(m::mkey_umem_id) as u32;
         let offset = v.get(m::mkey_umem_offset);
-        let (lr, lw, rr, rw, a) = (
-            v.get(c.at(mkc::lr)) == 1,
-            v.get(c.at(mkc::lw)) == 1,
-            v.get(c.at(mkc::rr)) == 1,
-            v.get(c.at(mkc::rw)) == 1,
-            v.get(c.at(mkc::a)) == 1,
-        );
+        let bit = |f| v.get(c.at(f)) == 1;
+        let rights = mlx5_dpa::mlx5::cmd::MkeyAccess {
+            local_read: bit(mkc::lr),
+            local_write: bit(mkc::lw),
+            remote_read: bit(mkc::rr),
+            remote_write: bit(mkc::rw),
+            atomic: bit(mkc::a),
+        };
         // Rights are checked against the registration here; the datapath checks them again
         // on every access (local write for receives and READ / atomic results, remote rights
         // at the RC responder).
         use mlx5_dpa::devx::UmemAccess as A;
         let granted = self.mem.access(umem).ok_or(check::NO_SUCH_UMEM)?;
-        if (lw && !granted.contains(A::LOCAL_WRITE))
-            || (rw && !granted.contains(A::REMOTE_WRITE))
-            || (rr && !granted.contains(A::REMOTE_READ))
-            || (a && !granted.contains(A::REMOTE_ATOMIC))
+        if (rights.local_write && !granted.contains(A::LOCAL_WRITE))
+            || (rights.remote_write && !granted.contains(A::REMOTE_WRITE))
+            || (rights.remote_read && !granted.contains(A::REMOTE_READ))
+            || (rights.atomic && !granted.contains(A::REMOTE_ATOMIC))
         {
             return Err(check::ACCESS_NOT_GRANTED);
         }
@@ -321,11 +322,11 @@ impl Firmware {
                 start,
                 len,
                 dma,
-                lr,
-                lw,
-                rr,
-                rw,
-                a,
+                lr: rights.local_read,
+                lw: rights.local_write,
+                rr: rights.remote_read,
+                rw: rights.remote_write,
+                a: rights.atomic,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;
         self.mem.pin(uid, umem, offset, len)?;

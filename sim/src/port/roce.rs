@@ -79,10 +79,21 @@ pub mod aeth {
     pub const NAK_OPERATIONAL: u8 = 0x63;
 }
 
-/// Which extension headers follow the BTH for an opcode: (RETH, AETH, AtomicETH,
-/// AtomicAckETH, ImmDt), or `None` for an opcode the model does not carry.
-fn extensions(op: u8) -> Option<(bool, bool, bool, bool, bool)> {
+/// The extension headers that follow the BTH for one opcode (IBA vol. 1, 9.2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Extensions {
+    reth: bool,
+    aeth: bool,
+    atomic_eth: bool,
+    atomic_ack_eth: bool,
+    imm: bool,
+}
+
+/// Which extension headers follow the BTH for an opcode, or `None` for an opcode the model
+/// does not carry.
+fn extensions(op: u8) -> Option<Extensions> {
     use opcode::*;
+    let none = Extensions::default();
     Some(match op {
         SEND_FIRST
         | SEND_MIDDLE
@@ -90,18 +101,27 @@ fn extensions(op: u8) -> Option<(bool, bool, bool, bool, bool)> {
         | SEND_ONLY
         | RDMA_WRITE_MIDDLE
         | RDMA_WRITE_LAST
-        | RDMA_READ_RESPONSE_MIDDLE => (false, false, false, false, false),
-        SEND_LAST_IMM | SEND_ONLY_IMM | RDMA_WRITE_LAST_IMM => (false, false, false, false, true),
-        RDMA_WRITE_FIRST | RDMA_WRITE_ONLY | RDMA_READ_REQUEST => {
-            (true, false, false, false, false)
-        }
-        RDMA_WRITE_ONLY_IMM => (true, false, false, false, true),
+        | RDMA_READ_RESPONSE_MIDDLE => none,
+        SEND_LAST_IMM | SEND_ONLY_IMM | RDMA_WRITE_LAST_IMM => Extensions { imm: true, ..none },
+        RDMA_WRITE_FIRST | RDMA_WRITE_ONLY | RDMA_READ_REQUEST => Extensions { reth: true, ..none },
+        RDMA_WRITE_ONLY_IMM => Extensions {
+            reth: true,
+            imm: true,
+            ..none
+        },
         RDMA_READ_RESPONSE_FIRST
         | RDMA_READ_RESPONSE_LAST
         | RDMA_READ_RESPONSE_ONLY
-        | ACKNOWLEDGE => (false, true, false, false, false),
-        ATOMIC_ACKNOWLEDGE => (false, true, false, true, false),
-        COMPARE_SWAP | FETCH_ADD => (false, false, true, false, false),
+        | ACKNOWLEDGE => Extensions { aeth: true, ..none },
+        ATOMIC_ACKNOWLEDGE => Extensions {
+            aeth: true,
+            atomic_ack_eth: true,
+            ..none
+        },
+        COMPARE_SWAP | FETCH_ADD => Extensions {
+            atomic_eth: true,
+            ..none
+        },
         _ => return None,
     })
 }
@@ -380,7 +400,13 @@ pub(crate) fn parse(frame: &[u8]) -> Result<Packet<'_>, Reject> {
     }
     let dqpn = be32(&bth[4..8]) & 0xff_ffff;
     let w = be32(&bth[8..12]);
-    let (reth, aeth_on, atomic, atomic_ack, imm) = extensions(op).ok_or(Malformed)?;
+    let Extensions {
+        reth,
+        aeth: aeth_on,
+        atomic_eth: atomic,
+        atomic_ack_eth: atomic_ack,
+        imm,
+    } = extensions(op).ok_or(Malformed)?;
     let mut rest = &l3[ihl + UDP + BTH..body];
     let mut take = |n: usize| -> Result<&[u8], Reject> {
         if rest.len() < n {

@@ -93,7 +93,7 @@ pub(crate) struct Datapath {
     pub(crate) roots: Vec<u32>,
     pub(crate) frame: Vec<u8>,
     /// Scratch of one pass (kept to avoid allocating on the datapath).
-    pub(crate) doorbells: Vec<(u32, u32, [u8; 8])>,
+    pub(crate) doorbells: Vec<Doorbell>,
     pub(crate) incoming: VecDeque<Vec<u8>>,
     pub(crate) rx_buf: Vec<u8>,
     /// RC transport (`crate::rc`): its frame scratch, QP list scratch, frames delivered
@@ -143,4 +143,13 @@ impl Datapath {
         buf.extend_from_slice(frame);
         self.rc_local.push_back(buf);
     }
+}
+
+/// A UAR register write the engine took in this pass: the page and the 8 bytes written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Doorbell {
+    /// The CQ doorbell (`MLX5_CQ_DOORBELL`): arm a CQ.
+    CqArm { page: u32, word: [u8; 8] },
+    /// A send doorbell (`MLX5_BF_OFFSET` and its alternates): an SQ or QP has WQEs.
+    Send { page: u32, word: [u8; 8] },
 }
