@@ -155,6 +155,24 @@ opcodes! {
     DPA_PROCESS_COREDUMP = 0xb2b => General,
 }
 
+impl Opcode {
+    /// Whether this is one of the QP state transitions (`RST2INIT_QP` .. `QP_2RST`), the
+    /// commands that modify a QP.
+    pub const fn is_qp_transition(self) -> bool {
+        matches!(
+            self,
+            Opcode::RST2INIT_QP
+                | Opcode::INIT2INIT_QP
+                | Opcode::INIT2RTR_QP
+                | Opcode::RTR2RTS_QP
+                | Opcode::RTS2RTS_QP
+                | Opcode::SQERR2RTS_QP
+                | Opcode::QP_2ERR
+                | Opcode::QP_2RST
+        )
+    }
+}
+
 impl fmt::Display for Opcode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.name() {

@@ -153,15 +153,8 @@ pub fn object_of_inbox(inb: &[u8]) -> Option<ObjRef> {
         Opcode::MODIFY_TIR | Opcode::QUERY_TIR => ObjRef::Tir(id24),
         Opcode::MODIFY_RQT | Opcode::QUERY_RQT => ObjRef::Rqt(id24),
         Opcode::QUERY_MKEY => ObjRef::Mkey(id24),
-        Opcode::RST2INIT_QP
-        | Opcode::INIT2INIT_QP
-        | Opcode::INIT2RTR_QP
-        | Opcode::RTR2RTS_QP
-        | Opcode::RTS2RTS_QP
-        | Opcode::SQERR2RTS_QP
-        | Opcode::QP_2ERR
-        | Opcode::QP_2RST
-        | Opcode::QUERY_QP => ObjRef::Qp(id24),
+        Opcode::QUERY_QP => ObjRef::Qp(id24),
+        op if op.is_qp_transition() => ObjRef::Qp(id24),
         Opcode::MODIFY_GENERAL_OBJECT | Opcode::QUERY_GENERAL_OBJECT => ObjRef::General {
             obj_type: u16::from_be_bytes([inb[6], inb[7]]),
             id: u32::from_be_bytes([inb[8], inb[9], inb[10], inb[11]]),

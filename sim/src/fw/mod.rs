@@ -210,14 +210,7 @@ impl Firmware {
             Opcode::SET_FLOW_TABLE_ENTRY => self.set_fte(uid, inb, out).map(Some),
             Opcode::SET_FLOW_TABLE_ROOT => self.set_flow_table_root(uid, inb).map(|()| None),
             Opcode::CREATE_QP => self.create_qp(uid, inb, out).map(Some),
-            Opcode::RST2INIT_QP
-            | Opcode::INIT2INIT_QP
-            | Opcode::INIT2RTR_QP
-            | Opcode::RTR2RTS_QP
-            | Opcode::RTS2RTS_QP
-            | Opcode::SQERR2RTS_QP
-            | Opcode::QP_2ERR
-            | Opcode::QP_2RST => self.modify_qp(uid, op, inb).map(|()| None),
+            op if op.is_qp_transition() => self.modify_qp(uid, op, inb).map(|()| None),
             Opcode::QUERY_QP => self.query_qp(uid, inb, out).map(|()| None),
             Opcode::CREATE_GENERAL_OBJECT => self.create_general(uid, inb, out).map(Some),
             Opcode::MODIFY_GENERAL_OBJECT => self.modify_general(uid, inb).map(|()| None),
