@@ -7,35 +7,26 @@
 //! precedes reading the rest. The consumer index goes to `dbrec[0]`. Arming writes
 //! `sn << 28 | cmd | ci` to `dbrec[1]`, then to UAR + 0x20 together with the CQN.
 
-use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::ring::{self, CQE_INIT_OP_OWN, CQE_OPCODE_INVALID, CQ_CI_MASK};
-use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
+use super::ring::{CQE_INIT_OP_OWN, CQE_OPCODE_INVALID, CQ_CI_MASK};
+use super::shared::{host_queue, CqRing, CqeRef, HostQueue};
+use super::{MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj, EventChannel};
 use crate::mlx5::cmd::{CqEventTarget, CreateCq, ModifyCqModeration, RingMem};
 use crate::mlx5::wire::cqe::{
-    at, cqe64_offset, decode_send_recv, decode_words, word, Completion, CompletionError, Cqe,
-    CQE_SIZE, OP_OWN_HOT_MASK,
+    at, decode_send_recv, decode_words, word, Completion, CompletionError, Cqe, CQE_SIZE,
+    OP_OWN_HOT_MASK,
 };
 use crate::uar::{barrier, DoorbellRecord, UarPage, CQ_ARM_DB, CQ_SET_CI};
 
 /// The cold arm of [`Cq::decode_entry`]: an opcode other than REQ / RESP_SEND, in an entry
-/// found software's (and after the read barrier); out of line and taking the entry pointer by
-/// value, so the hot loop does not keep a closure's captures in memory for it.
-///
-/// # Safety
-/// `entry` is a 64-byte CQE of a CQ ring, software's until the consumer index is published.
+/// found software's (and after the read barrier); out of line and taking the entry by value,
+/// so the hot loop does not keep a closure's captures in memory for it.
 #[cold]
 #[inline(never)]
-unsafe fn decode_other_entry(
-    entry: *const u64,
-    w7: [u8; 8],
-) -> Result<Completion, CompletionError> {
-    decode_words(w7, |i| {
-        // SAFETY: `i` is 4, 5 or 6: a word of the entry (the caller's promise).
-        unsafe { std::ptr::read_volatile(entry.add(i & 7)) }.to_ne_bytes()
-    })
+fn decode_other_entry(entry: CqeRef, w7: [u8; 8]) -> Result<Completion, CompletionError> {
+    decode_words(w7, |i| entry.word(i))
 }
 
 /// A CQ number.
@@ -154,7 +145,7 @@ impl CqTarget for Cq {
 #[derive(Debug)]
 pub struct Cq {
     pub(crate) shared: Arc<CqObj>,
-    ring: NonNull<u8>,
+    ring: CqRing,
     log_size: u8,
     cqe_bytes: usize,
     ci: u32,
@@ -164,11 +155,6 @@ pub struct Cq {
     pub(crate) ring_place: MemPlace,
     pub(crate) dbr_place: MemPlace,
 }
-
-// SAFETY: `ring` points into the `QueueMemory` held (through `shared`) by this CQ; it is only
-// accessed through `&mut self` (polling) with volatile loads, so moving the CQ to another
-// thread moves the only accessor.
-unsafe impl Send for Cq {}
 
 impl Cq {
     /// Creates a CQ over `mem`, ringing through `uar`.
@@ -189,19 +175,18 @@ impl Cq {
             )));
         }
         let ring_bytes = cfg.ring_bytes();
-        let (ring_place, ring, dbr_place, dbr_ptr) = host_places(&mem, "CQ memory", ring_bytes)?;
+        let HostQueue {
+            ring_place,
+            ring,
+            dbr_place,
+            dbr,
+        } = host_queue(&mem, "CQ memory", ring_bytes)?;
         let cqe_bytes = cfg.cqe_size.bytes();
-        // SAFETY: `host_places` checked both host ranges; `QueueMemory` promises them to us.
-        unsafe {
-            volatile_fill(ring, ring_bytes, 0);
-            for i in 0..(1usize << cfg.log_size) {
-                let op_own = ring.as_ptr().add(cqe64_offset(i, cqe_bytes) + at::OP_OWN);
-                std::ptr::write_volatile(op_own, CQE_INIT_OP_OWN);
-            }
-            volatile_fill(dbr_ptr, 8, 0);
-        }
-        // SAFETY: the record is 8 bytes of host memory held by `mem`, which the CQ keeps.
-        let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
+        let ring = ring
+            .ring(0, ring_bytes)
+            .and_then(|r| CqRing::new(r, cfg.log_size, cqe_bytes))
+            .ok_or_else(|| QueueError::Config("CQ ring size".into()))?;
+        ring.init(CQE_INIT_OP_OWN);
         let target = match cfg.events {
             CqEvents::Vector(n) => CqEventTarget::Eq(dev.query_eqn(n)?),
             CqEvents::Eq(n) => CqEventTarget::Eq(n),
@@ -268,24 +253,11 @@ impl Cq {
         &self.shared.obj
     }
 
-    /// Entry `ci` of the ring (its 64-byte half of a 128-byte CQE).
-    #[inline(always)]
-    fn entry(&self, ci: u32) -> *const u64 {
-        let idx = ring::slot(ci, self.log_size);
-        // A 128-byte CQE carries the 64-byte CQE in its second half.
-        // `cqe_bytes` is 64 or 128: a shift, not a multiplication.
-        let off = (idx << self.cqe_bytes.trailing_zeros()) + (self.cqe_bytes - CQE_SIZE);
-        // SAFETY: `idx < 2^log_size` and the ring holds `2^log_size * cqe_bytes` bytes (checked
-        // at creation), so `off + 64` is inside it; the entry is 64-byte aligned.
-        unsafe { self.ring.as_ptr().add(off).cast::<u64>() }
-    }
-
     /// Loads word 7 of entry `ci` (bytes 0x38..0x40, `op_own` last) and returns it if the
     /// entry is software's; then the rest of the entry may be loaded.
     #[inline(always)]
-    fn owned_word7(&self, entry: *const u64, ci: u32) -> Option<[u8; 8]> {
-        // SAFETY: word 7 of the entry (see `entry`); a volatile load, since the device writes it.
-        let w7 = unsafe { std::ptr::read_volatile(entry.add(word::QPN)) }.to_ne_bytes();
+    fn owned_word7(&self, entry: CqeRef, ci: u32) -> Option<[u8; 8]> {
+        let w7 = entry.word(word::QPN);
         // `ring::cqe_is_sw_owned`, with the parity as a mask test (no variable shift).
         let parity = u8::from(ci & (1u32 << self.log_size) != 0);
         let op_own = w7[at::OP_OWN % 8];
@@ -305,17 +277,9 @@ impl Cq {
     /// bit is `parity`: `op_own` (its last byte) first, then, after the read barrier, word 7
     /// and only the other words the opcode needs (word 5 for a send or receive). Neither
     /// advances the consumer index nor publishes it.
-    ///
-    /// # Safety
-    /// `entry` is a 64-byte CQE of this CQ's ring (see [`Cq::entry`]).
     #[inline(always)]
-    unsafe fn decode_entry(
-        entry: *const u64,
-        parity: u8,
-    ) -> Option<Result<Completion, CompletionError>> {
-        // SAFETY: the last byte of the entry (the caller's promise); a volatile load, since
-        // the device writes it.
-        let op_own = unsafe { std::ptr::read_volatile(entry.cast::<u8>().add(at::OP_OWN)) };
+    fn decode_entry(entry: CqeRef, parity: u8) -> Option<Result<Completion, CompletionError>> {
+        let op_own = entry.op_own();
         // ORDERING (both arms): `op_own` was loaded, and found software's, before the read
         // barrier; every other load of the entry (word 7 again included: its QPN and WQE
         // counter are taken from the load after the barrier) follows it, as in rdma-core's
@@ -325,18 +289,15 @@ impl Cq {
             // Software's (owner bit equal to `parity`), and a REQ or RESP_SEND: one test for
             // both (`OP_OWN_HOT_MASK`; neither opcode is INVALID).
             barrier::dma_rmb();
-            // SAFETY: word 7 of the entry, software's until the consumer index is published.
-            let w7 = unsafe { std::ptr::read_volatile(entry.add(word::QPN)) }.to_ne_bytes();
-            // SAFETY: word 5, likewise.
-            let w5 = unsafe { std::ptr::read_volatile(entry.add(word::BYTE_CNT)) }.to_ne_bytes();
+            // Words 7 and 5, software's until the consumer index is published.
+            let w7 = entry.word(word::QPN);
+            let w5 = entry.word(word::BYTE_CNT);
             Some(Ok(decode_send_recv(w7, w5)))
         } else if (op_own & 1) == parity && (op_own >> 4) != CQE_OPCODE_INVALID {
             // `ring::cqe_is_sw_owned`, with the pass parity given: another opcode.
             barrier::dma_rmb();
-            // SAFETY: word 7 of the entry, software's until the consumer index is published.
-            let w7 = unsafe { std::ptr::read_volatile(entry.add(word::QPN)) }.to_ne_bytes();
-            // SAFETY: the caller's promise; the entry is software's.
-            Some(unsafe { decode_other_entry(entry, w7) })
+            let w7 = entry.word(word::QPN);
+            Some(decode_other_entry(entry, w7))
         } else {
             None
         }
@@ -346,25 +307,20 @@ impl Cq {
     #[inline(always)]
     fn decode_at(&self, ci: u32) -> Option<Result<Completion, CompletionError>> {
         let parity = u8::from(ci & (1u32 << self.log_size) != 0);
-        // SAFETY: `entry` gives a 64-byte CQE of the ring.
-        unsafe { Self::decode_entry(self.entry(ci), parity) }
+        Self::decode_entry(self.ring.entry(ci), parity)
     }
 
     /// Reads the whole CQE at the consumer index if it is software's, and advances past it.
     /// Does not update the doorbell record.
     #[inline]
     fn take(&mut self) -> Option<Cqe> {
-        let entry = self.entry(self.ci);
+        let entry = self.ring.entry(self.ci);
         let w7 = self.owned_word7(entry, self.ci)?;
         let mut bytes = [0u8; CQE_SIZE];
         for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
-            let w = if i == 7 {
-                w7
-            } else {
-                // SAFETY: word `i < 7` of the entry, software's until the index is published.
-                // Volatile 8-byte loads: a volatile `[u8; 64]` load compiles to 64 byte loads.
-                unsafe { std::ptr::read_volatile(entry.add(i)) }.to_ne_bytes()
-            };
+            // Words other than 7 are software's until the index is published. Volatile
+            // 8-byte loads: a volatile `[u8; 64]` load compiles to 64 byte loads.
+            let w = if i == 7 { w7 } else { entry.word(i) };
             chunk.copy_from_slice(&w);
         }
         self.ci = self.ci.wrapping_add(1);
@@ -405,50 +361,24 @@ impl Cq {
         mut f: impl FnMut(Result<Completion, CompletionError>),
     ) -> usize {
         // The walk lives in locals for the batch (fields would be stored back after every
-        // volatile load and reloaded after every call of `f`): the slot, stepped by the CQE
-        // size; the end of the ring; and the owner bit of the current pass
-        // (`ring::owner_parity` of the consumer index the slot stands for), flipped at the
-        // wrap. The inner loop runs up to the wrap (or `max`), so per CQE it only steps the
-        // pointer and counts: no wrap test, no parity update on the loop-carried path.
-        let base = self.ring.as_ptr();
-        let stride = self.cqe_bytes;
-        // `stride` is 64 or 128: byte distances become slot counts by a shift.
-        let stride_shift = stride.trailing_zeros();
+        // volatile load and reloaded after every call of `f`): runs of the ring up to the wrap
+        // (or `max`), each a pointer stepped by the CQE size (`CqRing::run`), with the owner
+        // bit of the run's pass; per CQE only the pointer moves.
         let size = 1u32 << self.log_size;
-        // A 128-byte CQE carries the 64-byte CQE in its second half.
-        let half = stride - CQE_SIZE;
-        // SAFETY: the ring holds `size * stride` bytes (checked at creation): `end` is one past
-        // it ...
-        let end = unsafe { base.add(size as usize * stride) };
-        // SAFETY: ... and this the slot of the consumer index in it.
-        let mut slot = unsafe { base.add(ring::slot(self.ci, self.log_size) * stride) };
-        let mut parity = u8::from(self.ci & size != 0);
         let mut n = 0usize;
         'batch: while n < max {
-            let run = ((end as usize - slot as usize) >> stride_shift).min(max - n);
-            let run_start = slot;
-            // SAFETY: `run` slots from `slot` end at `end` at the latest.
-            let run_end = unsafe { slot.add(run * stride) };
-            // The pointer is the only per-CQE count; how many were taken is its distance.
-            while slot != run_end {
-                // SAFETY: `slot` is a slot of the ring (it steps by `stride`, at most up to
-                // `end`, where the outer loop wraps it), so its last 64 bytes are a CQE; 8-byte
-                // aligned.
-                let entry = unsafe { slot.add(half) }.cast::<u64>();
-                // SAFETY: as above.
-                let Some(c) = (unsafe { Self::decode_entry(entry, parity) }) else {
-                    n += (slot as usize - run_start as usize) >> stride_shift;
+            let ci = self.ci.wrapping_add(n as u32);
+            // `ring::owner_parity` of the run's first index, as a mask test.
+            let parity = u8::from(ci & size != 0);
+            let mut run = self.ring.run(ci, max - n);
+            while let Some(entry) = run.next() {
+                let Some(c) = Self::decode_entry(entry, parity) else {
+                    n += run.taken() - 1;
                     break 'batch;
                 };
-                // SAFETY: `slot + stride <= run_end`: in the ring or one past it.
-                slot = unsafe { slot.add(stride) };
                 f(c);
             }
-            n += run;
-            if slot == end {
-                slot = base;
-                parity ^= 1;
-            }
+            n += run.taken();
         }
         if n > 0 {
             // Modulo 2^32 like the index itself.

@@ -28,6 +28,7 @@ pub mod descriptor;
 pub mod fuzzing;
 pub mod qp;
 pub mod ring;
+mod shared;
 pub mod steering;
 pub mod transport;
 pub mod wq;
@@ -242,46 +243,5 @@ unsafe impl QueueMemory for HostQueueMem {
     }
     fn doorbell_record(&self) -> MemPlace {
         self.place(self.dbr_off, 8)
-    }
-}
-
-/// Checks a queue memory against what the queue needs and returns the host pointers.
-pub(crate) fn host_places(
-    mem: &dyn QueueMemory,
-    what: &'static str,
-    ring_bytes: usize,
-) -> Result<(MemPlace, NonNull<u8>, MemPlace, NonNull<u8>), QueueError> {
-    let ring = mem.ring();
-    let dbr = mem.doorbell_record();
-    let bad = |detail: String| QueueError::Memory { what, detail };
-    if ring.len < ring_bytes {
-        return Err(bad(format!(
-            "the ring needs {ring_bytes} bytes, the memory has {}",
-            ring.len
-        )));
-    }
-    if dbr.len < 8 {
-        return Err(bad("the doorbell record needs 8 bytes".into()));
-    }
-    let (Some(r), Some(d)) = (ring.host, dbr.host) else {
-        return Err(bad(
-            "the host driver polls and posts this queue, so its ring must be host memory".into(),
-        ));
-    };
-    if !(r.as_ptr() as usize).is_multiple_of(RING_ALIGN) || !(d.as_ptr() as usize).is_multiple_of(8)
-    {
-        return Err(bad("ring must be 64-byte and record 8-byte aligned".into()));
-    }
-    Ok((ring, r, dbr, d))
-}
-
-/// Writes `len` bytes of `value` at `p` with volatile stores (ring initialisation).
-///
-/// # Safety
-/// `p..p+len` must be valid for writes.
-pub(crate) unsafe fn volatile_fill(p: NonNull<u8>, len: usize, value: u8) {
-    for i in 0..len {
-        // SAFETY: `i < len`, inside the range the caller vouched for.
-        unsafe { std::ptr::write_volatile(p.as_ptr().add(i), value) };
     }
 }

@@ -20,8 +20,9 @@ use std::sync::Arc;
 use super::cq::{Cq, CqObj};
 use super::descriptor::{wq_kind, WqDescriptor};
 use super::ring::{SEG, WQEBB};
+use super::shared::{host_queue, HostQueue};
 use super::wq::{data_seg, RecvRing, SendRing, CTRL_CQ_UPDATE, CTRL_SOLICITED};
-use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
+use super::{MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj};
 use crate::mem::{Access, Pd, Rkey, Sge};
 use crate::mlx5::cmd::{
@@ -298,14 +299,13 @@ impl RcQp {
             )));
         }
         let bytes = cfg.ring_bytes();
-        let (ring_place, ring, dbr_place, dbr_ptr) = host_places(&mem, "QP memory", bytes)?;
-        // SAFETY: checked host ranges that `mem` promises to this queue.
-        unsafe {
-            volatile_fill(ring, bytes, 0);
-            volatile_fill(dbr_ptr, 8, 0);
-        }
-        // SAFETY: 8 bytes of host memory held by `mem`, kept by the QP.
-        let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
+        let HostQueue {
+            ring_place,
+            ring: region,
+            dbr_place,
+            dbr,
+        } = host_queue(&mem, "QP memory", bytes)?;
+        let ring = region.base();
         let stride = cfg.rq_stride();
         let (obj, qpn) = devx::create(
             dev,
@@ -326,8 +326,10 @@ impl RcQp {
             },
         )?;
         let rq_bytes = cfg.rq_bytes();
-        // SAFETY: the send ring starts `rq_bytes` into a ring of `ring_bytes()` bytes.
-        let sq_base = unsafe { std::ptr::NonNull::new_unchecked(ring.as_ptr().add(rq_bytes)) };
+        // The send ring starts `rq_bytes` into the region.
+        let sq_base = region
+            .part(rq_bytes, bytes - rq_bytes)
+            .ok_or_else(|| QueueError::Config("QP ring size".into()))?;
         Ok(RcQp {
             obj,
             qpn: Qpn(qpn),

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use super::cq::{Cq, CqObj};
 use super::descriptor::{wq_kind, WqDescriptor};
 use super::ring::{self, SEG, WQEBB};
+use super::shared::{host_queue, HostQueue};
 use super::transport::Tis;
-use super::{host_places, volatile_fill, MemPlace, QueueError, QueueMemory};
+use super::{MemPlace, QueueError, QueueMemory};
 use crate::devx::{self, Devx, DevxObj};
 use crate::mem::{Pd, Sge};
 use crate::mlx5::cmd::{CreateRq, CreateSq, ModifyRq, ModifySq, RingMem, WqAttr, WqState};
@@ -683,15 +684,13 @@ impl EthSq {
                 1u32 << cfg.log_size
             )));
         }
-        let (ring_place, ring, dbr_place, dbr_ptr) =
-            host_places(&mem, "SQ memory", cfg.ring_bytes())?;
-        // SAFETY: checked host ranges that `mem` promises to this queue.
-        unsafe {
-            volatile_fill(ring, cfg.ring_bytes(), 0);
-            volatile_fill(dbr_ptr, 8, 0);
-        }
-        // SAFETY: 8 bytes of host memory held by `mem`, kept by the SQ.
-        let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
+        let HostQueue {
+            ring_place,
+            ring,
+            dbr_place,
+            dbr,
+        } = host_queue(&mem, "SQ memory", cfg.ring_bytes())?;
+        let ring = ring.base();
         let (obj, sqn) = create_rdy_sq(
             dev,
             &CreateSq {
@@ -936,15 +935,13 @@ impl Rq {
                 cfg.log_size, cfg.max_sge
             )));
         }
-        let (ring_place, ring, dbr_place, dbr_ptr) =
-            host_places(&mem, "RQ memory", cfg.ring_bytes())?;
-        // SAFETY: checked host ranges that `mem` promises to this queue.
-        unsafe {
-            volatile_fill(ring, cfg.ring_bytes(), 0);
-            volatile_fill(dbr_ptr, 8, 0);
-        }
-        // SAFETY: 8 bytes of host memory held by `mem`, kept by the RQ.
-        let dbr = unsafe { DoorbellRecord::new(dbr_ptr) };
+        let HostQueue {
+            ring_place,
+            ring,
+            dbr_place,
+            dbr,
+        } = host_queue(&mem, "RQ memory", cfg.ring_bytes())?;
+        let ring = ring.base();
         let stride = cfg.stride();
         let (obj, rqn) = create_rdy_rq(
             dev,
