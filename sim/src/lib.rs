@@ -201,7 +201,7 @@ impl Device {
         len: usize,
     ) -> Result<Vec<u8>, DpaAccessError> {
         let mem = self
-            .with_state(|st| dpa::fw::process_mem(&st.fw, process))
+            .with_state(|st| dpa::runtime::process_mem(&st.fw, process))
             .ok_or(DpaAccessError::NoProcess(process))?;
         let mut b = vec![0u8; len];
         mem.read(daddr, &mut b).map_err(DpaAccessError::Unmapped)?;
@@ -215,7 +215,7 @@ impl Device {
     /// No such process, or a byte of the range is not mapped in it (nothing is written then).
     pub fn dpa_write(&self, process: u32, daddr: u64, data: &[u8]) -> Result<(), DpaAccessError> {
         let mem = self
-            .with_state(|st| dpa::fw::process_mem(&st.fw, process))
+            .with_state(|st| dpa::runtime::process_mem(&st.fw, process))
             .ok_or(DpaAccessError::NoProcess(process))?;
         mem.write(daddr, data).map_err(DpaAccessError::Unmapped)
     }
@@ -223,11 +223,11 @@ impl Device {
     /// Stops dispatching activations of user context `uid` and waits (bounded) for the ones
     /// running: the kernel's context teardown calls this before destroying the objects.
     pub(crate) fn dpa_quiesce(&self, uid: u16) {
-        self.with_state(|st| st.fw.dpa_close_uid(uid));
+        self.with_state(|st| st.fw.dpa.close_uid(uid));
         if self.shared.dpa.in_flight() > 0 {
             self.shared.dpa.wait_idle(DPA_WAIT);
             let done = self.shared.dpa.take_done();
-            self.with_state(|st| dpa::fw::apply(st, done));
+            self.with_state(|st| dpa::runtime::apply(st, done));
         }
     }
 
@@ -293,7 +293,7 @@ impl Device {
                 tracing::error!(target: "mlx5_sim::dpa", "DPA activations still running after {DPA_WAIT:?}");
             }
             let done = self.shared.dpa.take_done();
-            work += self.with_state(|st| dpa::fw::apply(st, done));
+            work += self.with_state(|st| dpa::runtime::apply(st, done));
         }
         work
     }
@@ -304,7 +304,7 @@ impl Device {
         let weak = Arc::downgrade(&self.shared.state);
         let work = self.with_state(|st| {
             let done = self.shared.dpa.take_done();
-            let mut work = dpa::fw::apply(st, done);
+            let mut work = dpa::runtime::apply(st, done);
             work += datapath::step(st);
             work += st.fw.dpa_dispatch(&self.shared.dpa, &weak);
             work

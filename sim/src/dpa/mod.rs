@@ -5,9 +5,9 @@
 
 pub(crate) mod coredump;
 pub(crate) mod exec;
-pub(crate) mod fw;
 pub(crate) mod loader;
 pub(crate) mod pool;
+pub(crate) mod runtime;
 
 pub(crate) use pool::Exec;
 

@@ -162,7 +162,7 @@ impl Firmware {
                     .ok_or(check::BAD_LENGTH)?;
                 let budget = self.profile.dpa_process_memory();
                 // First fit in the DUMEM window after the heap (freed blocks are reused).
-                let free = self.dpa_find_block(process, rounded);
+                let free = self.dpa.find_block(process, rounded);
                 let Some(GenObj {
                     kind: GenKind::DpaProcess { used, .. },
                     ..
@@ -214,7 +214,7 @@ impl Firmware {
                 if c.get(th::entry_point) == 0 {
                     return Err(check::BAD_ENTRY_POINT);
                 }
-                if !self.dpa_has_slot(process) {
+                if !self.dpa.has_slot(process) {
                     return Err(check::TOO_MANY_THREADS);
                 }
                 let mut refs = vec![Ref::Gen(process)];

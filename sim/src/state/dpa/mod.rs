@@ -272,3 +272,52 @@ pub(crate) struct DpaState {
     pub(crate) seq: u64,
     pub(crate) stats: DpaStats,
 }
+
+impl DpaState {
+    /// Whether `process` has a free thread slot.
+    pub(crate) fn has_slot(&self, process: u32) -> bool {
+        self.processes
+            .get(&process)
+            .is_some_and(|p| p.slots.iter().any(|s| !s))
+    }
+
+    /// The DPA address of the first free range of `size` bytes in the process's DUMEM
+    /// window after its heap (DPA_MEM blocks are placed first fit, so freed ones are reused).
+    pub(crate) fn find_block(&self, process: u32, size: u64) -> Option<u64> {
+        let p = self.processes.get(&process)?;
+        let mut blocks: Vec<(u64, u64)> = p.dpa_mems.values().copied().collect();
+        blocks.sort_unstable();
+        let mut at = map::DUMEM_BASE + p.heap_end;
+        for (addr, len) in blocks {
+            if addr.saturating_sub(at) >= size {
+                break;
+            }
+            at = at.max(addr + len);
+        }
+        let end = map::DUMEM_BASE + p.mem.dumem_len();
+        (at.checked_add(size)? <= end).then_some(at)
+    }
+
+    /// The kernel closes context `uid`: its processes take no more activations.
+    pub(crate) fn close_uid(&mut self, uid: u16) {
+        let ids: Vec<u32> = self
+            .processes
+            .iter_mut()
+            .filter(|(_, p)| p.uid == uid)
+            .map(|(id, p)| {
+                p.closing = true;
+                *id
+            })
+            .collect();
+        let threads = &self.threads;
+        self.pending
+            .retain(|t| threads.get(t).is_none_or(|t| !ids.contains(&t.process)));
+    }
+
+    /// Grows the EU table to at least `n` EUs.
+    pub(crate) fn eu_count_at_least(&mut self, n: usize) {
+        if self.eus.len() < n {
+            self.eus.resize_with(n, Eu::default);
+        }
+    }
+}

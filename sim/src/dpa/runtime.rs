@@ -1,6 +1,7 @@
-//! Firmware's side of the DPA: the runtime of the DPA objects (created and destroyed with
-//! them), thread runs and events, dispatching activations to EUs, applying their results,
-//! and the DPA_PROCESS_COREDUMP command.
+//! The DPA's runtime: the bookkeeping of the DPA objects as they are created and destroyed
+//! (across the DPA state, the general-object table and the memory model), thread runs and
+//! events, dispatching activations to EUs, and applying their results. (The
+//! DPA_PROCESS_COREDUMP command is with the other firmware commands, in `fw::general`.)
 
 use std::sync::{Arc, Weak};
 
@@ -13,9 +14,7 @@ use super::Exec;
 use crate::check::{self, Check};
 use crate::riscv::{CodeCache, Hart};
 use crate::state::dpa::memory::ProcessMem;
-use crate::state::dpa::{
-    map, Affinity, DpaState, Eu, ProcStatus, ProcessRt, ThreadRt, ThreadState,
-};
+use crate::state::dpa::{map, Affinity, ProcStatus, ProcessRt, ThreadRt, ThreadState};
 use crate::state::objects::{GenKind, GenObj};
 use crate::state::Firmware;
 use crate::state::State;
@@ -23,14 +22,6 @@ use crate::state::State;
 /// DUMEM id of a process (the model's id space, next to host UMEM ids).
 pub(crate) fn dumem_id(process: u32) -> u32 {
     map::DUMEM_ID_BASE + process
-}
-
-impl DpaState {
-    fn eu_count_at_least(&mut self, n: usize) {
-        if self.eus.len() < n {
-            self.eus.resize_with(n, Eu::default);
-        }
-    }
 }
 
 impl Firmware {
@@ -76,31 +67,6 @@ impl Firmware {
                 heap_end: dumem_used,
             },
         );
-    }
-
-    /// Whether `process` has a free thread slot.
-    pub(crate) fn dpa_has_slot(&self, process: u32) -> bool {
-        self.dpa
-            .processes
-            .get(&process)
-            .is_some_and(|p| p.slots.iter().any(|s| !s))
-    }
-
-    /// The DPA address of the first free range of `size` bytes in the process's DUMEM
-    /// window after its heap (DPA_MEM blocks are placed first fit, so freed ones are reused).
-    pub(crate) fn dpa_find_block(&self, process: u32, size: u64) -> Option<u64> {
-        let p = self.dpa.processes.get(&process)?;
-        let mut blocks: Vec<(u64, u64)> = p.dpa_mems.values().copied().collect();
-        blocks.sort_unstable();
-        let mut at = map::DUMEM_BASE + p.heap_end;
-        for (addr, len) in blocks {
-            if addr.saturating_sub(at) >= size {
-                break;
-            }
-            at = at.max(addr + len);
-        }
-        let end = map::DUMEM_BASE + p.mem.dumem_len();
-        (at.checked_add(size)? <= end).then_some(at)
     }
 
     /// Refuses to destroy a process whose DUMEM queues or mkeys still use.
@@ -333,24 +299,6 @@ impl Firmware {
             c.set(pr::error_syndrome, u64::from(syndrome));
             c.set(pr::exit_status, exit & 0xffff_ffff);
         }
-    }
-
-    /// The kernel closes context `uid`: its processes take no more activations.
-    pub(crate) fn dpa_close_uid(&mut self, uid: u16) {
-        let ids: Vec<u32> = self
-            .dpa
-            .processes
-            .iter_mut()
-            .filter(|(_, p)| p.uid == uid)
-            .map(|(id, p)| {
-                p.closing = true;
-                *id
-            })
-            .collect();
-        let threads = &self.dpa.threads;
-        self.dpa
-            .pending
-            .retain(|t| threads.get(t).is_none_or(|t| !ids.contains(&t.process)));
     }
 
     /// The EU for `affinity`: `Ok(Some)` a free one, `Ok(None)` none free now, `Err` none
