@@ -6,6 +6,7 @@
 
 use mlx5_dpa::mlx5::cmd::*;
 use mlx5_dpa::mlx5::Status;
+use mlx5_dpa::mlx5::{Cqn, Pdn, Qpn, Rqn, Sqn};
 
 fn check(inbox: &[u8], len: usize, nonzero: &[(usize, u8)]) {
     assert_eq!(inbox.len(), len, "inbox length");
@@ -52,7 +53,7 @@ fn query_hca_cap_dpa_page() {
 fn destroy_cq() {
     // cqn at bits 0x48..0x60 -> bytes 9..12.
     check(
-        &encode_inbox(&DestroyCq(0x12_3456)).unwrap(),
+        &encode_inbox(&DestroyCq(Cqn(0x12_3456))).unwrap(),
         16,
         &[(0, 0x04), (1, 0x01), (9, 0x12), (10, 0x34), (11, 0x56)],
     );
@@ -104,7 +105,7 @@ fn modify_sq_rst_to_rdy() {
     // sq_state 0x40/4 = RST (0); sqn 0x48/24; sq_context at 0x100, sqc.state 0x8/4 -> bit 0x108
     // -> byte 33 high nibble = 1.
     let m = ModifySq {
-        sqn: 0xab,
+        sqn: Sqn(0xab),
         from: WqState::Rst,
         to: WqState::Rdy,
     };
@@ -121,7 +122,7 @@ fn create_tis() {
     // tisc.pd 0x168/24 -> bit 0x268 -> bytes 77..80.
     let t = CreateTis {
         transport_domain: 0x01_0203,
-        pd: 0x04_0506,
+        pd: Pdn(0x04_0506),
     };
     check(
         &encode_inbox(&t).unwrap(),
@@ -145,7 +146,7 @@ fn create_tir_direct() {
     // tirc.transport_domain 0x128/24 -> bit 0x228 -> bytes 69..72.
     let t = CreateTir {
         transport_domain: 7,
-        inline_rqn: 0x99,
+        inline_rqn: Rqn(0x99),
     };
     check(
         &encode_inbox(&t).unwrap(),
@@ -161,7 +162,7 @@ fn rst2init_qp() {
     // 0b111 << 5 = 0xe0; ads.vhca_port_num 0x128/8 inside primary_address_path (0xc0 in qpc)
     // -> bit 0xc0 + 0xc0 + 0x128 = 0x2a8 -> byte 85.
     let m = ModifyQp {
-        qpn: 0x33,
+        qpn: Qpn(0x33),
         attr: QpAttr {
             rre: true,
             rwe: true,
@@ -280,7 +281,7 @@ fn firmware_error_is_named_with_status_and_syndrome() {
     );
     let mut ok = [0u8; 16];
     ok[9..12].copy_from_slice(&[0, 0, 0x2a]);
-    assert_eq!(decode_outbox(&AllocPd, &ok).unwrap(), 0x2a);
+    assert_eq!(decode_outbox(&AllocPd, &ok).unwrap(), Pdn(0x2a));
     assert!(matches!(
         decode_outbox(&AllocPd, &ok[..4]),
         Err(CmdError::NoStatus { .. })
@@ -309,7 +310,7 @@ fn attributes_that_do_not_fit_are_refused() {
         Err(CmdError::InvalidAttr { .. })
     ));
     assert!(matches!(
-        encode_inbox(&DestroyCq(1 << 24)),
+        encode_inbox(&DestroyCq(Cqn(1 << 24))),
         Err(CmdError::InvalidAttr { .. })
     ));
     assert!(matches!(

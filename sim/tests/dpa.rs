@@ -236,7 +236,7 @@ fn nops(rig: &mut DpaRig, uar: u32, target: CqEventTarget, cq_mem: Option<RingMe
         &ctx,
         &CreateTis {
             transport_domain: tdn,
-            pd: rig.pd,
+            pd: mlx5_dpa::mlx5::Pdn(rig.pd),
         },
     ));
     rig.keep(tis);
@@ -266,7 +266,7 @@ fn nops(rig: &mut DpaRig, uar: u32, target: CqEventTarget, cq_mem: Option<RingMe
             cqn,
             tisn,
             wq: WqAttr {
-                pd: rig.pd,
+                pd: mlx5_dpa::mlx5::Pdn(rig.pd),
                 uar_page: uar,
                 log_wq_stride: 6,
                 log_wq_sz: 4,
@@ -291,8 +291,8 @@ fn nops(rig: &mut DpaRig, uar: u32, target: CqEventTarget, cq_mem: Option<RingMe
     rig.keep(sq);
     Nops {
         buf,
-        sqn,
-        cqn,
+        sqn: sqn.0,
+        cqn: cqn.0,
         pi: 0,
         last_ctrl: [0; 8],
     }
@@ -804,7 +804,7 @@ fn host_key(
     let (mk, key) = ok(devx::create(
         rig.ctx(),
         &CreateMkey {
-            pd,
+            pd: mlx5_dpa::mlx5::Pdn(pd),
             start_addr: buf.addr,
             len: buf.len as u64,
             access: MkeyAccess {

@@ -1,6 +1,7 @@
 //! End-to-end Ethernet through the model, from raw commands and hand-built WQEs: loopback,
 //! a link between two model devices, pcap, events, error CQEs, overrun and steering drops.
 
+use mlx5_dpa::mlx5::Cqn;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -297,7 +298,7 @@ fn cq_moderation_holds_the_event_until_max_count_completions() {
     mlx5_dpa::devx::modify(
         rig.rx_cq(),
         &ModifyCqModeration {
-            cqn: rig.cqn_rx,
+            cqn: Cqn(rig.cqn_rx),
             cq_period: 0,
             cq_max_count: 3,
         },

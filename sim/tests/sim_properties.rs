@@ -5,6 +5,7 @@
 //!
 //! Case counts are modest by default (the suite runs in seconds); `PROPTEST_CASES` overrides.
 
+use mlx5_dpa::mlx5::{Cqn, Pdn, Qpn, Rqn, Sqn};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -579,7 +580,7 @@ impl Sim {
             } => {
                 let (umem_id, umem_offset) = self.umem(umem, page);
                 let cmd = CreateMkey {
-                    pd: self.pick(pd, Kind::Pd),
+                    pd: Pdn(self.pick(pd, Kind::Pd)),
                     start_addr: 0x1000,
                     len: u64::from(pages) * 4096,
                     access: MkeyAccess {
@@ -626,7 +627,7 @@ impl Sim {
             Op::Tis { td, pd } => {
                 let cmd = CreateTis {
                     transport_domain: self.pick(td, Kind::Td),
-                    pd: self.pick(pd, Kind::Pd),
+                    pd: Pdn(self.pick(pd, Kind::Pd)),
                 };
                 self.create(&cmd);
             }
@@ -641,10 +642,10 @@ impl Sim {
                 log,
             } => {
                 let cmd = CreateSq {
-                    cqn: self.pick(cq, Kind::Cq),
+                    cqn: Cqn(self.pick(cq, Kind::Cq)),
                     tisn: self.pick(tis, Kind::Tis),
                     wq: WqAttr {
-                        pd: self.pick(pd, Kind::Pd),
+                        pd: Pdn(self.pick(pd, Kind::Pd)),
                         uar_page: self.uar(uar),
                         log_wq_stride: stride,
                         log_wq_sz: log,
@@ -664,9 +665,9 @@ impl Sim {
                 log,
             } => {
                 let cmd = CreateRq {
-                    cqn: self.pick(cq, Kind::Cq),
+                    cqn: Cqn(self.pick(cq, Kind::Cq)),
                     wq: WqAttr {
-                        pd: self.pick(pd, Kind::Pd),
+                        pd: Pdn(self.pick(pd, Kind::Pd)),
                         uar_page: self.uar(uar),
                         log_wq_stride: stride,
                         log_wq_sz: log,
@@ -679,12 +680,12 @@ impl Sim {
             Op::Tir { td, rq } => {
                 let cmd = CreateTir {
                     transport_domain: self.pick(td, Kind::Td),
-                    inline_rqn: self.pick(rq, Kind::Rq),
+                    inline_rqn: Rqn(self.pick(rq, Kind::Rq)),
                 };
                 self.create(&cmd);
             }
             Op::Rqt { ref rqs } => {
-                let rqns = rqs.iter().map(|p| self.pick(*p, Kind::Rq)).collect();
+                let rqns = rqs.iter().map(|p| Rqn(self.pick(*p, Kind::Rq))).collect();
                 self.create(&CreateRqt { rqns });
             }
             Op::Table { level, log } => self.create(&CreateFlowTable {
@@ -731,10 +732,10 @@ impl Sim {
                 log_rq,
             } => {
                 let cmd = CreateQp {
-                    pd: self.pick(pd, Kind::Pd),
+                    pd: Pdn(self.pick(pd, Kind::Pd)),
                     uar_page: self.uar(uar),
-                    cqn_snd: self.pick(cq, Kind::Cq),
-                    cqn_rcv: self.pick(cq, Kind::Cq),
+                    cqn_snd: Cqn(self.pick(cq, Kind::Cq)),
+                    cqn_rcv: Cqn(self.pick(cq, Kind::Cq)),
                     log_sq_size: log_sq,
                     log_rq_size: log_rq,
                     log_rq_stride: 1,
@@ -750,7 +751,7 @@ impl Sim {
             } => {
                 let (elf_umem_id, elf_umem_offset) = self.umem(umem, 0);
                 let cmd = CreateGeneralObject(DpaProcessAttr {
-                    pd: self.pick(pd, Kind::Pd),
+                    pd: Pdn(self.pick(pd, Kind::Pd)),
                     elf_umem_id,
                     elf_umem_offset,
                     elf_size: u64::from(elf_pages) * 4096,
@@ -801,7 +802,7 @@ impl Sim {
             Op::Window { process, pd } => {
                 let cmd = CreateGeneralObject(DpaWindowAttr {
                     dpa_process_id: self.pick(process, Kind::Gen(ot::DPA_PROCESS)),
-                    pd: self.pick(pd, Kind::Pd),
+                    pd: Pdn(self.pick(pd, Kind::Pd)),
                 });
                 self.create(&cmd);
             }
@@ -832,7 +833,7 @@ impl Sim {
             Op::ModifySq { sq, from, to } => {
                 if let Some((h, sqn)) = self.pick_handle(sq, Kind::Sq) {
                     let cmd = ModifySq {
-                        sqn,
+                        sqn: Sqn(sqn),
                         from: WQ_STATES[usize::from(from) % 3],
                         to: WQ_STATES[usize::from(to) % 3],
                     };
@@ -842,7 +843,7 @@ impl Sim {
             Op::ModifyRq { rq, from, to } => {
                 if let Some((h, rqn)) = self.pick_handle(rq, Kind::Rq) {
                     let cmd = ModifyRq {
-                        rqn,
+                        rqn: Rqn(rqn),
                         from: WQ_STATES[usize::from(from) % 3],
                         to: WQ_STATES[usize::from(to) % 3],
                     };
@@ -864,7 +865,7 @@ impl Sim {
                         0 => self.modify(
                             h,
                             &ModifyQp {
-                                qpn,
+                                qpn: Qpn(qpn),
                                 attr,
                                 transition: Rst2Init,
                             },
@@ -872,7 +873,7 @@ impl Sim {
                         1 => self.modify(
                             h,
                             &ModifyQp {
-                                qpn,
+                                qpn: Qpn(qpn),
                                 attr,
                                 transition: Init2Rtr,
                             },
@@ -880,7 +881,7 @@ impl Sim {
                         2 => self.modify(
                             h,
                             &ModifyQp {
-                                qpn,
+                                qpn: Qpn(qpn),
                                 attr,
                                 transition: Rtr2Rts,
                             },
@@ -888,7 +889,7 @@ impl Sim {
                         3 => self.modify(
                             h,
                             &ModifyQp {
-                                qpn,
+                                qpn: Qpn(qpn),
                                 attr,
                                 transition: Rts2Rts,
                             },
@@ -896,7 +897,7 @@ impl Sim {
                         4 => self.modify(
                             h,
                             &ModifyQp {
-                                qpn,
+                                qpn: Qpn(qpn),
                                 attr,
                                 transition: Qp2Err,
                             },
@@ -904,7 +905,7 @@ impl Sim {
                         _ => self.modify(
                             h,
                             &ModifyQp {
-                                qpn,
+                                qpn: Qpn(qpn),
                                 attr,
                                 transition: Qp2Rst,
                             },
@@ -962,7 +963,7 @@ impl Sim {
         };
         let (pd, td) = (self.newest(Kind::Pd), self.newest(Kind::Td));
         let wq = |log_wq_stride, i| WqAttr {
-            pd,
+            pd: Pdn(pd),
             uar_page: uar,
             log_wq_stride,
             log_wq_sz: 5,
@@ -982,27 +983,29 @@ impl Sim {
         let cqn = self.newest(Kind::Cq);
         self.create(&CreateTis {
             transport_domain: td,
-            pd,
+            pd: Pdn(pd),
         });
         let tisn = self.newest(Kind::Tis);
         self.create(&CreateSq {
-            cqn,
+            cqn: Cqn(cqn),
             tisn,
             wq: wq(6, 1),
             flush_in_error_en: false,
         });
         self.create(&CreateRq {
-            cqn,
+            cqn: Cqn(cqn),
             wq: wq(4, 2),
             flush_in_error_en: false,
         });
         let rqn = self.newest(Kind::Rq);
         self.create(&CreateTir {
             transport_domain: td,
-            inline_rqn: rqn,
+            inline_rqn: Rqn(rqn),
         });
         let tirn = self.newest(Kind::Tir);
-        self.create(&CreateRqt { rqns: vec![rqn] });
+        self.create(&CreateRqt {
+            rqns: vec![Rqn(rqn)],
+        });
         self.create(&CreateFlowTable {
             level: seed % 2,
             log_size: 4,
@@ -1029,17 +1032,17 @@ impl Sim {
             tirn,
         });
         self.create(&CreateQp {
-            pd,
+            pd: Pdn(pd),
             uar_page: uar,
-            cqn_snd: cqn,
-            cqn_rcv: cqn,
+            cqn_snd: Cqn(cqn),
+            cqn_rcv: Cqn(cqn),
             log_sq_size: 4,
             log_rq_size: Some(4),
             log_rq_stride: 1,
             mem: ring(3),
         });
         self.create(&CreateGeneralObject(DpaProcessAttr {
-            pd,
+            pd: Pdn(pd),
             elf_umem_id: umem_id,
             elf_umem_offset: 0,
             elf_size: 4096,

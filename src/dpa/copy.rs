@@ -126,7 +126,7 @@ impl Copier {
         }
         let len = end - self.dumem_base;
         let cmd = CreateMkey {
-            pd: self.pd.pdn().0,
+            pd: self.pd.pdn(),
             start_addr: self.dumem_base,
             len,
             access: crate::mem::mkey_access(

@@ -371,7 +371,7 @@ impl Process {
         let (obj, id) = devx::create(
             dev,
             &CreateGeneralObject(DpaProcessAttr {
-                pd: pd.pdn().0,
+                pd: pd.pdn(),
                 elf_umem_id: image.id().0,
                 elf_umem_offset: 0,
                 elf_size: elf.len() as u64,

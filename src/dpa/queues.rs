@@ -218,7 +218,7 @@ impl DpaCq {
             },
         )?;
         Ok(DpaCq {
-            cqn: Cqn(cqn),
+            cqn,
             log_size: cfg.log_size,
             cqe_bytes: cqe_bytes as u32,
             ring_daddr: mem.ring_daddr(),
@@ -328,10 +328,10 @@ impl DpaEthSq {
         let (obj, sqn) = create_rdy_sq(
             &process.inner().dev,
             &CreateSq {
-                cqn: cq.target_cqn().0,
+                cqn: cq.target_cqn(),
                 tisn: tis.tisn(),
                 wq: WqAttr {
-                    pd: process.pd().pdn().0,
+                    pd: process.pd().pdn(),
                     uar_page: uar.page_id(),
                     log_wq_stride: 6,
                     log_wq_sz: log_size,
@@ -342,7 +342,7 @@ impl DpaEthSq {
         )?;
         Ok(DpaEthSq {
             obj,
-            sqn: Sqn(sqn),
+            sqn,
             log_size,
             ring_daddr: mem.ring_daddr(),
             dbr_daddr: mem.dbr_daddr(),
@@ -448,9 +448,9 @@ impl DpaRq {
         let (obj, rqn) = create_rdy_rq(
             &process.inner().dev,
             &CreateRq {
-                cqn: cq.target_cqn().0,
+                cqn: cq.target_cqn(),
                 wq: WqAttr {
-                    pd: process.pd().pdn().0,
+                    pd: process.pd().pdn(),
                     uar_page: uar.page_id(),
                     log_wq_stride: stride.trailing_zeros() as u8,
                     log_wq_sz: cfg.log_size,
@@ -460,7 +460,7 @@ impl DpaRq {
             },
         )?;
         Ok(DpaRq {
-            rqn: Rqn(rqn),
+            rqn,
             log_size: cfg.log_size,
             stride,
             ring_daddr: mem.ring_daddr(),
@@ -624,10 +624,10 @@ impl DpaRcQp {
         let (obj, qpn) = devx::create(
             &process.inner().dev,
             &CreateQp {
-                pd: process.pd().pdn().0,
+                pd: process.pd().pdn(),
                 uar_page: uar.page_id(),
-                cqn_snd: send_cq.target_cqn().0,
-                cqn_rcv: recv_cq.target_cqn().0,
+                cqn_snd: send_cq.target_cqn(),
+                cqn_rcv: recv_cq.target_cqn(),
                 log_sq_size: cfg.log_sq_size,
                 log_rq_size: cfg.log_rq_size,
                 log_rq_stride: (cfg.rq_stride().trailing_zeros() - 4) as u8,
@@ -636,7 +636,7 @@ impl DpaRcQp {
         )?;
         Ok(DpaRcQp {
             obj,
-            qpn: Qpn(qpn),
+            qpn,
             cfg: *cfg,
             ring_daddr: mem.ring_daddr(),
             dbr_daddr: mem.dbr_daddr(),
@@ -736,7 +736,7 @@ impl DpaMkey {
         let (obj, key) = devx::create(
             &process.inner().dev,
             &CreateMkey {
-                pd: process.pd().pdn().0,
+                pd: process.pd().pdn(),
                 start_addr: daddr,
                 len,
                 access: crate::mem::mkey_access(access),

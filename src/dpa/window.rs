@@ -77,7 +77,7 @@ impl Window {
             &process.dev,
             &CreateGeneralObject(DpaWindowAttr {
                 dpa_process_id: process.id,
-                pd: pd.pdn().0,
+                pd: pd.pdn(),
             }),
         )?;
         Ok(Window {

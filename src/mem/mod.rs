@@ -15,6 +15,7 @@
 //! Objects are destroyed in reverse order of creation by construction: each holds what it
 //! depends on.
 
+pub use crate::mlx5::ids::Pdn;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -417,10 +418,6 @@ pub fn retained() -> Retained {
     }
 }
 
-/// A protection domain number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Pdn(pub u32);
-
 /// A protection domain: allocated here (freed on drop) or imported by number.
 #[derive(Debug)]
 pub struct Pd {
@@ -436,7 +433,7 @@ impl Pd {
     pub fn alloc(dev: &Arc<dyn Devx>) -> Result<Arc<Pd>, MemError> {
         let (obj, pdn) = devx::create(dev, &AllocPd)?;
         Ok(Arc::new(Pd {
-            pdn: Pdn(pdn),
+            pdn,
             _obj: Some(obj),
         }))
     }
@@ -500,7 +497,7 @@ impl Mkey {
     ) -> Result<Mkey, MemError> {
         let page = umem.buf().backing().page_size();
         let cmd = CreateMkey {
-            pd: pd.pdn().0,
+            pd: pd.pdn(),
             start_addr: umem.addr(),
             len: umem.len() as u64,
             access: mkey_access(access),

@@ -3,6 +3,7 @@
 
 use super::cmd::{self, *};
 use super::decode::decode;
+use super::ids::{Cqn, Qpn, Rqn};
 use super::layouts;
 
 /// Decodes `data[1..]` as the layout chosen by `data[0]`.
@@ -28,8 +29,8 @@ pub fn decode_any_outbox(data: &[u8]) {
             },
             out,
         )),
-        2 => drop(cmd::decode_outbox(&QueryCq(1), out)),
-        3 => drop(cmd::decode_outbox(&QueryQp(1), out)),
+        2 => drop(cmd::decode_outbox(&QueryCq(Cqn(1)), out)),
+        3 => drop(cmd::decode_outbox(&QueryQp(Qpn(1)), out)),
         4 => drop(cmd::decode_outbox(
             &QueryGeneralObject {
                 obj_type: 0x2a,
@@ -47,8 +48,8 @@ pub fn decode_any_outbox(data: &[u8]) {
             },
             out,
         )),
-        6 => drop(cmd::decode_outbox(&CreateRqt { rqns: vec![1] }, out)),
-        7 => drop(cmd::decode_outbox(&DestroyCq(1), out)),
+        6 => drop(cmd::decode_outbox(&CreateRqt { rqns: vec![Rqn(1)] }, out)),
+        7 => drop(cmd::decode_outbox(&DestroyCq(Cqn(1)), out)),
         8 => drop(cmd::decode_outbox(&AllocTransportDomain, out)),
         9 => drop(cmd::decode_outbox(
             &CreateGeneralObject(DpaMemAttr {

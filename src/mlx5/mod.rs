@@ -8,12 +8,14 @@ pub mod cmd;
 pub mod decode;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod ids;
 pub mod layout;
 pub mod layouts;
 pub mod opcode;
 pub mod status;
 pub mod wire;
 
+pub use ids::{Cqn, Pdn, Qpn, Rqn, Sqn};
 pub use layout::{Field, Layout, LayoutDesc, LayoutError, View, ViewMut};
 pub use opcode::{DevxMethod, Opcode};
 pub use status::Status;

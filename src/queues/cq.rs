@@ -7,6 +7,7 @@
 //! precedes reading the rest. The consumer index goes to `dbrec[0]`. Arming writes
 //! `sn << 28 | cmd | ci` to `dbrec[1]`, then to UAR + 0x20 together with the CQN.
 
+pub use crate::mlx5::ids::Cqn;
 use std::sync::Arc;
 
 use super::ring::{CQE_INIT_OP_OWN, CQE_OPCODE_INVALID, CQ_CI_MASK};
@@ -28,10 +29,6 @@ use crate::uar::{barrier, DoorbellRecord, UarPage, CQ_ARM_DB, CQ_SET_CI};
 fn decode_other_entry(entry: CqeRef, w7: [u8; 8]) -> Result<Completion, CompletionError> {
     decode_words(w7, |i| entry.word(i))
 }
-
-/// A CQ number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Cqn(pub u32);
 
 /// Where a CQ's completion events go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +209,7 @@ impl Cq {
         Ok(Cq {
             shared: Arc::new(CqObj {
                 obj,
-                cqn: Cqn(cqn),
+                cqn,
                 _mem: Box::new(mem),
                 _uar: Arc::clone(uar),
             }),
@@ -446,7 +443,7 @@ impl Cq {
         devx::modify(
             &self.shared.obj,
             &ModifyCqModeration {
-                cqn: self.cqn().0,
+                cqn: self.cqn(),
                 cq_period: period_us,
                 cq_max_count: count,
             },

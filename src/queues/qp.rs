@@ -15,6 +15,7 @@
 //! `raddr` (remote address, rkey) for RDMA and atomics, `atomic` (swap/add, compare) for
 //! atomics, then data segments or one inline segment.
 
+pub use crate::mlx5::ids::Qpn;
 use std::sync::Arc;
 
 use super::cq::{Cq, CqObj};
@@ -34,10 +35,6 @@ use crate::mlx5::wire::wqe::{
     atomic_seg, inline_seg, opcode as wqe_opcode, raddr_seg, INLINE_FIRST,
 };
 use crate::uar::{DoorbellRecord, UarPage, RCV_DBR, SND_DBR};
-
-/// A QP number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Qpn(pub u32);
 
 /// `fm_ce_se` fence bits: wait for earlier RDMA READs and atomics (`MLX5_WQE_CTRL_FENCE`).
 pub const CTRL_FENCE: u8 = 0x80;
@@ -310,10 +307,10 @@ impl RcQp {
         let (obj, qpn) = devx::create(
             dev,
             &CreateQp {
-                pd: pd.pdn().0,
+                pd: pd.pdn(),
                 uar_page: uar.page_id(),
-                cqn_snd: send_cq.cqn().0,
-                cqn_rcv: recv_cq.cqn().0,
+                cqn_snd: send_cq.cqn(),
+                cqn_rcv: recv_cq.cqn(),
                 log_sq_size: cfg.log_sq_size,
                 log_rq_size: cfg.log_rq_size,
                 log_rq_stride: (stride.trailing_zeros() - 4) as u8,
@@ -332,9 +329,11 @@ impl RcQp {
             .ok_or_else(|| QueueError::Config("QP ring size".into()))?;
         Ok(RcQp {
             obj,
-            qpn: Qpn(qpn),
-            sq: SendRing::new(sq_base, cfg.log_sq_size, cfg.signal_every, qpn),
-            rq: cfg.log_rq_size.map(|l| RecvRing::new(ring, l, stride, qpn)),
+            qpn,
+            sq: SendRing::new(sq_base, cfg.log_sq_size, cfg.signal_every, qpn.0),
+            rq: cfg
+                .log_rq_size
+                .map(|l| RecvRing::new(ring, l, stride, qpn.0)),
             dbr,
             uar: Arc::clone(uar),
             ring_place,
@@ -365,7 +364,7 @@ impl RcQp {
     /// # Errors
     /// Firmware refused, or reported a state this driver does not know.
     pub fn state(&self) -> Result<QpState, QueueError> {
-        let ctx = devx::query(&self.obj, &QueryQp(self.qpn.0))?;
+        let ctx = devx::query(&self.obj, &QueryQp(self.qpn))?;
         let v = crate::mlx5::View::<qpc::Layout>::new(&ctx)
             .map_err(|e| QueueError::Config(format!("QUERY_QP answer: {e}")))?;
         let raw = v.get(qpc::state);
@@ -378,7 +377,7 @@ impl RcQp {
     /// # Errors
     /// Firmware refused.
     pub fn to_error(&mut self) -> Result<(), QueueError> {
-        let qpn = self.qpn.0;
+        let qpn = self.qpn;
         devx::modify(
             &self.obj,
             &ModifyQp {
@@ -396,7 +395,7 @@ impl RcQp {
     /// # Errors
     /// Firmware refused.
     pub fn reset(&mut self) -> Result<(), QueueError> {
-        let qpn = self.qpn.0;
+        let qpn = self.qpn;
         devx::modify(
             &self.obj,
             &ModifyQp {
@@ -665,7 +664,6 @@ pub(crate) fn connect_rc(obj: &DevxObj, qpn: Qpn, c: &RcConnect) -> Result<(), Q
             attr.hop_limit = hop_limit;
         }
     }
-    let qpn = qpn.0;
     devx::modify(
         obj,
         &ModifyQp {

@@ -59,7 +59,7 @@ impl Tir {
             dev,
             &CreateTir {
                 transport_domain: td.tdn(),
-                inline_rqn: rq.target_rqn().0,
+                inline_rqn: rq.target_rqn(),
             },
         )?;
         Ok(Arc::new(Tir {

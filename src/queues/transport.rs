@@ -54,7 +54,7 @@ impl Tis {
             dev,
             &CreateTis {
                 transport_domain: td.tdn(),
-                pd: pd.pdn().0,
+                pd: pd.pdn(),
             },
         )?;
         Ok(Arc::new(Tis {

@@ -6,6 +6,7 @@
 //! at their wrapped address. Receive WQEs are `stride / 16` data segments; a shorter list ends
 //! with a segment whose lkey is `MLX5_INVALID_LKEY` (0x100).
 
+pub use crate::mlx5::ids::{Rqn, Sqn};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -30,13 +31,6 @@ pub use crate::mlx5::wire::wqe::{
 pub const ETH_MIN_INLINE: usize = 18;
 /// Most header bytes this driver inlines in an Ethernet segment.
 pub const ETH_MAX_INLINE: usize = 256;
-
-/// An SQ number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Sqn(pub u32);
-/// An RQ number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Rqn(pub u32);
 
 /// A data segment image.
 #[inline]
@@ -694,10 +688,10 @@ impl EthSq {
         let (obj, sqn) = create_rdy_sq(
             dev,
             &CreateSq {
-                cqn: cq.cqn().0,
+                cqn: cq.cqn(),
                 tisn: tis.tisn(),
                 wq: WqAttr {
-                    pd: pd.pdn().0,
+                    pd: pd.pdn(),
                     uar_page: uar.page_id(),
                     log_wq_stride: 6,
                     log_wq_sz: cfg.log_size,
@@ -713,8 +707,8 @@ impl EthSq {
         )?;
         Ok(EthSq {
             obj,
-            sqn: Sqn(sqn),
-            ring: SendRing::new(ring, cfg.log_size, cfg.signal_every, sqn),
+            sqn,
+            ring: SendRing::new(ring, cfg.log_size, cfg.signal_every, sqn.0),
             dbr,
             uar: Arc::clone(uar),
             ring_place,
@@ -821,7 +815,7 @@ impl EthSq {
     /// # Errors
     /// Firmware refused a transition.
     pub fn recover(&mut self) -> Result<(), QueueError> {
-        let sqn = self.sqn.0;
+        let sqn = self.sqn;
         devx::modify(
             &self.obj,
             &ModifySq {
@@ -946,9 +940,9 @@ impl Rq {
         let (obj, rqn) = create_rdy_rq(
             dev,
             &CreateRq {
-                cqn: cq.cqn().0,
+                cqn: cq.cqn(),
                 wq: WqAttr {
-                    pd: pd.pdn().0,
+                    pd: pd.pdn(),
                     uar_page: uar.page_id(),
                     log_wq_stride: stride.trailing_zeros() as u8,
                     log_wq_sz: cfg.log_size,
@@ -965,12 +959,12 @@ impl Rq {
         Ok(Rq {
             shared: Arc::new(RqObj {
                 obj,
-                rqn: Rqn(rqn),
+                rqn,
                 _cq: Arc::clone(&cq.shared),
                 _pd: Arc::clone(pd),
                 _mem: Box::new(mem),
             }),
-            ring: RecvRing::new(ring, cfg.log_size, stride, rqn),
+            ring: RecvRing::new(ring, cfg.log_size, stride, rqn.0),
             dbr,
             ring_place,
             dbr_place,
@@ -1042,7 +1036,7 @@ impl Rq {
 pub(crate) fn create_rdy_sq(
     dev: &Arc<dyn Devx>,
     cmd: &CreateSq,
-) -> Result<(DevxObj, u32), QueueError> {
+) -> Result<(DevxObj, Sqn), QueueError> {
     let (obj, sqn) = devx::create(dev, cmd)?;
     devx::modify(
         &obj,
@@ -1059,7 +1053,7 @@ pub(crate) fn create_rdy_sq(
 pub(crate) fn create_rdy_rq(
     dev: &Arc<dyn Devx>,
     cmd: &CreateRq,
-) -> Result<(DevxObj, u32), QueueError> {
+) -> Result<(DevxObj, Rqn), QueueError> {
     let (obj, rqn) = devx::create(dev, cmd)?;
     devx::modify(
         &obj,

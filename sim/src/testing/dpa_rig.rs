@@ -9,6 +9,7 @@
 //! This module is for tests (hidden from the docs); it panics on nothing but reports every
 //! refusal as an error.
 
+use mlx5_dpa::mlx5::Pdn;
 use std::sync::Arc;
 
 use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
@@ -532,8 +533,8 @@ impl DpaRig {
             dumem_base: 0,
         };
         let (pd, pdn) = devx::create(&ctx, &AllocPd)?;
-        rig.objs.push((0, pdn, pd));
-        rig.pd = pdn;
+        rig.objs.push((0, pdn.0, pd));
+        rig.pd = pdn.0;
         let uar = ctx.uar_alloc(UarKind::NonCached)?;
         rig.uar_page = uar.page_id;
         rig.uar = Some(uar);
@@ -629,7 +630,7 @@ impl DpaRig {
         let process = self.process;
         self.create(DpaWindowAttr {
             dpa_process_id: process,
-            pd,
+            pd: Pdn(pd),
         })
     }
 
@@ -881,8 +882,8 @@ impl DpaRig {
     /// Firmware's refusal.
     pub fn alloc_pd(&mut self) -> Result<u32, DevxError> {
         let (pd, pdn) = devx::create(&self.ctx, &AllocPd)?;
-        self.objs.push((0, pdn, pd));
-        Ok(pdn)
+        self.objs.push((0, pdn.0, pd));
+        Ok(pdn.0)
     }
 }
 

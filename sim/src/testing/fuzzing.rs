@@ -8,6 +8,7 @@
 //! fault injection. Whatever the bytes, nothing may panic, and after the context is closed the
 //! device must hold nothing.
 
+use mlx5_dpa::mlx5::{Cqn, Pdn, Qpn, Rqn, Sqn};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -150,7 +151,7 @@ fn encoded<C: Command>(c: &C) -> Option<(Vec<u8>, usize)> {
 
 fn qp_modify<T: QpTransition + Copy>(qpn: u32, attr: QpAttr, t: T) -> Option<(Vec<u8>, usize)> {
     encoded(&ModifyQp {
-        qpn,
+        qpn: Qpn(qpn),
         attr,
         transition: t,
     })
@@ -293,7 +294,7 @@ impl Harness {
     fn wq(&self, input: &mut Input<'_>, stride: u8) -> WqAttr {
         let s = input.b();
         WqAttr {
-            pd: self.pick(input, Kind::Pd),
+            pd: Pdn(self.pick(input, Kind::Pd)),
             uar_page: self.uar(input),
             log_wq_stride: if s < 0xc0 { stride } else { s % 16 },
             log_wq_sz: if s & 1 == 0 { s % 6 } else { s % 20 },
@@ -528,7 +529,7 @@ impl Harness {
                 let (umem_id, len) = self.umem(input);
                 let a = input.b();
                 encoded(&CreateMkey {
-                    pd,
+                    pd: Pdn(pd),
                     start_addr: 0,
                     len: 4096 * u64::from(a % 4),
                     access: MkeyAccess {
@@ -564,16 +565,16 @@ impl Harness {
             }
             4 => encoded(&CreateTis {
                 transport_domain: self.pick(input, Kind::Td),
-                pd: self.pick(input, Kind::Pd),
+                pd: Pdn(self.pick(input, Kind::Pd)),
             }),
             5 => encoded(&CreateSq {
-                cqn: self.pick(input, Kind::Cq),
+                cqn: Cqn(self.pick(input, Kind::Cq)),
                 tisn: self.pick(input, Kind::Tis),
                 wq: self.wq(input, 6),
                 flush_in_error_en: false,
             }),
             6 => encoded(&CreateRq {
-                cqn: self.pick(input, Kind::Cq),
+                cqn: Cqn(self.pick(input, Kind::Cq)),
                 wq: self.wq(input, 4),
                 flush_in_error_en: true,
             }),
@@ -587,7 +588,7 @@ impl Harness {
                 let rqtn = self.pick(input, Kind::Rqt);
                 encoded(&CreateTir {
                     transport_domain: td,
-                    inline_rqn: rqn,
+                    inline_rqn: Rqn(rqn),
                 })
                 .map(|(mut mb, n)| {
                     if sel & 1 == 1 {
@@ -607,7 +608,7 @@ impl Harness {
             }
             9 => {
                 let n = usize::from(input.b() % 4) + 1;
-                let rqns = (0..n).map(|_| self.pick(input, Kind::Rq)).collect();
+                let rqns = (0..n).map(|_| Rqn(self.pick(input, Kind::Rq))).collect();
                 encoded(&CreateRqt { rqns })
             }
             10 => encoded(&CreateFlowTable {
@@ -638,10 +639,10 @@ impl Harness {
             13 => {
                 let sel = input.b();
                 encoded(&CreateQp {
-                    pd: self.pick(input, Kind::Pd),
+                    pd: Pdn(self.pick(input, Kind::Pd)),
                     uar_page: self.uar(input),
-                    cqn_snd: self.pick(input, Kind::Cq),
-                    cqn_rcv: self.pick(input, Kind::Cq),
+                    cqn_snd: Cqn(self.pick(input, Kind::Cq)),
+                    cqn_rcv: Cqn(self.pick(input, Kind::Cq)),
                     log_sq_size: sel % 8,
                     log_rq_size: (sel & 0x80 == 0).then_some((sel >> 3) % 8),
                     log_rq_stride: (sel >> 4) % 4,
@@ -653,7 +654,7 @@ impl Harness {
                 let (elf_umem_id, len) = self.umem(input);
                 let s = input.b();
                 encoded(&CreateGeneralObject(DpaProcessAttr {
-                    pd,
+                    pd: Pdn(pd),
                     elf_umem_id,
                     elf_umem_offset: u64::from(s % 4) * 4096 % len.max(4096),
                     elf_size: 4096 * u64::from(s >> 6),
@@ -701,7 +702,7 @@ impl Harness {
             })),
             18 => encoded(&CreateGeneralObject(DpaWindowAttr {
                 dpa_process_id: self.pick(input, Kind::Gen(ot::DPA_PROCESS)),
-                pd: self.pick(input, Kind::Pd),
+                pd: Pdn(self.pick(input, Kind::Pd)),
             })),
             19 => {
                 let uar_page = self.uar(input);
@@ -799,7 +800,7 @@ impl Harness {
         let built = match sel % 6 {
             0 => self.pick_handle(input, Kind::Sq).and_then(|(h, sqn)| {
                 let m = ModifySq {
-                    sqn,
+                    sqn: Sqn(sqn),
                     from: wq_state(input.b()),
                     to: wq_state(input.b()),
                 };
@@ -807,7 +808,7 @@ impl Harness {
             }),
             1 => self.pick_handle(input, Kind::Rq).and_then(|(h, rqn)| {
                 let m = ModifyRq {
-                    rqn,
+                    rqn: Rqn(rqn),
                     from: wq_state(input.b()),
                     to: wq_state(input.b()),
                 };
@@ -832,7 +833,7 @@ impl Harness {
             }),
             3 => self.pick_handle(input, Kind::Cq).and_then(|(h, cqn)| {
                 let m = ModifyCqModeration {
-                    cqn,
+                    cqn: Cqn(cqn),
                     cq_period: u16::from(input.b()),
                     cq_max_count: u16::from(input.b()),
                 };
@@ -896,8 +897,8 @@ impl Harness {
         let h = self.handles[usize::from(input.b()) % self.handles.len()];
         let short = input.b() & 1 == 1;
         let built = match ctx.object(h) {
-            Some(ObjRef::Cq(n)) => encoded(&QueryCq(n)),
-            Some(ObjRef::Qp(n)) => encoded(&QueryQp(n)),
+            Some(ObjRef::Cq(n)) => encoded(&QueryCq(Cqn(n))),
+            Some(ObjRef::Qp(n)) => encoded(&QueryQp(Qpn(n))),
             Some(ObjRef::General { obj_type, id }) => encoded(&QueryGeneralObject {
                 obj_type,
                 obj_id: id,

@@ -6,6 +6,7 @@
 //! doorbells by hand in the formats of rdma-core's `mlx5dv.h` (FACTS.md §6). It works over
 //! any [`Devx`], so it runs on hardware as well.
 
+use mlx5_dpa::mlx5::{Cqn, Pdn, Qpn};
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
@@ -317,7 +318,7 @@ impl RcRig {
         let ctx = Arc::clone(&self.ctx);
         let cfg = self.cfg;
         let pd = devx::create(&ctx, &AllocPd)?;
-        self.pdn = self.keep(pd);
+        self.pdn = self.keep(pd).0;
         let uar = ctx.uar_alloc(UarKind::NonCached)?;
         let uar_page = uar.page_id;
         self.uar = Some(uar);
@@ -353,23 +354,23 @@ impl RcRig {
             oi: false,
         };
         let c = devx::create(&ctx, &cq(self.off.cq_snd, DBR_CQ_SND))?;
-        self.cqn_snd = self.keep(c);
+        self.cqn_snd = self.keep(c).0;
         let c = devx::create(&ctx, &cq(self.off.cq_rcv, DBR_CQ_RCV))?;
-        self.cqn_rcv = self.keep(c);
+        self.cqn_rcv = self.keep(c).0;
         let qp = devx::create(
             &ctx,
             &CreateQp {
-                pd: self.pdn,
+                pd: Pdn(self.pdn),
                 uar_page,
-                cqn_snd: self.cqn_snd,
-                cqn_rcv: self.cqn_rcv,
+                cqn_snd: Cqn(self.cqn_snd),
+                cqn_rcv: Cqn(self.cqn_rcv),
                 log_sq_size: cfg.log_sq,
                 log_rq_size: Some(cfg.log_rq),
                 log_rq_stride: cfg.log_rq_stride,
                 mem: ring(self.off.qp, DBR_QP),
             },
         )?;
-        self.qpn = self.keep(qp);
+        self.qpn = self.keep(qp).0;
         self.qp_obj = self.objs.len() - 1;
         Ok(())
     }
@@ -380,7 +381,7 @@ impl RcRig {
     /// The device refused.
     pub fn alloc_pd(&mut self) -> Result<u32, RigError> {
         let pd = devx::create(&self.ctx, &AllocPd)?;
-        Ok(self.keep(pd))
+        Ok(self.keep(pd).0)
     }
 
     /// Creates another memory key over `len` bytes of the data area at `offset`, in `pd`,
@@ -413,7 +414,7 @@ impl RcRig {
         let mkey = devx::create(
             &self.ctx,
             &CreateMkey {
-                pd,
+                pd: Pdn(pd),
                 start_addr: self.mem.va(at),
                 len: len as u64,
                 access,
@@ -466,7 +467,7 @@ impl RcRig {
         devx::modify(
             self.qp(),
             &ModifyQp {
-                qpn: self.qpn,
+                qpn: Qpn(self.qpn),
                 attr,
                 transition,
             },
@@ -502,7 +503,7 @@ impl RcRig {
     /// # Errors
     /// The device refused.
     pub fn query(&self) -> Result<Vec<u8>, DevxError> {
-        devx::query(self.qp(), &QueryQp(self.qpn))
+        devx::query(self.qp(), &QueryQp(Qpn(self.qpn)))
     }
 
     /// Builds the WQE of `wr` (control segment with index 0 and this QP's number).

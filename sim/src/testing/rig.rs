@@ -6,6 +6,7 @@
 //! driver's queue layer; it writes WQEs and doorbells by hand, with the formats of FACTS.md §6.
 //! It works over any [`Devx`], so it runs on hardware as well.
 
+use mlx5_dpa::mlx5::{Cqn, Rqn, Sqn};
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
@@ -278,9 +279,9 @@ impl EthRig {
             oi: false,
         };
         let c = devx::create(&ctx, &cq(self.off.cq_tx, DBR_CQ_TX))?;
-        self.cqn_tx = self.keep(c);
+        self.cqn_tx = self.keep(c).0;
         let c = devx::create(&ctx, &cq(self.off.cq_rx, DBR_CQ_RX))?;
-        self.cqn_rx = self.keep(c);
+        self.cqn_rx = self.keep(c).0;
         let tis = devx::create(
             &ctx,
             &CreateTis {
@@ -292,7 +293,7 @@ impl EthRig {
         let sq = devx::create(
             &ctx,
             &CreateSq {
-                cqn: self.cqn_tx,
+                cqn: Cqn(self.cqn_tx),
                 tisn,
                 wq: WqAttr {
                     pd,
@@ -304,11 +305,11 @@ impl EthRig {
                 flush_in_error_en: false,
             },
         )?;
-        self.sqn = self.keep(sq);
+        self.sqn = self.keep(sq).0;
         let rq = devx::create(
             &ctx,
             &CreateRq {
-                cqn: self.cqn_rx,
+                cqn: Cqn(self.cqn_rx),
                 wq: WqAttr {
                     pd,
                     uar_page,
@@ -319,12 +320,12 @@ impl EthRig {
                 flush_in_error_en: false,
             },
         )?;
-        self.rqn = self.keep(rq);
+        self.rqn = self.keep(rq).0;
         let sq_obj = &self.objs[self.objs.len() - 2];
         devx::modify(
             sq_obj,
             &ModifySq {
-                sqn: self.sqn,
+                sqn: Sqn(self.sqn),
                 from: WqState::Rst,
                 to: WqState::Rdy,
             },
@@ -333,7 +334,7 @@ impl EthRig {
         devx::modify(
             rq_obj,
             &ModifyRq {
-                rqn: self.rqn,
+                rqn: Rqn(self.rqn),
                 from: WqState::Rst,
                 to: WqState::Rdy,
             },
@@ -342,7 +343,7 @@ impl EthRig {
             &ctx,
             &CreateTir {
                 transport_domain: td,
-                inline_rqn: self.rqn,
+                inline_rqn: Rqn(self.rqn),
             },
         )?;
         self.tirn = self.keep(tir);

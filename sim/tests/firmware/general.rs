@@ -20,7 +20,7 @@ fn dpa_process() {
     let create = |a: DpaProcessAttr| devx::create(&ctx, &CreateGeneralObject(a));
     expect_check(
         create(DpaProcessAttr {
-            pd: 0xfff0,
+            pd: mlx5_dpa::mlx5::Pdn(0xfff0),
             ..kit.process_attr()
         }),
         check::NO_SUCH_PD,
@@ -281,8 +281,8 @@ fn dpa_outbox_window_and_thread_links() {
     let (ob_b, obb) = ok(outbox(pidb, kit.uar));
     expect_check(outbox(pida, 0x7777), check::NO_SUCH_UAR);
     expect_check(outbox(0x7fff, kit.uar), check::NO_SUCH_DPA_PROCESS);
-    let (win_a, wa) = ok(window(pida, kit.pdn));
-    expect_check(window(pida, 0xfff0), check::NO_SUCH_PD);
+    let (win_a, wa) = ok(window(pida, mlx5_dpa::mlx5::Pdn(kit.pdn)));
+    expect_check(window(pida, mlx5_dpa::mlx5::Pdn(0xfff0)), check::NO_SUCH_PD);
 
     let thread = |outbox_id, window_id| {
         devx::create(
@@ -350,7 +350,7 @@ fn dpa_eq_uar_and_doorbell_mapping() {
             }),
         )
     };
-    let (mapping, _) = ok(map(cqn));
+    let (mapping, _) = ok(map(cqn.0));
     expect_check(map(0x3ff), check::NO_SUCH_CQ);
     expect_check(raw_destroy(&*ctx, cq.handle()), check::OBJECT_IN_USE);
 

@@ -1,6 +1,7 @@
 //! The harness: an Env (a device, its contexts, the host memory of their UMEMs) and the
 //! helpers every section uses to run typed commands and assert checks.
 
+use mlx5_dpa::mlx5::{Cqn, Pdn, Qpn, Rqn};
 use std::cell::Cell;
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -139,7 +140,7 @@ impl Kit {
         Kit {
             ctx: Arc::clone(ctx),
             pd,
-            pdn,
+            pdn: pdn.0,
             td,
             tdn,
             uar,
@@ -183,7 +184,7 @@ impl Kit {
     }
 
     pub(crate) fn cq(&self) -> (DevxObj, u32) {
-        ok(devx::create(&self.ctx, &self.cq_cmd()))
+        ok(devx::create(&self.ctx, &self.cq_cmd()).map(|(o, n)| (o, n.0)))
     }
 
     pub(crate) fn tis(&self) -> (DevxObj, u32) {
@@ -191,14 +192,14 @@ impl Kit {
             &self.ctx,
             &CreateTis {
                 transport_domain: self.tdn,
-                pd: self.pdn,
+                pd: Pdn(self.pdn),
             },
         ))
     }
 
     pub(crate) fn wq(&self, log_wq_stride: u8, log_wq_sz: u8) -> WqAttr {
         WqAttr {
-            pd: self.pdn,
+            pd: Pdn(self.pdn),
             uar_page: self.uar,
             log_wq_stride,
             log_wq_sz,
@@ -208,7 +209,7 @@ impl Kit {
 
     pub(crate) fn sq_cmd(&self, cqn: u32, tisn: u32) -> CreateSq {
         CreateSq {
-            cqn,
+            cqn: Cqn(cqn),
             tisn,
             wq: self.wq(6, 6),
             flush_in_error_en: false,
@@ -216,19 +217,19 @@ impl Kit {
     }
 
     pub(crate) fn sq(&self, cqn: u32, tisn: u32) -> (DevxObj, u32) {
-        ok(devx::create(&self.ctx, &self.sq_cmd(cqn, tisn)))
+        ok(devx::create(&self.ctx, &self.sq_cmd(cqn, tisn)).map(|(o, n)| (o, n.0)))
     }
 
     pub(crate) fn rq_cmd(&self, cqn: u32) -> CreateRq {
         CreateRq {
-            cqn,
+            cqn: Cqn(cqn),
             wq: self.wq(4, 6),
             flush_in_error_en: false,
         }
     }
 
     pub(crate) fn rq(&self, cqn: u32) -> (DevxObj, u32) {
-        ok(devx::create(&self.ctx, &self.rq_cmd(cqn)))
+        ok(devx::create(&self.ctx, &self.rq_cmd(cqn)).map(|(o, n)| (o, n.0)))
     }
 
     pub(crate) fn tir(&self, rqn: u32) -> (DevxObj, u32) {
@@ -236,17 +237,17 @@ impl Kit {
             &self.ctx,
             &CreateTir {
                 transport_domain: self.tdn,
-                inline_rqn: rqn,
+                inline_rqn: Rqn(rqn),
             },
         ))
     }
 
     pub(crate) fn qp_cmd(&self, cqn: u32) -> CreateQp {
         CreateQp {
-            pd: self.pdn,
+            pd: Pdn(self.pdn),
             uar_page: self.uar,
-            cqn_snd: cqn,
-            cqn_rcv: cqn,
+            cqn_snd: Cqn(cqn),
+            cqn_rcv: Cqn(cqn),
             log_sq_size: 4,
             log_rq_size: Some(4),
             log_rq_stride: 0,
@@ -256,7 +257,7 @@ impl Kit {
 
     pub(crate) fn mkey_cmd(&self, len: u64) -> CreateMkey {
         CreateMkey {
-            pd: self.pdn,
+            pd: Pdn(self.pdn),
             start_addr: 0x10_0000,
             len,
             access: MkeyAccess {
@@ -273,7 +274,7 @@ impl Kit {
 
     pub(crate) fn process_attr(&self) -> DpaProcessAttr {
         DpaProcessAttr {
-            pd: self.pdn,
+            pd: Pdn(self.pdn),
             elf_umem_id: self.umem.umem_id,
             elf_umem_offset: 0,
             elf_size: self.elf_len,
@@ -492,7 +493,7 @@ pub(crate) fn rq_state(obj: &DevxObj, rqn: u32) -> u64 {
 }
 
 pub(crate) fn qp_state(obj: &DevxObj, qpn: u32) -> u64 {
-    let qpc = ok(devx::query(obj, &QueryQp(qpn)));
+    let qpc = ok(devx::query(obj, &QueryQp(Qpn(qpn))));
     ok(View::<l::qpc::Layout>::new(&qpc)).get(l::qpc::state)
 }
 

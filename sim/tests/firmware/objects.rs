@@ -3,6 +3,7 @@
 use mlx5_dpa::devx::{self, DevxError, UmemAccess};
 use mlx5_dpa::mlx5::cmd::*;
 use mlx5_dpa::mlx5::layouts as l;
+use mlx5_dpa::mlx5::{Cqn, Pdn, Qpn, Rqn, Sqn};
 use mlx5_dpa::mlx5::{Status, View};
 use mlx5_sim::fw::check::{self};
 use nix::errno::Errno;
@@ -15,7 +16,7 @@ fn pd_and_transport_domain() {
     let ctx = env.ctx();
     let (pd, pdn) = ok(devx::create(&ctx, &AllocPd));
     let (td, tdn) = ok(devx::create(&ctx, &AllocTransportDomain));
-    assert!(pdn >= 1 && tdn >= 1);
+    assert!(pdn >= Pdn(1) && tdn >= 1);
     let inv = env.dev.inventory();
     assert_eq!((inv.count("PD"), inv.count("TD")), (1, 1));
     let (pd2, pdn2) = ok(devx::create(&ctx, &AllocPd));
@@ -97,7 +98,7 @@ fn mkey() {
         devx::create(
             &ctx,
             &CreateMkey {
-                pd: 0xfff0,
+                pd: Pdn(0xfff0),
                 ..kit.mkey_cmd(4096)
             },
         ),
@@ -147,7 +148,7 @@ fn cq() {
     let kit = Kit::new(&mut env, &ctx);
     let (cq, cqn) = kit.cq();
     assert!(cqn >= 0x400);
-    let cqc = ok(devx::query(&cq, &QueryCq(cqn)));
+    let cqc = ok(devx::query(&cq, &QueryCq(Cqn(cqn))));
     let v = ok(View::<l::cqc::Layout>::new(&cqc));
     assert_eq!(v.get(l::cqc::log_cq_size), 6);
     assert_eq!(v.get(l::cqc::c_eqn_or_apu_element), u64::from(kit.eqn));
@@ -214,19 +215,19 @@ fn cq() {
     ok(devx::modify(
         &cq,
         &ModifyCqModeration {
-            cqn,
+            cqn: Cqn(cqn),
             cq_period: 16,
             cq_max_count: 8,
         },
     ));
-    let cqc = ok(devx::query(&cq, &QueryCq(cqn)));
+    let cqc = ok(devx::query(&cq, &QueryCq(Cqn(cqn))));
     let v = ok(View::<l::cqc::Layout>::new(&cqc));
     assert_eq!(
         (v.get(l::cqc::cq_period), v.get(l::cqc::cq_max_count)),
         (16, 8)
     );
     let m = ModifyCqModeration {
-        cqn,
+        cqn: Cqn(cqn),
         cq_period: 1,
         cq_max_count: 1,
     };
@@ -339,7 +340,7 @@ fn sq_create_checks() {
     c.wq.log_wq_sz = 18;
     expect_check(devx::create(&ctx, &c), check::BAD_LOG_SIZE);
     let mut c = kit.sq_cmd(cqn, tisn);
-    c.wq.pd = 0xfff0;
+    c.wq.pd = Pdn(0xfff0);
     expect_check(devx::create(&ctx, &c), check::NO_SUCH_PD);
     let mut c = kit.sq_cmd(cqn, tisn);
     c.wq.uar_page = 0x7777;
@@ -375,7 +376,16 @@ fn sq_state_machine() {
     let (_cq, cqn) = kit.cq();
     let (_tis, tisn) = kit.tis();
     let (sq, sqn) = kit.sq(cqn, tisn);
-    let m = |from, to| devx::modify(&sq, &ModifySq { sqn, from, to });
+    let m = |from, to| {
+        devx::modify(
+            &sq,
+            &ModifySq {
+                sqn: Sqn(sqn),
+                from,
+                to,
+            },
+        )
+    };
 
     // RST -> ERR, RST -> RST are not transitions.
     expect_check(m(Rst, Err), check::BAD_SQ_TRANSITION);
@@ -397,7 +407,7 @@ fn sq_state_machine() {
     // A next state that is no state at all.
     let inbox = patched(
         &ModifySq {
-            sqn,
+            sqn: Sqn(sqn),
             from: Rst,
             to: Rdy,
         },
@@ -434,7 +444,16 @@ fn rq_create_checks_and_state_machine() {
     let inbox = patched(&kit.rq_cmd(cqn), |v| v.set(r.at(l::rqc::mem_rq_type), 1));
     expect_check(raw_create(&*ctx, &inbox), check::NOT_SUPPORTED);
 
-    let m = |from, to| devx::modify(&rq, &ModifyRq { rqn, from, to });
+    let m = |from, to| {
+        devx::modify(
+            &rq,
+            &ModifyRq {
+                rqn: Rqn(rqn),
+                from,
+                to,
+            },
+        )
+    };
     expect_check(m(Rst, Err), check::BAD_RQ_TRANSITION);
     assert_eq!(check::BAD_RQ_TRANSITION.status, Status::BAD_RES_STATE);
     expect_check(m(Err, Rst), check::CURRENT_STATE_MISMATCH);
@@ -450,7 +469,7 @@ fn rq_create_checks_and_state_machine() {
         devx::modify(
             &rq,
             &ModifyRq {
-                rqn: rqn2,
+                rqn: Rqn(rqn2),
                 from: Rst,
                 to: Rdy,
             },
@@ -487,8 +506,8 @@ fn qp_create_and_state_machine() {
     let kit = Kit::new(&mut env, &ctx);
     let (cq, cqn) = kit.cq();
     let (qp, qpn) = ok(devx::create(&ctx, &kit.qp_cmd(cqn)));
-    assert!(qpn >= 0x4000);
-    assert_eq!(qp_state(&qp, qpn), 0);
+    assert!(qpn >= Qpn(0x4000));
+    assert_eq!(qp_state(&qp, qpn.0), 0);
 
     let attr = QpAttr {
         mtu: 3,
@@ -562,25 +581,25 @@ fn qp_create_and_state_machine() {
     expect_check(init2rtr(attr), check::BAD_QP_TRANSITION);
     assert_eq!(check::BAD_QP_TRANSITION.status, Status::BAD_QP_STATE);
     ok(go(&rst2init));
-    assert_eq!(qp_state(&qp, qpn), 1);
+    assert_eq!(qp_state(&qp, qpn.0), 1);
     expect_check(go(&rst2init), check::BAD_QP_TRANSITION);
     // Path MTU outside 256..4096 bytes.
     for mtu in [0, 6] {
         expect_check(init2rtr(QpAttr { mtu, ..attr }), check::BAD_MTU);
     }
     ok(init2rtr(attr));
-    assert_eq!(qp_state(&qp, qpn), 2);
+    assert_eq!(qp_state(&qp, qpn.0), 2);
     expect_check(go(&rts2rts), check::BAD_QP_TRANSITION);
     ok(go(&rtr2rts));
-    assert_eq!(qp_state(&qp, qpn), 3);
+    assert_eq!(qp_state(&qp, qpn.0), 3);
     ok(go(&rts2rts));
-    assert_eq!(qp_state(&qp, qpn), 3);
+    assert_eq!(qp_state(&qp, qpn.0), 3);
     ok(go(&to_err));
-    assert_eq!(qp_state(&qp, qpn), 6);
+    assert_eq!(qp_state(&qp, qpn.0), 6);
     expect_check(go(&rtr2rts), check::BAD_QP_TRANSITION);
     ok(go(&to_err));
     ok(go(&to_rst));
-    assert_eq!(qp_state(&qp, qpn), 0);
+    assert_eq!(qp_state(&qp, qpn.0), 0);
     ok(go(&to_rst));
     ok(go(&rst2init));
 
@@ -589,7 +608,7 @@ fn qp_create_and_state_machine() {
         devx::create(
             &ctx,
             &CreateQp {
-                pd: 0xfff0,
+                pd: Pdn(0xfff0),
                 ..kit.qp_cmd(cqn)
             },
         ),
@@ -599,7 +618,7 @@ fn qp_create_and_state_machine() {
         devx::create(
             &ctx,
             &CreateQp {
-                cqn_snd: 0x3ff,
+                cqn_snd: Cqn(0x3ff),
                 ..kit.qp_cmd(cqn)
             },
         ),
@@ -635,7 +654,7 @@ fn tis_tir_and_rqt() {
             &ctx,
             &CreateTis {
                 transport_domain: 0xfff0,
-                pd: kit.pdn,
+                pd: Pdn(kit.pdn),
             },
         ),
         check::NO_SUCH_TD,
@@ -651,7 +670,7 @@ fn tis_tir_and_rqt() {
             &ctx,
             &CreateTir {
                 transport_domain: kit.tdn,
-                inline_rqn: 0x1fff,
+                inline_rqn: Rqn(0x1fff),
             },
         ),
         check::NO_SUCH_RQ,
@@ -661,7 +680,7 @@ fn tis_tir_and_rqt() {
             &ctx,
             &CreateTir {
                 transport_domain: 0xfff0,
-                inline_rqn: rqn,
+                inline_rqn: Rqn(rqn),
             },
         ),
         check::NO_SUCH_TD,
@@ -671,21 +690,21 @@ fn tis_tir_and_rqt() {
     let (rqt, rqtn) = ok(devx::create(
         &ctx,
         &CreateRqt {
-            rqns: vec![rqn, rqn2],
+            rqns: vec![Rqn(rqn), Rqn(rqn2)],
         },
     ));
     expect_check(
         devx::create(
             &ctx,
             &CreateRqt {
-                rqns: vec![rqn, 0x1fff],
+                rqns: vec![Rqn(rqn), Rqn(0x1fff)],
             },
         ),
         check::NO_SUCH_RQ,
     );
     let r = l::create_rqt_in::rqt_context;
     let two = CreateRqt {
-        rqns: vec![rqn, rqn2],
+        rqns: vec![Rqn(rqn), Rqn(rqn2)],
     };
     let inbox = patched(&two, |v| v.set(r.at(l::rqtc::rqt_actual_size), 3));
     expect_check(raw_create(&*ctx, &inbox), check::BAD_RQT_SIZE);
@@ -703,7 +722,7 @@ fn tis_tir_and_rqt() {
     let t = l::create_tir_in::ctx;
     let direct = CreateTir {
         transport_domain: kit.tdn,
-        inline_rqn: 0,
+        inline_rqn: Rqn(0),
     };
     let indirect = |hash: u64| {
         patched(&direct, |v| {

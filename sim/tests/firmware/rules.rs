@@ -4,6 +4,7 @@ use mlx5_dpa::devx::{self, ObjHandle, Uar, UarKind, UmemAccess};
 use mlx5_dpa::mlx5::cmd::*;
 use mlx5_dpa::mlx5::layouts as l;
 use mlx5_dpa::mlx5::Opcode;
+use mlx5_dpa::mlx5::{Cqn, Pdn, Rqn, Sqn};
 use mlx5_sim::fw::check::{self};
 use mlx5_sim::ObjRef;
 use nix::errno::Errno;
@@ -74,7 +75,12 @@ fn failed_creates_take_no_references() {
     qp.mem.umem_offset = POOL as u64;
     expect_check(devx::create(&ctx, &qp), check::BAD_UMEM_RANGE);
     expect_check(
-        devx::create(&ctx, &CreateRqt { rqns: vec![0x1fff] }),
+        devx::create(
+            &ctx,
+            &CreateRqt {
+                rqns: vec![Rqn(0x1fff)],
+            },
+        ),
         check::NO_SUCH_RQ,
     );
     let (process, pid) = kit.process();
@@ -152,7 +158,7 @@ fn devx_layer_rules() {
         devx::modify(
             &sq1,
             &ModifySq {
-                sqn: sqn2,
+                sqn: Sqn(sqn2),
                 from: WqState::Rst,
                 to: WqState::Rdy,
             },
@@ -163,7 +169,7 @@ fn devx_layer_rules() {
     query_sq[8..12].copy_from_slice(&sqn1.to_be_bytes());
     expect_errno(raw_modify(&*ctx, sq1.handle(), &query_sq), Errno::EINVAL);
     let modify_sq = ok(encode_inbox(&ModifySq {
-        sqn: sqn1,
+        sqn: Sqn(sqn1),
         from: WqState::Rst,
         to: WqState::Rdy,
     }));
@@ -227,7 +233,7 @@ fn uid_is_the_contexts_own() {
     for claimed in [uid1, 0] {
         let tis = CreateTis {
             transport_domain: kit1.tdn,
-            pd: kit1.pdn,
+            pd: Pdn(kit1.pdn),
         };
         let inbox = patched(&tis, |v| v.set(l::create_tis_in::uid, u64::from(claimed)));
         expect_check(raw_create(&*ctx2, &inbox), check::WRONG_UID);
@@ -236,7 +242,7 @@ fn uid_is_the_contexts_own() {
     let inbox = patched(
         &CreateTis {
             transport_domain: kit1.tdn,
-            pd: kit1.pdn,
+            pd: Pdn(kit1.pdn),
         },
         |v| v.set(l::create_tis_in::uid, 0x1234),
     );
@@ -261,7 +267,7 @@ fn contexts_are_isolated() {
     q[8..12].copy_from_slice(&cqn1.to_be_bytes());
     expect_errno(raw_query(&*ctx2, cq1.handle(), &q, OUT), Errno::EINVAL);
     let m = ok(encode_inbox(&ModifyCqModeration {
-        cqn: cqn1,
+        cqn: Cqn(cqn1),
         cq_period: 1,
         cq_max_count: 1,
     }));
@@ -275,7 +281,7 @@ fn contexts_are_isolated() {
         devx::create(
             &ctx2,
             &CreateMkey {
-                pd: kit1.pdn,
+                pd: Pdn(kit1.pdn),
                 ..kit2.mkey_cmd(4096)
             },
         ),
@@ -302,7 +308,7 @@ fn contexts_are_isolated() {
         devx::create(
             &ctx2,
             &CreateGeneralObject(DpaProcessAttr {
-                pd: kit1.pdn,
+                pd: Pdn(kit1.pdn),
                 ..kit2.process_attr()
             }),
         ),

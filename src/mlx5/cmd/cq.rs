@@ -42,7 +42,7 @@ pub struct CreateCq {
 }
 
 command! {
-    CreateCq: CREATE_CQ, create_cq_in -> create_cq_out => u32;
+    CreateCq: CREATE_CQ, create_cq_in -> create_cq_out => Cqn;
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
         let op = Self::OPCODE;
         let c = create_cq_in::cq_context;
@@ -92,15 +92,15 @@ command! {
         v.set(create_cq_in::cq_umem_offset, self.mem.umem_offset);
         Ok(())
     }
-    fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_cq_out::cqn) as u32)
+    fn decode(&self, v: View<'_, Self::Out>) -> Result<Cqn, CmdError> {
+        Ok(Cqn(v.get(create_cq_out::cqn) as u32))
     }
 }
 
 /// MODIFY_CQ: change moderation (`modify_field_select` bits period 0x1, max_count 0x2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModifyCqModeration {
-    pub cqn: u32,
+    pub cqn: Cqn,
     pub cq_period: u16,
     pub cq_max_count: u16,
 }
@@ -127,5 +127,5 @@ command! {
 
 query_command!(
     /// QUERY_CQ: yields the CQ context bytes (`cqc`).
-    QueryCq, QUERY_CQ, query_cq_in.cqn, query_cq_out.cq_context: cqc
+    QueryCq(Cqn), QUERY_CQ, query_cq_in.cqn, query_cq_out.cq_context: cqc
 );

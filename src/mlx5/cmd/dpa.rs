@@ -178,7 +178,7 @@ impl GeneralObject for DpaMemAttr {
 /// DPA_PROCESS attributes: the ELF image in a UMEM, PD and heap size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DpaProcessAttr {
-    pub pd: u32,
+    pub pd: Pdn,
     pub elf_umem_id: u32,
     pub elf_umem_offset: u64,
     pub elf_size: u64,
@@ -285,7 +285,7 @@ impl GeneralObject for DpaOutboxAttr {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DpaWindowAttr {
     pub dpa_process_id: u32,
-    pub pd: u32,
+    pub pd: Pdn,
 }
 
 impl GeneralObject for DpaWindowAttr {

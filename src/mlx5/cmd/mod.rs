@@ -10,6 +10,7 @@
 //! the encoder maps them onto the mlx5_ifc fields, refusing values that do not fit with
 //! [`CmdError::InvalidAttr`] instead of truncating them.
 
+use super::ids::{Cqn, Pdn, Qpn, Rqn, Sqn};
 use super::layout::{read_bits, FlexArray, Layout, LayoutError, View, ViewMut};
 use super::layouts::*;
 use super::opcode::Opcode;
@@ -217,10 +218,10 @@ macro_rules! command {
 
 /// A command whose input is one object number and whose output is only the status.
 macro_rules! id_command {
-    ($(#[$m:meta])* $ty:ident, $op:ident, $lay:ident, $field:ident) => {
+    ($(#[$m:meta])* $ty:ident($id:ty), $op:ident, $lay:ident, $field:ident) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub struct $ty(pub u32);
+        pub struct $ty(pub $id);
         command! {
             $ty: $op, $lay -> mbox_out;
             fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
@@ -233,10 +234,10 @@ macro_rules! id_command {
 /// A query whose input is one object number and whose output is the object's context:
 /// yields the context bytes, readable with a `View` of the context layout.
 macro_rules! query_command {
-    ($(#[$m:meta])* $ty:ident, $op:ident, $in:ident . $field:ident, $out:ident . $ctx:ident : $ctx_layout:ident) => {
+    ($(#[$m:meta])* $ty:ident($id:ty), $op:ident, $in:ident . $field:ident, $out:ident . $ctx:ident : $ctx_layout:ident) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub struct $ty(pub u32);
+        pub struct $ty(pub $id);
         command! {
             $ty: $op, $in -> $out => Vec<u8>;
             fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
@@ -272,12 +273,12 @@ pub use tir::*;
 pub use work_queue::*;
 
 id_command!(/// DEALLOC_PD.
-    DeallocPd, DEALLOC_PD, dealloc_pd_in, pd);
+    DeallocPd(Pdn), DEALLOC_PD, dealloc_pd_in, pd);
 id_command!(/// DESTROY_CQ.
-    DestroyCq, DESTROY_CQ, destroy_cq_in, cqn);
+    DestroyCq(Cqn), DESTROY_CQ, destroy_cq_in, cqn);
 id_command!(/// DESTROY_SQ.
-    DestroySq, DESTROY_SQ, destroy_sq_in, sqn);
+    DestroySq(Sqn), DESTROY_SQ, destroy_sq_in, sqn);
 id_command!(/// DESTROY_RQ.
-    DestroyRq, DESTROY_RQ, destroy_rq_in, rqn);
+    DestroyRq(Rqn), DESTROY_RQ, destroy_rq_in, rqn);
 id_command!(/// DESTROY_QP.
-    DestroyQp, DESTROY_QP, destroy_qp_in, qpn);
+    DestroyQp(Qpn), DESTROY_QP, destroy_qp_in, qpn);

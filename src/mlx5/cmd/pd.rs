@@ -10,12 +10,12 @@ use super::*;
 pub struct AllocPd;
 
 command! {
-    AllocPd: ALLOC_PD, alloc_pd_in -> alloc_pd_out => u32;
+    AllocPd: ALLOC_PD, alloc_pd_in -> alloc_pd_out => Pdn;
     fn encode(&self, _: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
         Ok(())
     }
-    fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(alloc_pd_out::pd) as u32)
+    fn decode(&self, v: View<'_, Self::Out>) -> Result<Pdn, CmdError> {
+        Ok(Pdn(v.get(alloc_pd_out::pd) as u32))
     }
 }
 
@@ -46,7 +46,7 @@ pub struct MkeyAccess {
 /// CREATE_MKEY over a UMEM (`mkey_umem_valid`, access mode MTT).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateMkey {
-    pub pd: u32,
+    pub pd: Pdn,
     /// Virtual address the key starts at.
     pub start_addr: u64,
     pub len: u64,

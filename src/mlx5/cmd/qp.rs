@@ -41,10 +41,10 @@ pub const QPC_PM_STATE_MIGRATED: u64 = 0x3;
 /// CREATE_QP (RC) with user-owned rings: one UMEM holds the RQ then the SQ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateQp {
-    pub pd: u32,
+    pub pd: Pdn,
     pub uar_page: u32,
-    pub cqn_snd: u32,
-    pub cqn_rcv: u32,
+    pub cqn_snd: Cqn,
+    pub cqn_rcv: Cqn,
     pub log_sq_size: u8,
     /// log2 of RQ entries; `None` for a QP without receive queue.
     pub log_rq_size: Option<u8>,
@@ -54,7 +54,7 @@ pub struct CreateQp {
 }
 
 command! {
-    CreateQp: CREATE_QP, create_qp_in -> create_qp_out => u32;
+    CreateQp: CREATE_QP, create_qp_in -> create_qp_out => Qpn;
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
         let op = Self::OPCODE;
         let q = create_qp_in::qpc;
@@ -112,8 +112,8 @@ command! {
         v.set(create_qp_in::wq_umem_offset, self.mem.umem_offset);
         Ok(())
     }
-    fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_qp_out::qpn) as u32)
+    fn decode(&self, v: View<'_, Self::Out>) -> Result<Qpn, CmdError> {
+        Ok(Qpn(v.get(create_qp_out::qpn) as u32))
     }
 }
 
@@ -189,7 +189,7 @@ qp_transition!(/// Any state -> RST.
 /// A QP state transition `T` with attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModifyQp<T> {
-    pub qpn: u32,
+    pub qpn: Qpn,
     pub attr: QpAttr,
     pub transition: T,
 }
@@ -314,5 +314,5 @@ impl<T: QpTransition> Command for ModifyQp<T> {
 
 query_command!(
     /// QUERY_QP: yields the QP context bytes (`qpc`).
-    QueryQp, QUERY_QP, query_qp_in.qpn, query_qp_out.qpc: qpc
+    QueryQp(Qpn), QUERY_QP, query_qp_in.qpn, query_qp_out.qpc: qpc
 );

@@ -9,7 +9,7 @@ use super::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateTis {
     pub transport_domain: u32,
-    pub pd: u32,
+    pub pd: Pdn,
 }
 
 command! {
@@ -40,7 +40,7 @@ command! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateTir {
     pub transport_domain: u32,
-    pub inline_rqn: u32,
+    pub inline_rqn: Rqn,
 }
 
 command! {
@@ -72,7 +72,7 @@ command! {
 /// CREATE_RQT over a list of RQs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateRqt {
-    pub rqns: Vec<u32>,
+    pub rqns: Vec<Rqn>,
 }
 
 command! {
@@ -95,7 +95,7 @@ command! {
         let list: Vec<u64> = self
             .rqns
             .iter()
-            .map(|&r| u64::from(r & 0xff_ffff))
+            .map(|&r| u64::from(r.0 & 0xff_ffff))
             .collect();
         put_flex(v, op, create_rqt_in::rq_num, &list)
     }

@@ -29,7 +29,7 @@ impl WqState {
 /// The `wq` part of an SQ / RQ / RMP: cyclic ring in a UMEM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WqAttr {
-    pub pd: u32,
+    pub pd: Pdn,
     pub uar_page: u32,
     /// log2 of the WQE stride in bytes (`log_wq_stride`; 6 = 64 B for SQs).
     pub log_wq_stride: u8,
@@ -76,14 +76,14 @@ fn encode_wq<L: Layout>(
 /// CREATE_SQ (Ethernet send queue over one TIS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateSq {
-    pub cqn: u32,
+    pub cqn: Cqn,
     pub tisn: u32,
     pub wq: WqAttr,
     pub flush_in_error_en: bool,
 }
 
 command! {
-    CreateSq: CREATE_SQ, create_sq_in -> create_sq_out => u32;
+    CreateSq: CREATE_SQ, create_sq_in -> create_sq_out => Sqn;
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
         let op = Self::OPCODE;
         let c = create_sq_in::ctx;
@@ -96,15 +96,15 @@ command! {
         );
         encode_wq(v, op, c.nested(sqc::wq), &self.wq)
     }
-    fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_sq_out::sqn) as u32)
+    fn decode(&self, v: View<'_, Self::Out>) -> Result<Sqn, CmdError> {
+        Ok(Sqn(v.get(create_sq_out::sqn) as u32))
     }
 }
 
 /// MODIFY_SQ: a state transition (`sq_state` is the current state, `sqc.state` the next).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModifySq {
-    pub sqn: u32,
+    pub sqn: Sqn,
     pub from: WqState,
     pub to: WqState,
 }
@@ -128,13 +128,13 @@ command! {
 /// CREATE_RQ (cyclic receive queue).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateRq {
-    pub cqn: u32,
+    pub cqn: Cqn,
     pub wq: WqAttr,
     pub flush_in_error_en: bool,
 }
 
 command! {
-    CreateRq: CREATE_RQ, create_rq_in -> create_rq_out => u32;
+    CreateRq: CREATE_RQ, create_rq_in -> create_rq_out => Rqn;
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
         let op = Self::OPCODE;
         let c = create_rq_in::ctx;
@@ -145,15 +145,15 @@ command! {
         );
         encode_wq(v, op, c.nested(rqc::wq), &self.wq)
     }
-    fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_rq_out::rqn) as u32)
+    fn decode(&self, v: View<'_, Self::Out>) -> Result<Rqn, CmdError> {
+        Ok(Rqn(v.get(create_rq_out::rqn) as u32))
     }
 }
 
 /// MODIFY_RQ: a state transition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModifyRq {
-    pub rqn: u32,
+    pub rqn: Rqn,
     pub from: WqState,
     pub to: WqState,
 }
@@ -198,9 +198,9 @@ command! {
 
 query_command!(
     /// QUERY_SQ: yields the SQ context bytes (`sqc`).
-    QuerySq, QUERY_SQ, query_sq_in.sqn, query_sq_out.sq_context: sqc
+    QuerySq(Sqn), QUERY_SQ, query_sq_in.sqn, query_sq_out.sq_context: sqc
 );
 query_command!(
     /// QUERY_RQ: yields the RQ context bytes (`rqc`).
-    QueryRq, QUERY_RQ, query_rq_in.rqn, query_rq_out.rq_context: rqc
+    QueryRq(Rqn), QUERY_RQ, query_rq_in.rqn, query_rq_out.rq_context: rqc
 );
