@@ -47,6 +47,7 @@ mod slab;
 mod state;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
+pub mod vm;
 
 /// The RISC-V engine (its own crate, `mlx5-dpa-rv`).
 pub use mlx5_dpa_rv as riscv;

@@ -28,7 +28,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use mlx5_sim::riscv::bare::{BareError, BareMachine, BareStop};
+use mlx5_sim::riscv::bare::BareStop;
+use mlx5_sim::vm::VmLoadError;
 use serde_json::json;
 
 use crate::input::{self, InputError};
@@ -70,7 +71,7 @@ pub enum VmError {
     #[error(transparent)]
     Read(#[from] InputError),
     #[error("{path}: {source}")]
-    Load { path: String, source: BareError },
+    Load { path: String, source: VmLoadError },
     #[error("argument {0:?} is not an integer (decimal, -decimal or 0x hex)")]
     BadArg(String),
     #[error("the program did not finish: {0}")]
@@ -150,7 +151,7 @@ pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
         path: path.clone(),
         source,
     };
-    let mut machine = BareMachine::from_elf_bytes(&bytes).map_err(load)?;
+    let mut machine = mlx5_sim::vm::machine(&bytes).map_err(load)?;
     if entry.is_none() {
         if let Some((entry, symbols)) = no_standalone_entry(&bytes, machine.entry()) {
             return Err(VmError::NoEntry {
@@ -165,7 +166,7 @@ pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
         Some(sym) => machine.call_symbol(sym, &args, *max_insns),
         None => machine.call(machine.entry(), &args, *max_insns),
     }
-    .map_err(load)?;
+    .map_err(|e| load(VmLoadError::Bare(e)))?;
     let seconds = start.elapsed().as_secs_f64();
     let mips = if seconds > 0.0 {
         report.instret as f64 / seconds / 1e6

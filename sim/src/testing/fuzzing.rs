@@ -1058,36 +1058,13 @@ pub fn fuzz_responder_frame(data: &[u8]) {
 /// machine as an image of the segments it found; then the same bytes through the engine
 /// crate's own reader (`Image::from_elf`). Must never panic.
 pub fn fuzz_dpa_elf(data: &[u8]) {
-    use crate::riscv::bare::{fuzz_elf, fuzz_image, Image, LoadSegment};
-    use crate::riscv::Perms;
+    use crate::riscv::bare::{fuzz_elf, fuzz_image};
     use mlx5_dpa::dpa::elf::Elf;
 
     if let Ok(elf) = Elf::parse(data) {
         let _ = elf.section(".text");
         let _ = elf.symbol("main");
-        let segments = elf
-            .segments()
-            .iter()
-            .filter(|s| s.is_load())
-            .map(|s| LoadSegment {
-                vaddr: s.vaddr,
-                memsz: s.memsz,
-                data: s.data,
-                perms: Perms::new(s.readable(), s.writable(), s.executable()),
-            })
-            .collect();
-        // STT_FUNC symbols first: the second run starts at a function.
-        let symbols = elf
-            .symbols()
-            .iter()
-            .filter(|s| s.kind() == 2 && s.is_defined())
-            .map(|s| (s.name.clone(), s.value))
-            .collect();
-        fuzz_image(&Image {
-            entry: elf.entry,
-            segments,
-            symbols,
-        });
+        fuzz_image(&crate::vm::image(&elf));
     }
     fuzz_elf(data);
 }
