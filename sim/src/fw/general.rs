@@ -415,7 +415,7 @@ impl Firmware {
         }
         match new_process {
             Some((loaded, heap, dumem_used)) => {
-                self.dpa_add_process(id, uid, loaded, heap, dumem_used);
+                self.dpa_add_process(id, uid, loaded.mem, loaded.data_span, heap, dumem_used);
             }
             None => self.dpa_created(id),
         }

@@ -25,6 +25,7 @@
 //! offset = DPA address - `0x8000_0000` (FACTS.md §3), so rings and doorbell records of queues
 //! may live in DPA memory.
 
+pub(crate) mod lifecycle;
 pub mod map;
 pub(crate) mod memory;
 
