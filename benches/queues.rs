@@ -39,7 +39,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mlx5_dpa::devx::{Devx, UarKind};
 use mlx5_dpa::mem::{Access, DmaBuf, MemoryRegion, Pd, Sge, Umem};
 use mlx5_dpa::mlx5::cmd::OuterMatch;
-use mlx5_dpa::mlx5::wire::wqe::opcode as wqe_opcode;
+use mlx5_dpa::mlx5::wire::cqe::{at as cqe_at, CQE_SIZE};
+use mlx5_dpa::mlx5::wire::wqe::{at as wqe_at, opcode as wqe_opcode};
 use mlx5_dpa::queues::ring::{self, WQEBB};
 use mlx5_dpa::queues::steering::{RxFlow, Tis, TransportDomain};
 use mlx5_dpa::queues::wq::{CTRL_CQ_UPDATE, ETH_MIN_INLINE};
@@ -166,9 +167,10 @@ impl FloorSq {
         for _ in 0..BATCH {
             let mut w = self.tmpl;
             let w0 = (u32::from(self.pi) << 8) | u32::from(wqe_opcode::SEND);
-            w[0..4].copy_from_slice(&w0.to_be_bytes());
+            w[wqe_at::OPMOD_IDX_OPCODE..wqe_at::OPMOD_IDX_OPCODE + 4]
+                .copy_from_slice(&w0.to_be_bytes());
             self.signalled += 1;
-            w[11] = if self.signalled == BATCH as u32 {
+            w[wqe_at::FM_CE_SE] = if self.signalled == BATCH as u32 {
                 self.signalled = 0;
                 CTRL_CQ_UPDATE
             } else {
@@ -512,10 +514,10 @@ impl PollBench {
         let mut seen = 0usize;
         let t = Instant::now();
         for _ in 0..RING {
-            let e = ring::slot(ci, LOG_RING) * 64;
+            let e = ring::slot(ci, LOG_RING) * CQE_SIZE;
             // SAFETY: `e + 64 <= RING * 64`, the CQ ring of the mapping this bench holds; the
             // driver is not polling while this runs.
-            let op_own = unsafe { std::ptr::read_volatile(base.add(e + 63)) };
+            let op_own = unsafe { std::ptr::read_volatile(base.add(e + cqe_at::OP_OWN)) };
             if !ring::cqe_is_sw_owned(op_own, ci, LOG_RING) {
                 break;
             }

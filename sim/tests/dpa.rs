@@ -227,7 +227,7 @@ struct Nops {
 fn nops(rig: &mut DpaRig, uar: u32, target: CqEventTarget, cq_mem: Option<RingMem>) -> Nops {
     let buf = ok(rig.host_buf(0x3000, UmemAccess::LOCAL_WRITE));
     for i in 0..(1usize << LOG_CQ) {
-        rig.host_write(&buf, CQ_RING + i * 64 + 63, &[0xf1]);
+        rig.host_write(&buf, CQ_RING + i * CQE_SIZE + cqe::at::OP_OWN, &[0xf1]);
     }
     let ctx = Arc::clone(rig.ctx());
     let (td, tdn) = ok(devx::create(&ctx, &AllocTransportDomain));
@@ -1117,7 +1117,8 @@ fn handler_rearms_its_cq_in_dpa_memory_and_runs_once_per_completion() {
     }));
     // The CQ ring and its doorbell record live in DPA memory (the process's DUMEM).
     for i in 0..(1u64 << LOG_CQ) {
-        ok(dev.dpa_write(rig.process, ring_at + i * 64 + 63, &[0xf1]));
+        let at = i * CQE_SIZE as u64 + cqe::at::OP_OWN as u64;
+        ok(dev.dpa_write(rig.process, ring_at + at, &[0xf1]));
     }
     let dumem = rig.dumem_id;
     let mem = RingMem {

@@ -100,6 +100,16 @@ pub const INLINE_FIRST: usize = SEG - 4;
 /// Where an Ethernet segment's inline headers start: its last two bytes.
 pub const ETH_INLINE_START: usize = byte_at(first(mlx5_wqe_eth_seg::inline_hdr_start));
 
+/// Byte offsets in a control segment, from the declaration (for code that writes a WQE image
+/// byte by byte, such as a benchmark's floor).
+pub mod at {
+    use super::{byte_at, mlx5_wqe_ctrl_seg as c};
+    pub const OPMOD_IDX_OPCODE: usize = byte_at(c::opmod_idx_opcode);
+    pub const QPN_DS: usize = byte_at(c::qpn_ds);
+    pub const FM_CE_SE: usize = byte_at(c::fm_ce_se);
+    pub const IMM: usize = byte_at(c::imm);
+}
+
 /// Send WQE opcodes (ctrl segment byte 3; rdma-core `MLX5_OPCODE_*`).
 pub mod opcode {
     pub const NOP: u8 = 0x00;
