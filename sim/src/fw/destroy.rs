@@ -155,10 +155,7 @@ pub fn object_of_inbox(inb: &[u8]) -> Option<ObjRef> {
         Opcode::QUERY_MKEY => ObjRef::Mkey(id24),
         Opcode::QUERY_QP => ObjRef::Qp(id24),
         op if op.is_qp_transition() => ObjRef::Qp(id24),
-        Opcode::MODIFY_GENERAL_OBJECT | Opcode::QUERY_GENERAL_OBJECT => ObjRef::General {
-            obj_type: u16::from_be_bytes([inb[6], inb[7]]),
-            id: u32::from_be_bytes([inb[8], inb[9], inb[10], inb[11]]),
-        },
+        Opcode::MODIFY_GENERAL_OBJECT | Opcode::QUERY_GENERAL_OBJECT => general(inb).ok()?,
         op => return destroyed_object(op, inb)?.ok(),
     })
 }

@@ -19,6 +19,31 @@ pub mod rc_rig;
 pub mod rig;
 
 use mlx5_dpa::mem::DmaBuf;
+use mlx5_dpa::mlx5::cmd::{CqEventTarget, CreateCq, RingMem};
+
+/// A ring at `offset` of a rig's one UMEM, its doorbell record at `dbr_offset` of the same.
+pub(crate) fn ring_mem(umem_id: u32, offset: usize, dbr_offset: usize) -> RingMem {
+    RingMem {
+        umem_id,
+        umem_offset: offset as u64,
+        dbr_umem_id: umem_id,
+        dbr_offset: dbr_offset as u64,
+    }
+}
+
+/// A rig's CQ: `2^log_size` 64-byte CQEs in `mem`, reporting to EQ `eqn`, no moderation.
+pub(crate) fn rig_cq(log_size: u8, uar_page: u32, eqn: u32, mem: RingMem) -> CreateCq {
+    CreateCq {
+        log_cq_size: log_size,
+        cqe_sz: 0,
+        uar_page,
+        target: CqEventTarget::Eq(eqn),
+        mem,
+        cq_period: 0,
+        cq_max_count: 0,
+        oi: false,
+    }
+}
 
 /// Accessors of a rig's ring memory: an access outside the buffer is a bug of the rig, and
 /// panics with the offset.

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
 use mlx5_dpa::mem::{DmaBuf, Umem as MemUmem};
 use mlx5_dpa::mlx5::cmd::{
-    AllocPd, CqEventTarget, CreateCq, CreateMkey, CreateQp, Init2Rtr, MkeyAccess, ModifyQp, Qp2Rst,
-    QpAttr, QpTransition, QueryQp, RingMem, Rst2Init, Rtr2Rts,
+    AllocPd, CreateMkey, CreateQp, Init2Rtr, MkeyAccess, ModifyQp, Qp2Rst, QpAttr, QpTransition,
+    QueryQp, Rst2Init, Rtr2Rts,
 };
 use mlx5_dpa::mlx5::wire::cqe::{self as cqe_fmt, cqe64_offset, Cqe64, CQE_SIZE};
 use mlx5_dpa::mlx5::wire::wqe::{
@@ -337,22 +337,8 @@ impl RcRig {
         self.key = key;
         let eqn = ctx.query_eqn(0)?;
         let dbr_base = self.off.dbr;
-        let ring = |off: usize, dbr: usize| RingMem {
-            umem_id,
-            umem_offset: off as u64,
-            dbr_umem_id: umem_id,
-            dbr_offset: (dbr_base + dbr) as u64,
-        };
-        let cq = |off, dbr| CreateCq {
-            log_cq_size: cfg.log_cq,
-            cqe_sz: 0,
-            uar_page,
-            target: CqEventTarget::Eq(eqn),
-            mem: ring(off, dbr),
-            cq_period: 0,
-            cq_max_count: 0,
-            oi: false,
-        };
+        let ring = move |off: usize, dbr: usize| super::ring_mem(umem_id, off, dbr_base + dbr);
+        let cq = |off, dbr| super::rig_cq(cfg.log_cq, uar_page, eqn, ring(off, dbr));
         let c = devx::create(&ctx, &cq(self.off.cq_snd, DBR_CQ_SND))?;
         self.cqn_snd = self.keep(c).0;
         let c = devx::create(&ctx, &cq(self.off.cq_rcv, DBR_CQ_RCV))?;

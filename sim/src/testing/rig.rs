@@ -15,9 +15,9 @@ use mlx5_dpa::mem::{DmaBuf, MemError, Umem as MemUmem};
 use super::RigMem;
 use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
 use mlx5_dpa::mlx5::cmd::{
-    AllocPd, AllocTransportDomain, CqEventTarget, CreateCq, CreateFlowGroup, CreateFlowTable,
-    CreateMkey, CreateRq, CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq, ModifySq,
-    OuterMatch, RingMem, SetFte, WqAttr, WqState,
+    AllocPd, AllocTransportDomain, CreateFlowGroup, CreateFlowTable, CreateMkey, CreateRq,
+    CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq, ModifySq, OuterMatch, SetFte, WqAttr,
+    WqState,
 };
 use mlx5_dpa::mlx5::wire::cqe::{self, cqe64_offset, Cqe64, CQE_SIZE};
 use mlx5_dpa::mlx5::wire::wqe::{
@@ -262,22 +262,8 @@ impl EthRig {
         self.lkey = self.keep(mkey);
         let eqn = ctx.query_eqn(0)?;
         let dbr_base = self.off.dbr;
-        let ring = move |off: usize, dbr: usize| RingMem {
-            umem_id,
-            umem_offset: off as u64,
-            dbr_umem_id: umem_id,
-            dbr_offset: (dbr_base + dbr) as u64,
-        };
-        let cq = |off, dbr| CreateCq {
-            log_cq_size: cfg.log_cq,
-            cqe_sz: 0,
-            uar_page,
-            target: CqEventTarget::Eq(eqn),
-            mem: ring(off, dbr),
-            cq_period: 0,
-            cq_max_count: 0,
-            oi: false,
-        };
+        let ring = move |off: usize, dbr: usize| super::ring_mem(umem_id, off, dbr_base + dbr);
+        let cq = |off, dbr| super::rig_cq(cfg.log_cq, uar_page, eqn, ring(off, dbr));
         let c = devx::create(&ctx, &cq(self.off.cq_tx, DBR_CQ_TX))?;
         self.cqn_tx = self.keep(c).0;
         let c = devx::create(&ctx, &cq(self.off.cq_rx, DBR_CQ_RX))?;
