@@ -7,6 +7,7 @@
 //! each operation. Memory goes through the last [`RamRegion`] used for loads / stores /
 //! fetches when it covers the access, otherwise through the [`Bus`].
 
+use super::bitmanip as bm;
 use super::cache::{to_page_end, CodeCache, MAX_BLOCK, NO_PAGE, PAGE_SHIFT};
 use super::decode::{decode, insn_len, Op};
 use super::hart::{Access, Bus, Fault, Hart, MemError, Stop};
@@ -592,6 +593,37 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                 Op::Binvi => x[rd] = v1 ^ (1u64 << (imm & 63)),
                 Op::Bset => x[rd] = v1 | (1u64 << (v2 & 63)),
                 Op::Bseti => x[rd] = v1 | (1u64 << (imm & 63)),
+                Op::Grev => x[rd] = bm::grev64(v1, (v2 & 63) as u32),
+                Op::Grevi => x[rd] = bm::grev64(v1, (imm & 63) as u32),
+                Op::Grevw => x[rd] = sx32(u64::from(bm::grev32(v1 as u32, (v2 & 31) as u32))),
+                Op::Greviw => x[rd] = sx32(u64::from(bm::grev32(v1 as u32, (imm & 31) as u32))),
+                Op::Gorc => x[rd] = bm::gorc64(v1, (v2 & 63) as u32),
+                Op::Gorci => x[rd] = bm::gorc64(v1, (imm & 63) as u32),
+                Op::Gorcw => x[rd] = sx32(u64::from(bm::gorc32(v1 as u32, (v2 & 31) as u32))),
+                Op::Gorciw => x[rd] = sx32(u64::from(bm::gorc32(v1 as u32, (imm & 31) as u32))),
+                Op::Shfl => x[rd] = bm::shfl64(v1, (v2 & 31) as u32),
+                Op::Shfli => x[rd] = bm::shfl64(v1, (imm & 31) as u32),
+                Op::Unshfl => x[rd] = bm::unshfl64(v1, (v2 & 31) as u32),
+                Op::Unshfli => x[rd] = bm::unshfl64(v1, (imm & 31) as u32),
+                Op::Shflw => x[rd] = sx32(u64::from(bm::shfl32(v1 as u32, (v2 & 15) as u32))),
+                Op::Unshflw => x[rd] = sx32(u64::from(bm::unshfl32(v1 as u32, (v2 & 15) as u32))),
+                Op::XpermN => x[rd] = bm::xperm(v1, v2, 2),
+                Op::XpermB => x[rd] = bm::xperm(v1, v2, 3),
+                Op::XpermH => x[rd] = bm::xperm(v1, v2, 4),
+                Op::XpermW => x[rd] = bm::xperm(v1, v2, 5),
+                Op::Pack => x[rd] = (v1 & 0xffff_ffff) | (v2 << 32),
+                Op::Packu => x[rd] = (v1 >> 32) | (v2 & 0xffff_ffff_0000_0000),
+                Op::Packh => x[rd] = (v1 & 0xff) | ((v2 & 0xff) << 8),
+                Op::Packw => x[rd] = sx32((v1 & 0xffff) | ((v2 & 0xffff) << 16)),
+                Op::Packuw => x[rd] = sx32(((v1 >> 16) & 0xffff) | (v2 & 0xffff_0000)),
+                Op::Crc32B => x[rd] = bm::crc(v1, 8, bm::CRC32),
+                Op::Crc32H => x[rd] = bm::crc(v1, 16, bm::CRC32),
+                Op::Crc32W => x[rd] = bm::crc(v1, 32, bm::CRC32),
+                Op::Crc32D => x[rd] = bm::crc(v1, 64, bm::CRC32),
+                Op::Crc32cB => x[rd] = bm::crc(v1, 8, bm::CRC32C),
+                Op::Crc32cH => x[rd] = bm::crc(v1, 16, bm::CRC32C),
+                Op::Crc32cW => x[rd] = bm::crc(v1, 32, bm::CRC32C),
+                Op::Crc32cD => x[rd] = bm::crc(v1, 64, bm::CRC32C),
             }
             pc = npc;
             n += 1;

@@ -1,15 +1,19 @@
-//! RV64IMAC (+ Zbb, Zbs, Zicsr counters) execution engine for the device model's DPA, a crate
+//! RV64IMAC (+ Zbb, Zbs, the Zbp / Zbr 0.93 drafts, Zicsr counters) execution engine for the device model's DPA, a crate
 //! of its own: it imports nothing from the model or the driver (the model implements [`Bus`]),
 //! and its bare machine takes segments as input ([`bare::Image`]).
 //!
 //! [`run`] executes a [`Hart`] against a [`Bus`] until an `ecall`, `ebreak`, a fault or the
 //! instruction budget. The ISA is what the BlueField-3 DPA compiler targets (FACTS.md section 5:
-//! rv64imac + zbb + zbs; zbp / zbr drafts are not implemented), user mode only:
+//! `rv64imac_zbb_zbp0p93_zbr0p93_zbs`), user mode only:
 //!
 //! - RV64I, M (the spec's divide-by-zero and overflow results), A (LR/SC with the hart's
 //!   reservation, SC a compare-and-swap against the value LR read, so harts sharing memory
 //!   never both win; every AMO in word and doubleword width), C (every RV64C form; the
 //!   floating-point loads/stores are illegal: no F/D), Zbb, Zbs.
+//! - The draft bit-manipulation extensions the DPA compiler emits, with the semantics of the
+//!   draft specification's reference code (version 0.93): Zbp (`grev[i][w]`, `gorc[i][w]`,
+//!   `[un]shfl[i|w]`, `xperm.{n,b,h,w}`, `pack[u|h|w|uw]`; `rev8`, `orc.b` and `zext.h` are
+//!   their Zbb special cases) and Zbr (`crc32[c].{b,h,w,d}`).
 //! - Zicsr only as `csrrs rd, cycle|time|instret, x0` (`rdcycle`, `rdtime`, `rdinstret`);
 //!   `cycle` reads the retired-instruction count, `time` [`Bus::time`]. Every other CSR access
 //!   is an illegal instruction.
@@ -33,6 +37,7 @@
 //! a stack, exit by `ecall` or `tohost`, return to a sentinel.
 
 pub mod bare;
+mod bitmanip;
 mod cache;
 mod decode;
 mod exec;

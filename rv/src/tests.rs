@@ -1,6 +1,7 @@
 //! Unit tests of the engine: decoding edge cases, each extension's semantics, faults, budget,
 //! the code cache, and the fast (RAM region) path against the plain bus path.
 
+use super::bitmanip;
 use super::decode::{decode16, decode32, Op, SINK};
 use super::*;
 
@@ -348,7 +349,8 @@ fn illegal_32_bit_encodings_fault_with_the_encoding() {
         0x0000_200f,                // misc-mem funct3 2
         0x0000_003f,                // 48-bit prefix
         0xffff_ffff,
-        0x0810_403b, // the zext.h form with rs2 != 0
+        0x0800_003b, // OP-32 funct7 4 funct3 0 (packw is funct3 4, the zext.h form rs2 = 0)
+        0x6140_9393, // crc32 selector 0x14 (only 0x10..=0x13 and 0x18..=0x1b are defined)
     ] {
         let mut bus = TestBus::new(true);
         bus.code(TEXT, &[addi(1, 0, 1), enc]);
@@ -583,6 +585,93 @@ fn bit_manipulation_results() {
     assert_eq!(imm(0b010010, 40, 5, 1 << 40), 1); // bexti
     assert_eq!(imm(0b011010, 0, 1, 1), 0); // binvi
     assert_eq!(imm(0b001010, 33, 1, 0), 1 << 33); // bseti
+}
+
+/// The draft Zbp / Zbr instructions the DPA compiler emits, decoded from their 0.93 encodings
+/// and run by the engine, against the reference operations (`bitmanip`) and known values.
+#[test]
+fn zbp_and_zbr_drafts_execute() {
+    const OP: u32 = 0x33;
+    const OP32: u32 = 0x3b;
+    const OP_IMM: u32 = 0x13;
+    const OP_IMM32: u32 = 0x1b;
+    let v = 0x0123_4567_89ab_cdef_u64;
+    // R-type, OP: grev, gorc, shfl, unshfl, xperm.{n,b,h,w}, pack, packu, packh.
+    assert_eq!(op_r(0x34, 5, OP, v, 63), v.reverse_bits()); // grev
+    assert_eq!(op_r(0x34, 5, OP, v, 56 + 64), v.swap_bytes()); // grev uses rs2 & 63
+    assert_eq!(
+        op_r(0x14, 5, OP, 0x0010_0000_8000_0001, 7),
+        0x00ff_0000_ff00_00ff
+    ); // gorc
+    assert_eq!(op_r(0x04, 1, OP, 0xffff_ffff, 31), 0x5555_5555_5555_5555); // shfl (zip)
+    assert_eq!(op_r(0x04, 5, OP, 0x5555_5555_5555_5555, 31), 0xffff_ffff); // unshfl
+    assert_eq!(op_r(0x14, 2, OP, v, 0xfedc_ba98_7654_3210), v); // xperm.n identity
+    assert_eq!(op_r(0x14, 4, OP, v, 0x0001_0203_0405_0607), v.swap_bytes()); // xperm.b
+    assert_eq!(
+        op_r(0x14, 6, OP, v, 0x0000_0001_0002_0003),
+        0xcdef_89ab_4567_0123
+    ); // xperm.h
+    assert_eq!(op_r(0x14, 0, OP, v, 1), 0x89ab_cdef_0123_4567); // xperm.w
+    assert_eq!(
+        op_r(0x04, 4, OP, 0xaaaa_aaaa_1111_1111, 0xbbbb_bbbb_2222_2222),
+        0x2222_2222_1111_1111
+    ); // pack
+    assert_eq!(
+        op_r(0x24, 4, OP, 0xaaaa_aaaa_1111_1111, 0xbbbb_bbbb_2222_2222),
+        0xbbbb_bbbb_aaaa_aaaa
+    ); // packu
+    assert_eq!(op_r(0x04, 7, OP, 0x1234, 0x5678), 0x7834); // packh
+                                                           // OP-32: grevw, gorcw, shflw, unshflw, packw, packuw (results sign-extended).
+    assert_eq!(op_r(0x34, 5, OP32, 0x1234_5678, 24), 0x7856_3412); // grevw (rev8.w)
+    assert_eq!(op_r(0x34, 5, OP32, 0x0000_0080, 24), 0xffff_ffff_8000_0000); // sign-extended
+    assert_eq!(op_r(0x14, 5, OP32, 0x0000_0100, 31), u64::MAX); // gorcw
+    assert_eq!(op_r(0x04, 1, OP32, 0xffff, 15), 0x5555_5555); // shflw
+    assert_eq!(op_r(0x04, 5, OP32, 0x5555_5555, 15), 0xffff); // unshflw
+    assert_eq!(op_r(0x04, 4, OP32, 0x1234, 0x8765), 0xffff_ffff_8765_1234); // packw
+    assert_eq!(op_r(0x04, 4, OP32, 0x8234_1234, 0), 0x1234); // packw x0 = zext.h
+    assert_eq!(op_r(0x24, 4, OP32, 0x1111_2222, 0x3333_4444), 0x3333_1111); // packuw
+                                                                            // Immediate forms: grevi (rev8 = 56 stays), gorci, shfli / unshfli, greviw, gorciw.
+    let imm = |f6: i32, sh: i32, f3: u32, op: u32, a: u64| {
+        exec(&[(5, a)], &[i(f6 << 6 | sh, 5, f3, 7, op)]).x[7]
+    };
+    assert_eq!(imm(0b011010, 63, 5, OP_IMM, v), v.reverse_bits()); // grevi (rev)
+    assert_eq!(imm(0b011010, 56, 5, OP_IMM, v), v.swap_bytes()); // rev8
+    assert_eq!(imm(0b001010, 7, 5, OP_IMM, 0x100), 0xff00); // orc.b
+    assert_eq!(imm(0b001010, 1, 5, OP_IMM, 0b0100), 0b1100); // gorci 1
+    assert_eq!(
+        imm(0b000010, 31, 1, OP_IMM, 0xffff_ffff),
+        0x5555_5555_5555_5555
+    ); // shfli
+    assert_eq!(
+        imm(0b000010, 31, 5, OP_IMM, 0x5555_5555_5555_5555),
+        0xffff_ffff
+    ); // unshfli
+    assert_eq!(imm(0b011010, 24, 5, OP_IMM32, 0x1234_5678), 0x7856_3412); // greviw
+    assert_eq!(imm(0b001010, 7, 5, OP_IMM32, 0x0001_0000), 0x00ff_0000); // gorciw
+                                                                         // Zbr: crc32.{b,h,w,d} and crc32c.*: R-type, OP-IMM, funct7 0110000, rs2 selects.
+    let crc = |sel: u32, a: u64| exec(&[(5, a)], &[r(0x30, sel, 5, 1, 7, OP_IMM)]).x[7];
+    let check = |sel_b: u32| {
+        let s = b"123456789"
+            .iter()
+            .fold(0xffff_ffffu64, |s, &b| crc(sel_b, s ^ u64::from(b)));
+        !s & 0xffff_ffff
+    };
+    assert_eq!(check(0x10), 0xcbf4_3926, "crc32.b over the check string");
+    assert_eq!(check(0x18), 0xe306_9283, "crc32c.b over the check string");
+    for (sel, nbits, poly) in [
+        (0x11, 16, bitmanip::CRC32),
+        (0x12, 32, bitmanip::CRC32),
+        (0x13, 64, bitmanip::CRC32),
+        (0x19, 16, bitmanip::CRC32C),
+        (0x1a, 32, bitmanip::CRC32C),
+        (0x1b, 64, bitmanip::CRC32C),
+    ] {
+        assert_eq!(
+            crc(sel, v),
+            bitmanip::crc(v, nbits, poly),
+            "crc selector {sel:#x}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
