@@ -292,6 +292,11 @@ fn faulting_rpc_gives_process_fault_and_a_coredump() -> R {
     ));
     let dump = q.coredump()?;
     assert_eq!(dump.insn, 0x0000_000b);
+    let text = dump.to_string();
+    assert!(
+        text.contains("note: 0x0000000b is in the custom-0 opcode space"),
+        "{text}"
+    );
     assert_eq!(
         dump.region_of(dump.pc).map(|r| r.kind),
         Some(RegionKind::Text)

@@ -132,7 +132,11 @@ impl std::fmt::Display for BareStop {
                     f,
                     "fault: illegal instruction {encoding:#0w$x} at {pc:#x}",
                     w = width + 2
-                )
+                )?;
+                match crate::isa::opcode_space(encoding) {
+                    Some(space) => write!(f, " (in the {space})"),
+                    None => Ok(()),
+                }
             }
             BareStop::Fault(Fault::Memory {
                 pc,

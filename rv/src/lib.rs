@@ -21,7 +21,9 @@
 //! - Misaligned loads, stores, LR/SC and AMOs fault ([`MemError::Misaligned`]), as the DPA
 //!   model wants faults rather than emulation.
 //! - NVIDIA's custom instructions (custom-0 / custom-1 opcode spaces) fault as illegal
-//!   instructions with their encoding: no public document gives their encodings.
+//!   instructions with their encoding: no public document gives their encodings. [`isa`]
+//!   names the opcode space of such a fault and sweeps a program for every encoding the
+//!   engine would refuse (`mlx5-dpa elf isa`).
 //!
 //! Nothing in the guest's input makes the engine panic: every encoding decodes (unknown ones to
 //! [`Fault::IllegalInstruction`]), every address is checked by the bus or against a
@@ -43,6 +45,7 @@ mod decode;
 mod exec;
 mod hart;
 mod image;
+pub mod isa;
 mod ram;
 
 pub use cache::CodeCache;

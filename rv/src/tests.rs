@@ -63,6 +63,13 @@ impl TestBus {
         }
     }
 
+    /// Writes raw code bytes at `at`.
+    fn code_bytes(&self, at: u64, bytes: &[u8]) {
+        for (i, b) in bytes.iter().enumerate() {
+            self.poke(at + i as u64, 1, u64::from(*b));
+        }
+    }
+
     /// Writes 16-bit instructions at `at`.
     fn code16(&self, at: u64, insns: &[u16]) {
         for (i, w) in insns.iter().enumerate() {
@@ -1063,4 +1070,87 @@ fn fast_and_bus_paths_agree_on_a_mixed_program() {
     assert_eq!(results[0], results[1]);
     assert_eq!(results[0].1.x[10], 31);
     assert_eq!(results[0].2, 62);
+}
+
+/// The sweep reports exactly what the interpreter would refuse, at the right addresses, over
+/// mixed 16- and 32-bit code, and names the custom opcode spaces.
+#[test]
+fn the_isa_sweep_reports_every_encoding_the_interpreter_refuses() {
+    let mut code = Vec::new();
+    let push32 = |code: &mut Vec<u8>, w: u32| code.extend_from_slice(&w.to_le_bytes());
+    push32(&mut code, addi(1, 0, 1)); // 0x0: legal
+    code.extend_from_slice(&0x4501u16.to_le_bytes()); // 0x4: c.li a0, 0
+    push32(&mut code, 0x0000_100b); // 0x6: custom-0
+    code.extend_from_slice(&0x0000u16.to_le_bytes()); // 0xa: c.unimp
+    push32(&mut code, 0x4180_5513); // 0xc: grevi a0, x0, 24 (Zbp: executes)
+    push32(&mut code, 0x0000_007b); // 0x10: custom-3
+    push32(&mut code, 0xc000_9073); // 0x14: csrrw x0, cycle, x1 (illegal in the engine)
+    code.extend_from_slice(&0x0003u16.to_le_bytes()); // 0x18: the start of a cut-off 32-bit insn
+    let base = 0x4000_0000;
+    let s = isa::sweep(&code, base);
+    assert_eq!(s.instructions, 8);
+    assert_eq!(s.bytes, code.len() as u64);
+    let found: Vec<(u64, u32, u8)> = s
+        .undecodable
+        .iter()
+        .map(|u| (u.addr - base, u.encoding, u.len))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (0x6, 0x0000_100b, 4),
+            (0xa, 0x0000, 2),
+            (0x10, 0x0000_007b, 4),
+            (0x14, 0xc000_9073, 4),
+            (0x18, 0x0003, 0),
+        ]
+    );
+    let spaces: Vec<Option<&str>> = s
+        .undecodable
+        .iter()
+        .map(|u| u.opcode_space().map(|o| o.name()))
+        .collect();
+    assert_eq!(
+        spaces,
+        vec![Some("custom-0"), None, Some("custom-3"), None, None]
+    );
+    // Each reported encoding really faults in the interpreter, and each unreported one runs.
+    let mut off = 0usize;
+    while off + 2 <= code.len() - 2 {
+        let low = u16::from_le_bytes([code[off], code[off + 1]]);
+        let len = if low & 3 == 3 { 4 } else { 2 };
+        let mut bus = TestBus::new(true);
+        let mut bytes = code[off..off + len].to_vec();
+        bytes.extend_from_slice(&0x0010_0073u32.to_le_bytes()); // ebreak after it
+        bus.code_bytes(TEXT, &bytes);
+        let mut h = Hart::new(TEXT);
+        let faulted = matches!(
+            run(&mut h, &mut bus, 10),
+            Stop::Fault(Fault::IllegalInstruction { .. })
+        );
+        let reported = s.undecodable.iter().any(|u| u.addr == base + off as u64);
+        assert_eq!(faulted, reported, "offset {off:#x}");
+        off += len;
+    }
+    // A trailing odd byte is reported, not skipped.
+    let s = isa::sweep(&[0x13, 0x00, 0x00, 0x00, 0x01], 0x100);
+    assert_eq!((s.instructions, s.undecodable.len()), (2, 1));
+    assert_eq!(s.undecodable[0].addr, 0x104);
+}
+
+#[test]
+fn an_illegal_instruction_in_a_custom_space_is_named_in_the_bare_machines_stop() {
+    let stop = bare::BareStop::Fault(Fault::IllegalInstruction {
+        pc: 0x4000_0010,
+        encoding: 0x0000_102b,
+    });
+    let text = stop.to_string();
+    assert!(text.contains("custom-1 opcode space"), "{text}");
+    assert!(text.contains("xfenceheap"), "{text}");
+    let plain = bare::BareStop::Fault(Fault::IllegalInstruction {
+        pc: 0x4000_0010,
+        encoding: 0xc000_9073,
+    })
+    .to_string();
+    assert!(!plain.contains("opcode space"), "{plain}");
 }

@@ -334,6 +334,21 @@ impl Coredump {
     }
 }
 
+/// The vendor opcode space a 32-bit encoding lies in (RISC-V unprivileged spec, "RISC-V Base
+/// Opcode Map"), named for a coredump's reader.
+fn custom_opcode_space(insn: u32) -> Option<&'static str> {
+    if insn & 3 != 3 {
+        return None;
+    }
+    match insn & 0x7f {
+        0x0b => Some("custom-0"),
+        0x2b => Some("custom-1"),
+        0x5b => Some("custom-2"),
+        0x7b => Some("custom-3"),
+        _ => None,
+    }
+}
+
 impl std::fmt::Display for Coredump {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
@@ -351,6 +366,17 @@ impl std::fmt::Display for Coredump {
             "cause: {:?} at pc {:#x} (fault address {:#x}, instruction {:#010x}, syndrome {:#010x})",
             self.cause, self.pc, self.fault_addr, self.insn, self.error_syndrome
         )?;
+        if self.cause == Cause::IllegalInstruction {
+            if let Some(space) = custom_opcode_space(self.insn) {
+                writeln!(
+                    f,
+                    "note: {:#010x} is in the {space} opcode space, where vendor extensions live: \
+                     NVIDIA's DPA extensions (xfenceheap, xnvcc, xrpfxp) have no public \
+                     encodings, so the model does not execute them",
+                    self.insn
+                )?;
+            }
+        }
         for (i, pair) in self.gpr.chunks(4).enumerate() {
             for (j, v) in pair.iter().enumerate() {
                 let n = i * 4 + j;

@@ -20,11 +20,29 @@
 //! `--json` prints one object `{"file", "apps": [{name, size, e_flags, isa, signature,
 //! segments, entries}]}`. A malformed file is an error naming what is wrong (exit status 1);
 //! only regular files of at most 256 MiB are read (`input::MAX_ELF_FILE`).
+//!
+//! `mlx5-dpa elf isa FILE [--app NAME] [--json]`: every instruction of the application's code
+//! that the model's engine cannot execute (`mlx5_sim::riscv::isa`). The sweep covers each
+//! function symbol with a size that lies in an executable segment (aliases counted once), or
+//! the executable segments whole when the program has no such symbols:
+//!
+//! ```text
+//! app dpa_nvme: isa rv64i2p0_m2p0_a2p0_c2p0_zbb1p0_zbp0p93_zbr0p93_zbs1p0_xfenceheap1p0_...
+//!   swept: 7896 instructions (22282 bytes) in 212 functions
+//!   undecodable: none
+//! ```
+//!
+//! or one line per undecodable encoding, `0x40001234 <func+0x1a>: 0x0000100b` with the custom
+//! opcode space named where the encoding lies in one. Exit status: 0 when every instruction
+//! decodes, 3 when some do not, 1 when the file cannot be read.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use mlx5_dpa::dpa::app::{select_app, App, AppError, SignatureLocation, SignatureStatus};
+use mlx5_dpa::dpa::elf::Elf;
+use mlx5_sim::riscv::isa::{Sweep, Undecodable};
 use serde_json::{json, Value as Json};
 
 /// `elf` subcommands.
@@ -41,21 +59,45 @@ pub enum ElfCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Every instruction of a DPA application that the model's RISC-V engine cannot execute
+    /// (exit status 3 when there is any).
+    Isa {
+        /// A DPA device ELF (RISC-V), or a host ELF with `.dpa_bin_<app>` sections.
+        file: PathBuf,
+        /// Only this application.
+        #[arg(long, value_name = "NAME")]
+        app: Option<String>,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-/// Why `elf info` failed.
+/// Exit status of `elf isa` when some instruction does not decode.
+pub const UNDECODABLE_EXIT: u8 = 3;
+
+/// Why an `elf` subcommand failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ElfCmdError {
     #[error(transparent)]
     Read(#[from] crate::input::InputError),
     #[error("{path}: {source}")]
     App { path: String, source: AppError },
+    #[error("{path}: app {app}: {source}")]
+    Elf {
+        path: String,
+        app: String,
+        source: mlx5_dpa::dpa::elf::ElfError,
+    },
 }
 
 /// Runs an `elf` subcommand.
-pub fn run(cmd: &ElfCmd) -> Result<(), ElfCmdError> {
+pub fn run(cmd: &ElfCmd) -> Result<ExitCode, ElfCmdError> {
     match cmd {
-        ElfCmd::Info { file, app, json } => info(file, app.as_deref(), *json),
+        ElfCmd::Info { file, app, json } => {
+            info(file, app.as_deref(), *json).map(|()| ExitCode::SUCCESS)
+        }
+        ElfCmd::Isa { file, app, json } => isa(file, app.as_deref(), *json),
     }
 }
 
@@ -182,5 +224,163 @@ fn app_json(a: &App) -> Json {
         "signature": signature,
         "segments": segments,
         "entries": entries,
+    })
+}
+
+/// What `elf isa` found in one application.
+struct IsaReport {
+    sweep: Sweep,
+    functions: usize,
+    /// Function symbols (address, size, name), sorted by address, to name addresses.
+    symbols: Vec<(u64, u64, String)>,
+}
+
+/// Sweeps the code of one application: its sized function symbols inside executable segments,
+/// or its executable segments when it has none.
+fn sweep_app(elf: &Elf<'_>) -> IsaReport {
+    let exec: Vec<_> = elf.load_segments().filter(|s| s.executable()).collect();
+    let in_segment = |addr: u64, size: u64| {
+        exec.iter().find_map(|seg| {
+            let start = addr.checked_sub(seg.vaddr)?;
+            let end = start.checked_add(size)?;
+            (end <= seg.data.len() as u64).then(|| &seg.data[start as usize..end as usize])
+        })
+    };
+    let mut symbols: Vec<(u64, u64, String)> = elf
+        .symbols()
+        .iter()
+        .filter(|s| s.kind() == 2 && s.is_defined() && s.size > 0)
+        .filter(|s| in_segment(s.value, s.size).is_some())
+        .map(|s| (s.value, s.size, s.name.clone()))
+        .collect();
+    symbols.sort();
+    symbols.dedup_by_key(|s| s.0);
+    let mut sweep = Sweep::default();
+    if symbols.is_empty() {
+        for seg in &exec {
+            sweep.add(seg.data, seg.vaddr);
+        }
+    } else {
+        // Each byte once: a function overlapping the previous one starts where that ended.
+        let mut covered = 0u64;
+        for (addr, size, _) in &symbols {
+            let start = (*addr).max(covered);
+            let end = addr + size;
+            if start < end {
+                if let Some(code) = in_segment(start, end - start) {
+                    sweep.add(code, start);
+                }
+                covered = end;
+            }
+        }
+    }
+    IsaReport {
+        sweep,
+        functions: symbols.len(),
+        symbols,
+    }
+}
+
+/// `<func+0x1a>` for an address inside a known function.
+fn where_in(symbols: &[(u64, u64, String)], addr: u64) -> Option<String> {
+    let i = symbols.partition_point(|s| s.0 <= addr).checked_sub(1)?;
+    let (start, size, name) = &symbols[i];
+    (addr < start + size).then(|| format!("{name}+{:#x}", addr - start))
+}
+
+fn undecodable_text(u: &Undecodable, symbols: &[(u64, u64, String)]) -> String {
+    let mut s = format!("    {:#x}", u.addr);
+    if let Some(w) = where_in(symbols, u.addr) {
+        s += &format!(" <{w}>");
+    }
+    s += &match u.len {
+        0 => format!(
+            ": {:#06x} (cut off: the code ends inside the instruction)",
+            u.encoding
+        ),
+        2 => format!(": {:#06x}", u.encoding),
+        _ => format!(": {:#010x}", u.encoding),
+    };
+    if let Some(space) = u.opcode_space() {
+        s += &format!(" ({space})");
+    }
+    s
+}
+
+fn isa(path: &Path, app: Option<&str>, as_json: bool) -> Result<ExitCode, ElfCmdError> {
+    let apps = load(path, app)?;
+    let mut any = false;
+    let mut text = String::new();
+    let mut list = Vec::new();
+    for a in &apps {
+        let elf = a.elf().map_err(|source| ElfCmdError::Elf {
+            path: path.display().to_string(),
+            app: a.name().to_string(),
+            source,
+        })?;
+        let r = sweep_app(&elf);
+        any |= !r.sweep.undecodable.is_empty();
+        if as_json {
+            let found: Vec<Json> = r
+                .sweep
+                .undecodable
+                .iter()
+                .map(|u| {
+                    json!({
+                        "addr": u.addr,
+                        "encoding": u.encoding,
+                        "len": u.len,
+                        "function": where_in(&r.symbols, u.addr),
+                        "opcode_space": u.opcode_space().map(|o| o.name()),
+                    })
+                })
+                .collect();
+            list.push(json!({
+                "name": a.name(),
+                "isa": a.isa(),
+                "instructions": r.sweep.instructions,
+                "bytes": r.sweep.bytes,
+                "functions": r.functions,
+                "undecodable": found,
+            }));
+        } else {
+            text += &format!(
+                "app {}: isa {}\n",
+                a.name(),
+                a.isa().unwrap_or("(no .riscv.attributes)")
+            );
+            let scope = if r.functions == 0 {
+                "the executable segments (no function symbols)".to_string()
+            } else {
+                format!("{} functions", r.functions)
+            };
+            text += &format!(
+                "  swept: {} instructions ({} bytes) in {scope}\n",
+                r.sweep.instructions, r.sweep.bytes
+            );
+            if r.sweep.undecodable.is_empty() {
+                text += "  undecodable: none\n";
+            } else {
+                text += &format!("  undecodable: {}\n", r.sweep.undecodable.len());
+                for u in &r.sweep.undecodable {
+                    text += &undecodable_text(u, &r.symbols);
+                    text += "\n";
+                }
+            }
+        }
+    }
+    let out = if as_json {
+        format!(
+            "{}\n",
+            json!({"file": path.display().to_string(), "apps": list})
+        )
+    } else {
+        text
+    };
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    Ok(if any {
+        ExitCode::from(UNDECODABLE_EXIT)
+    } else {
+        ExitCode::SUCCESS
     })
 }

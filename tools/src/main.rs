@@ -326,7 +326,7 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
             done(demo::run(which, &opened.devx, opened.model.as_ref()).map_err(Into::into))
         }
         Cmd::Vm { what } => Ok(vm::run(what)?),
-        Cmd::Elf { what } => done(elf::run(what).map_err(Into::into)),
+        Cmd::Elf { what } => Ok(elf::run(what)?),
         Cmd::Sim {
             tap,
             ip,

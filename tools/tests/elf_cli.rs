@@ -121,3 +121,82 @@ fn malformed_files_fail_with_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn elf_isa_finds_only_the_self_tests_deliberate_fault_in_the_committed_device_programs() {
+    let dir = repo("fw-blobs/bin");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().and_then(|x| x.to_str()) != Some("elf") {
+            continue;
+        }
+        let p = path.display().to_string();
+        let o = run(&["elf", "isa", &p]);
+        let out = stdout(&o);
+        if path.file_stem().and_then(|x| x.to_str()) == Some("selftest") {
+            // The self-test faults on purpose in `st_illegal` (a custom-0 word), and only there.
+            assert_eq!(o.status.code(), Some(3), "{p}: {out}");
+            assert!(out.contains("  undecodable: 1\n"), "{p}: {out}");
+            assert!(
+                out.contains(" <st_illegal+0x0>: 0x0000000b (custom-0"),
+                "{p}: {out}"
+            );
+        } else {
+            assert_eq!(o.status.code(), Some(0), "{p}: {out}");
+            assert!(
+                out.contains(" functions\n  undecodable: none\n"),
+                "{p}: {out}"
+            );
+        }
+        n += 1;
+    }
+    assert!(n >= 5, "only {n} device programs in {dir}");
+}
+
+/// A custom-0 word and a `c.unimp` planted in `rpc_calculate`: both are listed with their
+/// function and offset, the custom one with its opcode space, and the exit status is 3.
+#[test]
+fn elf_isa_lists_planted_undecodable_instructions_by_function() {
+    use mlx5_dpa::dpa::elf::Elf;
+    let mut b = std::fs::read(repo("fw-blobs/bin/rpc_calc.elf")).unwrap();
+    let at = {
+        let elf = Elf::parse(&b).unwrap();
+        let sym = elf.symbol("rpc_calculate").expect("rpc_calculate").clone();
+        let seg = elf
+            .load_segments()
+            .find(|s| s.executable() && (s.vaddr..s.vaddr + s.filesz).contains(&sym.value))
+            .expect("text segment");
+        assert!(sym.size >= 8, "{sym:?}");
+        (sym.value, (seg.offset + sym.value - seg.vaddr) as usize)
+    };
+    let (addr, off) = at;
+    b[off..off + 4].copy_from_slice(&0x0000_100bu32.to_le_bytes());
+    b[off + 4..off + 6].copy_from_slice(&[0, 0]);
+    let p = scratch("elf-cli", "planted.elf", &b);
+    let o = run(&["elf", "isa", &p]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("  undecodable: 2\n"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "    {addr:#x} <rpc_calculate+0x0>: 0x0000100b (custom-0 opcode space"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "    {:#x} <rpc_calculate+0x4>: 0x0000\n",
+            addr + 4
+        )),
+        "{out}"
+    );
+    let o = run(&["elf", "isa", "--json", &p]);
+    assert_eq!(o.status.code(), Some(3));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let found = j["apps"][0]["undecodable"].as_array().unwrap();
+    assert_eq!(found.len(), 2);
+    assert_eq!(found[0]["addr"].as_u64(), Some(addr));
+    assert_eq!(found[0]["opcode_space"], "custom-0");
+    assert_eq!(found[1]["function"], "rpc_calculate+0x4");
+}

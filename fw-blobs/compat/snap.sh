@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# fw-blobs/compat/snap.sh DIR: NVIDIA-built snap DPA programs on the model (see README.md here).
+set -euo pipefail
+dir=${1:?usage: snap.sh DIR (the dpa_app folder of a my-snap-rdma checkout)}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+cargo build -q --release -p mlx5-dpa-tools
+status=0
+for p in dpa_nvme dpa_nvme_mp dpa_virtq_split; do
+    target/release/mlx5-dpa elf isa "$dir/$p" || status=$?
+done
+MLX5_DPA_SNAP_DIR=$(cd "$dir" && pwd) cargo test -q --release -p mlx5-dpa-tools --test snap_elfs || status=$?
+exit $status
