@@ -109,6 +109,84 @@ fn a_dpa_sq_rung_by_the_dpa_completes_into_a_host_cq() -> R {
     Ok(())
 }
 
+/// Device code often checks only a CQE's owner bit (FlexIO's samples do: FACTS.md section 9).
+/// That works because every CQE starts owner = 1 (`op_own = 0xf1`, DPDK `MLX5_CQE_INVALIDATE`,
+/// FlexIO's `mlx5dv_set_cqe_owner(cqe, 1)`), the opposite of what the device writes on the
+/// first pass. Read as such code reads it, a fresh 4-entry host CQ holds no completion, and
+/// after three NOPs exactly three.
+#[test]
+fn a_consumer_checking_only_the_owner_bit_sees_exactly_the_completions() -> R {
+    let (d, ctx) = model();
+    {
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        let outbox = p.outbox(p.uar())?;
+        let td = TransportDomain::alloc(&ctx)?;
+        let tis = Tis::create(&ctx, &td, p.pd())?;
+        let cqc = CqConfig::new(2);
+        let buf = Arc::new(mlx5_dpa::mem::DmaBuf::new(4096)?);
+        let umem = mlx5_dpa::mem::Umem::register(&ctx, &buf, Access::LOCAL_WRITE)?;
+        // SAFETY: the ring (0..256) and the record (2048..2056) are used by this CQ only.
+        let mem = unsafe { HostQueueMem::carve(umem, 0, cqc.ring_bytes(), 2048)? };
+        let cq = Cq::create(&ctx, p.uar(), mem, &cqc)?;
+        // What owner-only device code takes for completions: entries from ci 0 whose owner bit
+        // equals the pass parity, up to a full ring.
+        let owner_only = || -> Result<usize, mlx5_dpa::mem::MemError> {
+            let mut n = 0;
+            while n < 4 {
+                let op_own = buf.load_u8(n * 64 + cqe::at::OP_OWN)?;
+                if op_own & 1 != 0 {
+                    break;
+                }
+                n += 1;
+            }
+            Ok(n)
+        };
+        for i in 0..4 {
+            assert_eq!(buf.load_u8(i * 64 + cqe::at::OP_OWN)?, 0xf1, "CQE {i}");
+        }
+        assert_eq!(owner_only()?, 0, "a fresh CQ holds no completion");
+        let sq = DpaEthSq::create(&p, p.uar(), &tis, &cq, DpaQueueMem::alloc(&p, 64 * 8)?, 3)?;
+        let mut ring = Vec::new();
+        for i in 0..3 {
+            ring.extend_from_slice(&nop(sq.sqn().0, i));
+        }
+        p.copy_to_dev(sq.ring_daddr(), &ring)?;
+        let args = p.alloc(16)?;
+        let mut a = [0u8; 16];
+        a[0..4].copy_from_slice(&ST_OUTBOX_KEEP.to_le_bytes());
+        a[4..8].copy_from_slice(&OUTBOX_SXD_DB.to_le_bytes());
+        a[8..16].copy_from_slice(&(3u64 | u64::from(sq.sqn().0) << 32).to_le_bytes());
+        p.copy_to_dev(args.daddr(), &a)?;
+        let h = p.event_handler(&mlx5_dpa::dpa::thread::EventHandlerAttr {
+            default_outbox_id: outbox.id(),
+            ..mlx5_dpa::dpa::thread::EventHandlerAttr::new("st_outbox_db", args.daddr())
+        })?;
+        h.run(args.daddr())?;
+        // Bounded wait for the third CQE, through the driver's own (owner + opcode) check.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while buf.load_u8(2 * 64 + cqe::at::OP_OWN)? >> 4 == cqe::opcode::INVALID {
+            assert!(std::time::Instant::now() < deadline, "no third CQE");
+            std::thread::yield_now();
+        }
+        assert_eq!(owner_only()?, 3, "three NOPs, three completions");
+        for i in 0..3 {
+            assert_eq!(
+                buf.load_u8(i * 64 + cqe::at::OP_OWN)? & 1,
+                0,
+                "CQE {i}: pass 0"
+            );
+        }
+        drop(h);
+        drop(sq);
+        drop(cq);
+        drop(outbox);
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
+    Ok(())
+}
+
 #[test]
 fn a_dpa_cq_starts_hardware_owned_and_describes_itself() -> R {
     let (d, ctx) = model();
@@ -130,8 +208,8 @@ fn a_dpa_cq_starts_hardware_owned_and_describes_itself() -> R {
             let c = Cqe64::new_checked(e).unwrap();
             assert_eq!(
                 c.op_own(),
-                0xf0,
-                "CQE {i}: opcode INVALID, owner 0 (hardware's)"
+                0xf1,
+                "CQE {i}: opcode INVALID, owner 1 (not the first pass's)"
             );
             assert!(
                 e[..cqe::at::OP_OWN].iter().all(|&b| b == 0),
