@@ -70,6 +70,8 @@ layout! {
         log_max_dpa_mem @ 0xb : 0x5,
         /// (mstflint)
         dpa_auth_supported @ 0x10 : 0x1,
+        /// (a public NVIDIA `mlx5_prm.h`, `mlx5_ifc_dpa_capabilities_bits`; FACTS.md section 9)
+        dpa_auth_enabled @ 0x11 : 0x1,
         log_max_dpa_threads_per_process @ 0x13 : 0x5,
         log_max_dpa_process @ 0x1b : 0x5,
         dpa_mem_block_size @ 0x20 : 0x20,
@@ -77,6 +79,12 @@ layout! {
         log_max_dpa_outbox @ 0x4b : 0x5,
         max_num_dpa_thread_per_group @ 0x50 : 0x10,
         log_max_dpa_window @ 0x63 : 0x5,
+        /// (the same `mlx5_prm.h`; FACTS.md section 9)
+        log_max_dpa_partitions @ 0x6b : 0x5,
+        /// (the same `mlx5_prm.h`)
+        log_max_harts_per_partition @ 0x73 : 0x5,
+        /// (the same `mlx5_prm.h`)
+        log_max_vhca_per_partition @ 0x7b : 0x5,
         /// (mstflint)
         dpa_coredump_type @ 0x80 : 0x8,
         /// (mstflint)
@@ -137,7 +145,8 @@ layout! {
         elf_size @ 0x100 : 0x40,
         /// Bytes of DPA memory reserved for the process beyond its ELF segments.
         heap_size @ 0x140 : 0x40,
-        /// Output: id of the process memory as a DUMEM (general object alias type 0xff13).
+        /// Output: id of the process memory as a DUMEM (what an alias of type
+        /// [`super::vhca::alias_type::DPA_DUMEM`], 0xff13, names from another function).
         dumem_id @ 0x180 : 0x20,
         /// Output: exit status passed to the FlexIO-OS exit call (RTOS call 4).
         exit_status @ 0x1a0 : 0x20,
@@ -416,7 +425,8 @@ layout! {
         num_vhca_id @ 0x48 : 0x8,
         max_num_eug @ 0x50 : 0x10,
         member_mask @ 0x200 : [0x20; 32],
-        vhca_id @ 0x600 : [0x10; 288],
+        /// 0x200 bytes (mstflint adb; FACTS.md section 9).
+        vhca_id @ 0x600 : [0x10; 256],
     }
 }
 
@@ -429,8 +439,11 @@ layout! {
         operation @ 0x1 : 0x3,
         partition_id_valid @ 0x4 : 0x1,
         eug_id @ 0x10 : 0x10,
+        /// At byte 0x4 (mstflint adb; FACTS.md section 9): which fields a MODIFY changes.
+        modify_field_select @ 0x20 : 0x20,
         partition_id @ 0x70 : 0x10,
-        eug_name @ 0x80 : [0x8; 48],
+        /// 0x10 bytes (mstflint adb; FACTS.md section 9).
+        eug_name @ 0x80 : [0x8; 16],
         member_mask @ 0x200 : [0x20; 32],
     }
 }

@@ -81,7 +81,8 @@ layout! {
         crossing_target_vhca_id @ 0x180 : 0x10,
         translations_octword_size_crossing_target_mkey @ 0x1a0 : 0x20,
         relaxed_ordering_read @ 0x1d9 : 0x1,
-        log_page_size @ 0x1db : 0x5,
+        // 6 bits in MLNX_OFED 24.01 and the current kernel; older headers have the low 5 at 0x1db.
+        log_page_size @ 0x1da : 0x6,
         crypto_en @ 0x1e3 : 0x2,
         generation_counter @ 0x1f0 : 0x10,
     }

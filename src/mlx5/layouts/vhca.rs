@@ -6,6 +6,24 @@
 use super::cmd::general_obj_in_cmd_hdr;
 use crate::layout;
 
+/// General-object types of aliases (`obj_type` of CREATE_GENERAL_OBJECT with `alias_object` = 1):
+/// the class of the other function's object an alias stands for (FACTS.md sections 2 and 3;
+/// DPDK `mlx5_prm.h`, snap-rdma `mlx5_ifc.h`).
+pub mod alias_type {
+    pub const MKEY: u16 = 0xff01;
+    pub const QP: u16 = 0xff02;
+    pub const RQ: u16 = 0xff06;
+    pub const SQ: u16 = 0xff07;
+    pub const TIR: u16 = 0xff08;
+    pub const TIS: u16 = 0xff09;
+    pub const CQ: u16 = 0xff10;
+    pub const UAR: u16 = 0xff11;
+    pub const PD: u16 = 0xff12;
+    /// A DPA process's memory (its DUMEM).
+    pub const DPA_DUMEM: u16 = 0xff13;
+    pub const EQ: u16 = 0xff14;
+}
+
 layout! {
     /// `allow_other_vhca_access_in`; offsets and widths as in snap-rdma `src/mlx5_ifc.h`.
     pub allow_other_vhca_access_in: 0x200 {
