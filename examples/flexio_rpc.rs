@@ -7,10 +7,10 @@
 //! cargo run --example flexio_rpc -- --device mlx5_0   # on a BlueField-3 (DPA) device
 //! ```
 //!
-//! The device side is `fw-blobs/src/rpc_calc.c`: `FLEXIO_RPC_STUB(rpc_calculate, 2)` defines
-//! `rpc_calculate_rpc_stub(args)`, which reads `a` and `b` from an argument block in DPA
-//! memory. [`mlx5_dpa::dpa::Process::call`] writes the block, runs the stub on a DPA thread
-//! and waits for it, as `flexio_process_call` does.
+//! The device side is `fw-blobs/src/rpc_calc.c`, FlexIO's sample function as written.
+//! [`mlx5_dpa::dpa::Process::call`] packs `a` and `b` into an argument buffer in DPA memory and
+//! runs a DPA thread at the runtime's RPC entry, whose generic unpack calls `rpc_calculate`
+//! with them; it waits for the result, as `flexio_process_call` does.
 //!
 //! | FlexIO (C)                        | here                                   |
 //! |-----------------------------------|----------------------------------------|

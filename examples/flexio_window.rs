@@ -22,8 +22,8 @@
 //! | `flexio_process_call(p, &window_write, &ret, daddr)` | `process.call_raw("window_write", daddr)` |
 //! | `flexio_window_destroy`, `flexio_process_destroy` | dropping the `Window` and the `Process`  |
 //!
-//! `window_writer.elf` has no `FLEXIO_RPC_STUB` stubs: its entries take the argument block's
-//! address in `a0`, so the call is [`Process::call_raw`].
+//! `window_writer.elf`'s entries take one argument, the argument block's address in `a0`, so
+//! the call is [`Process::call_raw`] (FlexIO's `flexio_func_register`, no packing).
 //!
 //! `mlx5-dpa demo window` runs this file's [`run`].
 

@@ -50,7 +50,7 @@ fi
 export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 
 PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b"
-RUNTIME="os string print msg_stream cmdq"
+RUNTIME="os string print msg_stream cmdq rpc"
 
 ARCH="-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany"
 # -mno-relax: no gp-relative accesses (the model does not set gp).
@@ -104,17 +104,17 @@ check_elf() { # elf entries...
 	done
 }
 
-COMMON_ENTRIES="flexio_msg_stream_dev_init flexio_msg_stream_dev_fini flexio_dev_thread_finish flexio_cmdq_dev_worker"
+COMMON_ENTRIES="flexio_msg_stream_dev_init flexio_msg_stream_dev_fini flexio_dev_thread_finish flexio_cmdq_dev_worker mlx5_dpa_rpc_entry mlx5_dpa_rpc_unpack_u64"
 for p in $PROGRAMS; do
 	compile "src/$p.c" "$WORK/obj/$p.o"
 	# shellcheck disable=SC2086
 	"$CC" $LDFLAGS -o "$OUT/$p.elf" "$WORK/obj/$p.o" $RT_OBJS
 	case $p in
-	rpc_calc) entries="rpc_calculate rpc_calculate_rpc_stub rpc_echo rpc_echo_rpc_stub" ;;
+	rpc_calc) entries="rpc_calculate rpc_echo rpc_digits8 rpc_unpack_u32_pair" ;;
 	window_writer) entries="window_write window_checksum" ;;
 	matmul) entries="matmul_cell matmul_full matmul_selfcheck" ;;
-	packet_processor) entries="flexio_pp_dev pp_init pp_rewrite pp_rewrite_rpc_stub pp_selfcheck" ;;
-	ident_a | ident_b) entries="ident ident_rpc_stub" ;;
+	packet_processor) entries="flexio_pp_dev pp_init pp_rewrite pp_selfcheck" ;;
+	ident_a | ident_b) entries="ident" ;;
 	selftest) entries="st_add st_add2 st_spin_forever st_fault_load st_store st_illegal st_ebreak \
 st_exit st_finish st_get_duar st_outbox_db st_outbox_gvmi st_window_rw st_counter st_tls st_ctx_dump \
 st_gp_global st_stack st_print st_msg st_format_check" ;;

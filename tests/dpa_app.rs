@@ -62,8 +62,8 @@ fn device_elf_gives_entries_segments_and_isa() {
     assert_eq!(app.e_flags(), 1);
     assert_eq!(app.e_flags_str(), "RVC, soft-float");
     assert!(app.isa().unwrap().starts_with("rv64i"), "{:?}", app.isa());
-    let stub = app.symbol("rpc_calculate_rpc_stub").unwrap();
-    assert_eq!(stub & 0xffff_0000_0000_0000, 0);
+    let entry = app.symbol("mlx5_dpa_rpc_entry").unwrap();
+    assert_eq!(entry & 0xffff_0000_0000_0000, 0);
     assert!(app
         .entries()
         .iter()

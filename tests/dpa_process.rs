@@ -155,8 +155,16 @@ fn bad_image_and_unknown_symbol_are_typed_errors() -> R {
         Err(DpaError::UnknownSymbol(_))
     ));
     assert!(matches!(
-        p.call("st_add", &[1, 2, 3, 4, 5, 6, 7]),
+        p.call("st_add", &[1, 2, 3, 4, 5, 6, 7, 8, 9]),
         Err(DpaError::BadArgs(_))
+    ));
+    assert!(matches!(
+        p.call_packed("st_add", "mlx5_dpa_rpc_unpack_u64", &[0; 1025]),
+        Err(DpaError::BadArgs(_))
+    ));
+    assert!(matches!(
+        p.call_packed("st_add", "no_such_unpack", &[0; 8]),
+        Err(DpaError::UnknownSymbol(s)) if s == "no_such_unpack"
     ));
     drop(p);
     drop(ctx);
@@ -242,12 +250,25 @@ fn copy_round_trip_and_memset() -> R {
 }
 
 #[test]
-fn rpc_calls_through_stubs_and_directly() -> R {
+fn rpc_calls_through_the_generic_unpack_a_programs_own_and_directly() -> R {
     let (d, ctx) = model("bf3");
     let p = Process::create(&ctx, RPC_CALC, &ProcessAttr::default())?;
     assert_eq!(p.call("rpc_calculate", &[44, 55])?, 99);
-    assert_eq!(p.call("rpc_calculate_rpc_stub", &[1, 2])?, 3);
     assert_eq!(p.call("rpc_echo", &[0xdead_beef])?, 0xdead_beef);
+    // All eight arguments arrive, in order; fewer are padded with zeros.
+    assert_eq!(
+        p.call("rpc_digits8", &[1, 2, 3, 4, 5, 6, 7, 8])?,
+        12_345_678
+    );
+    assert_eq!(p.call("rpc_digits8", &[9])?, 90_000_000);
+    // The program's own unpack reads the buffer the caller packed (two u32 here).
+    let mut packed = Vec::new();
+    packed.extend_from_slice(&40u32.to_le_bytes());
+    packed.extend_from_slice(&2u32.to_le_bytes());
+    assert_eq!(
+        p.call_packed("rpc_calculate", "rpc_unpack_u32_pair", &packed)?,
+        42
+    );
     assert_eq!(p.call_raw("rpc_echo", 7)?, 7);
     let s = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
     assert_eq!(s.call_raw("st_add", 41)?, 42);

@@ -15,9 +15,9 @@
  *    through the thread's window.
  *
  * What FlexIO has and this runtime does not: the thread id getter, yield/retrigger, NIC
- * counters, PCC, the
- * emulation doorbells, window copy helpers, DPACC's automatic RPC argument packing (see
- * FLEXIO_RPC_STUB below for ours).
+ * counters, PCC, the emulation doorbells, window copy helpers. RPCs need no generated code:
+ * the runtime's generic unpack serves functions of up to eight u64 arguments
+ * (mlx5_dpa_rpc_entry below).
  */
 #ifndef MLX5_DPA_FLEXIO_DEV_H
 #define MLX5_DPA_FLEXIO_DEV_H
@@ -282,63 +282,37 @@ int flexio_dev_snprintf(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------------------------- */
-/* RPC stubs                                                                              */
+/* RPC: pack on the host, unpack on the device                                            */
 /* ------------------------------------------------------------------------------------- */
 
 /*
- * The model starts an entry with one argument. FlexIO's DPACC generates, for an RPC with
- * several u64 parameters, a stub that unpacks them from a buffer the host wrote; ours is
- * FLEXIO_RPC_STUB(f, nargs), nargs 0..6, which defines the entry
- *
- *     uint64_t f_rpc_stub(uint64_t args_daddr)
- *
- * The host writes an argument block of (1 + nargs) u64 words, 8-byte aligned, in DPA memory:
- *
- *     args_daddr + 0      : return value (written by the stub)
- *     args_daddr + 8 * i  : argument i, i = 1..nargs
- *
- * and runs the RPC on the symbol `f_rpc_stub` with a0 = args_daddr. The stub loads the
- * arguments, calls f, stores f's result at args_daddr + 0 and returns it, so the result is
- * both in the block and the value the model records for the RPC.
+ * An unpack function (FlexIO `flexio_func_pup_register`): reads the arguments the host packed
+ * into `argbuf` and calls `func` with them; what it returns is the call's result.
  */
-#define FLEXIO_RPC_ARG_(a, i) (((volatile uint64_t *)(uintptr_t)(a))[(i)])
-#define FLEXIO_RPC_STUB_DEF_(f, call)                                          \
-	uint64_t f##_rpc_stub(uint64_t args_daddr);                            \
-	__dpa_rpc__ uint64_t f##_rpc_stub(uint64_t args_daddr)                 \
-	{                                                                      \
-		uint64_t rpc_ret_ = (call);                                    \
-		FLEXIO_RPC_ARG_(args_daddr, 0) = rpc_ret_;                     \
-		return rpc_ret_;                                               \
-	}
-#define FLEXIO_RPC_STUB_0(f) FLEXIO_RPC_STUB_DEF_(f, f())
-#define FLEXIO_RPC_STUB_1(f) FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1)))
-#define FLEXIO_RPC_STUB_2(f)                                                   \
-	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 2)))
-#define FLEXIO_RPC_STUB_3(f)                                                   \
-	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 2),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 3)))
-#define FLEXIO_RPC_STUB_4(f)                                                   \
-	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 2),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 3),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 4)))
-#define FLEXIO_RPC_STUB_5(f)                                                   \
-	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 2),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 3),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 4),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 5)))
-#define FLEXIO_RPC_STUB_6(f)                                                   \
-	FLEXIO_RPC_STUB_DEF_(f, f(FLEXIO_RPC_ARG_(args_daddr, 1),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 2),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 3),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 4),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 5),             \
-				  FLEXIO_RPC_ARG_(args_daddr, 6)))
-/** Defines `uint64_t f_rpc_stub(uint64_t args_daddr)` for `uint64_t f(uint64_t x nargs)`. */
-#define FLEXIO_RPC_STUB(f, nargs) FLEXIO_RPC_STUB_##nargs(f)
+typedef uint64_t(flexio_dev_arg_unpack_func_t)(void *argbuf, void *func);
+
+/*
+ * A call as the mlx5-dpa host writes it into DPA memory (8-byte aligned): the call's thread
+ * starts at mlx5_dpa_rpc_entry with a0 = the struct's address. The entry runs
+ * `unpack(arg_buf, func)`, stores its result in `ret` and returns it (the thread's return
+ * value, which the host reads back).
+ */
+struct mlx5_dpa_rpc_call {
+	uint64_t unpack; /* flexio_dev_arg_unpack_func_t * */
+	uint64_t func;	 /* the RPC function */
+	uint64_t ret;	 /* written by mlx5_dpa_rpc_entry */
+	uint64_t reserved;
+	uint64_t arg_buf[]; /* what the host packed */
+};
+
+uint64_t mlx5_dpa_rpc_entry(uint64_t call_daddr);
+
+/*
+ * The generic unpack: `arg_buf` holds eight u64 words (the host pads with zeros), passed to
+ * `func` as its first eight arguments. Serves every function of up to eight u64 (or
+ * narrower integer or pointer) parameters, which is what `process.call` sends.
+ */
+uint64_t mlx5_dpa_rpc_unpack_u64(void *arg_buf, void *func);
 
 /* ------------------------------------------------------------------------------------- */
 /* C library pieces (-nostdlib): provided by runtime/string.c                             */

@@ -7,7 +7,6 @@
  *
  * Entries:
  *   ident(x)             IDENT_VALUE + x
- *   ident_rpc_stub(args) args block: [0] = result (out), [1] = x
  */
 #ifndef IDENT_H
 #define IDENT_H
@@ -22,7 +21,5 @@ __dpa_rpc__ uint64_t ident(uint64_t x)
 {
 	return (uint64_t)IDENT_VALUE + x;
 }
-
-FLEXIO_RPC_STUB(ident, 1)
 
 #endif

@@ -15,8 +15,7 @@
  *                              state now (the handler does it on its first activation
  *                              otherwise). Returns PP_OK or a PP_ERR_* (sign-extended).
  *   pp_rewrite(frame, len)     pure: applies the rewrite rule to len bytes at DPA address
- *                              frame; returns PP_REWRITE_* flags. Host stub: pp_rewrite_rpc_stub
- *                              (args [0] = result, [1] = frame daddr, [2] = len).
+ *                              frame; returns PP_REWRITE_* flags (an RPC of two arguments).
  *   pp_selfcheck()             pure: runs the rule on built-in frames and compares with golden
  *                              bytes; 0 = pass, else the number of the failing case.
  */
@@ -236,8 +235,6 @@ __dpa_rpc__ uint64_t pp_rewrite(uint64_t frame_daddr, uint64_t len)
 		return 0;
 	return pp_rewrite_frame((uint8_t *)(uintptr_t)frame_daddr, (uint32_t)len);
 }
-
-FLEXIO_RPC_STUB(pp_rewrite, 2)
 
 /* Golden cases for pp_selfcheck. */
 static const uint8_t sc_udp_in[] = {

@@ -22,8 +22,7 @@
 #include "../src/window_writer.c"
 
 uint64_t rpc_calculate(uint64_t a, uint64_t b);
-uint64_t rpc_calculate_rpc_stub(uint64_t args_daddr);
-uint64_t rpc_echo_rpc_stub(uint64_t args_daddr);
+uint64_t rpc_echo(uint64_t x);
 uint64_t st_add(uint64_t x);
 uint64_t st_format_check(void);
 uint64_t st_gp_global(uint64_t x);
@@ -121,18 +120,25 @@ static void put_cqe(uint8_t *ring, uint32_t log, uint32_t ci, uint8_t opcode, ui
 
 static void check_pure(void)
 {
-	uint64_t block[4] = { 0, 44, 55, 0 };
+	/* A call as the host writes it: unpack, func, ret, reserved, then eight argument words. */
+	uint64_t call[4 + 8] = { 0 };
+	struct mlx5_dpa_rpc_call *c = (struct mlx5_dpa_rpc_call *)call;
 
 	CHECK(st_format_check() == 0, "st_format_check -> case %lu", st_format_check());
 	CHECK(pp_selfcheck() == 0, "pp_selfcheck -> %lu", pp_selfcheck());
 	CHECK(matmul_selfcheck() == 0, "matmul_selfcheck -> %lu", matmul_selfcheck());
 	CHECK(st_add(41) == 42, "st_add");
 	CHECK(rpc_calculate(44, 55) == 99, "rpc_calculate");
-	CHECK(rpc_calculate_rpc_stub((uint64_t)(uintptr_t)block) == 99 && block[0] == 99,
-	      "stub result %lu", block[0]);
-	block[1] = 0x1122334455667788ull;
-	CHECK(rpc_echo_rpc_stub((uint64_t)(uintptr_t)block) == 0x1122334455667788ull &&
-	      block[0] == 0x1122334455667788ull, "echo stub");
+	c->unpack = (uint64_t)(uintptr_t)mlx5_dpa_rpc_unpack_u64;
+	c->func = (uint64_t)(uintptr_t)rpc_calculate;
+	c->arg_buf[0] = 44;
+	c->arg_buf[1] = 55;
+	CHECK(mlx5_dpa_rpc_entry((uint64_t)(uintptr_t)c) == 99 && c->ret == 99,
+	      "rpc entry result %lu", c->ret);
+	c->func = (uint64_t)(uintptr_t)rpc_echo;
+	c->arg_buf[0] = 0x1122334455667788ull;
+	CHECK(mlx5_dpa_rpc_entry((uint64_t)(uintptr_t)c) == 0x1122334455667788ull &&
+	      c->ret == 0x1122334455667788ull, "echo through the generic unpack");
 	CHECK(st_gp_global(5) == 5 && st_gp_global(7) == 12, "st_gp_global");
 	CHECK(st_stack(3) != 0, "st_stack");
 }

@@ -1374,20 +1374,26 @@ fn destroying_everything_leaves_nothing() {
 #[test]
 fn fw_blobs_programs_run_their_self_checks() {
     let (dev, ctx) = device();
-    // rpc_calc: the FlexIO RPC sample through its stub (args: result, a, b).
+    // rpc_calc: the FlexIO RPC sample through the runtime's entry and generic unpack (a call:
+    // unpack, func, ret, reserved, eight argument words).
     let mut rig = ok(DpaRig::new(
         Arc::clone(&ctx),
         include_bytes!("../../fw-blobs/bin/rpc_calc.elf"),
         1 << 20,
     ));
-    let args = scratch(&mut rig, 24);
-    let mut block = [0u8; 24];
-    block[8..16].copy_from_slice(&44u64.to_le_bytes());
-    block[16..24].copy_from_slice(&55u64.to_le_bytes());
+    let args = scratch(&mut rig, 96);
+    let mut block = [0u8; 96];
+    block[0..8].copy_from_slice(&sym(&rig, "mlx5_dpa_rpc_unpack_u64").to_le_bytes());
+    block[8..16].copy_from_slice(&sym(&rig, "rpc_calculate").to_le_bytes());
+    block[32..40].copy_from_slice(&44u64.to_le_bytes());
+    block[40..48].copy_from_slice(&55u64.to_le_bytes());
     ok(dev.dpa_write(rig.process, args, &block));
-    let t = thread(&mut rig, "rpc_calculate_rpc_stub");
+    let t = thread(&mut rig, "mlx5_dpa_rpc_entry");
     assert_eq!(call(&dev, &rig, t, args).return_value, 99);
-    assert_eq!(ok(dev.dpa_read(rig.process, args, 8)), 99u64.to_le_bytes());
+    assert_eq!(
+        ok(dev.dpa_read(rig.process, args + 16, 8)),
+        99u64.to_le_bytes()
+    );
     // matmul and packet_processor check themselves against golden results (0 = pass).
     for (elf, entry) in [
         (

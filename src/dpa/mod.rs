@@ -10,8 +10,8 @@
 //! - [`process`]: [`Process`] (`flexio_process_create` / `destroy`, `flexio_err_status_get`,
 //!   coredump), DPA memory in size classes (`flexio_buf_dev_alloc` / `free`, [`heap`]), copies
 //!   and memset through a force-loopback RC QP pair and an mkey over process memory
-//!   (`flexio_host2dev_memcpy`, [`copy`]), and RPC (`flexio_process_call`) through argument
-//!   stubs.
+//!   (`flexio_host2dev_memcpy`, [`copy`]), and RPC (`flexio_process_call`) as FlexIO's pack /
+//!   unpack, with the runtime's generic unpack for up to eight u64 arguments.
 //! - [`thread`]: event handlers (`flexio_event_handler_create` / `run` / `destroy`) with
 //!   affinity, TLS and default window / outbox; a CQ attaches with `CqEvents::DpaThread`.
 //! - [`window`]: windows over host memory (`flexio_window_create` / `destroy`), with the

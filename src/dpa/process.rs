@@ -43,10 +43,18 @@ use super::heap::{Heap, HeapStats};
 pub const DEFAULT_HEAP_SIZE: u64 = 64 * 1024;
 /// Longest wait for an RPC ([`Process::call`]) to finish.
 pub const RPC_TIMEOUT: Duration = Duration::from_secs(30);
-/// Most arguments an RPC stub takes (`FLEXIO_RPC_STUB(f, n)`, n = 0..6).
-pub const MAX_RPC_ARGS: usize = 6;
-/// Suffix of RPC stub entries (fw-blobs `FLEXIO_RPC_STUB`).
-pub const RPC_STUB_SUFFIX: &str = "_rpc_stub";
+/// Most u64 arguments [`Process::call`] passes: the eight the runtime's generic unpack hands on
+/// in a0..a7 (LP64 psABI).
+pub const MAX_RPC_ARGS: usize = 8;
+/// Largest argument buffer [`Process::call_packed`] takes.
+pub const MAX_RPC_ARG_BUF: usize = 1024;
+/// The runtime's RPC entry (fw-blobs `runtime/rpc.c`): a call's thread starts there with a0 =
+/// the address of a `struct mlx5_dpa_rpc_call` (unpack, func, ret, reserved, argument buffer).
+pub const RPC_ENTRY: &str = "mlx5_dpa_rpc_entry";
+/// The runtime's generic unpack: up to eight u64 arguments from a 64-byte buffer.
+pub const RPC_GENERIC_UNPACK: &str = "mlx5_dpa_rpc_unpack_u64";
+/// Bytes of `struct mlx5_dpa_rpc_call` before its argument buffer.
+pub(crate) const RPC_CALL_HEADER: usize = 32;
 
 /// Errors of the FlexIO layer.
 #[derive(Debug, thiserror::Error)]
@@ -407,7 +415,7 @@ impl Process {
             .step("setting up host <-> DPA copies")?;
         let mut heap = Heap::default();
         let (rpc_block, _) = heap
-            .alloc(dev, id, 8 * (1 + MAX_RPC_ARGS as u64))
+            .alloc(dev, id, (RPC_CALL_HEADER + MAX_RPC_ARG_BUF) as u64)
             .step("allocating the RPC argument block")?;
         Ok(Process {
             inner: Arc::new(ProcessInner {

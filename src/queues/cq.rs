@@ -3,7 +3,7 @@
 //! Init sequence (PRM "Completion Queue"; rdma-core `mlx5_alloc_cq_buf` / `mlx5_arm_cq`):
 //! every CQE is written invalid/hardware-owned, the doorbell record zeroed, then CREATE_CQ names
 //! the ring and record UMEMs, the UAR page and the EQ. Polling reads `op_own` of the entry at
-//! the consumer index; when it is software's ([`ring::cqe_is_sw_owned`]) a read barrier
+//! the consumer index; when it is software's ([`super::ring::cqe_is_sw_owned`]) a read barrier
 //! precedes reading the rest. The consumer index goes to `dbrec[0]`. Arming writes
 //! `sn << 28 | cmd | ci` to `dbrec[1]`, then to UAR + 0x20 together with the CQN.
 

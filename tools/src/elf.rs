@@ -14,7 +14,7 @@
 //!   segments:
 //!     0x0000000040000000 memsz 0x1188 r-x
 //!   entries:
-//!     0x0000000040000030 rpc_calculate_rpc_stub
+//!     0x0000000040000030 mlx5_dpa_rpc_entry
 //! ```
 //!
 //! `--json` prints one object `{"file", "apps": [{name, size, e_flags, isa, signature,

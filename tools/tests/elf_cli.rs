@@ -19,7 +19,7 @@ fn device_elf_info_lists_entries_segments_and_isa() {
     assert!(out.contains("signature: none"), "{out}");
     assert!(out.contains("0x0000000040000000 memsz "), "{out}");
     assert!(out.contains(" r-x\n") && out.contains(" rw-\n"), "{out}");
-    assert!(out.contains(" rpc_calculate_rpc_stub\n"), "{out}");
+    assert!(out.contains(" mlx5_dpa_rpc_entry\n"), "{out}");
 }
 
 #[test]

@@ -277,6 +277,6 @@ fn a_flexio_program_without_entry_lists_its_entries() {
     let err = stderr(&o);
     assert!(err.contains("has no standalone entry"), "{err}");
     assert!(err.contains("flexio_dev_thread_finish"), "{err}");
-    assert!(err.contains("rpc_calculate_rpc_stub"), "{err}");
+    assert!(err.contains("rpc_digits8"), "{err}");
     assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
 }

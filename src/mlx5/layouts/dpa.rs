@@ -146,7 +146,7 @@ layout! {
         /// Bytes of DPA memory reserved for the process beyond its ELF segments.
         heap_size @ 0x140 : 0x40,
         /// Output: id of the process memory as a DUMEM (what an alias of type
-        /// [`super::vhca::alias_type::DPA_DUMEM`], 0xff13, names from another function).
+        /// [`crate::mlx5::layouts::vhca::alias_type::DPA_DUMEM`], 0xff13, names from another function).
         dumem_id @ 0x180 : 0x20,
         /// Output: exit status passed to the FlexIO-OS exit call (RTOS call 4).
         exit_status @ 0x1a0 : 0x20,
