@@ -27,7 +27,7 @@ void st_counter(uint64_t daddr);
 uint64_t st_tls(uint64_t x);
 uint64_t st_ctx_dump(uint64_t daddr);
 uint64_t st_gp_global(uint64_t x);
-uint64_t st_stack(uint64_t x);
+uint64_t st_stack(uint64_t bytes);
 uint64_t st_print(uint64_t x);
 uint64_t st_msg(uint64_t stream_and_level);
 uint64_t st_format_check(void);
@@ -210,17 +210,18 @@ __dpa_global__ uint64_t st_gp_global(uint64_t x)
 }
 
 /**
- * Pure. Uses 12 KiB of stack: fills a local array with (x + i) & 0xff and returns the sum
- * of its bytes. Checks the stack the model gives is at least that deep.
+ * Pure. Uses `bytes` of stack (a variable-length array): fills it with i & 0xff and returns
+ * the sum of its bytes. Within the thread's 8184-byte stack this returns; past it, the stores
+ * reach below the stack and the thread faults (the model's guard).
  */
-__dpa_global__ uint64_t st_stack(uint64_t x)
+__dpa_global__ uint64_t st_stack(uint64_t bytes)
 {
-	volatile uint8_t buf[12 * 1024];
+	volatile uint8_t buf[bytes];
 	uint64_t sum = 0;
 
-	for (uint32_t i = 0; i < sizeof(buf); i++)
-		buf[i] = (uint8_t)(x + i);
-	for (uint32_t i = 0; i < sizeof(buf); i++)
+	for (uint64_t i = 0; i < bytes; i++)
+		buf[i] = (uint8_t)i;
+	for (uint64_t i = 0; i < bytes; i++)
 		sum += buf[i];
 	return sum;
 }

@@ -134,10 +134,42 @@ fn elf_segments_load_at_their_link_addresses() {
         let got = ok(dev.dpa_read(rig.process, s.vaddr, s.data.len()));
         assert_eq!(got, s.data, "segment at {:#x}", s.vaddr);
     }
-    // 12 KiB of stack are there.
+    // 7 KiB of stack are there (the seed's 8184 bytes, less st_stack's own frame).
     let t = thread(&mut rig, "st_stack");
-    let want: u64 = (0..12 * 1024u64).map(|i| (3 + i) & 0xff).sum();
-    assert_eq!(call(&dev, &rig, t, 3).return_value, want);
+    let want: u64 = (0..7 * 1024u64).map(|i| i & 0xff).sum();
+    assert_eq!(call(&dev, &rig, t, 7 * 1024).return_value, want);
+}
+
+/// Threads get the 8184-byte stack the seed states (`dpa-development-flexio-sdk.txt`, memory
+/// model), with a guard under it: a thread that uses more faults, and its coredump names a
+/// stack overflow at an address below the stack. (Before: a 64 KiB stack, and 12 KiB ran.)
+#[test]
+fn a_thread_that_outgrows_its_8184_byte_stack_faults_with_a_stack_overflow() {
+    let (dev, ctx) = device();
+    for bytes in [8 * 1024, 12 * 1024, 60 * 1024] {
+        let (rig, t) = failing(&dev, &ctx, "st_stack", bytes);
+        let d = ok(rig.coredump());
+        let slot_stack_lo = d
+            .regions
+            .iter()
+            .find(|r| r.kind == RegionKind::Stack)
+            .map(|r| (r.base, r.size))
+            .expect("a stack region");
+        assert_eq!(slot_stack_lo.1, 8184, "the stack region's size");
+        match d.cause {
+            Cause::StackOverflow { access, .. } => assert_eq!(access, Access::Store),
+            other => panic!("{bytes}: expected a stack overflow, got {other:?}"),
+        }
+        assert!(
+            d.fault_addr < slot_stack_lo.0 && d.gpr[2] < slot_stack_lo.0,
+            "{bytes}: fault at {:#x}, sp {:#x}, stack from {:#x}",
+            d.fault_addr,
+            d.gpr[2],
+            slot_stack_lo.0
+        );
+        assert!(format!("{d}").contains("StackOverflow"), "{d}");
+        assert_eq!(d.dpa_thread_id, t);
+    }
 }
 
 #[test]

@@ -17,7 +17,10 @@
 //!   (unverified), and [`CryptoMetadata::raw`] keeps the header bytes as found.
 //!
 //! A device ELF may also carry a crypto data section itself (a signed device ELF); that is
-//! reported the same way, with [`SignatureLocation::Device`].
+//! reported the same way, with [`SignatureLocation::Device`]. Or the signature comes as a file
+//! of its own next to the device ELF (snap ships `dpa_nvme` and `dpa_nvme.sig`, FACTS.md
+//! section 8): the same crypto data, attached with [`App::with_signature_file`] and reported
+//! with [`SignatureLocation::File`].
 //!
 //! An [`App`] owns a copy of its device image; what a loader or a tool needs (entry symbols,
 //! `PT_LOAD` segments, `e_flags`, the ISA string of `.riscv.attributes`) is extracted once, at
@@ -139,6 +142,8 @@ pub enum SignatureLocation {
     Host,
     /// In the device ELF itself (a section of type [`SHT_DPA_CRYPTO`]).
     Device,
+    /// In a separate file given with the application ([`App::with_signature_file`]).
+    File,
 }
 
 /// The 0x40-byte metadata header of a crypto data section.
@@ -174,8 +179,10 @@ fn be32(b: &[u8], o: usize) -> u32 {
 /// A signature (crypto data) section of an application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signature {
+    /// The section's name, or the file's for [`SignatureLocation::File`].
     pub section: String,
     pub location: SignatureLocation,
+    /// The section's `sh_type` (0 for a file).
     pub sh_type: u32,
     pub size: u64,
     pub metadata: CryptoMetadata,
@@ -439,6 +446,18 @@ impl App {
     }
 
     /// The signature, when there is one.
+    /// Attaches the signature of a separate file (`file_name` as it should be shown, `bytes`
+    /// its contents: the crypto data a signature section would hold, beginning with the
+    /// 0x40-byte metadata header). It replaces a signature the ELF carried.
+    ///
+    /// # Errors
+    /// [`AppError::SignatureTruncated`] when the file is shorter than the metadata header.
+    pub fn with_signature_file(mut self, file_name: &str, bytes: &[u8]) -> Result<App, AppError> {
+        self.signature =
+            SignatureStatus::Present(signature(file_name, SignatureLocation::File, 0, bytes)?);
+        Ok(self)
+    }
+
     pub fn signature(&self) -> &SignatureStatus {
         &self.signature
     }

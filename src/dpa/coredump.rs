@@ -83,6 +83,9 @@ pub enum Cause {
     Ebreak,
     /// An `ecall` whose number (`a7`, all 64 bits) the RTOS does not know.
     UnknownRtosCall { number: u64 },
+    /// A memory access below the thread's stack, in the guard under it: the thread outgrew its
+    /// stack (8184 bytes on the BlueField-3 DPA). [`Coredump::fault_addr`] is the address.
+    StackOverflow { access: Access, size: u8 },
     /// A cause this decoder does not know.
     Other(u8),
 }
@@ -296,6 +299,10 @@ impl Coredump {
             // The number is a7 as the thread left it: whole, never a truncated copy that could
             // read as a call the RTOS knows.
             6 => Cause::UnknownRtosCall { number: gpr[17] },
+            7 => Cause::StackOverflow {
+                access,
+                size: hv.get(h::access_size) as u8,
+            },
             o => Cause::Other(o),
         };
         Ok(Coredump {

@@ -55,6 +55,10 @@ pub enum ElfCmd {
         /// Only this application.
         #[arg(long, value_name = "NAME")]
         app: Option<String>,
+        /// The application's signature as a separate file (as snap ships `dpa_nvme.sig`).
+        /// Without it, `FILE.sig` is used when it exists next to a device ELF.
+        #[arg(long, value_name = "FILE")]
+        sig: Option<PathBuf>,
         /// One JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -83,6 +87,8 @@ pub enum ElfCmdError {
     Read(#[from] crate::input::InputError),
     #[error("{path}: {source}")]
     App { path: String, source: AppError },
+    #[error("{path} carries {apps} applications: a separate signature file (--sig) names one (use --app)")]
+    SigForMany { path: String, apps: usize },
     #[error("{path}: app {app}: {source}")]
     Elf {
         path: String,
@@ -94,9 +100,12 @@ pub enum ElfCmdError {
 /// Runs an `elf` subcommand.
 pub fn run(cmd: &ElfCmd) -> Result<ExitCode, ElfCmdError> {
     match cmd {
-        ElfCmd::Info { file, app, json } => {
-            info(file, app.as_deref(), *json).map(|()| ExitCode::SUCCESS)
-        }
+        ElfCmd::Info {
+            file,
+            app,
+            sig,
+            json,
+        } => info(file, app.as_deref(), sig.as_deref(), *json).map(|()| ExitCode::SUCCESS),
         ElfCmd::Isa { file, app, json } => isa(file, app.as_deref(), *json),
     }
 }
@@ -120,8 +129,45 @@ fn load(path: &Path, app: Option<&str>) -> Result<Vec<App>, ElfCmdError> {
     }
 }
 
-fn info(path: &Path, app: Option<&str>, as_json: bool) -> Result<(), ElfCmdError> {
-    let apps = load(path, app)?;
+/// The signature file for a device ELF: `--sig`, else `FILE.sig` when it exists.
+fn signature_file(path: &Path, sig: Option<&Path>) -> Option<PathBuf> {
+    match sig {
+        Some(s) => Some(s.to_path_buf()),
+        None => {
+            let mut beside = path.as_os_str().to_owned();
+            beside.push(".sig");
+            let beside = PathBuf::from(beside);
+            beside.is_file().then_some(beside)
+        }
+    }
+}
+
+fn info(
+    path: &Path,
+    app: Option<&str>,
+    sig: Option<&Path>,
+    as_json: bool,
+) -> Result<(), ElfCmdError> {
+    let mut apps = load(path, app)?;
+    if let Some(sig_path) = signature_file(path, sig) {
+        // A separate signature belongs to a device ELF: one application.
+        if apps.len() != 1 {
+            return Err(ElfCmdError::SigForMany {
+                path: path.display().to_string(),
+                apps: apps.len(),
+            });
+        }
+        let bytes = crate::input::read_bounded(&sig_path, crate::input::MAX_ELF_FILE)?;
+        let shown = sig_path.display().to_string();
+        let a = apps.remove(0);
+        apps.push(
+            a.with_signature_file(&shown, &bytes)
+                .map_err(|source| ElfCmdError::App {
+                    path: shown.clone(),
+                    source,
+                })?,
+        );
+    }
     let out = if as_json {
         let list: Vec<Json> = apps.iter().map(app_json).collect();
         format!(
@@ -140,6 +186,7 @@ fn location(l: SignatureLocation) -> &'static str {
     match l {
         SignatureLocation::Host => "host ELF",
         SignatureLocation::Device => "device ELF",
+        SignatureLocation::File => "separate file",
     }
 }
 

@@ -200,3 +200,68 @@ fn elf_isa_lists_planted_undecodable_instructions_by_function() {
     assert_eq!(found[0]["opcode_space"], "custom-0");
     assert_eq!(found[1]["function"], "rpc_calculate+0x4");
 }
+
+/// A signature as a separate file (snap's `dpa_nvme` + `dpa_nvme.sig` layout): the crypto data
+/// with its 0x40-byte metadata header, taken from `--sig` or from `FILE.sig` beside the ELF.
+#[test]
+fn elf_info_shows_a_separate_signature_file() {
+    let elf = std::fs::read(repo("fw-blobs/bin/rpc_calc.elf")).unwrap();
+    let mut sig = vec![0u8; 0x40];
+    sig[0x3c..0x40].copy_from_slice(&2u32.to_be_bytes());
+    sig.extend_from_slice(b"HASHLIST");
+    sig.extend_from_slice(&[0xab; 56]);
+    let dir = std::env::temp_dir().join(format!("mlx5-dpa-elf-sig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let app = dir.join("calc");
+    std::fs::write(&app, &elf).unwrap();
+    let app = app.display().to_string();
+    // No file beside it: unsigned.
+    let o = run(&["elf", "info", &app]);
+    assert!(stdout(&o).contains("  signature: none\n"), "{}", stdout(&o));
+    // Beside it as calc.sig: found without asking.
+    std::fs::write(format!("{app}.sig"), &sig).unwrap();
+    let o = run(&["elf", "info", &app]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!(
+            "  signature: {app}.sig (separate file, 128 bytes), metadata_version 0, \
+             signature_type 2 (RSA_SHA_512)\n"
+        )),
+        "{}",
+        stdout(&o)
+    );
+    // Named with --sig, and in JSON.
+    let other = scratch("elf-cli", "other.sig", &sig);
+    let o = run(&["elf", "info", &app, "--sig", &other, "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let s = &j["apps"][0]["signature"];
+    assert_eq!(s["present"], true);
+    assert_eq!(s["location"], "separate file");
+    assert_eq!(s["section"], other.as_str());
+    assert_eq!(s["signature_type"], 2);
+    // Shorter than the metadata header: an error naming the file.
+    let short = scratch("elf-cli", "short.sig", &sig[..0x3f]);
+    let o = run(&["elf", "info", &app, "--sig", &short]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("short.sig") && stderr(&o).contains("shorter than its 64-byte"),
+        "{}",
+        stderr(&o)
+    );
+    // A host ELF with two applications: which one the file signs is not said.
+    let o = run(&["elf", "info", &host(), "--sig", &other]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("carries 2 applications"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["elf", "info", &host(), "--app", "rpc_calc", "--sig", &other]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("(separate file, 128 bytes)"),
+        "{}",
+        stdout(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

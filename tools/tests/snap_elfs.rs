@@ -1,7 +1,8 @@
 //! NVIDIA-built DPA programs (snap's `dpa_nvme`, `dpa_nvme_mp`, `dpa_virtq_split`; FACTS.md
 //! section 8), which are not ours to commit: with `MLX5_DPA_SNAP_DIR` naming a folder that holds
 //! them (`fw-blobs/compat/README.md` says how to fetch them), every instruction decodes
-//! (`elf isa`) and their own `strlen` / `strchr` / `strrchr` return what the C library
+//! (`elf isa`), their `.sig` files read as RSA_SHA_512 signatures (`elf info`), and their own
+//! `strlen` / `strchr` / `strrchr` return what the C library
 //! definitions say, on strings taken from their `.rodata`. Without the variable the test says
 //! so and checks nothing.
 
@@ -71,6 +72,18 @@ fn nvidia_built_programs_decode_whole_and_their_string_functions_return_the_righ
         assert_eq!(o.status.code(), Some(0), "{file}: {out}");
         assert!(out.contains("zbp0p93_zbr0p93"), "{file}: {out}");
         assert!(out.contains("  undecodable: none\n"), "{file}: {out}");
+
+        // The signature beside it (`<name>.sig`): RSA_SHA_512 crypto data.
+        let o = run(&["elf", "info", &file]);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{file}: {}", stderr(&o));
+        if dir.join(format!("{name}.sig")).is_file() {
+            assert!(
+                out.contains(".sig (separate file, ")
+                    && out.contains("signature_type 2 (RSA_SHA_512)"),
+                "{file}: {out}"
+            );
+        }
 
         let elf = Elf::parse(&bytes).unwrap();
         let strings = rodata_strings(&elf, 6);

@@ -85,7 +85,7 @@ pub(crate) fn build(fw: &Firmware, d: &Done, f: &Failure) -> Vec<u8> {
         obj: d.thread,
     });
     regions.push(Region {
-        base: map::slot_base(d.slot) + map::STACK_OFFSET,
+        base: map::stack_lo(d.slot),
         size: map::STACK_SIZE,
         perms: R | W,
         kind: kind::STACK,

@@ -89,6 +89,9 @@ pub(crate) mod cause {
     pub(crate) const MISALIGNED_TARGET: u8 = 4;
     pub(crate) const EBREAK: u8 = 5;
     pub(crate) const BAD_RTOS_CALL: u8 = 6;
+    /// A memory fault in the guard below the thread's stack: the thread outgrew its 8184
+    /// bytes (`map::STACK_SIZE`).
+    pub(crate) const STACK_OVERFLOW: u8 = 7;
 }
 
 /// How an activation ended.
@@ -418,7 +421,22 @@ fn failure(cause: u8, status: u8, syndrome: u32, pc: u64) -> Failure {
     }
 }
 
-fn fault_failure(f: Fault) -> Failure {
+/// The failure a fault of the thread in `slot` is. A memory fault in the guard below its stack
+/// with `sp` below the stack is a stack overflow, named so in the coredump (the psABI has no
+/// red zone, so code only touches memory at or above `sp`: a frame that does not fit moves
+/// `sp` into the guard before its first access there; a stray pointer into the guard leaves
+/// `sp` where it was and stays a plain memory fault).
+fn fault_failure(f: Fault, slot: u32, sp: u64) -> Failure {
+    let mut failure = fault_failure_of(f);
+    if let Fault::Memory { addr, .. } = f {
+        if map::in_stack_guard(slot, addr) && sp < map::stack_lo(slot) {
+            failure.cause = cause::STACK_OVERFLOW;
+        }
+    }
+    failure
+}
+
+fn fault_failure_of(f: Fault) -> Failure {
     use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
     match f {
         Fault::Memory {
@@ -530,7 +548,7 @@ pub(crate) fn run(mut job: Job) -> Done {
                 error: MemError::Device(device_code::RETURNED),
                 ..
             }) => break Outcome::Finish(Some(hart.x[reg::A0])),
-            Stop::Fault(f) => break Outcome::Failed(fault_failure(f)),
+            Stop::Fault(f) => break Outcome::Failed(fault_failure(f, job.slot, hart.x[reg::SP])),
             Stop::Ecall => {
                 rtos_calls += 1;
                 let a0 = hart.x[reg::A0];
@@ -606,7 +624,7 @@ pub(crate) fn run(mut job: Job) -> Done {
 
 /// Up to `DPA_COREDUMP_MAX_STACK` bytes of the slot's stack from `sp` (8-byte aligned down).
 fn stack_window(mem: &ProcessMem, slot: u32, sp: u64) -> (u64, Vec<u8>) {
-    let lo = map::slot_base(slot) + map::STACK_OFFSET;
+    let lo = map::stack_lo(slot);
     let top = map::stack_top(slot);
     let start = (sp & !7).clamp(lo, top);
     let len = (top - start).min(mlx5_dpa::mlx5::layouts::DPA_COREDUMP_MAX_STACK as u64);

@@ -354,8 +354,9 @@ layout! {
     /// version may append fields.
     ///
     /// `cause`: 1 watchdog (instruction budget exceeded), 2 memory fault, 3 illegal
-    /// instruction, 4 misaligned jump or branch target, 5 `ebreak`, 6 unknown RTOS call.
-    /// For memory faults `access` is 1 fetch, 2 load, 3 store, `access_size` the bytes
+    /// instruction, 4 misaligned jump or branch target, 5 `ebreak`, 6 unknown RTOS call, 7 stack
+    /// overflow (a memory fault in the guard below the thread's stack).
+    /// For memory faults (and stack overflows) `access` is 1 fetch, 2 load, 3 store, `access_size` the bytes
     /// accessed and `mem_error` 1 unmapped, 2 denied (permissions), 3 misaligned, 4 refused by
     /// a device register (`device_code` says which, see the model's DESIGN.md). For an
     /// unknown RTOS call the call number is `gpr[17]` (`a7`, all 64 bits); `device_code` is 0.

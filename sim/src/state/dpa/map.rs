@@ -15,14 +15,26 @@ pub const DUMEM_BASE: u64 = 0x8000_0000;
 pub const DUMEM_ID_BASE: u32 = 0x0800_0000;
 /// Largest DUMEM window (it ends below the thread slots).
 pub const DUMEM_MAX: u64 = 0x8000_0000;
-/// Thread slots: a context page, a guard, a stack.
+/// Thread slots: a context page, a guard, a stack, unmapped space.
 pub const SLOTS_BASE: u64 = 0x1_0000_0000;
 pub const SLOT_STRIDE: u64 = 0x2_0000;
 pub const CONTEXT_PAGE: u64 = 0x1000;
+/// Start of the two pages that hold a thread's stack.
 pub const STACK_OFFSET: u64 = 0x1_0000;
-pub const STACK_SIZE: u64 = 0x1_0000;
-/// Backing bytes of one slot (context page and stack; the guard has none).
-pub const SLOT_BACKING: u64 = CONTEXT_PAGE + STACK_SIZE;
+/// Bytes the stack's pages span.
+pub const STACK_SPAN: u64 = 0x2000;
+/// A thread's stack: "slightly less than 8 KB (8184 bytes)" (seed
+/// `dpa-development-flexio-sdk.txt`, memory model). It ends at the top of its two pages; the
+/// 8 bytes below it and everything down to the context page are the guard: a thread that
+/// outgrows its stack faults there (a stack overflow in its coredump), as the seed warns it
+/// misbehaves on hardware.
+pub const STACK_SIZE: u64 = 8184;
+/// Offset of the stack's top (`sp` at activation) in a slot.
+pub const STACK_TOP_OFFSET: u64 = STACK_OFFSET + STACK_SPAN;
+/// Offset of the stack's lowest byte in a slot.
+pub const STACK_LO_OFFSET: u64 = STACK_TOP_OFFSET - STACK_SIZE;
+/// Backing bytes of one slot (context page and the stack's pages; the guard has none).
+pub const SLOT_BACKING: u64 = CONTEXT_PAGE + STACK_SPAN;
 /// Most thread slots of one process.
 pub const MAX_SLOTS: u32 = 1024;
 /// Outbox pages, by DPA_OUTBOX id.
@@ -46,7 +58,16 @@ pub const fn context(slot: u32) -> u64 {
 }
 /// Initial `sp` of slot `slot` (16-byte aligned top of its stack).
 pub const fn stack_top(slot: u32) -> u64 {
-    slot_base(slot) + STACK_OFFSET + STACK_SIZE
+    slot_base(slot) + STACK_TOP_OFFSET
+}
+/// Lowest stack address of slot `slot`.
+pub const fn stack_lo(slot: u32) -> u64 {
+    slot_base(slot) + STACK_LO_OFFSET
+}
+/// Whether `addr` lies in the guard below slot `slot`'s stack (between its context page and
+/// its stack): where a thread that outgrew its stack faults.
+pub const fn in_stack_guard(slot: u32, addr: u64) -> bool {
+    addr >= slot_base(slot) + CONTEXT_PAGE && addr < stack_lo(slot)
 }
 /// Outbox page of DPA_OUTBOX `id`.
 pub const fn outbox(id: u32) -> u64 {

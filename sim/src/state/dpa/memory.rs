@@ -285,13 +285,13 @@ impl ProcessMem {
         let backing = slot * map::SLOT_BACKING;
         if within < map::CONTEXT_PAGE {
             Some((Area::Context(slot as u32), backing + within))
-        } else if within >= map::STACK_OFFSET {
+        } else if (map::STACK_LO_OFFSET..map::STACK_TOP_OFFSET).contains(&within) {
             Some((
                 Area::Stack(slot as u32),
                 backing + map::CONTEXT_PAGE + (within - map::STACK_OFFSET),
             ))
         } else {
-            // The guard between a context page and its stack.
+            // The guard between a context page and its stack, or the unmapped rest of the slot.
             None
         }
     }
@@ -319,8 +319,10 @@ impl ProcessMem {
                 map::CONTEXT_PAGE,
             ),
             Area::Stack(s) => (
-                map::slot_base(s) + map::STACK_OFFSET,
-                u64::from(s) * map::SLOT_BACKING + map::CONTEXT_PAGE,
+                map::stack_lo(s),
+                u64::from(s) * map::SLOT_BACKING
+                    + map::CONTEXT_PAGE
+                    + (map::STACK_LO_OFFSET - map::STACK_OFFSET),
                 map::STACK_SIZE,
             ),
         };
@@ -398,7 +400,7 @@ impl ProcessMem {
                 Area::Text => map::TEXT_BASE + self.text_span,
                 Area::Dumem => map::DUMEM_BASE + self.dumem_limit(),
                 Area::Context(s) => map::slot_base(s) + map::CONTEXT_PAGE,
-                Area::Stack(s) => map::slot_base(s) + map::STACK_OFFSET + map::STACK_SIZE,
+                Area::Stack(s) => map::stack_top(s),
             };
             a = area_end;
         }
@@ -425,9 +427,24 @@ mod tests {
         assert_eq!(m.locate(s1), Some((Area::Context(1), map::SLOT_BACKING)));
         assert_eq!(m.locate(s1 + map::CONTEXT_PAGE), None, "guard page");
         assert_eq!(
-            m.locate(s1 + map::STACK_OFFSET),
-            Some((Area::Stack(1), map::SLOT_BACKING + map::CONTEXT_PAGE))
+            m.locate(map::stack_lo(1) - 1),
+            None,
+            "guard below the stack"
         );
+        assert_eq!(
+            m.locate(map::stack_lo(1)),
+            Some((
+                Area::Stack(1),
+                map::SLOT_BACKING + map::CONTEXT_PAGE + map::STACK_LO_OFFSET - map::STACK_OFFSET
+            ))
+        );
+        assert_eq!(
+            map::stack_top(1) - map::stack_lo(1),
+            8184,
+            "the seed's stack size"
+        );
+        assert!(m.locate(map::stack_top(1) - 1).is_some());
+        assert_eq!(m.locate(map::stack_top(1)), None, "nothing above the stack");
         assert_eq!(m.locate(map::slot_base(4)), None);
         m.write(map::DUMEM_BASE + 0x10, b"hello").unwrap();
         let mut b = [0u8; 5];

@@ -10,8 +10,9 @@
 //! | `0x4000_0000 ..` (text span)       | text segments at their link addresses  | r-x    |
 //! | `0x8000_0000 ..` (DUMEM limit)     | data segments, heap, DPA_MEM blocks    | rw-    |
 //! | `0x1_0000_0000 + 128 KiB * slot`   | thread context page (48-byte context)  | rw-    |
-//! | `.. + 0x1000 .. + 0x1_0000`        | guard (unmapped)                       |        |
-//! | `.. + 0x1_0000 .. + 0x2_0000`      | thread stack (64 KiB, `sp` at the top) | rw-    |
+//! | `.. + 0x1000 .. + 0x1_0008`        | guard (unmapped; a fault here with `sp` below the stack is a stack overflow) | |
+//! | `.. + 0x1_0008 .. + 0x1_2000`      | thread stack (8184 bytes, `sp` at the top) | rw- |
+//! | `.. + 0x1_2000 .. + 0x2_0000`      | unmapped                               |        |
 //! | `0x2_0000_0000 + 4 KiB * outbox`   | outbox page of DPA_OUTBOX `outbox`     | -w- (MMIO, 64-bit stores) |
 //! | `0x3_0000_0000 + 8 * window`       | mkey register of DPA_WINDOW `window`   | rw- (MMIO, 64-bit) |
 //! | `0x1_0000_0000_0000 + H`           | window aperture: host address `H`      | rw- (DMA through the mkey) |
