@@ -50,6 +50,8 @@ fi
 export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 
 PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b"
+# Linked a second time with the older layout (link/dpa_older.ld), as <name>_older.elf.
+OLDER="rpc_calc"
 RUNTIME="os string print msg_stream cmdq rpc"
 
 ARCH="-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany"
@@ -86,13 +88,13 @@ done
 
 # Sanity checks on every linked program: two PT_LOADs at the link addresses, RVC soft-float
 # flags, no gp use, and the entry symbols the README promises.
-check_elf() { # elf entries...
+check_elf() { # elf entries... (LOADS: the expected PT_LOAD addresses)
 	elf=$1
 	shift
 	"$READELF" -hW "$elf" | grep -q "Flags:.*0x1, RVC, soft-float ABI" ||
 		{ echo "build.sh: $elf: unexpected e_flags" >&2; exit 1; }
 	loads=$("$READELF" -lW "$elf" | awk '$1 == "LOAD" { print $3 }' | tr '\n' ' ')
-	[ "$loads" = "0x0000000040000000 0x0000000080000000 " ] ||
+	[ "$loads" = "${LOADS:-0x0000000040000000 0x0000000080000000 }" ] ||
 		{ echo "build.sh: $elf: PT_LOADs at $loads" >&2; exit 1; }
 	if "$OBJDUMP" -d "$elf" | grep -Eq '[[:space:],(]gp([,)]|$)'; then
 		echo "build.sh: $elf: uses gp" >&2
@@ -121,6 +123,12 @@ st_gp_global st_stack st_print st_msg st_format_check" ;;
 	esac
 	# shellcheck disable=SC2086
 	check_elf "$OUT/$p.elf" $COMMON_ENTRIES $entries
+done
+for p in $OLDER; do
+	# shellcheck disable=SC2086
+	"$CC" $(echo "$LDFLAGS" | sed 's|link/dpa.ld|link/dpa_older.ld|') -o "$OUT/${p}_older.elf" \
+		"$WORK/obj/$p.o" $RT_OBJS
+	LOADS="0x0000000010000000 0x0000000028000000 " check_elf "$OUT/${p}_older.elf" $COMMON_ENTRIES
 done
 
 if [ "$MODE" = test ]; then
@@ -153,7 +161,9 @@ if [ "$MODE" = test ]; then
 fi
 
 sums() { # directory
-	(cd "$1" && for p in $PROGRAMS; do sha256sum "$p.elf"; done | sed 's|  |  bin/|')
+	(cd "$1" && for p in $PROGRAMS $(for o in $OLDER; do echo "${o}_older"; done); do
+		sha256sum "$p.elf"
+	done | sed 's|  |  bin/|')
 }
 
 if [ "$MODE" = check ]; then

@@ -23,6 +23,8 @@ type R = Result<(), Box<dyn std::error::Error>>;
 
 const SELFTEST: &[u8] = include_bytes!("../fw-blobs/bin/selftest.elf");
 const RPC_CALC: &[u8] = include_bytes!("../fw-blobs/bin/rpc_calc.elf");
+/// The same program linked with the older layout: text at 0x1000_0000, data at 0x2800_0000.
+const RPC_CALC_OLDER: &[u8] = include_bytes!("../fw-blobs/bin/rpc_calc_older.elf");
 /// One source built twice (fw-blobs/src/ident.h): same layout, `ident(x)` = 0xa000 + x / 0xb000 + x.
 const IDENT_A: &[u8] = include_bytes!("../fw-blobs/bin/ident_a.elf");
 const IDENT_B: &[u8] = include_bytes!("../fw-blobs/bin/ident_b.elf");
@@ -246,6 +248,41 @@ fn copy_round_trip_and_memset() -> R {
     ));
     drop((buf, big, p));
     d.stop_engine();
+    Ok(())
+}
+
+/// Older snap builds link text at 0x1000_0000 and data at 0x2800_0000 (FACTS.md section 8):
+/// such a program loads at its link addresses, its DPA memory (data, heap, buffers) starts at
+/// 0x2800_0000, and it runs as the current layout does. (Before: creation was refused with
+/// "a loadable segment outside the text window".)
+#[test]
+fn a_program_linked_with_the_older_layout_loads_and_runs() -> R {
+    let (d, ctx) = model("bf3");
+    {
+        let p = Process::create(&ctx, RPC_CALC_OLDER, &ProcessAttr::default())?;
+        let entry = p.symbol("rpc_calculate")?;
+        assert!((0x1000_0000..0x2800_0000).contains(&entry), "{entry:#x}");
+        assert_eq!(p.call("rpc_calculate", &[44, 55])?, 99);
+        assert_eq!(
+            p.call("rpc_digits8", &[8, 7, 6, 5, 4, 3, 2, 1])?,
+            87_654_321
+        );
+        let buf = p.alloc(4096)?;
+        assert!(
+            (0x2800_0000..0x4000_0000).contains(&buf.daddr()),
+            "{:#x}",
+            buf.daddr()
+        );
+        let data: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
+        p.copy_to_dev(buf.daddr(), &data)?;
+        let mut back = vec![0u8; 4096];
+        p.copy_from_dev(buf.daddr(), &mut back)?;
+        assert_eq!(back, data);
+        drop(buf);
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
     Ok(())
 }
 

@@ -130,7 +130,7 @@ checks! {
     OTHER_VPORT = 0x5131_0224, BAD_PARAM, "other_vport set: a function may query only its own vport";
     ELF_MALFORMED = 0x5131_0225, BAD_PARAM, "DPA process image is not a well-formed ELF64 executable";
     ELF_NOT_RISCV = 0x5131_0226, BAD_PARAM, "DPA process image is not a little-endian 64-bit RISC-V (EM_RISCV) executable";
-    ELF_BAD_SEGMENT = 0x5131_0227, BAD_PARAM, "DPA process image has a loadable segment outside the text window (0x40000000, not writable) or the data window (0x80000000, not executable)";
+    ELF_BAD_SEGMENT = 0x5131_0227, BAD_PARAM, "DPA process image has a loadable segment outside the text window (0x40000000, or 0x10000000 in the older layout; not writable) or the data window (0x80000000, or 0x28000000; not executable), or segments of both layouts";
     ELF_NO_TEXT = 0x5131_0228, BAD_PARAM, "DPA process image has no executable segment";
 
     // Capacity.

@@ -188,9 +188,19 @@ fn process_creation_refuses_bad_images() {
             check::ELF_NOT_RISCV,
         ),
         (
+            // Text in neither layout's window.
             ElfSpec {
-                text_addr: 0x1000_0000,
+                text_addr: 0x0800_0000,
                 ..ElfSpec::new(text.clone())
+            }
+            .build(),
+            check::ELF_BAD_SEGMENT,
+        ),
+        (
+            // Text of the current layout, data of the older one: no layout holds both.
+            ElfSpec {
+                data_addr: 0x2800_0000,
+                ..ElfSpec::new(text.clone()).data(vec![1, 2, 3, 4], 0)
             }
             .build(),
             check::ELF_BAD_SEGMENT,

@@ -43,7 +43,7 @@ pub(crate) fn build(fw: &Firmware, d: &Done, f: &Failure) -> Vec<u8> {
     let mut regions = Vec::new();
     if let Some(p) = fw.dpa.processes.get(&d.process) {
         regions.push(Region {
-            base: map::TEXT_BASE,
+            base: p.mem.text_base(),
             size: p.mem.text_span,
             perms: R | X,
             kind: kind::TEXT,
@@ -51,7 +51,7 @@ pub(crate) fn build(fw: &Firmware, d: &Done, f: &Failure) -> Vec<u8> {
         });
         if p.data_span > 0 {
             regions.push(Region {
-                base: map::DUMEM_BASE,
+                base: p.mem.dumem_base(),
                 size: p.data_span,
                 perms: R | W,
                 kind: kind::DATA,
@@ -60,7 +60,7 @@ pub(crate) fn build(fw: &Firmware, d: &Done, f: &Failure) -> Vec<u8> {
         }
         if p.heap > 0 {
             regions.push(Region {
-                base: map::DUMEM_BASE + p.data_span,
+                base: p.mem.dumem_base() + p.data_span,
                 size: p.heap,
                 perms: R | W,
                 kind: kind::HEAP,

@@ -39,6 +39,17 @@ pub(crate) fn load(bytes: &[u8], dumem_len: u64, slots: u32) -> Result<Loaded, C
         }
         _ => check::ELF_MALFORMED,
     })?;
+    // The parser checked that `vaddr + memsz` does not wrap and `filesz <= memsz`.
+    let spans = |s: &mlx5_dpa::dpa::elf::Segment<'_>| (s.vaddr, s.vaddr.saturating_add(s.memsz));
+    let layout = map::LINK_LAYOUTS
+        .into_iter()
+        .find(|l| {
+            elf.load_segments()
+                .filter(|s| s.memsz > 0)
+                .map(spans)
+                .all(|(v, e)| l.in_text(v, e) || l.in_dumem(v, e))
+        })
+        .ok_or(check::ELF_BAD_SEGMENT)?;
     let mut text_end = 0u64;
     let mut data_end = 0u64;
     let mut has_text = false;
@@ -46,21 +57,18 @@ pub(crate) fn load(bytes: &[u8], dumem_len: u64, slots: u32) -> Result<Loaded, C
         if s.memsz == 0 {
             continue;
         }
-        // The parser checked that `vaddr + memsz` does not wrap and `filesz <= memsz`.
-        let end = s.vaddr.saturating_add(s.memsz);
-        if s.vaddr >= map::TEXT_BASE && end <= map::TEXT_BASE + map::TEXT_MAX {
+        let (vaddr, end) = spans(s);
+        if layout.in_text(vaddr, end) {
             if s.writable() {
                 return Err(check::ELF_BAD_SEGMENT);
             }
             has_text |= s.executable();
-            text_end = text_end.max(end - map::TEXT_BASE);
-        } else if s.vaddr >= map::DUMEM_BASE && end <= map::DUMEM_BASE + map::DUMEM_MAX {
+            text_end = text_end.max(end - layout.text_base);
+        } else {
             if s.executable() {
                 return Err(check::ELF_BAD_SEGMENT);
             }
-            data_end = data_end.max(end - map::DUMEM_BASE);
-        } else {
-            return Err(check::ELF_BAD_SEGMENT);
+            data_end = data_end.max(end - layout.dumem_base);
         }
     }
     if !has_text {
@@ -68,16 +76,16 @@ pub(crate) fn load(bytes: &[u8], dumem_len: u64, slots: u32) -> Result<Loaded, C
     }
     let text_span = round_page(text_end);
     let data_span = round_page(data_end);
-    if data_span > dumem_len || text_span > map::TEXT_ALLOC_MAX {
+    if data_span > dumem_len || dumem_len > layout.dumem_max || text_span > map::TEXT_ALLOC_MAX {
         return Err(check::DPA_MEMORY_EXHAUSTED);
     }
-    let mem =
-        ProcessMem::new(text_span, dumem_len, slots).map_err(|_| check::DPA_MEMORY_EXHAUSTED)?;
-    for s in elf.load_segments() {
-        let ok = if s.vaddr >= map::DUMEM_BASE {
-            mem.load_dumem(s.vaddr - map::DUMEM_BASE, s.data)
+    let mem = ProcessMem::new(layout, text_span, dumem_len, slots)
+        .map_err(|_| check::DPA_MEMORY_EXHAUSTED)?;
+    for s in elf.load_segments().filter(|s| s.memsz > 0) {
+        let ok = if layout.in_dumem(s.vaddr, s.vaddr.saturating_add(s.memsz)) {
+            mem.load_dumem(s.vaddr - layout.dumem_base, s.data)
         } else {
-            mem.load_text(s.vaddr - map::TEXT_BASE, s.data)
+            mem.load_text(s.vaddr - layout.text_base, s.data)
         };
         if !ok {
             // The segment's file bytes do not fit its memory size: the parser refuses that,

@@ -395,7 +395,11 @@ impl Firmware {
         if t == obj_type::DPA_PROCESS {
             if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<l::dpa_process::Layout>::new(&mut ctx) {
                 c.set(l::dpa_process::dumem_id, u64::from(DUMEM_ID_BASE + id));
-                c.set(l::dpa_process::dumem_base, DUMEM_BASE);
+                // Where the program's data was linked (map::LINK_LAYOUTS).
+                let base = new_process
+                    .as_ref()
+                    .map_or(DUMEM_BASE, |(loaded, ..)| loaded.mem.dumem_base());
+                c.set(l::dpa_process::dumem_base, base);
                 c.set(l::dpa_process::dpa_process_status, 0);
             }
         }

@@ -144,7 +144,7 @@ impl Firmware {
             } => {
                 if let Some(p) = self.dpa.processes.get_mut(&process) {
                     p.dpa_mems.insert(id, (addr, size));
-                    let used = addr + size - map::DUMEM_BASE;
+                    let used = addr + size - p.mem.dumem_base();
                     p.mem.set_dumem_limit(used);
                 }
             }
@@ -193,7 +193,7 @@ impl Firmware {
                 if let Some(p) = self.dpa.processes.get_mut(&process) {
                     p.dpa_mems.remove(&id);
                     // A block allocated here again starts zeroed, like fresh memory.
-                    p.mem.discard(addr.saturating_sub(map::DUMEM_BASE), size);
+                    p.mem.discard(addr.saturating_sub(p.mem.dumem_base()), size);
                 }
             }
             _ => {}

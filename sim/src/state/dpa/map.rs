@@ -1,5 +1,46 @@
 //! The address map of a DPA process (see `state::dpa`'s module docs).
 
+/// Where a program's text and data (its DUMEM) live: fixed by how it was linked (FACTS.md
+/// §5 and §8). The model takes the first of [`LINK_LAYOUTS`] that holds every segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkLayout {
+    pub text_base: u64,
+    pub text_max: u64,
+    pub dumem_base: u64,
+    pub dumem_max: u64,
+}
+
+impl LinkLayout {
+    /// Whether `[vaddr, end)` lies in the text window.
+    pub const fn in_text(&self, vaddr: u64, end: u64) -> bool {
+        vaddr >= self.text_base && end <= self.text_base + self.text_max
+    }
+    /// Whether `[vaddr, end)` lies in the data (DUMEM) window.
+    pub const fn in_dumem(&self, vaddr: u64, end: u64) -> bool {
+        vaddr >= self.dumem_base && end <= self.dumem_base + self.dumem_max
+    }
+}
+
+/// Today's DPA link layout: text at 0x4000_0000, data at 0x8000_0000.
+pub const CURRENT_LAYOUT: LinkLayout = LinkLayout {
+    text_base: TEXT_BASE,
+    text_max: TEXT_MAX,
+    dumem_base: DUMEM_BASE,
+    dumem_max: DUMEM_MAX,
+};
+
+/// The older layout of snap's builds (`ybedbug/snap-rdma` `dpa/flexio_linker.ld`): text at
+/// 0x1000_0000, data at 0x2800_0000; each window ends where the next begins.
+pub const OLDER_LAYOUT: LinkLayout = LinkLayout {
+    text_base: 0x1000_0000,
+    text_max: 0x1800_0000,
+    dumem_base: 0x2800_0000,
+    dumem_max: 0x1800_0000,
+};
+
+/// The layouts the loader accepts, in the order it tries them.
+pub const LINK_LAYOUTS: [LinkLayout; 2] = [CURRENT_LAYOUT, OLDER_LAYOUT];
+
 /// Text window (FACTS.md §5: device ELFs link text at 0x40000000).
 pub const TEXT_BASE: u64 = 0x4000_0000;
 /// Size of the text window.

@@ -162,6 +162,8 @@ fn new_text_version() -> u64 {
 /// The memory of one process. Shared (`Arc`) by firmware, the DUMEM registration and every
 /// running activation of the process, so it outlives the process object while in use.
 pub(crate) struct ProcessMem {
+    /// Where text and DUMEM start (how the program was linked).
+    layout: map::LinkLayout,
     text: Mapping,
     /// Bytes of the text window holding segments (the rest of the mapping is padding).
     pub(crate) text_span: u64,
@@ -196,11 +198,13 @@ impl ProcessMem {
     /// Fresh, zeroed memory: `text_span` bytes of text, a DUMEM window of `dumem_len` bytes
     /// and `slot_count` thread slots.
     pub(crate) fn new(
+        layout: map::LinkLayout,
         text_span: u64,
         dumem_len: u64,
         slot_count: u32,
     ) -> Result<ProcessMem, nix::errno::Errno> {
         Ok(ProcessMem {
+            layout,
             text: Mapping::new(text_span)?,
             text_span,
             dumem: Mapping::new(dumem_len)?,
@@ -209,6 +213,16 @@ impl ProcessMem {
             slot_count,
             text_version: AtomicU64::new(new_text_version()),
         })
+    }
+
+    /// DPA address of the text's first byte.
+    pub(crate) fn text_base(&self) -> u64 {
+        self.layout.text_base
+    }
+
+    /// DPA address of DUMEM offset 0 (the data segments' window).
+    pub(crate) fn dumem_base(&self) -> u64 {
+        self.layout.dumem_base
     }
 
     /// Size of the DUMEM window (the most DUMEM can grow to).
@@ -266,12 +280,12 @@ impl ProcessMem {
 
     /// The area holding `addr` and the offset inside its backing mapping.
     pub(crate) fn locate(&self, addr: u64) -> Option<(Area, u64)> {
-        if let Some(off) = addr.checked_sub(map::TEXT_BASE) {
+        if let Some(off) = addr.checked_sub(self.layout.text_base) {
             if off < self.text_span {
                 return Some((Area::Text, off));
             }
         }
-        if let Some(off) = addr.checked_sub(map::DUMEM_BASE) {
+        if let Some(off) = addr.checked_sub(self.layout.dumem_base) {
             if off < self.dumem_limit() {
                 return Some((Area::Dumem, off));
             }
@@ -311,8 +325,8 @@ impl ProcessMem {
     pub(crate) unsafe fn ram_region(&self, addr: u64) -> Option<RamRegion> {
         let (area, _) = self.locate(addr)?;
         let (base, off, len) = match area {
-            Area::Text => (map::TEXT_BASE, 0, self.text_span.div_ceil(8) * 8),
-            Area::Dumem => (map::DUMEM_BASE, 0, self.dumem_limit()),
+            Area::Text => (self.layout.text_base, 0, self.text_span.div_ceil(8) * 8),
+            Area::Dumem => (self.layout.dumem_base, 0, self.dumem_limit()),
             Area::Context(s) => (
                 map::slot_base(s),
                 u64::from(s) * map::SLOT_BACKING,
@@ -397,8 +411,8 @@ impl ProcessMem {
             let (area, _) = self.locate(a).ok_or(a)?;
             // Jump to the end of this area.
             let area_end = match area {
-                Area::Text => map::TEXT_BASE + self.text_span,
-                Area::Dumem => map::DUMEM_BASE + self.dumem_limit(),
+                Area::Text => self.layout.text_base + self.text_span,
+                Area::Dumem => self.layout.dumem_base + self.dumem_limit(),
                 Area::Context(s) => map::slot_base(s) + map::CONTEXT_PAGE,
                 Area::Stack(s) => map::stack_top(s),
             };
@@ -414,7 +428,7 @@ mod tests {
 
     #[test]
     fn areas_and_guards() {
-        let m = ProcessMem::new(0x2000, 0x10_0000, 4).unwrap();
+        let m = ProcessMem::new(map::CURRENT_LAYOUT, 0x2000, 0x10_0000, 4).unwrap();
         m.set_dumem_limit(0x3000);
         assert_eq!(m.locate(map::TEXT_BASE), Some((Area::Text, 0)));
         assert_eq!(m.locate(map::TEXT_BASE + 0x2000), None);
@@ -458,7 +472,7 @@ mod tests {
         m.write(map::TEXT_BASE, &[1]).unwrap();
         assert_ne!(m.text_version(), g);
         // Another process's text never has a version this one had.
-        let other = ProcessMem::new(0x1000, 0x3000, 4).unwrap();
+        let other = ProcessMem::new(map::CURRENT_LAYOUT, 0x1000, 0x3000, 4).unwrap();
         assert!(other.text_version() != g && other.text_version() != m.text_version());
     }
 }

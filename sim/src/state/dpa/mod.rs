@@ -289,14 +289,14 @@ impl DpaState {
         let p = self.processes.get(&process)?;
         let mut blocks: Vec<(u64, u64)> = p.dpa_mems.values().copied().collect();
         blocks.sort_unstable();
-        let mut at = map::DUMEM_BASE + p.heap_end;
+        let mut at = p.mem.dumem_base() + p.heap_end;
         for (addr, len) in blocks {
             if addr.saturating_sub(at) >= size {
                 break;
             }
             at = at.max(addr + len);
         }
-        let end = map::DUMEM_BASE + p.mem.dumem_len();
+        let end = p.mem.dumem_base() + p.mem.dumem_len();
         (at.checked_add(size)? <= end).then_some(at)
     }
 
