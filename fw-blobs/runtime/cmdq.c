@@ -5,8 +5,8 @@
  */
 #include <stdint.h>
 
-#include "flexio_dev.h"
-#include "flexio_dev_cmdq.h"
+#include <libflexio-dev/flexio_dev.h>
+#include <libflexio-dev/flexio_dev_cmdq.h>
 
 /* The program's code (link/dpa.ld): a task entry must point inside it. */
 extern const char __dpa_text_start[];

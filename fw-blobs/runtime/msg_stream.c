@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flexio_dev.h"
-#include "flexio_dev_msg_stream.h"
-#include "flexio_dev_queue_access.h"
+#include <libflexio-dev/flexio_dev.h>
+#include <libflexio-dev/flexio_dev_msg_stream.h>
+#include <libflexio-dev/flexio_dev_queue_access.h>
 
 /*
  * The configured streams, shared by every thread of the process (DPA memory, .bss).

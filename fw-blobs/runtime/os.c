@@ -4,8 +4,8 @@
  * numbers in flexio_dev_dpa_arch.h). The selection calls return 0 in a0 on success and
  * all-ones on failure, with the reason in the thread context's errno word.
  */
-#include "flexio_dev.h"
-#include "flexio_dev_err.h"
+#include <libflexio-dev/flexio_dev.h>
+#include <libflexio-dev/flexio_dev_err.h>
 
 void flexio_dev_thread_reschedule(void)
 {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flexio_dev.h"
+#include <libflexio-dev/flexio_dev.h>
 
 struct out {
 	char *buf;

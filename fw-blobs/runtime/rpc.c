@@ -9,7 +9,7 @@
  * of that shape). A program with its own unpack (snap's `vrdma_dpa_rpc_unpack_func`) names
  * it in the call instead; see `struct mlx5_dpa_rpc_call` in flexio_dev.h for the layout.
  */
-#include "flexio_dev.h"
+#include <libflexio-dev/flexio_dev.h>
 
 uint64_t mlx5_dpa_rpc_entry(uint64_t call_daddr)
 {

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flexio_dev.h"
+#include <libflexio-dev/flexio_dev.h>
 
 void *memcpy(void *dst, const void *src, size_t n)
 {

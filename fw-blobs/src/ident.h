@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "flexio_dev.h"
+#include <libflexio-dev/flexio_dev.h>
 
 uint64_t ident(uint64_t x);
 

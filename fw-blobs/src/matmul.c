@@ -14,7 +14,7 @@
  */
 #include <stdint.h>
 
-#include "flexio_dev.h"
+#include <libflexio-dev/flexio_dev.h>
 #include "matmul.h"
 
 uint64_t matmul_cell(uint64_t task_daddr);

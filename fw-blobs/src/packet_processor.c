@@ -21,8 +21,8 @@
  */
 #include <stdint.h>
 
-#include "flexio_dev.h"
-#include "flexio_dev_queue_access.h"
+#include <libflexio-dev/flexio_dev.h>
+#include <libflexio-dev/flexio_dev_queue_access.h>
 #include "packet_processor.h"
 
 void flexio_pp_dev(uint64_t thread_arg);

@@ -12,7 +12,7 @@
  */
 #include <stdint.h>
 
-#include "flexio_dev.h"
+#include <libflexio-dev/flexio_dev.h>
 
 uint64_t rpc_calculate(uint64_t arg1, uint64_t arg2);
 uint64_t rpc_echo(uint64_t x);

@@ -7,7 +7,7 @@
  */
 #include <stdint.h>
 
-#include "flexio_dev.h"
+#include <libflexio-dev/flexio_dev.h>
 #include "selftest.h"
 
 uint64_t st_add(uint64_t x);

@@ -14,7 +14,7 @@
  */
 #include <stdint.h>
 
-#include "flexio_dev.h"
+#include <libflexio-dev/flexio_dev.h>
 #include "window_writer.h"
 
 uint64_t window_write(uint64_t args_daddr);

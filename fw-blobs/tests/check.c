@@ -11,9 +11,9 @@
 #include <stdarg.h>
 #include <stdint.h>
 
-#include "flexio_dev.h"
-#include "flexio_dev_msg_stream.h"
-#include "flexio_dev_queue_access.h"
+#include <libflexio-dev/flexio_dev.h>
+#include <libflexio-dev/flexio_dev_msg_stream.h>
+#include <libflexio-dev/flexio_dev_queue_access.h>
 #include "matmul.h"
 #include "selftest.h"
 

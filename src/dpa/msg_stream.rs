@@ -4,7 +4,7 @@
 //!
 //! # What [`MsgStream::create`] builds, in order
 //!
-//! The device side of the protocol is `fw-blobs/include/flexio_dev_msg_stream.h` (and
+//! The device side of the protocol is `fw-blobs/include/libflexio-dev/flexio_dev_msg_stream.h` (and
 //! `fw-blobs/runtime/msg_stream.c`): a stream is an RC QP whose send ring and CQ live in DPA
 //! memory, connected force-loopback to a host QP that only receives; every message is one
 //! SEND of its text (no NUL) from a slot of a message buffer in DPA memory.

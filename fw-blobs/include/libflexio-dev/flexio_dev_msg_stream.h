@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "flexio_dev.h"
-#include "mlx5_dpa_descriptor.h"
+#include "../mlx5_dpa_descriptor.h"
 
 /** Attempts at a stream's spinlock before a message is dropped with ERR_BUSY. */
 #define FLEXIO_MSG_DEV_LOCK_TRIES (1u << 20)

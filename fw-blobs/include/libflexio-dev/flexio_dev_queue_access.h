@@ -17,7 +17,7 @@
 #include "flexio_dev.h"
 #include "flexio_dev_endianity.h"
 #include "flexio_dev_queue_types.h"
-#include "mlx5_dpa_descriptor.h"
+#include "../mlx5_dpa_descriptor.h"
 
 /* ------------------------------------------------------------------------------------- */
 /* Outbox doorbells                                                                       */
