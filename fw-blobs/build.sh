@@ -52,7 +52,7 @@ export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b"
 # Linked a second time with the older layout (link/dpa_older.ld), as <name>_older.elf.
 OLDER="rpc_calc"
-RUNTIME="os string print msg_stream cmdq rpc"
+RUNTIME="os string print msg_stream cmdq rpc stdio inttypes"
 
 ARCH="-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany"
 # -mno-relax: no gp-relative accesses (the model does not set gp).

@@ -14,6 +14,10 @@
 #include <libflexio-dev/flexio_dev.h>
 #include <libflexio-dev/flexio_dev_msg_stream.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
+#include <libflexio-libc/inttypes.h>
+#include <libflexio-libc/stdio.h>
+#include <libflexio-libc/string.h>
+#include <dpaintrin.h>
 #include "matmul.h"
 #include "selftest.h"
 
@@ -116,6 +120,84 @@ static void put_cqe(uint8_t *ring, uint32_t log, uint32_t ci, uint8_t opcode, ui
 	c[0x3c] = wqe_counter >> 8;
 	c[0x3d] = wqe_counter;
 	c[0x3f] = (uint8_t)(opcode << 4 | ((ci >> log) & 1));
+}
+
+/* libflexio-libc: string.h against the C definitions, the formatting half of stdio.h,
+ * inttypes.h. */
+static void check_libc(void)
+{
+	char buf[64];
+	char *end;
+	const char *s = "thread alloc: OOM";
+
+	CHECK(strchr(s, 'O') == s + 14 && strrchr(s, 'O') == s + 15, "strchr/strrchr");
+	CHECK(strchr(s, 'z') == NULL && strchr(s, '\0') == s + 17, "strchr miss / NUL");
+	CHECK(memchr(s, ':', 17) == s + 12 && memchr(s, ':', 12) == NULL, "memchr");
+	CHECK(strcmp("abc", "abd") < 0 && strcmp("abd", "abc") > 0 && !strcmp("x", "x"), "strcmp");
+	CHECK(strncmp("abcX", "abcY", 3) == 0 && strncmp("ab", "abc", 3) < 0, "strncmp");
+	CHECK(strcmp("\xff", "a") > 0, "strcmp compares unsigned chars");
+	strcpy(buf, "Event");
+	strcat(buf, " demo");
+	strncat(buf, "!!!", 1);
+	CHECK(!strcmp(buf, "Event demo!"), "strcpy/strcat/strncat: %s", buf);
+	memset(buf, 'x', 8);
+	strncpy(buf, "ab", 5);
+	CHECK(!memcmp(buf, "ab\0\0\0xxx", 8), "strncpy pads with NULs");
+	CHECK(strspn("aabbc", "ab") == 4 && strcspn("aabbc", "c") == 4, "strspn/strcspn");
+	CHECK(strpbrk(s, "ah") == s + 1 && strpbrk(s, "QZ") == NULL, "strpbrk");
+	CHECK(!strcmp(strstr("packet processor", "pro"), "processor") &&
+		      strstr("abc", "abd") == NULL, "strstr");
+	CHECK(strxfrm(buf, "sort", sizeof(buf)) == 4 && !strcmp(buf, "sort"), "strxfrm");
+	CHECK(!strcmp(strerror(1), "No such object") && !strcmp(strerror(77), "Unknown error"),
+	      "strerror");
+	CHECK(snprintf(buf, sizeof(buf), "%s %" PRIu64 " %" PRIx32, "n", (uint64_t)99, 0xabu) == 7 &&
+		      !strcmp(buf, "n 99 ab"), "snprintf with PRI macros: %s", buf);
+	CHECK(sprintf(buf, "%05d|%-3s|", 42, "x") == 10 && !strcmp(buf, "00042|x  |"),
+	      "sprintf: %s", buf);
+	CHECK(snprintf(buf, 4, "%d", 123456) == 6 && !strcmp(buf, "123"), "snprintf truncates");
+	end = NULL;
+	CHECK(asprintf(&end, "%d", 1) == -1 && end == NULL, "asprintf has no allocator");
+	CHECK(strtoimax(" -0x1f", &end, 0) == -31 && *end == '\0', "strtoimax hex");
+	CHECK(strtoimax("0755", NULL, 0) == 0755 && strtoumax("z", &end, 36) == 35, "octal, base 36");
+	CHECK(strtoimax("99999999999999999999", NULL, 10) == INTMAX_MAX, "strtoimax saturates");
+	CHECK(strtoimax("-99999999999999999999", NULL, 10) == INTMAX_MIN, "strtoimax saturates low");
+	CHECK(strtoumax("12ab", &end, 10) == 12 && !strcmp(end, "ab"), "strtoumax end");
+	CHECK(strtoumax("xyz", &end, 10) == 0 && !strcmp(end, "xyz"), "no digits: end = input");
+	CHECK(imaxabs(-5) == 5 && imaxdiv(17, 5).quot == 3 && imaxdiv(17, 5).rem == 2, "imax");
+}
+
+/* dpaintrin.h: the fence encodings, the counters, the fixed-point helpers. */
+static void check_dpaintrin(void)
+{
+	/* The words __dpa_thread_fence emits: fence pred, succ (i 8, o 4, r 2, w 1). */
+	CHECK(__DPA_FENCE_WORD_(__DPA_MEMORY, __DPA_W, __DPA_W) == 0x0110000fu, "fence w,w");
+	CHECK(__DPA_FENCE_WORD_(__DPA_MEMORY, __DPA_R, __DPA_R) == 0x0220000fu, "fence r,r");
+	CHECK(__DPA_FENCE_WORD_(__DPA_MMIO, __DPA_R, __DPA_R) == 0x0880000fu, "fence i,i");
+	CHECK(__DPA_FENCE_WORD_(__DPA_MMIO, __DPA_W, __DPA_W) == 0x0440000fu, "fence o,o");
+	CHECK(__DPA_FENCE_WORD_(__DPA_SYSTEM, __DPA_RW, __DPA_RW) == 0x0ff0000fu, "fence iorw,iorw");
+	CHECK(__DPA_FENCE_WORD_(__DPA_HEAP, __DPA_RW, __DPA_W) == 0x0310000fu, "fence rw,w");
+	/* They execute (as fences) where the code runs. */
+	__dpa_thread_memory_writeback();
+	__dpa_thread_window_read_inv();
+	__dpa_thread_system_fence();
+	uint64_t i0 = __dpa_thread_inst_ret();
+	uint64_t c0 = __dpa_thread_cycles();
+	volatile uint64_t spin = 0;
+
+	for (int k = 0; k < 1000; k++)
+		spin += k;
+	CHECK(__dpa_thread_inst_ret() > i0 + 1000 && __dpa_thread_cycles() > c0, "counters move");
+	/* Q16.16: 1/2 = 0.5, 1/0.25 = 4, 2^3 = 8, 2^0.5, 2^-1, log2 8 = 3, log2 0.5 = -1. */
+	CHECK(__dpa_fxp_rcp(2 << 16) == 0x8000 && __dpa_fxp_rcp(0x4000) == 4 << 16, "rcp");
+	CHECK(__dpa_fxp_rcp(-(2 << 16)) == -0x8000 && __dpa_fxp_rcp(0) == INT32_MAX, "rcp edges");
+	CHECK(__dpa_fxp_pow2(3 << 16) == 8 << 16 && __dpa_fxp_pow2(-(1 << 16)) == 0x8000, "pow2");
+	CHECK(__dpa_fxp_pow2(0x8000) >= 92680 && __dpa_fxp_pow2(0x8000) <= 92682, "pow2(0.5) = %d",
+	      __dpa_fxp_pow2(0x8000));
+	CHECK(__dpa_fxp_pow2(20 << 16) == INT32_MAX, "pow2 saturates");
+	CHECK(__dpa_fxp_log2(8u << 16) == 3 << 16 && __dpa_fxp_log2(0x8000u) == -(1 << 16), "log2");
+	CHECK(__dpa_fxp_log2(3u << 16) >= 103872 && __dpa_fxp_log2(3u << 16) <= 103874,
+	      "log2(3) = %d", __dpa_fxp_log2(3u << 16));
+	CHECK(__dpa_fxp_log2(0) == INT32_MIN, "log2(0)");
 }
 
 static void check_pure(void)
@@ -384,6 +466,8 @@ int check_main(void)
 {
 	use_fake_ctx();
 	check_pure();
+	check_libc();
+	check_dpaintrin();
 	check_matmul();
 	check_window_fill();
 	check_ctx_dump();

@@ -60,6 +60,18 @@ static inline flexio_dev_status_t flexio_dev_eq_update_ci(struct flexio_dev_thre
 /* ------------------------------------------------------------------------------------- */
 
 /** Owner bit (op_own bit 0). */
+/** The CQ number of a completion EQE (low 24 bits of event_data.cqn). */
+static inline uint32_t flexio_dev_eqe_get_cqn(struct flexio_dev_eqe *eqe)
+{
+	return be32_to_cpu(*(volatile __be32 *)&eqe->event_data.cqn) & DPA_MASK24;
+}
+
+/** An EQE's owner bit. */
+static inline uint8_t flexio_dev_eqe_get_owner(struct flexio_dev_eqe *eqe)
+{
+	return *(volatile uint8_t *)&eqe->owner & 0x1;
+}
+
 static inline uint8_t flexio_dev_cqe_get_owner(struct flexio_dev_cqe64 *cqe)
 {
 	return *(volatile uint8_t *)&cqe->op_own & 0x1;
@@ -125,25 +137,59 @@ enum cq_ce_mode {
 /** fm_ce_se value asking for a CQE (MLX5_WQE_CTRL_CQ_UPDATE = CE_CQE_ALWAYS << 2). */
 #define MLX5_WQE_CTRL_CQ_UPDATE 0x08
 
-/** Send opcodes (ctrl segment bits 7:0). */
-#define MLX5_CTRL_SEG_OPCODE_NOP 0x00
-#define MLX5_CTRL_SEG_OPCODE_RDMA_WRITE 0x08
-#define MLX5_CTRL_SEG_OPCODE_RDMA_WRITE_WITH_IMMEDIATE 0x09
-#define MLX5_CTRL_SEG_OPCODE_SEND 0x0a
-#define MLX5_CTRL_SEG_OPCODE_SEND_WITH_IMMEDIATE 0x0b
-#define MLX5_CTRL_SEG_OPCODE_RDMA_READ 0x10
-#define MLX5_CTRL_SEG_OPCODE_ATOMIC_COMPARE_AND_SWAP 0x11
-#define MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD 0x12
+/** Send opcodes (ctrl segment bits 7:0; PRM "Send WQE opcodes"). */
+enum {
+	MLX5_CTRL_SEG_OPCODE_NOP = 0x0,
+	MLX5_CTRL_SEG_OPCODE_SND_INV = 0x1,
+	MLX5_CTRL_SEG_OPCODE_RDMA_WRITE = 0x8,
+	MLX5_CTRL_SEG_OPCODE_RDMA_WRITE_WITH_IMMEDIATE = 0x9,
+	MLX5_CTRL_SEG_OPCODE_SEND = 0xa,
+	MLX5_CTRL_SEG_OPCODE_SEND_WITH_IMMEDIATE = 0xb,
+	MLX5_CTRL_SEG_OPCODE_LSO = 0xe,
+	MLX5_CTRL_SEG_OPCODE_WAIT = 0xf,
+	MLX5_CTRL_SEG_OPCODE_RDMA_READ = 0x10,
+	MLX5_CTRL_SEG_OPCODE_ATOMIC_COMPARE_AND_SWAP = 0x11,
+	MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD = 0x12,
+	MLX5_CTRL_SEG_OPCODE_ATOMIC_MASKED_COMPARE_AND_SWAP = 0x14,
+	MLX5_CTRL_SEG_OPCODE_ATOMIC_MASKED_FETCH_AND_ADD = 0x15,
+	MLX5_CTRL_SEG_OPCODE_RECEIVE_EN = 0x16,
+	MLX5_CTRL_SEG_OPCODE_SEND_EN = 0x17,
+	MLX5_CTRL_SEG_OPCODE_SET_PSV = 0x20,
+	MLX5_CTRL_SEG_OPCODE_GET_PSV = 0x21,
+	MLX5_CTRL_SEG_OPCODE_CHECK_PSV = 0x22,
+	MLX5_CTRL_SEG_OPCODE_DUMP = 0x23,
+	MLX5_CTRL_SEG_OPCODE_UMR = 0x25,
+	MLX5_CTRL_SEG_OPCODE_RGET_PSV = 0x26,
+	MLX5_CTRL_SEG_OPCODE_RCHECK_PSV = 0x27,
+	MLX5_CTRL_SEG_OPCODE_TAG_MATCHING = 0x28,
+	MLX5_CTRL_SEG_OPCODE_ENHANCED_MPSW = 0x29,
+	MLX5_CTRL_SEG_OPCODE_QOS_REMAP = 0x2a,
+	MLX5_CTRL_SEG_OPCODE_FLOW_TABLE_ACCESS = 0x2c,
+	MLX5_CTRL_SEG_OPCODE_ACCESS_ASO = 0x2d,
+	MLX5_CTRL_SEG_OPCODE_MMO = 0x2f,
+	MLX5_CTRL_SEG_OPCODE_LOAD_REMOTE_MICRO_APP = 0x30,
+	MLX5_CTRL_SEG_OPCODE_STORE_REMOTE_MICRO_APP = 0x31,
+	MLX5_CTRL_SEG_OPCODE_LOCAL_MMO = 0x32,
+};
+
+/** opmod of LOCAL_MMO WQEs (ctrl segment bits 31:24). */
+enum {
+	MLX5_CTRL_SEGMENT_OPC_MOD_LOCAL_MMO_TRANSPOSE = 0x0,
+	MLX5_CTRL_SEGMENT_OPC_MOD_LOCAL_MMO_LOCAL_DMA = 0x1,
+};
 
 /** Send WQE shapes flexio_dev_swqe_seg_ctrl_set knows (FlexIO values; ds in brackets). */
 typedef enum {
 	FLEXIO_CTRL_SEG_SEND_EN = 0,                 /**< Ethernet SEND: ctrl+eth+data [3] */
 	FLEXIO_CTRL_SEG_SEND_RC = 1,                 /**< RC SEND: ctrl+data [2] */
+	FLEXIO_CTRL_SEG_LDMA = 2,                    /**< LOCAL_MMO local DMA [4] */
 	FLEXIO_CTRL_SEG_RDMA_WRITE = 3,              /**< ctrl+raddr+data [3] */
 	FLEXIO_CTRL_SEG_RDMA_READ = 4,               /**< ctrl+raddr+data [3] */
 	FLEXIO_CTRL_SEG_ATOMIC_COMPARE_AND_SWAP = 5, /**< ctrl+raddr+atomic+data [4] */
+	FLEXIO_CTRL_SEG_LSO = 6,                     /**< Ethernet LSO: ctrl+eth+... [4] */
 	FLEXIO_CTRL_SEG_NOP = 7,                     /**< ctrl [1] */
 	FLEXIO_CTRL_SEG_RDMA_WRITE_IMM = 8,          /**< ctrl+raddr+data [3] */
+	FLEXIO_CTRL_SEG_TRANSPOSE = 9,               /**< LOCAL_MMO transpose [4] */
 } flexio_ctrl_seg_t;
 
 /**
@@ -174,12 +220,27 @@ static inline flexio_dev_status_t flexio_dev_swqe_seg_ctrl_set(union flexio_dev_
 							       flexio_ctrl_seg_t ctrl_seg_type)
 {
 	uint8_t opcode;
+	uint8_t opmod = 0;
 	uint8_t ds;
 
 	switch (ctrl_seg_type) {
 	case FLEXIO_CTRL_SEG_SEND_EN:
 		opcode = MLX5_CTRL_SEG_OPCODE_SEND;
 		ds = 3;
+		break;
+	case FLEXIO_CTRL_SEG_LSO:
+		opcode = MLX5_CTRL_SEG_OPCODE_LSO;
+		ds = 4;
+		break;
+	case FLEXIO_CTRL_SEG_LDMA:
+		opcode = MLX5_CTRL_SEG_OPCODE_LOCAL_MMO;
+		opmod = MLX5_CTRL_SEGMENT_OPC_MOD_LOCAL_MMO_LOCAL_DMA;
+		ds = 4;
+		break;
+	case FLEXIO_CTRL_SEG_TRANSPOSE:
+		opcode = MLX5_CTRL_SEG_OPCODE_LOCAL_MMO;
+		opmod = MLX5_CTRL_SEGMENT_OPC_MOD_LOCAL_MMO_TRANSPOSE;
+		ds = 4;
 		break;
 	case FLEXIO_CTRL_SEG_SEND_RC:
 		opcode = MLX5_CTRL_SEG_OPCODE_SEND;
@@ -208,7 +269,8 @@ static inline flexio_dev_status_t flexio_dev_swqe_seg_ctrl_set(union flexio_dev_
 	default:
 		return FLEXIO_DEV_STATUS_FAILED;
 	}
-	mlx5_dpa_swqe_ctrl_set(swqe, 0, opcode, sq_pi, sq_number, ds, (uint8_t)((ce & 3) << 2), 0);
+	mlx5_dpa_swqe_ctrl_set(swqe, opmod, opcode, sq_pi, sq_number, ds, (uint8_t)((ce & 3) << 2),
+			       0);
 	return FLEXIO_DEV_STATUS_SUCCESS;
 }
 
@@ -263,11 +325,38 @@ static inline flexio_dev_status_t flexio_dev_swqe_seg_inline_data_set(
 	const uint8_t *src = (const uint8_t *)data;
 	uint32_t i;
 
-	if (data_sz > sizeof(d->data))
+	volatile uint8_t *dst = (volatile uint8_t *)d->data_and_padding;
+
+	if (data_sz > sizeof(d->data_and_padding))
 		return FLEXIO_DEV_STATUS_FAILED;
 	d->byte_count = cpu_to_be32(MLX5_INLINE_SEG | data_sz);
-	for (i = 0; i < sizeof(d->data); i++)
-		d->data[i] = i < data_sz ? src[i] : 0;
+	for (i = 0; i < sizeof(d->data_and_padding); i++)
+		dst[i] = i < data_sz ? src[i] : 0;
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+/** Writes a shared-receive segment: the next WQE of the shared receive queue, a signature. */
+static inline flexio_dev_status_t flexio_dev_swqe_seg_shared_receive_set(
+	union flexio_dev_sqe_seg *swqe, uint16_t next_wqe_index, uint8_t signature)
+{
+	volatile struct flexio_dev_wqe_shared_receive_seg *s = &swqe->shared_receive;
+
+	s->next_wqe_index = cpu_to_be16(next_wqe_index);
+	s->signature = signature;
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+/** Writes a transpose segment: element size and matrix shape (columns and rows, 7 bits each). */
+static inline flexio_dev_status_t flexio_dev_swqe_seg_transpose_set(union flexio_dev_sqe_seg *swqe,
+								    uint8_t element_size,
+								    uint8_t num_of_cols,
+								    uint8_t num_of_rows)
+{
+	volatile struct flexio_dev_wqe_transpose_seg *t = &swqe->transpose;
+
+	t->element_size = element_size;
+	t->num_of_cols = num_of_cols & 0x7f;
+	t->num_of_rows = num_of_rows & 0x7f;
 	return FLEXIO_DEV_STATUS_SUCCESS;
 }
 

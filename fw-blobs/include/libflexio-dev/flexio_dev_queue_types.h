@@ -72,6 +72,22 @@ struct flexio_dev_wqe_ctrl_seg {
 	__be32 general_id;         /**< 0xc: immediate / general id */
 };
 
+/**
+ * Checksum-offload and software-parser flags of the Ethernet segment's `cs_swp_flags`
+ * (PRM "Send WQE Construction Summary", as FlexIO names them).
+ */
+typedef enum {
+	FLEXIO_ETH_SEG_L4CS = 0x8000,
+	FLEXIO_ETH_SEG_L3CS = 0x4000,
+	FLEXIO_ETH_SEG_L4CS_INNER = 0x2000,
+	FLEXIO_ETH_SEG_L3CS_INNER = 0x1000,
+	FLEXIO_ETH_SEG_TRAILER_ALIGN = 0x0200,
+	FLEXIO_ETH_SEG_SWP_OUTER_L4_TYPE = 0x0040,
+	FLEXIO_ETH_SEG_SWP_OUTER_L3_TYPE = 0x0020,
+	FLEXIO_ETH_SEG_SWP_INNER_L4_TYPE = 0x0002,
+	FLEXIO_ETH_SEG_SWP_INNER_L3_TYPE = 0x0001,
+} flexio_dev_wqe_eth_seg_cs_swp_flags_t;
+
 /** Ethernet segment (second segment of an Ethernet send WQE). */
 struct flexio_dev_wqe_eth_seg {
 	__be32 rsvd0;           /**< 0x0: software parser offsets (unused) */
@@ -97,7 +113,7 @@ struct flexio_dev_wqe_mem_ptr_send_data_seg {
 /** Inline send data segment: byte_count has bit 31 (MLX5_INLINE_SEG) set; data follows. */
 struct flexio_dev_wqe_inline_send_data_seg {
 	__be32 byte_count;
-	uint8_t data[12];
+	__be32 data_and_padding[3]; /**< the bytes in memory order, zero padded */
 };
 
 /** Remote address segment (RDMA). */
@@ -120,6 +136,25 @@ struct flexio_dev_wqe_rcv_data_seg {
 	__be64 addr;       /**< 0x8: buffer address */
 };
 
+/** Shared-receive segment: links a receive WQE to the next one of a shared receive queue. */
+struct flexio_dev_wqe_shared_receive_seg {
+	uint8_t rsvd0[2];
+	__be16 next_wqe_index; /**< 0x2 */
+	uint8_t signature;     /**< 0x4 */
+	uint8_t rsvd1[11];
+};
+
+/** Transpose segment (matrix transpose WQEs): element size and matrix shape. */
+struct flexio_dev_wqe_transpose_seg {
+	uint8_t rsvd0[3];
+	uint8_t element_size; /**< 0x3 */
+	uint8_t rsvd1;
+	uint8_t num_of_cols;  /**< 0x5: 7 bits */
+	uint8_t rsvd2;
+	uint8_t num_of_rows;  /**< 0x7: 7 bits */
+	uint8_t rsvd4[8];
+};
+
 /** One 16-byte slot of a send WQE, viewed as any segment type. */
 union flexio_dev_sqe_seg {
 	struct flexio_dev_wqe_ctrl_seg ctrl;
@@ -129,7 +164,35 @@ union flexio_dev_sqe_seg {
 	struct flexio_dev_wqe_mem_ptr_send_data_seg mem_ptr_send_data;
 	struct flexio_dev_wqe_inline_send_data_seg inline_send_data;
 	struct flexio_dev_wqe_atomic_seg atomic;
+	struct flexio_dev_wqe_transpose_seg transpose;
+	struct flexio_dev_wqe_shared_receive_seg shared_receive;
 };
+
+/**
+ * A 64-byte event queue entry (PRM `mlx5_eqe`): `type` at 0x1, `sub_type` at 0x3, the event
+ * data at 0x20 (for a completion event the CQ number in the low 24 bits of its word at 0x18),
+ * `signature` at 0x3e, `owner` (bit 0) at 0x3f.
+ */
+struct flexio_dev_eqe {
+	uint8_t rsvd00;
+	uint8_t type;
+	uint8_t rsvd02;
+	uint8_t sub_type;
+	uint8_t rsvd4[28];
+	struct {
+		__be32 rsvd00[6];
+		__be32 cqn;
+	} event_data;
+	__be16 rsvd3c;
+	uint8_t signature;
+	uint8_t owner;
+};
+
+_Static_assert(sizeof(struct flexio_dev_eqe) == 64, "EQE is 64 bytes");
+_Static_assert(offsetof(struct flexio_dev_eqe, event_data.cqn) == 0x38, "EQE cqn @0x38");
+_Static_assert(offsetof(struct flexio_dev_eqe, owner) == 0x3f, "EQE owner @0x3f");
+_Static_assert(offsetof(struct flexio_dev_wqe_shared_receive_seg, signature) == 4, "srq sig @4");
+_Static_assert(offsetof(struct flexio_dev_wqe_transpose_seg, num_of_rows) == 7, "rows @7");
 
 _Static_assert(sizeof(union flexio_dev_sqe_seg) == 16, "send segment is 16 bytes");
 _Static_assert(sizeof(struct flexio_dev_wqe_rcv_data_seg) == 16, "receive segment is 16 bytes");
