@@ -183,15 +183,16 @@ fn two_streams_get_their_own_messages() -> R {
     let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
     let outbox = p.outbox(p.uar())?;
     let mut s0 = MsgStream::create(&p, &batch(0, MsgLevel::Debug))?;
-    let mut s3 = MsgStream::create(&p, &batch(3, MsgLevel::Error))?;
+    let mut s3 = MsgStream::create(&p, &batch(200, MsgLevel::Error))?;
     assert_ne!(s0.qpns(), s3.qpns());
     assert_ne!(s0.ctx_daddr(), s3.ctx_daddr());
     let msg = printer(&p, &outbox, "st_msg")?;
 
-    assert!(run(&msg, msg_arg(3, MsgLevel::Error))? > 0);
+    assert!(run(&msg, msg_arg(200, MsgLevel::Error))? > 0);
     assert!(run(&msg, msg_arg(0, MsgLevel::Info))? > 0);
-    // Stream 3 filters INFO; stream 1 does not exist.
-    assert_eq!(run(&msg, msg_arg(3, MsgLevel::Info))?, 0);
+    // Stream 200 filters INFO (ids go up to 254, FlexIO's FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT
+    // of 255; before: 4); stream 1 does not exist.
+    assert_eq!(run(&msg, msg_arg(200, MsgLevel::Info))?, 0);
     assert_eq!(run(&msg, msg_arg(1, MsgLevel::Error))?, ERR_NO_STREAM);
     // Broadcast reaches both.
     assert!(run(&msg, msg_arg(BROADCAST_STREAM, MsgLevel::AlwaysPrint))? > 0);
@@ -201,7 +202,7 @@ fn two_streams_get_their_own_messages() -> R {
         collect(&mut s0, 2)?,
         [st_msg_text(0, MsgLevel::Info), b.clone()]
     );
-    assert_eq!(collect(&mut s3, 2)?, [st_msg_text(3, MsgLevel::Error), b]);
+    assert_eq!(collect(&mut s3, 2)?, [st_msg_text(200, MsgLevel::Error), b]);
     s0.flush(Duration::from_millis(50))?;
     s3.flush(Duration::from_millis(50))?;
     assert!(s0.take_messages().is_empty() && s3.take_messages().is_empty());
@@ -310,7 +311,8 @@ fn bad_attributes_are_refused_and_ids_are_exclusive() -> R {
     let (d, ctx) = model();
     let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
     let bad = [
-        batch(4, MsgLevel::Info),
+        // 255 is the broadcast id, not a stream.
+        batch(255, MsgLevel::Info),
         MsgStreamAttr {
             slot_size: 8,
             ..batch(0, MsgLevel::Info)

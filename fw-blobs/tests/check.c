@@ -314,7 +314,7 @@ static void check_msg_stream(void)
 	ms.level = FLEXIO_MSG_DEV_INFO;
 	init_cq(ms_cq, 4);
 
-	ms.stream_id = 9;
+	ms.stream_id = FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT; /* 255: the broadcast id */
 	CHECK((int64_t)flexio_msg_stream_dev_init((uint64_t)(uintptr_t)&ms) == FLEXIO_MSG_STREAM_DEV_ERR_ID,
 	      "bad id");
 	ms.stream_id = 0;

@@ -61,9 +61,9 @@ use crate::uar::UarPage;
 use super::queues::{DpaCq, DpaMkey, DpaQueueMem, DpaRcQp};
 use super::{DpaBuf, DpaError, Process, StepExt};
 
-/// Streams a process may have at once (`FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT`); ids are
-/// `0 .. MAX_STREAMS`.
-pub const MAX_STREAMS: u32 = 4;
+/// Streams a process may have at once (`FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT`, 255 as in FlexIO);
+/// ids are `0 .. MAX_STREAMS` (255 is the broadcast id).
+pub const MAX_STREAMS: u32 = 255;
 /// The stream `flexio_dev_print` and `flexio_dev_puts` write to
 /// (`FLEXIO_MSG_DEV_DEFAULT_STREAM_ID`).
 pub const DEFAULT_STREAM_ID: u32 = 0;

@@ -204,7 +204,8 @@ pub(crate) struct ProcessInner {
     /// alive; retried when a thread goes, and at the latest here, first of all fields.
     deferred: Mutex<Vec<Deferred>>,
     /// Message stream ids in use (bit n = stream n): the device knows a stream by id only.
-    msg_stream_ids: Mutex<u32>,
+    /// Claimed message stream ids, a bit each.
+    msg_stream_ids: Mutex<[u64; 4]>,
     copier: Mutex<Copier>,
     heap: Mutex<Heap>,
     /// Serialises RPCs (one argument block).
@@ -244,20 +245,25 @@ impl ProcessInner {
         lock(&self.deferred).push(Deferred { obj, _keep: keep });
     }
 
-    /// Claims message stream id `id` (< 32); false when it is taken.
+    /// Claims message stream id `id` (< 256); false when it is taken or out of range.
     pub(crate) fn claim_stream_id(&self, id: u32) -> bool {
         let mut ids = lock(&self.msg_stream_ids);
-        let bit = 1u32.checked_shl(id).unwrap_or(0);
-        if bit == 0 || *ids & bit != 0 {
+        let Some(word) = ids.get_mut((id / 64) as usize) else {
+            return false;
+        };
+        let bit = 1u64 << (id % 64);
+        if *word & bit != 0 {
             return false;
         }
-        *ids |= bit;
+        *word |= bit;
         true
     }
 
     /// Releases a claimed message stream id.
     pub(crate) fn release_stream_id(&self, id: u32) {
-        *lock(&self.msg_stream_ids) &= !1u32.checked_shl(id).unwrap_or(0);
+        if let Some(word) = lock(&self.msg_stream_ids).get_mut((id / 64) as usize) {
+            *word &= !(1u64 << (id % 64));
+        }
     }
 
     /// Tries the deferred destroys again (after a thread went); keeps the ones still refused.
@@ -420,7 +426,7 @@ impl Process {
         Ok(Process {
             inner: Arc::new(ProcessInner {
                 deferred: Mutex::new(Vec::new()),
-                msg_stream_ids: Mutex::new(0),
+                msg_stream_ids: Mutex::new([0; 4]),
                 copier: Mutex::new(copier),
                 heap: Mutex::new(heap),
                 rpc: Mutex::new(rpc_block),

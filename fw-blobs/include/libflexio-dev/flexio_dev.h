@@ -205,7 +205,7 @@ static inline void spin_unlock(struct spinlock_s *lock)
 #define FLEXIO_MSG_DEV_DEFAULT_STREAM_ID 0
 #define FLEXIO_MSG_DEV_BROADCAST_STREAM 0xff
 /** Streams this runtime supports (ids 0..3). FlexIO allows 255. */
-#define FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT 4
+#define FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT 255
 
 /**
  * Message levels (FlexIO values). A stream configured with level L posts a message of level
