@@ -204,12 +204,15 @@ pub(crate) struct ProcessInner {
     /// alive; retried when a thread goes, and at the latest here, first of all fields.
     deferred: Mutex<Vec<Deferred>>,
     /// Message stream ids in use (bit n = stream n): the device knows a stream by id only.
-    /// Claimed message stream ids, a bit each.
     msg_stream_ids: Mutex<[u64; 4]>,
     copier: Mutex<Copier>,
     heap: Mutex<Heap>,
     /// Serialises RPCs (one argument block).
     pub(crate) rpc: Mutex<u64>,
+    /// The outbox the runtime's own threads (RPCs) get as their default, over the process's
+    /// UAR, made on first use: FlexIO's RPCs may print (`flexio_dev_print` rings a message
+    /// stream's queue through the thread's outbox). Destroyed before the process.
+    pub(crate) rpc_outbox: Mutex<Option<(DevxObj, u32)>>,
     _dpa_uar: DevxObj,
     uar: Arc<UarPage>,
     obj: DevxObj,
@@ -430,6 +433,7 @@ impl Process {
                 copier: Mutex::new(copier),
                 heap: Mutex::new(heap),
                 rpc: Mutex::new(rpc_block),
+                rpc_outbox: Mutex::new(None),
                 _dpa_uar: dpa_uar,
                 uar,
                 obj,

@@ -80,6 +80,25 @@ impl Process {
         self.run_once(symbol, arg)
     }
 
+    /// The id of the outbox RPC threads get (over the process's UAR), made on first use.
+    fn rpc_outbox_id(&self) -> Result<u32, DpaError> {
+        let inner = self.inner();
+        let mut slot = lock(&inner.rpc_outbox);
+        if let Some((_, id)) = &*slot {
+            return Ok(*id);
+        }
+        let (obj, id) = crate::devx::create(
+            &inner.dev,
+            &crate::mlx5::cmd::CreateGeneralObject(crate::mlx5::cmd::DpaOutboxAttr {
+                dpa_process_id: inner.id,
+                uar: self.uar().page_id(),
+            }),
+        )
+        .step("creating the outbox of RPC threads")?;
+        *slot = Some((obj, id));
+        Ok(id)
+    }
+
     fn run_once(&self, entry: &str, arg: u64) -> Result<u64, DpaError> {
         self.run_once_within(entry, arg, RPC_TIMEOUT)
     }
@@ -92,8 +111,12 @@ impl Process {
         arg: u64,
         timeout: Duration,
     ) -> Result<u64, DpaError> {
+        let outbox = self.rpc_outbox_id()?;
         let thread = self
-            .event_handler(&EventHandlerAttr::new(entry, arg))
+            .event_handler(&EventHandlerAttr {
+                default_outbox_id: outbox,
+                ..EventHandlerAttr::new(entry, arg)
+            })
             .step("creating the thread of the call")?;
         thread.run(arg).step("starting the thread of the call")?;
         let r = thread.wait_done(timeout);

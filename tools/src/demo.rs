@@ -63,6 +63,10 @@ pub enum Demo {
         /// Second operand.
         #[arg(default_value_t = 55)]
         b: u64,
+        /// Another device build of the sample (e.g. FlexIO's public `flexio_rpc_dev.c` built
+        /// with `mlx5-dpa cc`) instead of fw-blobs' `rpc_calc.elf`.
+        #[arg(long, value_name = "FILE")]
+        app_elf: Option<std::path::PathBuf>,
     },
     /// FlexIO's multithread sample: two 5x5 matrices multiplied on the DPA, one command-queue
     /// task per cell of the product, spread over worker threads; checked against the host.
@@ -106,6 +110,7 @@ pub fn run(
     demo: &Demo,
     ctx: &Arc<dyn Devx>,
     model: Option<&mlx5_sim::Device>,
+    device_name: &str,
 ) -> Result<(), DemoError> {
     let pcap = match demo {
         Demo::EthLoopback { pcap, .. }
@@ -164,9 +169,16 @@ pub fn run(
             rdma_rc::run(&mut a, &mut b, out).map(|_| ())
         })()
         .map_err(Into::into),
-        Demo::Rpc { a, b } => flexio_rpc::run(ctx, *a, *b, out)
-            .map(|_| ())
-            .map_err(Into::into),
+        Demo::Rpc { a, b, app_elf } => (|| {
+            let app = match app_elf {
+                Some(p) => crate::input::read_bounded(p, crate::input::MAX_ELF_FILE)
+                    .map_err(|e| DemoError(e.to_string()))?,
+                None => flexio_rpc::RPC_CALC_ELF.to_vec(),
+            };
+            flexio_rpc::run(ctx, device_name, *a, *b, &app, out)
+                .map(|_| ())
+                .map_err(DemoError::from)
+        })(),
         Demo::Multithread { workers } => flexio_multithread::run(ctx, *workers, out)
             .map(|_| ())
             .map_err(Into::into),

@@ -22,6 +22,7 @@
 //! than OK; `vm run` the program's own exit code. Output into a closed pipe ends the process
 //! quietly (SIGPIPE), as for any filter.
 
+mod cc;
 mod demo;
 mod elf;
 mod input;
@@ -79,7 +80,7 @@ struct Cli {
     sim: Option<String>,
     /// Print every firmware command (opcode, status, syndrome, duration) on stderr.
     /// `RUST_LOG` overrides the filter (default: `mlx5_sim=debug,mlx5_dpa=debug`). Commands
-    /// that send none (`prm`, `elf`, `vm`, `devices`) print nothing more.
+    /// that send none (`prm`, `elf`, `vm`, `cc`, `devices`) print nothing more.
     #[arg(long, global = true)]
     trace: bool,
     #[command(subcommand)]
@@ -128,6 +129,9 @@ enum Cmd {
         #[command(subcommand)]
         what: vm::VmCmd,
     },
+    /// Compile and link DPA device C sources against the FlexIO-compatible headers and the
+    /// device runtime (the DPACC stand-in; needs riscv64-unknown-elf-gcc).
+    Cc(cc::CcArgs),
     /// Inspect DPA device ELFs and the host ELFs that carry them.
     Elf {
         #[command(subcommand)]
@@ -210,6 +214,8 @@ enum ToolError {
     #[error(transparent)]
     Elf(#[from] elf::ElfCmdError),
     #[error(transparent)]
+    Cc(#[from] cc::CcError),
+    #[error(transparent)]
     File(#[from] input::InputError),
     /// A global option the command does not take.
     #[error("{0}")]
@@ -276,6 +282,7 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Prm { .. } => ("prm", false, false),
         Cmd::Vm { .. } => ("vm", false, false),
         Cmd::Elf { .. } => ("elf", false, false),
+        Cmd::Cc(_) => ("cc", false, false),
     };
     if cli.sim.is_some() && !takes_sim {
         return Err(ToolError::Usage(format!(
@@ -323,10 +330,14 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
         Cmd::Caps { json } => done(caps(cli, *json)),
         Cmd::Demo { which } => {
             let opened = open_device(cli)?;
-            done(demo::run(which, &opened.devx, opened.model.as_ref()).map_err(Into::into))
+            done(
+                demo::run(which, &opened.devx, opened.model.as_ref(), &opened.name)
+                    .map_err(Into::into),
+            )
         }
         Cmd::Vm { what } => Ok(vm::run(what)?),
         Cmd::Elf { what } => Ok(elf::run(what)?),
+        Cmd::Cc(args) => done(cc::run(args).map_err(Into::into)),
         Cmd::Sim {
             tap,
             ip,
@@ -478,6 +489,8 @@ fn profile_choices() -> String {
 struct Opened {
     devx: Arc<dyn Devx>,
     model: Option<mlx5_sim::Device>,
+    /// What to call the device in messages: its RDMA name, or the model and its profile.
+    name: String,
 }
 
 impl Opened {
@@ -489,6 +502,7 @@ impl Opened {
         Ok(Opened {
             devx: dev.open_devx(),
             model: Some(dev),
+            name: format!("mlx5-sim ({name})"),
         })
     }
 }
@@ -503,6 +517,10 @@ fn open_device(cli: &Cli) -> Result<Opened, ToolError> {
         Ok(dev) => Ok(Opened {
             devx: dev,
             model: None,
+            name: cli
+                .device
+                .clone()
+                .unwrap_or_else(|| "the first mlx5 device".into()),
         }),
         Err(DevxError::NoDevice { .. }) if cli.device.is_none() => {
             eprintln!(

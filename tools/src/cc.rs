@@ -1,0 +1,461 @@
+//! `mlx5-dpa cc -o OUT.elf SRC.c ...`: the DPACC stand-in for users without DOCA. Compiles
+//! device C sources against this project's FlexIO-compatible headers (`fw-blobs/include`:
+//! `libflexio-dev/`, `libflexio-libc/`, `dpaintrin.h`) and links them with its device runtime
+//! (`fw-blobs/runtime`) and link script (`fw-blobs/link/dpa.ld`) into a DPA device ELF, with
+//! Debian's `riscv64-unknown-elf-gcc`. The headers, runtime and link scripts are built into
+//! the tool, so it works from any directory.
+//!
+//! ```text
+//! mlx5-dpa cc -o rpc.elf flexio_rpc_dev.c
+//! mlx5-dpa cc -o pp.elf -I ../common/dev flexio_packet_processor_dev.c ../common/dev/com_dev.c
+//! mlx5-dpa cc -o host_with_app --package-into host --app pp pp_dev.c   # as DPACC packages
+//! ```
+//!
+//! Flags are those of `fw-blobs/build.sh` (`-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany
+//! -mno-relax -O2 ...`), so `mlx5-dpa cc -o x.elf fw-blobs/src/rpc_calc.c` gives the bytes of
+//! `fw-blobs/bin/rpc_calc.elf` with the same compiler. `--package-into HOST --app NAME` puts
+//! the device ELF into a copy of host program `HOST` as section `.dpa_bin_NAME` (FACTS.md
+//! section 5), with the host's `objcopy` (which refuses a host that already carries a DPA
+//! signature section: objcopy does not know section type 0x70000666).
+//!
+//! Errors are typed: no compiler (naming the Debian package), a compiler or linker failure
+//! (its output is shown as it came), an unreadable source.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The files the tool carries: headers, runtime sources and link scripts, by their path under
+/// `fw-blobs/` (a test checks the list against the directory).
+pub const EMBEDDED: &[(&str, &str)] = &[
+    (
+        "include/dpaintrin.h",
+        include_str!("../../fw-blobs/include/dpaintrin.h"),
+    ),
+    (
+        "include/mlx5_dpa_descriptor.h",
+        include_str!("../../fw-blobs/include/mlx5_dpa_descriptor.h"),
+    ),
+    (
+        "include/libflexio-dev/flexio_dev.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev.h"),
+    ),
+    (
+        "include/libflexio-dev/flexio_dev_cmdq.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_cmdq.h"),
+    ),
+    (
+        "include/libflexio-dev/flexio_dev_dpa_arch.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_dpa_arch.h"),
+    ),
+    (
+        "include/libflexio-dev/flexio_dev_endianity.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_endianity.h"),
+    ),
+    (
+        "include/libflexio-dev/flexio_dev_err.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_err.h"),
+    ),
+    (
+        "include/libflexio-dev/flexio_dev_msg_stream.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_msg_stream.h"),
+    ),
+    (
+        "include/libflexio-dev/flexio_dev_queue_access.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_queue_access.h"),
+    ),
+    (
+        "include/libflexio-dev/flexio_dev_queue_types.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_queue_types.h"),
+    ),
+    (
+        "include/libflexio-libc/inttypes.h",
+        include_str!("../../fw-blobs/include/libflexio-libc/inttypes.h"),
+    ),
+    (
+        "include/libflexio-libc/stdio.h",
+        include_str!("../../fw-blobs/include/libflexio-libc/stdio.h"),
+    ),
+    (
+        "include/libflexio-libc/string.h",
+        include_str!("../../fw-blobs/include/libflexio-libc/string.h"),
+    ),
+    ("runtime/os.c", include_str!("../../fw-blobs/runtime/os.c")),
+    (
+        "runtime/string.c",
+        include_str!("../../fw-blobs/runtime/string.c"),
+    ),
+    (
+        "runtime/print.c",
+        include_str!("../../fw-blobs/runtime/print.c"),
+    ),
+    (
+        "runtime/msg_stream.c",
+        include_str!("../../fw-blobs/runtime/msg_stream.c"),
+    ),
+    (
+        "runtime/cmdq.c",
+        include_str!("../../fw-blobs/runtime/cmdq.c"),
+    ),
+    (
+        "runtime/rpc.c",
+        include_str!("../../fw-blobs/runtime/rpc.c"),
+    ),
+    (
+        "runtime/stdio.c",
+        include_str!("../../fw-blobs/runtime/stdio.c"),
+    ),
+    (
+        "runtime/inttypes.c",
+        include_str!("../../fw-blobs/runtime/inttypes.c"),
+    ),
+    ("link/dpa.ld", include_str!("../../fw-blobs/link/dpa.ld")),
+    (
+        "link/dpa_older.ld",
+        include_str!("../../fw-blobs/link/dpa_older.ld"),
+    ),
+];
+
+/// The runtime's sources in link order (`RUNTIME` of `fw-blobs/build.sh`).
+const RUNTIME: &[&str] = &[
+    "os",
+    "string",
+    "print",
+    "msg_stream",
+    "cmdq",
+    "rpc",
+    "stdio",
+    "inttypes",
+];
+
+/// The default compiler (Debian package `gcc-riscv64-unknown-elf`).
+pub const DEFAULT_CC: &str = "riscv64-unknown-elf-gcc";
+
+const ARCH: &[&str] = &["-march=rv64imac_zbb_zbs", "-mabi=lp64", "-mcmodel=medany"];
+/// `CFLAGS` of `fw-blobs/build.sh`, less `-Werror` and the include paths.
+const CFLAGS: &[&str] = &[
+    "-mno-relax",
+    "-std=gnu11",
+    "-g0",
+    "-ffreestanding",
+    "-nostdlib",
+    "-fno-builtin",
+    "-fno-tree-loop-distribute-patterns",
+    "-fno-common",
+    "-fno-pic",
+    "-fno-pie",
+    "-fno-stack-protector",
+    "-fno-asynchronous-unwind-tables",
+    "-fno-unwind-tables",
+    "-fno-ident",
+    "-Wall",
+    "-Wextra",
+    "-Wno-unused-parameter",
+];
+const LDFLAGS: &[&str] = &[
+    "-nostdlib",
+    "-static",
+    "-no-pie",
+    "-Wl,--no-relax",
+    "-Wl,--build-id=none",
+    "-Wl,-z,max-page-size=4096",
+    "-Wl,--no-warn-rwx-segments",
+];
+
+/// `mlx5-dpa cc` arguments.
+#[derive(clap::Args, Debug)]
+pub struct CcArgs {
+    /// The output: the device ELF, or with --package-into the host program carrying it.
+    #[arg(short = 'o', value_name = "OUT")]
+    pub out: PathBuf,
+    /// Device C sources.
+    #[arg(required = true, value_name = "SRC.c")]
+    pub sources: Vec<PathBuf>,
+    /// Another include directory (after the FlexIO headers).
+    #[arg(short = 'I', value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// A preprocessor definition, NAME or NAME=VALUE.
+    #[arg(short = 'D', value_name = "NAME[=VALUE]")]
+    pub define: Vec<String>,
+    /// Optimisation level (0, 1, 2, 3, s).
+    #[arg(long = "opt", default_value = "2", value_parser = ["0", "1", "2", "3", "s"])]
+    pub opt: String,
+    /// Link with the older layout (text 0x10000000, data 0x28000000).
+    #[arg(long)]
+    pub older_layout: bool,
+    /// The RISC-V compiler (default: riscv64-unknown-elf-gcc, or $MLX5_DPA_CC).
+    #[arg(long, value_name = "PATH")]
+    pub cc: Option<PathBuf>,
+    /// Package the device ELF into a copy of this host program, as DPACC does.
+    #[arg(long, value_name = "HOST_ELF", requires = "app")]
+    pub package_into: Option<PathBuf>,
+    /// The application's name in the host program (section `.dpa_bin_NAME`).
+    #[arg(long, value_name = "NAME", requires = "package_into")]
+    pub app: Option<String>,
+    /// Print each compiler command before running it.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+/// Why `mlx5-dpa cc` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CcError {
+    #[error(
+        "{0} not found: install it with `apt-get install gcc-riscv64-unknown-elf` (Debian), \
+         or name a RISC-V compiler with --cc or MLX5_DPA_CC"
+    )]
+    NoCompiler(String),
+    #[error("{0}: no such source file")]
+    NoSource(String),
+    #[error("{what} failed ({status}):\n{output}")]
+    Tool {
+        what: String,
+        status: String,
+        output: String,
+    },
+    #[error("{0}")]
+    Io(String),
+    #[error("application name {0:?}: letters, digits and '_' only")]
+    BadAppName(String),
+    #[error("objcopy not found (needed for --package-into): install binutils, or set OBJCOPY")]
+    NoObjcopy,
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch, CcError> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "mlx5-dpa-cc-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| CcError::Io(format!("{}: {e}", dir.display())))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CcError + '_ {
+    move |e| CcError::Io(format!("{}: {e}", path.display()))
+}
+
+/// Runs `cmd` (named `what` in errors); its output goes into the error when it fails.
+fn run_tool(mut cmd: Command, what: &str, verbose: bool) -> Result<(), CcError> {
+    if verbose {
+        eprintln!("{cmd:?}");
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| CcError::Io(format!("{what}: {e}")))?;
+    if !out.status.success() {
+        let mut output = String::from_utf8_lossy(&out.stderr).into_owned();
+        output.push_str(&String::from_utf8_lossy(&out.stdout));
+        return Err(CcError::Tool {
+            what: what.to_string(),
+            status: out.status.to_string(),
+            output,
+        });
+    }
+    // Warnings of a successful compile are the user's to see.
+    if !out.stderr.is_empty() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
+/// Whether `prog` runs (`--version`).
+fn available(prog: &Path) -> bool {
+    Command::new(prog)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Runs `mlx5-dpa cc`.
+pub fn run(a: &CcArgs) -> Result<(), CcError> {
+    let cc =
+        a.cc.clone()
+            .or_else(|| std::env::var_os("MLX5_DPA_CC").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CC));
+    if !available(&cc) {
+        return Err(CcError::NoCompiler(cc.display().to_string()));
+    }
+    if let Some(app) = &a.app {
+        if app.is_empty() || !app.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(CcError::BadAppName(app.clone()));
+        }
+    }
+    let sources: Vec<PathBuf> = a
+        .sources
+        .iter()
+        .map(|s| {
+            if s.is_file() {
+                std::path::absolute(s).map_err(io(s))
+            } else {
+                Err(CcError::NoSource(s.display().to_string()))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let includes: Vec<PathBuf> = a
+        .include
+        .iter()
+        .map(|d| std::path::absolute(d).map_err(io(d)))
+        .collect::<Result<_, _>>()?;
+
+    let tmp = Scratch::new()?;
+    for (rel, text) in EMBEDDED {
+        let p = tmp.0.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        std::fs::write(&p, text).map_err(io(&p))?;
+    }
+    std::fs::create_dir_all(tmp.0.join("obj")).map_err(io(&tmp.0))?;
+
+    let compile = |src: &Path, obj: &Path, relative: bool| -> Result<(), CcError> {
+        let mut cmd = Command::new(&cc);
+        cmd.current_dir(&tmp.0)
+            .args(ARCH)
+            .arg(format!("-O{}", a.opt))
+            .args(CFLAGS)
+            .arg("-Iinclude");
+        for d in &includes {
+            cmd.arg("-I").arg(d);
+        }
+        for d in &a.define {
+            cmd.arg(format!("-D{d}"));
+        }
+        if !relative {
+            // The source's own directory, as a compiler searches it for "..." includes.
+            if let Some(dir) = src.parent() {
+                cmd.arg("-iquote").arg(dir);
+            }
+        }
+        cmd.arg("-c").arg(src).arg("-o").arg(obj);
+        run_tool(cmd, &format!("compiling {}", src.display()), a.verbose)
+    };
+
+    let mut objs = Vec::new();
+    for (i, src) in sources.iter().enumerate() {
+        let obj = tmp.0.join("obj").join(format!("src{i}.o"));
+        compile(src, &obj, false)?;
+        objs.push(obj);
+    }
+    for r in RUNTIME {
+        let obj = tmp.0.join("obj").join(format!("rt_{r}.o"));
+        compile(Path::new(&format!("runtime/{r}.c")), &obj, true)?;
+        objs.push(obj);
+    }
+    let device = match &a.package_into {
+        Some(_) => tmp.0.join("device.elf"),
+        None => std::path::absolute(&a.out).map_err(io(&a.out))?,
+    };
+    let script = if a.older_layout {
+        "link/dpa_older.ld"
+    } else {
+        "link/dpa.ld"
+    };
+    let mut link = Command::new(&cc);
+    link.current_dir(&tmp.0)
+        .args(ARCH)
+        .args(LDFLAGS)
+        .arg(format!("-Wl,-T,{script}"))
+        .arg("-o")
+        .arg(&device)
+        .args(&objs);
+    run_tool(link, "linking", a.verbose)?;
+
+    if let (Some(host), Some(app)) = (&a.package_into, &a.app) {
+        let objcopy = std::env::var_os("OBJCOPY")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("objcopy"));
+        if !available(&objcopy) {
+            return Err(CcError::NoObjcopy);
+        }
+        let mut cmd = Command::new(&objcopy);
+        cmd.arg("--add-section")
+            .arg(format!(
+                "{}{app}={}",
+                mlx5_dpa::dpa::app::BIN_PREFIX,
+                device.display()
+            ))
+            .arg(host)
+            .arg(&a.out);
+        run_tool(cmd, "packaging (objcopy)", a.verbose)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every header, runtime source and link script under fw-blobs is carried, and nothing
+    /// that is not there: a file added without updating [`EMBEDDED`] fails here.
+    #[test]
+    fn the_embedded_files_are_the_directorys() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fw-blobs");
+        let mut on_disk = Vec::new();
+        for dir in [
+            "include",
+            "include/libflexio-dev",
+            "include/libflexio-libc",
+            "runtime",
+            "link",
+        ] {
+            for e in std::fs::read_dir(root.join(dir)).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_file() {
+                    on_disk.push(format!(
+                        "{dir}/{}",
+                        p.file_name().unwrap().to_string_lossy()
+                    ));
+                }
+            }
+        }
+        on_disk.sort();
+        let mut embedded: Vec<String> = EMBEDDED.iter().map(|(p, _)| p.to_string()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk);
+        for (rel, text) in EMBEDDED {
+            assert_eq!(
+                std::fs::read_to_string(root.join(rel)).unwrap(),
+                *text,
+                "{rel}"
+            );
+        }
+        // The runtime list is the runtime directory's sources.
+        let mut rt: Vec<String> = RUNTIME.iter().map(|r| format!("runtime/{r}.c")).collect();
+        rt.sort();
+        let mut rt_disk: Vec<String> = on_disk
+            .into_iter()
+            .filter(|p| p.starts_with("runtime/"))
+            .collect();
+        rt_disk.sort();
+        assert_eq!(rt, rt_disk);
+    }
+
+    /// build.sh links the runtime in the same order.
+    #[test]
+    fn the_runtime_order_is_build_shs() {
+        let sh = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../fw-blobs/build.sh"),
+        )
+        .unwrap();
+        let line = sh
+            .lines()
+            .find(|l| l.starts_with("RUNTIME="))
+            .expect("RUNTIME= in build.sh");
+        assert_eq!(line, format!("RUNTIME=\"{}\"", RUNTIME.join(" ")));
+    }
+}

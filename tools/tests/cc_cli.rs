@@ -1,0 +1,229 @@
+//! `mlx5-dpa cc`: typed errors always; with Debian's riscv64-unknown-elf-gcc present (else
+//! these say so and check nothing more), it reproduces fw-blobs' build byte for byte, and a
+//! program written here against the FlexIO headers runs as the RPC demo's device side.
+
+mod common;
+use common::*;
+
+fn have_gcc() -> bool {
+    let ok = std::process::Command::new("riscv64-unknown-elf-gcc")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: riscv64-unknown-elf-gcc is not installed");
+    }
+    ok
+}
+
+fn scratch_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("mlx5-dpa-cc-test-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn missing_compiler_and_sources_are_clear_errors() {
+    let o = run(&[
+        "cc",
+        "--cc",
+        "/nonexistent/riscv-gcc",
+        "-o",
+        "/tmp/x.elf",
+        &repo("fw-blobs/src/rpc_calc.c"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("not found") && err.contains("apt-get install gcc-riscv64-unknown-elf"),
+        "{err}"
+    );
+    if have_gcc() {
+        let o = run(&["cc", "-o", "/tmp/x.elf", "/nonexistent/src.c"]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr(&o).contains("no such source file"), "{}", stderr(&o));
+        let d = scratch_dir("bad");
+        let src = d.join("bad.c");
+        std::fs::write(&src, "int f(void) { return not_declared; }\n").unwrap();
+        let o = run(&[
+            "cc",
+            "-o",
+            &d.join("x.elf").display().to_string(),
+            &src.display().to_string(),
+        ]);
+        assert_eq!(o.status.code(), Some(1));
+        let err = stderr(&o);
+        assert!(
+            err.contains("compiling") && err.contains("not_declared"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+#[test]
+fn cc_reproduces_the_fw_blobs_build_byte_for_byte() {
+    if !have_gcc() {
+        return;
+    }
+    let d = scratch_dir("repro");
+    let out = d.join("rpc_calc.elf");
+    let o = run(&[
+        "cc",
+        "-o",
+        &out.display().to_string(),
+        &repo("fw-blobs/src/rpc_calc.c"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::read(&out).unwrap() == std::fs::read(repo("fw-blobs/bin/rpc_calc.elf")).unwrap(),
+        "cc and build.sh disagree"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A device program as a FlexIO user writes it (libflexio-dev, libflexio-libc, dpaintrin),
+/// built by `mlx5-dpa cc` and run by the RPC demo in place of fw-blobs' build: its own
+/// rpc_calculate (a product here) and its print come back.
+#[test]
+fn a_program_built_with_cc_runs_as_the_rpc_demos_device_side() {
+    if !have_gcc() {
+        return;
+    }
+    let d = scratch_dir("rpc");
+    let src = d.join("my_rpc_dev.c");
+    std::fs::write(
+        &src,
+        r#"#include <libflexio-dev/flexio_dev.h>
+#include <libflexio-libc/string.h>
+#include <libflexio-libc/stdio.h>
+#include <dpaintrin.h>
+
+uint64_t rpc_calculate(uint64_t a, uint64_t b);
+
+__dpa_rpc__ uint64_t rpc_calculate(uint64_t a, uint64_t b)
+{
+	char word[16];
+
+	snprintf(word, sizeof(word), "%s", "Product");
+	__dpa_thread_memory_writeback();
+	flexio_dev_print("%s: %lu * %lu = %lu (%u chars)\n", word, a, b, a * b,
+			 (unsigned)strlen(word));
+	return a * b;
+}
+"#,
+    )
+    .unwrap();
+    let elf = d.join("my_rpc.elf");
+    let o = run(&[
+        "cc",
+        "-o",
+        &elf.display().to_string(),
+        &src.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "--sim",
+        "demo",
+        "rpc",
+        "6",
+        "7",
+        "--app-elf",
+        &elf.display().to_string(),
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "Welcome to 'Flex IO RPC' sample",
+            "Registered on device mlx5-sim (bf3)",
+            "Product: 6 * 7 = 42 (7 chars)",
+            "Result: 42",
+            "Flex IO RPC sample is done",
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--package-into HOST --app NAME` adds `.dpa_bin_NAME` to a copy of the host program, as
+/// DPACC packages device code (here twice, into `/bin/true`: any ELF host program will do);
+/// `elf info` finds both.
+#[test]
+fn cc_packages_the_device_elf_into_a_host_program() {
+    if !have_gcc() {
+        return;
+    }
+    let objcopy = std::process::Command::new("objcopy")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !objcopy {
+        eprintln!("skipped: objcopy is not installed");
+        return;
+    }
+    let d = scratch_dir("pkg");
+    let once = d.join("host_one");
+    let out = d.join("host_two");
+    let o = run(&[
+        "cc",
+        "-o",
+        &once.display().to_string(),
+        "--package-into",
+        "/bin/true",
+        "--app",
+        "calc1",
+        &repo("fw-blobs/src/rpc_calc.c"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "cc",
+        "-o",
+        &out.display().to_string(),
+        "--package-into",
+        &once.display().to_string(),
+        "--app",
+        "calc2",
+        &repo("fw-blobs/src/rpc_calc.c"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "elf",
+        "info",
+        &out.display().to_string(),
+        "--app",
+        "calc2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let entries = j["apps"][0]["entries"].as_array().unwrap();
+    assert!(entries.iter().any(|e| e["name"] == "rpc_calculate"), "{j}");
+    let o = run(&["elf", "info", &out.display().to_string()]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("app calc1:") && text.contains("app calc2:"),
+        "{text}"
+    );
+    // A name that cannot be a section suffix is refused before anything runs.
+    let o = run(&[
+        "cc",
+        "-o",
+        &out.display().to_string(),
+        "--package-into",
+        "/bin/true",
+        "--app",
+        "bad name",
+        &repo("fw-blobs/src/rpc_calc.c"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("letters, digits and '_' only"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
