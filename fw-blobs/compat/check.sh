@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# fw-blobs/compat/check.sh DOCA_CHECKOUT: NVIDIA's public FlexIO / DOCA device sources, built
+# unmodified with `mlx5-dpa cc` and run where this project can run them (see README.md here).
+#
+# DOCA_CHECKOUT is a checkout of github.com/ssbandjl/doca holding at least
+#   doca-dpu-repo-ubuntu2204-local/flexio-samples_24.01.2011_all.deb_dir
+#   doca-dpu-repo-ubuntu2204-local/doca-apps-dev_2.6.0058-1_arm64.deb_dir/opt/mellanox/doca/applications/l2_reflector
+# Nothing is copied into this repository; the builds go to a temporary directory.
+set -uo pipefail
+doca=${1:?usage: check.sh DOCA_CHECKOUT (see fw-blobs/compat/README.md)}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+samples=$doca/doca-dpu-repo-ubuntu2204-local/flexio-samples_24.01.2011_all.deb_dir/opt/mellanox/flexio/samples
+apps=$doca/doca-dpu-repo-ubuntu2204-local/doca-apps-dev_2.6.0058-1_arm64.deb_dir/opt/mellanox/doca/applications
+[ -d "$samples" ] || { echo "check.sh: no FlexIO samples under $doca" >&2; exit 2; }
+
+(cd "$root" && cargo build -q --release -p mlx5-dpa-tools) || exit 2
+tool=$root/target/release/mlx5-dpa
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+failed=0
+
+step() { # name command...
+	local name=$1
+	shift
+	if "$@" >"$out/log" 2>&1; then
+		echo "PASS  $name"
+	else
+		echo "FAIL  $name"
+		sed 's/^/      /' "$out/log"
+		failed=$((failed + 1))
+	fi
+}
+
+# Device sources, unmodified.
+step "cc flexio_rpc/dev/flexio_rpc_dev.c" \
+	"$tool" cc -o "$out/flexio_rpc.elf" "$samples/flexio_rpc/dev/flexio_rpc_dev.c"
+step "cc packet_processor/dev + common/dev/com_dev.c" \
+	"$tool" cc -o "$out/packet_processor.elf" -I "$samples/common/dev" \
+	"$samples/packet_processor/dev/flexio_packet_processor_dev.c" "$samples/common/dev/com_dev.c"
+if [ -d "$apps/l2_reflector" ]; then
+	step "cc DOCA l2_reflector/src/device" \
+		"$tool" cc -o "$out/l2_reflector.elf" "$apps/l2_reflector/src/device/l2_reflector_device.c"
+fi
+
+# Every instruction of what was built runs on the model's engine.
+for elf in "$out"/*.elf; do
+	step "elf isa $(basename "$elf")" "$tool" elf isa "$elf"
+done
+
+# The RPC sample through process.call, with this project's host side.
+rpc_check() {
+	"$tool" --sim demo rpc 44 55 --app-elf "$out/flexio_rpc.elf" | tee "$out/rpc.txt" &&
+		grep -qx "Calculate: 44 + 55 = 99" "$out/rpc.txt" &&
+		grep -qx "Result: 99" "$out/rpc.txt"
+}
+step "run flexio_rpc (demo rpc --app-elf)" rpc_check
+cat "$out/rpc.txt" 2>/dev/null | sed 's/^/      /'
+
+echo "check.sh: $failed failed"
+[ "$failed" -eq 0 ]
