@@ -511,3 +511,107 @@ fn event_handler_counts_completions() -> R {
     assert!(d.inventory().is_empty(), "{}", d.inventory());
     Ok(())
 }
+
+/// Waits, bounded, until `h` has `n` activations and is not running; its info.
+fn settle(
+    h: &mlx5_dpa::dpa::thread::EventHandler,
+    n: u64,
+) -> Result<mlx5_dpa::dpa::thread::ThreadInfo, DpaError> {
+    let start = Instant::now();
+    loop {
+        let info = h.info()?;
+        if info.activations >= n && info.state != ThreadState::Running {
+            return Ok(info);
+        }
+        assert!(start.elapsed() < T, "activation {n} did not end: {info:?}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// FlexIO's thread calls beyond reschedule / finish: `flexio_dev_get_thread_id` is the
+/// handler's id; `flexio_dev_yield` in a continuable handler ends the activation and the next
+/// event resumes after it with the registers kept (a non-continuable one runs straight
+/// through); `flexio_dev_thread_retrigger` starts the thread again without an event; the
+/// window copy helpers answer FAILED as documented; `flexio_dev_msix_send` needs an emulated
+/// function the model does not have and faults with that named.
+#[test]
+fn thread_id_yield_retrigger_and_the_unsupported_calls() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let buf = p.alloc(64)?;
+    let words = |p: &Process| -> Result<[u64; 3], DpaError> {
+        let mut b = [0u8; 24];
+        p.copy_from_dev(buf.daddr(), &mut b)?;
+        Ok([0, 1, 2].map(|i| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap())))
+    };
+
+    // Thread id.
+    let h = p.event_handler(&EventHandlerAttr::new("st_thread_id", buf.daddr()))?;
+    h.run(buf.daddr())?;
+    let info = settle(&h, 1)?;
+    assert_eq!(info.return_value, u64::from(h.id()));
+    assert_eq!(words(&p)?[0], u64::from(h.id()));
+    drop(h);
+
+    // Yield, continuable: one step per activation, the local sum kept across them.
+    p.memset(buf.daddr(), 0, 64)?;
+    let h = p.event_handler(&EventHandlerAttr {
+        continuable: true,
+        ..EventHandlerAttr::new("st_yield", buf.daddr())
+    })?;
+    for (n, want) in [
+        (1, [0x1001, 0, 0]),
+        (2, [0x1001, 0x1003, 0]),
+        (3, [0x1001, 0x1003, 0x1006]),
+    ] {
+        h.run(buf.daddr())?;
+        let info = settle(&h, n)?;
+        assert_eq!(info.state, ThreadState::Idle, "activation {n} yielded");
+        assert_eq!(words(&p)?, want, "after activation {n}");
+    }
+    h.run(buf.daddr())?;
+    let info = settle(&h, 4)?;
+    assert_eq!(
+        (info.state, info.return_value),
+        (ThreadState::Finished, 0x1006)
+    );
+    drop(h);
+    // Not continuable: yield has no effect, one activation does it all.
+    p.memset(buf.daddr(), 0, 64)?;
+    let h = p.event_handler(&EventHandlerAttr::new("st_yield", buf.daddr()))?;
+    h.run(buf.daddr())?;
+    let info = settle(&h, 1)?;
+    assert_eq!(
+        (info.activations, info.return_value),
+        (1, 0x1006),
+        "{info:?}"
+    );
+    assert_eq!(words(&p)?, [0x1001, 0x1003, 0x1006]);
+    drop(h);
+
+    // Retrigger: three activations from one run.
+    p.memset(buf.daddr(), 0, 64)?;
+    let h = p.event_handler(&EventHandlerAttr::new("st_retrigger", buf.daddr()))?;
+    h.run(buf.daddr())?;
+    let info = settle(&h, 3)?;
+    assert_eq!(
+        (info.activations, info.state, info.return_value),
+        (3, ThreadState::Finished, 3)
+    );
+    drop(h);
+
+    assert_eq!(p.call_raw("st_window_copy", buf.daddr())?, 0);
+
+    // MSI-X: a fault naming the outbox register the model lacks.
+    let r = p.call_raw("st_msix", 5);
+    assert!(matches!(r, Err(DpaError::ProcessFault { .. })), "{r:?}");
+    let dump = p.coredump()?;
+    let text = dump.to_string();
+    assert!(text.contains("MemoryFault"), "{text}");
+    drop(buf);
+    drop(p);
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}

@@ -22,6 +22,27 @@ void flexio_dev_process_finish(void)
 	dpa_os_call1_noreturn(DPA_OS_EXIT_PROCESS, 0);
 }
 
+void flexio_dev_reschedule(void)
+{
+	flexio_dev_thread_reschedule();
+}
+
+void flexio_dev_finish(void)
+{
+	flexio_dev_process_finish();
+}
+
+void flexio_dev_yield(struct flexio_dev_thread_ctx *dtctx)
+{
+	(void)dtctx;
+	(void)dpa_os_call1(DPA_OS_DUAR_HANDLER_RETURN, DPA_HANDLER_RETURN_YIELD);
+}
+
+void flexio_dev_thread_retrigger(void)
+{
+	dpa_os_call1_noreturn(DPA_OS_DUAR_HANDLER_RETURN, DPA_HANDLER_RETURN_RETRIGGER);
+}
+
 void flexio_dev_error(uint8_t error)
 {
 	if (error < 0x80)

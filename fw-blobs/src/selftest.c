@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <libflexio-dev/flexio_dev.h>
+#include <libflexio-dev/flexio_dev_queue_access.h>
 #include "selftest.h"
 
 uint64_t st_add(uint64_t x);
@@ -31,6 +32,11 @@ uint64_t st_stack(uint64_t bytes);
 uint64_t st_print(uint64_t x);
 uint64_t st_msg(uint64_t stream_and_level);
 uint64_t st_format_check(void);
+uint64_t st_thread_id(uint64_t daddr);
+uint64_t st_yield(uint64_t daddr);
+uint64_t st_retrigger(uint64_t daddr);
+uint64_t st_msix(uint64_t cqn);
+uint64_t st_window_copy(uint64_t daddr);
 
 /** Pure. Returns x + 1. */
 __dpa_global__ uint64_t st_add(uint64_t x)
@@ -308,5 +314,70 @@ __dpa_global__ uint64_t st_format_check(void)
 	if (flexio_dev_snprintf(small, sizeof(small), "%s", "abcdefgh") != 8 ||
 	    memcmp(small, "abcd", 5) != 0)
 		return k;
+	return 0;
+}
+
+/** Stores flexio_dev_get_thread_id() at `daddr` and returns it. */
+__dpa_global__ uint64_t st_thread_id(uint64_t daddr)
+{
+	struct flexio_dev_thread_ctx *ctx;
+
+	flexio_dev_get_thread_ctx(&ctx);
+	*(volatile uint64_t *)(uintptr_t)daddr = flexio_dev_get_thread_id(ctx);
+	return flexio_dev_get_thread_id(ctx);
+}
+
+/**
+ * Yields three times, keeping a running sum in a local: out[i] = 0x1000 + 1 + .. + (i + 1)
+ * before the i-th yield, and returns 0x1006. A continuable thread does this over four
+ * activations (its registers survive each yield); any other thread in one.
+ */
+__dpa_global__ uint64_t st_yield(uint64_t daddr)
+{
+	volatile uint64_t *out = (volatile uint64_t *)(uintptr_t)daddr;
+	struct flexio_dev_thread_ctx *ctx;
+	uint64_t local = 0x1000;
+
+	flexio_dev_get_thread_ctx(&ctx);
+	for (uint64_t i = 0; i < 3; i++) {
+		local += i + 1;
+		out[i] = local;
+		flexio_dev_yield(ctx);
+	}
+	return local;
+}
+
+/** Counts its activations at `daddr`; retriggers itself until the count is 3, returns it. */
+__dpa_global__ uint64_t st_retrigger(uint64_t daddr)
+{
+	volatile uint64_t *count = (volatile uint64_t *)(uintptr_t)daddr;
+
+	*count += 1;
+	if (*count < 3)
+		flexio_dev_thread_retrigger();
+	return *count;
+}
+
+/** flexio_dev_msix_send on CQ `cqn` (the model has no emulated MSI-X: a clear fault). */
+__dpa_global__ uint64_t st_msix(uint64_t cqn)
+{
+	struct flexio_dev_thread_ctx *ctx;
+
+	flexio_dev_get_thread_ctx(&ctx);
+	return flexio_dev_msix_send(ctx, (uint32_t)cqn);
+}
+
+/** Both window copy helpers (documented unsupported): 0 when both answer FAILED. */
+__dpa_global__ uint64_t st_window_copy(uint64_t daddr)
+{
+	struct flexio_dev_thread_ctx *ctx;
+
+	flexio_dev_get_thread_ctx(&ctx);
+	if (flexio_dev_window_copy_from_host(ctx, (void *)(uintptr_t)daddr, 0x1000, 8) !=
+	    FLEXIO_DEV_STATUS_FAILED)
+		return 1;
+	if (flexio_dev_window_copy_to_host(ctx, 0x1000, (void *)(uintptr_t)daddr, 8) !=
+	    FLEXIO_DEV_STATUS_FAILED)
+		return 2;
 	return 0;
 }

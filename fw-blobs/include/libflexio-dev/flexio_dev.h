@@ -30,6 +30,8 @@
 #include "flexio_dev_endianity.h"
 
 typedef uint64_t flexio_uintptr_t;
+/** A UAR's device id (what flexio_dev_outbox_config_uar_extension takes). */
+typedef uint32_t flexio_uar_device_id;
 
 #ifndef __unused
 #define __unused __attribute__((__unused__))
@@ -89,6 +91,31 @@ __attribute__((noreturn)) void flexio_dev_thread_finish(void);
  * runs again. Does not return.
  */
 __attribute__((noreturn)) void flexio_dev_process_finish(void);
+
+/** The older name of flexio_dev_thread_reschedule. */
+__attribute__((noreturn, deprecated)) void flexio_dev_reschedule(void);
+/** The older name of flexio_dev_process_finish. */
+__attribute__((noreturn, deprecated)) void flexio_dev_finish(void);
+
+/**
+ * The exit point of a continuable event handler (created with `continuable`): the
+ * activation ends here and the thread's next event resumes execution after this call, with
+ * the registers and stack as they were. For a thread that is not continuable the call has no
+ * effect and returns at once. (DUAR_HANDLER_RETURN with DPA_HANDLER_RETURN_YIELD.)
+ */
+void flexio_dev_yield(struct flexio_dev_thread_ctx *dtctx);
+
+/**
+ * Ends the activation and runs the thread again at once, from its entry, without waiting
+ * for an event (DUAR_HANDLER_RETURN with DPA_HANDLER_RETURN_RETRIGGER). Does not return.
+ */
+__attribute__((noreturn)) void flexio_dev_thread_retrigger(void);
+
+/** The running thread's id (its DPA_THREAD object id, as the host sees it). */
+static inline uint32_t flexio_dev_get_thread_id(struct flexio_dev_thread_ctx *dtctx)
+{
+	return *(volatile uint32_t *)&dtctx->thread_id;
+}
 
 /**
  * The thread's local storage: the DPA address the host gave as thread_local_storage_daddr
@@ -151,6 +178,31 @@ static inline flexio_dev_status_t flexio_dev_window_ptr_acquire(struct flexio_de
 		return FLEXIO_DEV_STATUS_FAILED;
 	*daddr = dtctx->window_base + haddr;
 	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+/**
+ * Copies between host memory and DPA memory through the window. FlexIO documents both as
+ * unsupported, and so are they here: they return FLEXIO_DEV_STATUS_FAILED (use
+ * flexio_dev_window_ptr_acquire and ordinary loads and stores).
+ */
+static inline flexio_dev_status_t flexio_dev_window_copy_from_host(
+	struct flexio_dev_thread_ctx *dtctx, void *daddr, uint64_t haddr, uint32_t size)
+{
+	(void)dtctx;
+	(void)daddr;
+	(void)haddr;
+	(void)size;
+	return FLEXIO_DEV_STATUS_FAILED;
+}
+
+static inline flexio_dev_status_t flexio_dev_window_copy_to_host(
+	struct flexio_dev_thread_ctx *dtctx, uint64_t haddr, const void *daddr, uint32_t size)
+{
+	(void)dtctx;
+	(void)haddr;
+	(void)daddr;
+	(void)size;
+	return FLEXIO_DEV_STATUS_FAILED;
 }
 
 /* ------------------------------------------------------------------------------------- */

@@ -29,7 +29,7 @@
  * | 24     | `window_config_base` | DPA address of the window's mkey register |
  * | 32     | `metadata_parameter` | the thread's thread-local-storage address (the host's thread_local_storage_daddr; 0 for none) |
  * | 40     | `errno`              | recoverable-error code of the thread (u32; DPA_OS_ERRNO_*) |
- * | 44     | reserved             | |
+ * | 44     | `thread_id`          | the thread's DPA_THREAD id (provisional: the model's place for it; FlexIO's "thread metadata" is not public) |
  *
  * The OS owns this memory; programs read it and only write `errno` (via flexio_dev_rst_errno).
  */
@@ -42,7 +42,7 @@ struct flexio_dev_thread_ctx {
 	uint64_t window_config_base;
 	uint64_t metadata_parameter;
 	uint32_t errno;
-	uint32_t reserved;
+	uint32_t thread_id;
 };
 
 _Static_assert(sizeof(struct flexio_dev_thread_ctx) == 48, "thread ctx is 48 bytes");
@@ -101,6 +101,13 @@ static inline struct flexio_dev_thread_ctx *dpa_thread_ctx(void)
 #define DPA_HANDLER_RETURN_RESCHEDULE 0
 /** DUAR_HANDLER_RETURN argument: the thread is finished. */
 #define DPA_HANDLER_RETURN_FINISH 1
+/**
+ * DUAR_HANDLER_RETURN argument (provisional, the model's number): a continuable thread waits
+ * for its next event and then resumes after the call; any other thread goes on at once.
+ */
+#define DPA_HANDLER_RETURN_YIELD 2
+/** DUAR_HANDLER_RETURN argument (provisional): start again at the entry at once. */
+#define DPA_HANDLER_RETURN_RETRIGGER 3
 
 /** An OS call with one argument; returns whatever the OS left in a0. */
 static inline uint64_t dpa_os_call1(uint64_t nr, uint64_t arg0)
@@ -136,13 +143,25 @@ static inline __attribute__((noreturn)) void dpa_os_call1_noreturn(uint64_t nr, 
 #define DPA_OUTBOX_EQ_DB_NO_REARM 0x180
 /** Send doorbell: wqe_index[15:0] (the new producer counter) | qp_or_sq[23:0] << 32. */
 #define DPA_OUTBOX_SXD_DB 0x1c0
-/** Emulation capture re-arm (listed for completeness; not used by these programs). */
+/** Emulation doorbell context re-arm: dummy_qpn[23:0] | emulation_index[25:0] << 32. */
 #define DPA_OUTBOX_EMU_CAP 0x200
 #define DPA_OUTBOX_EMU_CAP_TRIGGER 0x240
 #define DPA_OUTBOX_RXT_DB 0x280
 #define DPA_OUTBOX_CC_DB 0x340
 
 #define DPA_MASK24 0xffffffu
+
+/* Values of the emulation, MSI-X and congestion-control registers (bit positions of the
+ * public BSD-3 flexio_dev_dpa_arch.h register layouts, FACTS.md section 5). */
+/** EMU_CAP / EMU_CAP_TRIGGER value. */
+#define OUTBOX_V_EMU_CAP(dummy_qpn, emulation_index) \
+	(((uint64_t)((dummy_qpn) & DPA_MASK24)) | ((uint64_t)((emulation_index) & 0x3ffffffu) << 32))
+/** RXT_DB value: a zero CQE on `cqn`, whose event raises the MSI-X of its EQ. */
+#define OUTBOX_V_RXT_DB(cqn) ((uint64_t)((cqn) & DPA_MASK24))
+/** CC_DB value: rate (ccq_res) [31:0], rtt request [32], next action [35:34], ccq id [63:48]. */
+#define OUTBOX_V_CC_DB(rate, ccq_id, next_act, rtt_req)                                 \
+	(((uint64_t)(uint32_t)(rate)) | ((uint64_t)((rtt_req) & 1) << 32) |               \
+	 ((uint64_t)((next_act) & 3) << 34) | ((uint64_t)((ccq_id) & 0xffffu) << 48))
 
 /** CQ_DB value. */
 #define OUTBOX_V_CQ_DB(cqn, cq_ci) \

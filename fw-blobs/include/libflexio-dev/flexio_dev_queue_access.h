@@ -36,6 +36,60 @@ static inline flexio_dev_status_t flexio_dev_qp_sq_ring_db(struct flexio_dev_thr
 }
 
 /**
+ * Asks the NIC for an MSI-X: a zero CQE on CQ `cqn` (an MSI-X-emulated CQ) whose event
+ * interrupts the host (RXT_DB). The model has no emulated functions: there the store faults
+ * with the outbox-register device code.
+ */
+static inline flexio_dev_status_t flexio_dev_msix_send(struct flexio_dev_thread_ctx *dtctx,
+						       uint32_t cqn)
+{
+	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_RXT_DB, OUTBOX_V_RXT_DB(cqn));
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+/**
+ * Re-arms the emulation doorbell context `emu_ctx_id` for queue `qnum` (EMU_CAP). Like
+ * flexio_dev_msix_send, an emulation feature the model does not have.
+ */
+static inline flexio_dev_status_t flexio_dev_db_ctx_arm(struct flexio_dev_thread_ctx *dtctx,
+							uint32_t qnum, uint32_t emu_ctx_id)
+{
+	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_EMU_CAP, OUTBOX_V_EMU_CAP(qnum, emu_ctx_id));
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+/** Triggers the emulation doorbell context `emu_ctx_id` on CQ `cqn` now (EMU_CAP_TRIGGER). */
+static inline flexio_dev_status_t flexio_dev_db_ctx_force_trigger(
+	struct flexio_dev_thread_ctx *dtctx, uint32_t cqn, uint32_t emu_ctx_id)
+{
+	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_EMU_CAP_TRIGGER,
+			 OUTBOX_V_EMU_CAP(cqn, emu_ctx_id));
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+/** What the congestion-control engine does after a CC doorbell. */
+typedef enum {
+	CC_DB_NEXT_ACT_SINGLE = 0x0,
+	CC_DB_NEXT_ACT_MULTIPLE = 0x1,
+	CC_DB_NEXT_ACT_FW = 0x2,
+} flexio_dev_cc_db_next_act_t;
+
+/**
+ * Rings the congestion-control doorbell of CC queue `ccq_id`: the new rate (ccq_res), an RTT
+ * measurement request, the next action (CC_DB). Programmable congestion control is not in
+ * the model: there the store faults with the outbox-register device code.
+ */
+static inline flexio_dev_status_t flexio_dev_cc_ring_db(struct flexio_dev_thread_ctx *dtctx,
+							uint16_t ccq_id, uint32_t rate,
+							uint32_t rtt_req,
+							flexio_dev_cc_db_next_act_t next_act)
+{
+	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_CC_DB,
+			 OUTBOX_V_CC_DB(rate, ccq_id, next_act, rtt_req));
+	return FLEXIO_DEV_STATUS_SUCCESS;
+}
+
+/**
  * Arms CQ `qnum` and tells the NIC its consumer index `ci` (CQ_DB = qnum | ci << 32): the
  * next CQE on it raises the event that starts the thread bound to the CQ. If CQEs are
  * already waiting past `ci`, the event follows at once.

@@ -42,6 +42,10 @@ pub(crate) struct Job {
     pub(crate) default_outbox: Option<u32>,
     pub(crate) default_window: Option<u32>,
     pub(crate) duar: u32,
+    /// The thread was created continuable: DUAR_HANDLER_RETURN(YIELD) keeps its registers.
+    pub(crate) continuable: bool,
+    /// A continuable thread's registers where it yielded: the activation resumes there.
+    pub(crate) resume: Option<Hart>,
     pub(crate) vhca_id: u16,
     pub(crate) uid: u16,
     /// The device, for window translations.
@@ -95,10 +99,15 @@ pub(crate) mod cause {
 }
 
 /// How an activation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// DUAR_HANDLER_RETURN(0): wait for the next event.
     Reschedule,
+    /// DUAR_HANDLER_RETURN(YIELD) of a continuable thread: wait for the next event, then
+    /// resume with these registers (pc after the `ecall`).
+    Yield(Box<Hart>),
+    /// DUAR_HANDLER_RETURN(RETRIGGER): start again at the entry at once, without an event.
+    Retrigger,
     /// The entry returned (`Some(a0)`), or DUAR_HANDLER_RETURN(1) (`None`).
     Finish(Option<u64>),
     /// EXIT_PROCESS(status).
@@ -490,20 +499,38 @@ fn fault_failure_of(f: Fault) -> Failure {
 /// `a0` of a failed RTOS call.
 const RTOS_FAILED: u64 = u64::MAX;
 
+/// DUAR_HANDLER_RETURN arguments beyond 0 (reschedule) and 1 (finish). Provisional: the
+/// model's numbers for FlexIO's `flexio_dev_yield` and `flexio_dev_thread_retrigger`, whose
+/// RTOS encoding is not public (fw-blobs `flexio_dev_dpa_arch.h` uses the same).
+pub(crate) mod handler_return {
+    pub(crate) const YIELD: u64 = 2;
+    pub(crate) const RETRIGGER: u64 = 3;
+}
+
 /// Runs one activation to its end.
 pub(crate) fn run(mut job: Job) -> Done {
     use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
     let cache = std::mem::take(&mut job.cache);
     let mut hart = std::mem::replace(&mut job.hart, Hart::new(0));
-    hart.x = [0; 32];
-    hart.pc = job.entry;
+    let ctx = map::context(job.slot);
+    match job.resume.take() {
+        // A continuable thread that yielded goes on where it stopped (its stack is its own
+        // slot's, untouched since).
+        Some(saved) => {
+            hart.x = saved.x;
+            hart.pc = saved.pc;
+        }
+        None => {
+            hart.x = [0; 32];
+            hart.pc = job.entry;
+            hart.x[reg::RA] = map::SENTINEL;
+            hart.x[reg::SP] = map::stack_top(job.slot);
+            hart.x[reg::TP] = ctx;
+            hart.x[reg::A0] = job.arg;
+        }
+    }
     hart.instret = 0;
     hart.reservation = None;
-    let ctx = map::context(job.slot);
-    hart.x[reg::RA] = map::SENTINEL;
-    hart.x[reg::SP] = map::stack_top(job.slot);
-    hart.x[reg::TP] = ctx;
-    hart.x[reg::A0] = job.arg;
     let mut bus = ActBus {
         job: &job,
         cache,
@@ -519,7 +546,10 @@ pub(crate) fn run(mut job: Job) -> Done {
     // The thread context (FACTS.md §5), then the thread's default outbox and window.
     bus.write_ctx(0, 4, 1);
     bus.write_ctx(32, 8, job.tls);
-    bus.write_ctx(40, 8, 0);
+    bus.write_ctx(40, 4, 0);
+    // Provisional: the thread's id where `flexio_dev_get_thread_id` reads it (the last word of
+    // the 48-byte context; FlexIO keeps it in "thread metadata", whose layout is not public).
+    bus.write_ctx(44, 4, u64::from(job.thread));
     bus.set_outbox(job.default_outbox.filter(|o| job.outboxes.contains_key(o)));
     bus.set_window(job.default_window);
     let mut rtos_calls = 0;
@@ -560,6 +590,17 @@ pub(crate) fn run(mut job: Job) -> Done {
                 let ret = match nr {
                     rtos_call::DUAR_HANDLER_RETURN if a0 == 0 => break Outcome::Reschedule,
                     rtos_call::DUAR_HANDLER_RETURN if a0 == 1 => break Outcome::Finish(None),
+                    // Yield: without `continuable` it has no effect (FlexIO's documentation);
+                    // the call returns 0 and the thread runs on.
+                    rtos_call::DUAR_HANDLER_RETURN if a0 == handler_return::YIELD => {
+                        if job.continuable {
+                            break Outcome::Yield(Box::new(hart.clone()));
+                        }
+                        0
+                    }
+                    rtos_call::DUAR_HANDLER_RETURN if a0 == handler_return::RETRIGGER => {
+                        break Outcome::Retrigger
+                    }
                     rtos_call::GET_DUAR => u64::from(job.duar),
                     rtos_call::OUTBOX_SET_CFG => match u32::try_from(a0) {
                         Ok(id) if job.outboxes.contains_key(&id) => {

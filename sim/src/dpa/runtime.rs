@@ -134,6 +134,8 @@ impl Firmware {
                 default_outbox: t.default_outbox,
                 default_window: t.default_window,
                 duar: p.dpa_uars.first().copied().unwrap_or(0),
+                continuable: t.continuable,
+                resume: t.resume.clone(),
                 vhca_id,
                 uid: p.uid,
                 dev: dev.clone(),
@@ -141,6 +143,8 @@ impl Firmware {
             if let Some(t) = self.dpa.threads.get_mut(&id) {
                 t.state = ThreadState::Running { eu };
                 t.last_eu = Some(eu);
+                // The job carries the continuation now.
+                t.resume = None;
             }
             // The running activation holds its thread: it cannot be destroyed meanwhile.
             if let Some(g) = self.gen.get_mut(id) {
@@ -201,6 +205,20 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
                 } else {
                     ThreadState::Idle
                 };
+            }
+            Outcome::Yield(ref hart) => {
+                t.resume = Some((**hart).clone());
+                requeue = std::mem::take(&mut t.pending_event);
+                t.state = if requeue {
+                    ThreadState::Queued
+                } else {
+                    ThreadState::Idle
+                };
+            }
+            Outcome::Retrigger => {
+                t.pending_event = false;
+                requeue = true;
+                t.state = ThreadState::Queued;
             }
             Outcome::Finish(ret) => {
                 t.pending_event = false;

@@ -93,9 +93,10 @@ impl Firmware {
                     2 => Affinity::Group(aff_id),
                     _ => Affinity::None,
                 };
-                let (entry, tls) = (
+                let (entry, tls, continuable) = (
                     c.get(th::entry_point),
                     c.get(th::thread_local_storage_daddr),
+                    c.get(th::continuable) != 0,
                 );
                 let Some(p) = self.dpa.processes.get_mut(&process) else {
                     return;
@@ -119,6 +120,8 @@ impl Firmware {
                         activations: 0,
                         last_eu: None,
                         return_value: 0,
+                        continuable,
+                        resume: None,
                     },
                 );
             }

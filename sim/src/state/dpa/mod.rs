@@ -247,6 +247,12 @@ pub(crate) struct ThreadRt {
     pub(crate) activations: u64,
     pub(crate) last_eu: Option<u16>,
     pub(crate) return_value: u64,
+    /// Created continuable (FlexIO's event handler attribute `continuable`): a
+    /// `flexio_dev_yield` keeps its registers for the next activation.
+    pub(crate) continuable: bool,
+    /// Where a continuable thread yielded: its next activation resumes here instead of
+    /// starting at the entry.
+    pub(crate) resume: Option<Hart>,
 }
 
 /// One execution unit.
