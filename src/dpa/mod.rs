@@ -49,5 +49,6 @@ pub mod process;
 pub mod queues;
 mod rpc;
 pub mod thread;
+pub mod version;
 pub mod window;
 pub use process::{DpaBuf, DpaError, ErrStatus, Process, ProcessAttr, ProcessStatus, StepExt};

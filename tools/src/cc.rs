@@ -68,6 +68,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_queue_types.h"),
     ),
     (
+        "include/libflexio-dev/flexio_dev_ver.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_ver.h"),
+    ),
+    (
         "include/libflexio-libc/inttypes.h",
         include_str!("../../fw-blobs/include/libflexio-libc/inttypes.h"),
     ),

@@ -227,3 +227,60 @@ fn cc_packages_the_device_elf_into_a_host_program() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The device half of the version API: FLEXIO_DEV_VER_USED below the last supported version
+/// is an error, at it a warning, within the range silent, above the headers' an error.
+#[test]
+fn the_device_version_macros_check_at_compile_time() {
+    if !have_gcc() {
+        return;
+    }
+    let d = scratch_dir("ver");
+    let build = |major: u32, minor: u32| {
+        let src = d.join(format!("v{major}_{minor}.c"));
+        std::fs::write(
+            &src,
+            format!(
+                "#include <libflexio-dev/flexio_dev_ver.h>\n\
+                 #define FLEXIO_DEV_VER_USED FLEXIO_DEV_VER({major}, {minor}, 0)\n\
+                 #include <libflexio-dev/flexio_dev.h>\n\
+                 __dpa_rpc__ uint64_t f(uint64_t x) {{ return x; }}\n"
+            ),
+        )
+        .unwrap();
+        run(&[
+            "cc",
+            "-o",
+            &d.join("v.elf").display().to_string(),
+            &src.display().to_string(),
+        ])
+    };
+    let o = build(23, 10);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("older than FLEXIO_DEV_LAST_SUPPORTED_VERSION"),
+        "{}",
+        stderr(&o)
+    );
+    let o = build(24, 1);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("oldest version still supported"),
+        "{}",
+        stderr(&o)
+    );
+    let o = build(24, 4);
+    assert!(
+        o.status.success() && stderr(&o).is_empty(),
+        "{}",
+        stderr(&o)
+    );
+    let o = build(30, 1);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("newer than these headers"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -27,6 +27,24 @@
 #include <stdint.h>
 
 #include "flexio_dev_dpa_arch.h"
+#include "flexio_dev_ver.h"
+
+/*
+ * The versions of the device API these headers implement (for information; programs state
+ * theirs with FLEXIO_DEV_VER_USED, see flexio_dev_ver.h).
+ */
+#define FLEXIO_DEV_CURRENT_VERSION FLEXIO_DEV_VER_LATEST
+#define FLEXIO_DEV_LAST_SUPPORTED_VERSION FLEXIO_DEV_VER(24, 1, 0)
+
+#ifdef FLEXIO_DEV_VER_USED
+#if FLEXIO_DEV_VER_USED < FLEXIO_DEV_LAST_SUPPORTED_VERSION
+#error "FLEXIO_DEV_VER_USED is older than FLEXIO_DEV_LAST_SUPPORTED_VERSION: move the program to a newer FlexIO device API"
+#elif FLEXIO_DEV_VER_USED == FLEXIO_DEV_LAST_SUPPORTED_VERSION
+#warning "FLEXIO_DEV_VER_USED is the oldest version still supported: support for it ends with the next version"
+#elif FLEXIO_DEV_VER_USED > FLEXIO_DEV_CURRENT_VERSION
+#error "FLEXIO_DEV_VER_USED is newer than these headers (FLEXIO_DEV_CURRENT_VERSION)"
+#endif
+#endif
 #include "flexio_dev_endianity.h"
 
 typedef uint64_t flexio_uintptr_t;
