@@ -615,3 +615,34 @@ fn thread_id_yield_retrigger_and_the_unsupported_calls() -> R {
     assert!(d.inventory().is_empty(), "{}", d.inventory());
     Ok(())
 }
+
+/// The DPA timer (`rdtime`, `__dpa_thread_time`) follows real time: two reads in a row differ,
+/// and two activations 20 ms apart read at least 20 ms (20,000,000 ticks of the 1 GHz timer)
+/// apart. (Before: each read added a constant 1000, whatever the time.)
+#[test]
+fn the_dpa_timer_advances_with_real_time() -> R {
+    let (d, ctx) = model("bf3");
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let buf = p.alloc(16)?;
+    let read = |p: &Process| -> Result<(u64, u64), DpaError> {
+        let mut b = [0u8; 16];
+        p.copy_from_dev(buf.daddr(), &mut b)?;
+        Ok((
+            u64::from_le_bytes(b[..8].try_into().unwrap()),
+            u64::from_le_bytes(b[8..].try_into().unwrap()),
+        ))
+    };
+    let first = p.call_raw("st_time", buf.daddr())?;
+    let (a0, a1) = read(&p)?;
+    assert_eq!(first, a0);
+    assert!(a1 > a0, "{a0} {a1}");
+    std::thread::sleep(Duration::from_millis(20));
+    p.call_raw("st_time", buf.daddr())?;
+    let (b0, _) = read(&p)?;
+    assert!(b0 - a1 >= 20_000_000, "{a1} then {b0}");
+    drop(buf);
+    drop(p);
+    drop(ctx);
+    d.stop_engine();
+    Ok(())
+}

@@ -37,6 +37,7 @@ uint64_t st_yield(uint64_t daddr);
 uint64_t st_retrigger(uint64_t daddr);
 uint64_t st_msix(uint64_t cqn);
 uint64_t st_window_copy(uint64_t daddr);
+uint64_t st_time(uint64_t daddr);
 
 /** Pure. Returns x + 1. */
 __dpa_global__ uint64_t st_add(uint64_t x)
@@ -380,4 +381,20 @@ __dpa_global__ uint64_t st_window_copy(uint64_t daddr)
 	    FLEXIO_DEV_STATUS_FAILED)
 		return 2;
 	return 0;
+}
+
+/**
+ * Reads the timer (rdtime, __dpa_thread_time) twice and stores both at `daddr` ([0], [1]);
+ * returns the first.
+ */
+__dpa_global__ uint64_t st_time(uint64_t daddr)
+{
+	volatile uint64_t *out = (volatile uint64_t *)(uintptr_t)daddr;
+	uint64_t t0, t1;
+
+	__asm__ volatile("rdtime %0" : "=r"(t0));
+	__asm__ volatile("rdtime %0" : "=r"(t1));
+	out[0] = t0;
+	out[1] = t1;
+	return t0;
 }

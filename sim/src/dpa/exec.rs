@@ -171,8 +171,14 @@ struct ActBus<'a> {
     ticks: std::cell::Cell<u64>,
 }
 
-/// Ticks `rdtime` advances per read (the profile's 1000 MHz: one microsecond).
-const TICKS_PER_READ: u64 = 1000;
+/// The DPA timer: `rdtime` counts nanoseconds (the profile's 1000 MHz timer) of the host's
+/// monotonic clock since the first read in this process, so it advances with real time, is
+/// the same clock on every EU, and never goes back; two reads in one nanosecond still differ.
+fn dpa_timer_now() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(std::time::Instant::now);
+    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
 
 impl ActBus<'_> {
     fn mem(&self) -> &ProcessMem {
@@ -399,7 +405,7 @@ impl Bus for ActBus<'_> {
     }
 
     fn time(&self) -> u64 {
-        let t = self.ticks.get().wrapping_add(TICKS_PER_READ);
+        let t = dpa_timer_now().max(self.ticks.get().saturating_add(1));
         self.ticks.set(t);
         t
     }
