@@ -52,7 +52,7 @@ export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b"
 # Linked a second time with the older layout (link/dpa_older.ld), as <name>_older.elf.
 OLDER="rpc_calc"
-RUNTIME="os string print msg_stream cmdq rpc stdio inttypes"
+RUNTIME="os string print msg_stream cmdq rpc stdio inttypes debug"
 
 ARCH="-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany"
 # -mno-relax: no gp-relative accesses (the model does not set gp).
@@ -120,7 +120,7 @@ for p in $PROGRAMS; do
 	selftest) entries="st_add st_add2 st_spin_forever st_fault_load st_store st_illegal st_ebreak \
 st_exit st_finish st_get_duar st_outbox_db st_outbox_gvmi st_window_rw st_counter st_tls st_ctx_dump \
 st_gp_global st_stack st_print st_msg st_format_check st_thread_id st_yield st_retrigger st_msix \
-st_window_copy st_time" ;;
+st_window_copy st_time st_sim" ;;
 	esac
 	# shellcheck disable=SC2086
 	check_elf "$OUT/$p.elf" $COMMON_ENTRIES $entries

@@ -383,3 +383,27 @@ fn destroy_removes_the_stream_and_leaves_nothing() -> R {
     assert!(d.inventory().is_empty(), "{}", d.inventory());
     Ok(())
 }
+
+/// FlexIO's simulator prints (`flexio_dev_debug.h`) arrive on the default stream, truncated as
+/// documented (the high digits dropped), and SIM_TRACEVAL names the function, the variable and
+/// its value.
+#[test]
+fn the_simulator_debug_prints_reach_the_default_stream() -> R {
+    let (d, ctx) = model();
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let outbox = p.outbox(p.uar())?;
+    let mut s = MsgStream::create(&p, &batch(0, MsgLevel::Info))?;
+    let h = printer(&p, &outbox, "st_sim")?;
+    assert_eq!(run(&h, 42)?, 0);
+    let got = collect(&mut s, 5)?;
+    assert_eq!(got[..4], ["hello", "345", "-42", "!"]);
+    assert!(
+        got[4].starts_with("st_sim:") && got[4].ends_with(" x = 0x2a\n"),
+        "{:?}",
+        got[4]
+    );
+    s.close()?;
+    drop((h, outbox, p, ctx));
+    d.stop_engine();
+    Ok(())
+}

@@ -9,6 +9,7 @@
 
 #include <libflexio-dev/flexio_dev.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
+#include <libflexio-dev/flexio_dev_debug.h>
 #include "selftest.h"
 
 uint64_t st_add(uint64_t x);
@@ -38,6 +39,7 @@ uint64_t st_retrigger(uint64_t daddr);
 uint64_t st_msix(uint64_t cqn);
 uint64_t st_window_copy(uint64_t daddr);
 uint64_t st_time(uint64_t daddr);
+uint64_t st_sim(uint64_t x);
 
 /** Pure. Returns x + 1. */
 __dpa_global__ uint64_t st_add(uint64_t x)
@@ -397,4 +399,15 @@ __dpa_global__ uint64_t st_time(uint64_t daddr)
 	out[0] = t0;
 	out[1] = t1;
 	return t0;
+}
+
+/** The simulator prints (flexio_dev_debug.h), five messages on the default stream. */
+__dpa_global__ uint64_t st_sim(uint64_t x)
+{
+	print_sim_str("hello world", 5);
+	print_sim_hex(0x12345, 3);
+	print_sim_int(-42, 8);
+	print_sim_putc('!');
+	SIM_TRACEVAL(x);
+	return 0;
 }

@@ -68,6 +68,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_queue_types.h"),
     ),
     (
+        "include/libflexio-dev/flexio_dev_debug.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_debug.h"),
+    ),
+    (
         "include/libflexio-dev/flexio_dev_ver.h",
         include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_ver.h"),
     ),
@@ -112,6 +116,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "runtime/inttypes.c",
         include_str!("../../fw-blobs/runtime/inttypes.c"),
     ),
+    (
+        "runtime/debug.c",
+        include_str!("../../fw-blobs/runtime/debug.c"),
+    ),
     ("link/dpa.ld", include_str!("../../fw-blobs/link/dpa.ld")),
     (
         "link/dpa_older.ld",
@@ -129,6 +137,7 @@ const RUNTIME: &[&str] = &[
     "rpc",
     "stdio",
     "inttypes",
+    "debug",
 ];
 
 /// The default compiler (Debian package `gcc-riscv64-unknown-elf`).
