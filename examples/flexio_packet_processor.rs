@@ -1,6 +1,16 @@
-//! FlexIO's packet-processor sample, in Rust: a DPA event handler receives every frame of a
-//! flow on an RQ in DPA memory, swaps its MAC addresses, turns the digits of a UDP payload into
-//! letters, and sends it back on an SQ in DPA memory. The host only sets things up.
+//! FlexIO's packet-processor sample, in Rust, in two forms.
+//!
+//! - [`Sample`] / [`run_sample`]: the sample as NVIDIA ships it, in its own host-device
+//!   protocol (`struct host2dev_packet_processor_data`): frames from [`PEER_MAC`] reach an RQ
+//!   in DPA memory; the handler prints "Process packet: <i>" on a message stream, swaps the
+//!   MACs, writes "<n> Event demo***" into 65-byte frames and sends them back on an SQ in DPA
+//!   memory. Any device build of the sample works: fw-blobs' `pp_sample.elf`, or NVIDIA's
+//!   public `flexio_packet_processor_dev.c` built with `mlx5-dpa cc`. `mlx5-dpa demo
+//!   packet-processor [--app-elf FILE]` runs [`run_sample`]; its output is the seed's.
+//! - [`PacketProcessor`] / [`run`]: this project's richer variant (`fw-blobs/src/
+//!   packet_processor.c`, context block `struct pp_dev_ctx`): any flow, any depth, counters,
+//!   every UDP frame's digits turned into letters; what `mlx5-dpa sim --app packet-processor`,
+//!   the benches and the TAP test use.
 //!
 //! ```text
 //! cargo run --example flexio_packet_processor                     # on the device model
@@ -8,8 +18,7 @@
 //! cargo run --example flexio_packet_processor -- --device mlx5_0  # on a BlueField-3
 //! ```
 //!
-//! The device side is `fw-blobs/src/packet_processor.c` (`flexio_pp_dev`); the context block
-//! it reads is `struct pp_dev_ctx` in `fw-blobs/src/packet_processor.h`.
+//! The example's `main` runs [`run_sample`].
 //!
 //! | FlexIO (C)                                    | here                                        |
 //! |-----------------------------------------------|---------------------------------------------|
@@ -34,7 +43,8 @@
 //! RQ and printed. On hardware the answer only comes back through a loopback plug or a peer
 //! that reflects it; otherwise the demo times out with that explanation.
 //!
-//! `mlx5-dpa demo packet-processor [--pcap FILE]` runs this file's [`run`].
+//! `mlx5-dpa demo packet-processor [--pcap FILE] [--app-elf FILE]` runs this file's [`run_sample`]; [`run`] is the same
+//! round trip with [`PacketProcessor`].
 
 use std::error::Error;
 use std::io::Write;
@@ -42,6 +52,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlx5_dpa::devx::{self, Devx, UarKind};
+use mlx5_dpa::dpa::msg_stream::{
+    MsgLevel, MsgOutput, MsgStream, MsgStreamAttr, SyncMode, DEFAULT_STREAM_ID,
+};
 use mlx5_dpa::dpa::outbox::Outbox;
 use mlx5_dpa::dpa::queues::{DpaCq, DpaEthSq, DpaMkey, DpaQueueMem, DpaRq};
 use mlx5_dpa::dpa::thread::{EventHandler, EventHandlerAttr};
@@ -659,6 +672,306 @@ fn fmt_mac(m: &[u8; 6]) -> String {
         .join(":")
 }
 
+// ---------------------------------------------------------------------------------------------
+// FlexIO's own sample protocol (`host2dev_packet_processor_data`), what `mlx5-dpa demo
+// packet-processor` runs: any device build of the sample works with it, NVIDIA's public
+// `flexio_packet_processor_dev.c` built with `mlx5-dpa cc` included.
+
+/// fw-blobs' device build of the sample's protocol (`fw-blobs/src/pp_sample.c`).
+pub const PP_SAMPLE_ELF: &[u8] = include_bytes!("../fw-blobs/bin/pp_sample.elf");
+/// log2 of the sample's queue depths (`LOG_CQ_DEPTH`, `LOG_RQ_DEPTH`, `LOG_SQ_DEPTH`).
+pub const SAMPLE_LOG_DEPTH: u8 = 7;
+/// log2 of each receive and send buffer (`LOG_WQD_CHUNK_BSIZE`).
+pub const SAMPLE_LOG_CHUNK: u8 = 11;
+/// `struct host2dev_packet_processor_data`: four queue descriptions and `not_first_run`, packed
+/// (24 + 32 + 24 + 32 + 1 bytes), 8-byte aligned.
+pub const H2D_BYTES: usize = 120;
+/// The text the sample writes into a 65-byte frame from byte 0x2a.
+pub const EVENT_DEMO: &[u8; 27] = b"  Event demo***************";
+
+/// `struct app_transfer_cq` bytes.
+fn transfer_cq(cq: &DpaCq) -> [u8; 24] {
+    let mut b = [0u8; 24];
+    b[0..4].copy_from_slice(&cq.cqn().0.to_le_bytes());
+    b[4..8].copy_from_slice(&u32::from(SAMPLE_LOG_DEPTH).to_le_bytes());
+    b[8..16].copy_from_slice(&cq.ring_daddr().to_le_bytes());
+    b[16..24].copy_from_slice(&cq.dbr_daddr().to_le_bytes());
+    b
+}
+
+/// `struct app_transfer_wq` bytes.
+fn transfer_wq(num: u32, lkey: u32, ring: u64, dbr: u64, data: u64) -> [u8; 32] {
+    let mut b = [0u8; 32];
+    b[0..4].copy_from_slice(&num.to_le_bytes());
+    b[4..8].copy_from_slice(&lkey.to_le_bytes());
+    b[8..16].copy_from_slice(&ring.to_le_bytes());
+    b[16..24].copy_from_slice(&dbr.to_le_bytes());
+    b[24..32].copy_from_slice(&data.to_le_bytes());
+    b
+}
+
+/// Everything the sample's host side creates, released in reverse order (fields drop in
+/// declaration order).
+#[derive(Debug)]
+pub struct Sample {
+    flow: RxFlow,
+    sq: DpaEthSq,
+    _tis: Arc<Tis>,
+    _td: Arc<TransportDomain>,
+    sq_cq: DpaCq,
+    rq: DpaRq,
+    rq_cq: DpaCq,
+    handler: EventHandler,
+    stream: MsgStream,
+    outbox: Outbox,
+    _mkey: DpaMkey,
+    bufs: DpaBuf,
+    h2d: DpaBuf,
+    process: Process,
+}
+
+impl Sample {
+    /// Builds the sample as FlexIO's host program does, for the device build `app`: a process,
+    /// a message stream (its messages collected, see [`Sample::messages`]), the event handler
+    /// `flexio_pp_dev`, an RQ (its CQ bound to the handler) and an SQ with their CQs and
+    /// buffers in DPA memory, one key over the buffers, `host2dev_packet_processor_data`
+    /// written to DPA memory, the rule steering frames from [`PEER_MAC`] to the RQ; then the
+    /// handler is run once with the data's address.
+    ///
+    /// # Errors
+    /// [`DpaError::Step`] naming the step that failed; everything made before it is released.
+    pub fn setup(dev: &Arc<dyn Devx>, app: &[u8]) -> Result<Sample, DpaError> {
+        let process =
+            Process::create(dev, app, &ProcessAttr::default()).step("creating the DPA process")?;
+        let stream = MsgStream::create(
+            &process,
+            &MsgStreamAttr {
+                sync_mode: SyncMode::Batch,
+                ..MsgStreamAttr::new(DEFAULT_STREAM_ID, MsgLevel::Info, MsgOutput::Collect)
+            },
+        )
+        .step("creating the message stream")?;
+        let depth = 1usize << SAMPLE_LOG_DEPTH;
+        let chunk = 1usize << SAMPLE_LOG_CHUNK;
+        let h2d = process
+            .alloc(H2D_BYTES as u64)
+            .step("allocating host2dev_packet_processor_data")?;
+        let bufs = process
+            .alloc((2 * depth * chunk) as u64)
+            .step("allocating the RQ and SQ data buffers")?;
+        let mkey = DpaMkey::over(&process, &bufs, Access::LOCAL_WRITE)
+            .step("creating the key over the data buffers")?;
+        let (rx_data, tx_data) = (bufs.daddr(), bufs.daddr() + (depth * chunk) as u64);
+        let outbox = process.outbox(process.uar()).step("creating the outbox")?;
+        let handler = process
+            .event_handler(&EventHandlerAttr {
+                default_outbox_id: outbox.id(),
+                ..EventHandlerAttr::new("flexio_pp_dev", h2d.daddr())
+            })
+            .step("creating the event handler")?;
+        let uar = process.uar();
+        let cqc = CqConfig {
+            events: CqEvents::DpaThread(handler.id()),
+            ..CqConfig::new(SAMPLE_LOG_DEPTH)
+        };
+        let rq_cq = DpaQueueMem::alloc(&process, cqc.ring_bytes())
+            .and_then(|m| DpaCq::create(&process, uar, m, &cqc))
+            .step("creating the RQ's CQ in DPA memory")?;
+        let rqc = RqConfig {
+            log_size: SAMPLE_LOG_DEPTH,
+            max_sge: 1,
+        };
+        let mut rq = DpaQueueMem::alloc(&process, rqc.ring_bytes())
+            .and_then(|m| DpaRq::create(&process, uar, &rq_cq, m, &rqc))
+            .step("creating the RQ in DPA memory")?;
+        let rx: Vec<(u64, u32)> = (0..depth)
+            .map(|i| (rx_data + (i * chunk) as u64, chunk as u32))
+            .collect();
+        rq.fill(&process, &rx, mkey.lkey())
+            .step("posting the receive buffers")?;
+        let sq_cqc = CqConfig::new(SAMPLE_LOG_DEPTH);
+        let sq_cq = DpaQueueMem::alloc(&process, sq_cqc.ring_bytes())
+            .and_then(|m| DpaCq::create(&process, uar, m, &sq_cqc))
+            .step("creating the SQ's CQ in DPA memory")?;
+        let td = TransportDomain::alloc(dev).step("allocating the transport domain")?;
+        let tis = Tis::create(dev, &td, process.pd()).step("creating the TIS")?;
+        let sq = DpaQueueMem::alloc(&process, 64 << SAMPLE_LOG_DEPTH)
+            .and_then(|m| DpaEthSq::create(&process, uar, &tis, &sq_cq, m, SAMPLE_LOG_DEPTH))
+            .step("creating the SQ in DPA memory")?;
+
+        let lkey = mkey.lkey().0;
+        let mut d = Vec::with_capacity(H2D_BYTES);
+        d.extend_from_slice(&transfer_cq(&rq_cq));
+        d.extend_from_slice(&transfer_wq(
+            rq.rqn().0,
+            lkey,
+            rq.ring_daddr(),
+            rq.dbr_daddr(),
+            rx_data,
+        ));
+        d.extend_from_slice(&transfer_cq(&sq_cq));
+        d.extend_from_slice(&transfer_wq(
+            sq.sqn().0,
+            lkey,
+            sq.ring_daddr(),
+            sq.dbr_daddr(),
+            tx_data,
+        ));
+        d.resize(H2D_BYTES, 0); // not_first_run = 0, padding
+        process
+            .copy_to_dev(h2d.daddr(), &d)
+            .step("writing host2dev_packet_processor_data")?;
+        let flow = RxFlow::to_rq(
+            dev,
+            &td,
+            &rq,
+            OuterMatch {
+                smac: Some(PEER_MAC),
+                ..OuterMatch::default()
+            },
+            0,
+        )
+        .step("steering frames from the sample's source MAC to the RQ")?;
+        handler.run(h2d.daddr()).step("running the event handler")?;
+        Ok(Sample {
+            flow,
+            sq,
+            _tis: tis,
+            _td: td,
+            sq_cq,
+            rq,
+            rq_cq,
+            handler,
+            stream,
+            outbox,
+            _mkey: mkey,
+            bufs,
+            h2d,
+            process,
+        })
+    }
+
+    /// The process.
+    pub fn process(&self) -> &Process {
+        &self.process
+    }
+
+    /// The event handler.
+    pub fn handler(&self) -> &EventHandler {
+        &self.handler
+    }
+
+    /// Queue numbers: (RQ, RQ CQ, SQ, SQ CQ), and the rule's TIR.
+    pub fn queues(&self) -> (u32, u32, u32, u32, u32) {
+        (
+            self.rq.rqn().0,
+            self.rq_cq.cqn().0,
+            self.sq.sqn().0,
+            self.sq_cq.cqn().0,
+            self.flow.tir().tirn(),
+        )
+    }
+
+    /// The DPA addresses of the host2dev data and the data buffers, and the outbox id.
+    pub fn layout(&self) -> (u64, u64, u32) {
+        (self.h2d.daddr(), self.bufs.daddr(), self.outbox.id())
+    }
+
+    /// The device's messages so far (waiting at most `timeout` for the ones in flight).
+    ///
+    /// # Errors
+    /// The stream failed.
+    pub fn messages(&mut self, timeout: Duration) -> Result<Vec<String>, DpaError> {
+        self.stream.flush(timeout)?;
+        Ok(self.stream.take_messages())
+    }
+}
+
+/// What the sample does to `frame`, the `index`-th it sends (1 for the first): MACs swapped;
+/// a 65-byte frame also gets [`EVENT_DEMO`] from byte 0x2a with the low hex digit of `index`
+/// at 0x2a. Nothing else changes (checksums included; no headers inlined).
+pub fn sample_answer(frame: &[u8], index: u64) -> Vec<u8> {
+    let mut f = frame.to_vec();
+    if f.len() >= 12 {
+        let (dst, src) = (f[0..6].to_vec(), f[6..12].to_vec());
+        f[0..6].copy_from_slice(&src);
+        f[6..12].copy_from_slice(&dst);
+    }
+    if f.len() == 65 {
+        f[0x2a..].copy_from_slice(&EVENT_DEMO[..65 - 0x2a]);
+        f[0x2a] = b"0123456789abcdef"[(index & 0xf) as usize];
+    }
+    f
+}
+
+/// What [`run_sample`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleReport {
+    pub sent: Vec<u8>,
+    pub received: Vec<u8>,
+    pub messages: Vec<String>,
+}
+
+/// FlexIO's packet-processor sample as the seed runs it (`dpa-development-flexio-sdk.txt`,
+/// "flexio_packet_process"): builds [`Sample`] for the device build `app` on `dev` (named
+/// `device_name`), injects the sample's 65-byte UDP frame from [`PEER_MAC`] through a host SQ,
+/// prints the device's "Process packet" line and both frames, and checks the answer against
+/// [`sample_answer`].
+///
+/// # Errors
+/// Set-up failures (naming their step), no answer within [`ANSWER_TIMEOUT`], or an answer that
+/// differs from the sample's rewrite.
+pub fn run_sample(
+    dev: &Arc<dyn Devx>,
+    device_name: &str,
+    app: &[u8],
+    out: &mut dyn Write,
+) -> Result<SampleReport, Box<dyn Error>> {
+    writeln!(
+        out,
+        "Welcome to 'Flex IO SDK packet processing' sample app."
+    )?;
+    writeln!(out, "Registered on device {device_name}")?;
+    let port_mac = devx::exec(dev.as_ref(), &QueryNicVportContext)?.mac;
+    let mut sample = Sample::setup(dev, app)?;
+    let mut host = HostPort::new(dev, PEER_MAC)?;
+    let frame = sample_frame(port_mac);
+    host.send(&frame)?;
+    let got = host.recv(ANSWER_TIMEOUT)?;
+    let messages = sample.messages(ANSWER_TIMEOUT)?;
+    for m in &messages {
+        write!(out, "{m}")?;
+    }
+    writeln!(
+        out,
+        "sent {} bytes from {}:",
+        frame.len(),
+        fmt_mac(&PEER_MAC)
+    )?;
+    write!(out, "{}", hex_dump(&frame))?;
+    writeln!(out, "received {} bytes back:", got.len())?;
+    write!(out, "{}", hex_dump(&got))?;
+    let want = sample_answer(&frame, 1);
+    if got != want {
+        return Err(format!(
+            "the answer differs from the sample's rewrite; expected:\n{}",
+            hex_dump(&want)
+        )
+        .into());
+    }
+    writeln!(
+        out,
+        "verified: MACs swapped, payload {:?}",
+        String::from_utf8_lossy(&got[0x2a..])
+    )?;
+    writeln!(out, "Flex IO SDK packet processing sample app is done")?;
+    Ok(SampleReport {
+        sent: frame,
+        received: got,
+        messages,
+    })
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo packet-processor` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
     let mut device = None;
@@ -677,13 +990,13 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let mut model = None;
     let dev: Arc<dyn Devx> = match device {
-        Some(name) => {
+        Some(ref name) => {
             if pcap.is_some() {
                 return Err(
                     "--pcap records the device model's port; on hardware use tcpdump".into(),
                 );
             }
-            devx::kernel::KernelDevx::open(Some(&name))?
+            devx::kernel::KernelDevx::open(Some(name))?
         }
         None => {
             let m = mlx5_sim::Device::with_profile("bf3").ok_or("no bf3 profile")?;
@@ -698,7 +1011,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             dev
         }
     };
-    let res = run(&dev, &mut std::io::stdout());
+    let name = device.clone().unwrap_or_else(|| "mlx5-sim (bf3)".into());
+    let res = run_sample(&dev, &name, PP_SAMPLE_ELF, &mut std::io::stdout());
     drop(dev);
     if let Some(m) = model {
         m.stop_engine();

@@ -49,7 +49,7 @@ fi
 # Fixed environment: locale, time zone and source paths must not leak into the output.
 export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 
-PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b"
+PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b pp_sample"
 # Linked a second time with the older layout (link/dpa_older.ld), as <name>_older.elf.
 OLDER="rpc_calc"
 RUNTIME="os string print msg_stream cmdq rpc stdio inttypes debug"
@@ -117,6 +117,7 @@ for p in $PROGRAMS; do
 	matmul) entries="matmul_cell matmul_full matmul_selfcheck" ;;
 	packet_processor) entries="flexio_pp_dev pp_init pp_rewrite pp_selfcheck" ;;
 	ident_a | ident_b) entries="ident" ;;
+	pp_sample) entries="flexio_pp_dev" ;;
 	selftest) entries="st_add st_add2 st_spin_forever st_fault_load st_store st_illegal st_ebreak \
 st_exit st_finish st_get_duar st_outbox_db st_outbox_gvmi st_window_rw st_counter st_tls st_ctx_dump \
 st_gp_global st_stack st_print st_msg st_format_check st_thread_id st_yield st_retrigger st_msix \

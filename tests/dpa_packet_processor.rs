@@ -176,3 +176,61 @@ fn setup_dropped_at_once_leaves_nothing_200_times() -> R {
 
 // Fault injection over every command of the set-up and the teardown: tests/fault_sweep.rs
 // (`packet_processor_flow`).
+
+/// FlexIO's own sample protocol (`host2dev_packet_processor_data`) with fw-blobs' build of its
+/// device side: frames from the sample's source MAC come back with the MACs swapped, 65-byte
+/// ones with "<n> Event demo***" (n = the low hex digit of the send index, 1 for the first), any
+/// other length untouched otherwise; each is announced by "Process packet: <i>" on the message
+/// stream; frames from another source MAC are not the sample's.
+#[test]
+fn the_samples_own_protocol_answers_every_frame_and_prints_each_index() -> R {
+    let (d, ctx) = model();
+    {
+        let port_mac =
+            mlx5_dpa::devx::exec(ctx.as_ref(), &mlx5_dpa::mlx5::cmd::QueryNicVportContext)?.mac;
+        let mut s = pp::Sample::setup(&ctx, pp::PP_SAMPLE_ELF)?;
+        let mut host = pp::HostPort::new(&ctx, pp::PEER_MAC)?;
+        // 20 frames: 65-byte ones (rewritten) and others (only the MACs swapped).
+        for i in 1..=20u64 {
+            let f = if i % 3 == 0 {
+                frame(port_mac, 100, true)
+            } else {
+                pp::sample_frame(port_mac)
+            };
+            host.send(&f)?;
+            let got = host.recv(T)?;
+            assert_eq!(got, pp::sample_answer(&f, i), "frame {i}");
+        }
+        let msgs = s.messages(T)?;
+        let want: Vec<String> = (0..20).map(|i| format!("Process packet: {i}\n")).collect();
+        assert_eq!(msgs, want);
+        // A frame from another source does not reach the DPA: no answer, no message.
+        let mut other = pp::sample_frame(port_mac);
+        other[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x99]);
+        host.send(&other)?;
+        assert!(host.recv(Duration::from_millis(200)).is_err());
+        assert!(s.messages(Duration::from_millis(100))?.is_empty());
+        drop(host);
+        drop(s);
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
+    Ok(())
+}
+
+/// The host side refuses a device build without the sample's handler: a typed error naming
+/// the missing symbol, and nothing left behind.
+#[test]
+fn a_build_without_the_samples_handler_is_refused() -> R {
+    let (d, ctx) = model();
+    let e = pp::Sample::setup(&ctx, include_bytes!("../fw-blobs/bin/rpc_calc.elf")).unwrap_err();
+    assert!(
+        matches!(&e, DpaError::UnknownSymbol(s) if s == "flexio_pp_dev"),
+        "{e}"
+    );
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
+    Ok(())
+}

@@ -464,6 +464,41 @@ fn command_queue_flow() {
     });
 }
 
+/// FlexIO's packet-processor sample in its own protocol (`host2dev_packet_processor_data`):
+/// every firmware command of the set-up failed in turn.
+#[test]
+fn packet_processor_sample_protocol_flow() {
+    let r = run(&Sweep {
+        name: "packet processor (sample protocol)",
+        profile: "bf3",
+        setup: &|ctx| pp::Sample::setup(ctx, pp::PP_SAMPLE_ELF),
+        teardown: &drop_it,
+        judge: &judge,
+        optional: &[CAP_PAGE_2],
+    });
+    for step in [
+        "creating the DPA process",
+        "creating the message stream",
+        "allocating the RQ and SQ data buffers",
+        "creating the key over the data buffers",
+        "creating the outbox",
+        "creating the event handler",
+        "creating the RQ's CQ in DPA memory",
+        "creating the RQ in DPA memory",
+        "creating the SQ's CQ in DPA memory",
+        "allocating the transport domain",
+        "creating the TIS",
+        "creating the SQ in DPA memory",
+        "steering frames from the sample's source MAC to the RQ",
+        "running the event handler",
+    ] {
+        assert!(
+            r.setup_steps.contains(step),
+            "no failure in {step:?}: {r:?}"
+        );
+    }
+}
+
 /// FlexIO's packet-processor sample, set up and ready (its own test sends frames).
 #[test]
 fn packet_processor_flow() {

@@ -56,5 +56,14 @@ rpc_check() {
 step "run flexio_rpc (demo rpc --app-elf)" rpc_check
 cat "$out/rpc.txt" 2>/dev/null | sed 's/^/      /'
 
+# The packet processor through this project's host side of the sample's protocol.
+pp_check() {
+	"$tool" --sim demo packet-processor --app-elf "$out/packet_processor.elf" | tee "$out/pp.txt" &&
+		grep -qx "Process packet: 0" "$out/pp.txt" &&
+		grep -q '^verified: MACs swapped, payload "1 Event demo' "$out/pp.txt"
+}
+step "run packet_processor (demo packet-processor --app-elf)" pp_check
+grep -E "^(Welcome|Registered|Process|verified|Flex IO)" "$out/pp.txt" 2>/dev/null | sed 's/^/      /'
+
 echo "check.sh: $failed failed"
 [ "$failed" -eq 0 ]

@@ -32,7 +32,7 @@ pub const STAGING_BYTES: usize = 64 * 1024;
 /// The key over the process memory.
 #[derive(Debug)]
 struct DumemKey {
-    _obj: DevxObj,
+    obj: DevxObj,
     rkey: Rkey,
     /// DPA addresses `base..end` are covered.
     end: u64,
@@ -47,6 +47,9 @@ pub(crate) struct Copier {
     responder_cq: Cq,
     staging: MemoryRegion,
     key: Option<DumemKey>,
+    /// Earlier keys whose destroy firmware refused: kept (and tried again) until the copier
+    /// goes, never forgotten.
+    retired: Vec<DumemKey>,
     _uar: Arc<UarPage>,
     dev: Arc<dyn Devx>,
     pd: Arc<Pd>,
@@ -108,6 +111,7 @@ impl Copier {
             responder_cq,
             staging,
             key: None,
+            retired: Vec::new(),
             _uar: Arc::clone(uar),
             dev: Arc::clone(dev),
             pd: Arc::clone(pd),
@@ -138,12 +142,19 @@ impl Copier {
             log_page_size: 12,
         };
         let (obj, key) = devx::create(&self.dev, &cmd)?;
-        // The old key (if any) is destroyed here, after the new one exists.
-        self.key = Some(DumemKey {
-            _obj: obj,
+        let fresh = DumemKey {
+            obj,
             rkey: Rkey(key),
             end,
-        });
+        };
+        // The old key (if any) goes now that the new one exists. A refusal is reported (the
+        // copy fails); the new key stays in use and the old one is kept for a later try.
+        if let Some(mut old) = self.key.replace(fresh) {
+            if let Err(e) = old.obj.try_destroy() {
+                self.retired.push(old);
+                return Err(e.into());
+            }
+        }
         Ok(Rkey(key))
     }
 

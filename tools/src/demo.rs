@@ -85,6 +85,11 @@ pub enum Demo {
         /// Record the model's port to this pcap file (device model only).
         #[arg(long, value_name = "FILE")]
         pcap: Option<std::path::PathBuf>,
+        /// Another device build of FlexIO's sample (e.g. the public
+        /// `flexio_packet_processor_dev.c` + `com_dev.c` built with `mlx5-dpa cc`) instead of
+        /// fw-blobs' `pp_sample.elf`.
+        #[arg(long, value_name = "FILE")]
+        app_elf: Option<std::path::PathBuf>,
     },
 }
 
@@ -115,7 +120,7 @@ pub fn run(
     let pcap = match demo {
         Demo::EthLoopback { pcap, .. }
         | Demo::Rdma { pcap, .. }
-        | Demo::PacketProcessor { pcap } => pcap.as_deref(),
+        | Demo::PacketProcessor { pcap, .. } => pcap.as_deref(),
         Demo::Rpc { .. } | Demo::Window | Demo::Multithread { .. } => None,
     };
     if pcap.is_some() && model.is_none() {
@@ -183,9 +188,16 @@ pub fn run(
             .map(|_| ())
             .map_err(Into::into),
         Demo::Window => flexio_window::run(ctx, out).map(|_| ()).map_err(Into::into),
-        Demo::PacketProcessor { .. } => flexio_packet_processor::run(ctx, out)
-            .map(|_| ())
-            .map_err(Into::into),
+        Demo::PacketProcessor { app_elf, .. } => (|| {
+            let app = match app_elf {
+                Some(p) => crate::input::read_bounded(p, crate::input::MAX_ELF_FILE)
+                    .map_err(|e| DemoError(e.to_string()))?,
+                None => flexio_packet_processor::PP_SAMPLE_ELF.to_vec(),
+            };
+            flexio_packet_processor::run_sample(ctx, device_name, &app, out)
+                .map(|_| ())
+                .map_err(DemoError::from)
+        })(),
     };
     for m in model.into_iter().chain(extra.iter()) {
         m.stop_engine();

@@ -34,6 +34,7 @@ command! {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OuterMatch {
     pub dmac: Option<[u8; 6]>,
+    pub smac: Option<[u8; 6]>,
     pub ethertype: Option<u16>,
     pub ip_protocol: Option<u8>,
     pub dst_ipv4: Option<[u8; 4]>,
@@ -60,6 +61,18 @@ fn encode_outer<L: Layout>(
         );
         v.set(
             o.at(fte_match_set_lyr_2_4::dmac_15_0),
+            val(lo & 0xffff, 0xffff),
+        );
+    }
+    if let Some(s) = m.smac {
+        let hi = u64::from(u16::from_be_bytes([s[0], s[1]]));
+        let lo = u64::from(u32::from_be_bytes([s[2], s[3], s[4], s[5]]));
+        v.set(
+            o.at(fte_match_set_lyr_2_4::smac_47_16),
+            val(hi << 16 | lo >> 16, 0xffff_ffff),
+        );
+        v.set(
+            o.at(fte_match_set_lyr_2_4::smac_15_0),
             val(lo & 0xffff, 0xffff),
         );
     }
