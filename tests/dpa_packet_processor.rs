@@ -182,9 +182,23 @@ fn setup_dropped_at_once_leaves_nothing_200_times() -> R {
 /// ones with "<n> Event demo***" (n = the low hex digit of the send index, 1 for the first), any
 /// other length untouched otherwise; each is announced by "Process packet: <i>" on the message
 /// stream; frames from another source MAC are not the sample's.
+///
+/// Run under both coherency models: the device code writes back what the NIC must see (the
+/// WQEs, the receive doorbell record) and the runtime's message stream does too.
 #[test]
 fn the_samples_own_protocol_answers_every_frame_and_prints_each_index() -> R {
+    for coherency in [
+        mlx5_sim::DpaCoherency::Hardware,
+        mlx5_sim::DpaCoherency::Coherent,
+    ] {
+        sample_protocol_round_trips(coherency)?;
+    }
+    Ok(())
+}
+
+fn sample_protocol_round_trips(coherency: mlx5_sim::DpaCoherency) -> R {
     let (d, ctx) = model();
+    d.set_dpa_coherency(coherency);
     {
         let port_mac =
             mlx5_dpa::devx::exec(ctx.as_ref(), &mlx5_dpa::mlx5::cmd::QueryNicVportContext)?.mac;

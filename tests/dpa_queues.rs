@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use mlx5_dpa::devx::Devx;
 use mlx5_dpa::dpa::queues::{DpaCq, DpaEthSq, DpaMkey, DpaQueueMem};
+use mlx5_dpa::dpa::thread::ThreadState;
 use mlx5_dpa::dpa::{DpaError, Process, ProcessAttr};
 use mlx5_dpa::mem::Access;
 use mlx5_dpa::mlx5::wire::cqe::{self, Cqe64};
@@ -273,6 +274,75 @@ fn bad_queue_memory_and_keys_are_typed_errors() -> R {
         let buf = p.alloc(4096)?;
         let k = DpaMkey::over(&p, &buf, Access::LOCAL_WRITE)?;
         assert_eq!(k.range(), (buf.daddr(), buf.len()));
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
+    Ok(())
+}
+
+/// DPA memory and the NIC under `DpaCoherency::Hardware` (DPA Subsystem guide: "DPA thread ->
+/// NIC engine: not coherent"): a WQE the DPA writes into its SQ ring and rings without a
+/// memory write-back is not what the NIC executes (it reads the ring as it was: here a NOP the
+/// host left that asks for no CQE); written back, it is.
+#[test]
+fn a_wqe_rung_without_a_write_back_is_not_what_the_nic_reads() -> R {
+    let (d, ctx) = model();
+    d.set_dpa_coherency(mlx5_sim::DpaCoherency::Hardware);
+    {
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        let outbox = p.outbox(p.uar())?;
+        let td = TransportDomain::alloc(&ctx)?;
+        let tis = Tis::create(&ctx, &td, p.pd())?;
+        let cqc = CqConfig::new(3);
+        let mut cq = Cq::create(
+            &ctx,
+            p.uar(),
+            HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
+            &cqc,
+        )?;
+        let sq = DpaEthSq::create(&p, p.uar(), &tis, &cq, DpaQueueMem::alloc(&p, 64 * 8)?, 3)?;
+        let sqn = sq.sqn().0;
+        // The host's NOPs in slots 0 and 1, asking for no CQE (fm_ce_se 0).
+        for slot in 0..2u16 {
+            let mut quiet = nop(sqn, slot);
+            quiet[wqe::at::FM_CE_SE] = 0; // no CQE
+            p.copy_to_dev(sq.ring_daddr() + 64 * u64::from(slot), &quiet)?;
+        }
+        let args = p.alloc(32)?;
+        let run = |slot: u64, writeback: bool| -> R {
+            let mut a = [0u8; 32];
+            a[0..4].copy_from_slice(&sqn.to_le_bytes());
+            a[4..8].copy_from_slice(&(slot as u32).to_le_bytes());
+            a[8..16].copy_from_slice(&(sq.ring_daddr() + 64 * slot).to_le_bytes());
+            a[16..24].copy_from_slice(&u64::from(writeback).to_le_bytes());
+            p.copy_to_dev(args.daddr(), &a)?;
+            let h = p.event_handler(&mlx5_dpa::dpa::thread::EventHandlerAttr {
+                default_outbox_id: outbox.id(),
+                ..mlx5_dpa::dpa::thread::EventHandlerAttr::new("st_wqe_nop", args.daddr())
+            })?;
+            h.run(args.daddr())?;
+            let start = std::time::Instant::now();
+            while h.info()?.activations < 1 || h.info()?.state == ThreadState::Running {
+                assert!(start.elapsed() < Duration::from_secs(10));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(())
+        };
+        // Slot 0 without a write-back: the NIC runs the host's NOP, no CQE.
+        run(0, false)?;
+        assert!(
+            cq.poll_timeout(Duration::from_millis(300)).is_err(),
+            "the NIC executed a WQE it could not yet see"
+        );
+        // Slot 1 written back: the DPA's NOP, which asks for a CQE.
+        run(1, true)?;
+        let c = cq.poll_timeout(Duration::from_secs(10))??;
+        assert_eq!(c.wqe_counter, 1);
+        assert!(cq.poll().is_none(), "one CQE, for the written-back WQE");
+        drop(sq);
+        drop(cq);
+        drop(outbox);
     }
     drop(ctx);
     d.stop_engine();

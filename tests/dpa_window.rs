@@ -511,3 +511,108 @@ fn groups_in_a_partition_keep_it_and_stay_inside_it() -> R {
     assert!(d.inventory().is_empty(), "{}", d.inventory());
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// The DPA Subsystem guide's coherency table, as the model option `DpaCoherency::Hardware`: a
+// program missing a write-back or a read invalidation fails as it would on the hardware, and
+// works once it has them. (With the default, coherent model every case below "works".)
+
+/// `struct st_coh_args`: window id, key, host address, mode, stop.
+fn coh_args(window_id: u32, mkey: u32, haddr: u64, mode: u64) -> [u8; 32] {
+    let mut a = [0u8; 32];
+    a[0..4].copy_from_slice(&window_id.to_le_bytes());
+    a[4..8].copy_from_slice(&mkey.to_le_bytes());
+    a[8..16].copy_from_slice(&haddr.to_le_bytes());
+    a[16..24].copy_from_slice(&mode.to_le_bytes());
+    a
+}
+
+fn host_u64(mr: &MemoryRegion, i: usize) -> u64 {
+    u64::from_le_bytes(host_bytes(mr, 8 * i, 8).try_into().unwrap())
+}
+
+/// Waits, bounded, for `cond`.
+fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < T, "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Window stores reach host memory at a window write-back; the ones after it only when the
+/// activation ends.
+#[test]
+fn window_stores_are_visible_once_written_back() -> R {
+    for coherency in [
+        mlx5_sim::DpaCoherency::Hardware,
+        mlx5_sim::DpaCoherency::Coherent,
+    ] {
+        let (d, ctx) = model("bf3");
+        d.set_dpa_coherency(coherency);
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        let mr = MemoryRegion::alloc(&ctx, p.pd(), 4096, Access::LOCAL_WRITE)?;
+        let w = p.window(p.pd())?;
+        let args = p.alloc(32)?;
+        p.copy_to_dev(args.daddr(), &coh_args(w.id(), mr.lkey().0, mr.addr(), 0))?;
+        let h = p.event_handler(&EventHandlerAttr::new("st_window_marks", args.daddr()))?;
+        h.run(args.daddr())?;
+        until("the written-back mark", || host_u64(&mr, 0) == 0xa1);
+        // The DPA is waiting for `stop`: its second store has not been written back.
+        let second = host_u64(&mr, 1);
+        match coherency {
+            mlx5_sim::DpaCoherency::Hardware => assert_eq!(second, 0, "not written back yet"),
+            mlx5_sim::DpaCoherency::Coherent => assert_eq!(second, 0xc3),
+        }
+        p.copy_to_dev(args.daddr() + 24, &1u64.to_le_bytes())?;
+        let info = wait_activations(&h, 1)?;
+        assert_eq!(info.return_value, 1);
+        assert_eq!(
+            host_u64(&mr, 1),
+            0xc3,
+            "written back when the activation ended"
+        );
+        drop((h, args, w, mr, p, ctx));
+        d.stop_engine();
+    }
+    Ok(())
+}
+
+/// Window reads come from a line read once until `__dpa_thread_window_read_inv`: a program
+/// polling a host flag without invalidating never sees the host's change; with it, it does.
+#[test]
+fn window_reads_need_an_invalidation_to_see_the_host() -> R {
+    let (d, ctx) = model("bf3");
+    d.set_dpa_coherency(mlx5_sim::DpaCoherency::Hardware);
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let mr = MemoryRegion::alloc(&ctx, p.pd(), 4096, Access::LOCAL_WRITE)?;
+    let w = p.window(p.pd())?;
+    for invalidate in [true, false] {
+        mr.write(0, &[0u8; 64])?;
+        let args = p.alloc(32)?;
+        p.copy_to_dev(
+            args.daddr(),
+            &coh_args(w.id(), mr.lkey().0, mr.addr(), u64::from(invalidate)),
+        )?;
+        let h = p.event_handler(&EventHandlerAttr::new("st_window_poll", args.daddr()))?;
+        h.run(args.daddr())?;
+        // The DPA's cue: it is polling now.
+        until("the DPA's cue", || host_u64(&mr, 2) == 0x5a);
+        mr.write(24, &1u64.to_le_bytes())?;
+        if invalidate {
+            let info = wait_activations(&h, 1)?;
+            assert!(info.return_value >= 1, "{info:?}");
+        } else {
+            // Without the invalidation the cached line never changes: still polling.
+            std::thread::sleep(Duration::from_millis(100));
+            assert_eq!(h.info()?.state, ThreadState::Running);
+            p.copy_to_dev(args.daddr() + 24, &1u64.to_le_bytes())?;
+            let info = wait_activations(&h, 1)?;
+            assert_eq!(info.return_value, 0, "ended by `stop`, the flag never seen");
+        }
+        drop((h, args));
+    }
+    drop((w, mr, p, ctx));
+    d.stop_engine();
+    Ok(())
+}

@@ -10,6 +10,7 @@
 #include <libflexio-dev/flexio_dev.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
 #include <libflexio-dev/flexio_dev_debug.h>
+#include <dpaintrin.h>
 #include "selftest.h"
 
 uint64_t st_add(uint64_t x);
@@ -40,6 +41,9 @@ uint64_t st_msix(uint64_t cqn);
 uint64_t st_window_copy(uint64_t daddr);
 uint64_t st_time(uint64_t daddr);
 uint64_t st_sim(uint64_t x);
+uint64_t st_wqe_nop(uint64_t args_daddr);
+uint64_t st_window_marks(uint64_t args_daddr);
+uint64_t st_window_poll(uint64_t args_daddr);
 
 /** Pure. Returns x + 1. */
 __dpa_global__ uint64_t st_add(uint64_t x)
@@ -410,4 +414,85 @@ __dpa_global__ uint64_t st_sim(uint64_t x)
 	print_sim_putc('!');
 	SIM_TRACEVAL(x);
 	return 0;
+}
+
+/**
+ * Writes a NOP send WQE (a CQE always) at slot 0 of the SQ ring at `haddr` with WQE index
+ * `mkey`, for SQ `window_id`; with mode bit 0 writes it back (__dpa_thread_memory_writeback),
+ * then rings the SQ doorbell with a plain outbox store (no fence: the store itself writes
+ * nothing back). Returns 0.
+ */
+__dpa_global__ uint64_t st_wqe_nop(uint64_t args_daddr)
+{
+	volatile struct st_coh_args *a = (volatile struct st_coh_args *)(uintptr_t)args_daddr;
+	union flexio_dev_sqe_seg *wqe = (union flexio_dev_sqe_seg *)(uintptr_t)a->haddr;
+	struct flexio_dev_thread_ctx *ctx;
+	uint32_t pi = a->mkey, sqn = a->window_id;
+
+	flexio_dev_get_thread_ctx(&ctx);
+	mlx5_dpa_swqe_ctrl_set(wqe, 0, MLX5_CTRL_SEG_OPCODE_NOP, pi, sqn, 1,
+			       MLX5_CTRL_SEG_CE_CQE_ALWAYS << 2, 0);
+	if (a->mode & 1)
+		__dpa_thread_memory_writeback();
+	*(volatile uint64_t *)(uintptr_t)(ctx->outbox_base + DPA_OUTBOX_SXD_DB) =
+		OUTBOX_V_SXD_DB(pi + 1, sqn);
+	return 0;
+}
+
+/** Selects and keys the window of `a`; returns the DPA address of `a->haddr` (0: failed). */
+static volatile uint64_t *coh_window(volatile struct st_coh_args *a)
+{
+	struct flexio_dev_thread_ctx *ctx;
+	flexio_uintptr_t daddr;
+
+	flexio_dev_get_thread_ctx(&ctx);
+	if (flexio_dev_window_config(ctx, (uint16_t)a->window_id, a->mkey) != FLEXIO_DEV_STATUS_SUCCESS ||
+	    flexio_dev_window_ptr_acquire(ctx, a->haddr, &daddr) != FLEXIO_DEV_STATUS_SUCCESS)
+		return 0;
+	return (volatile uint64_t *)(uintptr_t)daddr;
+}
+
+/**
+ * Through the window: host[0] = 0xa1, a window write-back, host[1] = 0xc3 (not written back);
+ * then waits for `stop` and returns 1 (ST_FAILED without a window).
+ */
+__dpa_global__ uint64_t st_window_marks(uint64_t args_daddr)
+{
+	volatile struct st_coh_args *a = (volatile struct st_coh_args *)(uintptr_t)args_daddr;
+	volatile uint64_t *h = coh_window(a);
+
+	if (!h)
+		return ST_FAILED;
+	h[0] = 0xa1;
+	__dpa_thread_window_writeback();
+	h[1] = 0xc3;
+	while (!a->stop)
+		;
+	return 1;
+}
+
+/**
+ * Through the window: host[2] = 0x5a and a write-back (the host's cue), then polls host[3]
+ * until it is non-zero (with mode bit 0, invalidating the window's reads each time) and
+ * returns how many polls that took; returns 0 when `stop` ends the wait first.
+ */
+__dpa_global__ uint64_t st_window_poll(uint64_t args_daddr)
+{
+	volatile struct st_coh_args *a = (volatile struct st_coh_args *)(uintptr_t)args_daddr;
+	volatile uint64_t *h = coh_window(a);
+	uint64_t polls = 0;
+
+	if (!h)
+		return ST_FAILED;
+	h[2] = 0x5a;
+	__dpa_thread_window_writeback();
+	for (;;) {
+		if (a->mode & 1)
+			__dpa_thread_window_read_inv();
+		polls++;
+		if (h[3])
+			return polls;
+		if (a->stop)
+			return 0;
+	}
 }

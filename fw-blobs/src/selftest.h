@@ -68,4 +68,25 @@ _Static_assert(offsetof(struct st_window_args, old_value) == 24, "old_value @24"
 _Static_assert(offsetof(struct st_window_args, new_value) == 32, "new_value @32");
 _Static_assert(offsetof(struct st_window_args, daddr) == 40, "daddr @40");
 
+/**
+ * Argument block of the coherency checks (st_wqe_nop, st_window_marks, st_window_poll).
+ *
+ * | offset | field |
+ * |---|---|
+ * | 0 | `window_id` u32 (st_wqe_nop: the SQ number) |
+ * | 4 | `mkey` u32 (st_wqe_nop: the producer counter the WQE gets) |
+ * | 8 | `haddr` u64: host buffer through the window (st_wqe_nop: the SQ ring's DPA address) |
+ * | 16 | `mode` u64: bit 0 = do the write-back / read-invalidate under test |
+ * | 24 | `stop` u64: the host sets it (by DMA) to end a wait |
+ */
+struct st_coh_args {
+	uint32_t window_id;
+	uint32_t mkey;
+	uint64_t haddr;
+	uint64_t mode;
+	uint64_t stop;
+};
+
+_Static_assert(sizeof(struct st_coh_args) == 32, "st_coh_args is 32 bytes");
+
 #endif /* MLX5_DPA_SELFTEST_H */

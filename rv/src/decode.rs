@@ -475,7 +475,8 @@ pub(crate) fn decode32(raw: u32) -> Insn {
         // MISC-MEM: every FENCE variant (fence.tso, pause) orders nothing in this
         // single-issue model; FENCE.I empties the code cache.
         0x0f => match f3 {
-            0 => Insn::new(Op::Fence, 0, 0, 0, 0, 4),
+            // imm: pred in bits 7:4, succ in bits 3:0.
+            0 => Insn::new(Op::Fence, 0, 0, 0, bits(raw, 27, 20) as i32, 4),
             1 => Insn::new(Op::FenceI, 0, 0, 0, 0, 4),
             _ => ill,
         },

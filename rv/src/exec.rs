@@ -138,6 +138,13 @@ impl<B: Bus> Exec<'_, B> {
                 }
             }
         }
+        if let Some(r) = self.bus.atomic_region(addr) {
+            if r.perms().read && r.perms().write {
+                if let Some(old) = r.amo(addr, size, op, value) {
+                    return Ok(old);
+                }
+            }
+        }
         // A device: read, then write (not atomic with respect to anything else on the bus).
         let old = self.bus.load(addr, size)?;
         self.bus.store(addr, size, op.apply(old, value, size))?;
@@ -480,7 +487,10 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                 Op::Sllw => x[rd] = sx32(u64::from((v1 as u32) << (v2 & 31))),
                 Op::Srlw => x[rd] = sx32(u64::from((v1 as u32) >> (v2 & 31))),
                 Op::Sraw => x[rd] = ((v1 as i32) >> (v2 & 31)) as i64 as u64,
-                Op::Fence => {}
+                Op::Fence => {
+                    let sets = insn.imm as u32;
+                    ex.bus.fence((sets >> 4) as u8 & 0xf, sets as u8 & 0xf);
+                }
                 Op::FenceI => {
                     ex.cache.clear();
                     cur_vpn = NO_PAGE;

@@ -53,6 +53,18 @@ pub trait Bus {
         None
     }
 
+    /// Optional: the RAM an AMO, LR or SC at `addr` acts on, for a bus that gives no
+    /// [`Bus::ram_region`] for `addr` (because it must see every plain load and store there)
+    /// yet whose atomics must stay atomic with respect to other harts. The engine uses the
+    /// region for that one atomic only. Without it an atomic is a `load` then a `store`.
+    fn atomic_region(&mut self, _addr: u64) -> Option<RamRegion> {
+        None
+    }
+
+    /// A `fence` with its predecessor and successor sets (bits: i 8, o 4, r 2, w 1), for a bus
+    /// that models write-back or invalidation (the engine itself keeps no caches).
+    fn fence(&mut self, _pred: u8, _succ: u8) {}
+
     /// Optional: a decoded-instruction cache the bus keeps for this hart across [`run`] calls
     /// (without one, each call starts with an empty cache and decodes again). The engine takes
     /// it out of the bus for the duration of a call and puts it back at the end. The bus must

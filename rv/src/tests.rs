@@ -20,6 +20,8 @@ struct TestBus {
     dev_value: u64,
     time: u64,
     cache: Option<CodeCache>,
+    /// The fences the engine reported, (pred, succ).
+    fences: Vec<(u8, u8)>,
 }
 
 impl TestBus {
@@ -35,6 +37,7 @@ impl TestBus {
             dev_value: 0x1122_3344_5566_7788,
             time: 0,
             cache: None,
+            fences: Vec::new(),
         }
     }
 
@@ -118,6 +121,10 @@ impl Bus for TestBus {
 
     fn time(&self) -> u64 {
         self.time
+    }
+
+    fn fence(&mut self, pred: u8, succ: u8) {
+        self.fences.push((pred, succ));
     }
 
     fn ram_region(&mut self, addr: u64) -> Option<RamRegion> {
@@ -1153,4 +1160,24 @@ fn an_illegal_instruction_in_a_custom_space_is_named_in_the_bare_machines_stop()
     })
     .to_string();
     assert!(!plain.contains("opcode space"), "{plain}");
+}
+
+/// Every `fence` reaches the bus with its sets (a bus models write-back with them); `fence.i`
+/// does not.
+#[test]
+fn fences_reach_the_bus_with_their_sets() {
+    let mut bus = TestBus::new(true);
+    bus.code(
+        TEXT,
+        &[
+            0x0110_000f, // fence w, w
+            0x0ff0_000f, // fence iorw, iorw
+            0x0880_000f, // fence i, i
+            0x0000_100f, // fence.i
+            0x0100_0073, // ebreak is 0x00100073; this word is illegal, the run stops here
+        ],
+    );
+    let mut h = Hart::new(TEXT);
+    let _ = run(&mut h, &mut bus, 10);
+    assert_eq!(bus.fences, [(1, 1), (15, 15), (8, 8)]);
 }

@@ -96,6 +96,8 @@ impl std::fmt::Debug for Device {
     }
 }
 
+pub use state::dpa::DpaCoherency;
+
 /// Counters of the whole device.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -183,6 +185,12 @@ impl Device {
             rc: st.dp.rc_stats,
             dpa: st.fw.dpa.stats,
         })
+    }
+
+    /// Chooses how the DPA's stores become visible ([`DpaCoherency`]); for activations
+    /// dispatched from now on.
+    pub fn set_dpa_coherency(&self, c: DpaCoherency) {
+        self.with_state(|st| st.fw.dpa.coherency = c);
     }
 
     /// DPA counters.
@@ -307,6 +315,8 @@ impl Device {
             let done = self.shared.dpa.take_done();
             let mut work = dpa::runtime::apply(st, done);
             work += datapath::step(st);
+            // After the NIC's pass: what activations left unwritten-back becomes visible.
+            work += st.fw.dpa.commit_late_writebacks();
             work += st.fw.dpa_dispatch(&self.shared.dpa, &weak);
             work
         });

@@ -44,6 +44,8 @@ pub(crate) struct Job {
     pub(crate) duar: u32,
     /// The thread was created continuable: DUAR_HANDLER_RETURN(YIELD) keeps its registers.
     pub(crate) continuable: bool,
+    /// [`crate::state::dpa::DpaCoherency::Hardware`]: stores buffered until written back.
+    pub(crate) weak: bool,
     /// A continuable thread's registers where it yielded: the activation resumes there.
     pub(crate) resume: Option<Hart>,
     pub(crate) vhca_id: u16,
@@ -141,6 +143,8 @@ pub(crate) struct Done {
     /// Stack bytes from `sp` (for a coredump), and where they start.
     pub(crate) stack_addr: u64,
     pub(crate) stack: Vec<u8>,
+    /// DPA-memory stores not written back by the end (weak coherency), committed later.
+    pub(crate) unwritten: Vec<(u64, u8)>,
 }
 
 /// A window mkey, translated once.
@@ -169,7 +173,16 @@ struct ActBus<'a> {
     effects: Vec<Effect>,
     pinned: Vec<u32>,
     ticks: std::cell::Cell<u64>,
+    /// Weak coherency: DPA-memory stores not yet written back (byte address -> value).
+    pending: std::collections::BTreeMap<u64, u8>,
+    /// Weak coherency: window stores not yet written back (aperture address -> value).
+    win_pending: std::collections::BTreeMap<u64, u8>,
+    /// Weak coherency: window lines read (aperture line address -> 64 bytes).
+    win_lines: std::collections::HashMap<u64, [u8; 64]>,
 }
+
+/// A cache line, as the weak coherency model keeps window reads.
+const LINE: u64 = 64;
 
 /// The DPA timer: `rdtime` counts nanoseconds (the profile's 1000 MHz timer) of the host's
 /// monotonic clock since the first read in this process, so it advances with real time, is
@@ -197,8 +210,26 @@ impl ActBus<'_> {
         self.write_ctx(8, 8, base);
     }
 
+    /// Writes back buffered DPA-memory stores (weak coherency).
+    fn writeback_memory(&mut self) {
+        for (addr, b) in std::mem::take(&mut self.pending) {
+            let _ = self.mem().write(addr, &[b]);
+        }
+    }
+
+    /// Writes back buffered window stores (weak coherency); errors of the write-back itself
+    /// (a window gone bad since) drop the bytes, as a failed write-back would.
+    fn writeback_window(&mut self) {
+        for (addr, b) in std::mem::take(&mut self.win_pending) {
+            let _ = self.window_access_direct(addr, 1, Some(u64::from(b)));
+        }
+    }
+
     /// Selects window `id` (activation start, WINDOW_SET_CFG); forgets the mkey.
     fn set_window(&mut self, id: Option<u32>) {
+        // What was written through the old window goes out before the change.
+        self.writeback_window();
+        self.win_lines.clear();
         self.window = id.and_then(|i| self.job.windows.get(&i).map(|pd| (i, *pd)));
         self.mkey = None;
         self.xlat = None;
@@ -283,7 +314,73 @@ impl ActBus<'_> {
         Ok(x)
     }
 
+    /// A window access, through the weak model's line cache and store buffer when it is on.
     fn window_access(&mut self, addr: u64, size: u8, store: Option<u64>) -> Result<u64, MemError> {
+        if !self.job.weak {
+            return self.window_access_direct(addr, size, store);
+        }
+        let n = u64::from(size);
+        match store {
+            Some(v) => {
+                // Checked against the window now (faults stay where the access is).
+                self.window_check(addr, size, true)?;
+                for i in 0..n {
+                    let b = (v >> (8 * i)) as u8;
+                    self.win_pending.insert(addr + i, b);
+                    if let Some(l) = self.win_lines.get_mut(&((addr + i) & !(LINE - 1))) {
+                        l[((addr + i) % LINE) as usize] = b;
+                    }
+                }
+                Ok(0)
+            }
+            None => {
+                self.window_check(addr, size, false)?;
+                let line = addr & !(LINE - 1);
+                if !self.win_lines.contains_key(&line) {
+                    let mut l = [0u8; LINE as usize];
+                    for (i, b) in l.iter_mut().enumerate() {
+                        // Bytes of the line outside the window read as 0.
+                        *b = self
+                            .window_access_direct(line + i as u64, 1, None)
+                            .unwrap_or(0) as u8;
+                    }
+                    self.win_lines.insert(line, l);
+                }
+                let l = self.win_lines[&line];
+                let mut v = 0u64;
+                for i in 0..n {
+                    let a = addr + i;
+                    let b = self
+                        .win_pending
+                        .get(&a)
+                        .copied()
+                        .unwrap_or(l[(a % LINE) as usize]);
+                    v |= u64::from(b) << (8 * i);
+                }
+                Ok(v)
+            }
+        }
+    }
+
+    /// The checks of a window access without doing it.
+    fn window_check(&mut self, addr: u64, size: u8, write: bool) -> Result<(), MemError> {
+        let x = self.translation()?;
+        let h = addr - map::WINDOW_BASE;
+        h.checked_sub(x.start)
+            .filter(|o| o.checked_add(u64::from(size)).is_some_and(|e| e <= x.len))
+            .ok_or(MemError::Device(device_code::WINDOW_BOUNDS))?;
+        if (write && !x.lw) || (!write && !x.lr) {
+            return Err(MemError::Device(device_code::WINDOW_ACCESS));
+        }
+        Ok(())
+    }
+
+    fn window_access_direct(
+        &mut self,
+        addr: u64,
+        size: u8,
+        store: Option<u64>,
+    ) -> Result<u64, MemError> {
         let x = self.translation()?;
         let h = addr - map::WINDOW_BASE;
         let off = h
@@ -349,11 +446,21 @@ impl Bus for ActBus<'_> {
         if let Some((area, _)) = self.mem().locate(addr) {
             // SAFETY: the process memory is kept alive by the job's Arc for the whole run.
             let r = unsafe { self.mem().ram_region(addr) };
-            return match r.and_then(|r| r.load(addr, size)) {
-                Some(v) if area.perms().read => Ok(v),
-                Some(_) => Err(MemError::Denied),
-                None => Err(MemError::Unmapped),
+            let v = match r.and_then(|r| r.load(addr, size)) {
+                Some(v) if area.perms().read => v,
+                Some(_) => return Err(MemError::Denied),
+                None => return Err(MemError::Unmapped),
             };
+            // This thread's own buffered stores (same-address ordering).
+            if self.job.weak && !self.pending.is_empty() {
+                let mut v = v;
+                for (a, b) in self.pending.range(addr..addr + u64::from(size)) {
+                    let sh = 8 * (a - addr);
+                    v = (v & !(0xff << sh)) | (u64::from(*b) << sh);
+                }
+                return Ok(v);
+            }
+            return Ok(v);
         }
         match self.mmio(addr) {
             Some(Mmio::Aperture) => self.window_access(addr, size, None),
@@ -368,6 +475,21 @@ impl Bus for ActBus<'_> {
         if let Some((area, _)) = self.mem().locate(addr) {
             if !area.perms().write {
                 return Err(MemError::Denied);
+            }
+            if self.job.weak && area == Area::Dumem {
+                // Checked like a real store (the whole access inside the area), then kept.
+                if self
+                    .mem()
+                    .locate(addr + u64::from(size) - 1)
+                    .map(|(a, _)| a)
+                    != Some(area)
+                {
+                    return Err(MemError::Unmapped);
+                }
+                for i in 0..u64::from(size) {
+                    self.pending.insert(addr + i, (value >> (8 * i)) as u8);
+                }
+                return Ok(());
             }
             // SAFETY: as in `load`.
             let r = unsafe { self.mem().ram_region(addr) };
@@ -411,9 +533,48 @@ impl Bus for ActBus<'_> {
     }
 
     fn ram_region(&mut self, addr: u64) -> Option<RamRegion> {
+        // Weak coherency: the bus sees every DPA-memory access (its store buffer).
+        if self.job.weak && matches!(self.mem().locate(addr), Some((Area::Dumem, _))) {
+            return None;
+        }
         // SAFETY: the process memory is kept alive by the job's Arc for the whole `run` call
         // (and longer); every other access to it is atomic (`memory` module docs).
         unsafe { self.mem().ram_region(addr) }
+    }
+
+    fn atomic_region(&mut self, addr: u64) -> Option<RamRegion> {
+        // An atomic acts on memory: this thread's buffered bytes of the word go first.
+        let word = addr & !7;
+        let mine: Vec<(u64, u8)> = self
+            .pending
+            .range(word..word + 8)
+            .map(|(a, b)| (*a, *b))
+            .collect();
+        for (a, b) in mine {
+            self.pending.remove(&a);
+            let _ = self.mem().write(a, &[b]);
+        }
+        // SAFETY: as in `ram_region`.
+        unsafe { self.mem().ram_region(addr) }
+    }
+
+    fn fence(&mut self, pred: u8, succ: u8) {
+        if !self.job.weak {
+            return;
+        }
+        // DPA memory written back: `w` among the predecessors (memory_writeback, a memory or
+        // system fence ordering writes).
+        if pred & 1 != 0 {
+            self.writeback_memory();
+        }
+        // Window written back: `o` among the predecessors (window_writeback, outbox fences).
+        if pred & 4 != 0 {
+            self.writeback_window();
+        }
+        // Window read invalidation: `i` before `i` (window_read_inv, system fences).
+        if pred & 8 != 0 && succ & 8 != 0 {
+            self.win_lines.clear();
+        }
     }
 
     fn code_cache(&mut self) -> Option<&mut CodeCache> {
@@ -548,6 +709,9 @@ pub(crate) fn run(mut job: Job) -> Done {
         effects: Vec::new(),
         pinned: Vec::new(),
         ticks: std::cell::Cell::new(0),
+        pending: Default::default(),
+        win_pending: Default::default(),
+        win_lines: Default::default(),
     };
     // The thread context (FACTS.md §5), then the thread's default outbox and window.
     bus.write_ctx(0, 4, 1);
@@ -642,6 +806,10 @@ pub(crate) fn run(mut job: Job) -> Done {
             }
         }
     };
+    // Weak coherency: the window's buffered stores reach the host as the activation ends;
+    // DPA-memory stores not written back are committed after the NIC's next pass.
+    bus.writeback_window();
+    let unwritten: Vec<(u64, u8)> = std::mem::take(&mut bus.pending).into_iter().collect();
     // Stack bytes for a coredump: from sp upwards, inside the thread's stack.
     let (stack_addr, stack) = match outcome {
         Outcome::Failed(_) => stack_window(&job.mem, job.slot, hart.x[reg::SP]),
@@ -666,6 +834,7 @@ pub(crate) fn run(mut job: Job) -> Done {
         slot: job.slot,
         stack_addr,
         stack,
+        unwritten,
     }
 }
 
@@ -710,6 +879,7 @@ pub(crate) fn internal_failure(j: &JobHead) -> Done {
         slot: j.slot,
         stack_addr: 0,
         stack: Vec::new(),
+        unwritten: Vec::new(),
     }
 }
 

@@ -135,6 +135,7 @@ impl Firmware {
                 default_window: t.default_window,
                 duar: p.dpa_uars.first().copied().unwrap_or(0),
                 continuable: t.continuable,
+                weak: self.dpa.coherency == crate::state::dpa::DpaCoherency::Hardware,
                 resume: t.resume.clone(),
                 vhca_id,
                 uid: p.uid,
@@ -186,6 +187,10 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
         // Doorbells first: they were rung during the activation.
         for e in &d.effects {
             apply_effect(st, d.process, *e);
+        }
+        if !d.unwritten.is_empty() {
+            let bytes = std::mem::take(&mut d.unwritten);
+            st.fw.dpa.late_writebacks.push((d.process, bytes));
         }
         let fw = &mut st.fw;
         if let Some(e) = fw.dpa.eus.get_mut(usize::from(d.eu)) {

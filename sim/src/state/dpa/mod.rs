@@ -269,9 +269,33 @@ pub(crate) struct Eu {
     pub(crate) activations: u64,
 }
 
+/// How the model's DPA makes its stores visible (DPA Subsystem guide, "Memory Model":
+/// "DPA thread -> NIC engine: not coherent").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DpaCoherency {
+    /// Every DPA store is visible to the NIC and the host at once (a friendlier machine than
+    /// the hardware; the default).
+    #[default]
+    Coherent,
+    /// As the guide's coherency table says: a DPA thread's stores to DPA memory reach the NIC
+    /// (and the host's copies) only when written back (`__dpa_thread_memory_writeback`, any
+    /// fence with `w` in its predecessor set), else some time after the activation, after the
+    /// NIC acted on its doorbells; stores through a window reach host memory at a window
+    /// write-back (`o` in the predecessor set) or when the activation ends; window reads come
+    /// from a per-activation cache of 64-byte lines until `__dpa_thread_window_read_inv`
+    /// (`fence i, i`). Atomics act on memory. Programs that work here work on the hardware.
+    Hardware,
+}
+
 /// The DPA's runtime state, inside the firmware (under the device lock).
 #[derive(Debug, Default)]
 pub(crate) struct DpaState {
+    /// How DPA stores reach the NIC and the host (see [`DpaCoherency`]).
+    pub(crate) coherency: DpaCoherency,
+    /// DPA-memory stores that activations left without a write-back: committed after the
+    /// datapath's next pass (so the NIC, acting on the activation's doorbells, reads what was
+    /// there before them), by process.
+    pub(crate) late_writebacks: Vec<(u32, Vec<(u64, u8)>)>,
     pub(crate) processes: std::collections::HashMap<u32, ProcessRt>,
     pub(crate) threads: std::collections::HashMap<u32, ThreadRt>,
     /// Threads waiting for an EU, in arrival order.
@@ -282,6 +306,23 @@ pub(crate) struct DpaState {
 }
 
 impl DpaState {
+    /// Commits the stores activations left unwritten (their caches being written back in
+    /// time). Returns the number of bytes.
+    pub(crate) fn commit_late_writebacks(&mut self) -> usize {
+        let mut n = 0;
+        for (process, bytes) in std::mem::take(&mut self.late_writebacks) {
+            if let Some(p) = self.processes.get(&process) {
+                for (addr, b) in bytes {
+                    // A block freed meanwhile: its bytes go nowhere, as a cache line of freed
+                    // memory would.
+                    let _ = p.mem.write(addr, &[b]);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
     /// Whether `process` has a free thread slot.
     pub(crate) fn has_slot(&self, process: u32) -> bool {
         self.processes
