@@ -646,3 +646,34 @@ fn the_dpa_timer_advances_with_real_time() -> R {
     d.stop_engine();
     Ok(())
 }
+
+/// "DPA threads are an actual hardware resource and are, therefore, limited in number to 256"
+/// (DPA Subsystem guide): the model's BlueField-3 refuses the 257th thread of the device, even
+/// when it belongs to another process.
+#[test]
+fn the_device_has_256_dpa_threads() -> R {
+    let (d, ctx) = model("bf3");
+    {
+        let caps = DpaCaps::query(&ctx)?;
+        assert_eq!(caps.max_threads, 256, "{caps:?}");
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        let q = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        let mut threads = Vec::new();
+        for i in 0..256 {
+            let owner = if i < 200 { &p } else { &q };
+            threads.push(owner.event_handler(&EventHandlerAttr::new("st_add", 0))?);
+        }
+        let e = q
+            .event_handler(&EventHandlerAttr::new("st_add", 0))
+            .unwrap_err();
+        assert!(e.to_string().contains("NO_RES"), "{e}");
+        // One gone, one can come.
+        threads.pop();
+        threads.push(p.event_handler(&EventHandlerAttr::new("st_add", 0))?);
+        drop(threads);
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}

@@ -85,7 +85,9 @@ impl Profile {
             v.set(d::log_max_dpa_threads_per_process, 8);
             v.set(d::log_max_dpa_process, 6);
             v.set(d::max_dpa_processes, 64);
-            v.set(d::log_max_dpa_thread, 12);
+            // "DPA threads are an actual hardware resource and are, therefore, limited in number
+            // to 256" (DPA Subsystem guide, DOCA DPA limitations).
+            v.set(d::log_max_dpa_thread, 8);
             v.set(d::log_max_dpa_outbox, 10);
             v.set(d::max_num_dpa_thread_per_group, 16);
             v.set(d::log_max_dpa_window, 10);
