@@ -122,7 +122,7 @@ for p in $PROGRAMS; do
 st_exit st_finish st_get_duar st_outbox_db st_outbox_gvmi st_window_rw st_counter st_tls st_ctx_dump \
 st_gp_global st_stack st_print st_msg st_format_check st_thread_id st_yield st_retrigger st_msix \
 st_window_copy st_time st_sim st_wqe_nop \
-st_window_marks st_window_poll" ;;
+st_window_marks st_window_poll st_trace" ;;
 	esac
 	# shellcheck disable=SC2086
 	check_elf "$OUT/$p.elf" $COMMON_ENTRIES $entries

@@ -407,3 +407,42 @@ fn the_simulator_debug_prints_reach_the_default_stream() -> R {
     d.stop_engine();
     Ok(())
 }
+
+/// FlexIO's tracer: the device posts binary records (`flexio_dev_trace_*`), the host prints
+/// each as its format with the arguments; the stream's level filters records too.
+#[test]
+fn tracer_records_are_printed_with_their_formats() -> R {
+    let (d, ctx) = model();
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let outbox = p.outbox(p.uar())?;
+    let formats: Arc<[String]> = vec![
+        "tracer started\n".to_string(),
+        "x = %lu, 2x = %#lx\n".to_string(),
+        "six: %d %d %d %d %d %ld\n".to_string(),
+    ]
+    .into();
+    let mut s = MsgStream::create(
+        &p,
+        &MsgStreamAttr {
+            tracer_formats: Some(formats),
+            ..batch(1, MsgLevel::Info)
+        },
+    )?;
+    let h = printer(&p, &outbox, "st_trace")?;
+    assert_eq!(run(&h, 21)?, 0);
+    assert_eq!(
+        collect(&mut s, 3)?,
+        [
+            "tracer started\n",
+            "x = 21, 2x = 0x2a\n",
+            "six: 1 2 3 4 5 -1\n"
+        ]
+    );
+    // The DEBUG record was filtered on the device.
+    assert_eq!(s.flush(Duration::from_millis(100))?, 0);
+    assert_eq!(s.device_stats(&p)?.msgs_posted, 3);
+    s.close()?;
+    drop((h, outbox, p, ctx));
+    d.stop_engine();
+    Ok(())
+}

@@ -215,6 +215,18 @@ int flexio_dev_msg(int stream_id, flexio_msg_dev_level level, const char *format
 	return n;
 }
 
+int mlx5_dpa_msg_post_raw(int stream_id, flexio_msg_dev_level level, const void *data,
+			  uint32_t len)
+{
+	struct flexio_msg_stream_dev_ctx *s = stream_get((uint32_t)stream_id);
+
+	if (!s)
+		return FLEXIO_MSG_DEV_ERR_NO_STREAM;
+	if (!level_passes(s, level))
+		return 0;
+	return stream_post(s, dpa_thread_ctx(), (const char *)data, len);
+}
+
 int flexio_dev_puts(struct flexio_dev_thread_ctx *dtctx, char *str)
 {
 	struct flexio_msg_stream_dev_ctx *s = stream_get(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID);

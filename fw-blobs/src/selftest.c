@@ -10,6 +10,7 @@
 #include <libflexio-dev/flexio_dev.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
 #include <libflexio-dev/flexio_dev_debug.h>
+#include <libflexio-dev/flexio_dev_tracer.h>
 #include <dpaintrin.h>
 #include "selftest.h"
 
@@ -44,6 +45,7 @@ uint64_t st_sim(uint64_t x);
 uint64_t st_wqe_nop(uint64_t args_daddr);
 uint64_t st_window_marks(uint64_t args_daddr);
 uint64_t st_window_poll(uint64_t args_daddr);
+uint64_t st_trace(uint64_t x);
 
 /** Pure. Returns x + 1. */
 __dpa_global__ uint64_t st_add(uint64_t x)
@@ -495,4 +497,16 @@ __dpa_global__ uint64_t st_window_poll(uint64_t args_daddr)
 		if (a->stop)
 			return 0;
 	}
+}
+
+/** Tracer records on stream 1: formats 0, 1 and 2 with 0, 2 and 6 arguments. */
+__dpa_global__ uint64_t st_trace(uint64_t x)
+{
+	flexio_dev_trace_0(1, FLEXIO_MSG_DEV_INFO, 0);
+	flexio_dev_trace_2(1, FLEXIO_MSG_DEV_INFO, 1, x, x * 2);
+	flexio_dev_trace_6(1, FLEXIO_MSG_DEV_ERROR, 2, 1, 2, 3, 4, 5, (uint64_t)-1);
+	flexio_dev_trace_1(1, FLEXIO_MSG_DEV_DEBUG, 1, 99); /* filtered at level INFO */
+	flexio_dev_tracer_flush(1);
+	flexio_dev_tracer_notify_host(1, 3);
+	return 0;
 }

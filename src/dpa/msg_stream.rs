@@ -230,6 +230,11 @@ pub struct MsgStreamAttr {
     /// The UAR of the stream's QP (FlexIO `uar`); `None`: [`Process::uar`]. The threads
     /// that print need an outbox over this UAR to ring the stream's send queue.
     pub uar: Option<Arc<UarPage>>,
+    /// A tracer stream (FlexIO's `FLEXIO_LOG_DEV_SYNC_MODE_TRACER` with
+    /// `tracer_msg_formats`): the device posts binary records (`flexio_dev_trace_*`: a
+    /// format number and six u64 arguments, 64 bytes), delivered as their format with the
+    /// arguments put in ([`format_trace`]). `None`: a text stream.
+    pub tracer_formats: Option<Arc<[String]>>,
 }
 
 impl Default for MsgStreamAttr {
@@ -244,6 +249,7 @@ impl Default for MsgStreamAttr {
             sync_mode: SyncMode::Sync,
             output: MsgOutput::Stdout,
             uar: None,
+            tracer_formats: None,
         }
     }
 }
@@ -385,6 +391,8 @@ struct Receiver {
     /// The QP reported an error: receives are no longer reposted.
     broken: bool,
     text: Vec<u8>,
+    /// A tracer stream's formats.
+    tracer: Option<Arc<[String]>>,
 }
 
 impl Receiver {
@@ -432,6 +440,9 @@ impl Receiver {
                     if let Err(e) = read {
                         first_err.get_or_insert(e.into());
                         continue;
+                    }
+                    if let Some(formats) = &self.tracer {
+                        self.text = trace_text(formats, &self.text).into_bytes();
                     }
                     if let Err(e) = self.sink.deliver(&self.text) {
                         first_err.get_or_insert(DpaError::Device(format!(
@@ -622,6 +633,7 @@ impl MsgStream {
             delivered: 0,
             broken: false,
             text: Vec::with_capacity(slot_size),
+            tracer: attr.tracer_formats.clone(),
         };
         (0..slots)
             .try_for_each(|s| rx.post(s))
@@ -873,5 +885,201 @@ impl Drop for MsgStream {
     fn drop(&mut self) {
         // Errors are for `close`; a destructor releases everything regardless.
         let _ = self.shutdown();
+    }
+}
+
+/// Bytes of a tracer record (`struct flexio_tracer_msg`).
+pub const TRACE_RECORD_LEN: usize = 64;
+
+/// A tracer record as text: its format with the arguments; a record of another size or with
+/// an unknown format number says so instead (the stream goes on).
+fn trace_text(formats: &[String], rec: &[u8]) -> String {
+    if rec.len() != TRACE_RECORD_LEN {
+        return format!(
+            "[trace record of {} bytes, not {TRACE_RECORD_LEN}]\n",
+            rec.len()
+        );
+    }
+    let id = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
+    let mut args = [0u64; 6];
+    for (i, a) in args.iter_mut().enumerate() {
+        let at = 16 + 8 * i;
+        *a = u64::from_le_bytes(rec[at..at + 8].try_into().unwrap_or_default());
+    }
+    match formats.get(id as usize) {
+        Some(f) => format_trace(f, &args),
+        None => format!("[trace format {id} unknown; args {args:#x?}]\n"),
+    }
+}
+
+/// A printf-style format with integer arguments, as the tracer's host side fills templates:
+/// `%d %i %u %x %X %o %c %p %%`, flags `-` `0` `+` space `#`, a field width, and the length
+/// modifiers `hh h l ll z j t` (the value is taken at that width, signed for `d` / `i`).
+/// Arguments past the sixth read as 0; anything else is copied as it is.
+pub fn format_trace(fmt: &str, args: &[u64]) -> String {
+    let mut out = String::new();
+    let mut next = args.iter().copied();
+    let b = fmt.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' {
+            let start = i;
+            while i < b.len() && b[i] != b'%' {
+                i += 1;
+            }
+            out.push_str(&fmt[start..i]);
+            continue;
+        }
+        let start = i;
+        i += 1;
+        let (mut left, mut zero, mut plus, mut space, mut alt) =
+            (false, false, false, false, false);
+        while i < b.len() {
+            match b[i] {
+                b'-' => left = true,
+                b'0' => zero = true,
+                b'+' => plus = true,
+                b' ' => space = true,
+                b'#' => alt = true,
+                _ => break,
+            }
+            i += 1;
+        }
+        let mut width = 0usize;
+        while i < b.len() && b[i].is_ascii_digit() {
+            width = width
+                .saturating_mul(10)
+                .saturating_add(usize::from(b[i] - b'0'));
+            i += 1;
+        }
+        let mut bits = 32u32;
+        while i < b.len() {
+            match b[i] {
+                b'h' if bits == 16 => bits = 8,
+                b'h' => bits = 16,
+                b'l' | b'z' | b'j' | b't' => bits = 64,
+                _ => break,
+            }
+            i += 1;
+        }
+        let Some(&conv) = b.get(i) else {
+            out.push_str(&fmt[start..]);
+            break;
+        };
+        i += 1;
+        let mask = |v: u64| {
+            if bits == 64 {
+                v
+            } else {
+                v & ((1u64 << bits) - 1)
+            }
+        };
+        let body = match conv {
+            b'%' => {
+                out.push('%');
+                continue;
+            }
+            b'd' | b'i' => {
+                let v = mask(next.next().unwrap_or(0));
+                let s = if bits == 64 {
+                    v as i64
+                } else {
+                    ((v << (64 - bits)) as i64) >> (64 - bits)
+                };
+                let sign = if s < 0 {
+                    "-"
+                } else if plus {
+                    "+"
+                } else if space {
+                    " "
+                } else {
+                    ""
+                };
+                (sign.to_string(), s.unsigned_abs().to_string())
+            }
+            b'u' => (String::new(), mask(next.next().unwrap_or(0)).to_string()),
+            b'x' => {
+                let v = mask(next.next().unwrap_or(0));
+                (
+                    if alt && v != 0 { "0x" } else { "" }.to_string(),
+                    format!("{v:x}"),
+                )
+            }
+            b'X' => {
+                let v = mask(next.next().unwrap_or(0));
+                (
+                    if alt && v != 0 { "0X" } else { "" }.to_string(),
+                    format!("{v:X}"),
+                )
+            }
+            b'o' => {
+                let v = mask(next.next().unwrap_or(0));
+                (if alt { "0" } else { "" }.to_string(), format!("{v:o}"))
+            }
+            b'p' => (
+                "0x".to_string(),
+                format!("{:016x}", next.next().unwrap_or(0)),
+            ),
+            b'c' => (
+                String::new(),
+                char::from(next.next().unwrap_or(0) as u8).to_string(),
+            ),
+            _ => {
+                out.push_str(&fmt[start..i]);
+                continue;
+            }
+        };
+        let (prefix, digits) = body;
+        let len = prefix.len() + digits.len();
+        let pad = width.saturating_sub(len);
+        if left {
+            out.push_str(&prefix);
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n(' ', pad));
+        } else if zero && conv != b'c' {
+            out.push_str(&prefix);
+            out.extend(std::iter::repeat_n('0', pad));
+            out.push_str(&digits);
+        } else {
+            out.extend(std::iter::repeat_n(' ', pad));
+            out.push_str(&prefix);
+            out.push_str(&digits);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod trace_tests {
+    use super::*;
+
+    #[test]
+    fn templates_take_their_arguments_as_printf_would() {
+        let a = [42u64, u64::MAX, 0xab, 7, b'Z' as u64, 0x4000_0000];
+        assert_eq!(
+            format_trace("x=%d y=%ld z=%#x w=%05u c=%c p=%p", &a),
+            "x=42 y=-1 z=0xab w=00007 c=Z p=0x0000000040000000"
+        );
+        assert_eq!(
+            format_trace(
+                "%d %hhu %lu|%-4d|%4x|",
+                &[u64::from(u32::MAX), 0x1ff, 3, 5, 0xa]
+            ),
+            "-1 255 3|5   |   a|"
+        );
+        assert_eq!(format_trace("100%% %q %", &[]), "100% %q %");
+        // Past the sixth argument, and with none given: 0.
+        assert_eq!(format_trace("%d %d", &[]), "0 0");
+    }
+
+    #[test]
+    fn records_of_the_wrong_size_or_format_say_so() {
+        let f: Vec<String> = vec!["a %lu\n".into()];
+        let mut rec = [0u8; 64];
+        rec[16..24].copy_from_slice(&5u64.to_le_bytes());
+        assert_eq!(trace_text(&f, &rec), "a 5\n");
+        rec[0] = 3;
+        assert!(trace_text(&f, &rec).starts_with("[trace format 3 unknown"));
+        assert!(trace_text(&f, &rec[..10]).contains("10 bytes"));
     }
 }

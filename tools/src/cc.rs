@@ -72,6 +72,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_debug.h"),
     ),
     (
+        "include/libflexio-dev/flexio_dev_tracer.h",
+        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_tracer.h"),
+    ),
+    (
         "include/libflexio-dev/flexio_dev_ver.h",
         include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_ver.h"),
     ),

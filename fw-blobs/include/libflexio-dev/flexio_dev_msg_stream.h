@@ -129,4 +129,12 @@ uint64_t flexio_msg_stream_dev_init(uint64_t ctx_daddr);
  */
 uint64_t flexio_msg_stream_dev_fini(uint64_t stream_id);
 
+/**
+ * Posts `len` bytes of `data` as they are (one SEND, cut to the stream's slot size) on stream
+ * `stream_id` if `level` passes its level; the results of flexio_dev_msg. The tracer's
+ * records go this way (flexio_dev_tracer.h).
+ */
+int mlx5_dpa_msg_post_raw(int stream_id, flexio_msg_dev_level level, const void *data,
+			  uint32_t len);
+
 #endif /* MLX5_DPA_FLEXIO_DEV_MSG_STREAM_H */
