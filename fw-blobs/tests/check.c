@@ -200,6 +200,30 @@ static void check_dpaintrin(void)
 	CHECK(__dpa_fxp_log2(0) == INT32_MIN, "log2(0)");
 }
 
+/* The emulation, MSI-X and congestion-control doorbells: the documented outbox values (bit
+ * positions of the public flexio_dev_dpa_arch.h register layouts) at their offsets. */
+static void check_nic_doorbells(void)
+{
+	struct flexio_dev_thread_ctx *dtctx = &fake_ctx;
+
+	CHECK(flexio_dev_msix_send(dtctx, 0x1234567) == FLEXIO_DEV_STATUS_SUCCESS &&
+		      fake_outbox[DPA_OUTBOX_RXT_DB / 8] == 0x234567,
+	      "RXT_DB %lx", fake_outbox[DPA_OUTBOX_RXT_DB / 8]);
+	flexio_dev_db_ctx_arm(dtctx, 0xabcdef, 0x3ffffff);
+	CHECK(fake_outbox[DPA_OUTBOX_EMU_CAP / 8] == (0x3ffffffull << 32 | 0xabcdef),
+	      "EMU_CAP %lx", fake_outbox[DPA_OUTBOX_EMU_CAP / 8]);
+	flexio_dev_db_ctx_force_trigger(dtctx, 0x12, 0x34);
+	CHECK(fake_outbox[DPA_OUTBOX_EMU_CAP_TRIGGER / 8] == (0x34ull << 32 | 0x12),
+	      "EMU_CAP_TRIGGER %lx", fake_outbox[DPA_OUTBOX_EMU_CAP_TRIGGER / 8]);
+	flexio_dev_cc_ring_db(dtctx, 0xbeef, 0x01020304, 1, CC_DB_NEXT_ACT_FW);
+	CHECK(fake_outbox[DPA_OUTBOX_CC_DB / 8] ==
+		      (0xbeefull << 48 | 2ull << 34 | 1ull << 32 | 0x01020304),
+	      "CC_DB %lx", fake_outbox[DPA_OUTBOX_CC_DB / 8]);
+	/* The thread id sits at context offset 44. */
+	fake_ctx.thread_id = 0x77;
+	CHECK(flexio_dev_get_thread_id(dtctx) == 0x77, "thread id");
+}
+
 static void check_pure(void)
 {
 	/* A call as the host writes it: unpack, func, ret, reserved, then eight argument words. */
@@ -474,6 +498,7 @@ int check_main(void)
 	check_tls();
 	check_msg_stream();
 	check_packet_processor();
+	check_nic_doorbells();
 	say("check: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
