@@ -45,22 +45,53 @@ fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
     dpa_common::model("bf3")
 }
 
+/// A selftest process with an outbox, and an SQ of 8 WQEBBs in its memory completing into a
+/// host CQ of 8 entries. Fields drop in declaration order (the SQ before its CQ and TIS).
+struct SqRig {
+    sq: DpaEthSq,
+    cq: Cq,
+    _tis: Arc<Tis>,
+    _td: Arc<TransportDomain>,
+    outbox: mlx5_dpa::dpa::outbox::Outbox,
+    p: Process,
+}
+
+impl SqRig {
+    fn new(ctx: &Arc<dyn Devx>) -> Result<SqRig, Box<dyn std::error::Error>> {
+        let p = Process::create(ctx, SELFTEST, &ProcessAttr::default())?;
+        let outbox = p.outbox(p.uar())?;
+        let td = TransportDomain::alloc(ctx)?;
+        let tis = Tis::create(ctx, &td, p.pd())?;
+        let cqc = CqConfig::new(3);
+        let cq = Cq::create(
+            ctx,
+            p.uar(),
+            HostQueueMem::alloc(ctx, cqc.ring_bytes())?,
+            &cqc,
+        )?;
+        let sq = DpaEthSq::create(&p, p.uar(), &tis, &cq, DpaQueueMem::alloc(&p, 64 * 8)?, 3)?;
+        Ok(SqRig {
+            sq,
+            cq,
+            _tis: tis,
+            _td: td,
+            outbox,
+            p,
+        })
+    }
+}
+
 #[test]
 fn a_dpa_sq_rung_by_the_dpa_completes_into_a_host_cq() -> R {
     let (d, ctx) = model();
     {
-        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
-        let outbox = p.outbox(p.uar())?;
-        let td = TransportDomain::alloc(&ctx)?;
-        let tis = Tis::create(&ctx, &td, p.pd())?;
-        let cqc = CqConfig::new(3);
-        let mut cq = Cq::create(
-            &ctx,
-            p.uar(),
-            HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
-            &cqc,
-        )?;
-        let sq = DpaEthSq::create(&p, p.uar(), &tis, &cq, DpaQueueMem::alloc(&p, 64 * 8)?, 3)?;
+        let SqRig {
+            sq,
+            mut cq,
+            outbox,
+            p,
+            ..
+        } = SqRig::new(&ctx)?;
         let desc = sq.descriptor();
         assert_eq!(desc.num, sq.sqn().0);
         assert_eq!(desc.sq_ring_addr, sq.ring_daddr());
@@ -290,18 +321,13 @@ fn a_wqe_rung_without_a_write_back_is_not_what_the_nic_reads() -> R {
     let (d, ctx) = model();
     d.set_dpa_coherency(mlx5_sim::DpaCoherency::Hardware);
     {
-        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
-        let outbox = p.outbox(p.uar())?;
-        let td = TransportDomain::alloc(&ctx)?;
-        let tis = Tis::create(&ctx, &td, p.pd())?;
-        let cqc = CqConfig::new(3);
-        let mut cq = Cq::create(
-            &ctx,
-            p.uar(),
-            HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
-            &cqc,
-        )?;
-        let sq = DpaEthSq::create(&p, p.uar(), &tis, &cq, DpaQueueMem::alloc(&p, 64 * 8)?, 3)?;
+        let SqRig {
+            sq,
+            mut cq,
+            outbox,
+            p,
+            ..
+        } = SqRig::new(&ctx)?;
         let sqn = sq.sqn().0;
         // The host's NOPs in slots 0 and 1, asking for no CQE (fm_ce_se 0).
         for slot in 0..2u16 {

@@ -52,29 +52,26 @@ fn encode_outer<L: Layout>(
 ) -> Result<(), CmdError> {
     let o = p.nested(fte_match_param::outer_headers);
     let val = |x: u64, all: u64| if mask { all } else { x };
-    if let Some(d) = m.dmac {
-        let hi = u64::from(u16::from_be_bytes([d[0], d[1]]));
-        let lo = u64::from(u32::from_be_bytes([d[2], d[3], d[4], d[5]]));
-        v.set(
-            o.at(fte_match_set_lyr_2_4::dmac_47_16),
-            val(hi << 16 | lo >> 16, 0xffff_ffff),
-        );
-        v.set(
-            o.at(fte_match_set_lyr_2_4::dmac_15_0),
-            val(lo & 0xffff, 0xffff),
-        );
-    }
-    if let Some(s) = m.smac {
-        let hi = u64::from(u16::from_be_bytes([s[0], s[1]]));
-        let lo = u64::from(u32::from_be_bytes([s[2], s[3], s[4], s[5]]));
-        v.set(
-            o.at(fte_match_set_lyr_2_4::smac_47_16),
-            val(hi << 16 | lo >> 16, 0xffff_ffff),
-        );
-        v.set(
-            o.at(fte_match_set_lyr_2_4::smac_15_0),
-            val(lo & 0xffff, 0xffff),
-        );
+    // A MAC address is split over a 32-bit (bits 47:16) and a 16-bit (15:0) field.
+    let macs = [
+        (
+            m.dmac,
+            fte_match_set_lyr_2_4::dmac_47_16,
+            fte_match_set_lyr_2_4::dmac_15_0,
+        ),
+        (
+            m.smac,
+            fte_match_set_lyr_2_4::smac_47_16,
+            fte_match_set_lyr_2_4::smac_15_0,
+        ),
+    ];
+    for (mac, high, low) in macs {
+        if let Some(a) = mac {
+            let hi = u64::from(u16::from_be_bytes([a[0], a[1]]));
+            let lo = u64::from(u32::from_be_bytes([a[2], a[3], a[4], a[5]]));
+            v.set(o.at(high), val(hi << 16 | lo >> 16, 0xffff_ffff));
+            v.set(o.at(low), val(lo & 0xffff, 0xffff));
+        }
     }
     if let Some(e) = m.ethertype {
         v.set(
