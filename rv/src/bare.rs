@@ -662,6 +662,50 @@ pub fn fuzz_exec(data: &[u8]) {
         runs.push((a, b, memory, m.output().to_vec()));
     }
     assert!(runs[0] == runs[1], "fast and bus paths differ: {:?}", runs);
+    // The ISA sweep (`mlx5-dpa elf isa`) agrees with the interpreter: an illegal instruction
+    // the run from BASE stopped at, on the linear sweep's instruction boundaries, is listed
+    // with its encoding.
+    let sweep = crate::isa::sweep(data, BASE);
+    assert_eq!(sweep.bytes, data.len() as u64);
+    if let Some((Ok((BareStop::Fault(Fault::IllegalInstruction { pc, encoding }), _)), ..)) =
+        runs.first()
+    {
+        let mut at = 0usize;
+        while at + 2 <= data.len() && (at as u64) < pc.wrapping_sub(BASE) {
+            at += usize::from(crate::decode::insn_len(u16::from_le_bytes([
+                data[at],
+                data[at + 1],
+            ])));
+        }
+        let boundary = BASE + at as u64 == *pc && at + 2 <= data.len();
+        let whole = boundary
+            && at
+                + usize::from(crate::decode::insn_len(u16::from_le_bytes([
+                    data[at],
+                    data[at + 1],
+                ])))
+                <= data.len();
+        // Unless the run stored over its own code there (a0..a7 point into it).
+        let len = usize::from(crate::decode::insn_len(u16::from_le_bytes([
+            data.get(at).copied().unwrap_or(0),
+            data.get(at + 1).copied().unwrap_or(0),
+        ])));
+        let unchanged = runs[0]
+            .2
+            .as_ref()
+            .and_then(|m| m.get(at..at + len))
+            .is_some_and(|now| data.get(at..at + len) == Some(now));
+        if whole && unchanged {
+            assert!(
+                sweep
+                    .undecodable
+                    .iter()
+                    .any(|u| u.addr == *pc && u.encoding == *encoding),
+                "the sweep missed {encoding:#x} at {pc:#x}: {:?}",
+                sweep.undecodable
+            );
+        }
+    }
 }
 
 #[cfg(test)]
