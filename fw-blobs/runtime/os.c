@@ -99,3 +99,19 @@ flexio_dev_status_t flexio_dev_window_config(struct flexio_dev_thread_ctx *dtctx
 		return FLEXIO_DEV_STATUS_FAILED;
 	return flexio_dev_window_mkey_config(dtctx, mkey);
 }
+
+void flexio_dev_nic_counters_config(uint32_t *values, uint32_t *counter_ids, uint32_t num_counters)
+{
+	(void)dpa_os_call3(DPA_OS_NIC_COUNTERS_CONFIG, (uintptr_t)values, (uintptr_t)counter_ids,
+			   num_counters);
+}
+
+void flexio_dev_nic_counters_sample(void)
+{
+	(void)dpa_os_call1(DPA_OS_NIC_COUNTERS_SAMPLE, 0);
+}
+
+uint64_t flexio_dev_get_pcc_table_base(uint16_t gvmi)
+{
+	return dpa_os_call1(DPA_OS_GET_PCC_TABLE_BASE, gvmi);
+}

@@ -46,6 +46,7 @@ uint64_t st_wqe_nop(uint64_t args_daddr);
 uint64_t st_window_marks(uint64_t args_daddr);
 uint64_t st_window_poll(uint64_t args_daddr);
 uint64_t st_trace(uint64_t x);
+uint64_t st_nic_counters(uint64_t args_daddr);
 
 /** Pure. Returns x + 1. */
 __dpa_global__ uint64_t st_add(uint64_t x)
@@ -509,4 +510,27 @@ __dpa_global__ uint64_t st_trace(uint64_t x)
 	flexio_dev_tracer_flush(1);
 	flexio_dev_tracer_notify_host(1, 3);
 	return 0;
+}
+
+/** NIC counters and the PCC table base, as `struct st_nic_args` asks. */
+__dpa_global__ uint64_t st_nic_counters(uint64_t args_daddr)
+{
+	struct st_nic_args *a = (struct st_nic_args *)(uintptr_t)args_daddr;
+	uint32_t on_stack[16];
+
+	switch (a->op) {
+	case 0:
+		flexio_dev_nic_counters_config(a->values, a->ids, a->n);
+		return 0;
+	case 1:
+		flexio_dev_nic_counters_sample();
+		return 0;
+	case 2:
+		for (uint32_t i = 0; i < 16; i++)
+			((volatile uint32_t *)on_stack)[i] = a->ids[i];
+		flexio_dev_nic_counters_config(a->values, on_stack, a->n);
+		return 0;
+	default:
+		return flexio_dev_get_pcc_table_base((uint16_t)a->n);
+	}
 }

@@ -89,4 +89,16 @@ struct st_coh_args {
 
 _Static_assert(sizeof(struct st_coh_args) == 32, "st_coh_args is 32 bytes");
 
+/**
+ * st_nic_counters: op 0 configures `n` ids from `ids` into `values` (both in this block, heap
+ * memory), op 1 samples, op 2 configures with the ids copied to a stack array (refused),
+ * op 3 returns flexio_dev_get_pcc_table_base(n).
+ */
+struct st_nic_args {
+	uint32_t op;
+	uint32_t n;
+	uint32_t ids[16];
+	uint32_t values[16];
+};
+
 #endif /* MLX5_DPA_SELFTEST_H */

@@ -86,6 +86,10 @@ pub enum Cause {
     /// A memory access below the thread's stack, in the guard under it: the thread outgrew its
     /// stack (8184 bytes on the BlueField-3 DPA). [`Coredump::fault_addr`] is the address.
     StackOverflow { access: Access, size: u8 },
+    /// A FlexIO-OS call (`a7`) the RTOS knows refused its arguments, and the process crashed
+    /// as FlexIO documents (e.g. `flexio_dev_nic_counters_config` with an unknown counter id).
+    /// `reason` is [`Coredump::device_code`] (the model's `dpa::device_code::NIC_COUNTERS_*`).
+    RtosCallRefused { number: u64, reason: u32 },
     /// A cause this decoder does not know.
     Other(u8),
 }
@@ -302,6 +306,10 @@ impl Coredump {
             7 => Cause::StackOverflow {
                 access,
                 size: hv.get(h::access_size) as u8,
+            },
+            8 => Cause::RtosCallRefused {
+                number: gpr[17],
+                reason: device_code,
             },
             o => Cause::Other(o),
         };

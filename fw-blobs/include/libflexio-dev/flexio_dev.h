@@ -146,6 +146,46 @@ static inline flexio_uintptr_t flexio_dev_get_thread_local_storage(struct flexio
 }
 
 /* ------------------------------------------------------------------------------------- */
+/* NIC counters and congestion control                                                    */
+/* ------------------------------------------------------------------------------------- */
+
+/** The NIC counters a process can sample: bytes received / sent by ports 0..3. */
+enum flexio_dev_nic_counter_ids {
+	FLEXIO_DEV_NIC_COUNTER_PORT0_RX_BYTES = 0x10,
+	FLEXIO_DEV_NIC_COUNTER_PORT1_RX_BYTES = 0x11,
+	FLEXIO_DEV_NIC_COUNTER_PORT2_RX_BYTES = 0x12,
+	FLEXIO_DEV_NIC_COUNTER_PORT3_RX_BYTES = 0x13,
+
+	FLEXIO_DEV_NIC_COUNTER_PORT0_TX_BYTES = 0x20,
+	FLEXIO_DEV_NIC_COUNTER_PORT1_TX_BYTES = 0x21,
+	FLEXIO_DEV_NIC_COUNTER_PORT2_TX_BYTES = 0x22,
+	FLEXIO_DEV_NIC_COUNTER_PORT3_TX_BYTES = 0x23,
+};
+
+/**
+ * Chooses the NIC counters flexio_dev_nic_counters_sample() reads: `num_counters` ids from
+ * `counter_ids`, each sampled into the 32-bit word of `values` at the same index. The OS keeps
+ * the list; one configuration per process, a later call replaces it. Both arrays must be in
+ * global or heap memory (not on the stack). The process crashes (coredump cause
+ * RtosCallRefused) on an unknown id, on too many ids (the model allows 8) and on arrays
+ * outside global or heap memory. (OS call NIC_COUNTERS_CONFIG.)
+ */
+void flexio_dev_nic_counters_config(uint32_t *values, uint32_t *counter_ids, uint32_t num_counters);
+
+/**
+ * Stores the current value of each configured counter, as 32 bits that wrap, into the
+ * configured values array. The process crashes if no configuration was made. (OS call
+ * NIC_COUNTERS_SAMPLE.) The model has one port, port 0; the ids of ports it lacks read 0.
+ */
+void flexio_dev_nic_counters_sample(void);
+
+/**
+ * The base address of the programmable-congestion-control table of function `gvmi`. The model
+ * runs no PCC processes and answers 0 for every GVMI. (OS call GET_PCC_TABLE_BASE.)
+ */
+uint64_t flexio_dev_get_pcc_table_base(uint16_t gvmi);
+
+/* ------------------------------------------------------------------------------------- */
 /* Outbox and window                                                                      */
 /* ------------------------------------------------------------------------------------- */
 

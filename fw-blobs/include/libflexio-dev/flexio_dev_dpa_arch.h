@@ -82,6 +82,15 @@ static inline struct flexio_dev_thread_ctx *dpa_thread_ctx(void)
 #define DPA_OS_EXIT_PROCESS 4
 /** Select the GVMI the outbox acts on: a0 = gvmi. */
 #define DPA_OS_OUTBOX_SET_GVMI 5
+/**
+ * Configure NIC counter sampling: a0 = values array, a1 = counter id array, a2 = how many.
+ * The process crashes on arguments the OS refuses. Provisional (the model's number).
+ */
+#define DPA_OS_NIC_COUNTERS_CONFIG 6
+/** Sample the configured NIC counters into the values array. Provisional. */
+#define DPA_OS_NIC_COUNTERS_SAMPLE 7
+/** The PCC table base of GVMI a0, returned in a0. Provisional. */
+#define DPA_OS_GET_PCC_TABLE_BASE 8
 
 /**
  * Result in a0 of the selection calls: OUTBOX_SET_CFG, WINDOW_SET_CFG and OUTBOX_SET_GVMI
@@ -116,6 +125,18 @@ static inline uint64_t dpa_os_call1(uint64_t nr, uint64_t arg0)
 	register uint64_t a7 __asm__("a7") = nr;
 
 	__asm__ volatile("ecall" : "+r"(a0) : "r"(a7) : "memory");
+	return a0;
+}
+
+/** An OS call with three arguments; returns whatever the OS left in a0. */
+static inline uint64_t dpa_os_call3(uint64_t nr, uint64_t arg0, uint64_t arg1, uint64_t arg2)
+{
+	register uint64_t a0 __asm__("a0") = arg0;
+	register uint64_t a1 __asm__("a1") = arg1;
+	register uint64_t a2 __asm__("a2") = arg2;
+	register uint64_t a7 __asm__("a7") = nr;
+
+	__asm__ volatile("ecall" : "+r"(a0) : "r"(a1), "r"(a2), "r"(a7) : "memory");
 	return a0;
 }
 

@@ -152,6 +152,7 @@ fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
 /// to steering, TIR, RQ, CQE.
 pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
     dp.port.stats.rx_frames += 1;
+    dp.port.stats.rx_bytes += frame.len() as u64;
     let image = match_image(frame);
     let roots = std::mem::take(&mut dp.roots);
     let verdict = steer(fw, &roots, &image);

@@ -16,7 +16,10 @@ use std::sync::{Arc, Weak};
 use crate::mem::Dma;
 use crate::riscv::{self, reg, Access, Bus, CodeCache, Fault, Hart, MemError, RamRegion, Stop};
 use crate::state::dpa::memory::{Area, ProcessMem};
-use crate::state::dpa::{device_code, error_syndrome, map, outbox_reg, rtos_call, rtos_errno};
+use crate::state::dpa::{
+    device_code, error_syndrome, map, nic_counter, outbox_reg, rtos_call, rtos_errno,
+    NicCounterConfig,
+};
 
 /// What a dispatched activation needs.
 pub(crate) struct Job {
@@ -98,6 +101,9 @@ pub(crate) mod cause {
     /// A memory fault in the guard below the thread's stack: the thread outgrew its 8184
     /// bytes (`map::STACK_SIZE`).
     pub(crate) const STACK_OVERFLOW: u8 = 7;
+    /// A known FlexIO-OS call whose arguments the OS refused (`device_code` says why): the
+    /// process crashes, as FlexIO documents for bad NIC counter configurations.
+    pub(crate) const RTOS_CALL_REFUSED: u8 = 8;
 }
 
 /// How an activation ended.
@@ -789,6 +795,30 @@ pub(crate) fn run(mut job: Job) -> Done {
                     rtos_call::EXIT_PROCESS => break Outcome::Exit(a0),
                     rtos_call::OUTBOX_SET_GVMI if a0 == u64::from(job.vhca_id) => 0,
                     rtos_call::OUTBOX_SET_GVMI => fail(rtos_errno::BAD_GVMI, &bus),
+                    rtos_call::NIC_COUNTERS_CONFIG | rtos_call::NIC_COUNTERS_SAMPLE => {
+                        let done = if nr == rtos_call::NIC_COUNTERS_CONFIG {
+                            nic_counters_config(&mut bus, a0, hart.x[reg::A1], hart.x[reg::A2])
+                        } else {
+                            nic_counters_sample(&mut bus)
+                        };
+                        match done {
+                            Ok(()) => 0,
+                            Err(code) => {
+                                break Outcome::Failed(Failure {
+                                    device_code: code,
+                                    ..failure(
+                                        cause::RTOS_CALL_REFUSED,
+                                        ps::BAD_RTOS_CALL,
+                                        error_syndrome::RTOS_CALL_REFUSED,
+                                        hart.pc.wrapping_sub(4),
+                                    )
+                                })
+                            }
+                        }
+                    }
+                    // The model runs no programmable-congestion-control processes, so no GVMI
+                    // has a PCC table: 0 (provisional; the table's layout is not public).
+                    rtos_call::GET_PCC_TABLE_BASE => 0,
                     _ => {
                         // The number stays whole in the dumped a7 (gpr[17]).
                         break Outcome::Failed(Failure {
@@ -836,6 +866,77 @@ pub(crate) fn run(mut job: Job) -> Done {
         stack,
         unwritten,
     }
+}
+
+/// `flexio_dev_nic_counters_config(values, ids, n)`: checks the configuration as FlexIO
+/// documents (the process crashes on too many ids, an unknown id, or arrays outside global or
+/// heap memory) and keeps it for the process, replacing any earlier one. The OS reads the ids
+/// with the thread's own loads, so its buffered stores count.
+fn nic_counters_config(bus: &mut ActBus<'_>, values: u64, ids: u64, n: u64) -> Result<(), u32> {
+    if n == 0 || n > u64::from(nic_counter::MAX_CONFIG) {
+        return Err(device_code::NIC_COUNTERS_TOO_MANY);
+    }
+    // Global or heap memory: DUMEM (data, heap, DPA_MEM blocks); read-only ids may also be
+    // constants in the text segment. Never a thread's stack or context page.
+    let inside = |bus: &ActBus<'_>, addr: u64, writable: bool| -> bool {
+        let Some(end) = addr.checked_add(4 * n - 1) else {
+            return false;
+        };
+        let first = bus.mem().locate(addr).map(|(a, _)| a);
+        let last = bus.mem().locate(end).map(|(a, _)| a);
+        addr.is_multiple_of(4)
+            && first == last
+            && (first == Some(Area::Dumem) || (!writable && first == Some(Area::Text)))
+    };
+    if !inside(bus, values, true) || !inside(bus, ids, false) {
+        return Err(device_code::NIC_COUNTERS_BAD_POINTER);
+    }
+    let mut list = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let id = bus
+            .load(ids + 4 * i, 4)
+            .map_err(|_| device_code::NIC_COUNTERS_BAD_POINTER)? as u32;
+        if !nic_counter::known(id) {
+            return Err(device_code::NIC_COUNTERS_UNKNOWN_ID);
+        }
+        list.push(id);
+    }
+    let process = bus.job.process;
+    let config = NicCounterConfig { values, ids: list };
+    crate::state::with_state_of(&bus.job.dev, |st| {
+        if let Some(p) = st.fw.dpa.processes.get_mut(&process) {
+            p.nic_counters = Some(config);
+        }
+    });
+    Ok(())
+}
+
+/// `flexio_dev_nic_counters_sample()`: stores each configured counter, 32 bits that wrap,
+/// into the configured values array (with the thread's own stores). The model's one port is
+/// port 0; the ids of ports 1..3 read 0, as counters of ports a device does not have.
+fn nic_counters_sample(bus: &mut ActBus<'_>) -> Result<(), u32> {
+    let process = bus.job.process;
+    let (config, stats) = crate::state::with_state_of(&bus.job.dev, |st| {
+        let config = st
+            .fw
+            .dpa
+            .processes
+            .get(&process)
+            .and_then(|p| p.nic_counters.clone());
+        (config, st.dp.port.stats)
+    })
+    .ok_or(device_code::NIC_COUNTERS_NOT_CONFIGURED)?;
+    let config = config.ok_or(device_code::NIC_COUNTERS_NOT_CONFIGURED)?;
+    for (i, id) in config.ids.iter().enumerate() {
+        let v = match *id {
+            nic_counter::PORT0_RX_BYTES => stats.rx_bytes,
+            nic_counter::PORT0_TX_BYTES => stats.tx_bytes,
+            _ => 0,
+        };
+        bus.store(config.values + 4 * i as u64, 4, v & 0xffff_ffff)
+            .map_err(|_| device_code::NIC_COUNTERS_BAD_POINTER)?;
+    }
+    Ok(())
 }
 
 /// Up to `DPA_COREDUMP_MAX_STACK` bytes of the slot's stack from `sp` (8-byte aligned down).

@@ -58,6 +58,8 @@ pub struct PortStats {
     pub tx_bytes: u64,
     /// Frames that entered receive steering.
     pub rx_frames: u64,
+    /// Bytes of the frames that entered receive steering.
+    pub rx_bytes: u64,
     /// Frames delivered into an RQ.
     pub rx_delivered: u64,
     /// Frames dropped by steering (no rule matched, or a drop rule).

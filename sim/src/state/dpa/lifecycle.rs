@@ -62,6 +62,7 @@ impl Firmware {
                 data_span,
                 heap,
                 heap_end: dumem_used,
+                nic_counters: None,
             },
         );
     }

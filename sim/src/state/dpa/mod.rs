@@ -52,6 +52,42 @@ pub mod rtos_call {
     pub const WINDOW_SET_CFG: u64 = 3;
     pub const EXIT_PROCESS: u64 = 4;
     pub const OUTBOX_SET_GVMI: u64 = 5;
+    /// `flexio_dev_nic_counters_config`: a0 = values, a1 = counter ids, a2 = how many.
+    /// Provisional (the model's number; FlexIO-OS's is not public).
+    pub const NIC_COUNTERS_CONFIG: u64 = 6;
+    /// `flexio_dev_nic_counters_sample`. Provisional.
+    pub const NIC_COUNTERS_SAMPLE: u64 = 7;
+    /// `flexio_dev_get_pcc_table_base`: a0 = GVMI. Provisional.
+    pub const GET_PCC_TABLE_BASE: u64 = 8;
+}
+
+/// NIC counter ids a DPA process may sample (`enum flexio_dev_nic_counter_ids` of the public
+/// FlexIO 24.01 `flexio_dev.h`, the same values as DOCA PCC's `doca_pcc_dev_nic_counter_ids_t`):
+/// bytes received and sent by ports 0..3, read as 32-bit values that wrap.
+pub mod nic_counter {
+    pub const PORT0_RX_BYTES: u32 = 0x10;
+    pub const PORT3_RX_BYTES: u32 = 0x13;
+    pub const PORT0_TX_BYTES: u32 = 0x20;
+    pub const PORT3_TX_BYTES: u32 = 0x23;
+    /// Counters one configuration may name. Provisional: FlexIO documents a limit ("counter
+    /// ids too large" crashes the process) but not its value; the model allows eight, one of
+    /// each id.
+    pub const MAX_CONFIG: u32 = 8;
+
+    /// Whether `id` is a counter FlexIO names.
+    pub fn known(id: u32) -> bool {
+        (PORT0_RX_BYTES..=PORT3_RX_BYTES).contains(&id)
+            || (PORT0_TX_BYTES..=PORT3_TX_BYTES).contains(&id)
+    }
+}
+
+/// A process's NIC counter configuration (`flexio_dev_nic_counters_config`): one per process,
+/// the last successful call's, kept by the OS ("in kernel memory").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NicCounterConfig {
+    /// Where `flexio_dev_nic_counters_sample` stores the values (32 bits each).
+    pub(crate) values: u64,
+    pub(crate) ids: Vec<u32>,
 }
 
 /// `MemError::Device` codes of the DPA's device registers (in coredumps: `device_code`).
@@ -77,6 +113,16 @@ pub mod device_code {
     pub const WINDOW_BOUNDS: u32 = 0x0d9a_0015;
     /// The mkey lacks the right (local read for loads, local write for stores).
     pub const WINDOW_ACCESS: u32 = 0x0d9a_0016;
+    /// `flexio_dev_nic_counters_config` named a counter id FlexIO does not define.
+    pub const NIC_COUNTERS_UNKNOWN_ID: u32 = 0x0d9a_0020;
+    /// `flexio_dev_nic_counters_config` named no counter, or more than
+    /// `nic_counter::MAX_CONFIG`.
+    pub const NIC_COUNTERS_TOO_MANY: u32 = 0x0d9a_0021;
+    /// A counter array outside the process's global or heap memory (FlexIO: "arrays memory
+    /// must be defined in global or heap memory only"; a stack address is refused too).
+    pub const NIC_COUNTERS_BAD_POINTER: u32 = 0x0d9a_0022;
+    /// `flexio_dev_nic_counters_sample` before any successful configuration.
+    pub const NIC_COUNTERS_NOT_CONFIGURED: u32 = 0x0d9a_0023;
 }
 
 /// `dpa_process.error_syndrome` values the model reports (its own, like the firmware checks'
@@ -98,6 +144,9 @@ pub mod error_syndrome {
     pub const EBREAK: u32 = 0x5131_0607;
     /// An `ecall` with an unknown number or argument.
     pub const BAD_RTOS_CALL: u32 = 0x5131_0608;
+    /// A known FlexIO-OS call whose arguments the OS refuses; the coredump's `device_code`
+    /// says why (`device_code::NIC_COUNTERS_*`).
+    pub const RTOS_CALL_REFUSED: u32 = 0x5131_0609;
     /// The model itself failed while running the activation (a bug: please report).
     pub const INTERNAL: u32 = 0x5131_06ff;
 
@@ -112,6 +161,7 @@ pub mod error_syndrome {
             MISALIGNED_TARGET => "jump or branch to a misaligned address",
             EBREAK => "ebreak",
             BAD_RTOS_CALL => "unknown FlexIO-OS call",
+            RTOS_CALL_REFUSED => "FlexIO-OS call refused its arguments",
             INTERNAL => "internal error of the model",
             _ => return None,
         })
@@ -199,6 +249,8 @@ pub(crate) struct ProcessRt {
     pub(crate) heap: u64,
     /// Bytes of DUMEM taken by data and heap (DPA_MEM blocks come after).
     pub(crate) heap_end: u64,
+    /// The NIC counters `flexio_dev_nic_counters_config` chose, if it was called.
+    pub(crate) nic_counters: Option<NicCounterConfig>,
 }
 
 /// Where a thread may run.
