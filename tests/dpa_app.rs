@@ -3,8 +3,11 @@
 //! malformation of its packaging, and random or corrupted bytes that must give errors, never
 //! panics.
 
+mod elf_edit;
+
 use std::path::PathBuf;
 
+use elf_edit::{header_of, rename};
 use mlx5_dpa::dpa::app::{
     App, AppError, SignatureLocation, SignatureStatus, SHT_DPA_CRYPTO, SIG_NAME_LEN,
 };
@@ -23,18 +26,6 @@ fn blob(name: &str) -> Vec<u8> {
     std::fs::read(root().join("fw-blobs/bin").join(name)).unwrap()
 }
 
-/// File offset of the section header of `name`, and of its name in `.shstrtab`.
-fn header_of(bytes: &[u8], name: &str) -> (usize, usize) {
-    let elf = Elf::parse(bytes).unwrap();
-    let shoff = u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize;
-    let shstrndx = u16::from_le_bytes(bytes[0x3e..0x40].try_into().unwrap()) as usize;
-    let strtab = elf.sections()[shstrndx].offset as usize;
-    let i = elf.sections().iter().position(|s| s.name == name).unwrap();
-    let h = shoff + i * 64;
-    let n = u32::from_le_bytes(bytes[h..h + 4].try_into().unwrap()) as usize;
-    (h, strtab + n)
-}
-
 /// The file range of section `name`'s contents.
 fn contents_of(bytes: &[u8], name: &str) -> std::ops::Range<usize> {
     let elf = Elf::parse(bytes).unwrap();
@@ -45,13 +36,6 @@ fn contents_of(bytes: &[u8], name: &str) -> std::ops::Range<usize> {
 fn set_size(bytes: &mut [u8], name: &str, size: u64) {
     let (h, _) = header_of(bytes, name);
     bytes[h + 32..h + 40].copy_from_slice(&size.to_le_bytes());
-}
-
-/// Renames a section in place (same length).
-fn rename(bytes: &mut [u8], from: &str, to: &str) {
-    assert_eq!(from.len(), to.len());
-    let (_, n) = header_of(bytes, from);
-    bytes[n..n + to.len()].copy_from_slice(to.as_bytes());
 }
 
 #[test]

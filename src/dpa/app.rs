@@ -6,7 +6,10 @@
 //! ([`App::from_device_elf`], [`App::from_device_elf_file`]) or embedded in a host program by
 //! DPACC ([`App::all_in_host_elf`], [`App::from_host_elf`]):
 //!
-//! - section `.dpa_bin_<app>`: the whole device ELF of application `<app>`;
+//! - section `.dpa_bin_<app>`: the whole device ELF of application `<app>`; a copy built for
+//!   a named hardware model is `.dpa_bin_<app>@nv-dpa-<model>` (provisional, see
+//!   [`super::hw_model`]; [`super::app_select`] selects among copies as `flexio_app_get`
+//!   does); an unlabelled copy is a BlueField-3 build;
 //! - section `.dpa_sig_name_<app>` (optional): 256 bytes, the NUL-terminated, NUL-padded name of
 //!   the section that holds the application's signature (empty: not signed);
 //! - that signature section: a crypto data section (FACTS.md section 7, `sh_type`
@@ -32,9 +35,14 @@ use std::path::Path;
 use thiserror::Error;
 
 use super::elf::{Elf, ElfError, EM_RISCV, PF_R, PF_W, PF_X};
+use super::hw_model::{HwModel, UnknownHwModel};
 
 /// Prefix of the host-ELF section holding an application's device ELF.
 pub const BIN_PREFIX: &str = ".dpa_bin_";
+/// Between an application's name and its hardware model in a `.dpa_bin_` section name:
+/// `.dpa_bin_<app>@nv-dpa-cx8` (this project's convention, provisional: DPACC's labelling of
+/// per-model copies is not public; see [`super::hw_model`]).
+pub const MODEL_SEPARATOR: char = '@';
 /// Prefix of the host-ELF section naming an application's signature section.
 pub const SIG_NAME_PREFIX: &str = ".dpa_sig_name_";
 /// Size of a `.dpa_sig_name_<app>` section.
@@ -78,6 +86,18 @@ pub enum AppError {
     },
     #[error("DPA application {0:?} appears in more than one {BIN_PREFIX} section")]
     DuplicateApp(String),
+    #[error("DPA application {app:?} has more than one copy built for {model}")]
+    DuplicateModelCopy { app: String, model: HwModel },
+    #[error("section {section:?}: {source}")]
+    UnknownHwModel {
+        section: String,
+        source: UnknownHwModel,
+    },
+    #[error(
+        "DPA application {name:?} has copies for several hardware models ({}) and none for nv-dpa-bf3: select one by model",
+        models.iter().map(|m| m.mcpu()).collect::<Vec<_>>().join(", ")
+    )]
+    AmbiguousApp { name: String, models: Vec<HwModel> },
     #[error("section {0:?} has an empty application name")]
     EmptyAppName(String),
     #[error("{section}: {size} bytes, expected {SIG_NAME_LEN}")]
@@ -210,6 +230,7 @@ impl SignatureStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct App {
     name: String,
+    hw_model_label: Option<HwModel>,
     image: Vec<u8>,
     e_flags: u32,
     elf_entry: u64,
@@ -313,15 +334,31 @@ impl App {
                 });
             }
         }
-        bins.into_iter()
-            .map(|(name, image)| {
-                let host_sig = match sig_names.iter().find(|(a, _, _)| *a == name) {
+        let apps: Vec<App> = bins
+            .into_iter()
+            .map(|(key, image)| {
+                let host_sig = match sig_names.iter().find(|(a, _, _)| *a == key) {
                     Some((_, section, data)) => host_signature(host, section, data)?,
                     None => None,
                 };
-                App::build(name, image, host_sig)
+                let (name, label) = split_model(key)?;
+                let mut app = App::build(name, image, host_sig)?;
+                app.hw_model_label = label;
+                Ok(app)
             })
-            .collect()
+            .collect::<Result<_, AppError>>()?;
+        for (i, a) in apps.iter().enumerate() {
+            if apps[..i]
+                .iter()
+                .any(|b| b.name == a.name && b.hw_model() == a.hw_model())
+            {
+                return Err(AppError::DuplicateModelCopy {
+                    app: a.name.clone(),
+                    model: a.hw_model(),
+                });
+            }
+        }
+        Ok(apps)
     }
 
     fn build(name: &str, bytes: &[u8], host_sig: Option<SignatureStatus>) -> Result<App, AppError> {
@@ -368,6 +405,7 @@ impl App {
         };
         Ok(App {
             name: name.to_string(),
+            hw_model_label: None,
             image: bytes.to_vec(),
             e_flags: elf.flags,
             elf_entry: elf.entry,
@@ -440,6 +478,17 @@ impl App {
         }
     }
 
+    /// The hardware model this copy was built for: its label, or BlueField-3 for an unlabelled
+    /// copy (DPACC 24.01 builds for BlueField-3 only).
+    pub fn hw_model(&self) -> HwModel {
+        self.hw_model_label.unwrap_or(HwModel::Bf3)
+    }
+
+    /// The model named in the copy's section (`.dpa_bin_<app>@nv-dpa-<model>`), if any.
+    pub fn hw_model_label(&self) -> Option<HwModel> {
+        self.hw_model_label
+    }
+
     /// `Tag_RISCV_arch` of `.riscv.attributes` (e.g. `rv64i2p1_m2p0_a2p1_c2p0...`), when present.
     pub fn isa(&self) -> Option<&str> {
         self.isa.as_deref()
@@ -470,21 +519,59 @@ fn read(path: &Path) -> Result<Vec<u8>, AppError> {
     })
 }
 
-/// The application `name` out of `apps`.
-fn select(apps: Vec<App>, name: &str) -> Result<App, AppError> {
-    let available: Vec<String> = apps.iter().map(|a| a.name.clone()).collect();
-    apps.into_iter()
-        .find(|a| a.name == name)
-        .ok_or(AppError::NoSuchApp {
-            name: name.to_string(),
-            available,
-        })
+/// `<app>` or `<app>@<model>` of a `.dpa_bin_` / `.dpa_sig_name_` section name.
+fn split_model(key: &str) -> Result<(&str, Option<HwModel>), AppError> {
+    match key.split_once(MODEL_SEPARATOR) {
+        None => Ok((key, None)),
+        Some((name, model)) => {
+            let section = format!("{BIN_PREFIX}{key}");
+            if name.is_empty() {
+                return Err(AppError::EmptyAppName(section));
+            }
+            let m = HwModel::from_name(model)
+                .map_err(|source| AppError::UnknownHwModel { section, source })?;
+            Ok((name, Some(m)))
+        }
+    }
 }
 
-/// Selects `name` from a list of applications (as [`App::from_host_elf`] does).
+/// The names of `apps`, each once (an application may have a copy per hardware model), in order.
+pub fn app_names(apps: &[App]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for a in apps {
+        if !names.contains(&a.name) {
+            names.push(a.name.clone());
+        }
+    }
+    names
+}
+
+/// The application `name` out of `apps`: its only copy, or of several its BlueField-3 copy.
+fn select(apps: Vec<App>, name: &str) -> Result<App, AppError> {
+    let available = app_names(&apps);
+    let mut copies: Vec<App> = apps.into_iter().filter(|a| a.name == name).collect();
+    match copies.len() {
+        0 => Err(AppError::NoSuchApp {
+            name: name.to_string(),
+            available,
+        }),
+        1 => Ok(copies.remove(0)),
+        _ => match copies.iter().position(|a| a.hw_model() == HwModel::Bf3) {
+            Some(i) => Ok(copies.swap_remove(i)),
+            None => Err(AppError::AmbiguousApp {
+                name: name.to_string(),
+                models: copies.iter().map(App::hw_model).collect(),
+            }),
+        },
+    }
+}
+
+/// Selects `name` from a list of applications (as [`App::from_host_elf`] does): its only copy,
+/// or of copies for several hardware models the BlueField-3 one
+/// ([`super::app_select::select`] selects by model as `flexio_app_get` does).
 ///
 /// # Errors
-/// [`AppError::NoSuchApp`] with the names present.
+/// [`AppError::NoSuchApp`] with the names present; [`AppError::AmbiguousApp`].
 pub fn select_app(apps: Vec<App>, name: &str) -> Result<App, AppError> {
     select(apps, name)
 }

@@ -7,6 +7,8 @@
 //!   (`NotSupported` on a device without a DPA).
 //! - [`app`]: device ELFs from files or bytes, or embedded in a host ELF as `.dpa_bin_<name>`
 //!   sections, with their entries and signature presence (`flexio_app`).
+//! - [`hw_model`]: DPA hardware models; [`app_select`]: the selection among per-model copies
+//!   of an application (`flexio_app_get`, `FLEXIO_HW_MODEL_DEF`).
 //! - [`process`]: [`Process`] (`flexio_process_create` / `destroy`, `flexio_err_status_get`,
 //!   coredump), DPA memory in size classes (`flexio_buf_dev_alloc` / `free`, [`heap`]), copies
 //!   and memset through a force-loopback RC QP pair and an mkey over process memory
@@ -34,6 +36,7 @@
 //! `flexio_packet_processor`).
 
 pub mod app;
+pub mod app_select;
 pub mod caps;
 pub mod cmdq;
 pub mod copy;
@@ -43,6 +46,7 @@ pub mod eu;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod heap;
+pub mod hw_model;
 pub mod msg_stream;
 pub mod outbox;
 pub mod process;
@@ -51,4 +55,6 @@ mod rpc;
 pub mod thread;
 pub mod version;
 pub mod window;
+pub use app_select::{app_get, AppSelectAttr, HwModelSel};
+pub use hw_model::HwModel;
 pub use process::{DpaBuf, DpaError, ErrStatus, Process, ProcessAttr, ProcessStatus, StepExt};

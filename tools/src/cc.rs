@@ -9,6 +9,7 @@
 //! mlx5-dpa cc -o rpc.elf flexio_rpc_dev.c
 //! mlx5-dpa cc -o pp.elf -I ../common/dev flexio_packet_processor_dev.c ../common/dev/com_dev.c
 //! mlx5-dpa cc -o host_with_app --package-into host --app pp pp_dev.c   # as DPACC packages
+//! mlx5-dpa cc -o host_with_app --package-into host --app pp --cpu bf3,cx8 pp_dev.c
 //! ```
 //!
 //! Flags are those of `fw-blobs/build.sh` (`-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany
@@ -18,11 +19,22 @@
 //! section 5), with the host's `objcopy` (which refuses a host that already carries a DPA
 //! signature section: objcopy does not know section type 0x70000666).
 //!
+//! `--cpu bf3,cx8` builds one copy per DPA hardware model, as FlexIO's `build.sh --cpu` does
+//! with DPACC: each is compiled with `__NV_DPA` set to the model's `__NV_DPA_<MODEL>` (DPACC's
+//! macro names; the values are provisional, in generation order) and packaged as section
+//! `.dpa_bin_NAME@nv-dpa-<model>` (this project's labelling, provisional: DPACC's is not
+//! public), which `mlx5_dpa::dpa::app_get` selects from as `flexio_app_get` does. Every model
+//! is compiled with BlueField-3's `-march`: no other model's ISA is public. Without `--cpu`
+//! one unlabelled BlueField-3 copy is built, with the same macros.
+//!
 //! Errors are typed: no compiler (naming the Debian package), a compiler or linker failure
 //! (its output is shown as it came), an unreadable source.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use mlx5_dpa::dpa::app::{BIN_PREFIX, MODEL_SEPARATOR};
+use mlx5_dpa::dpa::HwModel;
 
 /// The files the tool carries: headers, runtime sources and link scripts, by their path under
 /// `fw-blobs/` (a test checks the list against the directory).
@@ -208,6 +220,12 @@ pub struct CcArgs {
     /// The application's name in the host program (section `.dpa_bin_NAME`).
     #[arg(long, value_name = "NAME", requires = "package_into")]
     pub app: Option<String>,
+    /// Hardware models to build for, comma-separated (bf3, cx8, cx9, or nv-dpa-bf3 ...), as
+    /// FlexIO's `build.sh --cpu bf3,cx8`: one copy per model, each compiled with `__NV_DPA` set
+    /// to that model's `__NV_DPA_<MODEL>`. With --package-into each copy is section
+    /// `.dpa_bin_NAME@nv-dpa-<model>`; without, one model only.
+    #[arg(long, value_name = "MODELS", value_delimiter = ',', value_parser = parse_model)]
+    pub cpu: Vec<HwModel>,
     /// Print each compiler command before running it.
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -235,6 +253,27 @@ pub enum CcError {
     BadAppName(String),
     #[error("objcopy not found (needed for --package-into): install binutils, or set OBJCOPY")]
     NoObjcopy,
+    #[error(
+        "--cpu names {0} hardware models: several copies go into a host program (--package-into HOST --app NAME)"
+    )]
+    ManyModelsOneFile(usize),
+    #[error("--cpu names {0} twice")]
+    RepeatedModel(HwModel),
+}
+
+fn parse_model(s: &str) -> Result<HwModel, String> {
+    HwModel::from_name(s.trim()).map_err(|e| e.to_string())
+}
+
+/// `-D` flags that describe `model` to device code: every `__NV_DPA_<MODEL>` and `__NV_DPA`
+/// (values provisional, ordered by generation: [`HwModel::nv_dpa`]).
+fn model_defines(model: HwModel) -> Vec<String> {
+    let mut d: Vec<String> = HwModel::ALL
+        .iter()
+        .map(|m| format!("-D{}={}", m.nv_dpa_macro(), m.nv_dpa()))
+        .collect();
+    d.push(format!("-D__NV_DPA={}", model.nv_dpa_macro()));
+    d
 }
 
 /// A scratch directory removed on drop.
@@ -337,14 +376,35 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
         }
         std::fs::write(&p, text).map_err(io(&p))?;
     }
-    std::fs::create_dir_all(tmp.0.join("obj")).map_err(io(&tmp.0))?;
 
-    let compile = |src: &Path, obj: &Path, relative: bool| -> Result<(), CcError> {
+    for (i, m) in a.cpu.iter().enumerate() {
+        if a.cpu[..i].contains(m) {
+            return Err(CcError::RepeatedModel(*m));
+        }
+    }
+    if a.cpu.len() > 1 && a.package_into.is_none() {
+        return Err(CcError::ManyModelsOneFile(a.cpu.len()));
+    }
+    let objcopy = match &a.package_into {
+        None => None,
+        Some(_) => {
+            let objcopy = std::env::var_os("OBJCOPY")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("objcopy"));
+            if !available(&objcopy) {
+                return Err(CcError::NoObjcopy);
+            }
+            Some(objcopy)
+        }
+    };
+
+    let compile = |src: &Path, obj: &Path, relative: bool, model: HwModel| -> Result<(), CcError> {
         let mut cmd = Command::new(&cc);
         cmd.current_dir(&tmp.0)
             .args(ARCH)
             .arg(format!("-O{}", a.opt))
             .args(CFLAGS)
+            .args(model_defines(model))
             .arg("-Iinclude");
         for d in &includes {
             cmd.arg("-I").arg(d);
@@ -361,53 +421,64 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
         cmd.arg("-c").arg(src).arg("-o").arg(obj);
         run_tool(cmd, &format!("compiling {}", src.display()), a.verbose)
     };
-
-    let mut objs = Vec::new();
-    for (i, src) in sources.iter().enumerate() {
-        let obj = tmp.0.join("obj").join(format!("src{i}.o"));
-        compile(src, &obj, false)?;
-        objs.push(obj);
-    }
-    for r in RUNTIME {
-        let obj = tmp.0.join("obj").join(format!("rt_{r}.o"));
-        compile(Path::new(&format!("runtime/{r}.c")), &obj, true)?;
-        objs.push(obj);
-    }
-    let device = match &a.package_into {
-        Some(_) => tmp.0.join("device.elf"),
-        None => std::path::absolute(&a.out).map_err(io(&a.out))?,
+    // Without --cpu: one unlabelled copy, built for BlueField-3 (as DPACC 24.01 builds).
+    let builds: Vec<(HwModel, bool)> = if a.cpu.is_empty() {
+        vec![(HwModel::Bf3, false)]
+    } else {
+        a.cpu.iter().map(|m| (*m, true)).collect()
     };
     let script = if a.older_layout {
         "link/dpa_older.ld"
     } else {
         "link/dpa.ld"
     };
-    let mut link = Command::new(&cc);
-    link.current_dir(&tmp.0)
-        .args(ARCH)
-        .args(LDFLAGS)
-        .arg(format!("-Wl,-T,{script}"))
-        .arg("-o")
-        .arg(&device)
-        .args(&objs);
-    run_tool(link, "linking", a.verbose)?;
-
-    if let (Some(host), Some(app)) = (&a.package_into, &a.app) {
-        let objcopy = std::env::var_os("OBJCOPY")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("objcopy"));
-        if !available(&objcopy) {
-            return Err(CcError::NoObjcopy);
+    let mut sections = Vec::new();
+    for (model, labelled) in builds {
+        let dir = tmp.0.join(format!("obj-{}", model.short_name()));
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let mut objs = Vec::new();
+        for (i, src) in sources.iter().enumerate() {
+            let obj = dir.join(format!("src{i}.o"));
+            compile(src, &obj, false, model)?;
+            objs.push(obj);
         }
+        for r in RUNTIME {
+            let obj = dir.join(format!("rt_{r}.o"));
+            compile(Path::new(&format!("runtime/{r}.c")), &obj, true, model)?;
+            objs.push(obj);
+        }
+        let device = match &a.package_into {
+            Some(_) => dir.join("device.elf"),
+            None => std::path::absolute(&a.out).map_err(io(&a.out))?,
+        };
+        let mut link = Command::new(&cc);
+        link.current_dir(&tmp.0)
+            .args(ARCH)
+            .args(LDFLAGS)
+            .arg(format!("-Wl,-T,{script}"))
+            .arg("-o")
+            .arg(&device)
+            .args(&objs);
+        run_tool(link, "linking", a.verbose)?;
+        if let Some(app) = &a.app {
+            let section = if labelled {
+                format!("{BIN_PREFIX}{app}{MODEL_SEPARATOR}{}", model.mcpu())
+            } else {
+                format!("{BIN_PREFIX}{app}")
+            };
+            sections.push((section, device));
+        }
+    }
+
+    if let (Some(host), Some(objcopy)) = (&a.package_into, objcopy) {
         let mut cmd = Command::new(&objcopy);
-        cmd.arg("--add-section")
-            .arg(format!(
-                "{}{app}={}",
-                mlx5_dpa::dpa::app::BIN_PREFIX,
-                device.display()
-            ))
-            .arg(host)
-            .arg(&a.out);
+        // objcopy places each added section before the ones added after it: name them newest
+        // model first so that the host lists them oldest first.
+        for (section, device) in sections.iter().rev() {
+            cmd.arg("--add-section")
+                .arg(format!("{section}={}", device.display()));
+        }
+        cmd.arg(host).arg(&a.out);
         run_tool(cmd, "packaging (objcopy)", a.verbose)?;
     }
     Ok(())

@@ -9,6 +9,8 @@
 use std::sync::Arc;
 
 use mlx5_dpa::devx::Devx;
+use mlx5_dpa::dpa::app::{app_names, App};
+use mlx5_dpa::dpa::AppSelectAttr;
 
 #[path = "../../examples/eth_loopback.rs"]
 #[allow(dead_code)]
@@ -64,9 +66,14 @@ pub enum Demo {
         #[arg(default_value_t = 55)]
         b: u64,
         /// Another device build of the sample (e.g. FlexIO's public `flexio_rpc_dev.c` built
-        /// with `mlx5-dpa cc`) instead of fw-blobs' `rpc_calc.elf`.
+        /// with `mlx5-dpa cc`) instead of fw-blobs' `rpc_calc.elf`: a device ELF, or a host
+        /// program carrying it (`cc --package-into`), whose copy for the device's hardware
+        /// model is taken as `flexio_app_get` takes it.
         #[arg(long, value_name = "FILE")]
         app_elf: Option<std::path::PathBuf>,
+        /// The application's name in a host program given to --app-elf that carries several.
+        #[arg(long, value_name = "NAME", requires = "app_elf")]
+        app: Option<String>,
     },
     /// FlexIO's multithread sample: two 5x5 matrices multiplied on the DPA, one command-queue
     /// task per cell of the product, spread over worker threads; checked against the host.
@@ -87,10 +94,43 @@ pub enum Demo {
         pcap: Option<std::path::PathBuf>,
         /// Another device build of FlexIO's sample (e.g. the public
         /// `flexio_packet_processor_dev.c` + `com_dev.c` built with `mlx5-dpa cc`) instead of
-        /// fw-blobs' `pp_sample.elf`.
+        /// fw-blobs' `pp_sample.elf`: a device ELF, or a host program carrying it, as for
+        /// `demo rpc`.
         #[arg(long, value_name = "FILE")]
         app_elf: Option<std::path::PathBuf>,
+        /// The application's name in a host program given to --app-elf that carries several.
+        #[arg(long, value_name = "NAME", requires = "app_elf")]
+        app: Option<String>,
     },
+}
+
+/// The device image `--app-elf FILE [--app NAME]` names: the file itself when it is a device
+/// ELF; from a host program (`.dpa_bin_` sections), the copy of application `NAME` (or of its
+/// only application) for the device's hardware model, as `flexio_app_get` with
+/// `FLEXIO_HW_MODEL_DEF` selects it.
+fn device_image(
+    ctx: &Arc<dyn Devx>,
+    path: &std::path::Path,
+    name: Option<&str>,
+) -> Result<Vec<u8>, DemoError> {
+    let bytes = crate::input::read_bounded(path, crate::input::MAX_ELF_FILE)
+        .map_err(|e| DemoError(e.to_string()))?;
+    let shown = path.display();
+    let apps = App::all_in_elf("app", &bytes).map_err(|e| DemoError(format!("{shown}: {e}")))?;
+    let names = app_names(&apps);
+    let name = match (name, names.as_slice()) {
+        (Some(n), _) => n.to_string(),
+        (None, [only]) => only.clone(),
+        (None, _) => {
+            return Err(DemoError(format!(
+                "{shown} carries applications {}: name one with --app",
+                names.join(", ")
+            )))
+        }
+    };
+    let app = mlx5_dpa::dpa::app_get(ctx, apps, &AppSelectAttr::new(&name))
+        .map_err(|e| DemoError(format!("{shown}: {e}")))?;
+    Ok(app.image().to_vec())
 }
 
 /// A demo failure, as a sentence.
@@ -174,10 +214,9 @@ pub fn run(
             rdma_rc::run(&mut a, &mut b, out).map(|_| ())
         })()
         .map_err(Into::into),
-        Demo::Rpc { a, b, app_elf } => (|| {
+        Demo::Rpc { a, b, app_elf, app } => (|| {
             let app = match app_elf {
-                Some(p) => crate::input::read_bounded(p, crate::input::MAX_ELF_FILE)
-                    .map_err(|e| DemoError(e.to_string()))?,
+                Some(p) => device_image(ctx, p, app.as_deref())?,
                 None => flexio_rpc::RPC_CALC_ELF.to_vec(),
             };
             flexio_rpc::run(ctx, device_name, *a, *b, &app, out)
@@ -188,10 +227,9 @@ pub fn run(
             .map(|_| ())
             .map_err(Into::into),
         Demo::Window => flexio_window::run(ctx, out).map(|_| ()).map_err(Into::into),
-        Demo::PacketProcessor { app_elf, .. } => (|| {
+        Demo::PacketProcessor { app_elf, app, .. } => (|| {
             let app = match app_elf {
-                Some(p) => crate::input::read_bounded(p, crate::input::MAX_ELF_FILE)
-                    .map_err(|e| DemoError(e.to_string()))?,
+                Some(p) => device_image(ctx, p, app.as_deref())?,
                 None => flexio_packet_processor::PP_SAMPLE_ELF.to_vec(),
             };
             flexio_packet_processor::run_sample(ctx, device_name, &app, out)

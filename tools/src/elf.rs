@@ -8,6 +8,7 @@
 //!
 //! ```text
 //! app rpc_calc: device ELF of 15128 bytes
+//!   hw model: nv-dpa-bf3 (unlabelled: a BlueField-3 build)
 //!   e_flags: 0x1 (RVC, soft-float)
 //!   isa: rv64i2p1_m2p0_a2p1_c2p0_zmmul1p0_zbb1p0_zbs1p0
 //!   signature: .dpa_sig_rpc_calc (host ELF, 104 bytes), metadata_version 1, signature_type 2 (RSA_SHA_512)
@@ -17,8 +18,12 @@
 //!     0x0000000040000030 mlx5_dpa_rpc_entry
 //! ```
 //!
-//! `--json` prints one object `{"file", "apps": [{name, size, e_flags, isa, signature,
-//! segments, entries}]}`. A malformed file is an error naming what is wrong (exit status 1);
+//! A copy built for a named hardware model (`mlx5-dpa cc --cpu`, section
+//! `.dpa_bin_<app>@nv-dpa-<model>`, `mlx5_dpa::dpa::hw_model`) shows as `app <app>@nv-dpa-<model>`;
+//! `--app NAME` shows every copy of that name.
+//!
+//! `--json` prints one object `{"file", "apps": [{name, hw_model, hw_model_labelled, size,
+//! e_flags, isa, signature, segments, entries}]}`. A malformed file is an error naming what is wrong (exit status 1);
 //! only regular files of at most 256 MiB are read (`input::MAX_ELF_FILE`).
 //!
 //! `mlx5-dpa elf isa FILE [--app NAME] [--json]`: every instruction of the application's code
@@ -40,7 +45,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use mlx5_dpa::dpa::app::{select_app, App, AppError, SignatureLocation, SignatureStatus};
+use mlx5_dpa::dpa::app::{
+    app_names, App, AppError, SignatureLocation, SignatureStatus, MODEL_SEPARATOR,
+};
 use mlx5_dpa::dpa::elf::Elf;
 use mlx5_sim::riscv::isa::{Sweep, Undecodable};
 use serde_json::{json, Value as Json};
@@ -124,7 +131,18 @@ fn load(path: &Path, app: Option<&str>) -> Result<Vec<App>, ElfCmdError> {
     };
     let apps = App::all_in_elf(&stem, &bytes).map_err(wrap)?;
     match app {
-        Some(name) => Ok(vec![select_app(apps, name).map_err(wrap)?]),
+        // Every copy of that name (one per hardware model it was built for).
+        Some(name) => {
+            let available = app_names(&apps);
+            let copies: Vec<App> = apps.into_iter().filter(|a| a.name() == name).collect();
+            if copies.is_empty() {
+                return Err(wrap(AppError::NoSuchApp {
+                    name: name.to_string(),
+                    available,
+                }));
+            }
+            Ok(copies)
+        }
         None => Ok(apps),
     }
 }
@@ -190,12 +208,30 @@ fn location(l: SignatureLocation) -> &'static str {
     }
 }
 
+/// An application's name as shown: with `@nv-dpa-<model>` for a copy labelled with its hardware
+/// model (`.dpa_bin_<app>@nv-dpa-<model>`).
+fn shown_name(a: &App) -> String {
+    match a.hw_model_label() {
+        Some(m) => format!("{}{MODEL_SEPARATOR}{}", a.name(), m.mcpu()),
+        None => a.name().to_string(),
+    }
+}
+
 /// One application as text.
 fn app_text(a: &App) -> String {
     let mut s = format!(
         "app {}: device ELF of {} bytes\n",
-        a.name(),
+        shown_name(a),
         a.image().len()
+    );
+    s += &format!(
+        "  hw model: {}{}\n",
+        a.hw_model().mcpu(),
+        if a.hw_model_label().is_some() {
+            ""
+        } else {
+            " (unlabelled: a BlueField-3 build)"
+        }
     );
     s += &format!("  e_flags: {:#x} ({})\n", a.e_flags(), a.e_flags_str());
     s += &format!("  isa: {}\n", a.isa().unwrap_or("(no .riscv.attributes)"));
@@ -264,6 +300,8 @@ fn app_json(a: &App) -> Json {
         .collect();
     json!({
         "name": a.name(),
+        "hw_model": a.hw_model().mcpu(),
+        "hw_model_labelled": a.hw_model_label().is_some(),
         "size": a.image().len(),
         "e_flags": a.e_flags(),
         "e_flags_text": a.e_flags_str(),
@@ -384,6 +422,7 @@ fn isa(path: &Path, app: Option<&str>, as_json: bool) -> Result<ExitCode, ElfCmd
                 .collect();
             list.push(json!({
                 "name": a.name(),
+                "hw_model": a.hw_model().mcpu(),
                 "isa": a.isa(),
                 "instructions": r.sweep.instructions,
                 "bytes": r.sweep.bytes,
@@ -393,7 +432,7 @@ fn isa(path: &Path, app: Option<&str>, as_json: bool) -> Result<ExitCode, ElfCmd
         } else {
             text += &format!(
                 "app {}: isa {}\n",
-                a.name(),
+                shown_name(a),
                 a.isa().unwrap_or("(no .riscv.attributes)")
             );
             let scope = if r.functions == 0 {

@@ -4,6 +4,7 @@
 
 mod common;
 use common::*;
+use std::process::Output;
 
 fn have_gcc() -> bool {
     let ok = std::process::Command::new("riscv64-unknown-elf-gcc")
@@ -168,27 +169,21 @@ fn cc_packages_the_device_elf_into_a_host_program() {
     let d = scratch_dir("pkg");
     let once = d.join("host_one");
     let out = d.join("host_two");
-    let o = run(&[
-        "cc",
-        "-o",
-        &once.display().to_string(),
-        "--package-into",
+    let o = package(
+        &once,
         "/bin/true",
-        "--app",
         "calc1",
+        None,
         &repo("fw-blobs/src/rpc_calc.c"),
-    ]);
+    );
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = run(&[
-        "cc",
-        "-o",
-        &out.display().to_string(),
-        "--package-into",
+    let o = package(
+        &out,
         &once.display().to_string(),
-        "--app",
         "calc2",
+        None,
         &repo("fw-blobs/src/rpc_calc.c"),
-    ]);
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run(&[
         "elf",
@@ -209,16 +204,13 @@ fn cc_packages_the_device_elf_into_a_host_program() {
         "{text}"
     );
     // A name that cannot be a section suffix is refused before anything runs.
-    let o = run(&[
-        "cc",
-        "-o",
-        &out.display().to_string(),
-        "--package-into",
+    let o = package(
+        &out,
         "/bin/true",
-        "--app",
         "bad name",
+        None,
         &repo("fw-blobs/src/rpc_calc.c"),
-    ]);
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("letters, digits and '_' only"),
@@ -282,5 +274,132 @@ fn the_device_version_macros_check_at_compile_time() {
         "{}",
         stderr(&o)
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `mlx5-dpa cc -o OUT --package-into HOST --app APP [--cpu CPU] SRC`.
+fn package(out: &std::path::Path, host: &str, app: &str, cpu: Option<&str>, src: &str) -> Output {
+    let out = out.display().to_string();
+    let mut args = vec!["cc", "-o", &out, "--package-into", host, "--app", app];
+    if let Some(cpu) = cpu {
+        args.extend(["--cpu", cpu]);
+    }
+    args.push(src);
+    run(&args)
+}
+
+/// `--cpu bf3,cx8` builds one copy per hardware model, each with its `__NV_DPA`, packaged as
+/// `.dpa_bin_NAME@nv-dpa-<model>`: the two copies differ where the source asks for the model
+/// and `elf info` lists them with their models; the committed `tests/data/dpa/host_models.elf`
+/// is what `make_models_elf.sh` makes. A repeated model, an unknown one, or several models
+/// without a host program are refused.
+#[test]
+fn cc_builds_a_copy_per_hardware_model() {
+    if !have_gcc() {
+        return;
+    }
+    let d = scratch_dir("cpu");
+    let out = d.join("host");
+    let src = repo("tests/data/dpa/which_model.c");
+    let o = package(&out, "/bin/true", "which", Some("bf3,nv-dpa-cx8"), &src);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["elf", "info", &out.display().to_string(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let apps = j["apps"].as_array().unwrap();
+    let models: Vec<(&str, &str, bool)> = apps
+        .iter()
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap(),
+                a["hw_model"].as_str().unwrap(),
+                a["hw_model_labelled"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        models,
+        [("which", "nv-dpa-bf3", true), ("which", "nv-dpa-cx8", true)]
+    );
+    let apps = mlx5_dpa::dpa::app::App::all_in_host_elf(&std::fs::read(&out).unwrap()).unwrap();
+    assert_ne!(apps[0].image(), apps[1].image(), "the copies are one build");
+    let text = stdout(&run(&["elf", "info", &out.display().to_string()]));
+    assert!(
+        text.contains("app which@nv-dpa-bf3:") && text.contains("app which@nv-dpa-cx8:"),
+        "{text}"
+    );
+
+    // The committed fixture is the script's output (same compiler, same tool).
+    let fixture_dir = d.join("fixture");
+    std::fs::create_dir_all(&fixture_dir).unwrap();
+    let script = repo("tests/data/dpa/make_models_elf.sh");
+    let copy = fixture_dir.join("make_models_elf.sh");
+    std::fs::copy(&script, &copy).unwrap();
+    std::fs::copy(&src, fixture_dir.join("which_model.c")).unwrap();
+    let s = std::process::Command::new("sh")
+        .arg(&copy)
+        .env("MLX5_DPA", env!("CARGO_BIN_EXE_mlx5-dpa"))
+        .output()
+        .unwrap();
+    if s.status.success() {
+        // The device copies, not the host program around them (the host's gcc may differ).
+        let copies = |path: &std::path::Path| {
+            let bytes = std::fs::read(path).unwrap();
+            mlx5_dpa::dpa::app::App::all_in_host_elf(&bytes)
+                .unwrap()
+                .into_iter()
+                .map(|a| (a.name().to_string(), a.hw_model_label(), a.image().to_vec()))
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            copies(&fixture_dir.join("host_models.elf"))
+                == copies(std::path::Path::new(&repo(
+                    "tests/data/dpa/host_models.elf"
+                ))),
+            "tests/data/dpa/host_models.elf is stale: run make_models_elf.sh"
+        );
+    } else {
+        eprintln!(
+            "make_models_elf.sh not checked: {}",
+            String::from_utf8_lossy(&s.stderr)
+        );
+    }
+
+    // The RPC sample's device side built for two models: the demo takes the BlueField-3 copy
+    // from the host program and runs it.
+    let rpc_host = d.join("rpc_host");
+    let rpc_src = repo("fw-blobs/src/rpc_calc.c");
+    let o = package(&rpc_host, "/bin/true", "rpc", Some("cx8,bf3"), &rpc_src);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "--sim",
+        "demo",
+        "rpc",
+        "7",
+        "8",
+        "--app-elf",
+        &rpc_host.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Result: 15"), "{}", stdout(&o));
+
+    for (cpu, want) in [
+        ("bf3,bf3", "names nv-dpa-bf3 twice"),
+        ("cx7", "unknown DPA hardware model \"cx7\""),
+    ] {
+        let o = package(&out, "/bin/true", "which", Some(cpu), &src);
+        assert_ne!(o.status.code(), Some(0));
+        assert!(stderr(&o).contains(want), "{cpu}: {}", stderr(&o));
+    }
+    let o = run(&[
+        "cc",
+        "-o",
+        &d.join("x.elf").display().to_string(),
+        "--cpu",
+        "bf3,cx8",
+        &src,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--package-into"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&d);
 }

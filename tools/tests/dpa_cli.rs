@@ -26,6 +26,37 @@ fn demo_rpc_adds_on_the_dpa() {
     );
 }
 
+/// `--app-elf` with a host program: an application built only for a newer hardware model is
+/// refused on the model's BlueField-3, naming the copies there are; a host program with several
+/// applications needs `--app`.
+#[test]
+fn demo_rpc_selects_from_a_host_program_by_hardware_model() {
+    let models = repo("tests/data/dpa/host_models.elf");
+    let o = run(&[
+        "--sim",
+        "demo",
+        "rpc",
+        "--app-elf",
+        &models,
+        "--app",
+        "newest",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("\"newest\" has no copy for the device's model (nv-dpa-bf3)")
+            && err.contains("it has: nv-dpa-cx9"),
+        "{err}"
+    );
+    let o = run(&["--sim", "demo", "rpc", "--app-elf", &models]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("carries applications which, newest, legacy: name one with --app"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn demo_rpc_without_a_dpa_says_so() {
     let o = run(&["--sim=cx7", "demo", "rpc", "1", "2"]);
