@@ -65,5 +65,18 @@ pp_check() {
 step "run packet_processor (demo packet-processor --app-elf)" pp_check
 grep -E "^(Welcome|Registered|Process|verified|Flex IO)" "$out/pp.txt" 2>/dev/null | sed 's/^/      /'
 
+# As the samples' `build.sh --cpu bf3,cx8`: the RPC sample's device code built for two hardware
+# models into a host program; the demo takes the copy for the model's BlueField-3.
+step "cc --cpu bf3,cx8 --package-into (flexio_rpc)" \
+	"$tool" cc -o "$out/flexio_rpc_host" --package-into /bin/true --app flexio_rpc_dev \
+	--cpu bf3,cx8 "$samples/flexio_rpc/dev/flexio_rpc_dev.c"
+models_check() {
+	"$tool" elf info "$out/flexio_rpc_host" | grep '^app' &&
+		"$tool" --sim demo rpc 44 55 --app-elf "$out/flexio_rpc_host" >"$out/rpc2.txt" &&
+		grep -qx "Result: 99" "$out/rpc2.txt"
+}
+step "run flexio_rpc from the two-model host program" models_check
+grep '^app' "$out/log" 2>/dev/null | sed 's/^/      /'
+
 echo "check.sh: $failed failed"
 [ "$failed" -eq 0 ]
