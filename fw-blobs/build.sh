@@ -49,10 +49,10 @@ fi
 # Fixed environment: locale, time zone and source paths must not leak into the output.
 export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 
-PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b pp_sample"
+PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b pp_sample doca_kernels"
 # Linked a second time with the older layout (link/dpa_older.ld), as <name>_older.elf.
 OLDER="rpc_calc"
-RUNTIME="os string print msg_stream cmdq rpc stdio inttypes debug"
+RUNTIME="os string print msg_stream cmdq rpc stdio inttypes debug doca_dpa"
 
 ARCH="-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany"
 # -mno-relax: no gp-relative accesses (the model does not set gp).
@@ -106,7 +106,7 @@ check_elf() { # elf entries... (LOADS: the expected PT_LOAD addresses)
 	done
 }
 
-COMMON_ENTRIES="flexio_msg_stream_dev_init flexio_msg_stream_dev_fini flexio_dev_thread_finish flexio_cmdq_dev_worker mlx5_dpa_rpc_entry mlx5_dpa_rpc_unpack_u64"
+COMMON_ENTRIES="flexio_msg_stream_dev_init flexio_msg_stream_dev_fini flexio_dev_thread_finish flexio_cmdq_dev_worker mlx5_dpa_rpc_entry mlx5_dpa_rpc_unpack_u64 __doca_dpa_kernel_entry"
 for p in $PROGRAMS; do
 	compile "src/$p.c" "$WORK/obj/$p.o"
 	# shellcheck disable=SC2086
@@ -118,6 +118,7 @@ for p in $PROGRAMS; do
 	packet_processor) entries="flexio_pp_dev pp_init pp_rewrite pp_selfcheck" ;;
 	ident_a | ident_b) entries="ident" ;;
 	pp_sample) entries="flexio_pp_dev" ;;
+	doca_kernels) entries="hello_world linear_kernel diamond_kernel rank_kernel struct_kernel pair_kernel spin_kernel" ;;
 	selftest) entries="st_add st_add2 st_spin_forever st_fault_load st_store st_illegal st_ebreak \
 st_exit st_finish st_get_duar st_outbox_db st_outbox_gvmi st_window_rw st_counter st_tls st_ctx_dump \
 st_gp_global st_stack st_print st_msg st_format_check st_thread_id st_yield st_retrigger st_msix \

@@ -18,6 +18,7 @@
 //! - [`sync`]: the lock helper every layer uses (below all of them).
 
 pub mod devx;
+pub mod doca;
 pub mod dpa;
 pub mod mem;
 pub mod mlx5;

@@ -174,6 +174,30 @@ impl DmaBuf {
         Ok(unsafe { NonNull::new_unchecked(self.ptr.as_ptr().add(offset)) })
     }
 
+    /// The 8 bytes at `offset` as an atomic, for words the host and the device both update
+    /// (a counter the device writes while the host waits on it).
+    ///
+    /// # Errors
+    /// The range leaves the buffer, or `offset` is not a multiple of 8
+    /// ([`MemError::OutOfBounds`] names the access either way).
+    pub fn atomic_u64(&self, offset: usize) -> Result<&AtomicU64, MemError> {
+        if !offset.is_multiple_of(8) {
+            return Err(MemError::OutOfBounds {
+                what: "atomic u64 (misaligned)",
+                offset,
+                len: 8,
+                size: self.len,
+            });
+        }
+        let p = self.ptr(offset, 8)?;
+        // SAFETY: the 8 bytes lie inside the mapping (checked by `ptr`), which lives as long as
+        // `self` and therefore as long as the returned reference; the mapping is page-aligned,
+        // so `offset` being a multiple of 8 makes the address 8-aligned as AtomicU64 requires; AtomicU64 has
+        // the layout of u64, and every access through it is atomic, so concurrent device DMA
+        // or other threads' accesses to these bytes are not data races on the host side.
+        Ok(unsafe { &*p.as_ptr().cast::<AtomicU64>() })
+    }
+
     fn check(&self, offset: usize, len: usize, what: &'static str) -> Result<(), MemError> {
         match offset.checked_add(len) {
             Some(end) if end <= self.len => Ok(()),

@@ -44,6 +44,22 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/dpaintrin.h"),
     ),
     (
+        "include/doca_dpa_common.h",
+        include_str!("../../fw-blobs/include/doca_dpa_common.h"),
+    ),
+    (
+        "include/doca_dpa_dev.h",
+        include_str!("../../fw-blobs/include/doca_dpa_dev.h"),
+    ),
+    (
+        "include/doca_dpa_dev_sync_event.h",
+        include_str!("../../fw-blobs/include/doca_dpa_dev_sync_event.h"),
+    ),
+    (
+        "include/mlx5_dpa_doca.h",
+        include_str!("../../fw-blobs/include/mlx5_dpa_doca.h"),
+    ),
+    (
         "include/mlx5_dpa_descriptor.h",
         include_str!("../../fw-blobs/include/mlx5_dpa_descriptor.h"),
     ),
@@ -136,6 +152,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "runtime/debug.c",
         include_str!("../../fw-blobs/runtime/debug.c"),
     ),
+    (
+        "runtime/doca_dpa.c",
+        include_str!("../../fw-blobs/runtime/doca_dpa.c"),
+    ),
     ("link/dpa.ld", include_str!("../../fw-blobs/link/dpa.ld")),
     (
         "link/dpa_older.ld",
@@ -154,6 +174,7 @@ const RUNTIME: &[&str] = &[
     "stdio",
     "inttypes",
     "debug",
+    "doca_dpa",
 ];
 
 /// The default compiler (Debian package `gcc-riscv64-unknown-elf`).

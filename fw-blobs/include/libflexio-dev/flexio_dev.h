@@ -60,9 +60,13 @@ typedef uint32_t flexio_uar_device_id;
  * task): kept even if unreferenced, never inlined away, default visibility. The model finds
  * entries in the ELF symbol table, so this is all an entry needs.
  */
+#ifndef __dpa_global__
 #define __dpa_global__ __attribute__((used, noinline, visibility("default")))
+#endif
+#ifndef __dpa_rpc__
 /** An RPC entry: `uint64_t f(uint64_t arg)`; the return value (a0) is what the host gets. */
 #define __dpa_rpc__ __dpa_global__
+#endif
 
 /** Status of the flexio_dev_* calls. */
 typedef enum {

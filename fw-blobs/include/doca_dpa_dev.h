@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * DOCA DPA device API: kernels and what they may call (DOCA DPA 2.6 `doca_dpa_dev.h` and the
+ * seed doca-dpa.txt; names and signatures are DOCA's, this text is this project's). Built on
+ * the FlexIO runtime of fw-blobs (runtime/doca_dpa.c); the host side is mlx5_dpa::doca.
+ *
+ * A kernel is a global function `__dpa_global__ void k(...)` the host launches by name
+ * (doca_dpa_kernel_launch_update_set / _add, mlx5_dpa::doca::Dpa::kernel_launch). Its
+ * arguments follow the RISC-V calling convention (LP64): up to eight integer registers, an
+ * aggregate of up to 16 bytes in one or two of them, a larger one by reference to a copy the
+ * host makes in DPA memory.
+ */
+#ifndef DOCA_DPA_DEV_H_
+#define DOCA_DPA_DEV_H_
+
+#include <doca_dpa_common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A DPA memory address. */
+__dpa_global__ typedef uint64_t doca_dpa_dev_uintptr_t;
+
+#ifndef __forceinline
+#define __forceinline static inline __attribute__((always_inline))
+#endif
+
+/** This thread's rank in the running kernel launch: 0 .. doca_dpa_dev_num_threads() - 1. */
+DOCA_EXPERIMENTAL unsigned int doca_dpa_dev_thread_rank(void);
+
+/** The number of threads running the current kernel launch. */
+DOCA_EXPERIMENTAL unsigned int doca_dpa_dev_num_threads(void);
+
+/** Offers the EU to other threads; the kernel goes on from here. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_yield(void);
+
+/**
+ * Formats like printf and sends the text to the host's log (the context's default message
+ * stream) as "[DOCA][DPA DEVICE][<LVL>] <text>", when `log_level` is at most the level the
+ * host set (DOCA_DPA_DEV_LOG_LEVEL_INFO unless changed).
+ */
+DOCA_EXPERIMENTAL void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define DOCA_DPA_DEV_LOG_CRIT(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_CRIT, __VA_ARGS__)
+#define DOCA_DPA_DEV_LOG_ERR(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_ERROR, __VA_ARGS__)
+#define DOCA_DPA_DEV_LOG_WARN(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_WARNING, __VA_ARGS__)
+#define DOCA_DPA_DEV_LOG_INFO(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_INFO, __VA_ARGS__)
+#define DOCA_DPA_DEV_LOG_DBG(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_DEBUG, __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DOCA_DPA_DEV_H_ */

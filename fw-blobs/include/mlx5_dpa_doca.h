@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * The contract between the DOCA DPA runtime (runtime/doca_dpa.c) and its host side
+ * (mlx5_dpa::doca): this project's own layouts, not DOCA's (DOCA's are not public). The host
+ * writes both structures into DPA memory; the offsets are fixed and checked by the Rust side.
+ */
+#ifndef MLX5_DPA_DOCA_H_
+#define MLX5_DPA_DOCA_H_
+
+#include <stdint.h>
+
+/** MLX5_DPA_DOCA_MAGIC in doca_dpa_rt.magic: the host has set the context up. */
+#define MLX5_DPA_DOCA_MAGIC 0x444f4341u /* "DOCA" */
+
+/**
+ * The context's global block, the runtime's `__doca_dpa_rt` (found by symbol and written by
+ * the host at doca_dpa_start): the window and key over the host memory that holds the
+ * context's sync-event counters and launch-done words, and the device log level.
+ */
+struct doca_dpa_rt {
+	uint32_t magic;     /* 0x00 */
+	uint32_t window_id; /* 0x04 */
+	uint32_t mkey;      /* 0x08 */
+	uint32_t log_level; /* 0x0c: doca_dpa_dev_log_level_t */
+};
+
+/** comp_op of a launch. */
+enum {
+	MLX5_DPA_DOCA_COMP_NONE = 0,
+	MLX5_DPA_DOCA_COMP_SET = 1,
+	MLX5_DPA_DOCA_COMP_ADD = 2,
+};
+
+/**
+ * One kernel launch, in DPA memory; each of its threads runs __doca_dpa_kernel_entry with the
+ * launch's address. Copies of by-reference arguments follow it.
+ */
+struct doca_dpa_launch {
+	uint64_t func;          /* 0x00: the kernel's address */
+	uint64_t regs[8];       /* 0x08: a0..a7 */
+	uint32_t num_threads;   /* 0x48 */
+	uint32_t next_rank;     /* 0x4c: taken with an AMO by each thread as it starts */
+	uint32_t finished;      /* 0x50: counted with an AMO by each thread as it ends */
+	uint32_t comp_op;       /* 0x54: MLX5_DPA_DOCA_COMP_* */
+	uint64_t comp_event;    /* 0x58: the completion event's handle */
+	uint64_t comp_count;    /* 0x60 */
+	uint64_t done_haddr;    /* 0x68: host address the last thread writes done_value to */
+	uint64_t done_value;    /* 0x70 */
+};
+
+#endif /* MLX5_DPA_DOCA_H_ */

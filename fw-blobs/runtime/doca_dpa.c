@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * DOCA DPA's device side over the FlexIO runtime: kernel launches (the entry every launch
+ * thread runs, thread rank and count), sync events in host memory reached through the
+ * context's window, and the device log. The host half is mlx5_dpa::doca; the structures the
+ * two share are in mlx5_dpa_doca.h.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+
+/* DOCA's headers first: their empty __dpa_global__ (valid on typedefs) is then the one used. */
+#include <doca_dpa_dev.h>
+#include <doca_dpa_dev_sync_event.h>
+#include <dpaintrin.h>
+#include <libflexio-dev/flexio_dev.h>
+#include <mlx5_dpa_doca.h>
+
+/* Written by the host (mlx5_dpa::doca::Dpa::start); zero until then. */
+volatile struct doca_dpa_rt __doca_dpa_rt;
+
+void __doca_dpa_kernel_entry(uint64_t launch_daddr);
+
+/* ---- rank and thread count of the running launch, by thread id ---- */
+
+#define KCTX_SLOTS 512u /* twice the 256 DPA threads a device has */
+
+struct kctx {
+	uint32_t key; /* thread id + 1; 0: free */
+	uint32_t rank;
+	uint32_t num_threads;
+};
+
+static struct kctx kctx_table[KCTX_SLOTS];
+
+static uint32_t my_thread_id(void)
+{
+	struct flexio_dev_thread_ctx *t;
+
+	flexio_dev_get_thread_ctx(&t);
+	return flexio_dev_get_thread_id(t);
+}
+
+static struct kctx *kctx_find(uint32_t key, int claim)
+{
+	uint32_t i = (key * 2654435761u) % KCTX_SLOTS;
+	uint32_t n;
+
+	for (n = 0; n < KCTX_SLOTS; n++, i = (i + 1) % KCTX_SLOTS) {
+		uint32_t k = __atomic_load_n(&kctx_table[i].key, __ATOMIC_ACQUIRE);
+
+		if (k == key)
+			return &kctx_table[i];
+		if (claim && k == 0) {
+			uint32_t expect = 0;
+
+			if (__atomic_compare_exchange_n(&kctx_table[i].key, &expect, key, 0, __ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE))
+				return &kctx_table[i];
+			if (expect == key)
+				return &kctx_table[i];
+		}
+	}
+	return 0;
+}
+
+unsigned int doca_dpa_dev_thread_rank(void)
+{
+	struct kctx *k = kctx_find(my_thread_id() + 1, 0);
+
+	return k ? k->rank : 0;
+}
+
+unsigned int doca_dpa_dev_num_threads(void)
+{
+	struct kctx *k = kctx_find(my_thread_id() + 1, 0);
+
+	return k ? k->num_threads : 1;
+}
+
+void doca_dpa_dev_yield(void)
+{
+	struct flexio_dev_thread_ctx *t;
+
+	/* Launch threads are not continuable: FlexIO's yield returns at once and the kernel runs
+	 * on, which is all a kernel may assume. */
+	flexio_dev_get_thread_ctx(&t);
+	flexio_dev_yield(t);
+}
+
+/* ---- sync events ---- */
+
+/* The context was never started by the host, or a handle is 0: a fault with a clear place. */
+static __attribute__((noreturn)) void doca_dpa_fatal(void)
+{
+	__builtin_trap();
+}
+
+static volatile uint64_t *event_ptr(doca_dpa_dev_sync_event_t h)
+{
+	struct flexio_dev_thread_ctx *t;
+	flexio_uintptr_t daddr;
+
+	if (__doca_dpa_rt.magic != MLX5_DPA_DOCA_MAGIC || h == 0 || (h & 7))
+		doca_dpa_fatal();
+	flexio_dev_get_thread_ctx(&t);
+	if (flexio_dev_window_config(t, (uint16_t)__doca_dpa_rt.window_id, __doca_dpa_rt.mkey) !=
+	    FLEXIO_DEV_STATUS_SUCCESS)
+		doca_dpa_fatal();
+	if (flexio_dev_window_ptr_acquire(t, h, &daddr) != FLEXIO_DEV_STATUS_SUCCESS)
+		doca_dpa_fatal();
+	return (volatile uint64_t *)(uintptr_t)daddr;
+}
+
+/* Adds from DPA threads take one of these AMO locks (by handle) around read-add-write. */
+#define EVENT_LOCKS 64u
+static uint32_t event_locks[EVENT_LOCKS];
+
+void doca_dpa_dev_sync_event_get(doca_dpa_dev_sync_event_t h, uint64_t *value)
+{
+	volatile uint64_t *p = event_ptr(h);
+
+	__dpa_thread_window_read_inv();
+	*value = *p;
+}
+
+void doca_dpa_dev_sync_event_update_set(doca_dpa_dev_sync_event_t h, uint64_t value)
+{
+	volatile uint64_t *p = event_ptr(h);
+
+	*p = value;
+	__dpa_thread_window_writeback();
+}
+
+void doca_dpa_dev_sync_event_update_add(doca_dpa_dev_sync_event_t h, uint64_t value)
+{
+	volatile uint64_t *p = event_ptr(h);
+	uint32_t *lock = &event_locks[(h >> 3) % EVENT_LOCKS];
+
+	while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+		;
+	__dpa_thread_window_read_inv();
+	*p = *p + value;
+	__dpa_thread_window_writeback();
+	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
+
+void doca_dpa_dev_sync_event_wait_gt(doca_dpa_dev_sync_event_t h, uint64_t value, uint64_t mask)
+{
+	volatile uint64_t *p = event_ptr(h);
+
+	for (;;) {
+		__dpa_thread_window_read_inv();
+		if ((*p & mask) > value)
+			return;
+	}
+}
+
+/* ---- log ---- */
+
+static const char *level_tag(doca_dpa_dev_log_level_t level)
+{
+	/* "INF" is what DOCA's documented output shows; the other tags are provisional. */
+	switch (level) {
+	case DOCA_DPA_DEV_LOG_LEVEL_CRIT:
+		return "CRT";
+	case DOCA_DPA_DEV_LOG_LEVEL_ERROR:
+		return "ERR";
+	case DOCA_DPA_DEV_LOG_LEVEL_WARNING:
+		return "WRN";
+	case DOCA_DPA_DEV_LOG_LEVEL_INFO:
+		return "INF";
+	default:
+		return "DBG";
+	}
+}
+
+void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ...)
+{
+	char text[FLEXIO_MSG_DEV_MAX_LEN];
+	uint32_t limit = __doca_dpa_rt.log_level;
+	int n;
+	va_list ap;
+
+	if (limit == 0)
+		limit = DOCA_DPA_DEV_LOG_LEVEL_INFO;
+	if (log_level <= DOCA_DPA_DEV_LOG_LEVEL_DISABLE || (uint32_t)log_level > limit)
+		return;
+	n = flexio_dev_snprintf(text, sizeof(text), "[DOCA][DPA DEVICE][%s] ", level_tag(log_level));
+	if (n < 0 || (uint32_t)n >= sizeof(text))
+		return;
+	va_start(ap, format);
+	flexio_dev_vsnprintf(text + n, sizeof(text) - (uint32_t)n, format, ap);
+	va_end(ap);
+	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
+}
+
+/* ---- kernel launch ---- */
+
+typedef void (*kernel_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+			  uint64_t);
+
+void __doca_dpa_kernel_entry(uint64_t launch_daddr)
+{
+	volatile struct doca_dpa_launch *l = (volatile struct doca_dpa_launch *)(uintptr_t)launch_daddr;
+	uint32_t key = my_thread_id() + 1;
+	uint32_t rank = __atomic_fetch_add((uint32_t *)&l->next_rank, 1, __ATOMIC_ACQ_REL);
+	struct kctx *k = kctx_find(key, 1);
+	kernel_fn f = (kernel_fn)(uintptr_t)l->func;
+
+	if (k) {
+		k->rank = rank;
+		k->num_threads = l->num_threads;
+	}
+	f(l->regs[0], l->regs[1], l->regs[2], l->regs[3], l->regs[4], l->regs[5], l->regs[6], l->regs[7]);
+	if (k)
+		__atomic_store_n(&k->key, 0, __ATOMIC_RELEASE);
+	if (__atomic_add_fetch((uint32_t *)&l->finished, 1, __ATOMIC_ACQ_REL) == l->num_threads) {
+		if (l->comp_op == MLX5_DPA_DOCA_COMP_SET)
+			doca_dpa_dev_sync_event_update_set(l->comp_event, l->comp_count);
+		else if (l->comp_op == MLX5_DPA_DOCA_COMP_ADD)
+			doca_dpa_dev_sync_event_update_add(l->comp_event, l->comp_count);
+		if (l->done_haddr)
+			doca_dpa_dev_sync_event_update_set(l->done_haddr, l->done_value);
+	}
+	flexio_dev_thread_reschedule();
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * doca_kernels: DOCA DPA kernels for this project's tests and demos, written against the DOCA
+ * DPA device API (doca_dpa_dev.h, doca_dpa_dev_sync_event.h) as a DOCA user would write them.
+ *
+ *   hello_world()                      logs "Hello from kernel" (the seed's kernel launch sample)
+ *   linear_kernel(wait, comp)          waits for wait > 0 (if any), then adds 1 to comp
+ *   diamond_kernel(wait, th, c1, c2)   waits for wait > th - 1 (if any), adds 1 to c1 and c2 (if any)
+ *   rank_kernel(out_ev_base, stride)   adds (rank + 1) << (8 * rank) to event out (a checksum of
+ *                                      the ranks that ran) and num_threads to the next word
+ *   struct_kernel(args)                a 48-byte struct by value (passed by reference): sets
+ *                                      args.ev to args.a + args.b + ... + args.f
+ *   pair_kernel(pair, ev)              a 16-byte struct by value (two registers): sets ev to
+ *                                      pair.x * 1000 + pair.y
+ *   spin_kernel(ev)                    waits on ev for ever (for the watchdog)
+ */
+#include <doca_dpa_dev.h>
+#include <doca_dpa_dev_sync_event.h>
+
+#define ALL_BITS 0xffffffffffffffffull
+
+__dpa_global__ void hello_world(void)
+{
+	DOCA_DPA_DEV_LOG_INFO("Hello from kernel\n");
+}
+
+__dpa_global__ void linear_kernel(doca_dpa_dev_sync_event_t wait_ev, doca_dpa_dev_sync_event_t comp_ev)
+{
+	if (wait_ev)
+		doca_dpa_dev_sync_event_wait_gt(wait_ev, 0, ALL_BITS);
+	doca_dpa_dev_sync_event_update_add(comp_ev, 1);
+}
+
+__dpa_global__ void diamond_kernel(doca_dpa_dev_sync_event_t wait_ev, uint64_t wait_th,
+				   doca_dpa_dev_sync_event_t comp_ev1, doca_dpa_dev_sync_event_t comp_ev2)
+{
+	if (wait_ev)
+		doca_dpa_dev_sync_event_wait_gt(wait_ev, wait_th - 1, ALL_BITS);
+	doca_dpa_dev_sync_event_update_add(comp_ev1, 1);
+	if (comp_ev2)
+		doca_dpa_dev_sync_event_update_add(comp_ev2, 1);
+}
+
+__dpa_global__ void rank_kernel(doca_dpa_dev_sync_event_t ranks, doca_dpa_dev_sync_event_t count)
+{
+	unsigned int r = doca_dpa_dev_thread_rank();
+
+	doca_dpa_dev_sync_event_update_add(ranks, 1ull << r);
+	if (r == 0)
+		doca_dpa_dev_sync_event_update_set(count, doca_dpa_dev_num_threads());
+}
+
+struct __dpa_global__ six {
+	uint64_t a, b, c, d, e;
+	doca_dpa_dev_sync_event_t ev;
+};
+
+__dpa_global__ void struct_kernel(struct six s)
+{
+	doca_dpa_dev_sync_event_update_set(s.ev, s.a + s.b + s.c + s.d + s.e);
+}
+
+struct __dpa_global__ pair {
+	uint64_t x, y;
+};
+
+__dpa_global__ void pair_kernel(struct pair p, doca_dpa_dev_sync_event_t ev)
+{
+	doca_dpa_dev_sync_event_update_set(ev, p.x * 1000 + p.y);
+}
+
+__dpa_global__ void spin_kernel(doca_dpa_dev_sync_event_t ev)
+{
+	doca_dpa_dev_sync_event_wait_gt(ev, ALL_BITS - 1, ALL_BITS);
+}

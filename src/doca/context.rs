@@ -1,0 +1,363 @@
+//! The DOCA DPA context (`doca_dpa`): a DPA process of an application, the host page its sync
+//! events and launch-done words live in, and the launcher.
+
+use std::sync::Arc;
+
+use crate::devx::Devx;
+use crate::dpa::app::App;
+use crate::dpa::msg_stream::{MsgOutput, MsgStream, MsgStreamAttr};
+use crate::dpa::outbox::Outbox;
+use crate::dpa::window::Window;
+use crate::dpa::{DpaBuf, Process, ProcessAttr, StepExt};
+use crate::mem::{Access, MemoryRegion};
+
+use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
+use super::shared::Shared;
+use super::sync_event::{SyncEvent, SyncEventAttr};
+use super::{DocaError, MAX_WAIT_THRESHOLD};
+
+use super::shared::PAGE_LEN;
+/// Most threads one launch may ask for: half the 256 DPA threads of a BlueField-3 (the seed),
+/// so that the context's own threads and a second launch still fit.
+pub const MAX_THREADS_PER_KERNEL: u32 = 128;
+
+/// `__doca_dpa_rt.magic` (mlx5_dpa_doca.h).
+const RT_MAGIC: u32 = 0x444f_4341;
+/// The runtime's global block.
+const RT_SYMBOL: &str = "__doca_dpa_rt";
+
+/// Device log levels (`doca_dpa_dev_log_level_t`): a message passes when its level is at most
+/// the context's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum LogLevel {
+    Disable = 10,
+    Crit = 20,
+    Error = 30,
+    Warning = 40,
+    #[default]
+    Info = 50,
+    Debug = 60,
+}
+
+/// How to start a context.
+#[derive(Debug, Clone, Default)]
+pub struct DpaAttr {
+    /// `doca_dpa_set_log_level`: the most verbose device log level delivered.
+    pub log_level: LogLevel,
+    /// Where device log lines go (DOCA writes them to the application's output).
+    pub log_output: MsgOutput,
+}
+
+/// A DOCA DPA context. Dropping it stops it: the launcher first (launches not yet started are
+/// dropped), then the log stream, the outbox, the window, the process, and the host page once
+/// no event names it.
+#[derive(Debug)]
+pub struct Dpa {
+    // Fields drop in declaration order.
+    launcher: Option<LauncherHandle>,
+    stream: Option<MsgStream>,
+    _outbox: Outbox,
+    _window: Window,
+    process: Process,
+    shared: Arc<Shared>,
+    name: String,
+}
+
+/// The launcher, named for Debug.
+struct LauncherHandle(Launcher);
+
+impl std::fmt::Debug for LauncherHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Launcher")
+    }
+}
+
+impl Dpa {
+    /// Creates and starts a context running `app` on `dev` (`doca_dpa_create`,
+    /// `doca_dpa_set_app`, `doca_dpa_start`).
+    ///
+    /// # Errors
+    /// [`DocaError::Dpa`] naming the failing step (no DPA, a firmware refusal);
+    /// [`DocaError::InvalidValue`] for an application built without the DOCA DPA runtime.
+    /// What was made is released.
+    pub fn start(dev: &Arc<dyn Devx>, app: &App, attr: &DpaAttr) -> Result<Dpa, DocaError> {
+        let process = Process::create(dev, app.image(), &ProcessAttr::default())
+            .step("creating the DPA process")?;
+        let rt = process.symbol(RT_SYMBOL).map_err(|_| {
+            DocaError::InvalidValue(format!(
+                "application {:?} has no {RT_SYMBOL}: it was not built with the DOCA DPA runtime",
+                app.name()
+            ))
+        })?;
+        const PAGE: &str = "registering the context's host page";
+        let page = MemoryRegion::alloc(dev, process.pd(), PAGE_LEN, Access::LOCAL_WRITE)
+            .map_err(crate::dpa::DpaError::from)
+            .step(PAGE)?;
+        const WINDOW: &str = "creating the context's window";
+        let window = process.window(process.pd()).step(WINDOW)?;
+        let wb = window.host_buf(page.mkey(), 0, PAGE_LEN).step(WINDOW)?;
+        let outbox = process
+            .outbox(process.uar())
+            .step("creating the context's outbox")?;
+        let stream = MsgStream::create(
+            &process,
+            &MsgStreamAttr {
+                output: attr.log_output.clone(),
+                ..MsgStreamAttr::default()
+            },
+        )
+        .step("creating the device log stream")?;
+        let mut block = [0u8; 16];
+        block[0..4].copy_from_slice(&RT_MAGIC.to_le_bytes());
+        block[4..8].copy_from_slice(&wb.window_id.to_le_bytes());
+        block[8..12].copy_from_slice(&wb.mkey.0.to_le_bytes());
+        block[12..16].copy_from_slice(&(attr.log_level as u32).to_le_bytes());
+        process
+            .copy_to_dev(rt, &block)
+            .step("writing the runtime's context block")?;
+        let shared = Arc::new(Shared::new(page, wb.haddr));
+        let launcher = Launcher::start(LaunchCtx {
+            process: process.clone(),
+            shared: Arc::clone(&shared),
+            outbox_id: outbox.id(),
+            window_id: wb.window_id,
+        })?;
+        Ok(Dpa {
+            launcher: Some(LauncherHandle(launcher)),
+            stream: Some(stream),
+            _outbox: outbox,
+            _window: window,
+            process,
+            shared,
+            name: app.name().to_string(),
+        })
+    }
+
+    /// Stops the context (`doca_dpa_stop` + `doca_dpa_destroy`); the same as dropping it, after
+    /// which the error state, if any, is returned.
+    ///
+    /// # Errors
+    /// [`DocaError::Fatal`] when the context was in the error state.
+    pub fn stop(mut self) -> Result<(), DocaError> {
+        if let Some(mut l) = self.launcher.take() {
+            l.0.stop();
+        }
+        self.stream.take();
+        self.peek_at_last_error()
+    }
+
+    /// The application's name.
+    pub fn app_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The process underneath (FlexIO), for what DOCA does not cover.
+    pub fn process(&self) -> &Process {
+        &self.process
+    }
+
+    /// `doca_dpa_peek_at_last_error`: `Ok` while the context is healthy; once a DPA thread has
+    /// faulted (or a launch could not be started) the context is in the error state, which
+    /// stays until it is destroyed.
+    ///
+    /// # Errors
+    /// [`DocaError::Fatal`] naming the thread and the cause.
+    pub fn peek_at_last_error(&self) -> Result<(), DocaError> {
+        match self.shared.failure() {
+            None => Ok(()),
+            Some(why) => Err(DocaError::Fatal(why)),
+        }
+    }
+
+    /// `doca_dpa_get_core_num`.
+    pub fn core_num(&self) -> u32 {
+        self.process.caps().topology.cores
+    }
+
+    /// `doca_dpa_get_num_eus_per_core`.
+    pub fn num_eus_per_core(&self) -> u32 {
+        self.process.caps().topology.eus_per_core
+    }
+
+    /// `doca_dpa_get_total_num_eus_available`: the EUs user threads may run on.
+    pub fn total_num_eus_available(&self) -> u32 {
+        self.process.caps().topology.usable_eus()
+    }
+
+    /// `doca_dpa_get_max_threads_per_kernel`.
+    pub fn max_threads_per_kernel(&self) -> u32 {
+        let device = u32::try_from(self.process.caps().max_threads_per_process).unwrap_or(u32::MAX);
+        MAX_THREADS_PER_KERNEL.min(device)
+    }
+
+    /// A sync event of this context (`doca_sync_event_create`, its locations, `start`).
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] / [`DocaError::NotPermitted`] for locations DOCA refuses or
+    /// this implementation cannot keep atomic; [`DocaError::NoMemory`] past
+    /// [`super::MAX_SYNC_EVENTS`].
+    pub fn sync_event(&self, attr: SyncEventAttr) -> Result<SyncEvent, DocaError> {
+        SyncEvent::new(&self.shared, attr)
+    }
+
+    /// `doca_dpa_mem_alloc`: DPA memory, freed when the buffer is dropped (`doca_dpa_mem_free`).
+    ///
+    /// # Errors
+    /// A zero or too large size; firmware refusal.
+    pub fn mem_alloc(&self, size: u64) -> Result<DpaBuf, DocaError> {
+        Ok(self.process.alloc(size)?)
+    }
+
+    /// `doca_dpa_h2d_memcpy`: host bytes to DPA memory.
+    ///
+    /// # Errors
+    /// A range outside DPA memory; the copy failed.
+    pub fn h2d_memcpy(&self, dst: u64, src: &[u8]) -> Result<(), DocaError> {
+        Ok(self.process.copy_to_dev(dst, src)?)
+    }
+
+    /// `doca_dpa_d2h_memcpy`: DPA memory to host bytes.
+    ///
+    /// # Errors
+    /// As [`Dpa::h2d_memcpy`].
+    pub fn d2h_memcpy(&self, dst: &mut [u8], src: u64) -> Result<(), DocaError> {
+        Ok(self.process.copy_from_dev(src, dst)?)
+    }
+
+    /// `doca_dpa_memset`.
+    ///
+    /// # Errors
+    /// As [`Dpa::h2d_memcpy`].
+    pub fn memset(&self, dst: u64, value: u8, len: usize) -> Result<(), DocaError> {
+        Ok(self.process.memset(dst, value, len)?)
+    }
+
+    /// `doca_dpa_rpc`: runs `func` once on the DPA with up to eight u64 arguments and returns
+    /// its result (blocking, bounded by the RPC timeout).
+    ///
+    /// # Errors
+    /// An unknown function, a fault or a timeout.
+    pub fn rpc(&self, func: &str, args: &[u64]) -> Result<u64, DocaError> {
+        Ok(self.process.call(func, args)?)
+    }
+
+    /// `doca_dpa_kernel_launch_update_set`: runs `func` on `num_threads` DPA threads with
+    /// `args`, once `wait`'s counter exceeds its threshold (if given); when the last thread
+    /// returns, `comp`'s counter is set to its count. Returns once the launch is queued.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`]: a thread count of 0 or above
+    /// [`Dpa::max_threads_per_kernel`], a threshold above [`MAX_WAIT_THRESHOLD`], arguments
+    /// that do not fit, an unknown function. [`DocaError::NotPermitted`]: an event of another
+    /// context, a wait event without a DPA subscriber, a completion event without a DPA
+    /// publisher. [`DocaError::Fatal`] once the context is in the error state.
+    pub fn kernel_launch_update_set(
+        &self,
+        wait: Option<(&SyncEvent, u64)>,
+        comp: Option<(&SyncEvent, u64)>,
+        num_threads: u32,
+        func: &str,
+        args: &[KernelArg],
+    ) -> Result<(), DocaError> {
+        self.launch(
+            wait,
+            comp.map(|(e, c)| (CompOp::Set, e, c)),
+            num_threads,
+            func,
+            args,
+        )
+    }
+
+    /// `doca_dpa_kernel_launch_update_add`: as [`Dpa::kernel_launch_update_set`], but `comp`'s
+    /// count is added to its counter.
+    ///
+    /// # Errors
+    /// As [`Dpa::kernel_launch_update_set`].
+    pub fn kernel_launch_update_add(
+        &self,
+        wait: Option<(&SyncEvent, u64)>,
+        comp: Option<(&SyncEvent, u64)>,
+        num_threads: u32,
+        func: &str,
+        args: &[KernelArg],
+    ) -> Result<(), DocaError> {
+        self.launch(
+            wait,
+            comp.map(|(e, c)| (CompOp::Add, e, c)),
+            num_threads,
+            func,
+            args,
+        )
+    }
+
+    fn own(&self, ev: &SyncEvent, role: &str) -> Result<(), DocaError> {
+        if Arc::ptr_eq(&ev.slot().shared, &self.shared) {
+            Ok(())
+        } else {
+            Err(DocaError::NotPermitted(format!(
+                "the {role} event belongs to another DPA context"
+            )))
+        }
+    }
+
+    fn launch(
+        &self,
+        wait: Option<(&SyncEvent, u64)>,
+        comp: Option<(CompOp, &SyncEvent, u64)>,
+        num_threads: u32,
+        func: &str,
+        args: &[KernelArg],
+    ) -> Result<(), DocaError> {
+        self.peek_at_last_error()?;
+        let max = self.max_threads_per_kernel();
+        if num_threads == 0 || num_threads > max {
+            return Err(DocaError::InvalidValue(format!(
+                "{num_threads} threads for one kernel (1 ..= {max})"
+            )));
+        }
+        if let Some((ev, threshold)) = wait {
+            self.own(ev, "wait")?;
+            if !ev.attr().subscriber_dpa {
+                return Err(DocaError::NotPermitted(
+                    "the wait event has no DPA subscriber".into(),
+                ));
+            }
+            if threshold > MAX_WAIT_THRESHOLD {
+                return Err(DocaError::InvalidValue(format!(
+                    "wait threshold {threshold} (0 ..= {MAX_WAIT_THRESHOLD})"
+                )));
+            }
+        }
+        if let Some((_, ev, _)) = comp {
+            self.own(ev, "completion")?;
+            if !ev.attr().publisher_dpa {
+                return Err(DocaError::NotPermitted(
+                    "the completion event has no DPA publisher".into(),
+                ));
+            }
+        }
+        let func_addr = self.process.symbol(func).map_err(|_| {
+            DocaError::InvalidValue(format!("the application has no kernel {func:?}"))
+        })?;
+        let args = launch::encode(args)?;
+        let Some(l) = &self.launcher else {
+            return Err(DocaError::Fatal("the context is stopped".into()));
+        };
+        l.0.submit(Pending {
+            func: func_addr,
+            args,
+            num_threads,
+            wait: wait.map(|(e, t)| (Arc::clone(e.slot()), t)),
+            comp: comp.map(|(op, e, c)| (op, Arc::clone(e.slot()), c)),
+        });
+        Ok(())
+    }
+}
+
+impl Drop for Dpa {
+    fn drop(&mut self) {
+        if let Some(mut l) = self.launcher.take() {
+            l.0.stop();
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! DOCA DPA on this project's FlexIO layer: a context over a DPA process, sync events, kernel
+//! launch, RPC and DPA memory, with the device side in `fw-blobs` (`doca_dpa_dev.h`,
+//! `doca_dpa_dev_sync_event.h`, `runtime/doca_dpa.c`).
+//!
+//! DOCA DPA (the seed `doca-dpa.txt`; DOCA 2.6's `doca_dpa.h` for the names its samples use)
+//! is NVIDIA's higher programming model for the DPA, built on FlexIO. Here it is built on
+//! [`crate::dpa`] the same way:
+//!
+//! | DOCA                                                   | here                                   |
+//! |--------------------------------------------------------|----------------------------------------|
+//! | `doca_dpa_create` / `set_app` / `start`                | [`Dpa::start`]                         |
+//! | `doca_dpa_stop` / `destroy`                            | [`Dpa::stop`], drop                    |
+//! | `doca_dpa_get_core_num`, `_num_eus_per_core`, ...      | [`Dpa::core_num`], ...                 |
+//! | `doca_dpa_set_log_level`                               | [`DpaAttr::log_level`]                 |
+//! | `doca_dpa_peek_at_last_error`                          | [`Dpa::peek_at_last_error`]            |
+//! | `doca_dpa_mem_alloc` / `free`, `h2d` / `d2h_memcpy`, `memset` | [`Dpa::mem_alloc`] (freed on drop), [`Dpa::h2d_memcpy`], ... |
+//! | `doca_dpa_rpc`                                         | [`Dpa::rpc`]                           |
+//! | `doca_sync_event_create` + locations + `start`         | [`Dpa::sync_event`] with [`SyncEventAttr`] |
+//! | `doca_sync_event_get` / `update_set` / `update_add` / `wait_gt` | [`SyncEvent::get`], ...       |
+//! | `doca_sync_event_export_to_dpa` / `get_dpa_handle`     | [`SyncEvent::dpa_handle`]              |
+//! | `doca_dpa_kernel_launch_update_set` / `_add`           | [`Dpa::kernel_launch_update_set`] / [`Dpa::kernel_launch_update_add`] |
+//!
+//! # How it works
+//! - **The context** is a [`crate::dpa::Process`] of the application, a window and a key over
+//!   a page of host memory holding the context's sync-event counters and launch-done words, an
+//!   outbox for the threads that log, and the default message stream that carries
+//!   `doca_dpa_dev_log` to the host. The runtime learns the window and key from its global
+//!   `__doca_dpa_rt`, written at start (`mlx5_dpa_doca.h`, this project's layout).
+//! - **A sync event** is a 64-bit counter in that page. The host reads and updates it with
+//!   atomics; DPA code reaches it through the window, with the write-back and read-invalidate
+//!   fences of the DPA memory model, and adds from DPA threads take an AMO lock. Its DPA
+//!   handle is the counter's host address. An event with both CPU and DPA publishers is
+//!   refused: a CPU add and a DPA add to the same counter could lose one.
+//! - **A kernel launch** writes a launch block (kernel address, argument registers, thread
+//!   count, completion event) to DPA memory and runs that many pooled DPA threads on the
+//!   runtime's `__doca_dpa_kernel_entry`, which takes a rank, calls the kernel with the
+//!   arguments in `a0..a7` (the RISC-V calling convention, [`KernelArg`]) and, in the last
+//!   thread to finish, updates the completion event and marks the launch done for the host.
+//!   A launcher thread of the context starts launches in the order they were made; a launch
+//!   with a wait event starts once the event's counter exceeds the threshold, and the launches
+//!   made after it start after it (DOCA requires that a kernel depend only on kernels launched
+//!   before it). It reclaims threads and launch blocks as launches finish, and watches the
+//!   process: a DPA fault puts the context in the error state [`Dpa::peek_at_last_error`]
+//!   reports, with the faulting thread and cause from the coredump.
+//!
+//! What is not here yet (issue 16 continues): DPA threads of the user's own
+//! (`doca_dpa_thread`), completion contexts, notifications, async ops, RDMA from the DPA,
+//! thread groups, the hash table, tracing, extended contexts.
+
+mod context;
+mod launch;
+mod shared;
+mod sync_event;
+
+use std::time::Duration;
+
+use crate::dpa::DpaError;
+use crate::mem::MemError;
+
+pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
+pub use launch::KernelArg;
+pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};
+pub use sync_event::{SyncEvent, SyncEventAttr};
+
+/// The greatest wait threshold (and event value a launch may wait for) DOCA documents as valid.
+pub const MAX_WAIT_THRESHOLD: u64 = 254;
+
+/// Why a DOCA DPA call failed (DOCA's `doca_error_t`, with the reason).
+#[derive(Debug, thiserror::Error)]
+pub enum DocaError {
+    /// The FlexIO layer below failed (firmware refusal, fault, transport).
+    #[error(transparent)]
+    Dpa(#[from] DpaError),
+    #[error(transparent)]
+    Mem(#[from] MemError),
+    /// An argument out of range (`DOCA_ERROR_INVALID_VALUE`).
+    #[error("invalid value: {0}")]
+    InvalidValue(String),
+    /// The object does not allow this (`DOCA_ERROR_NOT_PERMITTED`): an event used where its
+    /// locations do not allow it, or an object of another context.
+    #[error("not permitted: {0}")]
+    NotPermitted(String),
+    /// A fixed pool of the context is used up (`DOCA_ERROR_NO_MEMORY`).
+    #[error("no more {0} in this context")]
+    NoMemory(&'static str),
+    /// A bounded wait ended.
+    #[error("timed out after {after:?} waiting for {what}")]
+    Timeout { what: &'static str, after: Duration },
+    /// The context is in the error state (`DOCA_ERROR_BAD_STATE` after a fatal device error):
+    /// it must be destroyed.
+    #[error("the DPA context failed: {0}")]
+    Fatal(String),
+}

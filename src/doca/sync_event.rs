@@ -1,0 +1,224 @@
+//! DOCA sync events of a DPA context: 64-bit counters in the context's host page.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::shared::Shared;
+use super::DocaError;
+
+/// Who updates and who waits on an event (DOCA's `add_publisher_location_*` /
+/// `add_subscriber_location_*`); at least one of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SyncEventAttr {
+    pub publisher_cpu: bool,
+    pub publisher_dpa: bool,
+    pub subscriber_cpu: bool,
+    pub subscriber_dpa: bool,
+}
+
+impl SyncEventAttr {
+    /// Set by the host, waited on by DPA code (a launch's wait event).
+    pub fn cpu_to_dpa() -> SyncEventAttr {
+        SyncEventAttr {
+            publisher_cpu: true,
+            subscriber_dpa: true,
+            ..SyncEventAttr::default()
+        }
+    }
+
+    /// Set by DPA code, waited on by the host (a launch's completion event).
+    pub fn dpa_to_cpu() -> SyncEventAttr {
+        SyncEventAttr {
+            publisher_dpa: true,
+            subscriber_cpu: true,
+            ..SyncEventAttr::default()
+        }
+    }
+
+    /// Set and waited on by DPA code (kernels ordered among themselves).
+    pub fn dpa_to_dpa() -> SyncEventAttr {
+        SyncEventAttr {
+            publisher_dpa: true,
+            subscriber_dpa: true,
+            ..SyncEventAttr::default()
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<(), DocaError> {
+        if !(self.publisher_cpu || self.publisher_dpa) {
+            return Err(DocaError::InvalidValue(
+                "a sync event needs a publisher location".into(),
+            ));
+        }
+        if !(self.subscriber_cpu || self.subscriber_dpa) {
+            return Err(DocaError::InvalidValue(
+                "a sync event needs a subscriber location".into(),
+            ));
+        }
+        if self.publisher_cpu && self.publisher_dpa {
+            return Err(DocaError::NotPermitted(
+                "a sync event with both CPU and DPA publishers: their adds to one counter could \
+                 lose each other's"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn dpa(&self) -> bool {
+        self.publisher_dpa || self.subscriber_dpa
+    }
+}
+
+/// A counter slot of the context's page, given back when the last holder goes: the event, and
+/// the launches that wait on it or complete into it (so a dropped event's slot is not reused
+/// while a launch still names it).
+#[derive(Debug)]
+pub(crate) struct EventSlot {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) slot: usize,
+}
+
+impl EventSlot {
+    pub(crate) fn counter(&self) -> &AtomicU64 {
+        self.shared.counter(self.slot)
+    }
+
+    pub(crate) fn haddr(&self) -> u64 {
+        self.shared.counter_haddr(self.slot)
+    }
+}
+
+impl Drop for EventSlot {
+    fn drop(&mut self) {
+        self.shared.give_event_slot(self.slot);
+    }
+}
+
+/// A sync event (DOCA `doca_sync_event`); its counter slot returns to the context when it and
+/// every launch naming it are gone.
+#[derive(Debug)]
+pub struct SyncEvent {
+    slot: Arc<EventSlot>,
+    attr: SyncEventAttr,
+}
+
+/// How long [`SyncEvent::wait_gt`] sleeps between looks once the counter has not moved for a
+/// while (it spins and yields first).
+const WAIT_SLEEP: Duration = Duration::from_micros(50);
+
+impl SyncEvent {
+    pub(crate) fn new(shared: &Arc<Shared>, attr: SyncEventAttr) -> Result<SyncEvent, DocaError> {
+        attr.check()?;
+        let slot = shared.take_event_slot()?;
+        shared.counter(slot).store(0, Ordering::Release);
+        Ok(SyncEvent {
+            slot: Arc::new(EventSlot {
+                shared: Arc::clone(shared),
+                slot,
+            }),
+            attr,
+        })
+    }
+
+    fn counter(&self) -> &AtomicU64 {
+        self.slot.counter()
+    }
+
+    /// The locations it was created with.
+    pub fn attr(&self) -> SyncEventAttr {
+        self.attr
+    }
+
+    /// The counter now (`doca_sync_event_get`).
+    pub fn get(&self) -> u64 {
+        self.counter().load(Ordering::Acquire)
+    }
+
+    fn cpu_publisher(&self, what: &str) -> Result<(), DocaError> {
+        if self.attr.publisher_cpu {
+            Ok(())
+        } else {
+            Err(DocaError::NotPermitted(format!(
+                "{what} from the CPU: the event has no CPU publisher"
+            )))
+        }
+    }
+
+    /// Sets the counter (`doca_sync_event_update_set`).
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] without a CPU publisher.
+    pub fn update_set(&self, value: u64) -> Result<(), DocaError> {
+        self.cpu_publisher("update_set")?;
+        self.counter().store(value, Ordering::Release);
+        Ok(())
+    }
+
+    /// Adds to the counter and returns its value before (`doca_sync_event_update_add`).
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] without a CPU publisher.
+    pub fn update_add(&self, value: u64) -> Result<u64, DocaError> {
+        self.cpu_publisher("update_add")?;
+        Ok(self.counter().fetch_add(value, Ordering::AcqRel))
+    }
+
+    /// Waits until `(counter & mask) > value` and returns the counter
+    /// (`doca_sync_event_wait_gt`), at most `timeout`.
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] without a CPU subscriber; [`DocaError::Timeout`];
+    /// [`DocaError::Fatal`] as soon as the context fails (what would have set it is gone).
+    pub fn wait_gt(&self, value: u64, mask: u64, timeout: Duration) -> Result<u64, DocaError> {
+        if !self.attr.subscriber_cpu {
+            return Err(DocaError::NotPermitted(
+                "wait_gt on the CPU: the event has no CPU subscriber".into(),
+            ));
+        }
+        let start = Instant::now();
+        let mut looks = 0u32;
+        loop {
+            let v = self.get();
+            if v & mask > value {
+                return Ok(v);
+            }
+            if let Some(why) = self.slot.shared.failure() {
+                return Err(DocaError::Fatal(why));
+            }
+            if start.elapsed() >= timeout {
+                return Err(DocaError::Timeout {
+                    what: "a sync event to pass its threshold",
+                    after: timeout,
+                });
+            }
+            looks = looks.saturating_add(1);
+            if looks < 64 {
+                std::hint::spin_loop();
+            } else if looks < 256 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(WAIT_SLEEP);
+            }
+        }
+    }
+
+    /// The handle DPA code names the event by (`doca_sync_event_export_to_dpa` /
+    /// `doca_sync_event_get_dpa_handle`; `doca_dpa_dev_sync_event_t`).
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] for an event with no DPA location.
+    pub fn dpa_handle(&self) -> Result<u64, DocaError> {
+        if !self.attr.dpa() {
+            return Err(DocaError::NotPermitted(
+                "export to the DPA: the event has no DPA publisher or subscriber".into(),
+            ));
+        }
+        Ok(self.slot.haddr())
+    }
+
+    pub(crate) fn slot(&self) -> &Arc<EventSlot> {
+        &self.slot
+    }
+}

@@ -1,0 +1,359 @@
+//! DOCA DPA (`mlx5_dpa::doca`) end to end on the device model, with the kernels of
+//! `fw-blobs/src/doca_kernels.c`: the seed's kernel launch ("Hello from kernel" through the
+//! device log), launch-level waits and completion events, the seed's linear and diamond
+//! chains, thread ranks, arguments by the calling convention, sync events from both sides,
+//! what is refused, and a DPA fault reaching the host as the context's error state.
+
+mod dpa_common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dpa_common::model;
+use mlx5_dpa::doca::{DocaError, Dpa, DpaAttr, KernelArg, LogLevel, SyncEvent, SyncEventAttr};
+use mlx5_dpa::dpa::app::App;
+use mlx5_dpa::dpa::msg_stream::MsgOutput;
+
+const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+const WAIT: Duration = Duration::from_secs(20);
+const ALL: u64 = u64::MAX;
+
+fn app() -> App {
+    App::from_device_elf("doca_kernels", KERNELS).unwrap()
+}
+
+/// A context whose device log is collected in memory.
+fn context(level: LogLevel) -> (mlx5_sim::Device, Dpa, Arc<Mutex<Vec<u8>>>) {
+    let (d, ctx) = model("bf3");
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let w = Arc::clone(&log);
+    let attr = DpaAttr {
+        log_level: level,
+        log_output: MsgOutput::Writer(w),
+    };
+    let dpa = Dpa::start(&ctx, &app(), &attr).unwrap();
+    (d, dpa, log)
+}
+
+fn h(e: &SyncEvent) -> KernelArg {
+    KernelArg::U64(e.dpa_handle().unwrap())
+}
+
+fn text(log: &Arc<Mutex<Vec<u8>>>) -> String {
+    String::from_utf8_lossy(&log.lock().unwrap()).into_owned()
+}
+
+#[test]
+fn kernel_launch_waits_for_its_event_logs_and_completes() {
+    let (_d, dpa, log) = context(LogLevel::Info);
+    let wait = dpa.sync_event(SyncEventAttr::cpu_to_dpa()).unwrap();
+    let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa.kernel_launch_update_set(Some((&wait, 0)), Some((&comp, 1)), 1, "hello_world", &[])
+        .unwrap();
+    // Not started while the wait event is at its threshold.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(comp.get(), 0);
+    assert!(text(&log).is_empty(), "{}", text(&log));
+    wait.update_set(1).unwrap();
+    assert_eq!(comp.wait_gt(0, ALL, WAIT).unwrap(), 1);
+    // The log line arrives through the stream; wait for it, bounded.
+    let t0 = std::time::Instant::now();
+    while !text(&log).contains("Hello from kernel") && t0.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(text(&log), "[DOCA][DPA DEVICE][INF] Hello from kernel\n");
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn the_log_level_filters_on_the_device() {
+    let (_d, dpa, log) = context(LogLevel::Warning);
+    let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa.kernel_launch_update_add(None, Some((&comp, 1)), 1, "hello_world", &[])
+        .unwrap();
+    comp.wait_gt(0, ALL, WAIT).unwrap();
+    // The kernel ran (its completion came) and logged at INFO, above WARNING: nothing sent.
+    drop(dpa);
+    assert_eq!(text(&log), "");
+}
+
+#[test]
+fn linear_chain_runs_in_order() {
+    // A -> B -> C as the seed's linear example: A waits at launch for the host's event, B and
+    // C wait in the kernel for their parent's event.
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let a = dpa.sync_event(SyncEventAttr::cpu_to_dpa()).unwrap();
+    let b = dpa.sync_event(SyncEventAttr::dpa_to_dpa()).unwrap();
+    let c = dpa.sync_event(SyncEventAttr::dpa_to_dpa()).unwrap();
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa.kernel_launch_update_add(
+        Some((&a, 0)),
+        None,
+        1,
+        "linear_kernel",
+        &[0u64.into(), h(&b)],
+    )
+    .unwrap();
+    dpa.kernel_launch_update_add(None, None, 1, "linear_kernel", &[h(&b), h(&c)])
+        .unwrap();
+    dpa.kernel_launch_update_add(None, None, 1, "linear_kernel", &[h(&c), h(&done)])
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!((b.get(), c.get(), done.get()), (0, 0, 0));
+    a.update_set(1).unwrap();
+    assert_eq!(done.wait_gt(0, ALL, WAIT).unwrap(), 1);
+    assert_eq!((b.get(), c.get()), (1, 1));
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn diamond_chain_waits_for_both_parents() {
+    // A -> (B, C); C -> D; (B, D) -> E, as the seed's diamond example.
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let a = dpa.sync_event(SyncEventAttr::cpu_to_dpa()).unwrap();
+    let ev: Vec<SyncEvent> = (0..4)
+        .map(|_| dpa.sync_event(SyncEventAttr::dpa_to_dpa()).unwrap())
+        .collect();
+    let (b, c, d, e) = (&ev[0], &ev[1], &ev[2], &ev[3]);
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let k = |wait: Option<&SyncEvent>, th: u64, c1: &SyncEvent, c2: Option<&SyncEvent>| {
+        vec![
+            wait.map_or(KernelArg::U64(0), h),
+            th.into(),
+            h(c1),
+            c2.map_or(KernelArg::U64(0), h),
+        ]
+    };
+    let launch = |w: Option<(&SyncEvent, u64)>, args: Vec<KernelArg>| {
+        dpa.kernel_launch_update_set(w, None, 1, "diamond_kernel", &args)
+            .unwrap()
+    };
+    launch(Some((&a, 0)), k(None, 0, b, Some(c)));
+    launch(None, k(Some(b), 1, e, None));
+    launch(None, k(Some(c), 1, d, None));
+    launch(None, k(Some(d), 1, e, None));
+    launch(None, k(Some(e), 2, &done, None));
+    a.update_set(1).unwrap();
+    assert_eq!(done.wait_gt(0, ALL, WAIT).unwrap(), 1);
+    assert_eq!((b.get(), c.get(), d.get(), e.get()), (1, 1, 1, 2));
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn every_rank_runs_once_and_sees_the_thread_count() {
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    for n in [1u32, 3, 8, 16] {
+        let ranks = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+        let count = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+        let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+        dpa.kernel_launch_update_set(
+            None,
+            Some((&comp, 7)),
+            n,
+            "rank_kernel",
+            &[h(&ranks), h(&count)],
+        )
+        .unwrap();
+        assert_eq!(comp.wait_gt(0, ALL, WAIT).unwrap(), 7);
+        // Each rank adds 1 << rank once: all n bits, no carry.
+        assert_eq!(ranks.get(), (1u64 << n) - 1, "{n} threads");
+        assert_eq!(count.get(), u64::from(n));
+    }
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn struct_arguments_follow_the_calling_convention() {
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let out = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    // struct six { a, b, c, d, e, ev }: 48 bytes, passed by reference to a copy.
+    let mut six = Vec::new();
+    for v in [1u64, 20, 300, 4000, 50000, out.dpa_handle().unwrap()] {
+        six.extend_from_slice(&v.to_le_bytes());
+    }
+    dpa.kernel_launch_update_add(
+        None,
+        Some((&comp, 1)),
+        1,
+        "struct_kernel",
+        &[KernelArg::Bytes(six)],
+    )
+    .unwrap();
+    comp.wait_gt(0, ALL, WAIT).unwrap();
+    assert_eq!(out.get(), 54321);
+    // struct pair { x, y }: 16 bytes in two registers, then the event in the third.
+    let mut pair = Vec::new();
+    pair.extend_from_slice(&12u64.to_le_bytes());
+    pair.extend_from_slice(&34u64.to_le_bytes());
+    dpa.kernel_launch_update_add(
+        None,
+        Some((&comp, 1)),
+        1,
+        "pair_kernel",
+        &[KernelArg::Bytes(pair), h(&out)],
+    )
+    .unwrap();
+    comp.wait_gt(1, ALL, WAIT).unwrap();
+    assert_eq!(out.get(), 12034);
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn launches_repeat_on_pooled_threads() {
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let ranks = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let count = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    for i in 1..=50u64 {
+        dpa.kernel_launch_update_add(
+            None,
+            Some((&comp, 1)),
+            2,
+            "rank_kernel",
+            &[h(&ranks), h(&count)],
+        )
+        .unwrap();
+        assert_eq!(comp.wait_gt(i - 1, ALL, WAIT).unwrap(), i);
+    }
+    // 50 launches of ranks 0 and 1: 50 * (1 + 2).
+    assert_eq!(ranks.get(), 150);
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn what_doca_refuses_is_refused() {
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let cpu_to_dpa = dpa.sync_event(SyncEventAttr::cpu_to_dpa()).unwrap();
+    let dpa_to_cpu = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let invalid = |r: Result<(), DocaError>| matches!(r, Err(DocaError::InvalidValue(_)));
+    let denied = |r: Result<(), DocaError>| matches!(r, Err(DocaError::NotPermitted(_)));
+    assert!(invalid(dpa.kernel_launch_update_set(
+        None,
+        None,
+        0,
+        "hello_world",
+        &[]
+    )));
+    assert!(invalid(dpa.kernel_launch_update_set(
+        None,
+        None,
+        dpa.max_threads_per_kernel() + 1,
+        "hello_world",
+        &[]
+    )));
+    assert!(invalid(dpa.kernel_launch_update_set(
+        None,
+        None,
+        1,
+        "no_such_kernel",
+        &[]
+    )));
+    assert!(invalid(dpa.kernel_launch_update_set(
+        Some((&cpu_to_dpa, 255)),
+        None,
+        1,
+        "hello_world",
+        &[]
+    )));
+    // Locations: waiting needs a DPA subscriber, completing a DPA publisher.
+    assert!(denied(dpa.kernel_launch_update_set(
+        Some((&dpa_to_cpu, 0)),
+        None,
+        1,
+        "hello_world",
+        &[]
+    )));
+    assert!(denied(dpa.kernel_launch_update_set(
+        None,
+        Some((&cpu_to_dpa, 1)),
+        1,
+        "hello_world",
+        &[]
+    )));
+    assert!(matches!(
+        dpa_to_cpu.update_set(1),
+        Err(DocaError::NotPermitted(_))
+    ));
+    assert!(matches!(
+        cpu_to_dpa.wait_gt(0, ALL, Duration::from_millis(1)),
+        Err(DocaError::NotPermitted(_))
+    ));
+    let cpu_only = dpa
+        .sync_event(SyncEventAttr {
+            publisher_cpu: true,
+            subscriber_cpu: true,
+            ..SyncEventAttr::default()
+        })
+        .unwrap();
+    assert!(matches!(
+        cpu_only.dpa_handle(),
+        Err(DocaError::NotPermitted(_))
+    ));
+    assert_eq!(cpu_only.update_add(5).unwrap(), 0);
+    assert_eq!(cpu_only.wait_gt(4, ALL, WAIT).unwrap(), 5);
+    assert!(matches!(
+        cpu_only.wait_gt(5, ALL, Duration::from_millis(5)),
+        Err(DocaError::Timeout { .. })
+    ));
+    assert!(matches!(
+        dpa.sync_event(SyncEventAttr {
+            publisher_cpu: true,
+            publisher_dpa: true,
+            subscriber_cpu: true,
+            ..SyncEventAttr::default()
+        }),
+        Err(DocaError::NotPermitted(_))
+    ));
+    assert!(matches!(
+        dpa.sync_event(SyncEventAttr::default()),
+        Err(DocaError::InvalidValue(_))
+    ));
+    // Isolation: another context's event is refused.
+    let (_d2, other, _l2) = context(LogLevel::Info);
+    let foreign = other.sync_event(SyncEventAttr::cpu_to_dpa()).unwrap();
+    assert!(denied(dpa.kernel_launch_update_set(
+        Some((&foreign, 0)),
+        None,
+        1,
+        "hello_world",
+        &[]
+    )));
+    assert!(dpa.peek_at_last_error().is_ok());
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn a_fault_puts_the_context_in_the_error_state() {
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let never = dpa.sync_event(SyncEventAttr::dpa_to_dpa()).unwrap();
+    let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    // The kernel spins on an event nothing sets: the watchdog stops it.
+    dpa.kernel_launch_update_set(None, Some((&comp, 1)), 1, "spin_kernel", &[h(&never)])
+        .unwrap();
+    match comp.wait_gt(0, ALL, Duration::from_secs(60)) {
+        Err(DocaError::Fatal(why)) => assert!(why.contains("Watchdog"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(dpa.peek_at_last_error(), Err(DocaError::Fatal(_))));
+    assert!(matches!(
+        dpa.kernel_launch_update_set(None, None, 1, "hello_world", &[]),
+        Err(DocaError::Fatal(_))
+    ));
+    assert!(matches!(dpa.stop(), Err(DocaError::Fatal(_))));
+}
+
+#[test]
+fn an_application_without_the_runtime_is_refused() {
+    let (_d, ctx) = model("bf3");
+    // A bare-metal test program: it loads as a process but has none of the runtime.
+    let bytes = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fw-blobs/bare/bin/compute.elf"),
+    )
+    .unwrap();
+    let app = App::from_device_elf("compute", &bytes).unwrap();
+    match Dpa::start(&ctx, &app, &DpaAttr::default()) {
+        Err(DocaError::InvalidValue(why)) => assert!(why.contains("__doca_dpa_rt"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
