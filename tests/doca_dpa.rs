@@ -325,7 +325,10 @@ fn what_doca_refuses_is_refused() {
 
 #[test]
 fn a_fault_puts_the_context_in_the_error_state() {
-    let (_d, dpa, _log) = context(LogLevel::Info);
+    let (d, dpa, _log) = context(LogLevel::Info);
+    // A small watchdog budget: the spinning kernel pauses in its wait, and each pause counts
+    // PAUSE_CYCLES (256) towards it.
+    d.with_profile_mut(|p| p.dpa_insn_budget = 2_000_000);
     let never = dpa.sync_event(SyncEventAttr::dpa_to_dpa()).unwrap();
     let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
     // The kernel spins on an event nothing sets: the watchdog stops it.
@@ -356,4 +359,53 @@ fn an_application_without_the_runtime_is_refused() {
         Err(DocaError::InvalidValue(why)) => assert!(why.contains("__doca_dpa_rt"), "{why}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_tree_of_spinning_kernels_outlasts_a_late_root() {
+    // As DOCA's binary-tree sample: every kernel is launched at once and waits inside the
+    // kernel for its parent; the host sets the root's event only later. Seven kernels spin on
+    // the model's few host threads: each wait pauses, which lets the others run, and the
+    // pauses' cycles keep the wait far inside the watchdog's budget.
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let root = dpa.sync_event(SyncEventAttr::cpu_to_dpa()).unwrap();
+    let node: Vec<SyncEvent> = (0..6)
+        .map(|_| dpa.sync_event(SyncEventAttr::dpa_to_dpa()).unwrap())
+        .collect();
+    let leaves_done = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let launch = |wait: &SyncEvent, c1: &SyncEvent, c2: Option<&SyncEvent>| {
+        let args = [h(wait), 1u64.into(), h(c1), c2.map_or(KernelArg::U64(0), h)];
+        dpa.kernel_launch_update_set(None, None, 1, "diamond_kernel", &args)
+            .unwrap();
+    };
+    // A: root -> B, C; B -> D, E; C -> F, G; D..G -> leaves_done.
+    launch(&root, &node[0], Some(&node[1]));
+    launch(&node[0], &node[2], Some(&node[3]));
+    launch(&node[1], &node[4], Some(&node[5]));
+    for n in &node[2..] {
+        launch(n, &leaves_done, None);
+    }
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(leaves_done.get(), 0);
+    root.update_set(1).unwrap();
+    assert_eq!(leaves_done.wait_gt(3, ALL, WAIT).unwrap(), 4);
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn an_rpc_runs_while_kernels_spin_on_every_host_thread() {
+    // Eight kernel threads spin on an event the host sets only after an RPC has answered:
+    // more spinners than the model has host threads. Each wait pauses, so the RPC's
+    // activation gets a turn, as it would get an EU of its own on the DPA.
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let go = dpa.sync_event(SyncEventAttr::cpu_to_dpa()).unwrap();
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa.kernel_launch_update_set(None, None, 8, "linear_kernel", &[h(&go), h(&done)])
+        .unwrap();
+    // Let the launch start and spin before the RPC.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(dpa.rpc("sum_rpc", &[40, 2]).unwrap(), 42);
+    go.update_set(1).unwrap();
+    assert_eq!(done.wait_gt(7, ALL, WAIT).unwrap(), 8);
+    dpa.stop().unwrap();
 }

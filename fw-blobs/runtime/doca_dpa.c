@@ -111,6 +111,16 @@ static volatile uint64_t *event_ptr(doca_dpa_dev_sync_event_t h)
 	return (volatile uint64_t *)(uintptr_t)daddr;
 }
 
+/*
+ * The `pause` hint (Zihintpause: `fence w, 0`), spelled as its encoding so that no assembler
+ * extension is needed. On the DPA it is a fence that orders nothing; it tells a core (and the
+ * model, which then lets another activation run on the host thread) that this one is spinning.
+ */
+static inline void spin_pause(void)
+{
+	__asm__ volatile(".insn i 0x0f, 0, x0, x0, 0x010" ::: "memory");
+}
+
 /* Adds from DPA threads take one of these AMO locks (by handle) around read-add-write. */
 #define EVENT_LOCKS 64u
 static uint32_t event_locks[EVENT_LOCKS];
@@ -137,7 +147,7 @@ void doca_dpa_dev_sync_event_update_add(doca_dpa_dev_sync_event_t h, uint64_t va
 	uint32_t *lock = &event_locks[(h >> 3) % EVENT_LOCKS];
 
 	while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
-		;
+		spin_pause();
 	__dpa_thread_window_read_inv();
 	*p = *p + value;
 	__dpa_thread_window_writeback();
@@ -152,6 +162,7 @@ void doca_dpa_dev_sync_event_wait_gt(doca_dpa_dev_sync_event_t h, uint64_t value
 		__dpa_thread_window_read_inv();
 		if ((*p & mask) > value)
 			return;
+		spin_pause();
 	}
 }
 

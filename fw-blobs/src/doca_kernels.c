@@ -13,6 +13,7 @@
  *   pair_kernel(pair, ev)              a 16-byte struct by value (two registers): sets ev to
  *                                      pair.x * 1000 + pair.y
  *   spin_kernel(ev)                    waits on ev for ever (for the watchdog)
+ *   sum_rpc(a, b)                      an RPC: returns a + b
  */
 #include <doca_dpa_dev.h>
 #include <doca_dpa_dev_sync_event.h>
@@ -72,4 +73,10 @@ __dpa_global__ void pair_kernel(struct pair p, doca_dpa_dev_sync_event_t ev)
 __dpa_global__ void spin_kernel(doca_dpa_dev_sync_event_t ev)
 {
 	doca_dpa_dev_sync_event_wait_gt(ev, ALL_BITS - 1, ALL_BITS);
+}
+
+/* An RPC (doca_dpa_rpc): returns a + b. */
+__dpa_rpc__ uint64_t sum_rpc(uint64_t a, uint64_t b)
+{
+	return a + b;
 }

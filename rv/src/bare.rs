@@ -404,6 +404,8 @@ impl BareMachine {
             let left = max_insns.saturating_sub(hart.instret);
             match run(&mut hart, self, left) {
                 Stop::Budget => break BareStop::Budget,
+                // The bare machine never asks to stop at a pause (`Bus::pause` default).
+                Stop::Pause => continue,
                 Stop::Ebreak => break BareStop::Ebreak { pc: hart.pc },
                 Stop::Ecall => {
                     let number = hart.x[reg::A7];

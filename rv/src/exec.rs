@@ -243,6 +243,9 @@ fn ends_block(op: Op) -> bool {
     )
 }
 
+/// The fence sets of `pause` (Zihintpause): predecessor w (1), successor none (0).
+const PAUSE_SETS: u32 = 0x10;
+
 /// Sign-extends a 32-bit result.
 #[inline(always)]
 fn sx32(v: u64) -> u64 {
@@ -490,6 +493,12 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                 Op::Fence => {
                     let sets = insn.imm as u32;
                     ex.bus.fence((sets >> 4) as u8 & 0xf, sets as u8 & 0xf);
+                    // `pause` (Zihintpause) is the fence with predecessor w and no successor.
+                    if sets & 0xff == PAUSE_SETS && ex.bus.pause() {
+                        pc = next;
+                        n += 1;
+                        break 'run Stop::Pause;
+                    }
                 }
                 Op::FenceI => {
                     ex.cache.clear();

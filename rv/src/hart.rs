@@ -65,6 +65,14 @@ pub trait Bus {
     /// that models write-back or invalidation (the engine itself keeps no caches).
     fn fence(&mut self, _pred: u8, _succ: u8) {}
 
+    /// A `pause` hint (Zihintpause: `fence w, 0`, encoding 0x0100000f) retired: `true` makes
+    /// [`run`] return [`Stop::Pause`] right after it, so that a bus modelling many EUs on few
+    /// host threads can give the host thread to another activation while this one spins.
+    /// The default keeps running (a `pause` is then an ordinary fence).
+    fn pause(&mut self) -> bool {
+        false
+    }
+
     /// Optional: a decoded-instruction cache the bus keeps for this hart across [`run`] calls
     /// (without one, each call starts with an empty cache and decodes again). The engine takes
     /// it out of the bus for the duration of a call and puts it back at the end. The bus must
@@ -103,6 +111,8 @@ pub enum Stop {
     Budget,
     /// A fault; `pc` points at the faulting instruction.
     Fault(Fault),
+    /// A `pause` hint the bus asked to stop at ([`Bus::pause`]); `pc` points past it.
+    Pause,
 }
 
 /// Per-EU register state.

@@ -22,6 +22,9 @@ struct TestBus {
     cache: Option<CodeCache>,
     /// The fences the engine reported, (pred, succ).
     fences: Vec<(u8, u8)>,
+    /// What `pause` answers, and how often it was asked.
+    stop_at_pause: bool,
+    pauses: u32,
 }
 
 impl TestBus {
@@ -38,6 +41,8 @@ impl TestBus {
             time: 0,
             cache: None,
             fences: Vec::new(),
+            stop_at_pause: false,
+            pauses: 0,
         }
     }
 
@@ -121,6 +126,11 @@ impl Bus for TestBus {
 
     fn time(&self) -> u64 {
         self.time
+    }
+
+    fn pause(&mut self) -> bool {
+        self.pauses += 1;
+        self.stop_at_pause
     }
 
     fn fence(&mut self, pred: u8, succ: u8) {
@@ -1180,4 +1190,32 @@ fn fences_reach_the_bus_with_their_sets() {
     let mut h = Hart::new(TEXT);
     let _ = run(&mut h, &mut bus, 10);
     assert_eq!(bus.fences, [(1, 1), (15, 15), (8, 8)]);
+}
+
+/// `pause` (0x0100000f) asks the bus; a bus that says stop gets `Stop::Pause` with pc past it
+/// and the instruction retired, one that does not gets an ordinary fence. Other fences never
+/// ask.
+#[test]
+fn pause_stops_only_when_the_bus_asks() {
+    const PAUSE: u32 = 0x0100_000f;
+    const FENCE_RW_RW: u32 = 0x0330_000f;
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        bus.stop_at_pause = true;
+        let (h, stop) = exec_with(&mut bus, &[], &[addi(5, 0, 1), PAUSE, addi(5, 5, 1)]);
+        assert_eq!(stop, Stop::Pause, "fast path {fast}");
+        assert_eq!((h.pc, h.instret, h.x[5]), (TEXT + 8, 2, 1));
+        // Going on from there runs the rest.
+        bus.stop_at_pause = false;
+        let mut h = h;
+        assert_eq!(run(&mut h, &mut bus, 100), Stop::Ecall);
+        assert_eq!(h.x[5], 2);
+
+        let mut bus = TestBus::new(fast);
+        let (h, stop) = exec_with(&mut bus, &[], &[PAUSE, FENCE_RW_RW, addi(6, 0, 7)]);
+        assert_eq!(stop, Stop::Ecall);
+        assert_eq!(h.x[6], 7);
+        assert_eq!(bus.pauses, 1, "only the pause asks");
+        assert_eq!(bus.fences, [(1, 0), (3, 3)]);
+    }
 }

@@ -18,7 +18,7 @@ use crate::riscv::{self, reg, Access, Bus, CodeCache, Fault, Hart, MemError, Ram
 use crate::state::dpa::memory::{Area, ProcessMem};
 use crate::state::dpa::{
     device_code, error_syndrome, map, nic_counter, outbox_reg, rtos_call, rtos_errno,
-    NicCounterConfig,
+    NicCounterConfig, Paused,
 };
 
 /// What a dispatched activation needs.
@@ -51,6 +51,8 @@ pub(crate) struct Job {
     pub(crate) weak: bool,
     /// A continuable thread's registers where it yielded: the activation resumes there.
     pub(crate) resume: Option<Hart>,
+    /// The activation stopped at a `pause` and goes on here.
+    pub(crate) paused: Option<Box<Paused>>,
     pub(crate) vhca_id: u16,
     pub(crate) uid: u16,
     /// The device, for window translations.
@@ -122,6 +124,8 @@ pub(crate) enum Outcome {
     Exit(u64),
     /// Fault, watchdog or bad RTOS call.
     Failed(Failure),
+    /// Stopped at a `pause` hint: queued at once to go on from there.
+    Paused(Box<Paused>),
 }
 
 /// A finished activation, for firmware to apply.
@@ -583,6 +587,11 @@ impl Bus for ActBus<'_> {
         }
     }
 
+    /// Every `pause` gives the host thread up (see [`Paused`]).
+    fn pause(&mut self) -> bool {
+        true
+    }
+
     fn code_cache(&mut self) -> Option<&mut CodeCache> {
         Some(&mut self.cache)
     }
@@ -669,6 +678,11 @@ fn fault_failure_of(f: Fault) -> Failure {
     }
 }
 
+/// Cycles a `pause` hint takes on the model (provisional: Zihintpause leaves the duration to
+/// the implementation, and the DPA's is not public). The model counts cycles as instructions,
+/// so a pause retires as this many.
+pub(crate) const PAUSE_CYCLES: u64 = 256;
+
 /// `a0` of a failed RTOS call.
 const RTOS_FAILED: u64 = u64::MAX;
 
@@ -686,23 +700,30 @@ pub(crate) fn run(mut job: Job) -> Done {
     let cache = std::mem::take(&mut job.cache);
     let mut hart = std::mem::replace(&mut job.hart, Hart::new(0));
     let ctx = map::context(job.slot);
-    match job.resume.take() {
-        // A continuable thread that yielded goes on where it stopped (its stack is its own
-        // slot's, untouched since).
-        Some(saved) => {
-            hart.x = saved.x;
-            hart.pc = saved.pc;
-        }
-        None => {
-            hart.x = [0; 32];
-            hart.pc = job.entry;
-            hart.x[reg::RA] = map::SENTINEL;
-            hart.x[reg::SP] = map::stack_top(job.slot);
-            hart.x[reg::TP] = ctx;
-            hart.x[reg::A0] = job.arg;
+    let paused = job.paused.take();
+    let instret_start = paused.as_ref().map_or(0, |p| p.hart.instret);
+    if let Some(p) = &paused {
+        hart.x = p.hart.x;
+        hart.pc = p.hart.pc;
+    } else {
+        match job.resume.take() {
+            // A continuable thread that yielded goes on where it stopped (its stack is its own
+            // slot's, untouched since).
+            Some(saved) => {
+                hart.x = saved.x;
+                hart.pc = saved.pc;
+            }
+            None => {
+                hart.x = [0; 32];
+                hart.pc = job.entry;
+                hart.x[reg::RA] = map::SENTINEL;
+                hart.x[reg::SP] = map::stack_top(job.slot);
+                hart.x[reg::TP] = ctx;
+                hart.x[reg::A0] = job.arg;
+            }
         }
     }
-    hart.instret = 0;
+    hart.instret = instret_start;
     hart.reservation = None;
     let mut bus = ActBus {
         job: &job,
@@ -722,12 +743,26 @@ pub(crate) fn run(mut job: Job) -> Done {
     // The thread context (FACTS.md §5), then the thread's default outbox and window.
     bus.write_ctx(0, 4, 1);
     bus.write_ctx(32, 8, job.tls);
-    bus.write_ctx(40, 4, 0);
+    if paused.is_none() {
+        bus.write_ctx(40, 4, 0);
+    }
     // Provisional: the thread's id where `flexio_dev_get_thread_id` reads it (the last word of
     // the 48-byte context; FlexIO keeps it in "thread metadata", whose layout is not public).
     bus.write_ctx(44, 4, u64::from(job.thread));
-    bus.set_outbox(job.default_outbox.filter(|o| job.outboxes.contains_key(o)));
-    bus.set_window(job.default_window);
+    match &paused {
+        // Going on after a pause: what the activation had selected.
+        Some(p) => {
+            bus.set_outbox(p.outbox.filter(|o| job.outboxes.contains_key(o)));
+            bus.set_window(p.window);
+            if bus.window.is_some() {
+                bus.mkey = p.mkey;
+            }
+        }
+        None => {
+            bus.set_outbox(job.default_outbox.filter(|o| job.outboxes.contains_key(o)));
+            bus.set_window(job.default_window);
+        }
+    }
     let mut rtos_calls = 0;
     let outcome = loop {
         let left = job.budget.saturating_sub(hart.instret);
@@ -741,6 +776,18 @@ pub(crate) fn run(mut job: Job) -> Done {
         }
         match riscv::run(&mut hart, &mut bus, left) {
             Stop::Budget => continue,
+            Stop::Pause => {
+                // A pause holds its EU for a while: the cycle counter and the watchdog's
+                // budget advance by PAUSE_CYCLES for it, so a thread spinning with pauses is
+                // still stopped by the watchdog.
+                hart.instret = hart.instret.saturating_add(PAUSE_CYCLES - 1);
+                break Outcome::Paused(Box::new(Paused {
+                    hart: hart.clone(),
+                    outbox: bus.outbox,
+                    window: bus.window.map(|(w, _)| w),
+                    mkey: bus.mkey,
+                }));
+            }
             Stop::Ebreak => {
                 break Outcome::Failed(failure(
                     cause::EBREAK,
@@ -851,7 +898,7 @@ pub(crate) fn run(mut job: Job) -> Done {
         process: job.process,
         eu: job.eu,
         activation: job.activation,
-        instret: hart.instret,
+        instret: hart.instret.saturating_sub(instret_start),
         hart,
         cache: std::mem::take(&mut bus.cache),
         text_version: job.text_version,

@@ -137,6 +137,7 @@ impl Firmware {
                 continuable: t.continuable,
                 weak: self.dpa.coherency == crate::state::dpa::DpaCoherency::Hardware,
                 resume: t.resume.clone(),
+                paused: t.paused.clone(),
                 vhca_id,
                 uid: p.uid,
                 dev: dev.clone(),
@@ -146,6 +147,7 @@ impl Firmware {
                 t.last_eu = Some(eu);
                 // The job carries the continuation now.
                 t.resume = None;
+                t.paused = None;
             }
             // The running activation holds its thread: it cannot be destroyed meanwhile.
             if let Some(g) = self.gen.get_mut(id) {
@@ -169,7 +171,11 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
         work += 1 + d.effects.len();
         let fw = &mut st.fw;
         let stats = &mut fw.dpa.stats;
-        stats.activations += 1;
+        let paused = matches!(d.outcome, Outcome::Paused(_));
+        // A pause is a slice of an activation, not one of its own.
+        if !paused {
+            stats.activations += 1;
+        }
         stats.instructions += d.instret;
         stats.rtos_calls += d.rtos_calls;
         for u in &d.pinned {
@@ -180,7 +186,9 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
         }
         if let Some(e) = fw.dpa.eus.get_mut(usize::from(d.eu)) {
             e.busy = false;
-            e.activations += 1;
+            if !paused {
+                e.activations += 1;
+            }
             e.cache_of = Some(d.text_version);
             e.hart = Some(d.hart.clone());
         }
@@ -199,10 +207,19 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
         let Some(t) = fw.dpa.threads.get_mut(&d.thread) else {
             continue;
         };
-        t.activations += 1;
+        if !paused {
+            t.activations += 1;
+        }
         let process = t.process;
         let mut requeue = false;
         match d.outcome {
+            Outcome::Paused(ref p) => {
+                // Queued at once to go on where it stopped; an event that came meanwhile
+                // stays pending for after the activation.
+                t.paused = Some(p.clone());
+                t.state = ThreadState::Queued;
+                requeue = true;
+            }
             Outcome::Reschedule => {
                 requeue = std::mem::take(&mut t.pending_event);
                 t.state = if requeue {

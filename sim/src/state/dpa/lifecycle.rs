@@ -123,6 +123,7 @@ impl Firmware {
                         return_value: 0,
                         continuable,
                         resume: None,
+                        paused: None,
                     },
                 );
             }
@@ -231,6 +232,8 @@ impl Firmware {
             t.state = next;
             if next != ThreadState::Queued {
                 t.pending_event = false;
+                // A paused activation ends where it stopped.
+                t.paused = None;
             }
         }
         match (was_queued, next == ThreadState::Queued) {

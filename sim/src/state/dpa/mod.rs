@@ -305,6 +305,25 @@ pub(crate) struct ThreadRt {
     /// Where a continuable thread yielded: its next activation resumes here instead of
     /// starting at the entry.
     pub(crate) resume: Option<Hart>,
+    /// An activation stopped at a `pause` hint and queued to go on (the thread is `Queued`
+    /// meanwhile; a host state change other than RUNNING ends the activation there).
+    pub(crate) paused: Option<Box<Paused>>,
+}
+
+/// Where an activation stopped at a `pause` hint, so that it goes on as if it had kept its EU:
+/// the registers (and the instructions retired so far, which the watchdog counts), and the
+/// outbox, window and window key it had selected.
+///
+/// The model runs many EUs' activations on a few host threads, each activation to its end; a
+/// kernel spinning on a flag another activation will set would hold a host thread until the
+/// watchdog. At a `pause` (Zihintpause, a hint that costs nothing on hardware) the host
+/// thread goes to the next queued activation instead, as EUs run side by side on the DPA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Paused {
+    pub(crate) hart: Hart,
+    pub(crate) outbox: Option<u32>,
+    pub(crate) window: Option<u32>,
+    pub(crate) mkey: Option<u32>,
 }
 
 /// One execution unit.
