@@ -543,3 +543,66 @@ fn packet_processor_flow() {
         "only the optional capability page: {r:?}"
     );
 }
+
+/// A DOCA DPA context and one kernel launch to its completion event (`mlx5_dpa::doca`): the
+/// context's set-up steps fail as `DocaError::Dpa` naming the step; a launch the launcher
+/// could not start puts the context in the error state, and the wait for its completion
+/// returns that (`DocaError::Fatal`), naming the launch step and the firmware status.
+#[test]
+fn doca_dpa_kernel_launch() {
+    use mlx5_dpa::doca::{DocaError, Dpa, DpaAttr, SyncEvent, SyncEventAttr};
+    use mlx5_dpa::dpa::msg_stream::MsgOutput;
+
+    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<(Dpa, SyncEvent), DocaError> {
+        let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
+            .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
+        let attr = DpaAttr {
+            log_output: MsgOutput::Collect,
+            ..DpaAttr::default()
+        };
+        let dpa = Dpa::start(ctx, &app, &attr)?;
+        let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+        dpa.kernel_launch_update_set(None, Some((&comp, 1)), 2, "hello_world", &[])?;
+        comp.wait_gt(0, u64::MAX, T)?;
+        Ok((dpa, comp))
+    }
+    fn teardown((dpa, comp): (Dpa, SyncEvent)) -> Result<(), DocaError> {
+        drop(comp);
+        dpa.stop()
+    }
+    fn judge_doca(e: &DocaError, status: Status) -> Result<String, String> {
+        match e {
+            DocaError::Dpa(e) => judge(e, status),
+            DocaError::Fatal(why) => {
+                let step = why
+                    .strip_prefix("starting a kernel launch: ")
+                    .and_then(|rest| rest.split(": ").next())
+                    .ok_or_else(|| format!("a fatal error naming no launch step: {why}"))?;
+                if !why.contains(&status.to_string()) {
+                    return Err(format!("{why:?} does not carry the injected status"));
+                }
+                Ok(format!("launch: {step}"))
+            }
+            other => Err(format!("not a step error: {other:?}")),
+        }
+    }
+    let r = sweep(&Sweep {
+        name: "DOCA DPA kernel launch",
+        profile: "bf3",
+        setup: &setup,
+        teardown: &teardown,
+        judge: &judge_doca,
+        optional: &[CAP_PAGE_2],
+    });
+    eprintln!("{r:?}");
+    assert!(r.setup_commands > 0 && r.teardown_commands > 0, "{r:?}");
+    for step in [
+        "creating the DPA process",
+        "creating the context's window",
+        "launch: creating a kernel thread",
+        "launch: running the kernel threads",
+    ] {
+        assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
+    }
+}

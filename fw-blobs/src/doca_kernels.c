@@ -14,6 +14,9 @@
  *                                      pair.x * 1000 + pair.y
  *   spin_kernel(ev)                    waits on ev for ever (for the watchdog)
  *   sum_rpc(a, b)                      an RPC: returns a + b
+ *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
+ *                                      value): waits for wait > thresh - 1 (if any), sets left
+ *                                      and right to 1, sets comp (if any) to comp_val
  */
 #include <doca_dpa_dev.h>
 #include <doca_dpa_dev_sync_event.h>
@@ -79,4 +82,24 @@ __dpa_global__ void spin_kernel(doca_dpa_dev_sync_event_t ev)
 __dpa_rpc__ uint64_t sum_rpc(uint64_t a, uint64_t b)
 {
 	return a + b;
+}
+
+/* The node of DOCA's binary-tree sample (dpa_binary_tree), with the sample's argument layout. */
+struct __dpa_global__ tree_node_args {
+	doca_dpa_dev_sync_event_t wait_event;
+	uint64_t wait_thresh;
+	doca_dpa_dev_sync_event_t left_event;
+	doca_dpa_dev_sync_event_t right_event;
+	doca_dpa_dev_sync_event_t comp_event;
+	uint64_t comp_val;
+};
+
+__dpa_global__ void binary_tree_kernel(struct tree_node_args a)
+{
+	if (a.wait_event)
+		doca_dpa_dev_sync_event_wait_gt(a.wait_event, a.wait_thresh - 1, ALL_BITS);
+	doca_dpa_dev_sync_event_update_set(a.left_event, 1);
+	doca_dpa_dev_sync_event_update_set(a.right_event, 1);
+	if (a.comp_event)
+		doca_dpa_dev_sync_event_update_set(a.comp_event, a.comp_val);
 }

@@ -1,7 +1,8 @@
 //! The DOCA DPA context (`doca_dpa`): a DPA process of an application, the host page its sync
 //! events and launch-done words live in, and the launcher.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::devx::Devx;
 use crate::dpa::app::App;
@@ -10,6 +11,7 @@ use crate::dpa::outbox::Outbox;
 use crate::dpa::window::Window;
 use crate::dpa::{DpaBuf, Process, ProcessAttr, StepExt};
 use crate::mem::{Access, MemoryRegion};
+use crate::sync::lock;
 
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
 use super::shared::Shared;
@@ -55,7 +57,7 @@ pub struct DpaAttr {
 pub struct Dpa {
     // Fields drop in declaration order.
     launcher: Option<LauncherHandle>,
-    stream: Option<MsgStream>,
+    stream: Mutex<Option<MsgStream>>,
     _outbox: Outbox,
     _window: Window,
     process: Process,
@@ -124,7 +126,7 @@ impl Dpa {
         })?;
         Ok(Dpa {
             launcher: Some(LauncherHandle(launcher)),
-            stream: Some(stream),
+            stream: Mutex::new(Some(stream)),
             _outbox: outbox,
             _window: window,
             process,
@@ -142,8 +144,22 @@ impl Dpa {
         if let Some(mut l) = self.launcher.take() {
             l.0.stop();
         }
-        self.stream.take();
+        lock(&self.stream).take();
         self.peek_at_last_error()
+    }
+
+    /// Delivers the device log lines that have arrived, waiting until none has come for a
+    /// moment or `timeout` passed (the log travels as message-stream SENDs, so a line a kernel
+    /// logged before setting its completion event may still be on its way when the host sees
+    /// the event). Returns how many lines were delivered meanwhile.
+    ///
+    /// # Errors
+    /// The stream's receive queue failed, or writing to the output did.
+    pub fn flush_log(&self, timeout: Duration) -> Result<u64, DocaError> {
+        match lock(&self.stream).as_mut() {
+            Some(s) => Ok(s.flush(timeout)?),
+            None => Ok(0),
+        }
     }
 
     /// The application's name.

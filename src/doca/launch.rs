@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::dpa::thread::{EventHandler, EventHandlerAttr, ThreadState};
-use crate::dpa::{DpaBuf, Process, ProcessStatus};
+use crate::dpa::{DpaBuf, Process, ProcessStatus, StepExt};
 use crate::sync::lock;
 
 use super::shared::Shared;
@@ -373,23 +373,31 @@ fn dispatch(
     let result = (|| {
         let done = ctx.shared.done_word(done_slot);
         done.store(0, Ordering::Release);
-        let buf = ctx.process.alloc(p.args.block_len() as u64)?;
+        let buf = ctx
+            .process
+            .alloc(p.args.block_len() as u64)
+            .step("allocating the launch block")?;
         let bytes = block_bytes(&p, buf.daddr(), ctx.shared.done_haddr(done_slot), seq);
-        ctx.process.copy_to_dev(buf.daddr(), &bytes)?;
+        ctx.process
+            .copy_to_dev(buf.daddr(), &bytes)
+            .step("writing the launch block")?;
         let mut handlers = Vec::with_capacity(p.num_threads as usize);
         while handlers.len() < p.num_threads as usize {
             let h = match take_idle(idle) {
                 Some(h) => h,
-                None => ctx.process.event_handler(&EventHandlerAttr {
-                    default_outbox_id: ctx.outbox_id,
-                    default_window_id: ctx.window_id,
-                    ..EventHandlerAttr::new(KERNEL_ENTRY, 0)
-                })?,
+                None => ctx
+                    .process
+                    .event_handler(&EventHandlerAttr {
+                        default_outbox_id: ctx.outbox_id,
+                        default_window_id: ctx.window_id,
+                        ..EventHandlerAttr::new(KERNEL_ENTRY, 0)
+                    })
+                    .step("creating a kernel thread")?,
             };
             handlers.push(h);
         }
         for h in &handlers {
-            h.run(buf.daddr())?;
+            h.run(buf.daddr()).step("running the kernel threads")?;
         }
         Ok::<_, DocaError>(Flight {
             seq,

@@ -12,6 +12,9 @@ use mlx5_dpa::devx::Devx;
 use mlx5_dpa::dpa::app::{app_names, App};
 use mlx5_dpa::dpa::AppSelectAttr;
 
+#[path = "../../examples/doca_dpa.rs"]
+#[allow(dead_code)]
+mod doca_dpa;
 #[path = "../../examples/eth_loopback.rs"]
 #[allow(dead_code)]
 mod eth_loopback;
@@ -102,6 +105,25 @@ pub enum Demo {
         #[arg(long, value_name = "NAME", requires = "app_elf")]
         app: Option<String>,
     },
+    /// DOCA DPA's kernel-launch samples (DOCA 2.6 `samples/doca_dpa`): kernels launched with
+    /// wait and completion sync events, in chains and trees.
+    DocaDpa {
+        /// Which sample.
+        #[arg(value_enum)]
+        sample: DocaSample,
+        /// Another device build of the sample's kernels (e.g. DOCA's public
+        /// `dpa_binary_tree_kernels_dev.c` built with `mlx5-dpa cc`) instead of fw-blobs'
+        /// `doca_kernels.elf`: a device ELF, or a host program carrying it.
+        #[arg(long, value_name = "FILE")]
+        app_elf: Option<std::path::PathBuf>,
+        /// The application's name in a host program given to --app-elf that carries several.
+        #[arg(long, value_name = "NAME", requires = "app_elf")]
+        app: Option<String>,
+        /// How long the host waits before setting the event that starts the kernels (the
+        /// samples sleep 2 or 5 seconds).
+        #[arg(long, value_name = "MS", default_value_t = 500)]
+        delay_ms: u64,
+    },
 }
 
 /// The device image `--app-elf FILE [--app NAME]` names: the file itself when it is a device
@@ -133,6 +155,19 @@ fn device_image(
     Ok(app.image().to_vec())
 }
 
+/// `demo doca-dpa` samples.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocaSample {
+    /// `hello_world` on one thread, with a completion event.
+    KernelLaunch,
+    /// The same, started when another host thread sets its wait event.
+    WaitKernelLaunch,
+    /// Seven kernels in a tree, each waiting in the kernel for its parent.
+    BinaryTree,
+    /// A -> (B, C) -> D, D waiting for both.
+    DiamondTree,
+}
+
 /// A demo failure, as a sentence.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -161,7 +196,7 @@ pub fn run(
         Demo::EthLoopback { pcap, .. }
         | Demo::Rdma { pcap, .. }
         | Demo::PacketProcessor { pcap, .. } => pcap.as_deref(),
-        Demo::Rpc { .. } | Demo::Window | Demo::Multithread { .. } => None,
+        Demo::Rpc { .. } | Demo::Window | Demo::Multithread { .. } | Demo::DocaDpa { .. } => None,
     };
     if pcap.is_some() && model.is_none() {
         return Err(DemoError(
@@ -227,6 +262,31 @@ pub fn run(
             .map(|_| ())
             .map_err(Into::into),
         Demo::Window => flexio_window::run(ctx, out).map(|_| ()).map_err(Into::into),
+        Demo::DocaDpa {
+            sample,
+            app_elf,
+            app,
+            delay_ms,
+        } => (|| {
+            let image = match app_elf {
+                Some(p) => Some(device_image(ctx, p, app.as_deref())?),
+                None => None,
+            };
+            let sample = match sample {
+                DocaSample::KernelLaunch => doca_dpa::Sample::KernelLaunch,
+                DocaSample::WaitKernelLaunch => doca_dpa::Sample::WaitKernelLaunch,
+                DocaSample::BinaryTree => doca_dpa::Sample::BinaryTree,
+                DocaSample::DiamondTree => doca_dpa::Sample::DiamondTree,
+            };
+            doca_dpa::run(
+                ctx,
+                sample,
+                image.as_deref(),
+                std::time::Duration::from_millis(*delay_ms),
+                out,
+            )
+            .map_err(|e| DemoError(e.to_string()))
+        })(),
         Demo::PacketProcessor { app_elf, app, .. } => (|| {
             let app = match app_elf {
                 Some(p) => device_image(ctx, p, app.as_deref())?,

@@ -168,3 +168,32 @@ fn sim_runs_the_packet_processor_app() {
     assert!(out.contains("packet processor on the DPA"), "{out}");
     assert!(out.contains("packet processor: rx 0 frames"), "{out}");
 }
+
+/// DOCA DPA's kernel-launch samples through the CLI (fw-blobs' kernels): each prints the
+/// sample's lines, the device's log line among them, and ends with its completion.
+#[test]
+fn demo_doca_dpa_samples_run_as_docas() {
+    let lines = |sample: &str| -> Vec<String> {
+        let o = run(&["--sim", "demo", "doca-dpa", sample, "--delay-ms", "50"]);
+        assert!(o.status.success(), "{sample}: {}", stderr(&o));
+        stdout(&o).lines().map(str::to_string).collect()
+    };
+    let hello = [
+        "All DPA resources have been created",
+        "[DOCA][DPA DEVICE][INF] Hello from kernel",
+        "Kernel completion event has been signaled",
+    ];
+    assert_eq!(lines("kernel-launch"), hello);
+    assert_eq!(lines("wait-kernel-launch"), hello);
+    let tree = lines("binary-tree");
+    for k in 'A'..='G' {
+        let want = format!("Completion event kernel {k} has been signaled");
+        assert!(tree.contains(&want), "{tree:?}");
+    }
+    assert_eq!(
+        lines("diamond-tree").last().map(String::as_str),
+        Some("Kernel D completion event has been signaled")
+    );
+    let o = run(&["--sim", "demo", "doca-dpa", "no-such-sample"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,308 @@
+//! DOCA DPA's kernel-launch samples (DOCA 2.6 `samples/doca_dpa`: `dpa_kernel_launch`,
+//! `dpa_wait_kernel_launch`, `dpa_binary_tree`, `dpa_diamond_tree`), in Rust over
+//! [`mlx5_dpa::doca`].
+//!
+//! ```text
+//! cargo run --example doca_dpa -- kernel-launch                 # on the device model
+//! cargo run --example doca_dpa -- binary-tree --device mlx5_0   # on a BlueField-3
+//! ```
+//!
+//! The device side is `fw-blobs/src/doca_kernels.c` (`hello_world`, `binary_tree_kernel`,
+//! `diamond_kernel`, with the samples' signatures), or any build of the samples' own device
+//! sources (`mlx5-dpa demo doca-dpa NAME --app-elf FILE`, e.g. DOCA's public
+//! `dpa_binary_tree_kernels_dev.c` built with `mlx5-dpa cc`).
+//!
+//! | DOCA (C)                                              | here                                 |
+//! |-------------------------------------------------------|--------------------------------------|
+//! | `doca_dpa_create`, `doca_dpa_set_app`, `doca_dpa_start` | `Dpa::start(&dev, &app, &attr)`    |
+//! | `doca_sync_event_create` + locations + `start`        | `dpa.sync_event(SyncEventAttr::..)`  |
+//! | `doca_sync_event_export_to_dpa`                       | `event.dpa_handle()`                 |
+//! | `doca_dpa_kernel_launch_update_set(dpa, wait, th, comp, val, n, &k, args..)` | `dpa.kernel_launch_update_set(Some((&wait, th)), Some((&comp, val)), n, "k", &args)` |
+//! | `doca_sync_event_update_set`, `doca_sync_event_wait_gt` | `event.update_set(v)`, `event.wait_gt(v, mask, timeout)` |
+//! | `doca_sync_event_destroy`, `doca_dpa_destroy`         | dropping them                        |
+//!
+//! Each prints the sample's `DOCA_LOG_INFO` lines (without DOCA's time and source prefix) and
+//! the device's log lines where they belong, e.g. for `kernel-launch`:
+//!
+//! ```text
+//! All DPA resources have been created
+//! [DOCA][DPA DEVICE][INF] Hello from kernel
+//! Kernel completion event has been signaled
+//! ```
+//!
+//! The samples' host sleeps (5 s before the wait event in `wait-kernel-launch`, 2 s before the
+//! root in `binary-tree`) are `delay` here.
+
+use std::error::Error;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mlx5_dpa::devx::{self, Devx};
+use mlx5_dpa::doca::{Dpa, DpaAttr, KernelArg, SyncEvent, SyncEventAttr};
+use mlx5_dpa::dpa::app::App;
+use mlx5_dpa::dpa::msg_stream::MsgOutput;
+
+/// fw-blobs' DOCA kernels.
+pub const DOCA_KERNELS_ELF: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+
+/// The samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sample {
+    /// `hello_world` launched on one thread with a completion event (value 10).
+    KernelLaunch,
+    /// The same, waiting for an event (threshold 4) a second host thread sets to 5 later.
+    WaitKernelLaunch,
+    /// Seven kernels in a tree, each waiting in the kernel for its parent; the host sets the
+    /// root's event later and waits for every completion event in turn.
+    BinaryTree,
+    /// A -> (B, C) -> D: A waits at launch for the host, B and C in the kernel for A, D for both.
+    DiamondTree,
+}
+
+impl Sample {
+    /// By its command-line name.
+    pub fn from_name(name: &str) -> Option<Sample> {
+        Some(match name {
+            "kernel-launch" => Sample::KernelLaunch,
+            "wait-kernel-launch" => Sample::WaitKernelLaunch,
+            "binary-tree" => Sample::BinaryTree,
+            "diamond-tree" => Sample::DiamondTree,
+            _ => return None,
+        })
+    }
+}
+
+/// How long the host waits for any one event.
+const WAIT: Duration = Duration::from_secs(60);
+/// DOCA's `SYNC_EVENT_MASK_FFS`.
+const MASK: u64 = u64::MAX;
+
+/// Runs `sample` with device program `app` (fw-blobs' kernels when `None`) on `dev`, the host's
+/// sleeps shortened to `delay`; writes the sample's lines to `out`.
+///
+/// # Errors
+/// No DPA, a firmware refusal, a DPA fault (the context's error state), a timeout.
+pub fn run(
+    dev: &Arc<dyn Devx>,
+    sample: Sample,
+    app: Option<&[u8]>,
+    delay: Duration,
+    out: &mut dyn Write,
+) -> Result<(), Box<dyn Error>> {
+    let app = App::from_device_elf("dpa_sample_app", app.unwrap_or(DOCA_KERNELS_ELF))?;
+    // Device log lines are collected and written out after the step that made them, so that
+    // they land among the host's lines where the sample's output has them.
+    let log = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let attr = DpaAttr {
+        log_output: MsgOutput::Writer(log.clone()),
+        ..DpaAttr::default()
+    };
+    let dpa = Dpa::start(dev, &app, &attr)?;
+    let device_lines = |out: &mut dyn Write| -> Result<(), Box<dyn Error>> {
+        dpa.flush_log(Duration::from_millis(200))?;
+        let bytes = std::mem::take(&mut *log.lock().map_err(|_| "log poisoned")?);
+        out.write_all(&bytes)?;
+        Ok(())
+    };
+    match sample {
+        Sample::KernelLaunch => {
+            let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+            writeln!(out, "All DPA resources have been created")?;
+            dpa.kernel_launch_update_set(None, Some((&comp, 10)), 1, "hello_world", &[])?;
+            comp.wait_gt(9, MASK, WAIT)?;
+            device_lines(out)?;
+            writeln!(out, "Kernel completion event has been signaled")?;
+        }
+        Sample::WaitKernelLaunch => {
+            let wait = Arc::new(dpa.sync_event(SyncEventAttr::cpu_to_dpa())?);
+            let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+            writeln!(out, "All DPA resources have been created")?;
+            dpa.kernel_launch_update_set(
+                Some((&wait, 4)),
+                Some((&comp, 10)),
+                1,
+                "hello_world",
+                &[],
+            )?;
+            // The wait event is set by another host thread, later.
+            let setter = {
+                let wait = Arc::clone(&wait);
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    wait.update_set(5)
+                })
+            };
+            comp.wait_gt(9, MASK, WAIT)?;
+            setter.join().map_err(|_| "the setter thread panicked")??;
+            device_lines(out)?;
+            writeln!(out, "Kernel completion event has been signaled")?;
+        }
+        Sample::BinaryTree => binary_tree(&dpa, delay, out)?,
+        Sample::DiamondTree => diamond_tree(&dpa, out)?,
+    }
+    dpa.stop()?;
+    Ok(())
+}
+
+fn handle(e: &SyncEvent) -> Result<u64, Box<dyn Error>> {
+    Ok(e.dpa_handle()?)
+}
+
+/// DOCA's binary tree: node i waits on event i and sets events 2i + 1 and 2i + 2 and its
+/// completion event; the host sets event 0.
+fn binary_tree(dpa: &Dpa, delay: Duration, out: &mut dyn Write) -> Result<(), Box<dyn Error>> {
+    const HEIGHT: u32 = 3;
+    const NODES: usize = (1 << HEIGHT) - 1;
+    const EVENTS: usize = (1 << (HEIGHT + 1)) - 1;
+    let mut wait = Vec::with_capacity(EVENTS);
+    let mut comp = Vec::with_capacity(EVENTS);
+    for i in 0..EVENTS {
+        wait.push(dpa.sync_event(if i == 0 {
+            SyncEventAttr::cpu_to_dpa()
+        } else {
+            SyncEventAttr::dpa_to_dpa()
+        })?);
+        comp.push(dpa.sync_event(SyncEventAttr::dpa_to_cpu())?);
+    }
+    writeln!(out, "All DPA resources have been created")?;
+    for l in [
+        "     A  ",
+        "   /   \\",
+        "  B     C  ",
+        " / \\   / \\ ",
+        "D   E F   G",
+    ] {
+        writeln!(out, "{l}")?;
+    }
+    for i in 0..NODES {
+        let label = char::from(b'A' + i as u8);
+        writeln!(out, "Launching kernel {label}")?;
+        // struct binary_tree_kernel_args {wait_event, wait_thresh, left_event, right_event,
+        // comp_event, comp_val}: 48 bytes, by value.
+        let mut args = Vec::with_capacity(48);
+        for v in [
+            handle(&wait[i])?,
+            1,
+            handle(&wait[2 * i + 1])?,
+            handle(&wait[2 * i + 2])?,
+            handle(&comp[i])?,
+            1,
+        ] {
+            args.extend_from_slice(&v.to_le_bytes());
+        }
+        dpa.kernel_launch_update_set(
+            None,
+            None,
+            1,
+            "binary_tree_kernel",
+            &[KernelArg::Bytes(args)],
+        )?;
+    }
+    writeln!(out, "Triggering kernel A wait event in {delay:?}")?;
+    std::thread::sleep(delay);
+    wait[0].update_set(1)?;
+    for (i, c) in comp.iter().take(NODES).enumerate() {
+        let label = char::from(b'A' + i as u8);
+        writeln!(
+            out,
+            "Waiting for completion event of kernel {label} to be signaled"
+        )?;
+        c.wait_gt(0, MASK, WAIT)?;
+        writeln!(out, "Completion event kernel {label} has been signaled")?;
+    }
+    Ok(())
+}
+
+/// DOCA's diamond: A (waiting at launch for the host) adds to B's and C's events; B and C wait
+/// for theirs and add to D's; D waits for two and sets the completion event.
+fn diamond_tree(dpa: &Dpa, out: &mut dyn Write) -> Result<(), Box<dyn Error>> {
+    const NODES: usize = 4;
+    let mut ev = Vec::with_capacity(NODES);
+    for i in 0..NODES {
+        ev.push(dpa.sync_event(if i == 0 {
+            SyncEventAttr::cpu_to_dpa()
+        } else {
+            SyncEventAttr::dpa_to_dpa()
+        })?);
+    }
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+    for l in ["    A", "   / \\", "  C   B", "  \\  /", "    D"] {
+        writeln!(out, "{l}")?;
+    }
+    writeln!(out, "All DPA resources have been created")?;
+    let args = |w: u64, th: u64, c1: u64, c2: u64| [w, th, c1, c2].map(KernelArg::U64).to_vec();
+    writeln!(out, "Launching kernel A")?;
+    dpa.kernel_launch_update_set(
+        Some((&ev[0], 0)),
+        None,
+        1,
+        "diamond_kernel",
+        &args(0, 0, handle(&ev[1])?, handle(&ev[2])?),
+    )?;
+    for (i, e) in ev.iter().enumerate().take(NODES - 1).skip(1) {
+        writeln!(out, "Launching kernel {}", char::from(b'A' + i as u8))?;
+        dpa.kernel_launch_update_set(
+            None,
+            None,
+            1,
+            "diamond_kernel",
+            &args(handle(e)?, 1, handle(&ev[NODES - 1])?, 0),
+        )?;
+    }
+    writeln!(out, "Launching Kernel D")?;
+    dpa.kernel_launch_update_set(
+        None,
+        None,
+        1,
+        "diamond_kernel",
+        &args(handle(&ev[NODES - 1])?, 2, handle(&done)?, 0),
+    )?;
+    writeln!(out, "Signaling Kernel A wait event")?;
+    ev[0].update_set(1)?;
+    writeln!(out, "Waiting for Kernel D completion event to be signaled")?;
+    done.wait_gt(0, MASK, WAIT)?;
+    writeln!(out, "Kernel D completion event has been signaled")?;
+    Ok(())
+}
+
+#[allow(dead_code)] // `mlx5-dpa demo doca-dpa` includes this file for `run` only.
+fn main() -> Result<(), Box<dyn Error>> {
+    let mut device = None;
+    let mut sample = Sample::KernelLaunch;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--device" => device = Some(args.next().ok_or("--device NAME")?),
+            other => {
+                sample = Sample::from_name(other).ok_or(
+                    "usage: doca_dpa [kernel-launch | wait-kernel-launch | binary-tree | \
+                     diamond-tree] [--device NAME]",
+                )?
+            }
+        }
+    }
+    let mut model = None;
+    let dev: Arc<dyn Devx> = match device {
+        Some(name) => devx::kernel::KernelDevx::open(Some(&name))?,
+        None => {
+            let m = mlx5_sim::Device::with_profile("bf3").ok_or("no bf3 profile")?;
+            m.start_engine();
+            let dev = m.open_devx();
+            model = Some(m);
+            dev
+        }
+    };
+    let res = run(
+        &dev,
+        sample,
+        None,
+        Duration::from_secs(1),
+        &mut std::io::stdout(),
+    );
+    drop(dev);
+    if let Some(m) = model {
+        m.stop_engine();
+    }
+    res
+}
