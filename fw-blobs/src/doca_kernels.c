@@ -14,6 +14,8 @@
  *                                      pair.x * 1000 + pair.y
  *   spin_kernel(ev)                    waits on ev for ever (for the watchdog)
  *   sum_rpc(a, b)                      an RPC: returns a + b
+ *   pingpong_kernel(ping, pong, rounds) for i in 1..=rounds: waits for ping > i - 1, sets pong
+ *                                      to i (a host <-> DPA sync-event round trip each)
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -102,4 +104,15 @@ __dpa_global__ void binary_tree_kernel(struct tree_node_args a)
 	doca_dpa_dev_sync_event_update_set(a.right_event, 1);
 	if (a.comp_event)
 		doca_dpa_dev_sync_event_update_set(a.comp_event, a.comp_val);
+}
+
+__dpa_global__ void pingpong_kernel(doca_dpa_dev_sync_event_t ping, doca_dpa_dev_sync_event_t pong,
+				    uint64_t rounds)
+{
+	uint64_t i;
+
+	for (i = 1; i <= rounds; i++) {
+		doca_dpa_dev_sync_event_wait_gt(ping, i - 1, ALL_BITS);
+		doca_dpa_dev_sync_event_update_set(pong, i);
+	}
 }
