@@ -409,3 +409,134 @@ fn an_rpc_runs_while_kernels_spin_on_every_host_thread() {
     assert_eq!(done.wait_gt(7, ALL, WAIT).unwrap(), 8);
     dpa.stop().unwrap();
 }
+
+#[test]
+fn the_seeds_hello_world_thread_runs_when_an_rpc_notifies_it() {
+    // doca-dpa.txt, "Procedure Steps": a DPA thread that logs and sets the host's event, and
+    // an RPC that notifies it through a notification completion.
+    let (_d, dpa, log) = context(LogLevel::Info);
+    let cpu_se = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let mut thread = dpa.thread_create();
+    thread
+        .set_func_arg("hello_world_thread_kernel", cpu_se.dpa_handle().unwrap())
+        .unwrap();
+    assert_eq!(
+        thread.func_arg(),
+        Some(("hello_world_thread_kernel", cpu_se.dpa_handle().unwrap()))
+    );
+    thread.start().unwrap();
+    let notify = dpa.notification_completion_create(&mut thread).unwrap();
+    thread.run().unwrap();
+    // Nothing runs it until the notification.
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(cpu_se.get(), 0);
+    assert_eq!(
+        dpa.rpc("hello_world_thread_notify_rpc", &[notify.dpa_handle()])
+            .unwrap(),
+        0
+    );
+    cpu_se.wait_gt(0, ALL, WAIT).unwrap();
+    dpa.flush_log(Duration::from_millis(200)).unwrap();
+    assert_eq!(
+        text(&log),
+        "[DOCA][DPA DEVICE][INF] Notifying DPA Thread From RPC\n\
+         [DOCA][DPA DEVICE][INF] Hello World From DPA Thread!\n"
+    );
+    // It finished: it is not run again.
+    drop(notify);
+    thread.stop();
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn a_thread_runs_once_per_notification_and_threads_notify_threads() {
+    // Thread 2 counts its runs; thread 1 counts too and notifies thread 2 on each run. A
+    // kernel notifies thread 1 N times: both run N times.
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let count1 = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let count2 = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let tls1 = dpa.mem_alloc(16).unwrap();
+    let tls2 = dpa.mem_alloc(16).unwrap();
+    let mut t2 = dpa.thread_create();
+    t2.set_func_arg("counting_thread", 1).unwrap();
+    t2.set_local_storage(tls2.daddr()).unwrap();
+    t2.start().unwrap();
+    let n2 = dpa.notification_completion_create(&mut t2).unwrap();
+    let mut t1 = dpa.thread_create();
+    t1.set_func_arg("counting_thread", 1).unwrap();
+    t1.set_local_storage(tls1.daddr()).unwrap();
+    assert_eq!(t1.local_storage(), tls1.daddr());
+    t1.start().unwrap();
+    let n1 = dpa.notification_completion_create(&mut t1).unwrap();
+    let words = |a: u64, b: u64| [a.to_le_bytes(), b.to_le_bytes()].concat();
+    dpa.h2d_memcpy(tls2.daddr(), &words(count2.dpa_handle().unwrap(), 0))
+        .unwrap();
+    dpa.h2d_memcpy(
+        tls1.daddr(),
+        &words(count1.dpa_handle().unwrap(), n2.dpa_handle()),
+    )
+    .unwrap();
+    t2.run().unwrap();
+    t1.run().unwrap();
+    const N: u64 = 20;
+    dpa.kernel_launch_update_set(
+        None,
+        None,
+        1,
+        "notify_kernel",
+        &[n1.dpa_handle().into(), N.into()],
+    )
+    .unwrap();
+    assert_eq!(count1.wait_gt(N - 1, ALL, WAIT).unwrap(), N);
+    assert_eq!(count2.wait_gt(N - 1, ALL, WAIT).unwrap(), N);
+    // No extra runs after a quiet moment.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!((count1.get(), count2.get()), (N, N));
+    assert!(t1.handler().unwrap().activations().unwrap() >= N);
+    dpa.peek_at_last_error().unwrap();
+    drop((n1, n2));
+    t1.stop();
+    t2.stop();
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn thread_misuse_is_refused() {
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let mut t = dpa.thread_create();
+    assert!(matches!(t.start(), Err(DocaError::InvalidValue(_))));
+    assert!(matches!(
+        t.set_func_arg("no_such_function", 0),
+        Err(DocaError::InvalidValue(_))
+    ));
+    assert!(matches!(t.run(), Err(DocaError::NotPermitted(_))));
+    assert!(matches!(
+        dpa.notification_completion_create(&mut t),
+        Err(DocaError::NotPermitted(_))
+    ));
+    t.set_func_arg("counting_thread", 1).unwrap();
+    t.start().unwrap();
+    assert!(matches!(
+        t.set_local_storage(64),
+        Err(DocaError::NotPermitted(_))
+    ));
+    assert!(matches!(t.start(), Err(DocaError::NotPermitted(_))));
+    let n = dpa.notification_completion_create(&mut t).unwrap();
+    assert!(matches!(
+        dpa.notification_completion_create(&mut t),
+        Err(DocaError::NotPermitted(_))
+    ));
+    // A thread of another context.
+    let (_d2, other, _l2) = context(LogLevel::Info);
+    let mut foreign = other.thread_create();
+    foreign.set_func_arg("counting_thread", 1).unwrap();
+    foreign.start().unwrap();
+    assert!(matches!(
+        dpa.notification_completion_create(&mut foreign),
+        Err(DocaError::NotPermitted(_))
+    ));
+    drop(n);
+    t.stop();
+    foreign.stop();
+    dpa.stop().unwrap();
+}

@@ -35,6 +35,33 @@ DOCA_EXPERIMENTAL unsigned int doca_dpa_dev_num_threads(void);
 /** Offers the EU to other threads; the kernel goes on from here. */
 DOCA_EXPERIMENTAL void doca_dpa_dev_yield(void);
 
+/* ---- DPA threads (doca_dpa_thread) ---- */
+
+/**
+ * Ends this activation of a DPA thread; the thread stays active and runs again on its next
+ * notification or completion (at once if one is already waiting). Not for kernels of a
+ * kernel launch.
+ */
+DOCA_EXPERIMENTAL __attribute__((noreturn)) void doca_dpa_dev_thread_reschedule(void);
+
+/** Ends the DPA thread for good: it is marked finished and never runs again. */
+DOCA_EXPERIMENTAL __attribute__((noreturn)) void doca_dpa_dev_thread_finish(void);
+
+/** The DPA memory the host set as this thread's local storage (doca_dpa_thread_set_local_storage). */
+DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_thread_get_local_storage(void);
+
+/* ---- notification completions (doca_dpa_notification_completion) ---- */
+
+/** A notification completion as DPA code names it (its handle from the host). */
+__dpa_global__ typedef uint64_t doca_dpa_dev_notification_completion_t;
+
+/**
+ * Triggers the DPA thread the notification completion is attached to: it runs once for this
+ * notification (notifications that arrive while it runs are each run after). Callable from
+ * any DPA code of the context: kernels, DPA threads, RPCs.
+ */
+DOCA_EXPERIMENTAL void doca_dpa_dev_thread_notify(doca_dpa_dev_notification_completion_t comp_handle);
+
 /**
  * Formats like printf and sends the text to the host's log (the context's default message
  * stream) as "[DOCA][DPA DEVICE][<LVL>] <text>", when `log_level` is at most the level the

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include <mlx5_dpa_descriptor.h>
+
 /** MLX5_DPA_DOCA_MAGIC in doca_dpa_rt.magic: the host has set the context up. */
 #define MLX5_DPA_DOCA_MAGIC 0x444f4341u /* "DOCA" */
 
@@ -46,6 +48,31 @@ struct doca_dpa_launch {
 	uint64_t comp_count;    /* 0x60 */
 	uint64_t done_haddr;    /* 0x68: host address the last thread writes done_value to */
 	uint64_t done_value;    /* 0x70 */
+};
+
+/**
+ * A DOCA DPA thread, in DPA memory; the FlexIO thread runs __doca_dpa_thread_entry with its
+ * address.
+ */
+struct doca_dpa_thread_block {
+	uint64_t func;   /* 0x00: the thread's kernel */
+	uint64_t arg;    /* 0x08: its argument */
+	uint64_t notify; /* 0x10: DPA address of the attached notification block (0: none) */
+	uint64_t arm;    /* 0x18: nonzero: this run only arms the notification CQ (doca_dpa_thread_run) */
+};
+
+/**
+ * A notification completion, in DPA memory; its address is the device handle. Notifiers post a
+ * NOP asking for a CQE to `sq`; the CQE lands in `cq`, which is bound to the thread and armed,
+ * and so activates it; the thread consumes one CQE per run.
+ */
+struct doca_dpa_notify_block {
+	struct mlx5_dpa_cq_descriptor cq; /* 0x00 (56 bytes) */
+	uint32_t cq_ci;                   /* 0x38: CQEs the thread has consumed */
+	uint32_t lock;                    /* 0x3c: AMO lock of the notifiers */
+	struct mlx5_dpa_wq_descriptor sq; /* 0x40 (88 bytes) */
+	uint32_t sq_pi;                   /* 0x98: NOPs posted */
+	uint32_t reserved;                /* 0x9c */
 };
 
 #endif /* MLX5_DPA_DOCA_H_ */

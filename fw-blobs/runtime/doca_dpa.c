@@ -13,12 +13,14 @@
 #include <doca_dpa_dev_sync_event.h>
 #include <dpaintrin.h>
 #include <libflexio-dev/flexio_dev.h>
+#include <libflexio-dev/flexio_dev_queue_access.h>
 #include <mlx5_dpa_doca.h>
 
 /* Written by the host (mlx5_dpa::doca::Dpa::start); zero until then. */
 volatile struct doca_dpa_rt __doca_dpa_rt;
 
 void __doca_dpa_kernel_entry(uint64_t launch_daddr);
+void __doca_dpa_thread_entry(uint64_t block_daddr);
 
 /* ---- rank and thread count of the running launch, by thread id ---- */
 
@@ -28,6 +30,9 @@ struct kctx {
 	uint32_t key; /* thread id + 1; 0: free */
 	uint32_t rank;
 	uint32_t num_threads;
+	uint32_t reserved;
+	/* A DOCA DPA thread's block (0 for a launch thread). */
+	volatile struct doca_dpa_thread_block *thread;
 };
 
 static struct kctx kctx_table[KCTX_SLOTS];
@@ -203,6 +208,121 @@ void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ..
 	flexio_dev_vsnprintf(text + n, sizeof(text) - (uint32_t)n, format, ap);
 	va_end(ap);
 	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
+}
+
+/* ---- DPA threads and notifications ---- */
+
+typedef void (*thread_fn)(uint64_t);
+
+static volatile struct doca_dpa_notify_block *my_notify(struct kctx **out)
+{
+	struct kctx *k = kctx_find(my_thread_id() + 1, 0);
+
+	*out = k;
+	if (!k || !k->thread || !k->thread->notify)
+		return 0;
+	return (volatile struct doca_dpa_notify_block *)(uintptr_t)k->thread->notify;
+}
+
+/* Takes the next notification CQE if there is one: 1 when taken. */
+static int notify_take(volatile struct doca_dpa_notify_block *n)
+{
+	struct mlx5_dpa_cq_descriptor cq = n->cq;
+	uint32_t ci = n->cq_ci;
+	struct flexio_dev_cqe64 *cqe = mlx5_dpa_cq_cqe(&cq, ci);
+
+	if (!mlx5_dpa_cqe_ready(&cq, cqe, ci))
+		return 0;
+	n->cq_ci = ci + 1;
+	flexio_dev_dbr_cq_set_ci((uint32_t *)(uintptr_t)cq.cq_dbr_addr, ci + 1);
+	__dpa_thread_memory_writeback();
+	return 1;
+}
+
+void __doca_dpa_thread_entry(uint64_t block_daddr)
+{
+	volatile struct doca_dpa_thread_block *b = (volatile struct doca_dpa_thread_block *)(uintptr_t)block_daddr;
+	struct kctx *k = kctx_find(my_thread_id() + 1, 1);
+	thread_fn f = (thread_fn)(uintptr_t)b->func;
+
+	if (k) {
+		k->rank = 0;
+		k->num_threads = 1;
+		k->thread = b;
+	}
+	/* doca_dpa_thread_run: arm the notification CQ, run nothing. */
+	if (b->arm) {
+		b->arm = 0;
+		__dpa_thread_memory_writeback();
+		doca_dpa_dev_thread_reschedule();
+	}
+	if (b->notify)
+		notify_take((volatile struct doca_dpa_notify_block *)(uintptr_t)b->notify);
+	f(b->arg);
+	doca_dpa_dev_thread_reschedule();
+}
+
+void doca_dpa_dev_thread_reschedule(void)
+{
+	struct kctx *k;
+	volatile struct doca_dpa_notify_block *n = my_notify(&k);
+
+	if (n) {
+		struct mlx5_dpa_cq_descriptor cq = n->cq;
+		uint32_t ci = n->cq_ci;
+		struct flexio_dev_thread_ctx *t;
+
+		/* Another notification already waits: run again at once, for it. */
+		if (mlx5_dpa_cqe_ready(&cq, mlx5_dpa_cq_cqe(&cq, ci), ci))
+			flexio_dev_thread_retrigger();
+		/* Ask for an event on the next CQE (one that arrived since is reported at once). */
+		flexio_dev_get_thread_ctx(&t);
+		flexio_dev_cq_arm(t, ci, cq.cqn);
+	}
+	if (k)
+		__atomic_store_n(&k->key, 0, __ATOMIC_RELEASE);
+	flexio_dev_thread_reschedule();
+}
+
+void doca_dpa_dev_thread_finish(void)
+{
+	struct kctx *k = kctx_find(my_thread_id() + 1, 0);
+
+	if (k)
+		__atomic_store_n(&k->key, 0, __ATOMIC_RELEASE);
+	flexio_dev_thread_finish();
+}
+
+doca_dpa_dev_uintptr_t doca_dpa_dev_thread_get_local_storage(void)
+{
+	struct flexio_dev_thread_ctx *t;
+
+	flexio_dev_get_thread_ctx(&t);
+	return flexio_dev_get_thread_local_storage(t);
+}
+
+void doca_dpa_dev_thread_notify(doca_dpa_dev_notification_completion_t h)
+{
+	volatile struct doca_dpa_notify_block *n = (volatile struct doca_dpa_notify_block *)(uintptr_t)h;
+	struct flexio_dev_thread_ctx *t;
+	struct mlx5_dpa_wq_descriptor sq;
+	uint32_t pi;
+
+	if (h == 0 || (h & 7))
+		doca_dpa_fatal();
+	while (__atomic_exchange_n((uint32_t *)&n->lock, 1, __ATOMIC_ACQUIRE))
+		spin_pause();
+	sq = n->sq;
+	pi = n->sq_pi;
+	/* A NOP that asks for a CQE: the CQE is the notification. */
+	mlx5_dpa_swqe_ctrl_set(mlx5_dpa_sq_wqebb(&sq, pi), 0, MLX5_CTRL_SEG_OPCODE_NOP, pi, sq.num, 1,
+			       MLX5_CTRL_SEG_CE_CQE_ALWAYS << 2, 0);
+	n->sq_pi = pi + 1;
+	mlx5_dpa_dbr_sq_set_pi(sq.dbr_addr, pi + 1);
+	__dpa_thread_memory_writeback();
+	flexio_dev_get_thread_ctx(&t);
+	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), sq.num);
+	__atomic_store_n((uint32_t *)&n->lock, 0, __ATOMIC_RELEASE);
 }
 
 /* ---- kernel launch ---- */

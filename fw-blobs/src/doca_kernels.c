@@ -116,3 +116,42 @@ __dpa_global__ void pingpong_kernel(doca_dpa_dev_sync_event_t ping, doca_dpa_dev
 		doca_dpa_dev_sync_event_update_set(pong, i);
 	}
 }
+
+/* The seed's hello-world DPA thread: logs, sets the host's event to 1, and finishes. */
+__dpa_global__ void hello_world_thread_kernel(uint64_t arg)
+{
+	DOCA_DPA_DEV_LOG_INFO("Hello World From DPA Thread!\n");
+	doca_dpa_dev_sync_event_update_set(arg, 1);
+	doca_dpa_dev_thread_finish();
+}
+
+/* The seed's RPC that notifies the thread. */
+__dpa_rpc__ uint64_t hello_world_thread_notify_rpc(doca_dpa_dev_notification_completion_t comp_handle)
+{
+	DOCA_DPA_DEV_LOG_INFO("Notifying DPA Thread From RPC\n");
+	doca_dpa_dev_thread_notify(comp_handle);
+	return 0;
+}
+
+/*
+ * A counting DPA thread: its local storage holds {count event, notify handle of the next
+ * thread or 0}; each run adds 1 to the event and, if a next thread is named, notifies it.
+ */
+__dpa_global__ void counting_thread(uint64_t arg)
+{
+	volatile uint64_t *tls = (volatile uint64_t *)(uintptr_t)doca_dpa_dev_thread_get_local_storage();
+
+	doca_dpa_dev_sync_event_update_add(tls[0], arg);
+	if (tls[1])
+		doca_dpa_dev_thread_notify(tls[1]);
+	doca_dpa_dev_thread_reschedule();
+}
+
+/* A kernel that notifies a thread `times` times. */
+__dpa_global__ void notify_kernel(doca_dpa_dev_notification_completion_t comp, uint64_t times)
+{
+	uint64_t i;
+
+	for (i = 0; i < times; i++)
+		doca_dpa_dev_thread_notify(comp);
+}

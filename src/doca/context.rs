@@ -16,6 +16,7 @@ use crate::sync::lock;
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
 use super::shared::Shared;
 use super::sync_event::{SyncEvent, SyncEventAttr};
+use super::thread::{DpaThread, NotificationCompletion, ThreadCtx};
 use super::{DocaError, MAX_WAIT_THRESHOLD};
 
 use super::shared::PAGE_LEN;
@@ -57,6 +58,7 @@ pub struct DpaAttr {
 pub struct Dpa {
     // Fields drop in declaration order.
     launcher: Option<LauncherHandle>,
+    threads: ThreadCtx,
     stream: Mutex<Option<MsgStream>>,
     _outbox: Outbox,
     _window: Window,
@@ -124,8 +126,15 @@ impl Dpa {
             outbox_id: outbox.id(),
             window_id: wb.window_id,
         })?;
+        let threads = ThreadCtx {
+            dev: Arc::clone(dev),
+            process: process.clone(),
+            outbox_id: outbox.id(),
+            window_id: wb.window_id,
+        };
         Ok(Dpa {
             launcher: Some(LauncherHandle(launcher)),
+            threads,
             stream: Mutex::new(Some(stream)),
             _outbox: outbox,
             _window: window,
@@ -214,6 +223,30 @@ impl Dpa {
     /// [`super::MAX_SYNC_EVENTS`].
     pub fn sync_event(&self, attr: SyncEventAttr) -> Result<SyncEvent, DocaError> {
         SyncEvent::new(&self.shared, attr)
+    }
+
+    /// `doca_dpa_thread_create`: a DPA thread of this context, to be set up and started.
+    pub fn thread_create(&self) -> DpaThread {
+        DpaThread::new(self.threads.clone())
+    }
+
+    /// `doca_dpa_notification_completion_create` + `start`: DPA code of this context may now
+    /// trigger `thread` with the completion's handle (`doca_dpa_dev_thread_notify`). The thread
+    /// must be started and belong to this context; run it afterwards.
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] for an unstarted thread, a thread of another context or one
+    /// that already has a notification completion; firmware refusals, naming the step.
+    pub fn notification_completion_create(
+        &self,
+        thread: &mut DpaThread,
+    ) -> Result<NotificationCompletion, DocaError> {
+        if thread.process_id() != self.process.id() || !thread.same_device(&self.threads) {
+            return Err(DocaError::NotPermitted(
+                "the DPA thread belongs to another DPA context".into(),
+            ));
+        }
+        NotificationCompletion::create(&self.threads, thread)
     }
 
     /// `doca_dpa_mem_alloc`: DPA memory, freed when the buffer is dropped (`doca_dpa_mem_free`).

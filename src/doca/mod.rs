@@ -51,6 +51,7 @@ mod context;
 mod launch;
 mod shared;
 mod sync_event;
+mod thread;
 
 use std::time::Duration;
 
@@ -61,6 +62,7 @@ pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
 pub use launch::KernelArg;
 pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};
 pub use sync_event::{SyncEvent, SyncEventAttr};
+pub use thread::{DpaThread, NotificationCompletion, NOTIFY_QUEUE_LOG};
 
 /// The greatest wait threshold (and event value a launch may wait for) DOCA documents as valid.
 pub const MAX_WAIT_THRESHOLD: u64 = 254;
