@@ -1,6 +1,6 @@
 //! DOCA DPA's kernel-launch samples (DOCA 2.6 `samples/doca_dpa`: `dpa_kernel_launch`,
-//! `dpa_wait_kernel_launch`, `dpa_binary_tree`, `dpa_diamond_tree`), in Rust over
-//! [`mlx5_dpa::doca`].
+//! `dpa_wait_kernel_launch`, `dpa_binary_tree`, `dpa_diamond_tree`) and the seed's hello-world
+//! DPA thread, in Rust over [`mlx5_dpa::doca`].
 //!
 //! ```text
 //! cargo run --example doca_dpa -- kernel-launch                 # on the device model
@@ -58,6 +58,9 @@ pub enum Sample {
     BinaryTree,
     /// A -> (B, C) -> D: A waits at launch for the host, B and C in the kernel for A, D for both.
     DiamondTree,
+    /// The seed's hello world (`doca-dpa.txt`, "Procedure Steps"): a DPA thread that logs and
+    /// sets the host's event, woken by an RPC through a notification completion.
+    HelloWorld,
 }
 
 impl Sample {
@@ -68,6 +71,7 @@ impl Sample {
             "wait-kernel-launch" => Sample::WaitKernelLaunch,
             "binary-tree" => Sample::BinaryTree,
             "diamond-tree" => Sample::DiamondTree,
+            "hello-world" => Sample::HelloWorld,
             _ => return None,
         })
     }
@@ -140,6 +144,7 @@ pub fn run(
         }
         Sample::BinaryTree => binary_tree(&dpa, delay, out)?,
         Sample::DiamondTree => diamond_tree(&dpa, out)?,
+        Sample::HelloWorld => hello_world(&dpa, &device_lines, out)?,
     }
     dpa.stop()?;
     Ok(())
@@ -266,6 +271,46 @@ fn diamond_tree(dpa: &Dpa, out: &mut dyn Write) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// Writes the device log lines that have arrived.
+type DeviceLines<'a> = dyn Fn(&mut dyn Write) -> Result<(), Box<dyn Error>> + 'a;
+
+/// The seed's hello world, printing its console lines. The device's two lines come through
+/// the log stream; they are written once the thread has set the host's event, so that they
+/// stand where the seed shows them, before the "Waiting" line.
+fn hello_world(
+    dpa: &Dpa,
+    device_lines: &DeviceLines<'_>,
+    out: &mut dyn Write,
+) -> Result<(), Box<dyn Error>> {
+    writeln!(out, "----> Open DOCA Device")?;
+    writeln!(out, "----> Initialize DOCA DPA Context")?;
+    writeln!(out, "----> Initialize DOCA Sync Event")?;
+    let cpu_se = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+    writeln!(out, "----> Initialize DOCA DPA Thread")?;
+    let mut thread = dpa.thread_create();
+    thread.set_func_arg("hello_world_thread_kernel", cpu_se.dpa_handle()?)?;
+    thread.start()?;
+    writeln!(out, "----> Initialize DOCA DPA Notification Completion")?;
+    let notify = dpa.notification_completion_create(&mut thread)?;
+    writeln!(out, "----> Run DOCA DPA Thread")?;
+    thread.run()?;
+    writeln!(out, "----> Trigger DPA RPC")?;
+    dpa.rpc("hello_world_thread_notify_rpc", &[notify.dpa_handle()])?;
+    cpu_se.wait_gt(0, MASK, WAIT)?;
+    device_lines(out)?;
+    writeln!(out, "----> Waiting For hello_world_thread_kernel To Finish")?;
+    writeln!(out, "----> Destroy DOCA DPA Notification Completion")?;
+    drop(notify);
+    writeln!(out, "----> Destroy DOCA DPA Thread")?;
+    thread.stop();
+    writeln!(out, "----> Destroy DOCA DPA event")?;
+    drop(cpu_se);
+    writeln!(out, "----> Destroy DOCA DPA context")?;
+    writeln!(out, "----> Destroy DOCA device")?;
+    writeln!(out, "----> DONE!")?;
+    Ok(())
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo doca-dpa` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
     let mut device = None;
@@ -277,7 +322,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             other => {
                 sample = Sample::from_name(other).ok_or(
                     "usage: doca_dpa [kernel-launch | wait-kernel-launch | binary-tree | \
-                     diamond-tree] [--device NAME]",
+                     diamond-tree | hello-world] [--device NAME]",
                 )?
             }
         }

@@ -544,17 +544,21 @@ fn packet_processor_flow() {
     );
 }
 
-/// A DOCA DPA context and one kernel launch to its completion event (`mlx5_dpa::doca`): the
+/// A DOCA DPA context, one kernel launch to its completion event, and a DPA thread woken by an
+/// RPC through a notification completion (`mlx5_dpa::doca`): the
 /// context's set-up steps fail as `DocaError::Dpa` naming the step; a launch the launcher
 /// could not start puts the context in the error state, and the wait for its completion
 /// returns that (`DocaError::Fatal`), naming the launch step and the firmware status.
 #[test]
 fn doca_dpa_kernel_launch() {
-    use mlx5_dpa::doca::{DocaError, Dpa, DpaAttr, SyncEvent, SyncEventAttr};
+    use mlx5_dpa::doca::{
+        DocaError, Dpa, DpaAttr, DpaThread, NotificationCompletion, SyncEvent, SyncEventAttr,
+    };
     use mlx5_dpa::dpa::msg_stream::MsgOutput;
 
     const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
-    fn setup(ctx: &Arc<dyn Devx>) -> Result<(Dpa, SyncEvent), DocaError> {
+    type Flow = (Dpa, SyncEvent, NotificationCompletion, DpaThread, SyncEvent);
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DocaError> {
         let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
             .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
         let attr = DpaAttr {
@@ -565,10 +569,22 @@ fn doca_dpa_kernel_launch() {
         let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
         dpa.kernel_launch_update_set(None, Some((&comp, 1)), 2, "hello_world", &[])?;
         comp.wait_gt(0, u64::MAX, T)?;
-        Ok((dpa, comp))
+        // A DPA thread woken by an RPC through a notification completion (the seed's hello
+        // world).
+        let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+        let mut thread = dpa.thread_create();
+        thread.set_func_arg("hello_world_thread_kernel", done.dpa_handle()?)?;
+        thread.start()?;
+        let notify = dpa.notification_completion_create(&mut thread)?;
+        thread.run()?;
+        dpa.rpc("hello_world_thread_notify_rpc", &[notify.dpa_handle()])?;
+        done.wait_gt(0, u64::MAX, T)?;
+        Ok((dpa, comp, notify, thread, done))
     }
-    fn teardown((dpa, comp): (Dpa, SyncEvent)) -> Result<(), DocaError> {
-        drop(comp);
+    fn teardown((dpa, comp, notify, thread, done): Flow) -> Result<(), DocaError> {
+        drop(notify);
+        thread.stop();
+        drop((comp, done));
         dpa.stop()
     }
     fn judge_doca(e: &DocaError, status: Status) -> Result<String, String> {
@@ -602,6 +618,9 @@ fn doca_dpa_kernel_launch() {
         "creating the context's window",
         "launch: creating a kernel thread",
         "launch: running the kernel threads",
+        "creating the DPA thread",
+        "creating the notification queues",
+        "running the DPA thread to arm its CQ",
     ] {
         assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
     }

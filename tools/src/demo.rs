@@ -166,6 +166,8 @@ pub enum DocaSample {
     BinaryTree,
     /// A -> (B, C) -> D, D waiting for both.
     DiamondTree,
+    /// The seed's hello world: a DPA thread woken by an RPC through a notification completion.
+    HelloWorld,
 }
 
 /// A demo failure, as a sentence.
@@ -277,6 +279,7 @@ pub fn run(
                 DocaSample::WaitKernelLaunch => doca_dpa::Sample::WaitKernelLaunch,
                 DocaSample::BinaryTree => doca_dpa::Sample::BinaryTree,
                 DocaSample::DiamondTree => doca_dpa::Sample::DiamondTree,
+                DocaSample::HelloWorld => doca_dpa::Sample::HelloWorld,
             };
             doca_dpa::run(
                 ctx,

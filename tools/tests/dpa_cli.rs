@@ -194,6 +194,28 @@ fn demo_doca_dpa_samples_run_as_docas() {
         lines("diamond-tree").last().map(String::as_str),
         Some("Kernel D completion event has been signaled")
     );
+    // The seed's hello world (doca-dpa.txt, "Execution"), the device's lines through the log.
+    assert_eq!(
+        lines("hello-world"),
+        [
+            "----> Open DOCA Device",
+            "----> Initialize DOCA DPA Context",
+            "----> Initialize DOCA Sync Event",
+            "----> Initialize DOCA DPA Thread",
+            "----> Initialize DOCA DPA Notification Completion",
+            "----> Run DOCA DPA Thread",
+            "----> Trigger DPA RPC",
+            "[DOCA][DPA DEVICE][INF] Notifying DPA Thread From RPC",
+            "[DOCA][DPA DEVICE][INF] Hello World From DPA Thread!",
+            "----> Waiting For hello_world_thread_kernel To Finish",
+            "----> Destroy DOCA DPA Notification Completion",
+            "----> Destroy DOCA DPA Thread",
+            "----> Destroy DOCA DPA event",
+            "----> Destroy DOCA DPA context",
+            "----> Destroy DOCA device",
+            "----> DONE!",
+        ]
+    );
     let o = run(&["--sim", "demo", "doca-dpa", "no-such-sample"]);
     assert_eq!(o.status.code(), Some(2));
 }
