@@ -16,6 +16,11 @@
  *   sum_rpc(a, b)                      an RPC: returns a + b
  *   pingpong_kernel(ping, pong, rounds) for i in 1..=rounds: waits for ping > i - 1, sets pong
  *                                      to i (a host <-> DPA sync-event round trip each)
+ *   hello_world_thread_kernel(ev)      the seed's DPA thread: logs, sets ev to 1, finishes
+ *   hello_world_thread_notify_rpc(nc)  the seed's RPC: logs, notifies the thread of nc
+ *   counting_thread(arg)               a DPA thread: adds arg to the event in its local
+ *                                      storage word 0, notifies word 1 (if set), reschedules
+ *   notify_kernel(nc, times)           notifies nc's thread `times` times
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val

@@ -19,6 +19,8 @@
 //! | `doca_sync_event_get` / `update_set` / `update_add` / `wait_gt` | [`SyncEvent::get`], ...       |
 //! | `doca_sync_event_export_to_dpa` / `get_dpa_handle`     | [`SyncEvent::dpa_handle`]              |
 //! | `doca_dpa_kernel_launch_update_set` / `_add`           | [`Dpa::kernel_launch_update_set`] / [`Dpa::kernel_launch_update_add`] |
+//! | `doca_dpa_thread_create` / `set_func_arg` / `set_local_storage` / `set_affinity` / `start` / `run` / `stop` | [`Dpa::thread_create`], [`DpaThread`] |
+//! | `doca_dpa_notification_completion_create` / `start` / `get_dpa_handle` | [`Dpa::notification_completion_create`], [`NotificationCompletion::dpa_handle`] |
 //!
 //! # How it works
 //! - **The context** is a [`crate::dpa::Process`] of the application, a window and a key over
@@ -43,9 +45,13 @@
 //!   process: a DPA fault puts the context in the error state [`Dpa::peek_at_last_error`]
 //!   reports, with the faulting thread and cause from the coredump.
 //!
-//! What is not here yet (issue 16 continues): DPA threads of the user's own
-//! (`doca_dpa_thread`), completion contexts, notifications, async ops, RDMA from the DPA,
-//! thread groups, the hash table, tracing, extended contexts.
+//! - **DPA threads** are FlexIO threads on the runtime's `__doca_dpa_thread_entry` with a
+//!   block naming the user's kernel and argument; **notification completions** are a DPA CQ
+//!   bound to the thread and a DPA SQ completing into it: `doca_dpa_dev_thread_notify` posts
+//!   a NOP asking for a CQE, which activates the thread (module `thread`).
+//!
+//! What is not here yet (issue 16 continues): completion contexts, async ops, RDMA from the
+//! DPA, thread groups, the hash table, tracing, extended contexts.
 
 mod context;
 mod launch;
