@@ -10,7 +10,13 @@
 //! - `sync_event`: one host <-> DPA round trip through two sync events: the host sets `ping`
 //!   to i, a running kernel (waiting in `doca_dpa_dev_sync_event_wait_gt`) sets `pong` to i,
 //!   the host waits for it; beside it one firmware command round trip (the floor of any host
-//!   <-> device exchange through the driver).
+//!   <-> device exchange through the driver). A kernel answers at most 5,000 pings (a kernel
+//!   must end within the watchdog's budget, which its pauses count toward), so a long run
+//!   launches several.
+//! - `notification`: DPA -> DPA notification hops: two DPA threads notify each other through
+//!   notification completions (a NOP with a CQE on an SQ in DPA memory, whose CQ activates the
+//!   other thread), both adding to one DPA->CPU event; an iteration is 256 hops, started by a
+//!   kernel notifying the first thread.
 //!
 //! A summary at the end prints medians of 7 rounds.
 
@@ -19,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mlx5_dpa::devx::Devx;
-use mlx5_dpa::doca::{Dpa, DpaAttr, KernelArg, SyncEvent, SyncEventAttr};
+use mlx5_dpa::doca::{
+    Dpa, DpaAttr, DpaThread, KernelArg, NotificationCompletion, SyncEvent, SyncEventAttr,
+};
 use mlx5_dpa::dpa::app::App;
 use mlx5_dpa::dpa::thread::{EventHandler, EventHandlerAttr, ThreadState};
 use mlx5_dpa::dpa::Process;
@@ -107,6 +115,73 @@ impl PingPong {
     }
 }
 
+/// Two DPA threads that notify each other, counting hops on one event; each stops relaying
+/// once the count reaches the limit in its local storage (word 2).
+struct Relay {
+    // Drop order: notification completions before their threads.
+    nc: (NotificationCompletion, NotificationCompletion),
+    _threads: (DpaThread, DpaThread),
+    tls: (mlx5_dpa::dpa::DpaBuf, mlx5_dpa::dpa::DpaBuf),
+    hops: SyncEvent,
+}
+
+/// Hops per relay iteration (one kernel launch starts them).
+const HOPS: u64 = 256;
+
+impl Relay {
+    fn new(dpa: &Dpa) -> Relay {
+        let hops = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).expect("event");
+        let thread = |tls: &mlx5_dpa::dpa::DpaBuf| {
+            let mut t = dpa.thread_create();
+            t.set_func_arg("relay_thread", 0).expect("func");
+            t.set_local_storage(tls.daddr()).expect("tls");
+            t.start().expect("start");
+            t
+        };
+        let tls = (
+            dpa.mem_alloc(24).expect("tls"),
+            dpa.mem_alloc(24).expect("tls"),
+        );
+        let mut a = thread(&tls.0);
+        let mut b = thread(&tls.1);
+        let na = dpa.notification_completion_create(&mut a).expect("nc");
+        let nb = dpa.notification_completion_create(&mut b).expect("nc");
+        let h = hops.dpa_handle().expect("handle");
+        let words =
+            |x: u64, y: u64| [x.to_le_bytes(), y.to_le_bytes(), 0u64.to_le_bytes()].concat();
+        dpa.h2d_memcpy(tls.0.daddr(), &words(h, nb.dpa_handle()))
+            .expect("tls");
+        dpa.h2d_memcpy(tls.1.daddr(), &words(h, na.dpa_handle()))
+            .expect("tls");
+        a.run().expect("run");
+        b.run().expect("run");
+        Relay {
+            nc: (na, nb),
+            _threads: (a, b),
+            tls,
+            hops,
+        }
+    }
+
+    /// HOPS notifications back and forth, started by a kernel notifying the first thread.
+    fn run(&mut self, dpa: &Dpa) {
+        let target = self.hops.get() + HOPS;
+        for t in [&self.tls.0, &self.tls.1] {
+            dpa.h2d_memcpy(t.daddr() + 16, &target.to_le_bytes())
+                .expect("limit");
+        }
+        dpa.kernel_launch_update_set(
+            None,
+            None,
+            1,
+            "notify_kernel",
+            &[KernelArg::U64(self.nc.0.dpa_handle()), KernelArg::U64(1)],
+        )
+        .expect("launch");
+        self.hops.wait_gt(target - 1, ALL, T).expect("hops");
+    }
+}
+
 fn benches(c: &mut Criterion) {
     let (d, ctx) = model();
     let app = App::from_device_elf("doca_kernels", KERNELS).expect("app");
@@ -160,17 +235,45 @@ fn benches(c: &mut Criterion) {
             .collect(),
     );
 
-    // A kernel that answers far more pings than any run asks for; dropped at the end (its
-    // thread is stopped with the context).
-    let mut pp = PingPong::new(&dpa, u64::from(u32::MAX));
+    let mut relay = Relay::new(&dpa);
+    let mut g = c.benchmark_group("notification");
+    g.throughput(Throughput::Elements(HOPS));
+    g.sample_size(20);
+    g.bench_function("dpa_to_dpa_hops", |b| b.iter(|| relay.run(&dpa)));
+    g.finish();
+    let hop = median((0..7).map(|_| us(5, &mut || relay.run(&dpa))).collect()) / HOPS as f64;
+    drop(relay);
+
+    // The waiting kernel answers a bounded number of pings (a kernel must end within the
+    // watchdog's budget, which its pauses count toward): a new one per chunk of rounds.
+    const CHUNK: u64 = 5_000;
+    let rounds = |n: u64| {
+        let mut left = n;
+        let mut spent = Duration::ZERO;
+        while left > 0 {
+            let k = left.min(CHUNK);
+            let mut pp = PingPong::new(&dpa, k);
+            let t = Instant::now();
+            for _ in 0..k {
+                pp.round();
+            }
+            spent += t.elapsed();
+            left -= k;
+        }
+        spent
+    };
     let mut g = c.benchmark_group("sync_event");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("host_dpa_round_trip", |b| b.iter(|| pp.round()));
+    g.bench_function("host_dpa_round_trip", |b| b.iter_custom(&rounds));
     g.bench_function("baseline_one_firmware_command", |b| {
         b.iter(|| process.err_status().expect("query"))
     });
     g.finish();
-    let rt = median((0..7).map(|_| us(500, &mut || pp.round())).collect());
+    let rt = median(
+        (0..7)
+            .map(|_| rounds(500).as_secs_f64() * 1e6 / 500.0)
+            .collect(),
+    );
     let cmd = median(
         (0..7)
             .map(|_| {
@@ -190,10 +293,13 @@ fn benches(c: &mut Criterion) {
         launch / act
     );
     println!(
+        "  notification DPA -> DPA (one hop)     {hop:>9.1} us   ({HOPS} hops per kernel launch; launch / hop = {:.1})",
+        launch / hop
+    );
+    println!(
         "  sync event host -> DPA -> host        {rt:>9.1} us   (one firmware command {cmd:.1} us: round trip / command = {:.2})",
         rt / cmd
     );
-    drop(pp);
     drop(launches);
     drop(handler);
     drop(dpa);

@@ -21,6 +21,9 @@
  *   counting_thread(arg)               a DPA thread: adds arg to the event in its local
  *                                      storage word 0, notifies word 1 (if set), reschedules
  *   notify_kernel(nc, times)           notifies nc's thread `times` times
+ *   relay_thread(arg)                  a DPA thread: adds 1 to the event in its local storage
+ *                                      word 0 and, while that event is below word 2, notifies
+ *                                      word 1 (two of them notify each other)
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -159,4 +162,17 @@ __dpa_global__ void notify_kernel(doca_dpa_dev_notification_completion_t comp, u
 
 	for (i = 0; i < times; i++)
 		doca_dpa_dev_thread_notify(comp);
+}
+
+__dpa_global__ void relay_thread(uint64_t arg)
+{
+	volatile uint64_t *tls = (volatile uint64_t *)(uintptr_t)doca_dpa_dev_thread_get_local_storage();
+	uint64_t count;
+
+	(void)arg;
+	doca_dpa_dev_sync_event_update_add(tls[0], 1);
+	doca_dpa_dev_sync_event_get(tls[0], &count);
+	if (count < tls[2])
+		doca_dpa_dev_thread_notify(tls[1]);
+	doca_dpa_dev_thread_reschedule();
 }
