@@ -30,9 +30,30 @@ fn context(level: LogLevel) -> (mlx5_sim::Device, Dpa, Arc<Mutex<Vec<u8>>>) {
     let attr = DpaAttr {
         log_level: level,
         log_output: MsgOutput::Writer(w),
+        // Faults on purpose leave no files: the prefix names a directory that does not exist
+        // (a_dpa_thread_fault_writes_doca_fatal_files checks the files).
+        fatal_file_prefix: Some(
+            std::env::temp_dir()
+                .join("doca-dpa-tests-no-such-directory")
+                .join("doca_dpa_fatal"),
+        ),
+        ..DpaAttr::default()
     };
     let dpa = Dpa::start(&ctx, &app(), &attr).unwrap();
     (d, dpa, log)
+}
+
+/// A fresh directory for one test's files.
+fn scratch(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "doca-dpa-test-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
 
 fn h(e: &SyncEvent) -> KernelArg {
@@ -539,4 +560,88 @@ fn thread_misuse_is_refused() {
     t.stop();
     foreign.stop();
     dpa.stop().unwrap();
+}
+
+#[test]
+fn trace_records_go_to_the_trace_file() {
+    let (_d, ctx) = model("bf3");
+    let dir = scratch("trace");
+    let path = dir.join("trace.txt");
+    let attr = DpaAttr {
+        log_output: MsgOutput::Collect,
+        trace_file: Some(path.clone()),
+        ..DpaAttr::default()
+    };
+    let dpa = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa.kernel_launch_update_set(None, Some((&comp, 1)), 1, "trace_kernel", &[3u64.into()])
+        .unwrap();
+    comp.wait_gt(0, ALL, WAIT).unwrap();
+    dpa.flush_log(Duration::from_millis(200)).unwrap();
+    dpa.stop().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "0x1 0x2 0x3 0x4 0x5\n0x2 0x4 0x6 0x8 0xa\n0x3 0x6 0x9 0xc 0xf\n"
+    );
+    // Without a trace file the records are dropped on the device, and nothing fails.
+    let (_d2, dpa2, _log) = context(LogLevel::Info);
+    let comp2 = dpa2.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa2.kernel_launch_update_set(None, Some((&comp2, 1)), 1, "trace_kernel", &[3u64.into()])
+        .unwrap();
+    comp2.wait_gt(0, ALL, WAIT).unwrap();
+    dpa2.stop().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_dpa_thread_fault_writes_doca_fatal_files() {
+    // A DPA thread (no launch in flight) faults: the context's error state names it, and the
+    // core dump and crash report are written as DOCA writes them (<prefix>.<pid>.core/.crash).
+    let (_d, ctx) = model("bf3");
+    let dir = scratch("fatal");
+    let prefix = dir.join("doca_dpa_fatal");
+    let attr = DpaAttr {
+        log_output: MsgOutput::Collect,
+        fatal_file_prefix: Some(prefix.clone()),
+        ..DpaAttr::default()
+    };
+    let dpa = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let mut t = dpa.thread_create();
+    t.set_func_arg("fault_thread", 0x5a).unwrap();
+    t.start().unwrap();
+    let n = dpa.notification_completion_create(&mut t).unwrap();
+    t.run().unwrap();
+    dpa.rpc("hello_world_thread_notify_rpc", &[n.dpa_handle()])
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while dpa.peek_at_last_error().is_ok() {
+        assert!(t0.elapsed() < WAIT, "the fault was not reported");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let why = dpa.peek_at_last_error().unwrap_err().to_string();
+    let (core, crash) = dpa.fatal_files().expect("fatal files");
+    let pid = std::process::id();
+    assert_eq!(core, dir.join(format!("doca_dpa_fatal.{pid}.core")));
+    assert_eq!(crash, dir.join(format!("doca_dpa_fatal.{pid}.crash")));
+    assert!(
+        why.contains("Memory") && why.contains(&core.display().to_string()),
+        "{why}"
+    );
+    // The core file is the device's coredump image, which decodes to the faulting thread.
+    let image = std::fs::read(&core).unwrap();
+    assert_eq!(image, dpa.process().coredump_raw().unwrap());
+    let dump = mlx5_dpa::dpa::coredump::Coredump::parse(&image).unwrap();
+    assert_eq!(dump.dpa_thread_id, t.handler().unwrap().id());
+    assert_eq!(dump.fault_addr, 0);
+    let report = std::fs::read_to_string(&crash).unwrap();
+    assert!(
+        report.starts_with("DOCA DPA fatal error: DPA thread")
+            && report.contains(&format!("thread {:#x}", dump.dpa_thread_id))
+            && report.contains("x10 "),
+        "{report}"
+    );
+    drop(n);
+    t.stop();
+    assert!(matches!(dpa.stop(), Err(DocaError::Fatal(_))));
+    let _ = std::fs::remove_dir_all(&dir);
 }

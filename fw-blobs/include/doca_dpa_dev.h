@@ -76,6 +76,16 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, cons
 #define DOCA_DPA_DEV_LOG_INFO(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_INFO, __VA_ARGS__)
 #define DOCA_DPA_DEV_LOG_DBG(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_DEBUG, __VA_ARGS__)
 
+/**
+ * Adds a trace record of five values to the context's trace file (doca_dpa_trace_file_set_path
+ * on the host; without one, records go nowhere). Each record is one line of the file.
+ */
+DOCA_EXPERIMENTAL void doca_dpa_dev_trace(uint64_t arg1, uint64_t arg2, uint64_t arg3, uint64_t arg4,
+					  uint64_t arg5);
+
+/** Sends buffered trace records to the host: nothing is buffered here, so it returns at once. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_trace_flush(void);
+
 #ifdef __cplusplus
 }
 #endif

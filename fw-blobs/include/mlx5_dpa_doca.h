@@ -26,6 +26,9 @@ struct doca_dpa_rt {
 	uint32_t log_level; /* 0x0c: doca_dpa_dev_log_level_t */
 };
 
+/** The message stream that carries doca_dpa_dev_trace records (the log is stream 0). */
+#define MLX5_DPA_DOCA_TRACE_STREAM 1
+
 /** comp_op of a launch. */
 enum {
 	MLX5_DPA_DOCA_COMP_NONE = 0,

@@ -14,6 +14,7 @@
 #include <dpaintrin.h>
 #include <libflexio-dev/flexio_dev.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
+#include <libflexio-dev/flexio_dev_tracer.h>
 #include <mlx5_dpa_doca.h>
 
 /* Written by the host (mlx5_dpa::doca::Dpa::start); zero until then. */
@@ -208,6 +209,20 @@ void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ..
 	flexio_dev_vsnprintf(text + n, sizeof(text) - (uint32_t)n, format, ap);
 	va_end(ap);
 	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
+}
+
+/* ---- trace ---- */
+
+void doca_dpa_dev_trace(uint64_t arg1, uint64_t arg2, uint64_t arg3, uint64_t arg4, uint64_t arg5)
+{
+	/* Format 0 of the host's trace stream; no stream configured: the record is dropped. */
+	flexio_dev_trace_5(MLX5_DPA_DOCA_TRACE_STREAM, FLEXIO_MSG_DEV_ALWAYS_PRINT, 0, arg1, arg2, arg3,
+			   arg4, arg5);
+}
+
+void doca_dpa_dev_trace_flush(void)
+{
+	flexio_dev_tracer_flush(MLX5_DPA_DOCA_TRACE_STREAM);
 }
 
 /* ---- DPA threads and notifications ---- */

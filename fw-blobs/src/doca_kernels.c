@@ -24,6 +24,8 @@
  *   relay_thread(arg)                  a DPA thread: adds 1 to the event in its local storage
  *                                      word 0 and, while that event is below word 2, notifies
  *                                      word 1 (two of them notify each other)
+ *   trace_kernel(n)                    traces n records (i, i * 2, i * 3, i * 4, i * 5), i = 1..n
+ *   fault_thread(arg)                  a DPA thread that stores to address 0 (a memory fault)
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -174,5 +176,20 @@ __dpa_global__ void relay_thread(uint64_t arg)
 	doca_dpa_dev_sync_event_get(tls[0], &count);
 	if (count < tls[2])
 		doca_dpa_dev_thread_notify(tls[1]);
+	doca_dpa_dev_thread_reschedule();
+}
+
+__dpa_global__ void trace_kernel(uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 1; i <= n; i++)
+		doca_dpa_dev_trace(i, i * 2, i * 3, i * 4, i * 5);
+	doca_dpa_dev_trace_flush();
+}
+
+__dpa_global__ void fault_thread(uint64_t arg)
+{
+	*(volatile uint64_t *)(uintptr_t)0 = arg;
 	doca_dpa_dev_thread_reschedule();
 }

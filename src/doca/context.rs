@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::devx::Devx;
 use crate::dpa::app::App;
-use crate::dpa::msg_stream::{MsgOutput, MsgStream, MsgStreamAttr};
+use crate::dpa::msg_stream::{MsgLevel, MsgOutput, MsgStream, MsgStreamAttr};
 use crate::dpa::outbox::Outbox;
 use crate::dpa::window::Window;
 use crate::dpa::{DpaBuf, Process, ProcessAttr, StepExt};
@@ -24,6 +24,8 @@ use super::shared::PAGE_LEN;
 /// so that the context's own threads and a second launch still fit.
 pub const MAX_THREADS_PER_KERNEL: u32 = 128;
 
+/// The trace records' stream (`MLX5_DPA_DOCA_TRACE_STREAM`, mlx5_dpa_doca.h).
+const TRACE_STREAM: u32 = 1;
 /// `__doca_dpa_rt.magic` (mlx5_dpa_doca.h).
 const RT_MAGIC: u32 = 0x444f_4341;
 /// The runtime's global block.
@@ -47,9 +49,24 @@ pub enum LogLevel {
 pub struct DpaAttr {
     /// `doca_dpa_set_log_level`: the most verbose device log level delivered.
     pub log_level: LogLevel,
-    /// Where device log lines go (DOCA writes them to the application's output).
+    /// Where device log lines go (DOCA writes them to the application's output;
+    /// `doca_dpa_log_file_set_path` is `MsgOutput::File`).
     pub log_output: MsgOutput,
+    /// `doca_dpa_trace_file_set_path`: where `doca_dpa_dev_trace` records go, one line each
+    /// (the five values in hex; this project's format: DOCA's trace file format is not
+    /// public). `None`: records are dropped on the device.
+    pub trace_file: Option<std::path::PathBuf>,
+    /// Where the fatal-error files go, as `<prefix>.<pid>.core` (the coredump image) and
+    /// `<prefix>.<pid>.crash` (what failed, decoded): DOCA's `/tmp/doca_dpa_fatal`, or the log
+    /// file's path when the log goes to a file. `Some` overrides both.
+    pub fatal_file_prefix: Option<std::path::PathBuf>,
 }
+
+/// DOCA's default prefix of the fatal-error files.
+pub const FATAL_FILE_PREFIX: &str = "/tmp/doca_dpa_fatal";
+
+/// The trace file's one record format (`doca_dpa_dev_trace`'s five values).
+const TRACE_FORMAT: &str = "%#lx %#lx %#lx %#lx %#lx\n";
 
 /// A DOCA DPA context. Dropping it stops it: the launcher first (launches not yet started are
 /// dropped), then the log stream, the outbox, the window, the process, and the host page once
@@ -60,6 +77,7 @@ pub struct Dpa {
     launcher: Option<LauncherHandle>,
     threads: ThreadCtx,
     stream: Mutex<Option<MsgStream>>,
+    trace: Mutex<Option<MsgStream>>,
     _outbox: Outbox,
     _window: Window,
     process: Process,
@@ -111,6 +129,29 @@ impl Dpa {
             },
         )
         .step("creating the device log stream")?;
+        let trace = match &attr.trace_file {
+            None => None,
+            Some(path) => Some(
+                MsgStream::create(
+                    &process,
+                    &MsgStreamAttr {
+                        stream_id: TRACE_STREAM,
+                        level: MsgLevel::Debug,
+                        output: MsgOutput::File(path.clone()),
+                        tracer_formats: Some(Arc::from(vec![TRACE_FORMAT.to_string()])),
+                        ..MsgStreamAttr::default()
+                    },
+                )
+                .step("creating the trace stream")?,
+            ),
+        };
+        let fatal_prefix =
+            attr.fatal_file_prefix
+                .clone()
+                .unwrap_or_else(|| match &attr.log_output {
+                    MsgOutput::File(p) => p.clone(),
+                    _ => std::path::PathBuf::from(FATAL_FILE_PREFIX),
+                });
         let mut block = [0u8; 16];
         block[0..4].copy_from_slice(&RT_MAGIC.to_le_bytes());
         block[4..8].copy_from_slice(&wb.window_id.to_le_bytes());
@@ -125,6 +166,7 @@ impl Dpa {
             shared: Arc::clone(&shared),
             outbox_id: outbox.id(),
             window_id: wb.window_id,
+            fatal_prefix,
         })?;
         let threads = ThreadCtx {
             dev: Arc::clone(dev),
@@ -136,6 +178,7 @@ impl Dpa {
             launcher: Some(LauncherHandle(launcher)),
             threads,
             stream: Mutex::new(Some(stream)),
+            trace: Mutex::new(trace),
             _outbox: outbox,
             _window: window,
             process,
@@ -154,6 +197,7 @@ impl Dpa {
             l.0.stop();
         }
         lock(&self.stream).take();
+        lock(&self.trace).take();
         self.peek_at_last_error()
     }
 
@@ -165,10 +209,19 @@ impl Dpa {
     /// # Errors
     /// The stream's receive queue failed, or writing to the output did.
     pub fn flush_log(&self, timeout: Duration) -> Result<u64, DocaError> {
-        match lock(&self.stream).as_mut() {
-            Some(s) => Ok(s.flush(timeout)?),
-            None => Ok(0),
+        let mut n = 0;
+        for s in [&self.stream, &self.trace] {
+            if let Some(s) = lock(s).as_mut() {
+                n += s.flush(timeout)?;
+            }
         }
+        Ok(n)
+    }
+
+    /// The fatal-error files written when the context entered the error state with a
+    /// coredump (`<prefix>.<pid>.core`, `<prefix>.<pid>.crash`), if any.
+    pub fn fatal_files(&self) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+        self.shared.fatal_files()
     }
 
     /// The application's name.

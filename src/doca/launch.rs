@@ -230,6 +230,8 @@ pub(crate) struct LaunchCtx {
     pub(crate) shared: Arc<Shared>,
     pub(crate) outbox_id: u32,
     pub(crate) window_id: u32,
+    /// `<prefix>.<pid>.core` / `.crash` are written when the process fails.
+    pub(crate) fatal_prefix: std::path::PathBuf,
 }
 
 /// The context's launcher thread.
@@ -300,7 +302,9 @@ fn run(queue: &Queue, ctx: &LaunchCtx) {
                 i += 1;
             }
         }
-        if !flights.is_empty() && last_health.elapsed() >= HEALTH_EVERY {
+        // With launches in flight every HEALTH_EVERY; idle, once per wake-up (IDLE_POLL), so
+        // that a fault of a DPA thread is seen too.
+        if last_health.elapsed() >= HEALTH_EVERY && ctx.shared.failure().is_none() {
             last_health = Instant::now();
             check_health(ctx);
         }
@@ -350,17 +354,73 @@ fn check_health(ctx: &LaunchCtx) {
     if st.status == ProcessStatus::Ok {
         return;
     }
-    let why = match ctx.process.coredump() {
-        Ok(d) => format!(
+    let raw = ctx.process.coredump_raw().ok();
+    let dump = raw
+        .as_deref()
+        .and_then(|r| crate::dpa::coredump::Coredump::parse(r).ok());
+    let mut why = match &dump {
+        Some(d) => format!(
             "DPA thread {:#x} stopped at pc {:#x}: {:?} (process status {:?}, syndrome {:#x})",
             d.dpa_thread_id, d.pc, d.cause, st.status, st.error_syndrome
         ),
-        Err(_) => format!(
+        None => format!(
             "DPA process status {:?}, syndrome {:#x}",
             st.status, st.error_syndrome
         ),
     };
+    if let (Some(raw), Some(d)) = (&raw, &dump) {
+        match write_fatal_files(&ctx.fatal_prefix, raw, d, &why) {
+            Ok((core, crash)) => {
+                why.push_str(&format!(
+                    "; core dump {}, crash report {}",
+                    core.display(),
+                    crash.display()
+                ));
+                ctx.shared.set_fatal_files(core, crash);
+            }
+            Err(e) => why.push_str(&format!("; writing the fatal-error files failed: {e}")),
+        }
+    }
     ctx.shared.fail(why);
+}
+
+/// DOCA's fatal-error files: `<prefix>.<pid>.core` holds the coredump image as the device
+/// gave it, `<prefix>.<pid>.crash` what failed, decoded.
+fn write_fatal_files(
+    prefix: &std::path::Path,
+    raw: &[u8],
+    d: &crate::dpa::coredump::Coredump,
+    why: &str,
+) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    use std::fmt::Write as _;
+    let name = |suffix: &str| {
+        let mut p = prefix.as_os_str().to_owned();
+        p.push(format!(".{}.{suffix}", std::process::id()));
+        std::path::PathBuf::from(p)
+    };
+    let (core, crash) = (name("core"), name("crash"));
+    std::fs::write(&core, raw)?;
+    let mut text = String::new();
+    let _ = writeln!(text, "DOCA DPA fatal error: {why}");
+    let _ = writeln!(
+        text,
+        "process {:#x} thread {:#x} eu {} activation {}",
+        d.dpa_process_id, d.dpa_thread_id, d.eu, d.activation
+    );
+    let _ = writeln!(
+        text,
+        "cause {:?} pc {:#x} fault address {:#x} instruction {:#010x} device code {:#x} instructions retired {}",
+        d.cause, d.pc, d.fault_addr, d.insn, d.device_code, d.instret
+    );
+    for (i, r) in d.gpr.iter().enumerate() {
+        let _ = write!(
+            text,
+            "x{i:<2} {r:#018x}{}",
+            if i % 4 == 3 { "\n" } else { "  " }
+        );
+    }
+    std::fs::write(&crash, text)?;
+    Ok((core, crash))
 }
 
 fn dispatch(

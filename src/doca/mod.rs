@@ -13,6 +13,8 @@
 //! | `doca_dpa_get_core_num`, `_num_eus_per_core`, ...      | [`Dpa::core_num`], ...                 |
 //! | `doca_dpa_set_log_level`                               | [`DpaAttr::log_level`]                 |
 //! | `doca_dpa_peek_at_last_error`                          | [`Dpa::peek_at_last_error`]            |
+//! | `doca_dpa_log_file_set_path`, `doca_dpa_trace_file_set_path` | [`DpaAttr::log_output`], [`DpaAttr::trace_file`] |
+//! | the `doca_dpa_fatal.PID.core` / `.crash` files         | [`DpaAttr::fatal_file_prefix`], [`Dpa::fatal_files`] |
 //! | `doca_dpa_mem_alloc` / `free`, `h2d` / `d2h_memcpy`, `memset` | [`Dpa::mem_alloc`] (freed on drop), [`Dpa::h2d_memcpy`], ... |
 //! | `doca_dpa_rpc`                                         | [`Dpa::rpc`]                           |
 //! | `doca_sync_event_create` + locations + `start`         | [`Dpa::sync_event`] with [`SyncEventAttr`] |
@@ -50,8 +52,14 @@
 //!   bound to the thread and a DPA SQ completing into it: `doca_dpa_dev_thread_notify` posts
 //!   a NOP asking for a CQE, which activates the thread (module `thread`).
 //!
+//! - **Errors and traces.** When the launcher sees the process fail (it reads the status every
+//!   20 ms with launches in flight, every 100 ms otherwise), the context enters the error state
+//!   naming the thread, pc and cause, and writes DOCA's fatal-error files: the coredump image as
+//!   `<prefix>.<pid>.core` and a decoded report as `<prefix>.<pid>.crash`. `doca_dpa_dev_trace`
+//!   records travel on a tracer message stream (stream 1) to the trace file, a line each.
+//!
 //! What is not here yet (issue 16 continues): completion contexts, async ops, RDMA from the
-//! DPA, thread groups, the hash table, tracing, extended contexts.
+//! DPA, thread groups, the hash table, extended contexts.
 
 mod context;
 mod launch;

@@ -1,6 +1,7 @@
 //! What a context's sync events, launches and launcher share: the host page of event
 //! counters and launch-done words, its slot pools, and the error state.
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
@@ -25,6 +26,7 @@ pub(crate) struct Shared {
     free_events: Mutex<Vec<usize>>,
     free_dones: Mutex<Vec<usize>>,
     failure: Mutex<Option<String>>,
+    fatal_files: Mutex<Option<(PathBuf, PathBuf)>>,
 }
 
 impl Shared {
@@ -37,6 +39,7 @@ impl Shared {
             free_events: Mutex::new((0..MAX_SYNC_EVENTS).rev().collect()),
             free_dones: Mutex::new((0..MAX_LAUNCHES_IN_FLIGHT).rev().collect()),
             failure: Mutex::new(None),
+            fatal_files: Mutex::new(None),
         }
     }
 
@@ -96,5 +99,13 @@ impl Shared {
 
     pub(crate) fn failure(&self) -> Option<String> {
         lock(&self.failure).clone()
+    }
+
+    pub(crate) fn set_fatal_files(&self, core: PathBuf, crash: PathBuf) {
+        *lock(&self.fatal_files) = Some((core, crash));
+    }
+
+    pub(crate) fn fatal_files(&self) -> Option<(PathBuf, PathBuf)> {
+        lock(&self.fatal_files).clone()
     }
 }
