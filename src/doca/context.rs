@@ -69,8 +69,9 @@ pub const FATAL_FILE_PREFIX: &str = "/tmp/doca_dpa_fatal";
 const TRACE_FORMAT: &str = "%#lx %#lx %#lx %#lx %#lx\n";
 
 /// A DOCA DPA context. Dropping it stops it: the launcher first (launches not yet started are
-/// dropped), then the log stream, the outbox, the window, the process, and the host page once
-/// no event names it.
+/// dropped), then the log and trace streams, the outbox and the window; the process and the
+/// host page go once no sync event of the context is left either (an event reads the
+/// process's status while it waits).
 #[derive(Debug)]
 pub struct Dpa {
     // Fields drop in declaration order.
@@ -160,13 +161,12 @@ impl Dpa {
         process
             .copy_to_dev(rt, &block)
             .step("writing the runtime's context block")?;
-        let shared = Arc::new(Shared::new(page, wb.haddr));
+        let shared = Arc::new(Shared::new(page, wb.haddr, process.clone(), fatal_prefix));
         let launcher = Launcher::start(LaunchCtx {
             process: process.clone(),
             shared: Arc::clone(&shared),
             outbox_id: outbox.id(),
             window_id: wb.window_id,
-            fatal_prefix,
         })?;
         let threads = ThreadCtx {
             dev: Arc::clone(dev),
@@ -198,7 +198,10 @@ impl Dpa {
         }
         lock(&self.stream).take();
         lock(&self.trace).take();
-        self.peek_at_last_error()
+        match self.shared.failure() {
+            Some(why) => Err(DocaError::Fatal(why)),
+            None => Ok(()),
+        }
     }
 
     /// Delivers the device log lines that have arrived, waiting until none has come for a
@@ -234,17 +237,15 @@ impl Dpa {
         &self.process
     }
 
-    /// `doca_dpa_peek_at_last_error`: `Ok` while the context is healthy; once a DPA thread has
-    /// faulted (or a launch could not be started) the context is in the error state, which
-    /// stays until it is destroyed.
+    /// `doca_dpa_peek_at_last_error`: reads the process's status from the device; `Ok` while
+    /// the context is healthy. Once a DPA thread has faulted (or a launch could not be
+    /// started) the context is in the error state, which stays until it is destroyed, and
+    /// DOCA's fatal-error files have been written ([`Dpa::fatal_files`]).
     ///
     /// # Errors
-    /// [`DocaError::Fatal`] naming the thread and the cause.
+    /// [`DocaError::Fatal`] naming the thread and the cause; the status query's own failure.
     pub fn peek_at_last_error(&self) -> Result<(), DocaError> {
-        match self.shared.failure() {
-            None => Ok(()),
-            Some(why) => Err(DocaError::Fatal(why)),
-        }
+        self.shared.check()
     }
 
     /// `doca_dpa_get_core_num`.
@@ -410,7 +411,9 @@ impl Dpa {
         func: &str,
         args: &[KernelArg],
     ) -> Result<(), DocaError> {
-        self.peek_at_last_error()?;
+        if let Some(why) = self.shared.failure() {
+            return Err(DocaError::Fatal(why));
+        }
         let max = self.max_threads_per_kernel();
         if num_threads == 0 || num_threads > max {
             return Err(DocaError::InvalidValue(format!(

@@ -6,10 +6,10 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::dpa::thread::{EventHandler, EventHandlerAttr, ThreadState};
-use crate::dpa::{DpaBuf, Process, ProcessStatus, StepExt};
+use crate::dpa::{DpaBuf, Process, StepExt};
 use crate::sync::lock;
 
 use super::shared::Shared;
@@ -230,8 +230,6 @@ pub(crate) struct LaunchCtx {
     pub(crate) shared: Arc<Shared>,
     pub(crate) outbox_id: u32,
     pub(crate) window_id: u32,
-    /// `<prefix>.<pid>.core` / `.crash` are written when the process fails.
-    pub(crate) fatal_prefix: std::path::PathBuf,
 }
 
 /// The context's launcher thread.
@@ -240,8 +238,6 @@ pub(crate) struct Launcher {
     thread: Option<JoinHandle<()>>,
 }
 
-/// How often the launcher looks at the process's status while launches are in flight.
-const HEALTH_EVERY: Duration = Duration::from_millis(20);
 /// How long the launcher sleeps between looks while launches wait or run.
 const BUSY_POLL: Duration = Duration::from_micros(100);
 /// How long it sleeps with nothing to do (a new launch or stop wakes it at once).
@@ -288,7 +284,6 @@ fn run(queue: &Queue, ctx: &LaunchCtx) {
     let mut idle: Vec<EventHandler> = Vec::new();
     let mut flights: Vec<Flight> = Vec::new();
     let mut seq = 0u64;
-    let mut last_health = Instant::now();
     loop {
         // Finished launches give their threads and slots back.
         let mut i = 0;
@@ -301,12 +296,6 @@ fn run(queue: &Queue, ctx: &LaunchCtx) {
             } else {
                 i += 1;
             }
-        }
-        // With launches in flight every HEALTH_EVERY; idle, once per wake-up (IDLE_POLL), so
-        // that a fault of a DPA thread is seen too.
-        if last_health.elapsed() >= HEALTH_EVERY && ctx.shared.failure().is_none() {
-            last_health = Instant::now();
-            check_health(ctx);
         }
         let next = {
             let mut q = lock(&queue.q);
@@ -344,83 +333,6 @@ fn run(queue: &Queue, ctx: &LaunchCtx) {
     // handler's drop waits (bounded) for that before destroying it.
     drop(flights);
     drop(idle);
-}
-
-/// Puts the context in the error state if the process failed, naming the thread and cause.
-fn check_health(ctx: &LaunchCtx) {
-    let Ok(st) = ctx.process.err_status() else {
-        return;
-    };
-    if st.status == ProcessStatus::Ok {
-        return;
-    }
-    let raw = ctx.process.coredump_raw().ok();
-    let dump = raw
-        .as_deref()
-        .and_then(|r| crate::dpa::coredump::Coredump::parse(r).ok());
-    let mut why = match &dump {
-        Some(d) => format!(
-            "DPA thread {:#x} stopped at pc {:#x}: {:?} (process status {:?}, syndrome {:#x})",
-            d.dpa_thread_id, d.pc, d.cause, st.status, st.error_syndrome
-        ),
-        None => format!(
-            "DPA process status {:?}, syndrome {:#x}",
-            st.status, st.error_syndrome
-        ),
-    };
-    if let (Some(raw), Some(d)) = (&raw, &dump) {
-        match write_fatal_files(&ctx.fatal_prefix, raw, d, &why) {
-            Ok((core, crash)) => {
-                why.push_str(&format!(
-                    "; core dump {}, crash report {}",
-                    core.display(),
-                    crash.display()
-                ));
-                ctx.shared.set_fatal_files(core, crash);
-            }
-            Err(e) => why.push_str(&format!("; writing the fatal-error files failed: {e}")),
-        }
-    }
-    ctx.shared.fail(why);
-}
-
-/// DOCA's fatal-error files: `<prefix>.<pid>.core` holds the coredump image as the device
-/// gave it, `<prefix>.<pid>.crash` what failed, decoded.
-fn write_fatal_files(
-    prefix: &std::path::Path,
-    raw: &[u8],
-    d: &crate::dpa::coredump::Coredump,
-    why: &str,
-) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
-    use std::fmt::Write as _;
-    let name = |suffix: &str| {
-        let mut p = prefix.as_os_str().to_owned();
-        p.push(format!(".{}.{suffix}", std::process::id()));
-        std::path::PathBuf::from(p)
-    };
-    let (core, crash) = (name("core"), name("crash"));
-    std::fs::write(&core, raw)?;
-    let mut text = String::new();
-    let _ = writeln!(text, "DOCA DPA fatal error: {why}");
-    let _ = writeln!(
-        text,
-        "process {:#x} thread {:#x} eu {} activation {}",
-        d.dpa_process_id, d.dpa_thread_id, d.eu, d.activation
-    );
-    let _ = writeln!(
-        text,
-        "cause {:?} pc {:#x} fault address {:#x} instruction {:#010x} device code {:#x} instructions retired {}",
-        d.cause, d.pc, d.fault_addr, d.insn, d.device_code, d.instret
-    );
-    for (i, r) in d.gpr.iter().enumerate() {
-        let _ = write!(
-            text,
-            "x{i:<2} {r:#018x}{}",
-            if i % 4 == 3 { "\n" } else { "  " }
-        );
-    }
-    std::fs::write(&crash, text)?;
-    Ok((core, crash))
 }
 
 fn dispatch(

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
+use crate::dpa::{Process, ProcessStatus, StepExt};
 use crate::mem::MemoryRegion;
 use crate::sync::lock;
 
@@ -21,6 +22,10 @@ pub(crate) const PAGE_LEN: usize = 8 * (MAX_SYNC_EVENTS + MAX_LAUNCHES_IN_FLIGHT
 #[derive(Debug)]
 pub(crate) struct Shared {
     page: MemoryRegion,
+    /// The context's process, for its status.
+    process: Process,
+    /// `<prefix>.<pid>.core` / `.crash` are written when the process fails.
+    fatal_prefix: PathBuf,
     /// Host address of the page's first byte in its key's address space.
     haddr: u64,
     free_events: Mutex<Vec<usize>>,
@@ -32,9 +37,16 @@ pub(crate) struct Shared {
 impl Shared {
     /// Over `page` (at least [`PAGE_LEN`] bytes), whose first byte is host address `haddr` in
     /// its key's address space.
-    pub(crate) fn new(page: MemoryRegion, haddr: u64) -> Shared {
+    pub(crate) fn new(
+        page: MemoryRegion,
+        haddr: u64,
+        process: Process,
+        fatal_prefix: PathBuf,
+    ) -> Shared {
         Shared {
             page,
+            process,
+            fatal_prefix,
             haddr,
             free_events: Mutex::new((0..MAX_SYNC_EVENTS).rev().collect()),
             free_dones: Mutex::new((0..MAX_LAUNCHES_IN_FLIGHT).rev().collect()),
@@ -108,4 +120,97 @@ impl Shared {
     pub(crate) fn fatal_files(&self) -> Option<(PathBuf, PathBuf)> {
         lock(&self.fatal_files).clone()
     }
+}
+
+impl Shared {
+    /// Reads the process's status (one firmware query, `flexio_err_status_get`); a failed
+    /// process puts the context in the error state, naming the thread, pc and cause, and
+    /// DOCA's fatal-error files are written. Returns the error state.
+    ///
+    /// # Errors
+    /// The query's own failure, naming the step; [`DocaError::Fatal`] in the error state.
+    pub(crate) fn check(&self) -> Result<(), DocaError> {
+        if let Some(why) = self.failure() {
+            return Err(DocaError::Fatal(why));
+        }
+        let st = self
+            .process
+            .err_status()
+            .step("reading the DPA process's status")?;
+        if st.status == ProcessStatus::Ok {
+            return Ok(());
+        }
+        self.fail(self.describe_failure(st));
+        Err(DocaError::Fatal(self.failure().unwrap_or_default()))
+    }
+
+    fn describe_failure(&self, st: crate::dpa::ErrStatus) -> String {
+        let raw = self.process.coredump_raw().ok();
+        let dump = raw
+            .as_deref()
+            .and_then(|r| crate::dpa::coredump::Coredump::parse(r).ok());
+        let mut why = match &dump {
+            Some(d) => format!(
+                "DPA thread {:#x} stopped at pc {:#x}: {:?} (process status {:?}, syndrome {:#x})",
+                d.dpa_thread_id, d.pc, d.cause, st.status, st.error_syndrome
+            ),
+            None => format!(
+                "DPA process status {:?}, syndrome {:#x}",
+                st.status, st.error_syndrome
+            ),
+        };
+        if let (Some(raw), Some(d)) = (&raw, &dump) {
+            match write_fatal_files(&self.fatal_prefix, raw, d, &why) {
+                Ok((core, crash)) => {
+                    why.push_str(&format!(
+                        "; core dump {}, crash report {}",
+                        core.display(),
+                        crash.display()
+                    ));
+                    self.set_fatal_files(core, crash);
+                }
+                Err(e) => why.push_str(&format!("; writing the fatal-error files failed: {e}")),
+            }
+        }
+        why
+    }
+}
+
+/// DOCA's fatal-error files: `<prefix>.<pid>.core` holds the coredump image as the device
+/// gave it, `<prefix>.<pid>.crash` what failed, decoded.
+fn write_fatal_files(
+    prefix: &std::path::Path,
+    raw: &[u8],
+    d: &crate::dpa::coredump::Coredump,
+    why: &str,
+) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    use std::fmt::Write as _;
+    let name = |suffix: &str| {
+        let mut p = prefix.as_os_str().to_owned();
+        p.push(format!(".{}.{suffix}", std::process::id()));
+        std::path::PathBuf::from(p)
+    };
+    let (core, crash) = (name("core"), name("crash"));
+    std::fs::write(&core, raw)?;
+    let mut text = String::new();
+    let _ = writeln!(text, "DOCA DPA fatal error: {why}");
+    let _ = writeln!(
+        text,
+        "process {:#x} thread {:#x} eu {} activation {}",
+        d.dpa_process_id, d.dpa_thread_id, d.eu, d.activation
+    );
+    let _ = writeln!(
+        text,
+        "cause {:?} pc {:#x} fault address {:#x} instruction {:#010x} device code {:#x} instructions retired {}",
+        d.cause, d.pc, d.fault_addr, d.insn, d.device_code, d.instret
+    );
+    for (i, r) in d.gpr.iter().enumerate() {
+        let _ = write!(
+            text,
+            "x{i:<2} {r:#018x}{}",
+            if i % 4 == 3 { "\n" } else { "  " }
+        );
+    }
+    std::fs::write(&crash, text)?;
+    Ok((core, crash))
 }

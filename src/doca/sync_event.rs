@@ -104,6 +104,9 @@ pub struct SyncEvent {
     attr: SyncEventAttr,
 }
 
+/// How often [`SyncEvent::wait_gt`] reads the process's status while it waits.
+const HEALTH_EVERY: Duration = Duration::from_millis(20);
+
 /// How long [`SyncEvent::wait_gt`] sleeps between looks once the counter has not moved for a
 /// while (it spins and yields first).
 const WAIT_SLEEP: Duration = Duration::from_micros(50);
@@ -170,7 +173,8 @@ impl SyncEvent {
     ///
     /// # Errors
     /// [`DocaError::NotPermitted`] without a CPU subscriber; [`DocaError::Timeout`];
-    /// [`DocaError::Fatal`] as soon as the context fails (what would have set it is gone).
+    /// [`DocaError::Fatal`] as soon as the context fails (what would have set it is gone: the
+    /// wait reads the process's status every 20 ms); the status query's own failure.
     pub fn wait_gt(&self, value: u64, mask: u64, timeout: Duration) -> Result<u64, DocaError> {
         if !self.attr.subscriber_cpu {
             return Err(DocaError::NotPermitted(
@@ -179,12 +183,17 @@ impl SyncEvent {
         }
         let start = Instant::now();
         let mut looks = 0u32;
+        let mut last_check = start;
         loop {
             let v = self.get();
             if v & mask > value {
                 return Ok(v);
             }
-            if let Some(why) = self.slot.shared.failure() {
+            // What would set it may have failed: the process's status, now and then.
+            if last_check.elapsed() >= HEALTH_EVERY {
+                last_check = Instant::now();
+                self.slot.shared.check()?;
+            } else if let Some(why) = self.slot.shared.failure() {
                 return Err(DocaError::Fatal(why));
             }
             if start.elapsed() >= timeout {
