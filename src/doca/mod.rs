@@ -43,18 +43,15 @@
 //!   A launcher thread of the context starts launches in the order they were made; a launch
 //!   with a wait event starts once the event's counter exceeds the threshold, and the launches
 //!   made after it start after it (DOCA requires that a kernel depend only on kernels launched
-//!   before it). It reclaims threads and launch blocks as launches finish, and watches the
-//!   process: a DPA fault puts the context in the error state [`Dpa::peek_at_last_error`]
-//!   reports, with the faulting thread and cause from the coredump.
-//!
+//!   before it). It reclaims threads and launch blocks as launches finish.
 //! - **DPA threads** are FlexIO threads on the runtime's `__doca_dpa_thread_entry` with a
 //!   block naming the user's kernel and argument; **notification completions** are a DPA CQ
 //!   bound to the thread and a DPA SQ completing into it: `doca_dpa_dev_thread_notify` posts
 //!   a NOP asking for a CQE, which activates the thread (module `thread`).
 //!
-//! - **Errors and traces.** When the launcher sees the process fail (it reads the status every
-//!   20 ms with launches in flight, every 100 ms otherwise), the context enters the error state
-//!   naming the thread, pc and cause, and writes DOCA's fatal-error files: the coredump image as
+//! - **Errors and traces.** When a waiting call sees the process fail (`SyncEvent::wait_gt`
+//!   reads its status every 20 ms, `Dpa::peek_at_last_error` at each call), the context enters
+//!   the error state naming the thread, pc and cause, and DOCA's fatal-error files are written: the coredump image as
 //!   `<prefix>.<pid>.core` and a decoded report as `<prefix>.<pid>.crash`. `doca_dpa_dev_trace`
 //!   records travel on a tracer message stream (stream 1) to the trace file, a line each.
 //!
