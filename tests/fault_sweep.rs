@@ -544,20 +544,31 @@ fn packet_processor_flow() {
     );
 }
 
-/// A DOCA DPA context, one kernel launch to its completion event, and a DPA thread woken by an
-/// RPC through a notification completion (`mlx5_dpa::doca`): the
+/// A DOCA DPA context, one kernel launch to its completion event, a DPA thread woken by an RPC
+/// through a notification completion, and a memcpy by async ops into a completion context
+/// (`mlx5_dpa::doca`): the
 /// context's set-up steps fail as `DocaError::Dpa` naming the step; a launch the launcher
 /// could not start puts the context in the error state, and the wait for its completion
 /// returns that (`DocaError::Fatal`), naming the launch step and the firmware status.
 #[test]
 fn doca_dpa_kernel_launch() {
     use mlx5_dpa::doca::{
-        DocaError, Dpa, DpaAttr, DpaThread, NotificationCompletion, SyncEvent, SyncEventAttr,
+        AsyncOps, CompletionContext, DocaError, Dpa, DpaAttr, DpaMmap, DpaThread,
+        NotificationCompletion, SyncEvent, SyncEventAttr,
     };
     use mlx5_dpa::dpa::msg_stream::MsgOutput;
+    use mlx5_dpa::dpa::DpaBuf;
 
     const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
-    type Flow = (Dpa, SyncEvent, NotificationCompletion, DpaThread, SyncEvent);
+    type Copy = (AsyncOps, CompletionContext, DpaMmap, DpaBuf, SyncEvent);
+    type Flow = (
+        Dpa,
+        SyncEvent,
+        NotificationCompletion,
+        DpaThread,
+        SyncEvent,
+        Copy,
+    );
     fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DocaError> {
         let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
             .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
@@ -579,9 +590,34 @@ fn doca_dpa_kernel_launch() {
         thread.run()?;
         dpa.rpc("hello_world_thread_notify_rpc", &[notify.dpa_handle()])?;
         done.wait_gt(0, u64::MAX, T)?;
-        Ok((dpa, comp, notify, thread, done))
+        // A memcpy by async ops into a completion context, polled by a kernel.
+        let mut cc = dpa.completion_create(8)?;
+        cc.start()?;
+        let mut ops = dpa.async_ops_create(8, 5)?;
+        ops.attach(&cc)?;
+        ops.start()?;
+        let buf = dpa.mem_alloc(128)?;
+        let map = dpa.mmap_dpa(&buf)?;
+        let copied = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+        let args = [
+            ops.dpa_handle()?,
+            cc.dpa_handle()?,
+            map.dpa_handle(),
+            buf.daddr() + 64,
+            map.dpa_handle(),
+            buf.daddr(),
+            64,
+            copied.dpa_handle()?,
+        ]
+        .map(mlx5_dpa::doca::KernelArg::U64);
+        dpa.kernel_launch_update_set(None, None, 1, "memcpy_kernel", &args)?;
+        copied.wait_gt(0, u64::MAX, T)?;
+        Ok((dpa, comp, notify, thread, done, (ops, cc, map, buf, copied)))
     }
-    fn teardown((dpa, comp, notify, thread, done): Flow) -> Result<(), DocaError> {
+    fn teardown(
+        (dpa, comp, notify, thread, done, (ops, cc, map, buf, copied)): Flow,
+    ) -> Result<(), DocaError> {
+        drop((ops, cc, map, buf, copied));
         drop(notify);
         thread.stop();
         drop((comp, done));
@@ -621,6 +657,10 @@ fn doca_dpa_kernel_launch() {
         "creating the DPA thread",
         "creating the notification queues",
         "running the DPA thread to arm its CQ",
+        "creating the completion context's CQ",
+        "creating the async ops' queues",
+        "connecting the async ops' QPs",
+        "creating the map's key",
     ] {
         assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
     }

@@ -76,6 +76,70 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, cons
 #define DOCA_DPA_DEV_LOG_INFO(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_INFO, __VA_ARGS__)
 #define DOCA_DPA_DEV_LOG_DBG(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_DEBUG, __VA_ARGS__)
 
+/* ---- completion contexts (doca_dpa_completion) ---- */
+
+/** A completion context as DPA code names it (its handle from the host). */
+__dpa_global__ typedef uint64_t doca_dpa_dev_completion_t;
+/** One completion read from a context (valid until acknowledged). */
+__dpa_global__ typedef uint64_t doca_dpa_dev_completion_element_t;
+
+/** What a completion element reports (the values of the NIC's CQE opcodes). */
+typedef enum {
+	DOCA_DPA_DEV_COMP_SEND = 0x0,                /**< Send completion */
+	DOCA_DPA_DEV_COMP_RECV_RDMA_WRITE_IMM = 0x1, /**< Receive RDMA Write with Immediate completion */
+	DOCA_DPA_DEV_COMP_RECV_SEND = 0x2,           /**< Receive Send completion */
+	DOCA_DPA_DEV_COMP_RECV_SEND_IMM = 0x3,       /**< Receive Send with Immediate completion */
+	DOCA_DPA_DEV_COMP_SEND_ERR = 0xD,            /**< Send Error completion */
+	DOCA_DPA_DEV_COMP_RECV_ERR = 0xE,            /**< Receive Error completion */
+} doca_dpa_dev_completion_type_t;
+
+/** Reads the next completion not yet read into *comp_element: 1 if there was one, else 0. */
+DOCA_EXPERIMENTAL int doca_dpa_dev_get_completion(doca_dpa_dev_completion_t dpa_comp_handle,
+						  doca_dpa_dev_completion_element_t *comp_element);
+
+/** The element's type. */
+DOCA_EXPERIMENTAL doca_dpa_dev_completion_type_t
+doca_dpa_dev_get_completion_type(doca_dpa_dev_completion_element_t comp_element);
+
+/** The element's user data: the user_data of the async ops it completes (doca_dpa_async_ops_create). */
+DOCA_EXPERIMENTAL uint32_t doca_dpa_dev_get_completion_user_data(doca_dpa_dev_completion_element_t comp_element);
+
+/** The immediate data of a *_IMM completion. */
+DOCA_EXPERIMENTAL uint32_t doca_dpa_dev_get_completion_immediate(doca_dpa_dev_completion_element_t comp_element);
+
+/** Releases the `num_comp` oldest elements read, making room for new completions. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_completion_ack(doca_dpa_dev_completion_t dpa_comp_handle, uint64_t num_comp);
+
+/** Asks for the attached thread to be triggered by the next completion. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_completion_request_notification(doca_dpa_dev_completion_t dpa_comp_handle);
+
+/* ---- asynchronous operations (doca_dpa_async_ops) ---- */
+
+/** Async ops as DPA code names them (their handle from the host). */
+__dpa_global__ typedef uint64_t doca_dpa_dev_async_ops_t;
+/** A memory map as DPA code names it (its handle from the host: DPA or host memory). */
+__dpa_global__ typedef uint64_t doca_dpa_dev_mmap_t;
+
+/** How an operation is submitted. */
+enum doca_dpa_dev_submit_flag {
+	DOCA_DPA_DEV_SUBMIT_FLAG_NONE = 0U,
+	/** Hand this and earlier operations to the hardware now (here: always so). */
+	DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH = (1U << 0),
+	/** The completion of this operation may be left out, reported by a later one's. */
+	DOCA_DPA_DEV_SUBMIT_FLAG_OPTIMIZE_REPORTS = (1U << 1),
+};
+
+/**
+ * Copies `length` bytes from `src_addr` of `src_mmap_handle` to `dst_addr` of
+ * `dst_mmap_handle` (addresses in each map's own address space: DPA addresses for DPA memory,
+ * host addresses for host memory), without blocking; its completion arrives in the completion
+ * context the async ops are attached to. At most the async ops' queue size may be outstanding.
+ */
+DOCA_EXPERIMENTAL void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t async_ops_handle,
+						doca_dpa_dev_mmap_t dst_mmap_handle, uint64_t dst_addr,
+						doca_dpa_dev_mmap_t src_mmap_handle, uint64_t src_addr,
+						size_t length, uint32_t flags);
+
 /**
  * Adds a trace record of five values to the context's trace file (doca_dpa_trace_file_set_path
  * on the host; without one, records go nowhere). Each record is one line of the file.

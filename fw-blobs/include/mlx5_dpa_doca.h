@@ -61,7 +61,8 @@ struct doca_dpa_thread_block {
 	uint64_t func;   /* 0x00: the thread's kernel */
 	uint64_t arg;    /* 0x08: its argument */
 	uint64_t notify; /* 0x10: DPA address of the attached notification block (0: none) */
-	uint64_t arm;    /* 0x18: nonzero: this run only arms the notification CQ (doca_dpa_thread_run) */
+	uint64_t arm;    /* 0x18: nonzero: this run only arms the thread's CQs (doca_dpa_thread_run) */
+	uint64_t comp;   /* 0x20: DPA address of the attached completion context's block (0: none) */
 };
 
 /**
@@ -77,5 +78,28 @@ struct doca_dpa_notify_block {
 	uint32_t sq_pi;                   /* 0x98: NOPs posted */
 	uint32_t reserved;                /* 0x9c */
 };
+
+/** A completion context, in DPA memory; its address is the device handle. */
+struct doca_dpa_completion_block {
+	struct mlx5_dpa_cq_descriptor cq; /* 0x00 (56 bytes) */
+	uint32_t read;                    /* 0x38: elements read (doca_dpa_dev_get_completion) */
+	uint32_t acked;                   /* 0x3c: elements acknowledged (the CQ's consumer index) */
+};
+
+/** Async ops, in DPA memory; the address is the device handle. */
+struct doca_dpa_async_ops_block {
+	struct mlx5_dpa_wq_descriptor qp; /* 0x00 (88 bytes): an RC QP connected in loopback */
+	uint32_t pi;                      /* 0x58: WQEBBs posted */
+	uint32_t lock;                    /* 0x5c */
+};
+
+/** One entry of the runtime's `__doca_dpa_udata` table: the user data of async ops' QP. */
+struct doca_dpa_udata {
+	uint32_t qpn;
+	uint32_t user_data;
+};
+
+/** Entries of `__doca_dpa_udata`. */
+#define MLX5_DPA_DOCA_UDATA_SLOTS 64
 
 #endif /* MLX5_DPA_DOCA_H_ */

@@ -19,6 +19,8 @@
 
 /* Written by the host (mlx5_dpa::doca::Dpa::start); zero until then. */
 volatile struct doca_dpa_rt __doca_dpa_rt;
+/* The user data of async ops, by QPN (written by the host as async ops start). */
+volatile struct doca_dpa_udata __doca_dpa_udata[MLX5_DPA_DOCA_UDATA_SLOTS];
 
 void __doca_dpa_kernel_entry(uint64_t launch_daddr);
 void __doca_dpa_thread_entry(uint64_t block_daddr);
@@ -211,6 +213,114 @@ void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ..
 	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
 }
 
+/* ---- completion contexts ---- */
+
+int doca_dpa_dev_get_completion(doca_dpa_dev_completion_t h, doca_dpa_dev_completion_element_t *elem)
+{
+	volatile struct doca_dpa_completion_block *b = (volatile struct doca_dpa_completion_block *)(uintptr_t)h;
+	struct mlx5_dpa_cq_descriptor cq = b->cq;
+	uint32_t i = b->read;
+	struct flexio_dev_cqe64 *cqe = mlx5_dpa_cq_cqe(&cq, i);
+
+	if (h == 0 || (h & 7))
+		doca_dpa_fatal();
+	/*
+	 * Never read past what the ring holds beyond the last acknowledged element. Nothing new:
+	 * callers poll in a loop, so pause (the model then lets other activations run and hands
+	 * this one's doorbells to the NIC, as hardware would have at once).
+	 */
+	if (i - b->acked >= (1u << cq.log_cqe_cnt) || !mlx5_dpa_cqe_ready(&cq, cqe, i)) {
+		spin_pause();
+		return 0;
+	}
+	b->read = i + 1;
+	*elem = (doca_dpa_dev_completion_element_t)(uintptr_t)cqe;
+	return 1;
+}
+
+doca_dpa_dev_completion_type_t doca_dpa_dev_get_completion_type(doca_dpa_dev_completion_element_t e)
+{
+	return (doca_dpa_dev_completion_type_t)(flexio_dev_cqe_get_opcode((struct flexio_dev_cqe64 *)(uintptr_t)e));
+}
+
+uint32_t doca_dpa_dev_get_completion_user_data(doca_dpa_dev_completion_element_t e)
+{
+	uint32_t qpn = flexio_dev_cqe_get_qpn((struct flexio_dev_cqe64 *)(uintptr_t)e);
+	uint32_t i;
+
+	for (i = 0; i < MLX5_DPA_DOCA_UDATA_SLOTS; i++)
+		if (__doca_dpa_udata[i].qpn == qpn)
+			return __doca_dpa_udata[i].user_data;
+	return 0;
+}
+
+uint32_t doca_dpa_dev_get_completion_immediate(doca_dpa_dev_completion_element_t e)
+{
+	/* imm_inval_pkey, big-endian at 0x30 of the 64-byte CQE. */
+	return be32_to_cpu(*(volatile uint32_t *)(uintptr_t)(e + 0x30));
+}
+
+void doca_dpa_dev_completion_ack(doca_dpa_dev_completion_t h, uint64_t num_comp)
+{
+	volatile struct doca_dpa_completion_block *b = (volatile struct doca_dpa_completion_block *)(uintptr_t)h;
+	uint32_t acked = b->acked + (uint32_t)num_comp;
+
+	if (acked - b->acked > b->read - b->acked)
+		acked = b->read;
+	b->acked = acked;
+	flexio_dev_dbr_cq_set_ci((uint32_t *)(uintptr_t)b->cq.cq_dbr_addr, acked);
+	__dpa_thread_memory_writeback();
+}
+
+static void completion_arm(volatile struct doca_dpa_completion_block *b)
+{
+	struct flexio_dev_thread_ctx *t;
+
+	flexio_dev_get_thread_ctx(&t);
+	/* Armed at what was read: an element not read yet raises the event at once. */
+	flexio_dev_cq_arm(t, b->read, b->cq.cqn);
+}
+
+void doca_dpa_dev_completion_request_notification(doca_dpa_dev_completion_t h)
+{
+	if (h == 0 || (h & 7))
+		doca_dpa_fatal();
+	completion_arm((volatile struct doca_dpa_completion_block *)(uintptr_t)h);
+}
+
+/* ---- async ops ---- */
+
+void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+			      doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t flags)
+{
+	volatile struct doca_dpa_async_ops_block *a = (volatile struct doca_dpa_async_ops_block *)(uintptr_t)h;
+	struct flexio_dev_thread_ctx *t;
+	struct mlx5_dpa_wq_descriptor qp;
+	union flexio_dev_sqe_seg *wqe;
+	uint32_t pi;
+
+	if (h == 0 || (h & 7))
+		doca_dpa_fatal();
+	while (__atomic_exchange_n((uint32_t *)&a->lock, 1, __ATOMIC_ACQUIRE))
+		spin_pause();
+	qp = a->qp;
+	pi = a->pi;
+	wqe = mlx5_dpa_sq_wqebb(&qp, pi);
+	/* An RDMA WRITE in loopback: ctrl, remote address (destination), data (source). */
+	mlx5_dpa_swqe_ctrl_set(wqe, 0, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE, pi, qp.num, 3,
+			       (flags & DOCA_DPA_DEV_SUBMIT_FLAG_OPTIMIZE_REPORTS) ?
+				       0 : (MLX5_CTRL_SEG_CE_CQE_ALWAYS << 2),
+			       0);
+	flexio_dev_swqe_seg_rdma_set(wqe + 1, (uint32_t)dst_mmap, dst_addr);
+	flexio_dev_swqe_seg_mem_ptr_data_set(wqe + 2, (uint32_t)length, (uint32_t)src_mmap, src_addr);
+	a->pi = pi + 1;
+	mlx5_dpa_dbr_sq_set_pi(qp.dbr_addr, pi + 1);
+	__dpa_thread_memory_writeback();
+	flexio_dev_get_thread_ctx(&t);
+	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), qp.num);
+	__atomic_store_n((uint32_t *)&a->lock, 0, __ATOMIC_RELEASE);
+}
+
 /* ---- trace ---- */
 
 void doca_dpa_dev_trace(uint64_t arg1, uint64_t arg2, uint64_t arg3, uint64_t arg4, uint64_t arg5)
@@ -265,10 +375,12 @@ void __doca_dpa_thread_entry(uint64_t block_daddr)
 		k->num_threads = 1;
 		k->thread = b;
 	}
-	/* doca_dpa_thread_run: arm the notification CQ, run nothing. */
+	/* doca_dpa_thread_run: arm the thread's CQs, run nothing. */
 	if (b->arm) {
 		b->arm = 0;
 		__dpa_thread_memory_writeback();
+		if (b->comp)
+			completion_arm((volatile struct doca_dpa_completion_block *)(uintptr_t)b->comp);
 		doca_dpa_dev_thread_reschedule();
 	}
 	if (b->notify)

@@ -26,6 +26,12 @@
  *                                      word 1 (two of them notify each other)
  *   trace_kernel(n)                    traces n records (i, i * 2, i * 3, i * 4, i * 5), i = 1..n
  *   fault_thread(arg)                  a DPA thread that stores to address 0 (a memory fault)
+ *   memcpy_kernel(ops, comp, dmap, d, smap, s, len, ev)
+ *                                      posts one memcpy, waits for its completion, acks it and
+ *                                      sets ev to (type << 32 | user data) + 1
+ *   completion_thread(arg)             a DPA thread woken by completions: local storage
+ *                                      {completion handle, event}; adds each element's user
+ *                                      data to the event, acks, asks for the next notification
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -192,4 +198,44 @@ __dpa_global__ void fault_thread(uint64_t arg)
 {
 	*(volatile uint64_t *)(uintptr_t)0 = arg;
 	doca_dpa_dev_thread_reschedule();
+}
+
+__dpa_global__ void memcpy_kernel(doca_dpa_dev_async_ops_t ops, doca_dpa_dev_completion_t comp,
+				  doca_dpa_dev_mmap_t dst_mmap, uint64_t dst, doca_dpa_dev_mmap_t src_mmap,
+				  uint64_t src, uint64_t len, doca_dpa_dev_sync_event_t ev)
+{
+	doca_dpa_dev_completion_element_t e;
+	uint64_t v;
+
+	doca_dpa_dev_post_memcpy(ops, dst_mmap, dst, src_mmap, src, len, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+	while (!doca_dpa_dev_get_completion(comp, &e))
+		;
+	v = ((uint64_t)doca_dpa_dev_get_completion_type(e) << 32) | doca_dpa_dev_get_completion_user_data(e);
+	doca_dpa_dev_completion_ack(comp, 1);
+	doca_dpa_dev_sync_event_update_set(ev, v + 1);
+}
+
+__dpa_global__ void completion_thread(uint64_t arg)
+{
+	volatile uint64_t *tls = (volatile uint64_t *)(uintptr_t)doca_dpa_dev_thread_get_local_storage();
+	doca_dpa_dev_completion_element_t e;
+
+	(void)arg;
+	while (doca_dpa_dev_get_completion(tls[0], &e)) {
+		doca_dpa_dev_sync_event_update_add(tls[1], doca_dpa_dev_get_completion_user_data(e));
+		doca_dpa_dev_completion_ack(tls[0], 1);
+	}
+	doca_dpa_dev_completion_request_notification(tls[0]);
+	doca_dpa_dev_thread_reschedule();
+}
+
+/* Posts `n` memcpys of 8 bytes (i-th: src + 8i -> dst + 8i); their completions go elsewhere. */
+__dpa_global__ void memcpy_many_kernel(doca_dpa_dev_async_ops_t ops, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst,
+				       doca_dpa_dev_mmap_t src_mmap, uint64_t src, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		doca_dpa_dev_post_memcpy(ops, dst_mmap, dst + 8 * i, src_mmap, src + 8 * i, 8,
+					 DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
 }

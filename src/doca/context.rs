@@ -13,6 +13,7 @@ use crate::dpa::{DpaBuf, Process, ProcessAttr, StepExt};
 use crate::mem::{Access, MemoryRegion};
 use crate::sync::lock;
 
+use super::async_ops::{AsyncOps, CompletionContext, DpaMmap};
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
 use super::shared::Shared;
 use super::sync_event::{SyncEvent, SyncEventAttr};
@@ -30,6 +31,8 @@ const TRACE_STREAM: u32 = 1;
 const RT_MAGIC: u32 = 0x444f_4341;
 /// The runtime's global block.
 const RT_SYMBOL: &str = "__doca_dpa_rt";
+/// The runtime's table of async ops' user data.
+const UDATA_SYMBOL: &str = "__doca_dpa_udata";
 
 /// Device log levels (`doca_dpa_dev_log_level_t`): a message passes when its level is at most
 /// the context's.
@@ -161,7 +164,14 @@ impl Dpa {
         process
             .copy_to_dev(rt, &block)
             .step("writing the runtime's context block")?;
-        let shared = Arc::new(Shared::new(page, wb.haddr, process.clone(), fatal_prefix));
+        let udata = process.symbol(UDATA_SYMBOL)?;
+        let shared = Arc::new(Shared::new(
+            page,
+            wb.haddr,
+            process.clone(),
+            fatal_prefix,
+            udata,
+        ));
         let launcher = Launcher::start(LaunchCtx {
             process: process.clone(),
             shared: Arc::clone(&shared),
@@ -169,6 +179,7 @@ impl Dpa {
             window_id: wb.window_id,
         })?;
         let threads = ThreadCtx {
+            shared: Arc::clone(&shared),
             dev: Arc::clone(dev),
             process: process.clone(),
             outbox_id: outbox.id(),
@@ -295,12 +306,54 @@ impl Dpa {
         &self,
         thread: &mut DpaThread,
     ) -> Result<NotificationCompletion, DocaError> {
-        if thread.process_id() != self.process.id() || !thread.same_device(&self.threads) {
+        if !thread.in_context(&self.shared) {
             return Err(DocaError::NotPermitted(
                 "the DPA thread belongs to another DPA context".into(),
             ));
         }
         NotificationCompletion::create(&self.threads, thread)
+    }
+
+    /// `doca_dpa_completion_create`: a completion context of `queue_size` elements (rounded
+    /// up to a power of two), to be given a thread and started.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for a size of 0 or above 2^15.
+    pub fn completion_create(&self, queue_size: u32) -> Result<CompletionContext, DocaError> {
+        CompletionContext::new(Arc::clone(&self.shared), self.process.clone(), queue_size)
+    }
+
+    /// `doca_dpa_async_ops_create`: async ops with room for `queue_size` outstanding
+    /// operations, whose completions report `user_data` (below 2^24), to be attached and
+    /// started.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for a size of 0 or above 2^15, or user data of 2^24 or more.
+    pub fn async_ops_create(&self, queue_size: u32, user_data: u64) -> Result<AsyncOps, DocaError> {
+        AsyncOps::new(
+            Arc::clone(&self.threads.dev),
+            self.process.clone(),
+            Arc::clone(&self.shared),
+            queue_size,
+            user_data,
+        )
+    }
+
+    /// A memory map over DPA buffer `buf` that DPA code names by [`DpaMmap::dpa_handle`]
+    /// (`doca_mmap_set_dpa_memrange` + `doca_mmap_dev_get_dpa_handle`).
+    ///
+    /// # Errors
+    /// Firmware refusals, naming the step.
+    pub fn mmap_dpa(&self, buf: &DpaBuf) -> Result<DpaMmap, DocaError> {
+        DpaMmap::over_dpa(&self.process, buf)
+    }
+
+    /// A memory map over `len` bytes of new host memory, registered for the DPA's RDMA.
+    ///
+    /// # Errors
+    /// Mapping or registration failed.
+    pub fn mmap_host(&self, len: usize) -> Result<DpaMmap, DocaError> {
+        DpaMmap::host(&self.threads.dev, &self.process, len)
     }
 
     /// `doca_dpa_mem_alloc`: DPA memory, freed when the buffer is dropped (`doca_dpa_mem_free`).

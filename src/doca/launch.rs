@@ -355,7 +355,7 @@ fn dispatch(
             .step("writing the launch block")?;
         let mut handlers = Vec::with_capacity(p.num_threads as usize);
         while handlers.len() < p.num_threads as usize {
-            let h = match take_idle(idle) {
+            let h = match take_idle(idle)? {
                 Some(h) => h,
                 None => ctx
                     .process
@@ -389,11 +389,17 @@ fn dispatch(
 pub(crate) const KERNEL_ENTRY: &str = "__doca_dpa_kernel_entry";
 
 /// An idle pooled thread (one whose last activation has ended), if any.
-fn take_idle(idle: &mut Vec<EventHandler>) -> Option<EventHandler> {
-    let i = idle
-        .iter()
-        .position(|h| matches!(h.state(), Ok(ThreadState::Idle)))?;
-    Some(idle.swap_remove(i))
+///
+/// # Errors
+/// A refused state query: the launch fails with it rather than guess.
+fn take_idle(idle: &mut Vec<EventHandler>) -> Result<Option<EventHandler>, DocaError> {
+    for i in 0..idle.len() {
+        let st = idle[i].state().step("querying a pooled kernel thread")?;
+        if st == ThreadState::Idle {
+            return Ok(Some(idle.swap_remove(i)));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@
 //! What is not here yet (issue 16 continues): completion contexts, async ops, RDMA from the
 //! DPA, thread groups, the hash table, extended contexts.
 
+mod async_ops;
 mod context;
 mod launch;
 mod shared;
@@ -69,6 +70,9 @@ use std::time::Duration;
 use crate::dpa::DpaError;
 use crate::mem::MemError;
 
+pub use async_ops::{
+    AsyncOps, CompletionContext, DpaMmap, COMPLETION_LOG_MAX_USER_DATA, MAX_ASYNC_OPS,
+};
 pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
 pub use launch::KernelArg;
 pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};

@@ -15,6 +15,9 @@ use super::DocaError;
 pub const MAX_SYNC_EVENTS: usize = 1024;
 /// Launches one context has in flight at once (more wait in order).
 pub const MAX_LAUNCHES_IN_FLIGHT: usize = 1024;
+/// Async ops one context holds at once (entries of the runtime's `__doca_dpa_udata`,
+/// `MLX5_DPA_DOCA_UDATA_SLOTS`).
+pub const MAX_ASYNC_OPS: usize = 64;
 /// The host page: event counters, then launch-done words, 8 bytes each.
 pub(crate) const PAGE_LEN: usize = 8 * (MAX_SYNC_EVENTS + MAX_LAUNCHES_IN_FLIGHT);
 
@@ -32,6 +35,9 @@ pub(crate) struct Shared {
     free_dones: Mutex<Vec<usize>>,
     failure: Mutex<Option<String>>,
     fatal_files: Mutex<Option<(PathBuf, PathBuf)>>,
+    /// The runtime's `__doca_dpa_udata` table and its free entries.
+    udata_daddr: u64,
+    free_udata: Mutex<Vec<usize>>,
 }
 
 impl Shared {
@@ -42,8 +48,11 @@ impl Shared {
         haddr: u64,
         process: Process,
         fatal_prefix: PathBuf,
+        udata_daddr: u64,
     ) -> Shared {
         Shared {
+            udata_daddr,
+            free_udata: Mutex::new((0..MAX_ASYNC_OPS).rev().collect()),
             page,
             process,
             fatal_prefix,
@@ -111,6 +120,21 @@ impl Shared {
 
     pub(crate) fn failure(&self) -> Option<String> {
         lock(&self.failure).clone()
+    }
+
+    pub(crate) fn take_udata_slot(&self) -> Result<usize, DocaError> {
+        lock(&self.free_udata)
+            .pop()
+            .ok_or(DocaError::NoMemory("async ops"))
+    }
+
+    pub(crate) fn give_udata_slot(&self, slot: usize) {
+        lock(&self.free_udata).push(slot);
+    }
+
+    /// DPA address of entry `slot` of `__doca_dpa_udata` (8 bytes: QPN, user data).
+    pub(crate) fn udata_daddr(&self, slot: usize) -> u64 {
+        self.udata_daddr + 8 * slot as u64
     }
 
     pub(crate) fn set_fatal_files(&self, core: PathBuf, crash: PathBuf) {

@@ -26,8 +26,8 @@ use super::DocaError;
 
 /// The runtime's entry of every DOCA DPA thread.
 const THREAD_ENTRY: &str = "__doca_dpa_thread_entry";
-/// `struct doca_dpa_thread_block`: func, arg, notify, arm.
-const THREAD_BLOCK: usize = 32;
+/// `struct doca_dpa_thread_block`: func, arg, notify, arm, comp.
+const THREAD_BLOCK: usize = 40;
 const BLOCK_NOTIFY: u64 = 0x10;
 const BLOCK_ARM: u64 = 0x18;
 /// `struct doca_dpa_notify_block`.
@@ -41,6 +41,8 @@ const NOTIFY_SQ_LOG: u8 = 6;
 /// What a thread needs of its context.
 #[derive(Clone)]
 pub(crate) struct ThreadCtx {
+    /// The context's shared state: its identity for "same context" checks.
+    pub(crate) shared: Arc<super::shared::Shared>,
     pub(crate) dev: Arc<dyn Devx>,
     pub(crate) process: Process,
     pub(crate) outbox_id: u32,
@@ -60,6 +62,7 @@ pub struct DpaThread {
     handler: Option<EventHandler>,
     block: Option<DpaBuf>,
     notify_attached: bool,
+    completion_attached: bool,
 }
 
 impl std::fmt::Debug for ThreadCtx {
@@ -82,6 +85,7 @@ impl DpaThread {
             handler: None,
             block: None,
             notify_attached: false,
+            completion_attached: false,
         }
     }
 
@@ -181,7 +185,7 @@ impl DpaThread {
     }
 
     /// `doca_dpa_thread_run`: from now on the thread runs when triggered. With a notification
-    /// completion attached, the thread is run once to arm its CQ (through its outbox, as it
+    /// completion or a completion context attached, the thread is run once to arm their CQs (through its outbox, as it
     /// re-arms it after every run): the runtime sees the block's `arm` request, arms and
     /// reschedules without calling the kernel.
     ///
@@ -193,7 +197,7 @@ impl DpaThread {
                 "run of a DPA thread that was not started".into(),
             ));
         };
-        if self.notify_attached {
+        if self.notify_attached || self.completion_attached {
             self.ctx
                 .process
                 .copy_to_dev(block.daddr() + BLOCK_ARM, &1u64.to_le_bytes())
@@ -210,12 +214,24 @@ impl DpaThread {
         self.handler.take();
     }
 
-    pub(crate) fn process_id(&self) -> u32 {
-        self.ctx.process.id()
+    pub(crate) fn block_daddr(&self) -> Option<u64> {
+        self.block.as_ref().map(DpaBuf::daddr)
     }
 
-    pub(crate) fn same_device(&self, ctx: &ThreadCtx) -> bool {
-        Arc::ptr_eq(&self.ctx.dev, &ctx.dev)
+    /// Marks a completion context attached (one per thread).
+    pub(crate) fn attach_completion(&mut self) -> Result<(), DocaError> {
+        if self.completion_attached {
+            return Err(DocaError::NotPermitted(
+                "the DPA thread already has a completion context".into(),
+            ));
+        }
+        self.completion_attached = true;
+        Ok(())
+    }
+
+    /// Whether the thread belongs to the context whose shared state is `shared`.
+    pub(crate) fn in_context(&self, shared: &Arc<super::shared::Shared>) -> bool {
+        Arc::ptr_eq(&self.ctx.shared, shared)
     }
 
     /// The FlexIO thread underneath, once started.
