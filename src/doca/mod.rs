@@ -23,6 +23,9 @@
 //! | `doca_dpa_kernel_launch_update_set` / `_add`           | [`Dpa::kernel_launch_update_set`] / [`Dpa::kernel_launch_update_add`] |
 //! | `doca_dpa_thread_create` / `set_func_arg` / `set_local_storage` / `set_affinity` / `start` / `run` / `stop` | [`Dpa::thread_create`], [`DpaThread`] |
 //! | `doca_dpa_notification_completion_create` / `start` / `get_dpa_handle` | [`Dpa::notification_completion_create`], [`NotificationCompletion::dpa_handle`] |
+//! | `doca_dpa_completion_create` / `set_thread` / `start` / `get_dpa_handle` | [`Dpa::completion_create`], [`CompletionContext`] |
+//! | `doca_dpa_async_ops_create` / `attach` / `start` / `get_dpa_handle` | [`Dpa::async_ops_create`], [`AsyncOps`] |
+//! | `doca_mmap` with a DPA handle                          | [`Dpa::mmap_dpa`], [`Dpa::mmap_host`], [`DpaMmap::dpa_handle`] |
 //!
 //! # How it works
 //! - **The context** is a [`crate::dpa::Process`] of the application, a window and a key over
@@ -55,8 +58,14 @@
 //!   `<prefix>.<pid>.core` and a decoded report as `<prefix>.<pid>.crash`. `doca_dpa_dev_trace`
 //!   records travel on a tracer message stream (stream 1) to the trace file, a line each.
 //!
-//! What is not here yet (issue 16 continues): completion contexts, async ops, RDMA from the
-//! DPA, thread groups, the hash table, extended contexts.
+//! - **Completion contexts and async ops** (module `async_ops`): a completion context is a CQ
+//!   in DPA memory (bound to a DPA thread, or polled); an element is a CQE. Async ops are an RC
+//!   QP in DPA memory connected in loopback to a host QP and completing into a context;
+//!   `doca_dpa_dev_post_memcpy` is an RDMA WRITE from one memory map (a key over DPA or host
+//!   memory) to another. Their user data is kept by QPN in the runtime's `__doca_dpa_udata`.
+//!
+//! What is not here yet (issue 16 continues): `post_wait` on sync events through async ops,
+//! RDMA from the DPA, thread groups, the hash table, extended contexts.
 
 mod async_ops;
 mod context;
