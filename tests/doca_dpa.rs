@@ -821,3 +821,76 @@ fn async_ops_misuse_is_refused() {
     t.stop();
     dpa.stop().unwrap();
 }
+
+#[test]
+fn another_contexts_events_and_memory_are_out_of_reach() {
+    // Two contexts (two processes) on one device. B's kernel is handed A's event handle (A's
+    // host address): B's window is keyed to B's own page only, so the access faults in B, and
+    // A's counter does not move.
+    let (_d, ctx) = model("bf3");
+    let attr = DpaAttr {
+        log_output: MsgOutput::Collect,
+        fatal_file_prefix: Some(
+            std::env::temp_dir()
+                .join("doca-dpa-tests-no-such-directory")
+                .join("doca_dpa_fatal"),
+        ),
+        ..DpaAttr::default()
+    };
+    let a = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let b = Dpa::start(&ctx, &app(), &attr).unwrap();
+    assert_ne!(a.process().id(), b.process().id());
+    let a_ev = a.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let b_done = b.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    b.kernel_launch_update_set(
+        None,
+        Some((&b_done, 1)),
+        1,
+        "linear_kernel",
+        &[0u64.into(), a_ev.dpa_handle().unwrap().into()],
+    )
+    .unwrap();
+    match b_done.wait_gt(0, ALL, WAIT) {
+        Err(DocaError::Fatal(why)) => assert!(why.contains("Memory"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(a_ev.get(), 0);
+    a.peek_at_last_error().unwrap();
+    assert!(matches!(b.peek_at_last_error(), Err(DocaError::Fatal(_))));
+
+    // A memcpy of a third context C into A's memory map: C's QP is in C's PD, A's key in A's,
+    // so the write is refused and C's completion context reports a send error; A's buffer
+    // keeps its bytes.
+    let c = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let a_buf = a.mem_alloc(64).unwrap();
+    a.memset(a_buf.daddr(), 0x11, 64).unwrap();
+    let a_map = a.mmap_dpa(&a_buf).unwrap();
+    let mut comp = c.completion_create(8).unwrap();
+    comp.start().unwrap();
+    let mut ops = c.async_ops_create(8, 9).unwrap();
+    ops.attach(&comp).unwrap();
+    ops.start().unwrap();
+    let c_buf = c.mem_alloc(64).unwrap();
+    let c_map = c.mmap_dpa(&c_buf).unwrap();
+    let ev = c.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let args = [
+        ops.dpa_handle().unwrap(),
+        comp.dpa_handle().unwrap(),
+        a_map.dpa_handle(),
+        a_buf.daddr(),
+        c_map.dpa_handle(),
+        c_buf.daddr(),
+        64,
+        ev.dpa_handle().unwrap(),
+    ]
+    .map(KernelArg::U64);
+    c.kernel_launch_update_set(None, None, 1, "memcpy_kernel", &args)
+        .unwrap();
+    let v = ev.wait_gt(0, ALL, WAIT).unwrap() - 1;
+    assert_eq!(v >> 32, 0xd, "a send error completion: {v:#x}");
+    let mut got = [0u8; 64];
+    a.d2h_memcpy(&mut got, a_buf.daddr()).unwrap();
+    assert_eq!(got, [0x11; 64]);
+    drop((ops, comp));
+    a.stop().unwrap();
+}
