@@ -894,3 +894,75 @@ fn another_contexts_events_and_memory_are_out_of_reach() {
     drop((ops, comp));
     a.stop().unwrap();
 }
+
+#[test]
+fn hash_tables_add_remove_and_find_from_many_threads() {
+    // 16 kernel threads, 24 keys each, into a table made for 16 * 24 keys: each adds its keys,
+    // removes the odd ones and looks every one up; all 24 lookups agree in every thread.
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    const THREADS: u32 = 16;
+    const N: u64 = 24;
+    let ht = dpa.hash_table_create(THREADS * N as u32).unwrap();
+    assert_eq!((ht.num_entries(), ht.capacity()), (384, 1024));
+    let out = dpa.mem_alloc(8 * u64::from(THREADS)).unwrap();
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa.kernel_launch_update_set(
+        None,
+        Some((&done, 1)),
+        THREADS,
+        "hash_kernel",
+        &[ht.dpa_handle(), 1000, N, out.daddr()].map(KernelArg::U64),
+    )
+    .unwrap();
+    done.wait_gt(0, ALL, WAIT).unwrap();
+    let mut got = vec![0u8; 8 * THREADS as usize];
+    dpa.d2h_memcpy(&mut got, out.daddr()).unwrap();
+    let ok: Vec<u64> = got
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(ok, vec![N; THREADS as usize]);
+    // The same keys again (the odd ones were removed: their tombstones are reused).
+    dpa.kernel_launch_update_set(
+        None,
+        Some((&done, 2)),
+        THREADS,
+        "hash_kernel",
+        &[ht.dpa_handle(), 1000, N, out.daddr()].map(KernelArg::U64),
+    )
+    .unwrap();
+    done.wait_gt(1, ALL, WAIT).unwrap();
+    dpa.d2h_memcpy(&mut got, out.daddr()).unwrap();
+    assert!(got
+        .chunks(8)
+        .all(|c| u64::from_le_bytes(c.try_into().unwrap()) == N));
+    assert!(matches!(
+        dpa.hash_table_create(0),
+        Err(DocaError::InvalidValue(_))
+    ));
+    dpa.peek_at_last_error().unwrap();
+    drop(ht);
+    dpa.stop().unwrap();
+}
+
+#[test]
+fn a_full_hash_table_stops_the_thread() {
+    // A table for 2 keys has 4 slots: the kernel adding 8 keys stops at the fifth (the table
+    // is full), and the context reports the trap.
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let ht = dpa.hash_table_create(2).unwrap();
+    let out = dpa.mem_alloc(8).unwrap();
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa.kernel_launch_update_set(
+        None,
+        Some((&done, 1)),
+        1,
+        "hash_kernel",
+        &[ht.dpa_handle(), 1, 8, out.daddr()].map(KernelArg::U64),
+    )
+    .unwrap();
+    match done.wait_gt(0, ALL, WAIT) {
+        Err(DocaError::Fatal(why)) => assert!(why.contains("Ebreak"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}

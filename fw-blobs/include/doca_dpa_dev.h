@@ -140,6 +140,20 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t async_o
 						doca_dpa_dev_mmap_t src_mmap_handle, uint64_t src_addr,
 						size_t length, uint32_t flags);
 
+/* ---- hash table (doca_dpa_hash_table) ---- */
+
+/** A hash table as DPA code names it (its handle from the host). */
+__dpa_global__ typedef uint64_t doca_dpa_dev_hash_table_t;
+
+/** Maps `key` to `value` (replacing an earlier value). A table that is full stops the thread. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_hash_table_add(doca_dpa_dev_hash_table_t ht_handle, uint32_t key, uint64_t value);
+
+/** Removes `key` (nothing if it is absent). */
+DOCA_EXPERIMENTAL void doca_dpa_dev_hash_table_remove(doca_dpa_dev_hash_table_t ht_handle, uint32_t key);
+
+/** Looks `key` up: 1 and *value when present, 0 when not. */
+DOCA_EXPERIMENTAL int doca_dpa_dev_hash_table_find(doca_dpa_dev_hash_table_t ht_handle, uint32_t key, uint64_t *value);
+
 /**
  * Adds a trace record of five values to the context's trace file (doca_dpa_trace_file_set_path
  * on the host; without one, records go nowhere). Each record is one line of the file.

@@ -93,6 +93,31 @@ struct doca_dpa_async_ops_block {
 	uint32_t lock;                    /* 0x5c */
 };
 
+/**
+ * A hash table, in DPA memory; its address is the device handle. Open addressing with linear
+ * probing over `capacity` (a power of two) entries, under an AMO lock.
+ */
+struct doca_dpa_hash_table_block {
+	uint32_t capacity; /* 0x00 */
+	uint32_t lock;     /* 0x04 */
+	uint32_t used;     /* 0x08: entries in use or removed (tombstones) */
+	uint32_t reserved; /* 0x0c */
+	/* 0x10: struct doca_dpa_hash_entry entries[capacity] */
+};
+
+/** A hash table entry. */
+struct doca_dpa_hash_entry {
+	uint32_t key;
+	uint32_t state; /* MLX5_DPA_DOCA_HASH_* */
+	uint64_t value;
+};
+
+enum {
+	MLX5_DPA_DOCA_HASH_EMPTY = 0,
+	MLX5_DPA_DOCA_HASH_USED = 1,
+	MLX5_DPA_DOCA_HASH_REMOVED = 2,
+};
+
 /** One entry of the runtime's `__doca_dpa_udata` table: the user data of async ops' QP. */
 struct doca_dpa_udata {
 	uint32_t qpn;

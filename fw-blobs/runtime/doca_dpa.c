@@ -321,6 +321,98 @@ void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_mmap_t ds
 	__atomic_store_n((uint32_t *)&a->lock, 0, __ATOMIC_RELEASE);
 }
 
+/* ---- hash table ---- */
+
+static volatile struct doca_dpa_hash_entry *ht_entries(volatile struct doca_dpa_hash_table_block *t)
+{
+	return (volatile struct doca_dpa_hash_entry *)(uintptr_t)((uint64_t)(uintptr_t)t + 0x10);
+}
+
+static volatile struct doca_dpa_hash_table_block *ht_lock(doca_dpa_dev_hash_table_t h)
+{
+	volatile struct doca_dpa_hash_table_block *t = (volatile struct doca_dpa_hash_table_block *)(uintptr_t)h;
+
+	if (h == 0 || (h & 7) || t->capacity == 0 || (t->capacity & (t->capacity - 1)))
+		doca_dpa_fatal();
+	while (__atomic_exchange_n((uint32_t *)&t->lock, 1, __ATOMIC_ACQUIRE))
+		spin_pause();
+	return t;
+}
+
+static void ht_unlock(volatile struct doca_dpa_hash_table_block *t)
+{
+	__atomic_store_n((uint32_t *)&t->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* The slot holding `key`, or -1; *free_slot: the first reusable slot seen (or -1). */
+static int64_t ht_probe(volatile struct doca_dpa_hash_table_block *t, uint32_t key, int64_t *free_slot)
+{
+	volatile struct doca_dpa_hash_entry *e = ht_entries(t);
+	uint32_t mask = t->capacity - 1;
+	uint32_t i = (key * 2654435761u) & mask;
+	uint32_t n;
+
+	*free_slot = -1;
+	for (n = 0; n < t->capacity; n++, i = (i + 1) & mask) {
+		if (e[i].state == MLX5_DPA_DOCA_HASH_EMPTY) {
+			if (*free_slot < 0)
+				*free_slot = i;
+			return -1;
+		}
+		if (e[i].state == MLX5_DPA_DOCA_HASH_USED && e[i].key == key)
+			return i;
+		if (e[i].state == MLX5_DPA_DOCA_HASH_REMOVED && *free_slot < 0)
+			*free_slot = i;
+	}
+	return -1;
+}
+
+void doca_dpa_dev_hash_table_add(doca_dpa_dev_hash_table_t h, uint32_t key, uint64_t value)
+{
+	volatile struct doca_dpa_hash_table_block *t = ht_lock(h);
+	volatile struct doca_dpa_hash_entry *e = ht_entries(t);
+	int64_t free_slot;
+	int64_t at = ht_probe(t, key, &free_slot);
+
+	if (at < 0) {
+		if (free_slot < 0) {
+			/* Full: DOCA calls this anomalous; here the thread stops where it happened. */
+			ht_unlock(t);
+			doca_dpa_fatal();
+		}
+		at = free_slot;
+		if (e[at].state == MLX5_DPA_DOCA_HASH_EMPTY)
+			t->used = t->used + 1;
+		e[at].key = key;
+		e[at].state = MLX5_DPA_DOCA_HASH_USED;
+	}
+	e[at].value = value;
+	ht_unlock(t);
+}
+
+void doca_dpa_dev_hash_table_remove(doca_dpa_dev_hash_table_t h, uint32_t key)
+{
+	volatile struct doca_dpa_hash_table_block *t = ht_lock(h);
+	int64_t free_slot;
+	int64_t at = ht_probe(t, key, &free_slot);
+
+	if (at >= 0)
+		ht_entries(t)[at].state = MLX5_DPA_DOCA_HASH_REMOVED;
+	ht_unlock(t);
+}
+
+int doca_dpa_dev_hash_table_find(doca_dpa_dev_hash_table_t h, uint32_t key, uint64_t *value)
+{
+	volatile struct doca_dpa_hash_table_block *t = ht_lock(h);
+	int64_t free_slot;
+	int64_t at = ht_probe(t, key, &free_slot);
+
+	if (at >= 0)
+		*value = ht_entries(t)[at].value;
+	ht_unlock(t);
+	return at >= 0;
+}
+
 /* ---- trace ---- */
 
 void doca_dpa_dev_trace(uint64_t arg1, uint64_t arg2, uint64_t arg3, uint64_t arg4, uint64_t arg5)

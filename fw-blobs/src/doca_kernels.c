@@ -32,6 +32,9 @@
  *   completion_thread(arg)             a DPA thread woken by completions: local storage
  *                                      {completion handle, event}; adds each element's user
  *                                      data to the event, acks, asks for the next notification
+ *   hash_kernel(ht, base, n, out)      each of the launch's threads adds keys base + rank * n ..
+ *                                      + n - 1 (value key * 3), removes the odd ones, then looks
+ *                                      every one up: out[rank] counts the lookups that agree
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -238,4 +241,25 @@ __dpa_global__ void memcpy_many_kernel(doca_dpa_dev_async_ops_t ops, doca_dpa_de
 	for (i = 0; i < n; i++)
 		doca_dpa_dev_post_memcpy(ops, dst_mmap, dst + 8 * i, src_mmap, src + 8 * i, 8,
 					 DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+}
+
+__dpa_global__ void hash_kernel(doca_dpa_dev_hash_table_t ht, uint64_t base, uint64_t n, uint64_t out)
+{
+	unsigned int r = doca_dpa_dev_thread_rank();
+	uint32_t first = (uint32_t)(base + r * n);
+	uint64_t ok = 0, v, i;
+
+	for (i = 0; i < n; i++)
+		doca_dpa_dev_hash_table_add(ht, first + (uint32_t)i, (uint64_t)(first + i) * 3);
+	for (i = 1; i < n; i += 2)
+		doca_dpa_dev_hash_table_remove(ht, first + (uint32_t)i);
+	for (i = 0; i < n; i++) {
+		int found = doca_dpa_dev_hash_table_find(ht, first + (uint32_t)i, &v);
+
+		if (i % 2 == 0)
+			ok += found && v == (uint64_t)(first + i) * 3;
+		else
+			ok += !found;
+	}
+	((volatile uint64_t *)(uintptr_t)out)[r] = ok;
 }

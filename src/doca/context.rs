@@ -14,6 +14,7 @@ use crate::mem::{Access, MemoryRegion};
 use crate::sync::lock;
 
 use super::async_ops::{AsyncOps, CompletionContext, DpaMmap};
+use super::hash_table::DpaHashTable;
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
 use super::shared::Shared;
 use super::sync_event::{SyncEvent, SyncEventAttr};
@@ -354,6 +355,16 @@ impl Dpa {
     /// Mapping or registration failed.
     pub fn mmap_host(&self, len: usize) -> Result<DpaMmap, DocaError> {
         DpaMmap::host(&self.threads.dev, &self.process, len)
+    }
+
+    /// `doca_dpa_hash_table_create`: a hash table for `num_entries` keys in DPA memory.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for 0 or more than
+    /// [`MAX_HASH_TABLE_ENTRIES`](super::MAX_HASH_TABLE_ENTRIES) entries; allocation or copy
+    /// failures, naming the step.
+    pub fn hash_table_create(&self, num_entries: u32) -> Result<DpaHashTable, DocaError> {
+        DpaHashTable::create(&self.process, num_entries)
     }
 
     /// `doca_dpa_mem_alloc`: DPA memory, freed when the buffer is dropped (`doca_dpa_mem_free`).

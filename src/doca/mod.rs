@@ -26,6 +26,7 @@
 //! | `doca_dpa_completion_create` / `set_thread` / `start` / `get_dpa_handle` | [`Dpa::completion_create`], [`CompletionContext`] |
 //! | `doca_dpa_async_ops_create` / `attach` / `start` / `get_dpa_handle` | [`Dpa::async_ops_create`], [`AsyncOps`] |
 //! | `doca_mmap` with a DPA handle                          | [`Dpa::mmap_dpa`], [`Dpa::mmap_host`], [`DpaMmap::dpa_handle`] |
+//! | `doca_dpa_hash_table_create` / `get_dpa_handle`        | [`Dpa::hash_table_create`], [`DpaHashTable::dpa_handle`] |
 //!
 //! # How it works
 //! - **The context** is a [`crate::dpa::Process`] of the application, a window and a key over
@@ -64,11 +65,14 @@
 //!   `doca_dpa_dev_post_memcpy` is an RDMA WRITE from one memory map (a key over DPA or host
 //!   memory) to another. Their user data is kept by QPN in the runtime's `__doca_dpa_udata`.
 //!
+//! - **Hash tables** (module `hash_table`): open addressing in DPA memory under an AMO lock.
+//!
 //! What is not here yet (issue 16 continues): `post_wait` on sync events through async ops,
-//! RDMA from the DPA, thread groups, the hash table, extended contexts.
+//! RDMA from the DPA, thread groups, extended contexts.
 
 mod async_ops;
 mod context;
+mod hash_table;
 mod launch;
 mod shared;
 mod sync_event;
@@ -83,6 +87,7 @@ pub use async_ops::{
     AsyncOps, CompletionContext, DpaMmap, COMPLETION_LOG_MAX_USER_DATA, MAX_ASYNC_OPS,
 };
 pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
+pub use hash_table::{DpaHashTable, MAX_HASH_TABLE_ENTRIES};
 pub use launch::KernelArg;
 pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};
 pub use sync_event::{SyncEvent, SyncEventAttr};
