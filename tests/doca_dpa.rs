@@ -966,3 +966,72 @@ fn a_full_hash_table_stops_the_thread() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn thread_group_members_know_their_rank() {
+    // Four DPA threads in a group, each notified once: each adds 1 << rank and the group size
+    // << 32, so the sum shows every rank once and the size four times.
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let ev = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let mut tg = dpa.thread_group_create(4).unwrap();
+    assert_eq!(tg.num_threads(), 4);
+    let mut threads = Vec::new();
+    let mut ncs = Vec::new();
+    for _ in 0..4 {
+        let mut t = dpa.thread_create();
+        t.set_func_arg("group_thread", ev.dpa_handle().unwrap())
+            .unwrap();
+        t.start().unwrap();
+        ncs.push(dpa.notification_completion_create(&mut t).unwrap());
+        threads.push(t);
+    }
+    // Ranks in reverse creation order.
+    for (i, t) in threads.iter().enumerate() {
+        tg.set_thread(t, 3 - i as u32).unwrap();
+    }
+    assert!(matches!(
+        tg.set_thread(&threads[0], 3),
+        Err(DocaError::NotPermitted(_))
+    ));
+    assert!(matches!(
+        tg.set_thread(&threads[0], 4),
+        Err(DocaError::InvalidValue(_))
+    ));
+    tg.start().unwrap();
+    for t in &threads {
+        t.run().unwrap();
+    }
+    for nc in &ncs {
+        dpa.kernel_launch_update_set(
+            None,
+            None,
+            1,
+            "notify_kernel",
+            &[nc.dpa_handle(), 1].map(KernelArg::U64),
+        )
+        .unwrap();
+    }
+    let want = 0b1111 + (4 * 4 << 32);
+    assert_eq!(ev.wait_gt(want - 1, ALL, WAIT).unwrap(), want);
+    // Misuse.
+    let mut incomplete = dpa.thread_group_create(2).unwrap();
+    incomplete.set_thread(&threads[0], 0).unwrap();
+    assert!(matches!(
+        incomplete.start(),
+        Err(DocaError::NotPermitted(_))
+    ));
+    assert!(matches!(
+        dpa.thread_group_create(0),
+        Err(DocaError::InvalidValue(_))
+    ));
+    let unstarted = dpa.thread_create();
+    assert!(matches!(
+        incomplete.set_thread(&unstarted, 1),
+        Err(DocaError::NotPermitted(_))
+    ));
+    drop(ncs);
+    for t in threads {
+        t.stop();
+    }
+    dpa.stop().unwrap();
+}

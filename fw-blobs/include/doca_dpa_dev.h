@@ -26,10 +26,13 @@ __dpa_global__ typedef uint64_t doca_dpa_dev_uintptr_t;
 #define __forceinline static inline __attribute__((always_inline))
 #endif
 
-/** This thread's rank in the running kernel launch: 0 .. doca_dpa_dev_num_threads() - 1. */
+/**
+ * This thread's rank in the running kernel launch, or in its thread group for a DPA thread of
+ * one: 0 .. doca_dpa_dev_num_threads() - 1 (0 for a DPA thread outside a group).
+ */
 DOCA_EXPERIMENTAL unsigned int doca_dpa_dev_thread_rank(void);
 
-/** The number of threads running the current kernel launch. */
+/** The number of threads running the current kernel launch, or of the DPA thread's group (1 outside one). */
 DOCA_EXPERIMENTAL unsigned int doca_dpa_dev_num_threads(void);
 
 /** Offers the EU to other threads; the kernel goes on from here. */

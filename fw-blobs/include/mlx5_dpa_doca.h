@@ -63,6 +63,8 @@ struct doca_dpa_thread_block {
 	uint64_t notify; /* 0x10: DPA address of the attached notification block (0: none) */
 	uint64_t arm;    /* 0x18: nonzero: this run only arms the thread's CQs (doca_dpa_thread_run) */
 	uint64_t comp;   /* 0x20: DPA address of the attached completion context's block (0: none) */
+	uint32_t rank;        /* 0x28: rank in its thread group (doca_dpa_thread_group) */
+	uint32_t num_threads; /* 0x2c: threads of its group; 0: not in a group */
 };
 
 /**

@@ -463,8 +463,9 @@ void __doca_dpa_thread_entry(uint64_t block_daddr)
 	thread_fn f = (thread_fn)(uintptr_t)b->func;
 
 	if (k) {
-		k->rank = 0;
-		k->num_threads = 1;
+		/* A thread of a thread group knows its rank and the group's size; others are 0 of 1. */
+		k->rank = b->num_threads ? b->rank : 0;
+		k->num_threads = b->num_threads ? b->num_threads : 1;
 		k->thread = b;
 	}
 	/* doca_dpa_thread_run: arm the thread's CQs, run nothing. */

@@ -35,6 +35,7 @@
  *   hash_kernel(ht, base, n, out)      each of the launch's threads adds keys base + rank * n ..
  *                                      + n - 1 (value key * 3), removes the odd ones, then looks
  *                                      every one up: out[rank] counts the lookups that agree
+ *   group_thread(ev)                   a DPA thread: adds (1 << rank) + (num_threads << 32) to ev
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -262,4 +263,11 @@ __dpa_global__ void hash_kernel(doca_dpa_dev_hash_table_t ht, uint64_t base, uin
 			ok += !found;
 	}
 	((volatile uint64_t *)(uintptr_t)out)[r] = ok;
+}
+
+__dpa_global__ void group_thread(uint64_t ev)
+{
+	doca_dpa_dev_sync_event_update_add(ev, (1ull << doca_dpa_dev_thread_rank()) +
+						    ((uint64_t)doca_dpa_dev_num_threads() << 32));
+	doca_dpa_dev_thread_reschedule();
 }

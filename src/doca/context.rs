@@ -18,7 +18,7 @@ use super::hash_table::DpaHashTable;
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
 use super::shared::Shared;
 use super::sync_event::{SyncEvent, SyncEventAttr};
-use super::thread::{DpaThread, NotificationCompletion, ThreadCtx};
+use super::thread::{DpaThread, DpaThreadGroup, NotificationCompletion, ThreadCtx};
 use super::{DocaError, MAX_WAIT_THRESHOLD};
 
 use super::shared::PAGE_LEN;
@@ -294,6 +294,14 @@ impl Dpa {
     /// `doca_dpa_thread_create`: a DPA thread of this context, to be set up and started.
     pub fn thread_create(&self) -> DpaThread {
         DpaThread::new(self.threads.clone())
+    }
+
+    /// `doca_dpa_thread_group_create`: a group of `num_threads` DPA threads, set by rank.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for 0 or more than 256 threads.
+    pub fn thread_group_create(&self, num_threads: u32) -> Result<DpaThreadGroup, DocaError> {
+        DpaThreadGroup::new(Arc::clone(&self.shared), self.process.clone(), num_threads)
     }
 
     /// `doca_dpa_notification_completion_create` + `start`: DPA code of this context may now

@@ -22,6 +22,7 @@
 //! | `doca_sync_event_export_to_dpa` / `get_dpa_handle`     | [`SyncEvent::dpa_handle`]              |
 //! | `doca_dpa_kernel_launch_update_set` / `_add`           | [`Dpa::kernel_launch_update_set`] / [`Dpa::kernel_launch_update_add`] |
 //! | `doca_dpa_thread_create` / `set_func_arg` / `set_local_storage` / `set_affinity` / `start` / `run` / `stop` | [`Dpa::thread_create`], [`DpaThread`] |
+//! | `doca_dpa_thread_group_create` / `set_thread` / `start` | [`Dpa::thread_group_create`], [`DpaThreadGroup`] |
 //! | `doca_dpa_notification_completion_create` / `start` / `get_dpa_handle` | [`Dpa::notification_completion_create`], [`NotificationCompletion::dpa_handle`] |
 //! | `doca_dpa_completion_create` / `set_thread` / `start` / `get_dpa_handle` | [`Dpa::completion_create`], [`CompletionContext`] |
 //! | `doca_dpa_async_ops_create` / `attach` / `start` / `get_dpa_handle` | [`Dpa::async_ops_create`], [`AsyncOps`] |
@@ -68,7 +69,7 @@
 //! - **Hash tables** (module `hash_table`): open addressing in DPA memory under an AMO lock.
 //!
 //! What is not here yet (issue 16 continues): `post_wait` on sync events through async ops,
-//! RDMA from the DPA, thread groups, extended contexts.
+//! RDMA from the DPA, extended contexts.
 
 mod async_ops;
 mod context;
@@ -91,7 +92,7 @@ pub use hash_table::{DpaHashTable, MAX_HASH_TABLE_ENTRIES};
 pub use launch::KernelArg;
 pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};
 pub use sync_event::{SyncEvent, SyncEventAttr};
-pub use thread::{DpaThread, NotificationCompletion, NOTIFY_QUEUE_LOG};
+pub use thread::{DpaThread, DpaThreadGroup, NotificationCompletion, NOTIFY_QUEUE_LOG};
 
 /// The greatest wait threshold (and event value a launch may wait for) DOCA documents as valid.
 pub const MAX_WAIT_THRESHOLD: u64 = 254;

@@ -26,8 +26,9 @@ use super::DocaError;
 
 /// The runtime's entry of every DOCA DPA thread.
 const THREAD_ENTRY: &str = "__doca_dpa_thread_entry";
-/// `struct doca_dpa_thread_block`: func, arg, notify, arm, comp.
-const THREAD_BLOCK: usize = 40;
+/// `struct doca_dpa_thread_block`: func, arg, notify, arm, comp, rank, num_threads.
+const THREAD_BLOCK: usize = 48;
+const BLOCK_RANK: u64 = 0x28;
 const BLOCK_NOTIFY: u64 = 0x10;
 const BLOCK_ARM: u64 = 0x18;
 /// `struct doca_dpa_notify_block`.
@@ -311,5 +312,106 @@ impl NotificationCompletion {
     /// takes.
     pub fn dpa_handle(&self) -> u64 {
         self.block.daddr()
+    }
+}
+
+/// A thread group (`doca_dpa_tg`): DPA threads at ranks `0 .. num_threads`; once started, each
+/// member's `doca_dpa_dev_thread_rank` / `doca_dpa_dev_num_threads` give its rank and the
+/// group's size (this project's reading of the group: DOCA documents only the host calls).
+#[derive(Debug)]
+pub struct DpaThreadGroup {
+    shared: Arc<super::shared::Shared>,
+    process: Process,
+    members: Vec<Option<u64>>,
+    started: bool,
+}
+
+impl DpaThreadGroup {
+    pub(crate) fn new(
+        shared: Arc<super::shared::Shared>,
+        process: Process,
+        num_threads: u32,
+    ) -> Result<DpaThreadGroup, DocaError> {
+        if num_threads == 0 || num_threads > 256 {
+            return Err(DocaError::InvalidValue(format!(
+                "a thread group of {num_threads} threads (1 ..= 256)"
+            )));
+        }
+        Ok(DpaThreadGroup {
+            shared,
+            process,
+            members: vec![None; num_threads as usize],
+            started: false,
+        })
+    }
+
+    /// `doca_dpa_thread_group_get_num_threads`.
+    pub fn num_threads(&self) -> u32 {
+        self.members.len() as u32
+    }
+
+    /// `doca_dpa_thread_group_set_thread`: `thread` (started, of this context) at `rank`.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for a rank out of range; [`DocaError::NotPermitted`] once
+    /// started, for a rank already set, or an unstarted thread or one of another context.
+    pub fn set_thread(&mut self, thread: &DpaThread, rank: u32) -> Result<(), DocaError> {
+        if self.started {
+            return Err(DocaError::NotPermitted(
+                "set_thread of a started thread group".into(),
+            ));
+        }
+        let n = self.members.len();
+        let Some(slot) = self.members.get_mut(rank as usize) else {
+            return Err(DocaError::InvalidValue(format!(
+                "rank {rank} in a group of {n} threads"
+            )));
+        };
+        if slot.is_some() {
+            return Err(DocaError::NotPermitted(format!(
+                "rank {rank} is already set"
+            )));
+        }
+        if !thread.in_context(&self.shared) {
+            return Err(DocaError::NotPermitted(
+                "the DPA thread belongs to another DPA context".into(),
+            ));
+        }
+        let Some(block) = thread.block_daddr() else {
+            return Err(DocaError::NotPermitted(
+                "a thread group takes started DPA threads".into(),
+            ));
+        };
+        *slot = Some(block);
+        Ok(())
+    }
+
+    /// `doca_dpa_thread_group_start`: every rank set, each member learns its rank.
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] with a rank unset or when already started; copy failures.
+    pub fn start(&mut self) -> Result<(), DocaError> {
+        if self.started {
+            return Err(DocaError::NotPermitted(
+                "start of a started thread group".into(),
+            ));
+        }
+        if let Some(r) = self.members.iter().position(Option::is_none) {
+            return Err(DocaError::NotPermitted(format!(
+                "thread group rank {r} has no thread"
+            )));
+        }
+        let n = self.num_threads();
+        for (rank, block) in self.members.iter().enumerate() {
+            let Some(block) = block else { continue };
+            let mut b = [0u8; 8];
+            b[..4].copy_from_slice(&(rank as u32).to_le_bytes());
+            b[4..].copy_from_slice(&n.to_le_bytes());
+            self.process
+                .copy_to_dev(block + BLOCK_RANK, &b)
+                .step("writing a thread group member's rank")?;
+        }
+        self.started = true;
+        Ok(())
     }
 }
