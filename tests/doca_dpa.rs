@@ -1011,7 +1011,7 @@ fn thread_group_members_know_their_rank() {
         )
         .unwrap();
     }
-    let want = 0b1111 + (4 * 4 << 32);
+    let want = 0b1111 + ((4 * 4) << 32);
     assert_eq!(ev.wait_gt(want - 1, ALL, WAIT).unwrap(), want);
     // Misuse.
     let mut incomplete = dpa.thread_group_create(2).unwrap();
