@@ -94,8 +94,18 @@ fn the_log_level_filters_on_the_device() {
         .unwrap();
     comp.wait_gt(0, ALL, WAIT).unwrap();
     // The kernel ran (its completion came) and logged at INFO, above WARNING: nothing sent.
-    drop(dpa);
+    dpa.flush_log(Duration::from_millis(100)).unwrap();
     assert_eq!(text(&log), "");
+    assert_eq!(dpa.log_level(), LogLevel::Warning);
+    // Raised at run time, the same kernel's line passes.
+    dpa.set_log_level(LogLevel::Debug).unwrap();
+    assert_eq!(dpa.log_level(), LogLevel::Debug);
+    dpa.kernel_launch_update_add(None, Some((&comp, 1)), 1, "hello_world", &[])
+        .unwrap();
+    comp.wait_gt(1, ALL, WAIT).unwrap();
+    dpa.flush_log(Duration::from_millis(200)).unwrap();
+    assert_eq!(text(&log), "[DOCA][DPA DEVICE][INF] Hello from kernel\n");
+    drop(dpa);
 }
 
 #[test]

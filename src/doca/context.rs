@@ -81,6 +81,8 @@ pub struct Dpa {
     // Fields drop in declaration order.
     launcher: Option<LauncherHandle>,
     threads: ThreadCtx,
+    rt_daddr: u64,
+    log_level: std::sync::atomic::AtomicU32,
     stream: Mutex<Option<MsgStream>>,
     trace: Mutex<Option<MsgStream>>,
     _outbox: Outbox,
@@ -189,6 +191,8 @@ impl Dpa {
         Ok(Dpa {
             launcher: Some(LauncherHandle(launcher)),
             threads,
+            rt_daddr: rt,
+            log_level: std::sync::atomic::AtomicU32::new(attr.log_level as u32),
             stream: Mutex::new(Some(stream)),
             trace: Mutex::new(trace),
             _outbox: outbox,
@@ -237,6 +241,31 @@ impl Dpa {
     /// coredump (`<prefix>.<pid>.core`, `<prefix>.<pid>.crash`), if any.
     pub fn fatal_files(&self) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
         self.shared.fatal_files()
+    }
+
+    /// `doca_dpa_set_log_level`: the most verbose device log level delivered from now on.
+    ///
+    /// # Errors
+    /// The copy into the runtime's block failed.
+    pub fn set_log_level(&self, level: LogLevel) -> Result<(), DocaError> {
+        self.process
+            .copy_to_dev(self.rt_daddr + 12, &(level as u32).to_le_bytes())
+            .step("writing the device log level")?;
+        self.log_level
+            .store(level as u32, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `doca_dpa_get_log_level`.
+    pub fn log_level(&self) -> LogLevel {
+        match self.log_level.load(std::sync::atomic::Ordering::Relaxed) {
+            10 => LogLevel::Disable,
+            20 => LogLevel::Crit,
+            30 => LogLevel::Error,
+            40 => LogLevel::Warning,
+            60 => LogLevel::Debug,
+            _ => LogLevel::Info,
+        }
     }
 
     /// The application's name.

@@ -11,7 +11,7 @@
 //! | `doca_dpa_create` / `set_app` / `start`                | [`Dpa::start`]                         |
 //! | `doca_dpa_stop` / `destroy`                            | [`Dpa::stop`], drop                    |
 //! | `doca_dpa_get_core_num`, `_num_eus_per_core`, ...      | [`Dpa::core_num`], ...                 |
-//! | `doca_dpa_set_log_level`                               | [`DpaAttr::log_level`]                 |
+//! | `doca_dpa_set_log_level` / `get_log_level`             | [`DpaAttr::log_level`], [`Dpa::set_log_level`], [`Dpa::log_level`] |
 //! | `doca_dpa_peek_at_last_error`                          | [`Dpa::peek_at_last_error`]            |
 //! | `doca_dpa_log_file_set_path`, `doca_dpa_trace_file_set_path` | [`DpaAttr::log_output`], [`DpaAttr::trace_file`] |
 //! | the `doca_dpa_fatal.PID.core` / `.crash` files         | [`DpaAttr::fatal_file_prefix`], [`Dpa::fatal_files`] |
