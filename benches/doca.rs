@@ -20,43 +20,21 @@
 //!
 //! A summary at the end prints medians of 7 rounds.
 
-use std::sync::Arc;
+mod common;
+
+use common::{activate, model, T};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use mlx5_dpa::devx::Devx;
 use mlx5_dpa::doca::{
     Dpa, DpaAttr, DpaThread, KernelArg, NotificationCompletion, SyncEvent, SyncEventAttr,
 };
 use mlx5_dpa::dpa::app::App;
-use mlx5_dpa::dpa::thread::{EventHandler, EventHandlerAttr, ThreadState};
+use mlx5_dpa::dpa::thread::EventHandlerAttr;
 use mlx5_dpa::dpa::Process;
 
 const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
-const T: Duration = Duration::from_secs(10);
 const ALL: u64 = u64::MAX;
-
-fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
-    let d = mlx5_sim::Device::with_profile("bf3").expect("bf3 profile");
-    d.start_engine();
-    let ctx = d.open_devx();
-    (d, ctx)
-}
-
-/// Runs an existing thread once and polls until it is no longer running.
-fn activate(h: &EventHandler, arg: u64) {
-    h.run(arg).expect("run");
-    let start = Instant::now();
-    loop {
-        match h.state().expect("state") {
-            ThreadState::Running => {}
-            ThreadState::Error => panic!("the thread failed"),
-            _ => return,
-        }
-        assert!(start.elapsed() < T, "activation timed out");
-        std::hint::spin_loop();
-    }
-}
 
 /// Launches and completes kernels one at a time, counting on `comp`.
 struct Launches<'a> {

@@ -25,42 +25,22 @@
 #[allow(dead_code)]
 mod pp;
 
+mod common;
+
+use common::{activate, model, T};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mlx5_dpa::devx::Devx;
-use mlx5_dpa::dpa::thread::{EventHandler, EventHandlerAttr, ThreadState};
+use mlx5_dpa::dpa::thread::EventHandlerAttr;
 use mlx5_dpa::dpa::{Process, ProcessAttr};
 
 const RPC_CALC: &[u8] = include_bytes!("../fw-blobs/bin/rpc_calc.elf");
-const T: Duration = Duration::from_secs(10);
-
-fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
-    let d = mlx5_sim::Device::with_profile("bf3").expect("bf3 profile");
-    d.start_engine();
-    let ctx = d.open_devx();
-    (d, ctx)
-}
 
 /// One firmware command: QUERY of the DPA_PROCESS (what `err_status` sends).
 fn query(p: &Process) {
     p.err_status().expect("query");
-}
-
-/// Runs an existing thread once and polls until it is no longer running.
-fn activate(h: &EventHandler, arg: u64) {
-    h.run(arg).expect("run");
-    let start = Instant::now();
-    loop {
-        match h.state().expect("state") {
-            ThreadState::Running => {}
-            ThreadState::Error => panic!("the thread failed"),
-            _ => return,
-        }
-        assert!(start.elapsed() < T, "activation timed out");
-        std::hint::spin_loop();
-    }
 }
 
 struct Pp {

@@ -38,6 +38,14 @@ pub const MAX_QUEUE_SIZE: u32 = 1 << 15;
 /// `DOCA_DPA_COMPLETION_LOG_MAX_USER_DATA` (the seed): user data is below 2^24.
 pub const COMPLETION_LOG_MAX_USER_DATA: u32 = 24;
 
+/// The DPA address of a started object's block (its device handle).
+fn started_handle(block: &Option<DpaBuf>, what: &str) -> Result<u64, DocaError> {
+    block
+        .as_ref()
+        .map(DpaBuf::daddr)
+        .ok_or_else(|| DocaError::NotPermitted(format!("{what}: not started")))
+}
+
 fn log2_queue(size: u32, what: &str) -> Result<u8, DocaError> {
     if size == 0 || size > MAX_QUEUE_SIZE {
         return Err(DocaError::InvalidValue(format!(
@@ -156,10 +164,7 @@ impl CompletionContext {
     /// # Errors
     /// [`DocaError::NotPermitted`] before [`CompletionContext::start`].
     pub fn dpa_handle(&self) -> Result<u64, DocaError> {
-        self.block
-            .as_ref()
-            .map(DpaBuf::daddr)
-            .ok_or_else(|| DocaError::NotPermitted("the completion context is not started".into()))
+        started_handle(&self.block, "the completion context")
     }
 
     fn cq(&self) -> Option<&DpaCq> {
@@ -371,10 +376,7 @@ impl AsyncOps {
     /// # Errors
     /// [`DocaError::NotPermitted`] before [`AsyncOps::start`].
     pub fn dpa_handle(&self) -> Result<u64, DocaError> {
-        self.block
-            .as_ref()
-            .map(DpaBuf::daddr)
-            .ok_or_else(|| DocaError::NotPermitted("the async ops are not started".into()))
+        started_handle(&self.block, "the async ops")
     }
 }
 

@@ -1,0 +1,33 @@
+//! What the DPA benches share: a started model and the activation round trip of a thread.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlx5_dpa::devx::Devx;
+use mlx5_dpa::dpa::thread::{EventHandler, ThreadState};
+
+/// How long any one wait of a bench may take.
+pub const T: Duration = Duration::from_secs(10);
+
+/// The `bf3` model with its engine started, and a DevX context on it.
+pub fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
+    let d = mlx5_sim::Device::with_profile("bf3").expect("bf3 profile");
+    d.start_engine();
+    let ctx = d.open_devx();
+    (d, ctx)
+}
+
+/// Runs an existing thread once and polls until it is no longer running.
+pub fn activate(h: &EventHandler, arg: u64) {
+    h.run(arg).expect("run");
+    let start = Instant::now();
+    loop {
+        match h.state().expect("state") {
+            ThreadState::Running => {}
+            ThreadState::Error => panic!("the thread failed"),
+            _ => return,
+        }
+        assert!(start.elapsed() < T, "activation timed out");
+        std::hint::spin_loop();
+    }
+}
