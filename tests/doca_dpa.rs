@@ -1045,3 +1045,162 @@ fn thread_group_members_know_their_rank() {
     }
     dpa.stop().unwrap();
 }
+
+/// Context `dpa`'s kernel `rdma_kernel` with one operation, waited for through `done`.
+#[allow(clippy::too_many_arguments)]
+fn rdma_op(
+    dpa: &Dpa,
+    done: &SyncEvent,
+    n: &mut u64,
+    rdma: u64,
+    op: u64,
+    l: (u64, u64),
+    r: (u64, u64),
+    len: u64,
+    arg: u64,
+) {
+    *n += 1;
+    dpa.kernel_launch_update_add(
+        None,
+        Some((done, 1)),
+        1,
+        "rdma_kernel",
+        &[rdma, op, l.0, l.1, r.0, r.1, len, arg].map(KernelArg::U64),
+    )
+    .unwrap();
+    done.wait_gt(*n - 1, ALL, WAIT).unwrap();
+}
+
+/// One completion of `comp`, polled by a kernel of `dpa`: (type, immediate, user data, wr index).
+fn poll_one(
+    dpa: &Dpa,
+    comp: u64,
+    out: &mlx5_dpa::dpa::DpaBuf,
+    ev: &SyncEvent,
+    n: &mut u64,
+) -> [u64; 4] {
+    *n += 1;
+    dpa.kernel_launch_update_set(
+        None,
+        None,
+        1,
+        "poll_kernel",
+        &[comp, out.daddr(), ev.dpa_handle().unwrap()].map(KernelArg::U64),
+    )
+    .unwrap();
+    ev.wait_gt(*n - 1, ALL, WAIT).unwrap();
+    let mut b = [0u8; 32];
+    dpa.d2h_memcpy(&mut b, out.daddr()).unwrap();
+    std::array::from_fn(|i| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap()))
+}
+
+#[test]
+fn rdma_between_two_contexts_from_dpa_code() {
+    // Two contexts (processes) on one device, each with a DPA RDMA attached to a completion
+    // context, connected to each other. DPA kernels post every operation; DPA kernels poll the
+    // completions.
+    let (_d, ctx) = model("bf3");
+    let attr = DpaAttr {
+        log_output: MsgOutput::Collect,
+        ..DpaAttr::default()
+    };
+    let a = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let b = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let side = |d: &Dpa| {
+        let mut comp = d.completion_create(32).unwrap();
+        comp.start().unwrap();
+        let mut rdma = d.rdma_create(16).unwrap();
+        rdma.attach(&comp).unwrap();
+        rdma.start().unwrap();
+        let buf = d.mem_alloc(1024).unwrap();
+        let map = d.mmap_dpa(&buf).unwrap();
+        let out = d.mem_alloc(32).unwrap();
+        let done = d.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+        let polled = d.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+        (comp, rdma, buf, map, out, done, polled)
+    };
+    let (ca, mut ra, abuf, amap, aout, adone, apolled) = side(&a);
+    let (cb, mut rb, bbuf, bmap, bout, bdone, bpolled) = side(&b);
+    ra.connect(&mut rb).unwrap();
+    assert_eq!(ra.connection_id(), 0);
+    let (mut an, mut bn, mut ap, mut bp) = (0, 0, 0, 0);
+    let (rah, rbh) = (ra.dpa_handle().unwrap(), rb.dpa_handle().unwrap());
+    let (cah, cbh) = (ca.dpa_handle().unwrap(), cb.dpa_handle().unwrap());
+    let am = (amap.dpa_handle(), abuf.daddr());
+    let bm = (bmap.dpa_handle(), bbuf.daddr());
+    let data: Vec<u8> = (0..100u32).map(|i| (i * 13 + 1) as u8).collect();
+    a.h2d_memcpy(abuf.daddr(), &data).unwrap();
+    b.memset(bbuf.daddr(), 0, 1024).unwrap();
+
+    // SEND with immediate into a posted receive.
+    rdma_op(&b, &bdone, &mut bn, rbh, 0, bm, (0, 0), 128, 0);
+    rdma_op(&a, &adone, &mut an, rah, 2, am, (0, 0), 100, 0x1234);
+    assert_eq!(
+        poll_one(&b, cbh, &bout, &bpolled, &mut bp),
+        [3, 0x1234, 0, 0],
+        "RECV_SEND_IMM"
+    );
+    assert_eq!(poll_one(&a, cah, &aout, &apolled, &mut ap)[0], 0, "SEND");
+    let mut got = vec![0u8; 100];
+    b.d2h_memcpy(&mut got, bbuf.daddr()).unwrap();
+    assert_eq!(got, data);
+
+    // WRITE into B's map at 256.
+    rdma_op(&a, &adone, &mut an, rah, 3, am, (bm.0, bm.1 + 256), 64, 0);
+    assert_eq!(poll_one(&a, cah, &aout, &apolled, &mut ap)[0], 0);
+    b.d2h_memcpy(&mut got[..64], bbuf.daddr() + 256).unwrap();
+    assert_eq!(&got[..64], &data[..64]);
+
+    // READ B's 256.. back into A's 512.
+    rdma_op(
+        &a,
+        &adone,
+        &mut an,
+        rah,
+        5,
+        (am.0, am.1 + 512),
+        (bm.0, bm.1 + 256),
+        64,
+        0,
+    );
+    assert_eq!(poll_one(&a, cah, &aout, &apolled, &mut ap)[0], 0);
+    a.d2h_memcpy(&mut got[..64], abuf.daddr() + 512).unwrap();
+    assert_eq!(&got[..64], &data[..64]);
+
+    // Two atomic fetch-and-adds of 5 on B's word at 768.
+    for _ in 0..2 {
+        rdma_op(&a, &adone, &mut an, rah, 6, am, (bm.0, bm.1 + 768), 8, 5);
+        assert_eq!(poll_one(&a, cah, &aout, &apolled, &mut ap)[0], 0);
+    }
+    let mut w = [0u8; 8];
+    b.d2h_memcpy(&mut w, bbuf.daddr() + 768).unwrap();
+    assert_eq!(u64::from_le_bytes(w), 10);
+
+    // WRITE with immediate: consumes B's next receive, reports the immediate there.
+    rdma_op(&b, &bdone, &mut bn, rbh, 0, bm, (0, 0), 128, 0);
+    rdma_op(
+        &a,
+        &adone,
+        &mut an,
+        rah,
+        4,
+        am,
+        (bm.0, bm.1 + 896),
+        32,
+        0xbeef,
+    );
+    let c = poll_one(&b, cbh, &bout, &bpolled, &mut bp);
+    assert_eq!(
+        (c[0], c[1], c[3]),
+        (1, 0xbeef, 1),
+        "RECV_RDMA_WRITE_IMM, second receive"
+    );
+    assert_eq!(poll_one(&a, cah, &aout, &apolled, &mut ap)[0], 0);
+    b.d2h_memcpy(&mut got[..32], bbuf.daddr() + 896).unwrap();
+    assert_eq!(&got[..32], &data[..32]);
+    a.peek_at_last_error().unwrap();
+    b.peek_at_last_error().unwrap();
+    drop((ra, rb, ca, cb));
+    a.stop().unwrap();
+    b.stop().unwrap();
+}

@@ -120,6 +120,18 @@ enum {
 	MLX5_DPA_DOCA_HASH_REMOVED = 2,
 };
 
+/** A DPA RDMA, in DPA memory; its address is the device handle. */
+struct doca_dpa_rdma_block {
+	struct mlx5_dpa_wq_descriptor qp; /* 0x00 (88 bytes): an RC QP with a receive queue */
+	uint32_t sq_pi;                   /* 0x58: WQEBBs posted */
+	uint32_t lock;                    /* 0x5c */
+	uint32_t rq_pi;                   /* 0x60: receives posted */
+	uint32_t rq_acked;                /* 0x64: receives acknowledged */
+	uint64_t scratch;                 /* 0x68: 8 bytes of DPA memory for fetched atomic values */
+	uint32_t scratch_lkey;            /* 0x70 */
+	uint32_t reserved;                /* 0x74 */
+};
+
 /** One entry of the runtime's `__doca_dpa_udata` table: the user data of async ops' QP. */
 struct doca_dpa_udata {
 	uint32_t qpn;

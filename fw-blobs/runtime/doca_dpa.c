@@ -11,6 +11,7 @@
 /* DOCA's headers first: their empty __dpa_global__ (valid on typedefs) is then the one used. */
 #include <doca_dpa_dev.h>
 #include <doca_dpa_dev_sync_event.h>
+#include <doca_dpa_dev_rdma.h>
 #include <dpaintrin.h>
 #include <libflexio-dev/flexio_dev.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
@@ -256,8 +257,8 @@ uint32_t doca_dpa_dev_get_completion_user_data(doca_dpa_dev_completion_element_t
 
 uint32_t doca_dpa_dev_get_completion_immediate(doca_dpa_dev_completion_element_t e)
 {
-	/* imm_inval_pkey, big-endian at 0x30 of the 64-byte CQE. */
-	return be32_to_cpu(*(volatile uint32_t *)(uintptr_t)(e + 0x30));
+	/* imm_inval_pkey, big-endian at 0x24 of the 64-byte CQE (mlx5_cqe64). */
+	return be32_to_cpu(*(volatile uint32_t *)(uintptr_t)(e + 0x24));
 }
 
 void doca_dpa_dev_completion_ack(doca_dpa_dev_completion_t h, uint64_t num_comp)
@@ -319,6 +320,151 @@ void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_mmap_t ds
 	flexio_dev_get_thread_ctx(&t);
 	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), qp.num);
 	__atomic_store_n((uint32_t *)&a->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- RDMA ---- */
+
+static volatile struct doca_dpa_rdma_block *rdma_lock(doca_dpa_dev_rdma_t h)
+{
+	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)h;
+
+	if (h == 0 || (h & 7))
+		doca_dpa_fatal();
+	while (__atomic_exchange_n((uint32_t *)&r->lock, 1, __ATOMIC_ACQUIRE))
+		spin_pause();
+	return r;
+}
+
+/*
+ * One send WQE: ctrl, then a remote-address segment (when `rkey_used`), an atomic segment
+ * (fetch-and-add), a data segment (when `len_used`); rung at once.
+ */
+static void rdma_post(doca_dpa_dev_rdma_t h, uint8_t opcode, uint32_t imm_be, int rkey_used, uint32_t rkey,
+		      uint64_t raddr, int add_used, uint64_t add, int len_used, uint32_t lkey, uint64_t laddr,
+		      uint32_t len, uint32_t flags)
+{
+	volatile struct doca_dpa_rdma_block *r = rdma_lock(h);
+	struct mlx5_dpa_wq_descriptor qp = r->qp;
+	uint32_t pi = r->sq_pi;
+	union flexio_dev_sqe_seg *wqe = mlx5_dpa_sq_wqebb(&qp, pi);
+	struct flexio_dev_thread_ctx *t;
+	uint8_t ds = 1;
+
+	if (rkey_used)
+		flexio_dev_swqe_seg_rdma_set(wqe + ds++, rkey, raddr);
+	if (add_used)
+		flexio_dev_swqe_seg_atomic_set(wqe + ds++, add, 0);
+	if (len_used)
+		flexio_dev_swqe_seg_mem_ptr_data_set(wqe + ds++, len, lkey, laddr);
+	mlx5_dpa_swqe_ctrl_set(wqe, 0, opcode, pi, qp.num, ds,
+			       (flags & DOCA_DPA_DEV_SUBMIT_FLAG_OPTIMIZE_REPORTS) ? 0 : (MLX5_CTRL_SEG_CE_CQE_ALWAYS << 2),
+			       imm_be);
+	r->sq_pi = pi + 1;
+	mlx5_dpa_dbr_sq_set_pi(qp.dbr_addr, pi + 1);
+	__dpa_thread_memory_writeback();
+	flexio_dev_get_thread_ctx(&t);
+	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), qp.num);
+	__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
+}
+
+static void check_connection(uint32_t connection_id)
+{
+	/* One connection per DPA RDMA here: id 0. */
+	if (connection_id != 0)
+		doca_dpa_fatal();
+}
+
+void doca_dpa_dev_rdma_post_read(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_mmap_t dst_mmap,
+				 uint64_t dst_addr, doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length,
+				 uint32_t flags)
+{
+	check_connection(connection_id);
+	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_RDMA_READ, 0, 1, (uint32_t)src_mmap, src_addr, 0, 0, 1,
+		  (uint32_t)dst_mmap, dst_addr, (uint32_t)length, flags);
+}
+
+void doca_dpa_dev_rdma_post_write(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_mmap_t dst_mmap,
+				  uint64_t dst_addr, doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length,
+				  uint32_t flags)
+{
+	check_connection(connection_id);
+	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE, 0, 1, (uint32_t)dst_mmap, dst_addr, 0, 0, 1,
+		  (uint32_t)src_mmap, src_addr, (uint32_t)length, flags);
+}
+
+void doca_dpa_dev_rdma_post_write_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+				      doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr, doca_dpa_dev_mmap_t src_mmap,
+				      uint64_t src_addr, size_t length, uint32_t immediate, uint32_t flags)
+{
+	check_connection(connection_id);
+	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE_WITH_IMMEDIATE, cpu_to_be32(immediate), 1,
+		  (uint32_t)dst_mmap, dst_addr, 0, 0, 1, (uint32_t)src_mmap, src_addr, (uint32_t)length, flags);
+}
+
+void doca_dpa_dev_rdma_post_send(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_mmap_t mmap,
+				 uint64_t addr, size_t length, uint32_t flags)
+{
+	check_connection(connection_id);
+	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_SEND, 0, 0, 0, 0, 0, 0, 1, (uint32_t)mmap, addr, (uint32_t)length,
+		  flags);
+}
+
+void doca_dpa_dev_rdma_post_send_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_mmap_t mmap,
+				     uint64_t addr, size_t length, uint32_t immediate, uint32_t flags)
+{
+	check_connection(connection_id);
+	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_SEND_WITH_IMMEDIATE, cpu_to_be32(immediate), 0, 0, 0, 0, 0, 1,
+		  (uint32_t)mmap, addr, (uint32_t)length, flags);
+}
+
+void doca_dpa_dev_rdma_post_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+					     doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr, uint64_t value,
+					     uint32_t flags)
+{
+	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)rdma;
+
+	check_connection(connection_id);
+	/* The fetched value lands in the RDMA's scratch word (DOCA returns none). */
+	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD, 0, 1, (uint32_t)dst_mmap, dst_addr, 1, value, 1,
+		  r->scratch_lkey, r->scratch, 8, flags);
+}
+
+void doca_dpa_dev_rdma_post_receive(doca_dpa_dev_rdma_t h, doca_dpa_dev_mmap_t mmap, uint64_t addr, size_t length)
+{
+	volatile struct doca_dpa_rdma_block *r = rdma_lock(h);
+	struct mlx5_dpa_wq_descriptor qp = r->qp;
+	uint32_t pi = r->rq_pi;
+	struct flexio_dev_wqe_rcv_data_seg *w;
+
+	/* More receives outstanding than the queue holds: DOCA asks for acks first. */
+	if (pi - r->rq_acked >= (1u << qp.log_rq_wqe_cnt)) {
+		__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
+		doca_dpa_fatal();
+	}
+	w = mlx5_dpa_rq_wqe(&qp, pi);
+	w->byte_count = cpu_to_be32((uint32_t)length);
+	w->lkey = cpu_to_be32((uint32_t)mmap);
+	w->addr = cpu_to_be64(addr);
+	r->rq_pi = pi + 1;
+	mlx5_dpa_dbr_rq_set_pi(qp.dbr_addr, pi + 1);
+	__dpa_thread_memory_writeback();
+	__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
+}
+
+void doca_dpa_dev_rdma_receive_ack(doca_dpa_dev_rdma_t h, uint32_t num_acked)
+{
+	volatile struct doca_dpa_rdma_block *r = rdma_lock(h);
+	uint32_t acked = r->rq_acked + num_acked;
+
+	if (acked - r->rq_acked > r->rq_pi - r->rq_acked)
+		acked = r->rq_pi;
+	r->rq_acked = acked;
+	__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
+}
+
+uint32_t doca_dpa_dev_rdma_completion_get_wr_index(doca_dpa_dev_completion_element_t e)
+{
+	return flexio_dev_cqe_get_wqe_counter((struct flexio_dev_cqe64 *)(uintptr_t)e);
 }
 
 /* ---- hash table ---- */

@@ -36,11 +36,18 @@
  *                                      + n - 1 (value key * 3), removes the odd ones, then looks
  *                                      every one up: out[rank] counts the lookups that agree
  *   group_thread(ev)                   a DPA thread: adds (1 << rank) + (num_threads << 32) to ev
+ *   rdma_kernel(rdma, op, lmap, laddr, rmap, raddr, len, arg)
+ *                                      one RDMA operation: op 0 receive, 1 send, 2 send with
+ *                                      immediate arg, 3 write, 4 write with immediate arg,
+ *                                      5 read, 6 fetch-and-add arg
+ *   poll_kernel(comp, out, ev)         waits for one completion, writes {type, immediate,
+ *                                      user data, wr index} to out (u64 each), acks, adds 1 to ev
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
  */
 #include <doca_dpa_dev.h>
+#include <doca_dpa_dev_rdma.h>
 #include <doca_dpa_dev_sync_event.h>
 
 #define ALL_BITS 0xffffffffffffffffull
@@ -270,4 +277,49 @@ __dpa_global__ void group_thread(uint64_t ev)
 	doca_dpa_dev_sync_event_update_add(ev, (1ull << doca_dpa_dev_thread_rank()) +
 						    ((uint64_t)doca_dpa_dev_num_threads() << 32));
 	doca_dpa_dev_thread_reschedule();
+}
+
+__dpa_global__ void rdma_kernel(doca_dpa_dev_rdma_t rdma, uint64_t op, doca_dpa_dev_mmap_t lmap, uint64_t laddr,
+				doca_dpa_dev_mmap_t rmap, uint64_t raddr, uint64_t len, uint64_t arg)
+{
+	uint32_t f = DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH;
+
+	switch (op) {
+	case 0:
+		doca_dpa_dev_rdma_post_receive(rdma, lmap, laddr, len);
+		break;
+	case 1:
+		doca_dpa_dev_rdma_post_send(rdma, 0, lmap, laddr, len, f);
+		break;
+	case 2:
+		doca_dpa_dev_rdma_post_send_imm(rdma, 0, lmap, laddr, len, (uint32_t)arg, f);
+		break;
+	case 3:
+		doca_dpa_dev_rdma_post_write(rdma, 0, rmap, raddr, lmap, laddr, len, f);
+		break;
+	case 4:
+		doca_dpa_dev_rdma_post_write_imm(rdma, 0, rmap, raddr, lmap, laddr, len, (uint32_t)arg, f);
+		break;
+	case 5:
+		doca_dpa_dev_rdma_post_read(rdma, 0, lmap, laddr, rmap, raddr, len, f);
+		break;
+	case 6:
+		doca_dpa_dev_rdma_post_atomic_fetch_add(rdma, 0, rmap, raddr, arg, f);
+		break;
+	}
+}
+
+__dpa_global__ void poll_kernel(doca_dpa_dev_completion_t comp, uint64_t out, doca_dpa_dev_sync_event_t ev)
+{
+	volatile uint64_t *o = (volatile uint64_t *)(uintptr_t)out;
+	doca_dpa_dev_completion_element_t e;
+
+	while (!doca_dpa_dev_get_completion(comp, &e))
+		;
+	o[0] = doca_dpa_dev_get_completion_type(e);
+	o[1] = doca_dpa_dev_get_completion_immediate(e);
+	o[2] = doca_dpa_dev_get_completion_user_data(e);
+	o[3] = doca_dpa_dev_rdma_completion_get_wr_index(e);
+	doca_dpa_dev_completion_ack(comp, 1);
+	doca_dpa_dev_sync_event_update_add(ev, 1);
 }

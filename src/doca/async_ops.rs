@@ -39,14 +39,14 @@ pub const MAX_QUEUE_SIZE: u32 = 1 << 15;
 pub const COMPLETION_LOG_MAX_USER_DATA: u32 = 24;
 
 /// The DPA address of a started object's block (its device handle).
-fn started_handle(block: &Option<DpaBuf>, what: &str) -> Result<u64, DocaError> {
+pub(crate) fn started_handle(block: &Option<DpaBuf>, what: &str) -> Result<u64, DocaError> {
     block
         .as_ref()
         .map(DpaBuf::daddr)
         .ok_or_else(|| DocaError::NotPermitted(format!("{what}: not started")))
 }
 
-fn log2_queue(size: u32, what: &str) -> Result<u8, DocaError> {
+pub(crate) fn log2_queue(size: u32, what: &str) -> Result<u8, DocaError> {
     if size == 0 || size > MAX_QUEUE_SIZE {
         return Err(DocaError::InvalidValue(format!(
             "{what} queue size {size} (1 ..= {MAX_QUEUE_SIZE})"
@@ -170,10 +170,29 @@ impl CompletionContext {
     fn cq(&self) -> Option<&DpaCq> {
         self.cq.as_ref()
     }
+
+    /// What a queue of context `shared` attaching to it needs.
+    pub(crate) fn attach_target(&self, shared: &Arc<Shared>) -> Result<AttachedCq, DocaError> {
+        if !Arc::ptr_eq(&self.shared, shared) {
+            return Err(DocaError::NotPermitted(
+                "the completion context belongs to another DPA context".into(),
+            ));
+        }
+        let Some(cq) = self.cq() else {
+            return Err(DocaError::NotPermitted(
+                "attach to a started completion context".into(),
+            ));
+        };
+        Ok(AttachedCq {
+            cqn: cq.target_cqn(),
+            keep: cq.keep_alive(),
+        })
+    }
 }
 
-/// A completion context's CQ as async ops name it: its number, and what keeps it alive.
-struct AttachedCq {
+/// A completion context's CQ as async ops and RDMAs name it: its number, and what keeps it
+/// alive.
+pub(crate) struct AttachedCq {
     cqn: crate::queues::Cqn,
     keep: Arc<dyn std::any::Any + Send + Sync>,
 }
@@ -268,20 +287,7 @@ impl AsyncOps {
                 "attach of started async ops".into(),
             ));
         }
-        if !Arc::ptr_eq(&comp.shared, &self.shared) {
-            return Err(DocaError::NotPermitted(
-                "the completion context belongs to another DPA context".into(),
-            ));
-        }
-        let Some(cq) = comp.cq() else {
-            return Err(DocaError::NotPermitted(
-                "async ops attach to a started completion context".into(),
-            ));
-        };
-        self.attached = Some(AttachedCq {
-            cqn: cq.target_cqn(),
-            keep: cq.keep_alive(),
-        });
+        self.attached = Some(comp.attach_target(&self.shared)?);
         Ok(())
     }
 
@@ -394,7 +400,7 @@ impl Drop for AsyncOps {
 }
 
 /// A memory map DPA code names (`doca_mmap` with a DPA handle): a key over DPA memory or over
-/// host memory, with local write and remote read / write rights.
+/// host memory, with local write and remote read, write and atomic rights.
 #[derive(Debug)]
 pub enum DpaMmap {
     /// Over a DPA buffer: addresses are DPA addresses.
@@ -440,5 +446,5 @@ impl DpaMmap {
 }
 
 fn map_access() -> Access {
-    Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ
+    Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
 }

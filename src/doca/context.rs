@@ -16,6 +16,7 @@ use crate::sync::lock;
 use super::async_ops::{AsyncOps, CompletionContext, DpaMmap};
 use super::hash_table::DpaHashTable;
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
+use super::rdma::DpaRdma;
 use super::shared::Shared;
 use super::sync_event::{SyncEvent, SyncEventAttr};
 use super::thread::{DpaThread, DpaThreadGroup, NotificationCompletion, ThreadCtx};
@@ -392,6 +393,15 @@ impl Dpa {
     /// Mapping or registration failed.
     pub fn mmap_host(&self, len: usize) -> Result<DpaMmap, DocaError> {
         DpaMmap::host(&self.threads.dev, &self.process, len)
+    }
+
+    /// A DPA RDMA (`doca_rdma_create` + `doca_ctx_set_datapath_on_dpa`) with room for
+    /// `queue_size` outstanding sends and receives, to be attached, started and connected.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for a size of 0 or above 2^15.
+    pub fn rdma_create(&self, queue_size: u32) -> Result<DpaRdma, DocaError> {
+        DpaRdma::new(self.process.clone(), Arc::clone(&self.shared), queue_size)
     }
 
     /// `doca_dpa_hash_table_create`: a hash table for `num_entries` keys in DPA memory.

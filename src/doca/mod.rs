@@ -75,6 +75,7 @@ mod async_ops;
 mod context;
 mod hash_table;
 mod launch;
+mod rdma;
 mod shared;
 mod sync_event;
 mod thread;
@@ -90,6 +91,7 @@ pub use async_ops::{
 pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
 pub use hash_table::{DpaHashTable, MAX_HASH_TABLE_ENTRIES};
 pub use launch::KernelArg;
+pub use rdma::DpaRdma;
 pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};
 pub use sync_event::{SyncEvent, SyncEventAttr};
 pub use thread::{DpaThread, DpaThreadGroup, NotificationCompletion, NOTIFY_QUEUE_LOG};

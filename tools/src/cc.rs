@@ -52,6 +52,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/doca_dpa_dev.h"),
     ),
     (
+        "include/doca_dpa_dev_rdma.h",
+        include_str!("../../fw-blobs/include/doca_dpa_dev_rdma.h"),
+    ),
+    (
         "include/doca_dpa_dev_sync_event.h",
         include_str!("../../fw-blobs/include/doca_dpa_dev_sync_event.h"),
     ),

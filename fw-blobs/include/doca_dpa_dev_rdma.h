@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * RDMA from DPA code (DOCA DPA's device communication library as the seed doca-dpa.txt
+ * documents it, DOCA 2.9: the memory-map forms; names and signatures are DOCA's, this text is
+ * this project's). An RDMA handle comes from the host (mlx5_dpa::doca::DpaRdma::dpa_handle);
+ * its one connection has id 0. Completions go to the completion context the RDMA is attached
+ * to; a DPA RDMA must not be used from two threads at once (DOCA's rule; here posts take a
+ * lock anyway).
+ */
+#ifndef DOCA_DPA_DEV_RDMA_H_
+#define DOCA_DPA_DEV_RDMA_H_
+
+#include <doca_dpa_dev.h>
+#include <doca_dpa_dev_sync_event.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An RDMA as DPA code names it. */
+__dpa_global__ typedef uint64_t doca_dpa_dev_rdma_t;
+
+/** Reads `length` bytes at `src_addr` of the remote map into `dst_addr` of the local map. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_read(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						   doca_dpa_dev_mmap_t dst_mmap_handle, uint64_t dst_addr,
+						   doca_dpa_dev_mmap_t src_mmap_handle, uint64_t src_addr,
+						   size_t length, uint32_t flags);
+
+/** Writes `length` local bytes to `dst_addr` of the remote map. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_write(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						    doca_dpa_dev_mmap_t dst_mmap_handle, uint64_t dst_addr,
+						    doca_dpa_dev_mmap_t src_mmap_handle, uint64_t src_addr,
+						    size_t length, uint32_t flags);
+
+/** As post_write, and the peer gets a completion with `immediate` (consuming a receive). */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_write_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+							doca_dpa_dev_mmap_t dst_mmap_handle, uint64_t dst_addr,
+							doca_dpa_dev_mmap_t src_mmap_handle, uint64_t src_addr,
+							size_t length, uint32_t immediate, uint32_t flags);
+
+/** Sends `length` local bytes into the peer's next posted receive. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_send(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						   doca_dpa_dev_mmap_t mmap_handle, uint64_t addr, size_t length,
+						   uint32_t flags);
+
+/** As post_send, with `immediate` in the peer's completion. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_send_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						       doca_dpa_dev_mmap_t mmap_handle, uint64_t addr, size_t length,
+						       uint32_t immediate, uint32_t flags);
+
+/** Posts a receive of up to `length` bytes into `addr` of the local map. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_receive(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t mmap_handle,
+						      uint64_t addr, size_t length);
+
+/** Frees `num_acked` receives whose data has been used; posting past the free ones stops the thread. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_receive_ack(doca_dpa_dev_rdma_t rdma, uint32_t num_acked);
+
+/** Adds `value` to the 8 bytes at `dst_addr` of the remote map, atomically. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+							       doca_dpa_dev_mmap_t dst_mmap_handle, uint64_t dst_addr,
+							       uint64_t value, uint32_t flags);
+
+/** The work request index (the send or receive counter) of an RDMA completion. */
+DOCA_EXPERIMENTAL uint32_t doca_dpa_dev_rdma_completion_get_wr_index(doca_dpa_dev_completion_element_t comp_element);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DOCA_DPA_DEV_RDMA_H_ */
