@@ -1204,3 +1204,68 @@ fn rdma_between_two_contexts_from_dpa_code() {
     a.stop().unwrap();
     b.stop().unwrap();
 }
+
+#[test]
+fn rdma_between_dpa_code_and_a_host_qp() {
+    // A DPA RDMA connected to a host RC QP: the DPA sends into the host's posted receive.
+    use mlx5_dpa::mem::{Access, MemoryRegion};
+    use mlx5_dpa::queues::{Cq, CqConfig, HostQueueMem, QpConfig, RcQp};
+    let (_d, ctx) = model("bf3");
+    let attr = DpaAttr {
+        log_output: MsgOutput::Collect,
+        ..DpaAttr::default()
+    };
+    let dpa = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let mut comp = dpa.completion_create(8).unwrap();
+    comp.start().unwrap();
+    let mut rdma = dpa.rdma_create(8).unwrap();
+    rdma.attach(&comp).unwrap();
+    rdma.start().unwrap();
+    // The host side, in the process's PD (any PD of the device would do).
+    let p = dpa.process();
+    let cqc = CqConfig::new(4);
+    let mut host_cq = Cq::create(
+        &ctx,
+        p.uar(),
+        HostQueueMem::alloc(&ctx, cqc.ring_bytes()).unwrap(),
+        &cqc,
+    )
+    .unwrap();
+    let qpc = QpConfig::new(4, 4);
+    let mut host_qp = RcQp::create(
+        &ctx,
+        p.pd(),
+        p.uar(),
+        &host_cq,
+        &host_cq,
+        HostQueueMem::alloc(&ctx, qpc.ring_bytes()).unwrap(),
+        &qpc,
+    )
+    .unwrap();
+    let mr = MemoryRegion::alloc(&ctx, p.pd(), 4096, Access::LOCAL_WRITE).unwrap();
+    rdma.connect_host(&mut host_qp).unwrap();
+    host_qp.post_recv(&[mr.sge(0, 256).unwrap()], 7).unwrap();
+    host_qp.ring_recv_doorbell();
+    let buf = dpa.mem_alloc(256).unwrap();
+    let map = dpa.mmap_dpa(&buf).unwrap();
+    let msg: Vec<u8> = (0..77u32).map(|i| (255 - i) as u8).collect();
+    dpa.h2d_memcpy(buf.daddr(), &msg).unwrap();
+    let (done, mut n) = (dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap(), 0);
+    rdma_op(
+        &dpa,
+        &done,
+        &mut n,
+        rdma.dpa_handle().unwrap(),
+        1,
+        (map.dpa_handle(), buf.daddr()),
+        (0, 0),
+        77,
+        0,
+    );
+    let c = host_cq.poll_timeout(WAIT).unwrap().unwrap();
+    assert_eq!(c.byte_len, 77);
+    assert_eq!(host_qp.complete_recv(c.wqe_counter).unwrap(), 7);
+    assert_eq!(mr.buf().to_vec(0, 77).unwrap(), msg);
+    drop((host_qp, host_cq, rdma, comp));
+    dpa.stop().unwrap();
+}

@@ -27,6 +27,7 @@
 //! | `doca_dpa_completion_create` / `set_thread` / `start` / `get_dpa_handle` | [`Dpa::completion_create`], [`CompletionContext`] |
 //! | `doca_dpa_async_ops_create` / `attach` / `start` / `get_dpa_handle` | [`Dpa::async_ops_create`], [`AsyncOps`] |
 //! | `doca_mmap` with a DPA handle                          | [`Dpa::mmap_dpa`], [`Dpa::mmap_host`], [`DpaMmap::dpa_handle`] |
+//! | `doca_rdma` on the DPA datapath: `doca_ctx_set_datapath_on_dpa`, `doca_rdma_dpa_completion_attach`, `doca_rdma_get_dpa_handle`, `doca_rdma_connection_get_id` | [`Dpa::rdma_create`], [`DpaRdma`] |
 //! | `doca_dpa_hash_table_create` / `get_dpa_handle`        | [`Dpa::hash_table_create`], [`DpaHashTable::dpa_handle`] |
 //!
 //! # How it works
@@ -67,9 +68,13 @@
 //!   memory) to another. Their user data is kept by QPN in the runtime's `__doca_dpa_udata`.
 //!
 //! - **Hash tables** (module `hash_table`): open addressing in DPA memory under an AMO lock.
+//! - **RDMA from the DPA** (module `rdma`): an RC QP in DPA memory with a receive queue,
+//!   attached to a completion context, connected to another DPA RDMA or a host QP; DPA code
+//!   posts reads, writes (with immediate), sends (with immediate), receives and atomic adds.
 //!
 //! What is not here yet (issue 16 continues): `post_wait` on sync events through async ops,
-//! RDMA from the DPA, extended contexts.
+//! remote sync events (RDMA signal add / set), buffer-array forms, connections between two
+//! linked models, extended contexts.
 
 mod async_ops;
 mod context;
