@@ -553,14 +553,21 @@ fn packet_processor_flow() {
 #[test]
 fn doca_dpa_kernel_launch() {
     use mlx5_dpa::doca::{
-        AsyncOps, CompletionContext, DocaError, Dpa, DpaAttr, DpaMmap, DpaThread,
+        AsyncOps, CompletionContext, DocaError, Dpa, DpaAttr, DpaMmap, DpaRdma, DpaThread,
         NotificationCompletion, SyncEvent, SyncEventAttr,
     };
     use mlx5_dpa::dpa::msg_stream::MsgOutput;
     use mlx5_dpa::dpa::DpaBuf;
 
     const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
-    type Copy = (AsyncOps, CompletionContext, DpaMmap, DpaBuf, SyncEvent);
+    type Copy = (
+        AsyncOps,
+        (DpaRdma, DpaRdma),
+        CompletionContext,
+        DpaMmap,
+        DpaBuf,
+        SyncEvent,
+    );
     type Flow = (
         Dpa,
         SyncEvent,
@@ -612,12 +619,27 @@ fn doca_dpa_kernel_launch() {
         .map(mlx5_dpa::doca::KernelArg::U64);
         dpa.kernel_launch_update_set(None, None, 1, "memcpy_kernel", &args)?;
         copied.wait_gt(0, u64::MAX, T)?;
-        Ok((dpa, comp, notify, thread, done, (ops, cc, map, buf, copied)))
+        // Two DPA RDMAs of the context connected to each other.
+        let mut r1 = dpa.rdma_create(4)?;
+        r1.attach(&cc)?;
+        r1.start()?;
+        let mut r2 = dpa.rdma_create(4)?;
+        r2.attach(&cc)?;
+        r2.start()?;
+        r1.connect(&mut r2)?;
+        Ok((
+            dpa,
+            comp,
+            notify,
+            thread,
+            done,
+            (ops, (r1, r2), cc, map, buf, copied),
+        ))
     }
     fn teardown(
-        (dpa, comp, notify, thread, done, (ops, cc, map, buf, copied)): Flow,
+        (dpa, comp, notify, thread, done, (ops, rdmas, cc, map, buf, copied)): Flow,
     ) -> Result<(), DocaError> {
-        drop((ops, cc, map, buf, copied));
+        drop((ops, rdmas, cc, map, buf, copied));
         drop(notify);
         thread.stop();
         drop((comp, done));
@@ -661,6 +683,8 @@ fn doca_dpa_kernel_launch() {
         "creating the async ops' queues",
         "connecting the async ops' QPs",
         "creating the map's key",
+        "creating the RDMA's QP",
+        "connecting the RDMA QPs",
     ] {
         assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
     }
