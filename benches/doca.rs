@@ -18,6 +18,12 @@
 //!   other thread), both adding to one DPA->CPU event; an iteration is 256 hops, started by a
 //!   kernel notifying the first thread.
 //!
+//! - `rdma_write`: RDMA WRITEs posted by DPA code (`doca_dpa_dev_rdma_post_write` between two
+//!   contexts' DPA RDMAs, batches of 32 with the last one reporting a completion the kernel
+//!   waits for), 1,024 writes per iteration, of 64 bytes and of 4 KiB; beside them the same
+//!   writes posted by the host through the driver (`RcQp::post_send` between two host QPs in
+//!   loopback, batches of 32, the last signalled and polled).
+//!
 //! A summary at the end prints medians of 7 rounds.
 
 mod common;
@@ -160,6 +166,173 @@ impl Relay {
     }
 }
 
+/// Batches of 32 RDMA WRITEs per iteration.
+const WRITE_BATCHES: u64 = 32;
+const WRITES: u64 = WRITE_BATCHES * 32;
+
+/// Two contexts' DPA RDMAs, connected; A writes into B's buffer.
+struct DpaWrites {
+    a: Dpa,
+    _b: Dpa,
+    comp: mlx5_dpa::doca::CompletionContext,
+    rdma: mlx5_dpa::doca::DpaRdma,
+    _peer: (mlx5_dpa::doca::DpaRdma, mlx5_dpa::doca::CompletionContext),
+    src: (mlx5_dpa::doca::DpaMmap, mlx5_dpa::dpa::DpaBuf),
+    dst: (mlx5_dpa::doca::DpaMmap, mlx5_dpa::dpa::DpaBuf),
+    done: SyncEvent,
+    n: u64,
+}
+
+impl DpaWrites {
+    fn new(ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>, app: &App) -> DpaWrites {
+        let a = Dpa::start(ctx, app, &DpaAttr::default()).expect("a");
+        let b = Dpa::start(ctx, app, &DpaAttr::default()).expect("b");
+        let side = |d: &Dpa| {
+            let mut comp = d.completion_create(64).expect("comp");
+            comp.start().expect("comp");
+            let mut r = d.rdma_create(64).expect("rdma");
+            r.attach(&comp).expect("attach");
+            r.start().expect("start");
+            (r, comp)
+        };
+        let (mut rdma, comp) = side(&a);
+        let (mut peer, pcomp) = side(&b);
+        rdma.connect(&mut peer).expect("connect");
+        let sbuf = a.mem_alloc(4096).expect("src");
+        let dbuf = b.mem_alloc(4096).expect("dst");
+        let src = (a.mmap_dpa(&sbuf).expect("map"), sbuf);
+        let dst = (b.mmap_dpa(&dbuf).expect("map"), dbuf);
+        let done = a.sync_event(SyncEventAttr::dpa_to_cpu()).expect("event");
+        DpaWrites {
+            a,
+            _b: b,
+            comp,
+            rdma,
+            _peer: (peer, pcomp),
+            src,
+            dst,
+            done,
+            n: 0,
+        }
+    }
+
+    /// WRITES writes of `len` bytes, posted and waited for by one kernel.
+    fn run(&mut self, len: u64) {
+        self.n += 1;
+        let args = [
+            self.rdma.dpa_handle().expect("h"),
+            self.comp.dpa_handle().expect("h"),
+            self.src.0.dpa_handle(),
+            self.src.1.daddr(),
+            self.dst.0.dpa_handle(),
+            self.dst.1.daddr(),
+            len,
+            WRITE_BATCHES,
+        ]
+        .map(KernelArg::U64);
+        self.a
+            .kernel_launch_update_add(None, Some((&self.done, 1)), 1, "rdma_write_batches", &args)
+            .expect("launch");
+        self.done.wait_gt(self.n - 1, ALL, T).expect("writes");
+    }
+}
+
+/// The baseline: two host QPs in loopback, the same writes posted through the driver.
+struct HostWrites {
+    qp: mlx5_dpa::queues::RcQp,
+    _peer: mlx5_dpa::queues::RcQp,
+    cq: mlx5_dpa::queues::Cq,
+    _pcq: mlx5_dpa::queues::Cq,
+    src: mlx5_dpa::mem::MemoryRegion,
+    dst: mlx5_dpa::mem::MemoryRegion,
+}
+
+impl HostWrites {
+    fn new(ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>) -> HostWrites {
+        use mlx5_dpa::mem::{Access, MemoryRegion, Pd};
+        use mlx5_dpa::queues::{Cq, CqConfig, HostQueueMem, QpConfig, RcConnect, RcPeer, RcQp};
+        use mlx5_dpa::uar::UarPage;
+        let pd = Pd::alloc(ctx).expect("pd");
+        let uar = UarPage::alloc(ctx, mlx5_dpa::devx::UarKind::NonCached).expect("uar");
+        let cqc = CqConfig::new(7);
+        let cq = |_: ()| {
+            Cq::create(
+                ctx,
+                &uar,
+                HostQueueMem::alloc(ctx, cqc.ring_bytes()).expect("m"),
+                &cqc,
+            )
+            .expect("cq")
+        };
+        let (c1, c2) = (cq(()), cq(()));
+        // Every 32nd WQE asks for a CQE: the last of each batch, also posted as signaled.
+        let qpc = QpConfig {
+            signal_every: 32,
+            ..QpConfig::new(6, 1)
+        };
+        let qp = |c: &Cq| {
+            RcQp::create(
+                ctx,
+                &pd,
+                &uar,
+                c,
+                c,
+                HostQueueMem::alloc(ctx, qpc.ring_bytes()).expect("m"),
+                &qpc,
+            )
+            .expect("qp")
+        };
+        let (mut q1, mut q2) = (qp(&c1), qp(&c2));
+        q1.connect(&RcConnect::new(RcPeer::Loopback {
+            remote_qpn: q2.qpn(),
+        }))
+        .expect("connect");
+        q2.connect(&RcConnect::new(RcPeer::Loopback {
+            remote_qpn: q1.qpn(),
+        }))
+        .expect("connect");
+        let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+        let src = MemoryRegion::alloc(ctx, &pd, 4096, access).expect("src");
+        let dst = MemoryRegion::alloc(ctx, &pd, 4096, access).expect("dst");
+        HostWrites {
+            qp: q1,
+            _peer: q2,
+            cq: c1,
+            _pcq: c2,
+            src,
+            dst,
+        }
+    }
+
+    fn run(&mut self, len: u64) {
+        use mlx5_dpa::queues::{RemoteAddr, SendOp, SendWr};
+        let sges = [self.src.sge(0, len as usize).expect("sge")];
+        let remote = RemoteAddr {
+            addr: self.dst.addr(),
+            rkey: self.dst.rkey(),
+        };
+        for _ in 0..WRITE_BATCHES {
+            for i in 0..32u64 {
+                let wr = SendWr {
+                    signaled: i == 31,
+                    ..SendWr::new(
+                        i,
+                        SendOp::Write {
+                            sges: &sges,
+                            remote,
+                            imm: None,
+                        },
+                    )
+                };
+                self.qp.post_send(&wr).expect("post");
+            }
+            self.qp.ring_send_doorbell();
+            let c = self.cq.poll_timeout(T).expect("poll").expect("completion");
+            self.qp.complete_send(c.wqe_counter).expect("retire");
+        }
+    }
+}
+
 fn benches(c: &mut Criterion) {
     let (d, ctx) = model();
     let app = App::from_device_elf("doca_kernels", KERNELS).expect("app");
@@ -212,6 +385,27 @@ fn benches(c: &mut Criterion) {
             })
             .collect(),
     );
+
+    let mut dw = DpaWrites::new(&ctx, &app);
+    let mut hw = HostWrites::new(&ctx);
+    let mut g = c.benchmark_group("rdma_write");
+    g.sample_size(10);
+    let mut write_rates = Vec::new();
+    for len in [64u64, 4096] {
+        g.throughput(Throughput::Bytes(WRITES * len));
+        g.bench_function(format!("dpa_posted_{len}B_x{WRITES}"), |b| {
+            b.iter(|| dw.run(len))
+        });
+        g.bench_function(format!("baseline_host_posted_{len}B_x{WRITES}"), |b| {
+            b.iter(|| hw.run(len))
+        });
+        let dpa_t = median((0..7).map(|_| us(1, &mut || dw.run(len))).collect());
+        let host_t = median((0..7).map(|_| us(1, &mut || hw.run(len))).collect());
+        write_rates.push((len, dpa_t, host_t));
+    }
+    g.finish();
+    drop(dw);
+    drop(hw);
 
     let mut relay = Relay::new(&dpa);
     let mut g = c.benchmark_group("notification");
@@ -274,6 +468,16 @@ fn benches(c: &mut Criterion) {
         "  notification DPA -> DPA (one hop)     {hop:>9.1} us   ({HOPS} hops per kernel launch; launch / hop = {:.1})",
         launch / hop
     );
+    for (len, dpa_t, host_t) in &write_rates {
+        let ops = WRITES as f64 / (dpa_t * 1e-6);
+        println!(
+            "  RDMA WRITE {len:>4} B posted by the DPA {:>8.0} ops/s {:>8.1} MB/s   (host-posted: {:.0} ops/s; DPA / host = {:.2})",
+            ops,
+            ops * *len as f64 / 1e6,
+            WRITES as f64 / (host_t * 1e-6),
+            host_t / dpa_t
+        );
+    }
     println!(
         "  sync event host -> DPA -> host        {rt:>9.1} us   (one firmware command {cmd:.1} us: round trip / command = {:.2})",
         rt / cmd

@@ -42,6 +42,9 @@
  *                                      5 read, 6 fetch-and-add arg
  *   poll_kernel(comp, out, ev)         waits for one completion, writes {type, immediate,
  *                                      user data, wr index} to out (u64 each), acks, adds 1 to ev
+ *   rdma_write_batches(rdma, comp, lmap, laddr, rmap, raddr, len, batches)
+ *                                      `batches` x 32 RDMA writes of len bytes, each batch's last
+ *                                      one reporting a completion that is waited for and acked
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -322,4 +325,22 @@ __dpa_global__ void poll_kernel(doca_dpa_dev_completion_t comp, uint64_t out, do
 	o[3] = doca_dpa_dev_rdma_completion_get_wr_index(e);
 	doca_dpa_dev_completion_ack(comp, 1);
 	doca_dpa_dev_sync_event_update_add(ev, 1);
+}
+
+__dpa_global__ void rdma_write_batches(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_completion_t comp,
+				       doca_dpa_dev_mmap_t lmap, uint64_t laddr, doca_dpa_dev_mmap_t rmap,
+				       uint64_t raddr, uint64_t len, uint64_t batches)
+{
+	doca_dpa_dev_completion_element_t e;
+	uint64_t b, i;
+
+	for (b = 0; b < batches; b++) {
+		for (i = 0; i < 31; i++)
+			doca_dpa_dev_rdma_post_write(rdma, 0, rmap, raddr, lmap, laddr, len,
+						     DOCA_DPA_DEV_SUBMIT_FLAG_OPTIMIZE_REPORTS);
+		doca_dpa_dev_rdma_post_write(rdma, 0, rmap, raddr, lmap, laddr, len, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+		while (!doca_dpa_dev_get_completion(comp, &e))
+			;
+		doca_dpa_dev_completion_ack(comp, 1);
+	}
 }
