@@ -1198,6 +1198,54 @@ fn rdma_between_two_contexts_from_dpa_code() {
     assert_eq!(poll_one(&a, cah, &aout, &apolled, &mut ap)[0], 0);
     b.d2h_memcpy(&mut got[..32], bbuf.daddr() + 896).unwrap();
     assert_eq!(&got[..32], &data[..32]);
+
+    // B's kernel signals A's exported sync event over the connection: set to 40, then add 2;
+    // A's host sees 42 (a remote publisher, a CPU subscriber).
+    let a_ev = a
+        .sync_event(SyncEventAttr {
+            publisher_remote: true,
+            subscriber_cpu: true,
+            ..SyncEventAttr::default()
+        })
+        .unwrap();
+    assert!(matches!(
+        a_ev.update_set(1),
+        Err(DocaError::NotPermitted(_))
+    ));
+    let remote = b.remote_event(a_ev.export_remote().unwrap()).unwrap();
+    rdma_op(
+        &b,
+        &bdone,
+        &mut bn,
+        rbh,
+        7,
+        bm,
+        (0, remote.dpa_handle()),
+        0,
+        40,
+    );
+    assert_eq!(poll_one(&b, cbh, &bout, &bpolled, &mut bp)[0], 0);
+    assert_eq!(a_ev.wait_gt(39, ALL, WAIT).unwrap(), 40);
+    rdma_op(
+        &b,
+        &bdone,
+        &mut bn,
+        rbh,
+        8,
+        bm,
+        (0, remote.dpa_handle()),
+        0,
+        2,
+    );
+    assert_eq!(poll_one(&b, cbh, &bout, &bpolled, &mut bp)[0], 0);
+    assert_eq!(a_ev.wait_gt(41, ALL, WAIT).unwrap(), 42);
+    // An event without a remote publisher has nothing to export.
+    assert!(matches!(
+        a.sync_event(SyncEventAttr::dpa_to_cpu())
+            .unwrap()
+            .export_remote(),
+        Err(DocaError::NotPermitted(_))
+    ));
     a.peek_at_last_error().unwrap();
     b.peek_at_last_error().unwrap();
     drop((ra, rb, ca, cb));

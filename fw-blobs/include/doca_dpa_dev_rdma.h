@@ -60,6 +60,16 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_atomic_fetch_add(doca_dpa_dev_rdma
 							       doca_dpa_dev_mmap_t dst_mmap_handle, uint64_t dst_addr,
 							       uint64_t value, uint32_t flags);
 
+/** Sets a peer's exported sync event to `count` (an RDMA WRITE of the value). */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_signal_set(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						    doca_dpa_dev_sync_event_remote_net_t remote_sync_event,
+						    uint64_t count);
+
+/** Adds `count` to a peer's exported sync event (an RDMA atomic fetch-and-add). */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_signal_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						    doca_dpa_dev_sync_event_remote_net_t remote_sync_event,
+						    uint64_t count);
+
 /** The work request index (the send or receive counter) of an RDMA completion. */
 DOCA_EXPERIMENTAL uint32_t doca_dpa_dev_rdma_completion_get_wr_index(doca_dpa_dev_completion_element_t comp_element);
 

@@ -127,9 +127,17 @@ struct doca_dpa_rdma_block {
 	uint32_t lock;                    /* 0x5c */
 	uint32_t rq_pi;                   /* 0x60: receives posted */
 	uint32_t rq_acked;                /* 0x64: receives acknowledged */
-	uint64_t scratch;                 /* 0x68: 8 bytes of DPA memory for fetched atomic values */
+	uint64_t scratch;                 /* 0x68: a ring of 8-byte words in DPA memory, one per send
+					   * slot: fetched atomic values, signalled counts */
 	uint32_t scratch_lkey;            /* 0x70 */
-	uint32_t reserved;                /* 0x74 */
+	uint32_t scratch_mask;            /* 0x74: ring words - 1 */
+};
+
+/** A peer's exported sync event (doca_dpa_dev_sync_event_remote_net_t points at this). */
+struct doca_dpa_remote_event {
+	uint64_t addr; /* 0x00: the counter's address at the peer */
+	uint32_t rkey; /* 0x08: the peer's key */
+	uint32_t reserved;
 };
 
 /** One entry of the runtime's `__doca_dpa_udata` table: the user data of async ops' QP. */

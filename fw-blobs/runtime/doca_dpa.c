@@ -417,6 +417,12 @@ void doca_dpa_dev_rdma_post_send_imm(doca_dpa_dev_rdma_t rdma, uint32_t connecti
 		  (uint32_t)mmap, addr, (uint32_t)length, flags);
 }
 
+/* The scratch word of the next send slot (its WQE is the only one using it while outstanding). */
+static uint64_t rdma_scratch(volatile struct doca_dpa_rdma_block *r)
+{
+	return r->scratch + 8 * (uint64_t)(r->sq_pi & r->scratch_mask);
+}
+
 void doca_dpa_dev_rdma_post_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
 					     doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr, uint64_t value,
 					     uint32_t flags)
@@ -424,9 +430,40 @@ void doca_dpa_dev_rdma_post_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, uint32_t 
 	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)rdma;
 
 	check_connection(connection_id);
-	/* The fetched value lands in the RDMA's scratch word (DOCA returns none). */
+	/* The fetched value lands in a scratch word (DOCA returns none). */
 	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD, 0, 1, (uint32_t)dst_mmap, dst_addr, 1, value, 1,
-		  r->scratch_lkey, r->scratch, 8, flags);
+		  r->scratch_lkey, rdma_scratch(r), 8, flags);
+}
+
+void doca_dpa_dev_rdma_signal_set(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+				  doca_dpa_dev_sync_event_remote_net_t remote, uint64_t count)
+{
+	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)rdma;
+	volatile struct doca_dpa_remote_event *ev = (volatile struct doca_dpa_remote_event *)(uintptr_t)remote;
+	uint64_t word;
+
+	check_connection(connection_id);
+	if (remote == 0 || (remote & 7))
+		doca_dpa_fatal();
+	/* The value goes out of a scratch word: write it there, then RDMA WRITE those 8 bytes. */
+	word = rdma_scratch(r);
+	*(volatile uint64_t *)(uintptr_t)word = count;
+	__dpa_thread_memory_writeback();
+	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE, 0, 1, ev->rkey, ev->addr, 0, 0, 1, r->scratch_lkey, word, 8,
+		  DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+}
+
+void doca_dpa_dev_rdma_signal_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+				  doca_dpa_dev_sync_event_remote_net_t remote, uint64_t count)
+{
+	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)rdma;
+	volatile struct doca_dpa_remote_event *ev = (volatile struct doca_dpa_remote_event *)(uintptr_t)remote;
+
+	check_connection(connection_id);
+	if (remote == 0 || (remote & 7))
+		doca_dpa_fatal();
+	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD, 0, 1, ev->rkey, ev->addr, 1, count, 1,
+		  r->scratch_lkey, rdma_scratch(r), 8, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
 }
 
 void doca_dpa_dev_rdma_post_receive(doca_dpa_dev_rdma_t h, doca_dpa_dev_mmap_t mmap, uint64_t addr, size_t length)

@@ -39,7 +39,8 @@
  *   rdma_kernel(rdma, op, lmap, laddr, rmap, raddr, len, arg)
  *                                      one RDMA operation: op 0 receive, 1 send, 2 send with
  *                                      immediate arg, 3 write, 4 write with immediate arg,
- *                                      5 read, 6 fetch-and-add arg
+ *                                      5 read, 6 fetch-and-add arg, 7 signal_set of the remote
+ *                                      event raddr to arg, 8 signal_add of arg
  *   poll_kernel(comp, out, ev)         waits for one completion, writes {type, immediate,
  *                                      user data, wr index} to out (u64 each), acks, adds 1 to ev
  *   rdma_write_batches(rdma, comp, lmap, laddr, rmap, raddr, len, batches)
@@ -308,6 +309,12 @@ __dpa_global__ void rdma_kernel(doca_dpa_dev_rdma_t rdma, uint64_t op, doca_dpa_
 		break;
 	case 6:
 		doca_dpa_dev_rdma_post_atomic_fetch_add(rdma, 0, rmap, raddr, arg, f);
+		break;
+	case 7:
+		doca_dpa_dev_rdma_signal_set(rdma, 0, raddr, arg);
+		break;
+	case 8:
+		doca_dpa_dev_rdma_signal_add(rdma, 0, raddr, arg);
 		break;
 	}
 }

@@ -18,7 +18,7 @@ use super::hash_table::DpaHashTable;
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
 use super::rdma::DpaRdma;
 use super::shared::Shared;
-use super::sync_event::{SyncEvent, SyncEventAttr};
+use super::sync_event::{RemoteEventExport, RemoteSyncEvent, SyncEvent, SyncEventAttr};
 use super::thread::{DpaThread, DpaThreadGroup, NotificationCompletion, ThreadCtx};
 use super::{DocaError, MAX_WAIT_THRESHOLD};
 
@@ -120,9 +120,15 @@ impl Dpa {
             ))
         })?;
         const PAGE: &str = "registering the context's host page";
-        let page = MemoryRegion::alloc(dev, process.pd(), PAGE_LEN, Access::LOCAL_WRITE)
-            .map_err(crate::dpa::DpaError::from)
-            .step(PAGE)?;
+        // Remote rights: peers of the context's RDMAs signal exported events in it.
+        let page = MemoryRegion::alloc(
+            dev,
+            process.pd(),
+            PAGE_LEN,
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC,
+        )
+        .map_err(crate::dpa::DpaError::from)
+        .step(PAGE)?;
         const WINDOW: &str = "creating the context's window";
         let window = process.window(process.pd()).step(WINDOW)?;
         let wb = window.host_buf(page.mkey(), 0, PAGE_LEN).step(WINDOW)?;
@@ -402,6 +408,16 @@ impl Dpa {
     /// [`DocaError::InvalidValue`] for a size of 0 or above 2^15.
     pub fn rdma_create(&self, queue_size: u32) -> Result<DpaRdma, DocaError> {
         DpaRdma::new(self.process.clone(), Arc::clone(&self.shared), queue_size)
+    }
+
+    /// `doca_sync_event_remote_net_create_from_export` + `_export_to_dpa`: a peer's exported
+    /// event as DPA code of this context names it (`doca_dpa_dev_sync_event_remote_net_t`),
+    /// for `doca_dpa_dev_rdma_signal_set` / `_add` on an RDMA connected to that peer.
+    ///
+    /// # Errors
+    /// Allocation or copy failures, naming the step.
+    pub fn remote_event(&self, export: RemoteEventExport) -> Result<RemoteSyncEvent, DocaError> {
+        RemoteSyncEvent::new(&self.process, export)
     }
 
     /// `doca_dpa_hash_table_create`: a hash table for `num_entries` keys in DPA memory.

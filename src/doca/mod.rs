@@ -20,6 +20,7 @@
 //! | `doca_sync_event_create` + locations + `start`         | [`Dpa::sync_event`] with [`SyncEventAttr`] |
 //! | `doca_sync_event_get` / `update_set` / `update_add` / `wait_gt` | [`SyncEvent::get`], ...       |
 //! | `doca_sync_event_export_to_dpa` / `get_dpa_handle`     | [`SyncEvent::dpa_handle`]              |
+//! | `doca_sync_event_export_to_remote_net`, `doca_sync_event_remote_net_create_from_export` / `_export_to_dpa` | [`SyncEvent::export_remote`], [`Dpa::remote_event`] |
 //! | `doca_dpa_kernel_launch_update_set` / `_add`           | [`Dpa::kernel_launch_update_set`] / [`Dpa::kernel_launch_update_add`] |
 //! | `doca_dpa_thread_create` / `set_func_arg` / `set_local_storage` / `set_affinity` / `start` / `run` / `stop` | [`Dpa::thread_create`], [`DpaThread`] |
 //! | `doca_dpa_thread_group_create` / `set_thread` / `start` | [`Dpa::thread_group_create`], [`DpaThreadGroup`] |
@@ -70,11 +71,11 @@
 //! - **Hash tables** (module `hash_table`): open addressing in DPA memory under an AMO lock.
 //! - **RDMA from the DPA** (module `rdma`): an RC QP in DPA memory with a receive queue,
 //!   attached to a completion context, connected to another DPA RDMA or a host QP; DPA code
-//!   posts reads, writes (with immediate), sends (with immediate), receives and atomic adds.
+//!   posts reads, writes (with immediate), sends (with immediate), receives and atomic adds,
+//!   and signals peers' exported sync events (set: an RDMA WRITE; add: an atomic add).
 //!
 //! What is not here yet (issue 16 continues): `post_wait` on sync events through async ops,
-//! remote sync events (RDMA signal add / set), buffer-array forms, connections between two
-//! linked models, extended contexts.
+//! buffer-array forms, connections between two linked models, extended contexts.
 
 mod async_ops;
 mod context;
@@ -98,7 +99,7 @@ pub use hash_table::{DpaHashTable, MAX_HASH_TABLE_ENTRIES};
 pub use launch::KernelArg;
 pub use rdma::DpaRdma;
 pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};
-pub use sync_event::{SyncEvent, SyncEventAttr};
+pub use sync_event::{RemoteEventExport, RemoteSyncEvent, SyncEvent, SyncEventAttr};
 pub use thread::{DpaThread, DpaThreadGroup, NotificationCompletion, NOTIFY_QUEUE_LOG};
 
 /// The greatest wait threshold (and event value a launch may wait for) DOCA documents as valid.

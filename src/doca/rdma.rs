@@ -6,7 +6,10 @@
 //! immediate), receive and its acknowledgement, atomic fetch-and-add, between memory maps
 //! ([`DpaMmap`](super::DpaMmap) keys), on connection 0. The block
 //! (`struct doca_dpa_rdma_block`, mlx5_dpa_doca.h) holds the QP's descriptor, the send and
-//! receive counters, a lock, and an 8-byte scratch word with its key for fetched atomics.
+//! receive counters, a lock, and a ring of 8-byte scratch words (one per send slot) with its
+//! key, for fetched atomics and the values `doca_dpa_dev_rdma_signal_set` writes. Peers'
+//! exported sync events ([`RemoteSyncEvent`](super::RemoteSyncEvent)) are signalled with
+//! an RDMA WRITE (set) or an atomic fetch-and-add (add) on the connection.
 //! Completions report the connection id (0) as user data, through the runtime's
 //! `__doca_dpa_udata` as async ops do.
 
@@ -89,7 +92,7 @@ impl DpaRdma {
     }
 
     /// Starts it (`doca_ctx_start`): the QP in DPA memory with a receive queue of
-    /// `queue_size` entries, its scratch word and its block.
+    /// `queue_size` entries, its scratch words and its block.
     ///
     /// # Errors
     /// [`DocaError::NotPermitted`] when not attached or already started;
@@ -115,9 +118,13 @@ impl DpaRdma {
         };
         let mem = DpaQueueMem::alloc(p, qpc.ring_bytes()).step(Q)?;
         let qp = DpaRcQp::create(p, p.uar(), target, target, mem, &qpc).step(Q)?;
-        let sbuf = p.alloc(8).step("allocating the RDMA's scratch word")?;
+        // One scratch word per send slot.
+        let words = 1u64 << log;
+        let sbuf = p
+            .alloc(8 * words)
+            .step("allocating the RDMA's scratch words")?;
         let skey = DpaMkey::over(p, &sbuf, Access::LOCAL_WRITE)
-            .step("allocating the RDMA's scratch word")?;
+            .step("allocating the RDMA's scratch words")?;
         let block = p
             .alloc(RDMA_BLOCK as u64)
             .step("allocating the RDMA block")?;
@@ -125,6 +132,7 @@ impl DpaRdma {
         b[..88].copy_from_slice(&qp.descriptor().to_bytes());
         b[0x68..0x70].copy_from_slice(&sbuf.daddr().to_le_bytes());
         b[0x70..0x74].copy_from_slice(&skey.lkey().0.to_le_bytes());
+        b[0x74..0x78].copy_from_slice(&((words - 1) as u32).to_le_bytes());
         p.copy_to_dev(block.daddr(), &b)
             .step("writing the RDMA block")?;
         // Completions report connection 0 as their user data.

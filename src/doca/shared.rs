@@ -74,6 +74,11 @@ impl Shared {
             .expect("event slot inside the context page")
     }
 
+    /// The key of the event page, which peers use to signal exported events.
+    pub(crate) fn page_rkey(&self) -> u32 {
+        self.page.rkey().0
+    }
+
     pub(crate) fn counter_haddr(&self, slot: usize) -> u64 {
         self.haddr + 8 * slot as u64
     }

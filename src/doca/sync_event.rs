@@ -13,6 +13,10 @@ use super::DocaError;
 pub struct SyncEventAttr {
     pub publisher_cpu: bool,
     pub publisher_dpa: bool,
+    /// A remote peer publishes it over RDMA (`doca_sync_event_add_publisher_location_remote_net`):
+    /// it can be exported ([`SyncEvent::export_remote`]) to DPA code signalling it with
+    /// `doca_dpa_dev_rdma_signal_set` / `_add` on an RDMA connected to this context.
+    pub publisher_remote: bool,
     pub subscriber_cpu: bool,
     pub subscriber_dpa: bool,
 }
@@ -46,7 +50,7 @@ impl SyncEventAttr {
     }
 
     pub(crate) fn check(&self) -> Result<(), DocaError> {
-        if !(self.publisher_cpu || self.publisher_dpa) {
+        if !(self.publisher_cpu || self.publisher_dpa || self.publisher_remote) {
             return Err(DocaError::InvalidValue(
                 "a sync event needs a publisher location".into(),
             ));
@@ -56,10 +60,19 @@ impl SyncEventAttr {
                 "a sync event needs a subscriber location".into(),
             ));
         }
-        if self.publisher_cpu && self.publisher_dpa {
+        if [
+            self.publisher_cpu,
+            self.publisher_dpa,
+            self.publisher_remote,
+        ]
+        .iter()
+        .filter(|p| **p)
+        .count()
+            > 1
+        {
             return Err(DocaError::NotPermitted(
-                "a sync event with both CPU and DPA publishers: their adds to one counter could \
-                 lose each other's"
+                "a sync event with publishers in more than one location (CPU, DPA, remote): \
+                 their adds to one counter could lose each other's"
                     .into(),
             ));
         }
@@ -69,6 +82,16 @@ impl SyncEventAttr {
     fn dpa(&self) -> bool {
         self.publisher_dpa || self.subscriber_dpa
     }
+}
+
+/// A sync event exported to a remote peer (`doca_sync_event_export_to_remote_net`): the
+/// counter's address and key. The key covers the context's whole event page, as a key covers
+/// its registration; only QPs in the context's PD (its own RDMAs' peers connect to those)
+/// can use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteEventExport {
+    pub addr: u64,
+    pub rkey: u32,
 }
 
 /// A counter slot of the context's page, given back when the last holder goes: the event, and
@@ -227,7 +250,61 @@ impl SyncEvent {
         Ok(self.slot.haddr())
     }
 
+    /// `doca_sync_event_export_to_remote_net`: what a peer needs to signal the event over
+    /// RDMA (the counter's address and the key of the context's event page).
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] without a remote publisher.
+    pub fn export_remote(&self) -> Result<RemoteEventExport, DocaError> {
+        if !self.attr.publisher_remote {
+            return Err(DocaError::NotPermitted(
+                "export to a remote peer: the event has no remote publisher".into(),
+            ));
+        }
+        Ok(RemoteEventExport {
+            addr: self.slot.haddr(),
+            rkey: self.slot.shared.page_rkey(),
+        })
+    }
+
     pub(crate) fn slot(&self) -> &Arc<EventSlot> {
         &self.slot
+    }
+}
+
+/// A remote peer's sync event as DPA code names it (`doca_dpa_dev_sync_event_remote_net_t`):
+/// its address and key in DPA memory (8 + 4 bytes). Freed when dropped.
+#[derive(Debug)]
+pub struct RemoteSyncEvent {
+    block: crate::dpa::DpaBuf,
+    export: RemoteEventExport,
+}
+
+impl RemoteSyncEvent {
+    pub(crate) fn new(
+        process: &crate::dpa::Process,
+        export: RemoteEventExport,
+    ) -> Result<RemoteSyncEvent, DocaError> {
+        use crate::dpa::StepExt;
+        let block = process
+            .alloc(16)
+            .step("allocating the remote event's block")?;
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&export.addr.to_le_bytes());
+        b[8..12].copy_from_slice(&export.rkey.to_le_bytes());
+        process
+            .copy_to_dev(block.daddr(), &b)
+            .step("writing the remote event's block")?;
+        Ok(RemoteSyncEvent { block, export })
+    }
+
+    /// The handle DPA code signals it by.
+    pub fn dpa_handle(&self) -> u64 {
+        self.block.daddr()
+    }
+
+    /// What it was made from.
+    pub fn export(&self) -> RemoteEventExport {
+        self.export
     }
 }
