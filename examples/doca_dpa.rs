@@ -1,6 +1,6 @@
 //! DOCA DPA's kernel-launch samples (DOCA 2.6 `samples/doca_dpa`: `dpa_kernel_launch`,
-//! `dpa_wait_kernel_launch`, `dpa_binary_tree`, `dpa_diamond_tree`) and the seed's hello-world
-//! DPA thread, in Rust over [`mlx5_dpa::doca`].
+//! `dpa_wait_kernel_launch`, `dpa_binary_tree`, `dpa_diamond_tree`), the seed's hello-world
+//! DPA thread, and DOCA's ping-pong of DPA-posted RDMA, in Rust over [`mlx5_dpa::doca`].
 //!
 //! ```text
 //! cargo run --example doca_dpa -- kernel-launch                 # on the device model
@@ -61,6 +61,9 @@ pub enum Sample {
     /// The seed's hello world (`doca-dpa.txt`, "Procedure Steps"): a DPA thread that logs and
     /// sets the host's event, woken by an RPC through a notification completion.
     HelloWorld,
+    /// DOCA's ping-pong: two DPA threads, each woken by its RDMA's completion context,
+    /// exchange the values 0 .. 99 with RDMA sends; each sets an event when all arrived.
+    PingPong,
 }
 
 impl Sample {
@@ -72,6 +75,7 @@ impl Sample {
             "binary-tree" => Sample::BinaryTree,
             "diamond-tree" => Sample::DiamondTree,
             "hello-world" => Sample::HelloWorld,
+            "ping-pong" => Sample::PingPong,
             _ => return None,
         })
     }
@@ -145,6 +149,7 @@ pub fn run(
         Sample::BinaryTree => binary_tree(&dpa, delay, out)?,
         Sample::DiamondTree => diamond_tree(&dpa, out)?,
         Sample::HelloWorld => hello_world(&dpa, &device_lines, out)?,
+        Sample::PingPong => ping_pong(&dpa, out)?,
     }
     dpa.stop()?;
     Ok(())
@@ -311,6 +316,91 @@ fn hello_world(
     Ok(())
 }
 
+/// The values each ping-pong endpoint receives.
+const PING_PONG_ROUNDS: u64 = 100;
+
+/// DOCA's ping-pong sample (`dpa_ping_pong`): two RDMAs of the context connected to each
+/// other, each attached to a completion context whose DPA thread (`pingpong_rdma_thread`)
+/// answers; an RPC starts each endpoint.
+fn ping_pong(dpa: &Dpa, out: &mut dyn Write) -> Result<(), Box<dyn Error>> {
+    struct End {
+        rdma: mlx5_dpa::doca::DpaRdma,
+        comp: mlx5_dpa::doca::CompletionContext,
+        thread: mlx5_dpa::doca::DpaThread,
+        state: mlx5_dpa::dpa::DpaBuf,
+        _map: (mlx5_dpa::doca::DpaMmap, mlx5_dpa::dpa::DpaBuf),
+        done: SyncEvent,
+    }
+    let end = |is_ping: bool| -> Result<End, Box<dyn Error>> {
+        let state = dpa.mem_alloc(80)?;
+        let mut thread = dpa.thread_create();
+        thread.set_func_arg("pingpong_rdma_thread", 0)?;
+        thread.set_local_storage(state.daddr())?;
+        thread.start()?;
+        let mut comp = dpa.completion_create(64)?;
+        comp.set_thread(&mut thread)?;
+        comp.start()?;
+        let mut rdma = dpa.rdma_create(16)?;
+        rdma.attach(&comp)?;
+        rdma.start()?;
+        let buf = dpa.mem_alloc(16)?;
+        let map = dpa.mmap_dpa(&buf)?;
+        let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+        let words = [
+            rdma.dpa_handle()?,
+            comp.dpa_handle()?,
+            map.dpa_handle(),
+            buf.daddr(),
+            buf.daddr() + 8,
+            done.dpa_handle()?,
+            u64::from(is_ping),
+            PING_PONG_ROUNDS,
+            0,
+            0,
+        ];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        dpa.h2d_memcpy(state.daddr(), &bytes)?;
+        Ok(End {
+            rdma,
+            comp,
+            thread,
+            state,
+            _map: (map, buf),
+            done,
+        })
+    };
+    let mut ping = end(true)?;
+    let mut pong = end(false)?;
+    ping.rdma.connect(&mut pong.rdma)?;
+    writeln!(out, "All DPA resources have been created")?;
+    ping.thread.run()?;
+    pong.thread.run()?;
+    // The pong listens before the ping sends its first value.
+    dpa.rpc("pingpong_start_rpc", &[pong.state.daddr()])?;
+    dpa.rpc("pingpong_start_rpc", &[ping.state.daddr()])?;
+    for (name, e) in [("ping", &ping), ("pong", &pong)] {
+        e.done.wait_gt(0, MASK, WAIT)?;
+        let mut st = [0u8; 16];
+        dpa.d2h_memcpy(&mut st, e.state.daddr() + 64)?;
+        let received = u64::from_le_bytes(st[..8].try_into()?);
+        let errors = u64::from_le_bytes(st[8..].try_into()?);
+        writeln!(
+            out,
+            "{name} thread received {received} values, {errors} out of order"
+        )?;
+        if received != PING_PONG_ROUNDS || errors != 0 {
+            return Err(format!("{name}: {received} values, {errors} out of order").into());
+        }
+    }
+    // Queues before their completion contexts, contexts before their threads.
+    for e in [ping, pong] {
+        drop(e.rdma);
+        drop(e.comp);
+        e.thread.stop();
+    }
+    Ok(())
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo doca-dpa` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
     let mut device = None;
@@ -322,7 +412,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             other => {
                 sample = Sample::from_name(other).ok_or(
                     "usage: doca_dpa [kernel-launch | wait-kernel-launch | binary-tree | \
-                     diamond-tree | hello-world] [--device NAME]",
+                     diamond-tree | hello-world | ping-pong] [--device NAME]",
                 )?
             }
         }

@@ -46,6 +46,9 @@
  *   rdma_write_batches(rdma, comp, lmap, laddr, rmap, raddr, len, batches)
  *                                      `batches` x 32 RDMA writes of len bytes, each batch's last
  *                                      one reporting a completion that is waited for and acked
+ *   pingpong_rdma_thread(arg)          DOCA's ping-pong sample endpoint, a DPA thread woken by its
+ *                                      RDMA's completions; local storage: struct pp_state below
+ *   pingpong_start_rpc(state)          starts an endpoint: posts its receive; the ping sends 0
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -350,4 +353,72 @@ __dpa_global__ void rdma_write_batches(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_co
 			;
 		doca_dpa_dev_completion_ack(comp, 1);
 	}
+}
+
+/*
+ * DOCA's ping-pong sample: two endpoints exchange the values 0 .. rounds - 1 over their RDMAs.
+ * The ping sends v and waits for it back; the pong returns each value it receives; the ping
+ * then sends v + 1. Each endpoint counts the values it receives and sets its event when all
+ * arrived. The state is the thread's local storage.
+ */
+struct pp_state {
+	doca_dpa_dev_rdma_t rdma;
+	doca_dpa_dev_completion_t comp;
+	doca_dpa_dev_mmap_t map;
+	uint64_t recv_addr;  /* 8 bytes the receives land in */
+	uint64_t send_addr;  /* 8 bytes the sends go out of */
+	doca_dpa_dev_sync_event_t done;
+	uint64_t is_ping;
+	uint64_t rounds;
+	uint64_t received;   /* values received so far */
+	uint64_t errors;     /* values that were not the one expected */
+};
+
+static void pp_send(volatile struct pp_state *st, uint64_t v)
+{
+	*(volatile uint64_t *)(uintptr_t)st->send_addr = v;
+	doca_dpa_dev_rdma_post_send(st->rdma, 0, st->map, st->send_addr, 8, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+}
+
+__dpa_rpc__ uint64_t pingpong_start_rpc(uint64_t state)
+{
+	volatile struct pp_state *st = (volatile struct pp_state *)(uintptr_t)state;
+
+	doca_dpa_dev_rdma_post_receive(st->rdma, st->map, st->recv_addr, 8);
+	if (st->is_ping)
+		pp_send(st, 0);
+	return 0;
+}
+
+__dpa_global__ void pingpong_rdma_thread(uint64_t arg)
+{
+	volatile struct pp_state *st = (volatile struct pp_state *)(uintptr_t)doca_dpa_dev_thread_get_local_storage();
+	doca_dpa_dev_completion_element_t e;
+
+	(void)arg;
+	while (doca_dpa_dev_get_completion(st->comp, &e)) {
+		doca_dpa_dev_completion_type_t type = doca_dpa_dev_get_completion_type(e);
+
+		doca_dpa_dev_completion_ack(st->comp, 1);
+		if (type != DOCA_DPA_DEV_COMP_RECV_SEND)
+			continue; /* our own send's completion */
+		{
+			uint64_t v = *(volatile uint64_t *)(uintptr_t)st->recv_addr;
+
+			if (v != st->received)
+				st->errors = st->errors + 1;
+			st->received = st->received + 1;
+			doca_dpa_dev_rdma_receive_ack(st->rdma, 1);
+			if (st->received < st->rounds)
+				doca_dpa_dev_rdma_post_receive(st->rdma, st->map, st->recv_addr, 8);
+			if (!st->is_ping)
+				pp_send(st, v);
+			else if (v + 1 < st->rounds)
+				pp_send(st, v + 1);
+			if (st->received == st->rounds)
+				doca_dpa_dev_sync_event_update_set(st->done, 1);
+		}
+	}
+	doca_dpa_dev_completion_request_notification(st->comp);
+	doca_dpa_dev_thread_reschedule();
 }

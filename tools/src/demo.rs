@@ -168,6 +168,8 @@ pub enum DocaSample {
     DiamondTree,
     /// The seed's hello world: a DPA thread woken by an RPC through a notification completion.
     HelloWorld,
+    /// DOCA's ping-pong: two DPA threads exchange 100 values with RDMA posted by the DPA.
+    PingPong,
 }
 
 /// A demo failure, as a sentence.
@@ -280,6 +282,7 @@ pub fn run(
                 DocaSample::BinaryTree => doca_dpa::Sample::BinaryTree,
                 DocaSample::DiamondTree => doca_dpa::Sample::DiamondTree,
                 DocaSample::HelloWorld => doca_dpa::Sample::HelloWorld,
+                DocaSample::PingPong => doca_dpa::Sample::PingPong,
             };
             doca_dpa::run(
                 ctx,

@@ -216,6 +216,15 @@ fn demo_doca_dpa_samples_run_as_docas() {
             "----> DONE!",
         ]
     );
+    // DOCA's ping-pong: 100 values each way, RDMA posted by two DPA threads.
+    assert_eq!(
+        lines("ping-pong"),
+        [
+            "All DPA resources have been created",
+            "ping thread received 100 values, 0 out of order",
+            "pong thread received 100 values, 0 out of order",
+        ]
+    );
     let o = run(&["--sim", "demo", "doca-dpa", "no-such-sample"]);
     assert_eq!(o.status.code(), Some(2));
 }
