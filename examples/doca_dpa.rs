@@ -61,6 +61,9 @@ pub enum Sample {
     /// The seed's hello world (`doca-dpa.txt`, "Procedure Steps"): a DPA thread that logs and
     /// sets the host's event, woken by an RPC through a notification completion.
     HelloWorld,
+    /// DOCA's basic initiator / target: the target's RDMA completion wakes its DPA thread,
+    /// which logs the completion and releases the host; RPCs post the receive and the send.
+    BasicInitiatorTarget,
     /// DOCA's ping-pong: two DPA threads, each woken by its RDMA's completion context,
     /// exchange the values 0 .. 99 with RDMA sends; each sets an event when all arrived.
     PingPong,
@@ -76,6 +79,7 @@ impl Sample {
             "diamond-tree" => Sample::DiamondTree,
             "hello-world" => Sample::HelloWorld,
             "ping-pong" => Sample::PingPong,
+            "basic-initiator-target" => Sample::BasicInitiatorTarget,
             _ => return None,
         })
     }
@@ -150,6 +154,7 @@ pub fn run(
         Sample::DiamondTree => diamond_tree(&dpa, out)?,
         Sample::HelloWorld => hello_world(&dpa, &device_lines, out)?,
         Sample::PingPong => ping_pong(&dpa, out)?,
+        Sample::BasicInitiatorTarget => basic_initiator_target(&dpa, &device_lines, out)?,
     }
     dpa.stop()?;
     Ok(())
@@ -316,6 +321,66 @@ fn hello_world(
     Ok(())
 }
 
+/// DOCA's basic initiator / target sample (`dpa_basic_initiator_target`), both endpoints in
+/// this context: the target's RDMA is attached to a completion context whose DPA thread logs
+/// the completion of the receive and sets the host's event.
+fn basic_initiator_target(
+    dpa: &Dpa,
+    device_lines: &DeviceLines<'_>,
+    out: &mut dyn Write,
+) -> Result<(), Box<dyn Error>> {
+    let tls = dpa.mem_alloc(24)?;
+    let mut thread = dpa.thread_create();
+    thread.set_func_arg("target_thread", 0)?;
+    thread.set_local_storage(tls.daddr())?;
+    thread.start()?;
+    let mut tcomp = dpa.completion_create(16)?;
+    tcomp.set_thread(&mut thread)?;
+    tcomp.start()?;
+    let mut target = dpa.rdma_create(8)?;
+    target.attach(&tcomp)?;
+    target.start()?;
+    let mut icomp = dpa.completion_create(16)?;
+    icomp.start()?;
+    let mut initiator = dpa.rdma_create(8)?;
+    initiator.attach(&icomp)?;
+    initiator.start()?;
+    initiator.connect(&mut target)?;
+    let buf = dpa.mem_alloc(16)?;
+    let map = dpa.mmap_dpa(&buf)?;
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+    let words = [tcomp.dpa_handle()?, buf.daddr() + 8, done.dpa_handle()?];
+    dpa.h2d_memcpy(
+        tls.daddr(),
+        &words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )?;
+    // The initiator sends 10 from the first word into the target's receive at the second.
+    dpa.h2d_memcpy(buf.daddr(), &10u64.to_le_bytes())?;
+    writeln!(out, "All DPA resources have been created")?;
+    thread.run()?;
+    writeln!(out, "Target: posting an RDMA receive (RPC)")?;
+    dpa.rpc(
+        "rdma_post_receive_rpc",
+        &[target.dpa_handle()?, map.dpa_handle(), buf.daddr() + 8, 8],
+    )?;
+    writeln!(out, "Initiator: posting an RDMA send (RPC)")?;
+    dpa.rpc(
+        "rdma_post_send_rpc",
+        &[initiator.dpa_handle()?, map.dpa_handle(), buf.daddr(), 8],
+    )?;
+    done.wait_gt(0, MASK, WAIT)?;
+    device_lines(out)?;
+    writeln!(out, "The target's DPA thread has set the completion event")?;
+    drop(initiator);
+    drop(target);
+    drop((icomp, tcomp));
+    thread.stop();
+    Ok(())
+}
+
 /// The values each ping-pong endpoint receives.
 const PING_PONG_ROUNDS: u64 = 100;
 
@@ -412,7 +477,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             other => {
                 sample = Sample::from_name(other).ok_or(
                     "usage: doca_dpa [kernel-launch | wait-kernel-launch | binary-tree | \
-                     diamond-tree | hello-world | ping-pong] [--device NAME]",
+                     diamond-tree | hello-world | ping-pong | basic-initiator-target] [--device NAME]",
                 )?
             }
         }

@@ -49,6 +49,12 @@
  *   pingpong_rdma_thread(arg)          DOCA's ping-pong sample endpoint, a DPA thread woken by its
  *                                      RDMA's completions; local storage: struct pp_state below
  *   pingpong_start_rpc(state)          starts an endpoint: posts its receive; the ping sends 0
+ *   rdma_post_receive_rpc(rdma, map, addr, len), rdma_post_send_rpc(rdma, map, addr, len)
+ *                                      RPCs posting one receive / one send (DOCA's initiator /
+ *                                      target samples)
+ *   target_thread(arg)                 the target's DPA thread: local storage {completion, data
+ *                                      address, event}; logs the completion and the value
+ *                                      received, sets the event, finishes
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
@@ -421,4 +427,37 @@ __dpa_global__ void pingpong_rdma_thread(uint64_t arg)
 	}
 	doca_dpa_dev_completion_request_notification(st->comp);
 	doca_dpa_dev_thread_reschedule();
+}
+
+__dpa_rpc__ uint64_t rdma_post_receive_rpc(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t map, uint64_t addr,
+					   uint64_t len)
+{
+	doca_dpa_dev_rdma_post_receive(rdma, map, addr, len);
+	return 0;
+}
+
+__dpa_rpc__ uint64_t rdma_post_send_rpc(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t map, uint64_t addr,
+					uint64_t len)
+{
+	doca_dpa_dev_rdma_post_send(rdma, 0, map, addr, len, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+	return 0;
+}
+
+__dpa_global__ void target_thread(uint64_t arg)
+{
+	volatile uint64_t *tls = (volatile uint64_t *)(uintptr_t)doca_dpa_dev_thread_get_local_storage();
+	doca_dpa_dev_completion_element_t e;
+
+	(void)arg;
+	if (!doca_dpa_dev_get_completion(tls[0], &e)) {
+		doca_dpa_dev_completion_request_notification(tls[0]);
+		doca_dpa_dev_thread_reschedule();
+	}
+	DOCA_DPA_DEV_LOG_INFO("Target DPA thread: completion type %u, user data (connection) %u, received %lu\n",
+			      (unsigned int)doca_dpa_dev_get_completion_type(e),
+			      (unsigned int)doca_dpa_dev_get_completion_user_data(e),
+			      (unsigned long)*(volatile uint64_t *)(uintptr_t)tls[1]);
+	doca_dpa_dev_completion_ack(tls[0], 1);
+	doca_dpa_dev_sync_event_update_set(tls[2], 1);
+	doca_dpa_dev_thread_finish();
 }

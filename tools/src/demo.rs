@@ -170,6 +170,8 @@ pub enum DocaSample {
     HelloWorld,
     /// DOCA's ping-pong: two DPA threads exchange 100 values with RDMA posted by the DPA.
     PingPong,
+    /// DOCA's basic initiator / target: an RDMA completion wakes the target's DPA thread.
+    BasicInitiatorTarget,
 }
 
 /// A demo failure, as a sentence.
@@ -283,6 +285,7 @@ pub fn run(
                 DocaSample::DiamondTree => doca_dpa::Sample::DiamondTree,
                 DocaSample::HelloWorld => doca_dpa::Sample::HelloWorld,
                 DocaSample::PingPong => doca_dpa::Sample::PingPong,
+                DocaSample::BasicInitiatorTarget => doca_dpa::Sample::BasicInitiatorTarget,
             };
             doca_dpa::run(
                 ctx,

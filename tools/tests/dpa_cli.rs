@@ -225,6 +225,17 @@ fn demo_doca_dpa_samples_run_as_docas() {
             "pong thread received 100 values, 0 out of order",
         ]
     );
+    // DOCA's basic initiator / target: the receive's completion wakes the target's thread.
+    assert_eq!(
+        lines("basic-initiator-target"),
+        [
+            "All DPA resources have been created",
+            "Target: posting an RDMA receive (RPC)",
+            "Initiator: posting an RDMA send (RPC)",
+            "[DOCA][DPA DEVICE][INF] Target DPA thread: completion type 2, user data (connection) 0, received 10",
+            "The target's DPA thread has set the completion event",
+        ]
+    );
     let o = run(&["--sim", "demo", "doca-dpa", "no-such-sample"]);
     assert_eq!(o.status.code(), Some(2));
 }
