@@ -15,6 +15,9 @@
 //! - [`dpa`]: the FlexIO semantics of the DPA: capabilities, apps, processes, DPA memory and
 //!   copies, event handlers, RPC, windows, outboxes, DPA-resident queues, message streams and
 //!   command queues.
+//! - [`doca`]: DOCA DPA over that FlexIO layer: contexts, sync events, kernel launch, DPA
+//!   threads and notifications, completion contexts, async ops, RDMA from the DPA, hash
+//!   tables, traces and fatal-error files.
 //! - [`sync`]: the lock helper every layer uses (below all of them).
 
 pub mod devx;
