@@ -118,7 +118,7 @@ for p in $PROGRAMS; do
 	packet_processor) entries="flexio_pp_dev pp_init pp_rewrite pp_selfcheck" ;;
 	ident_a | ident_b) entries="ident" ;;
 	pp_sample) entries="flexio_pp_dev" ;;
-	doca_kernels) entries="hello_world linear_kernel diamond_kernel rank_kernel struct_kernel pair_kernel spin_kernel sum_rpc binary_tree_kernel pingpong_kernel hello_world_thread_kernel hello_world_thread_notify_rpc counting_thread notify_kernel relay_thread trace_kernel fault_thread memcpy_kernel completion_thread memcpy_many_kernel hash_kernel group_thread rdma_kernel poll_kernel rdma_write_batches pingpong_start_rpc pingpong_rdma_thread rdma_post_receive_rpc rdma_post_send_rpc target_thread" ;;
+	doca_kernels) entries="hello_world linear_kernel diamond_kernel rank_kernel struct_kernel pair_kernel spin_kernel sum_rpc binary_tree_kernel pingpong_kernel hello_world_thread_kernel hello_world_thread_notify_rpc counting_thread notify_kernel relay_thread trace_kernel fault_thread memcpy_kernel completion_thread memcpy_many_kernel hash_kernel group_thread rdma_kernel poll_kernel rdma_write_batches pingpong_start_rpc pingpong_rdma_thread rdma_post_receive_rpc rdma_post_send_rpc target_thread buf_kernel rdma_buf_kernel" ;;
 	selftest) entries="st_add st_add2 st_spin_forever st_fault_load st_store st_illegal st_ebreak \
 st_exit st_finish st_get_duar st_outbox_db st_outbox_gvmi st_window_rw st_counter st_tls st_ctx_dump \
 st_gp_global st_stack st_print st_msg st_format_check st_thread_id st_yield st_retrigger st_msix \

@@ -143,6 +143,16 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t async_o
 						doca_dpa_dev_mmap_t src_mmap_handle, uint64_t src_addr,
 						size_t length, uint32_t flags);
 
+/**
+ * A pointer DPA code can load and store through, to `addr` of the map: `addr` itself for a map
+ * over DPA memory; for host memory, the context's window keyed with the map (valid until the
+ * thread's next external-pointer or sync-event call, which re-key the window). Reads of host
+ * memory written by others need __dpa_thread_window_read_inv first, writes
+ * __dpa_thread_window_writeback after (the DPA memory model).
+ */
+DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_mmap_get_external_ptr(doca_dpa_dev_mmap_t mmap_handle,
+									  uint64_t addr);
+
 /* ---- hash table (doca_dpa_hash_table) ---- */
 
 /** A hash table as DPA code names it (its handle from the host). */

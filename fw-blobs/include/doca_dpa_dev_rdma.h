@@ -11,6 +11,7 @@
 #define DOCA_DPA_DEV_RDMA_H_
 
 #include <doca_dpa_dev.h>
+#include <doca_dpa_dev_buf.h>
 #include <doca_dpa_dev_sync_event.h>
 
 #ifdef __cplusplus
@@ -69,6 +70,31 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_signal_set(doca_dpa_dev_rdma_t rdma, ui
 DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_signal_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
 						    doca_dpa_dev_sync_event_remote_net_t remote_sync_event,
 						    uint64_t count);
+
+/*
+ * The buffer forms: maps, addresses and lengths come from DOCA buffers (doca_dpa_dev_buf.h);
+ * a read or write moves the source buffer's length.
+ */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_read(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						       doca_dpa_dev_buf_t dst_buf_handle, doca_dpa_dev_buf_t src_buf_handle,
+						       uint32_t flags);
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_write(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+							doca_dpa_dev_buf_t dst_buf_handle, doca_dpa_dev_buf_t src_buf_handle,
+							uint32_t flags);
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_write_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+							    doca_dpa_dev_buf_t dst_buf_handle,
+							    doca_dpa_dev_buf_t src_buf_handle, uint32_t immediate,
+							    uint32_t flags);
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_send(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						       doca_dpa_dev_buf_t send_buf_handle, uint32_t flags);
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_send_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+							   doca_dpa_dev_buf_t send_buf_handle, uint32_t immediate,
+							   uint32_t flags);
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_receive(doca_dpa_dev_rdma_t rdma,
+							  doca_dpa_dev_buf_t receive_buf_handle);
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+								   doca_dpa_dev_buf_t dst_buf_handle, uint64_t value,
+								   uint32_t flags);
 
 /** The work request index (the send or receive counter) of an RDMA completion. */
 DOCA_EXPERIMENTAL uint32_t doca_dpa_dev_rdma_completion_get_wr_index(doca_dpa_dev_completion_element_t comp_element);

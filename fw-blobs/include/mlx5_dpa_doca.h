@@ -140,6 +140,17 @@ struct doca_dpa_remote_event {
 	uint32_t reserved;
 };
 
+/** One buffer of a buffer array (doca_dpa_dev_buf_t points at this). */
+struct doca_dpa_buf {
+	uint64_t addr;  /* 0x00 */
+	uint64_t len;   /* 0x08 */
+	uint64_t mmap;  /* 0x10: the map's key; bit 32 set: host memory (else DPA memory) */
+	uint64_t reserved;
+};
+
+/** `doca_dpa_buf.mmap`: the key is over host memory. */
+#define MLX5_DPA_DOCA_MMAP_HOST (1ull << 32)
+
 /** One entry of the runtime's `__doca_dpa_udata` table: the user data of async ops' QP. */
 struct doca_dpa_udata {
 	uint32_t qpn;

@@ -12,6 +12,7 @@
 #include <doca_dpa_dev.h>
 #include <doca_dpa_dev_sync_event.h>
 #include <doca_dpa_dev_rdma.h>
+#include <doca_dpa_dev_buf.h>
 #include <dpaintrin.h>
 #include <libflexio-dev/flexio_dev.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
@@ -499,6 +500,56 @@ void doca_dpa_dev_rdma_receive_ack(doca_dpa_dev_rdma_t h, uint32_t num_acked)
 	__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
 }
 
+/* The buffer forms: the maps, addresses and lengths come from the buffers. */
+#define BUF_MMAP(b) (((volatile struct doca_dpa_buf *)(uintptr_t)(b))->mmap)
+#define BUF_ADDR(b) (((volatile struct doca_dpa_buf *)(uintptr_t)(b))->addr)
+#define BUF_LEN(b) (((volatile struct doca_dpa_buf *)(uintptr_t)(b))->len)
+
+void doca_dpa_dev_rdma_post_buf_read(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_buf_t dst,
+				     doca_dpa_dev_buf_t src, uint32_t flags)
+{
+	doca_dpa_dev_rdma_post_read(rdma, connection_id, BUF_MMAP(dst), BUF_ADDR(dst), BUF_MMAP(src), BUF_ADDR(src),
+				    BUF_LEN(src), flags);
+}
+
+void doca_dpa_dev_rdma_post_buf_write(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_buf_t dst,
+				      doca_dpa_dev_buf_t src, uint32_t flags)
+{
+	doca_dpa_dev_rdma_post_write(rdma, connection_id, BUF_MMAP(dst), BUF_ADDR(dst), BUF_MMAP(src), BUF_ADDR(src),
+				     BUF_LEN(src), flags);
+}
+
+void doca_dpa_dev_rdma_post_buf_write_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_buf_t dst,
+					  doca_dpa_dev_buf_t src, uint32_t immediate, uint32_t flags)
+{
+	doca_dpa_dev_rdma_post_write_imm(rdma, connection_id, BUF_MMAP(dst), BUF_ADDR(dst), BUF_MMAP(src),
+					 BUF_ADDR(src), BUF_LEN(src), immediate, flags);
+}
+
+void doca_dpa_dev_rdma_post_buf_send(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_buf_t buf,
+				     uint32_t flags)
+{
+	doca_dpa_dev_rdma_post_send(rdma, connection_id, BUF_MMAP(buf), BUF_ADDR(buf), BUF_LEN(buf), flags);
+}
+
+void doca_dpa_dev_rdma_post_buf_send_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_buf_t buf,
+					 uint32_t immediate, uint32_t flags)
+{
+	doca_dpa_dev_rdma_post_send_imm(rdma, connection_id, BUF_MMAP(buf), BUF_ADDR(buf), BUF_LEN(buf), immediate,
+					flags);
+}
+
+void doca_dpa_dev_rdma_post_buf_receive(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf)
+{
+	doca_dpa_dev_rdma_post_receive(rdma, BUF_MMAP(buf), BUF_ADDR(buf), BUF_LEN(buf));
+}
+
+void doca_dpa_dev_rdma_post_buf_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
+						 doca_dpa_dev_buf_t dst, uint64_t value, uint32_t flags)
+{
+	doca_dpa_dev_rdma_post_atomic_fetch_add(rdma, connection_id, BUF_MMAP(dst), BUF_ADDR(dst), value, flags);
+}
+
 uint32_t doca_dpa_dev_rdma_completion_get_wr_index(doca_dpa_dev_completion_element_t e)
 {
 	return flexio_dev_cqe_get_wqe_counter((struct flexio_dev_cqe64 *)(uintptr_t)e);
@@ -594,6 +645,85 @@ int doca_dpa_dev_hash_table_find(doca_dpa_dev_hash_table_t h, uint32_t key, uint
 		*value = ht_entries(t)[at].value;
 	ht_unlock(t);
 	return at >= 0;
+}
+
+/* ---- buffers ---- */
+
+doca_dpa_dev_buf_t doca_dpa_dev_buf_array_get_buf(doca_dpa_dev_buf_arr_t buf_arr, const uint64_t buf_idx)
+{
+	return buf_arr + buf_idx * sizeof(struct doca_dpa_buf);
+}
+
+#define DPA_BUF(b) ((volatile struct doca_dpa_buf *)(uintptr_t)(b))
+
+void doca_dpa_dev_buf_set_addr(doca_dpa_dev_buf_t buf, uintptr_t addr)
+{
+	DPA_BUF(buf)->addr = addr;
+}
+
+uintptr_t doca_dpa_dev_buf_get_addr(doca_dpa_dev_buf_t buf)
+{
+	return DPA_BUF(buf)->addr;
+}
+
+void doca_dpa_dev_buf_set_len(doca_dpa_dev_buf_t buf, size_t len)
+{
+	DPA_BUF(buf)->len = len;
+}
+
+uint64_t doca_dpa_dev_buf_get_len(doca_dpa_dev_buf_t buf)
+{
+	return DPA_BUF(buf)->len;
+}
+
+void doca_dpa_dev_buf_set_mmap(doca_dpa_dev_buf_t buf, doca_dpa_dev_mmap_t mmap)
+{
+	DPA_BUF(buf)->mmap = mmap;
+}
+
+doca_dpa_dev_mmap_t doca_dpa_dev_buf_get_mmap(doca_dpa_dev_buf_t buf)
+{
+	return DPA_BUF(buf)->mmap;
+}
+
+/*
+ * A pointer DPA code loads and stores through: a DPA address as it is; a host address through
+ * the context's window keyed with the map (sync events re-key the window as they go, so the
+ * pointer holds until the thread's next sync-event call, as DOCA's holds until the next
+ * external-pointer call).
+ */
+static doca_dpa_dev_uintptr_t external_ptr(doca_dpa_dev_mmap_t mmap, uint64_t addr)
+{
+	struct flexio_dev_thread_ctx *t;
+	flexio_uintptr_t daddr;
+
+	if (!(mmap & MLX5_DPA_DOCA_MMAP_HOST))
+		return addr;
+	if (__doca_dpa_rt.magic != MLX5_DPA_DOCA_MAGIC)
+		doca_dpa_fatal();
+	flexio_dev_get_thread_ctx(&t);
+	if (flexio_dev_window_config(t, (uint16_t)__doca_dpa_rt.window_id, (uint32_t)mmap) !=
+		    FLEXIO_DEV_STATUS_SUCCESS ||
+	    flexio_dev_window_ptr_acquire(t, addr, &daddr) != FLEXIO_DEV_STATUS_SUCCESS)
+		doca_dpa_fatal();
+	return daddr;
+}
+
+doca_dpa_dev_uintptr_t doca_dpa_dev_mmap_get_external_ptr(doca_dpa_dev_mmap_t mmap_handle, uint64_t addr)
+{
+	return external_ptr(mmap_handle, addr);
+}
+
+doca_dpa_dev_uintptr_t doca_dpa_dev_buf_get_external_ptr(doca_dpa_dev_buf_t buf)
+{
+	return external_ptr(DPA_BUF(buf)->mmap, DPA_BUF(buf)->addr);
+}
+
+void doca_dpa_dev_post_buf_memcpy(doca_dpa_dev_async_ops_t async_ops, doca_dpa_dev_buf_t dst, doca_dpa_dev_buf_t src,
+				  uint32_t flags)
+{
+	doca_dpa_dev_post_memcpy(async_ops, (uint32_t)DPA_BUF(dst)->mmap, DPA_BUF(dst)->addr,
+				 (uint32_t)DPA_BUF(src)->mmap, DPA_BUF(src)->addr, DPA_BUF(src)->len, flags);
 }
 
 /* ---- trace ---- */

@@ -55,13 +55,25 @@
  *   target_thread(arg)                 the target's DPA thread: local storage {completion, data
  *                                      address, event}; logs the completion and the value
  *                                      received, sets the event, finishes
+ *   buf_kernel(ops, comp, harr, darr, dmap, daddr, ev)
+ *                                      buffers: sums the bytes of host buffer harr[2] (through
+ *                                      mmap_get_external_ptr), writes the sum into harr[3]
+ *                                      (through buf_get_external_ptr), sets darr[0] to daddr
+ *                                      of dmap with harr[2]'s length, copies harr[2] there
+ *                                      (post_buf_memcpy), waits for the completion, sets ev
+ *                                      to the sum + 1
+ *   rdma_buf_kernel(rdma, op, larr, lidx, rarr, ridx, arg)
+ *                                      rdma_kernel's operations 0..6 in their buffer forms, on
+ *                                      buffer lidx of larr and ridx of rarr
  *   binary_tree_kernel(args)           a node of DOCA's binary-tree sample (a 48-byte struct by
  *                                      value): waits for wait > thresh - 1 (if any), sets left
  *                                      and right to 1, sets comp (if any) to comp_val
  */
 #include <doca_dpa_dev.h>
+#include <doca_dpa_dev_buf.h>
 #include <doca_dpa_dev_rdma.h>
 #include <doca_dpa_dev_sync_event.h>
+#include <dpaintrin.h>
 
 #define ALL_BITS 0xffffffffffffffffull
 
@@ -460,4 +472,65 @@ __dpa_global__ void target_thread(uint64_t arg)
 	doca_dpa_dev_completion_ack(tls[0], 1);
 	doca_dpa_dev_sync_event_update_set(tls[2], 1);
 	doca_dpa_dev_thread_finish();
+}
+
+__dpa_global__ void buf_kernel(doca_dpa_dev_async_ops_t ops, doca_dpa_dev_completion_t comp,
+			       doca_dpa_dev_buf_arr_t harr, doca_dpa_dev_buf_arr_t darr, doca_dpa_dev_mmap_t dmap,
+			       uint64_t daddr, doca_dpa_dev_sync_event_t ev)
+{
+	doca_dpa_dev_buf_t src = doca_dpa_dev_buf_array_get_buf(harr, 2);
+	doca_dpa_dev_buf_t out = doca_dpa_dev_buf_array_get_buf(harr, 3);
+	doca_dpa_dev_buf_t dst = doca_dpa_dev_buf_array_get_buf(darr, 0);
+	doca_dpa_dev_completion_element_t e;
+	volatile uint8_t *p;
+	uint64_t sum = 0, i;
+
+	p = (volatile uint8_t *)(uintptr_t)doca_dpa_dev_mmap_get_external_ptr(doca_dpa_dev_buf_get_mmap(src),
+									     doca_dpa_dev_buf_get_addr(src));
+	__dpa_thread_window_read_inv();
+	for (i = 0; i < doca_dpa_dev_buf_get_len(src); i++)
+		sum += p[i];
+	*(volatile uint64_t *)(uintptr_t)doca_dpa_dev_buf_get_external_ptr(out) = sum;
+	__dpa_thread_window_writeback();
+
+	doca_dpa_dev_buf_set_addr(dst, daddr);
+	doca_dpa_dev_buf_set_len(dst, doca_dpa_dev_buf_get_len(src));
+	doca_dpa_dev_buf_set_mmap(dst, dmap);
+	doca_dpa_dev_post_buf_memcpy(ops, dst, src, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+	while (!doca_dpa_dev_get_completion(comp, &e))
+		;
+	doca_dpa_dev_completion_ack(comp, 1);
+	doca_dpa_dev_sync_event_update_set(ev, sum + 1);
+}
+
+__dpa_global__ void rdma_buf_kernel(doca_dpa_dev_rdma_t rdma, uint64_t op, doca_dpa_dev_buf_arr_t larr, uint64_t lidx,
+				    doca_dpa_dev_buf_arr_t rarr, uint64_t ridx, uint64_t arg)
+{
+	doca_dpa_dev_buf_t l = doca_dpa_dev_buf_array_get_buf(larr, lidx);
+	doca_dpa_dev_buf_t r = rarr ? doca_dpa_dev_buf_array_get_buf(rarr, ridx) : 0;
+	uint32_t f = DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH;
+
+	switch (op) {
+	case 0:
+		doca_dpa_dev_rdma_post_buf_receive(rdma, l);
+		break;
+	case 1:
+		doca_dpa_dev_rdma_post_buf_send(rdma, 0, l, f);
+		break;
+	case 2:
+		doca_dpa_dev_rdma_post_buf_send_imm(rdma, 0, l, (uint32_t)arg, f);
+		break;
+	case 3:
+		doca_dpa_dev_rdma_post_buf_write(rdma, 0, r, l, f);
+		break;
+	case 4:
+		doca_dpa_dev_rdma_post_buf_write_imm(rdma, 0, r, l, (uint32_t)arg, f);
+		break;
+	case 5:
+		doca_dpa_dev_rdma_post_buf_read(rdma, 0, l, r, f);
+		break;
+	case 6:
+		doca_dpa_dev_rdma_post_buf_atomic_fetch_add(rdma, 0, r, arg, f);
+		break;
+	}
 }

@@ -428,11 +428,23 @@ impl DpaMmap {
         ))
     }
 
-    /// `doca_mmap_dev_get_dpa_handle`: the key DPA code names the map by.
+    /// `doca_mmap_dev_get_dpa_handle`: the map as DPA code names it (`doca_dpa_dev_mmap_t`):
+    /// its key, with [`MLX5_DPA_DOCA_MMAP_HOST`](super::MLX5_DPA_DOCA_MMAP_HOST) (bit 32) for a
+    /// map over host memory, which `doca_dpa_dev_mmap_get_external_ptr` reaches through the
+    /// context's window. Work requests take the key, the low 32 bits.
     pub fn dpa_handle(&self) -> u64 {
         match self {
             DpaMmap::Dpa(k) => u64::from(k.lkey().0),
-            DpaMmap::Host(m) => u64::from(m.lkey().0),
+            DpaMmap::Host(m) => u64::from(m.lkey().0) | super::MLX5_DPA_DOCA_MMAP_HOST,
+        }
+    }
+
+    /// Its range: `(DPA address, length)` for a DPA map, `(host address, length)` for a host
+    /// map.
+    pub fn range(&self) -> (u64, u64) {
+        match self {
+            DpaMmap::Dpa(k) => k.range(),
+            DpaMmap::Host(m) => (m.addr(), m.len() as u64),
         }
     }
 

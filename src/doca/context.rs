@@ -14,6 +14,7 @@ use crate::mem::{Access, MemoryRegion};
 use crate::sync::lock;
 
 use super::async_ops::{AsyncOps, CompletionContext, DpaMmap};
+use super::buf_arr::DpaBufArray;
 use super::hash_table::DpaHashTable;
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
 use super::rdma::DpaRdma;
@@ -399,6 +400,16 @@ impl Dpa {
     /// Mapping or registration failed.
     pub fn mmap_host(&self, len: usize) -> Result<DpaMmap, DocaError> {
         DpaMmap::host(&self.threads.dev, &self.process, len)
+    }
+
+    /// `doca_buf_arr_create` + `doca_buf_arr_set_target_dpa`: an array of `num_elements`
+    /// buffers for DPA code, to be configured ([`DpaBufArray::set_params`]) and started.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for 0 or more than
+    /// [`MAX_BUF_ARR_ELEMENTS`](super::MAX_BUF_ARR_ELEMENTS) buffers.
+    pub fn buf_arr_create(&self, num_elements: u32) -> Result<DpaBufArray, DocaError> {
+        DpaBufArray::create(self.process.clone(), num_elements)
     }
 
     /// A DPA RDMA (`doca_rdma_create` + `doca_ctx_set_datapath_on_dpa`) with room for

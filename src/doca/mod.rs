@@ -28,6 +28,7 @@
 //! | `doca_dpa_completion_create` / `set_thread` / `start` / `get_dpa_handle` | [`Dpa::completion_create`], [`CompletionContext`] |
 //! | `doca_dpa_async_ops_create` / `attach` / `start` / `get_dpa_handle` | [`Dpa::async_ops_create`], [`AsyncOps`] |
 //! | `doca_mmap` with a DPA handle                          | [`Dpa::mmap_dpa`], [`Dpa::mmap_host`], [`DpaMmap::dpa_handle`] |
+//! | `doca_buf_arr_create` / `set_params` / `set_target_dpa` / `start` / `get_dpa_handle` | [`Dpa::buf_arr_create`], [`DpaBufArray`] |
 //! | `doca_rdma` on the DPA datapath: `doca_ctx_set_datapath_on_dpa`, `doca_rdma_dpa_completion_attach`, `doca_rdma_get_dpa_handle`, `doca_rdma_connection_get_id` | [`Dpa::rdma_create`], [`DpaRdma`] |
 //! | `doca_dpa_hash_table_create` / `get_dpa_handle`        | [`Dpa::hash_table_create`], [`DpaHashTable::dpa_handle`] |
 //!
@@ -78,6 +79,7 @@
 //! buffer-array forms, connections between two linked models, extended contexts.
 
 mod async_ops;
+mod buf_arr;
 mod context;
 mod hash_table;
 mod launch;
@@ -93,6 +95,9 @@ use crate::mem::MemError;
 
 pub use async_ops::{
     AsyncOps, CompletionContext, DpaMmap, COMPLETION_LOG_MAX_USER_DATA, MAX_ASYNC_OPS,
+};
+pub use buf_arr::{
+    DpaBufArray, DpaBufDesc, DPA_BUF_SIZE, MAX_BUF_ARR_ELEMENTS, MLX5_DPA_DOCA_MMAP_HOST,
 };
 pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
 pub use hash_table::{DpaHashTable, MAX_HASH_TABLE_ENTRIES};

@@ -52,6 +52,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/doca_dpa_dev.h"),
     ),
     (
+        "include/doca_dpa_dev_buf.h",
+        include_str!("../../fw-blobs/include/doca_dpa_dev_buf.h"),
+    ),
+    (
         "include/doca_dpa_dev_rdma.h",
         include_str!("../../fw-blobs/include/doca_dpa_dev_rdma.h"),
     ),

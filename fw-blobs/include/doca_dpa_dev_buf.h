@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * DOCA buffers from DPA code (the seed doca-dpa.txt, DOCA 2.9's buffer accessors; names and
+ * signatures are DOCA's, the layout is this project's, see mlx5_dpa_doca.h). A buffer array
+ * handle comes from the host (mlx5_dpa::doca::DpaBufArray::dpa_handle); each buffer is an
+ * address, a length and a memory map.
+ */
+#ifndef DOCA_DPA_DEV_BUF_H_
+#define DOCA_DPA_DEV_BUF_H_
+
+#include <doca_dpa_dev.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One buffer of a buffer array. */
+__dpa_global__ typedef uint64_t doca_dpa_dev_buf_t;
+/** A buffer array as DPA code names it. */
+__dpa_global__ typedef uint64_t doca_dpa_dev_buf_arr_t;
+
+/** Buffer `buf_idx` of the array (no bounds check, as DOCA's). */
+DOCA_EXPERIMENTAL doca_dpa_dev_buf_t doca_dpa_dev_buf_array_get_buf(doca_dpa_dev_buf_arr_t buf_arr, const uint64_t buf_idx);
+
+DOCA_EXPERIMENTAL void doca_dpa_dev_buf_set_addr(doca_dpa_dev_buf_t buf, uintptr_t addr);
+DOCA_EXPERIMENTAL uintptr_t doca_dpa_dev_buf_get_addr(doca_dpa_dev_buf_t buf);
+DOCA_EXPERIMENTAL void doca_dpa_dev_buf_set_len(doca_dpa_dev_buf_t buf, size_t len);
+DOCA_EXPERIMENTAL uint64_t doca_dpa_dev_buf_get_len(doca_dpa_dev_buf_t buf);
+DOCA_EXPERIMENTAL void doca_dpa_dev_buf_set_mmap(doca_dpa_dev_buf_t buf, doca_dpa_dev_mmap_t mmap);
+DOCA_EXPERIMENTAL doca_dpa_dev_mmap_t doca_dpa_dev_buf_get_mmap(doca_dpa_dev_buf_t buf);
+
+/**
+ * A pointer DPA code can load and store through, to the buffer's memory: the buffer's address
+ * itself for DPA memory, the context's window keyed with the buffer's map for host memory
+ * (valid until the thread's next external-pointer or sync-event call, which re-key the window).
+ */
+DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_buf_get_external_ptr(doca_dpa_dev_buf_t buf);
+
+/** doca_dpa_dev_post_memcpy with the buffers' maps, addresses and the source's length. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_post_buf_memcpy(doca_dpa_dev_async_ops_t async_ops_handle,
+						    doca_dpa_dev_buf_t dst_buf_handle, doca_dpa_dev_buf_t src_buf_handle,
+						    uint32_t flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DOCA_DPA_DEV_BUF_H_ */
