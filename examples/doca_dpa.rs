@@ -1,6 +1,7 @@
-//! DOCA DPA's kernel-launch samples (DOCA 2.6 `samples/doca_dpa`: `dpa_kernel_launch`,
-//! `dpa_wait_kernel_launch`, `dpa_binary_tree`, `dpa_diamond_tree`), the seed's hello-world
-//! DPA thread, and DOCA's ping-pong of DPA-posted RDMA, in Rust over [`mlx5_dpa::doca`].
+//! DOCA DPA's samples (DOCA 2.6 `samples/doca_dpa`: `dpa_kernel_launch`,
+//! `dpa_wait_kernel_launch`, `dpa_binary_tree`, `dpa_diamond_tree`, `dpa_rdma_copy`), the
+//! seed's hello-world DPA thread, and DOCA's ping-pong and basic initiator / target of
+//! DPA-posted RDMA, in Rust over [`mlx5_dpa::doca`].
 //!
 //! ```text
 //! cargo run --example doca_dpa -- kernel-launch                 # on the device model
@@ -8,7 +9,8 @@
 //! ```
 //!
 //! The device side is `fw-blobs/src/doca_kernels.c` (`hello_world`, `binary_tree_kernel`,
-//! `diamond_kernel`, with the samples' signatures), or any build of the samples' own device
+//! `diamond_kernel`, with the samples' signatures; `doca26_kernels.c` for RDMA copy, on DOCA
+//! 2.6's device API), or any build of the samples' own device
 //! sources (`mlx5-dpa demo doca-dpa NAME --app-elf FILE`, e.g. DOCA's public
 //! `dpa_binary_tree_kernels_dev.c` built with `mlx5-dpa cc`).
 //!
@@ -45,6 +47,8 @@ use mlx5_dpa::dpa::msg_stream::MsgOutput;
 
 /// fw-blobs' DOCA kernels.
 pub const DOCA_KERNELS_ELF: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+/// fw-blobs' kernels written against DOCA 2.6's device API (the RDMA copy sample's).
+pub const DOCA26_KERNELS_ELF: &[u8] = include_bytes!("../fw-blobs/bin/doca26_kernels.elf");
 
 /// The samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +71,10 @@ pub enum Sample {
     /// DOCA's ping-pong: two DPA threads, each woken by its RDMA's completion context,
     /// exchange the values 0 .. 99 with RDMA sends; each sets an event when all arrived.
     PingPong,
+    /// DOCA 2.6's RDMA copy (`dpa_rdma_copy`): a kernel written against DOCA 2.6's device
+    /// API copies the main thread's host buffer into a "remote" thread's with an RDMA write
+    /// and sets the main thread's event through the RDMA.
+    RdmaCopy,
 }
 
 impl Sample {
@@ -80,8 +88,17 @@ impl Sample {
             "hello-world" => Sample::HelloWorld,
             "ping-pong" => Sample::PingPong,
             "basic-initiator-target" => Sample::BasicInitiatorTarget,
+            "rdma-copy" => Sample::RdmaCopy,
             _ => return None,
         })
+    }
+
+    /// fw-blobs' device program for it.
+    pub fn default_elf(self) -> &'static [u8] {
+        match self {
+            Sample::RdmaCopy => DOCA26_KERNELS_ELF,
+            _ => DOCA_KERNELS_ELF,
+        }
     }
 }
 
@@ -90,7 +107,8 @@ const WAIT: Duration = Duration::from_secs(60);
 /// DOCA's `SYNC_EVENT_MASK_FFS`.
 const MASK: u64 = u64::MAX;
 
-/// Runs `sample` with device program `app` (fw-blobs' kernels when `None`) on `dev`, the host's
+/// Runs `sample` with device program `app` (fw-blobs' kernels when `None`,
+/// [`Sample::default_elf`]) on `dev`, the host's
 /// sleeps shortened to `delay`; writes the sample's lines to `out`.
 ///
 /// # Errors
@@ -102,7 +120,7 @@ pub fn run(
     delay: Duration,
     out: &mut dyn Write,
 ) -> Result<(), Box<dyn Error>> {
-    let app = App::from_device_elf("dpa_sample_app", app.unwrap_or(DOCA_KERNELS_ELF))?;
+    let app = App::from_device_elf("dpa_sample_app", app.unwrap_or(sample.default_elf()))?;
     // Device log lines are collected and written out after the step that made them, so that
     // they land among the host's lines where the sample's output has them.
     let log = Arc::new(Mutex::new(Vec::<u8>::new()));
@@ -155,6 +173,7 @@ pub fn run(
         Sample::HelloWorld => hello_world(&dpa, &device_lines, out)?,
         Sample::PingPong => ping_pong(&dpa, out)?,
         Sample::BasicInitiatorTarget => basic_initiator_target(&dpa, &device_lines, out)?,
+        Sample::RdmaCopy => rdma_copy(&dpa, out)?,
     }
     dpa.stop()?;
     Ok(())
@@ -466,6 +485,163 @@ fn ping_pong(dpa: &Dpa, out: &mut dyn Write) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// The value of the main thread's buffer (the sample's `LOCAL_BUF_VALUE`).
+const LOCAL_BUF_VALUE: u64 = 10;
+
+/// DOCA 2.6's RDMA copy sample: the main thread and a "remote" thread (of this process, as in
+/// the sample) each make an RDMA on the DPA datapath and a DOCA buffer over 8 bytes of host
+/// memory; they step each other along with a sync event that DPA kernels set
+/// (`update_event_kernel`). The main thread launches `dpa_rdma_write_and_signal`, which writes
+/// its buffer into the remote one and sets the main thread's event over the RDMA. Here one
+/// `DpaRdma::connect` joins both ends, made by the main thread once the remote thread has
+/// handed its RDMA over.
+fn rdma_copy(dpa: &Dpa, out: &mut dyn Write) -> Result<(), Box<dyn Error>> {
+    use mlx5_dpa::doca::{CompletionContext, DpaBufArray, DpaMmap, DpaRdma};
+    type Res<T> = Result<T, Box<dyn Error + Send + Sync>>;
+    struct End {
+        rdma: DpaRdma,
+        _comp: CompletionContext,
+        map: DpaMmap,
+        arr: DpaBufArray,
+    }
+    let end = |dpa: &Dpa, value: u64| -> Res<End> {
+        let mut comp = dpa.completion_create(16)?;
+        comp.start()?;
+        let mut rdma = dpa.rdma_create(16)?;
+        rdma.attach(&comp)?;
+        rdma.start()?;
+        let map = dpa.mmap_host(8)?;
+        map.host_memory()
+            .ok_or("a host map")?
+            .buf()
+            .write(0, &value.to_le_bytes())?;
+        let mut arr = dpa.buf_arr_create(1)?;
+        arr.set_params(&map, 8, 0)?;
+        arr.start()?;
+        Ok(End {
+            rdma,
+            _comp: comp,
+            map,
+            arr,
+        })
+    };
+    let read = |e: &End| -> Res<u64> {
+        let mut w = [0u8; 8];
+        e.map
+            .host_memory()
+            .ok_or("a host map")?
+            .buf()
+            .read(0, &mut w)?;
+        Ok(u64::from_le_bytes(w))
+    };
+    // The thread event, set by update_event_kernel and waited on by both host threads; each
+    // update is a launch whose completion event the updating thread waits for.
+    let thread_event = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+    let kernel_comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+    let launches = std::sync::atomic::AtomicU64::new(0);
+    let lock = Mutex::new(());
+    let update = |val: u64| -> Res<()> {
+        let _one_at_a_time = lock.lock().map_err(|_| "poisoned")?;
+        let n = launches.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        dpa.kernel_launch_update_set(
+            None,
+            Some((&kernel_comp, n)),
+            1,
+            "update_event_kernel",
+            &[thread_event.dpa_handle()?, val].map(KernelArg::U64),
+        )?;
+        kernel_comp.wait_gt(n - 1, MASK, WAIT)?;
+        Ok(())
+    };
+    let wait = |val: u64| -> Res<()> {
+        thread_event.wait_gt(val - 1, MASK, WAIT)?;
+        Ok(())
+    };
+    let put_signal = dpa.sync_event(SyncEventAttr {
+        publisher_remote: true,
+        subscriber_cpu: true,
+        ..SyncEventAttr::default()
+    })?;
+    let remote_put_signal = dpa.remote_event(put_signal.export_remote()?)?;
+
+    let lines = Mutex::new(Vec::<String>::new());
+    let say = |s: String| {
+        if let Ok(mut l) = lines.lock() {
+            l.push(s);
+        }
+    };
+    let (to_main, from_remote) = std::sync::mpsc::channel::<End>();
+    let result: Res<()> = std::thread::scope(|scope| {
+        let remote = scope.spawn(|| -> Res<()> {
+            wait(1)?;
+            let e = end(dpa, 0)?;
+            say("Remote thread finished allocating all DPA resources, signaling to main thread".into());
+            to_main.send(e).map_err(|_| "the main thread is gone")?;
+            update(2)?;
+            wait(3)?;
+            say("Remote thread finished connecting to the main thread's rdma instances, signaling to main thread".into());
+            update(4)?;
+            wait(5)?;
+            Ok(())
+        });
+        let main = (|| -> Res<()> {
+            let mut local = end(dpa, LOCAL_BUF_VALUE)?;
+            say(
+                "Main thread finished allocating all DPA resources, signaling to remote thread"
+                    .into(),
+            );
+            update(1)?;
+            wait(2)?;
+            let mut remote_end = from_remote.recv_timeout(WAIT)?;
+            local.rdma.connect(&mut remote_end.rdma)?;
+            say("Main thread finished connecting to remote thread's endpoint, signaling to remote thread".into());
+            update(3)?;
+            wait(4)?;
+            say("Main thread launching kernel to copy local buffer to remote buffer".into());
+            say(format!(
+                "Before copying: local buffer = {}, remote buffer = {}",
+                read(&local)?,
+                read(&remote_end)?
+            ));
+            dpa.kernel_launch_update_set(
+                None,
+                None,
+                1,
+                "dpa_rdma_write_and_signal",
+                &[
+                    local.rdma.dpa_handle()?,
+                    remote_end.arr.dpa_handle()?,
+                    local.arr.dpa_handle()?,
+                    8,
+                    remote_put_signal.dpa_handle(),
+                    1,
+                ]
+                .map(KernelArg::U64),
+            )?;
+            put_signal.wait_gt(0, MASK, WAIT)?;
+            say("Main thread finished copying local buffer to remote buffer, signaling to remote thread".into());
+            let (l, r) = (read(&local)?, read(&remote_end)?);
+            say(format!(
+                "After copying: local buffer = {l}, remote buffer = {r}"
+            ));
+            update(5)?;
+            if r != l {
+                return Err(format!("the remote buffer holds {r}, not {l}").into());
+            }
+            // RDMAs before their completion contexts.
+            drop(local.rdma);
+            drop(remote_end.rdma);
+            Ok(())
+        })();
+        let remote = remote.join().map_err(|_| "the remote thread panicked")?;
+        main.and(remote)
+    });
+    for l in lines.into_inner().map_err(|_| "poisoned")? {
+        writeln!(out, "{l}")?;
+    }
+    result.map_err(|e| -> Box<dyn Error> { e.to_string().into() })
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo doca-dpa` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
     let mut device = None;
@@ -477,7 +653,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             other => {
                 sample = Sample::from_name(other).ok_or(
                     "usage: doca_dpa [kernel-launch | wait-kernel-launch | binary-tree | \
-                     diamond-tree | hello-world | ping-pong | basic-initiator-target] [--device NAME]",
+                     diamond-tree | hello-world | ping-pong | basic-initiator-target | rdma-copy] \
+                     [--device NAME]",
                 )?
             }
         }

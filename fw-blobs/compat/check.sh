@@ -102,7 +102,15 @@ if [ -d "$dpa_samples" ]; then
 	tail -n 2 "$out/doca_binary-tree.txt" 2>/dev/null | sed 's/^/      /'
 	step "run dpa_diamond_tree" \
 		doca_check diamond-tree 0 "Kernel D completion event has been signaled"
-	echo "SKIP  dpa_rdma_copy: it uses DOCA 2.6's RDMA device API (buffer arrays of doca_dpa_dev_buf.h, doca_dpa_dev_rdma_write, signal_set without a connection id), which the 2.9 API implemented here replaced (issue 16)"
+	# The RDMA copy sample calls DOCA 2.6's device RDMA API (doca_dpa_dev_rdma_write,
+	# signal_set without a connection id, synchronize), which 2.9 changed under the same names:
+	# the headers declare 2.6's with MLX5_DPA_DOCA_DEV_API=206.
+	step "cc DOCA dpa_rdma_copy/device (-D MLX5_DPA_DOCA_DEV_API=206)" \
+		"$tool" cc -D MLX5_DPA_DOCA_DEV_API=206 -o "$out/dpa_rdma_copy.elf" \
+		"$dpa_samples/dpa_rdma_copy/device/dpa_rdma_copy_kernels_dev.c"
+	step "run dpa_rdma_copy (demo doca-dpa rdma-copy --app-elf)" \
+		doca_check rdma-copy 0 "After copying: local buffer = 10, remote buffer = 10"
+	tail -n 2 "$out/doca_rdma-copy.txt" 2>/dev/null | sed 's/^/      /'
 fi
 
 echo "check.sh: $failed failed"

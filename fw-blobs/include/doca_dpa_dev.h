@@ -15,6 +15,18 @@
 
 #include <doca_dpa_common.h>
 
+/*
+ * Which DOCA device API the buffer and RDMA headers declare: 209, DOCA 2.9's (the seed's; the
+ * default), or 206, DOCA 2.6's, whose calls 2.9 renamed or gave other arguments under the same
+ * names (doca_dpa_dev_rdma_write, _post_send without a connection id, _signal_set,
+ * _synchronize, doca_dpa_dev_buf_get_external_ptr with an offset). Build DOCA 2.6 device
+ * sources unmodified with `mlx5-dpa cc -D MLX5_DPA_DOCA_DEV_API=206`. One runtime serves
+ * both: the 2.6 calls are separate symbols (__doca_dpa_v26_*).
+ */
+#ifndef MLX5_DPA_DOCA_DEV_API
+#define MLX5_DPA_DOCA_DEV_API 209
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -29,12 +29,18 @@ DOCA_EXPERIMENTAL uint64_t doca_dpa_dev_buf_get_len(doca_dpa_dev_buf_t buf);
 DOCA_EXPERIMENTAL void doca_dpa_dev_buf_set_mmap(doca_dpa_dev_buf_t buf, doca_dpa_dev_mmap_t mmap);
 DOCA_EXPERIMENTAL doca_dpa_dev_mmap_t doca_dpa_dev_buf_get_mmap(doca_dpa_dev_buf_t buf);
 
+#if MLX5_DPA_DOCA_DEV_API < 209
+/** DOCA 2.6: as below, `buf_offset` bytes into the buffer. */
+#define doca_dpa_dev_buf_get_external_ptr __doca_dpa_v26_buf_get_external_ptr
+DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_buf_get_external_ptr(doca_dpa_dev_buf_t buf, uint64_t buf_offset);
+#else
 /**
  * A pointer DPA code can load and store through, to the buffer's memory: the buffer's address
  * itself for DPA memory, the context's window keyed with the buffer's map for host memory
  * (valid until the thread's next external-pointer or sync-event call, which re-key the window).
  */
 DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_buf_get_external_ptr(doca_dpa_dev_buf_t buf);
+#endif
 
 /** doca_dpa_dev_post_memcpy with the buffers' maps, addresses and the source's length. */
 DOCA_EXPERIMENTAL void doca_dpa_dev_post_buf_memcpy(doca_dpa_dev_async_ops_t async_ops_handle,

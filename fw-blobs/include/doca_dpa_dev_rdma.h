@@ -21,6 +21,50 @@ extern "C" {
 /** An RDMA as DPA code names it. */
 __dpa_global__ typedef uint64_t doca_dpa_dev_rdma_t;
 
+#if MLX5_DPA_DOCA_DEV_API < 209
+/*
+ * DOCA 2.6's device RDMA API (its public doca_dpa_dev_rdma.h; signatures are DOCA's): one
+ * connection, buffers with offsets, every operation completing into the RDMA's completion
+ * context, and doca_dpa_dev_rdma_synchronize to wait for all of them (it consumes the context's
+ * completions, receives' included, and stops the thread on an error completion).
+ */
+#define doca_dpa_dev_rdma_read __doca_dpa_v26_rdma_read
+#define doca_dpa_dev_rdma_write __doca_dpa_v26_rdma_write
+#define doca_dpa_dev_rdma_post_send __doca_dpa_v26_rdma_post_send
+#define doca_dpa_dev_rdma_post_receive __doca_dpa_v26_rdma_post_receive
+#define doca_dpa_dev_rdma_atomic_fetch_add __doca_dpa_v26_rdma_atomic_fetch_add
+#define doca_dpa_dev_rdma_signal_set __doca_dpa_v26_rdma_signal_set
+#define doca_dpa_dev_rdma_signal_add __doca_dpa_v26_rdma_signal_add
+#define doca_dpa_dev_rdma_synchronize __doca_dpa_v26_rdma_synchronize
+
+/** Reads `length` bytes at `src_offset` of the remote buffer into `dst_offset` of the local one. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_read(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst_mem, uint64_t dst_offset,
+					      doca_dpa_dev_buf_t src_mem, uint64_t src_offset, size_t length);
+/** Writes `length` bytes at `src_offset` of the local buffer to `dst_offset` of the remote one. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_write(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst_mem, uint64_t dst_offset,
+					       doca_dpa_dev_buf_t src_mem, uint64_t src_offset, size_t length);
+/** Sends `length` bytes at `offset` of the buffer into the peer's next posted receive. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_send(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint64_t offset,
+						   size_t length);
+/** Posts a receive of up to `length` bytes at `offset` of the buffer. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_receive(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint64_t offset,
+						      size_t length);
+/** Adds `value` to the 8 bytes at `dst_offset` of the remote buffer, atomically. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst_mem,
+							  uint64_t dst_offset, size_t value);
+/** Sets a peer's exported sync event to `count`. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_signal_set(doca_dpa_dev_rdma_t rdma,
+						    doca_dpa_dev_sync_event_remote_net_t remote_sync_event,
+						    uint64_t count);
+/** Adds `count` to a peer's exported sync event. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_signal_add(doca_dpa_dev_rdma_t rdma,
+						    doca_dpa_dev_sync_event_remote_net_t remote_sync_event,
+						    uint64_t count);
+/** Waits until every operation posted on the RDMA has completed. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_synchronize(doca_dpa_dev_rdma_t rdma);
+
+#else
+
 /** Reads `length` bytes at `src_addr` of the remote map into `dst_addr` of the local map. */
 DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_read(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
 						   doca_dpa_dev_mmap_t dst_mmap_handle, uint64_t dst_addr,
@@ -95,6 +139,8 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_receive(doca_dpa_dev_rdma_t rd
 DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_post_buf_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
 								   doca_dpa_dev_buf_t dst_buf_handle, uint64_t value,
 								   uint32_t flags);
+
+#endif /* MLX5_DPA_DOCA_DEV_API */
 
 /** The work request index (the send or receive counter) of an RDMA completion. */
 DOCA_EXPERIMENTAL uint32_t doca_dpa_dev_rdma_completion_get_wr_index(doca_dpa_dev_completion_element_t comp_element);

@@ -39,6 +39,19 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_sync_event_update_set(doca_dpa_dev_sync_even
 DOCA_EXPERIMENTAL void doca_dpa_dev_sync_event_wait_gt(doca_dpa_dev_sync_event_t dpa_dev_se_handle, uint64_t value,
 						       uint64_t mask);
 
+/**
+ * Posts, on async ops, a wait until the event's counter is greater than `value`: the attached
+ * thread is activated by its completion once it holds (doca_dpa_dev_sync_event_post_wait_gt of
+ * the seed, which allows values and counters in 0..=254). Later operations on the same async
+ * ops wait behind it. Non-blocking. The NIC's WAIT-on-data work request (cap wait_on_data).
+ */
+DOCA_EXPERIMENTAL void doca_dpa_dev_sync_event_post_wait_gt(doca_dpa_dev_async_ops_t async_ops_handle,
+							    doca_dpa_dev_sync_event_t wait_se_handle, uint64_t value);
+
+/** As post_wait_gt, until the counter is not equal to `value`. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_sync_event_post_wait_ne(doca_dpa_dev_async_ops_t async_ops_handle,
+							    doca_dpa_dev_sync_event_t wait_se_handle, uint64_t value);
+
 #ifdef __cplusplus
 }
 #endif

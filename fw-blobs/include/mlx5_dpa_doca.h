@@ -131,6 +131,8 @@ struct doca_dpa_rdma_block {
 					   * slot: fetched atomic values, signalled counts */
 	uint32_t scratch_lkey;            /* 0x70 */
 	uint32_t scratch_mask;            /* 0x74: ring words - 1 */
+	uint64_t comp;                    /* 0x78: the attached completion context's handle
+					   * (DOCA 2.6's doca_dpa_dev_rdma_synchronize polls it) */
 };
 
 /** A peer's exported sync event (doca_dpa_dev_sync_event_remote_net_t points at this). */

@@ -8,7 +8,11 @@
 #include <stdarg.h>
 #include <stdint.h>
 
-/* DOCA's headers first: their empty __dpa_global__ (valid on typedefs) is then the one used. */
+/* DOCA's headers first: their empty __dpa_global__ (valid on typedefs) is then the one used.
+ * The runtime is written against DOCA 2.9's API whatever the program's sources ask for; it
+ * implements DOCA 2.6's calls under their own symbols (__doca_dpa_v26_*, end of the file). */
+#undef MLX5_DPA_DOCA_DEV_API
+#define MLX5_DPA_DOCA_DEV_API 209
 #include <doca_dpa_dev.h>
 #include <doca_dpa_dev_sync_event.h>
 #include <doca_dpa_dev_rdma.h>
@@ -292,22 +296,39 @@ void doca_dpa_dev_completion_request_notification(doca_dpa_dev_completion_t h)
 
 /* ---- async ops ---- */
 
-void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
-			      doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t flags)
+static volatile struct doca_dpa_async_ops_block *async_lock(doca_dpa_dev_async_ops_t h)
 {
 	volatile struct doca_dpa_async_ops_block *a = (volatile struct doca_dpa_async_ops_block *)(uintptr_t)h;
-	struct flexio_dev_thread_ctx *t;
-	struct mlx5_dpa_wq_descriptor qp;
-	union flexio_dev_sqe_seg *wqe;
-	uint32_t pi;
 
 	if (h == 0 || (h & 7))
 		doca_dpa_fatal();
 	while (__atomic_exchange_n((uint32_t *)&a->lock, 1, __ATOMIC_ACQUIRE))
 		spin_pause();
-	qp = a->qp;
-	pi = a->pi;
-	wqe = mlx5_dpa_sq_wqebb(&qp, pi);
+	return a;
+}
+
+/* Hands the WQE at `pi` to the NIC: producer counter, doorbell record, doorbell; unlocks. */
+static void async_ring(volatile struct doca_dpa_async_ops_block *a, const struct mlx5_dpa_wq_descriptor *qp,
+		       uint32_t pi)
+{
+	struct flexio_dev_thread_ctx *t;
+
+	a->pi = pi + 1;
+	mlx5_dpa_dbr_sq_set_pi(qp->dbr_addr, pi + 1);
+	__dpa_thread_memory_writeback();
+	flexio_dev_get_thread_ctx(&t);
+	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), qp->num);
+	__atomic_store_n((uint32_t *)&a->lock, 0, __ATOMIC_RELEASE);
+}
+
+void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+			      doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t flags)
+{
+	volatile struct doca_dpa_async_ops_block *a = async_lock(h);
+	struct mlx5_dpa_wq_descriptor qp = a->qp;
+	uint32_t pi = a->pi;
+	union flexio_dev_sqe_seg *wqe = mlx5_dpa_sq_wqebb(&qp, pi);
+
 	/* An RDMA WRITE in loopback: ctrl, remote address (destination), data (source). */
 	mlx5_dpa_swqe_ctrl_set(wqe, 0, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE, pi, qp.num, 3,
 			       (flags & DOCA_DPA_DEV_SUBMIT_FLAG_OPTIMIZE_REPORTS) ?
@@ -315,12 +336,66 @@ void doca_dpa_dev_post_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_mmap_t ds
 			       0);
 	flexio_dev_swqe_seg_rdma_set(wqe + 1, (uint32_t)dst_mmap, dst_addr);
 	flexio_dev_swqe_seg_mem_ptr_data_set(wqe + 2, (uint32_t)length, (uint32_t)src_mmap, src_addr);
-	a->pi = pi + 1;
-	mlx5_dpa_dbr_sq_set_pi(qp.dbr_addr, pi + 1);
-	__dpa_thread_memory_writeback();
-	flexio_dev_get_thread_ctx(&t);
-	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), qp.num);
-	__atomic_store_n((uint32_t *)&a->lock, 0, __ATOMIC_RELEASE);
+	async_ring(a, &qp, pi);
+}
+
+/*
+ * A WAIT-on-data WQE (DPDK mlx5_prm.h: opcode 0x0f, opmod 1, then a 32-byte wait segment):
+ * the async ops' queue stops at it until the event's counter meets `operation` against
+ * `value`; then its completion arrives in the attached completion context, which activates
+ * the attached thread.
+ */
+#define WAIT_OPCODE 0x0f
+#define WAIT_OPMOD_DATA 1
+#define WAIT_COND_EQUAL 1u
+#define WAIT_COND_BIGGER 2u
+#define WAIT_COND_INVERT 0x10u
+
+struct wait_seg {
+	uint32_t operation;
+	uint32_t lkey;
+	uint32_t va_high;
+	uint32_t va_low;
+	uint64_t value;
+	uint64_t mask;
+};
+
+static void post_wait(doca_dpa_dev_async_ops_t h, doca_dpa_dev_sync_event_t se, uint32_t operation, uint64_t value)
+{
+	volatile struct doca_dpa_async_ops_block *a;
+	struct mlx5_dpa_wq_descriptor qp;
+	volatile struct wait_seg *w;
+	union flexio_dev_sqe_seg *wqe;
+	uint32_t pi;
+
+	if (__doca_dpa_rt.magic != MLX5_DPA_DOCA_MAGIC || se == 0 || (se & 7))
+		doca_dpa_fatal();
+	a = async_lock(h);
+	qp = a->qp;
+	pi = a->pi;
+	wqe = mlx5_dpa_sq_wqebb(&qp, pi);
+	mlx5_dpa_swqe_ctrl_set(wqe, WAIT_OPMOD_DATA, WAIT_OPCODE, pi, qp.num, 3, MLX5_CTRL_SEG_CE_CQE_ALWAYS << 2, 0);
+	/* The event's counter is a word of the context's host page: its handle is the address. */
+	w = (volatile struct wait_seg *)(wqe + 1);
+	w->operation = cpu_to_be32(operation);
+	w->lkey = cpu_to_be32(__doca_dpa_rt.mkey);
+	w->va_high = cpu_to_be32((uint32_t)(se >> 32));
+	w->va_low = cpu_to_be32((uint32_t)se);
+	w->value = cpu_to_be64(value);
+	w->mask = ~0ull;
+	async_ring(a, &qp, pi);
+}
+
+void doca_dpa_dev_sync_event_post_wait_gt(doca_dpa_dev_async_ops_t async_ops_handle,
+					  doca_dpa_dev_sync_event_t wait_se_handle, uint64_t value)
+{
+	post_wait(async_ops_handle, wait_se_handle, WAIT_COND_BIGGER, value);
+}
+
+void doca_dpa_dev_sync_event_post_wait_ne(doca_dpa_dev_async_ops_t async_ops_handle,
+					  doca_dpa_dev_sync_event_t wait_se_handle, uint64_t value)
+{
+	post_wait(async_ops_handle, wait_se_handle, WAIT_COND_EQUAL | WAIT_COND_INVERT, value);
 }
 
 /* ---- RDMA ---- */
@@ -887,4 +962,98 @@ void __doca_dpa_kernel_entry(uint64_t launch_daddr)
 			doca_dpa_dev_sync_event_update_set(l->done_haddr, l->done_value);
 	}
 	flexio_dev_thread_reschedule();
+}
+
+/* ---- DOCA 2.6's device buffer and RDMA calls (MLX5_DPA_DOCA_DEV_API 206) ---- */
+
+doca_dpa_dev_uintptr_t __doca_dpa_v26_buf_get_external_ptr(doca_dpa_dev_buf_t buf, uint64_t buf_offset);
+void __doca_dpa_v26_rdma_read(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, uint64_t dst_offset,
+			      doca_dpa_dev_buf_t src, uint64_t src_offset, size_t length);
+void __doca_dpa_v26_rdma_write(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, uint64_t dst_offset,
+			       doca_dpa_dev_buf_t src, uint64_t src_offset, size_t length);
+void __doca_dpa_v26_rdma_post_send(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint64_t offset, size_t length);
+void __doca_dpa_v26_rdma_post_receive(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint64_t offset,
+				      size_t length);
+void __doca_dpa_v26_rdma_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, uint64_t dst_offset,
+					  size_t value);
+void __doca_dpa_v26_rdma_signal_set(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_sync_event_remote_net_t remote,
+				    uint64_t count);
+void __doca_dpa_v26_rdma_signal_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_sync_event_remote_net_t remote,
+				    uint64_t count);
+void __doca_dpa_v26_rdma_synchronize(doca_dpa_dev_rdma_t rdma);
+
+/* 2.6 operations have no flags: each asks for its completion, which synchronize waits for. */
+#define V26_FLAGS DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH
+
+doca_dpa_dev_uintptr_t __doca_dpa_v26_buf_get_external_ptr(doca_dpa_dev_buf_t buf, uint64_t buf_offset)
+{
+	return external_ptr(BUF_MMAP(buf), BUF_ADDR(buf) + buf_offset);
+}
+
+void __doca_dpa_v26_rdma_read(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, uint64_t dst_offset,
+			      doca_dpa_dev_buf_t src, uint64_t src_offset, size_t length)
+{
+	doca_dpa_dev_rdma_post_read(rdma, 0, BUF_MMAP(dst), BUF_ADDR(dst) + dst_offset, BUF_MMAP(src),
+				    BUF_ADDR(src) + src_offset, length, V26_FLAGS);
+}
+
+void __doca_dpa_v26_rdma_write(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, uint64_t dst_offset,
+			       doca_dpa_dev_buf_t src, uint64_t src_offset, size_t length)
+{
+	doca_dpa_dev_rdma_post_write(rdma, 0, BUF_MMAP(dst), BUF_ADDR(dst) + dst_offset, BUF_MMAP(src),
+				     BUF_ADDR(src) + src_offset, length, V26_FLAGS);
+}
+
+void __doca_dpa_v26_rdma_post_send(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint64_t offset, size_t length)
+{
+	doca_dpa_dev_rdma_post_send(rdma, 0, BUF_MMAP(buf), BUF_ADDR(buf) + offset, length, V26_FLAGS);
+}
+
+void __doca_dpa_v26_rdma_post_receive(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint64_t offset,
+				      size_t length)
+{
+	doca_dpa_dev_rdma_post_receive(rdma, BUF_MMAP(buf), BUF_ADDR(buf) + offset, length);
+}
+
+void __doca_dpa_v26_rdma_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, uint64_t dst_offset,
+					  size_t value)
+{
+	doca_dpa_dev_rdma_post_atomic_fetch_add(rdma, 0, BUF_MMAP(dst), BUF_ADDR(dst) + dst_offset, value, V26_FLAGS);
+}
+
+void __doca_dpa_v26_rdma_signal_set(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_sync_event_remote_net_t remote,
+				    uint64_t count)
+{
+	doca_dpa_dev_rdma_signal_set(rdma, 0, remote, count);
+}
+
+void __doca_dpa_v26_rdma_signal_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_sync_event_remote_net_t remote,
+				    uint64_t count)
+{
+	doca_dpa_dev_rdma_signal_add(rdma, 0, remote, count);
+}
+
+void __doca_dpa_v26_rdma_synchronize(doca_dpa_dev_rdma_t rdma)
+{
+	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)rdma;
+	doca_dpa_dev_completion_element_t e;
+	doca_dpa_dev_completion_type_t type;
+	uint16_t last;
+
+	if (rdma == 0 || (rdma & 7) || r->comp == 0)
+		doca_dpa_fatal();
+	if (r->sq_pi == 0)
+		return;
+	/* Every 2.6 operation is one WQEBB asking for a completion: the last one posted ends it. */
+	last = (uint16_t)(r->sq_pi - 1);
+	for (;;) {
+		while (!doca_dpa_dev_get_completion(r->comp, &e))
+			;
+		type = doca_dpa_dev_get_completion_type(e);
+		doca_dpa_dev_completion_ack(r->comp, 1);
+		if (type == DOCA_DPA_DEV_COMP_SEND_ERR || type == DOCA_DPA_DEV_COMP_RECV_ERR)
+			doca_dpa_fatal();
+		if (type == DOCA_DPA_DEV_COMP_SEND && doca_dpa_dev_rdma_completion_get_wr_index(e) == last)
+			return;
+	}
 }

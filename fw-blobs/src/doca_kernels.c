@@ -62,6 +62,9 @@
  *                                      of dmap with harr[2]'s length, copies harr[2] there
  *                                      (post_buf_memcpy), waits for the completion, sets ev
  *                                      to the sum + 1
+ *   post_wait_kernel(ops, ev, gt, ne, dmap, d, smap, s)
+ *                                      posts on async ops: a wait until ev > gt, a wait until
+ *                                      ev != ne, then an 8-byte memcpy from s to d
  *   rdma_buf_kernel(rdma, op, larr, lidx, rarr, ridx, arg)
  *                                      rdma_kernel's operations 0..6 in their buffer forms, on
  *                                      buffer lidx of larr and ridx of rarr
@@ -533,4 +536,13 @@ __dpa_global__ void rdma_buf_kernel(doca_dpa_dev_rdma_t rdma, uint64_t op, doca_
 		doca_dpa_dev_rdma_post_buf_atomic_fetch_add(rdma, 0, r, arg, f);
 		break;
 	}
+}
+
+__dpa_global__ void post_wait_kernel(doca_dpa_dev_async_ops_t ops, doca_dpa_dev_sync_event_t ev, uint64_t gt,
+				     uint64_t ne, doca_dpa_dev_mmap_t dmap, uint64_t d, doca_dpa_dev_mmap_t smap,
+				     uint64_t s)
+{
+	doca_dpa_dev_sync_event_post_wait_gt(ops, ev, gt);
+	doca_dpa_dev_sync_event_post_wait_ne(ops, ev, ne);
+	doca_dpa_dev_post_memcpy(ops, dmap, d, smap, s, 8, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
 }

@@ -136,6 +136,8 @@ impl Profile {
                 (c::eth_net_offloads, 1),
                 (c::roce, 1),
                 (c::rc, 1),
+                // RC send queues take WAIT-on-data WQEs (datapath/rc/wqe.rs).
+                (c::wait_on_data, 1),
                 (c::ud, 1),
                 (c::uar_4k, 1),
                 (c::log_pg_sz, 12),

@@ -740,6 +740,32 @@ fn malformed_wqes_are_local_qp_operation_errors() {
     });
     InlineSeg::new_unchecked(&mut w[16..20]).set_byte_count(wqe::INLINE_SEG | 900);
     cases.push((w, syndrome::LOCAL_QP_OP_ERR));
+    // A WAIT: without its wait segment; on a CQ (an opmod the model does not take); on a word
+    // its key does not cover.
+    let w = with_ctrl(&|c| c.opcode = wqe::opcode::WAIT);
+    cases.push((w, syndrome::LOCAL_QP_OP_ERR));
+    let wait = |opmod: u8, lkey: u32, va: u64| {
+        let mut w = with_ctrl(&|c| {
+            c.opcode = wqe::opcode::WAIT;
+            c.opmod = opmod;
+            c.ds = 3;
+        });
+        w.resize(64, 0);
+        let mut s = wqe::WaitSeg::new_unchecked(&mut w[16..48]);
+        s.set_operation(wqe::wait_cond::ALWAYS_TRUE);
+        s.set_lkey(lkey);
+        s.set_va_high((va >> 32) as u32);
+        s.set_va_low(va as u32);
+        w
+    };
+    cases.push((
+        wait(wqe::wait_opmod::CQ_PI, p.a.key, p.a.addr(0)),
+        syndrome::LOCAL_QP_OP_ERR,
+    ));
+    cases.push((
+        wait(wqe::wait_opmod::DATA, p.a.key ^ 0x100, p.a.addr(0)),
+        syndrome::LOCAL_PROT_ERR,
+    ));
     for (w, syn) in cases {
         let i = p.a.post_raw(&w, true).unwrap();
         p.a.ring();

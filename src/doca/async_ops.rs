@@ -185,15 +185,17 @@ impl CompletionContext {
         };
         Ok(AttachedCq {
             cqn: cq.target_cqn(),
+            handle: self.dpa_handle()?,
             keep: cq.keep_alive(),
         })
     }
 }
 
-/// A completion context's CQ as async ops and RDMAs name it: its number, and what keeps it
-/// alive.
+/// A completion context's CQ as async ops and RDMAs name it: its number, the context's DPA
+/// handle, and what keeps it alive.
 pub(crate) struct AttachedCq {
     cqn: crate::queues::Cqn,
+    pub(crate) handle: u64,
     keep: Arc<dyn std::any::Any + Send + Sync>,
 }
 

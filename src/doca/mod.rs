@@ -75,8 +75,15 @@
 //!   posts reads, writes (with immediate), sends (with immediate), receives and atomic adds,
 //!   and signals peers' exported sync events (set: an RDMA WRITE; add: an atomic add).
 //!
-//! What is not here yet (issue 16 continues): `post_wait` on sync events through async ops,
-//! buffer-array forms, connections between two linked models, extended contexts.
+//! - **Buffers** (module `buf_arr`): arrays of {address, length, map} in DPA memory that DPA
+//!   code reads and sets (`doca_dpa_dev_buf.h`); a host map's handle carries
+//!   [`MLX5_DPA_DOCA_MMAP_HOST`], and DPA code reaches its memory through the context's window.
+//!   `doca_dpa_dev_sync_event_post_wait_gt` / `_ne` post the NIC's WAIT-on-data work request on
+//!   async ops. The device headers declare DOCA 2.6's buffer and RDMA calls instead of 2.9's
+//!   with `-D MLX5_DPA_DOCA_DEV_API=206`.
+//!
+//! What is not here yet (issue 16 continues): several connections per RDMA, connections
+//! between two linked models, extended contexts.
 
 mod async_ops;
 mod buf_arr;

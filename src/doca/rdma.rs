@@ -25,7 +25,7 @@ use super::shared::Shared;
 use super::DocaError;
 
 /// `struct doca_dpa_rdma_block`.
-const RDMA_BLOCK: usize = 0x78;
+const RDMA_BLOCK: usize = 0x80;
 
 /// A DPA RDMA (`doca_rdma` on the DPA datapath): create, [`attach`], [`start`], [`connect`];
 /// DPA code uses [`DpaRdma::dpa_handle`] with connection id 0. Drop it before its completion
@@ -133,6 +133,7 @@ impl DpaRdma {
         b[0x68..0x70].copy_from_slice(&sbuf.daddr().to_le_bytes());
         b[0x70..0x74].copy_from_slice(&skey.lkey().0.to_le_bytes());
         b[0x74..0x78].copy_from_slice(&((words - 1) as u32).to_le_bytes());
+        b[0x78..0x80].copy_from_slice(&target.handle.to_le_bytes());
         p.copy_to_dev(block.daddr(), &b)
             .step("writing the RDMA block")?;
         // Completions report connection 0 as their user data.

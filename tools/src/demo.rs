@@ -172,6 +172,9 @@ pub enum DocaSample {
     PingPong,
     /// DOCA's basic initiator / target: an RDMA completion wakes the target's DPA thread.
     BasicInitiatorTarget,
+    /// DOCA 2.6's RDMA copy: a kernel on DOCA 2.6's device API writes one host buffer into
+    /// another over a DPA RDMA and signals the host.
+    RdmaCopy,
 }
 
 /// A demo failure, as a sentence.
@@ -286,6 +289,7 @@ pub fn run(
                 DocaSample::HelloWorld => doca_dpa::Sample::HelloWorld,
                 DocaSample::PingPong => doca_dpa::Sample::PingPong,
                 DocaSample::BasicInitiatorTarget => doca_dpa::Sample::BasicInitiatorTarget,
+                DocaSample::RdmaCopy => doca_dpa::Sample::RdmaCopy,
             };
             doca_dpa::run(
                 ctx,

@@ -236,6 +236,20 @@ fn demo_doca_dpa_samples_run_as_docas() {
             "The target's DPA thread has set the completion event",
         ]
     );
+    // DOCA 2.6's RDMA copy, its kernel on DOCA 2.6's device API (fw-blobs doca26_kernels).
+    assert_eq!(
+        lines("rdma-copy"),
+        [
+            "Main thread finished allocating all DPA resources, signaling to remote thread",
+            "Remote thread finished allocating all DPA resources, signaling to main thread",
+            "Main thread finished connecting to remote thread's endpoint, signaling to remote thread",
+            "Remote thread finished connecting to the main thread's rdma instances, signaling to main thread",
+            "Main thread launching kernel to copy local buffer to remote buffer",
+            "Before copying: local buffer = 10, remote buffer = 0",
+            "Main thread finished copying local buffer to remote buffer, signaling to remote thread",
+            "After copying: local buffer = 10, remote buffer = 10",
+        ]
+    );
     let o = run(&["--sim", "demo", "doca-dpa", "no-such-sample"]);
     assert_eq!(o.status.code(), Some(2));
 }

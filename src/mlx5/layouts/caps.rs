@@ -322,6 +322,10 @@ layout! {
         /// DPA supported (the PRM calls it `dpa`). Not in rdma-core's copy; the kernel's
         /// mlx5_ifc.h declares `apu[0x1]` at 0x688 (after `log_max_sf`).
         apu @ 0x688 : 0x1,
+        /// WAIT WQEs on a word of memory (DPDK's mlx5_prm.h).
+        wait_on_data @ 0x68b : 0x1,
+        /// WAIT WQEs on a time (DPDK's mlx5_prm.h).
+        wait_on_time @ 0x68c : 0x1,
         flex_parser_id_geneve_opt_0 @ 0x6c4 : 0x4,
         flex_parser_id_icmp_dw1 @ 0x6c8 : 0x4,
         flex_parser_id_icmp_dw0 @ 0x6cc : 0x4,

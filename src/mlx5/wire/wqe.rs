@@ -72,6 +72,20 @@ layout! {
     }
 }
 
+layout! {
+    /// `mlx5_wqe_wseg`, the wait segment of a WAIT WQE (DPDK `drivers/common/mlx5/mlx5_prm.h`;
+    /// two segments): wait until the 8 bytes at `va` (through `lkey`), masked, meet
+    /// `operation` against `value`.
+    pub mlx5_wqe_wseg: 0x100 {
+        operation @ 0x0 : 0x20,
+        lkey @ 0x20 : 0x20,
+        va_high @ 0x40 : 0x20,
+        va_low @ 0x60 : 0x20,
+        value @ 0x80 : 0x40,
+        mask @ 0xc0 : 0x40,
+    }
+}
+
 /// Bytes in a segment (the `ds` unit).
 pub const SEG: usize = 16;
 /// Bytes in a send WQE basic block (PRM: WQEBB = 64 bytes; rdma-core `MLX5_SEND_WQE_BB`).
@@ -121,6 +135,49 @@ pub mod opcode {
     pub const RDMA_READ: u8 = 0x10;
     pub const ATOMIC_CS: u8 = 0x11;
     pub const ATOMIC_FA: u8 = 0x12;
+    /// WAIT (DPDK `MLX5_OPCODE_WAIT`): the send queue stops at it until its condition holds.
+    pub const WAIT: u8 = 0x0f;
+}
+
+/// WAIT's opmods (DPDK `MLX5_OPC_MOD_WAIT_*`).
+pub mod wait_opmod {
+    /// Wait for a CQ's producer index.
+    pub const CQ_PI: u8 = 0;
+    /// Wait for a word of memory ([`WaitSeg`](super::WaitSeg)).
+    pub const DATA: u8 = 1;
+    /// Wait for a time.
+    pub const TIME: u8 = 2;
+}
+
+/// A wait segment's `operation` (DPDK `MLX5_WAIT_COND_*`). Which side of the comparison the
+/// memory word is on is not public; here it is `word OP value` (`BIGGER`: the word is greater),
+/// provisional.
+pub mod wait_cond {
+    /// Negates the condition.
+    pub const INVERT: u32 = 0x10;
+    pub const ALWAYS_TRUE: u32 = 0;
+    pub const EQUAL: u32 = 1;
+    pub const BIGGER: u32 = 2;
+    pub const SMALLER: u32 = 3;
+    pub const CYCLIC_BIGGER: u32 = 4;
+    pub const CYCLIC_SMALLER: u32 = 5;
+
+    /// Whether `word` meets `operation` against `value`, both masked with `mask`; `None` for
+    /// an operation this table does not define.
+    pub fn holds(operation: u32, word: u64, value: u64, mask: u64) -> Option<bool> {
+        let (w, v) = (word & mask, value & mask);
+        let base = match operation & !INVERT {
+            ALWAYS_TRUE => true,
+            EQUAL => w == v,
+            BIGGER => w > v,
+            SMALLER => w < v,
+            // Serial-number order: the difference read as signed.
+            CYCLIC_BIGGER => (w.wrapping_sub(v) as i64) > 0,
+            CYCLIC_SMALLER => (w.wrapping_sub(v) as i64) < 0,
+            _ => return None,
+        };
+        Some(base != (operation & INVERT != 0))
+    }
 }
 
 wire_view! {
@@ -183,6 +240,23 @@ wire_view! {
     swap_add / set_swap_add: u64,
     /// `compare`.
     compare / set_compare: u64,
+}
+
+wire_view! {
+    /// A wait segment (`struct mlx5_wqe_wseg`), 32 bytes.
+    WaitSeg over mlx5_wqe_wseg, "wait segment", 2 * SEG;
+    /// `operation`: a [`wait_cond`] value.
+    operation / set_operation: u32,
+    /// `lkey` of the word waited on.
+    lkey / set_lkey: u32,
+    /// `va_high`.
+    va_high / set_va_high: u32,
+    /// `va_low`.
+    va_low / set_va_low: u32,
+    /// `value`.
+    value / set_value: u64,
+    /// `mask`.
+    mask / set_mask: u64,
 }
 
 /// What a control segment says.
@@ -426,5 +500,23 @@ mod tests {
         assert!(DataSeg::new_checked(&[0u8; 15][..]).is_err());
         assert!(InlineSeg::new_checked(&[0u8; 3][..]).is_err());
         assert!(EthSeg::new_checked(&[0u8; 16][..]).is_ok());
+    }
+
+    #[test]
+    fn wait_conditions() {
+        use super::wait_cond::*;
+        let all = u64::MAX;
+        assert_eq!(holds(BIGGER, 5, 4, all), Some(true));
+        assert_eq!(holds(BIGGER, 4, 4, all), Some(false));
+        assert_eq!(holds(EQUAL | INVERT, 5, 5, all), Some(false));
+        assert_eq!(holds(EQUAL | INVERT, 6, 5, all), Some(true));
+        assert_eq!(holds(SMALLER, 3, 4, all), Some(true));
+        assert_eq!(holds(ALWAYS_TRUE, 0, 9, all), Some(true));
+        // Cyclic: 1 is after u64::MAX.
+        assert_eq!(holds(CYCLIC_BIGGER, 1, u64::MAX, all), Some(true));
+        assert_eq!(holds(CYCLIC_SMALLER, 1, u64::MAX, all), Some(false));
+        // The mask applies to both sides.
+        assert_eq!(holds(EQUAL, 0x1ff, 0x2ff, 0xff), Some(true));
+        assert_eq!(holds(6, 0, 0, all), None);
     }
 }

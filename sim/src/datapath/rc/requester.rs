@@ -95,6 +95,12 @@ pub(super) fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
             wqe_op::RDMA_READ | wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA
         );
         let mut npsn = 0;
+        // A WAIT holds the send queue until its condition does (it is read again each pass).
+        if let (Ok(_), Some(wait)) = (checked, w.wait.filter(|_| w.opcode == wqe_op::WAIT)) {
+            if wait.holds(fw, qp.pd) != Ok(true) {
+                break;
+            }
+        }
         if let Ok(len) = checked {
             if read_like {
                 // Initiator depth, and the fence: wait for READs / atomics before it.
@@ -105,7 +111,7 @@ pub(super) fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
                 break;
             }
             npsn = match w.opcode {
-                wqe_op::NOP => 0,
+                wqe_op::NOP | wqe_op::WAIT => 0,
                 wqe_op::ATOMIC_CS | wqe_op::ATOMIC_FA => 1,
                 _ => len.div_ceil(mtu_bytes(ctx.mtu)).max(1),
             };
@@ -116,7 +122,7 @@ pub(super) fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
         let Some(qp) = fw.qps.get_mut(qpn) else { break };
         let rc = &mut qp.rc;
         let (len, state) = match checked {
-            Ok(len) if w.opcode == wqe_op::NOP => (len, ReqState::Done),
+            Ok(len) if matches!(w.opcode, wqe_op::NOP | wqe_op::WAIT) => (len, ReqState::Done),
             Ok(len) => (len, ReqState::Pending),
             Err(syn) => {
                 tracing::debug!(target: "mlx5_sim::rc", qpn, wqe_index = w.wqe_index, syndrome = syn, "send WQE refused");

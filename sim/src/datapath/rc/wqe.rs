@@ -3,8 +3,8 @@
 //! of incoming data into a receive WQE or a READ / atomic's local buffers.
 
 use mlx5_dpa::mlx5::wire::wqe::{
-    AtomicSeg, CtrlSeg, CtrlSegRepr, DataSeg, RaddrSeg, CTRL_CQ_UPDATE, INLINE_SEG, INVALID_LKEY,
-    SEG, WQEBB,
+    wait_cond, wait_opmod, AtomicSeg, CtrlSeg, CtrlSegRepr, DataSeg, RaddrSeg, WaitSeg,
+    CTRL_CQ_UPDATE, INLINE_SEG, INVALID_LKEY, SEG, WQEBB,
 };
 use mlx5_dpa::queues::ring::wqebbs;
 
@@ -46,8 +46,40 @@ pub(super) struct SendWqe {
     pub(super) rkey: u32,
     pub(super) swap_add: u64,
     pub(super) compare: u64,
+    /// A WAIT's condition.
+    pub(super) wait: Option<Wait>,
     /// Byte offset of the first data or inline segment.
     pub(super) segs_at: usize,
+}
+
+/// What a WAIT-on-data WQE waits for (its wait segment).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Wait {
+    pub(super) operation: u32,
+    pub(super) lkey: u32,
+    pub(super) va: u64,
+    pub(super) value: u64,
+    pub(super) mask: u64,
+}
+
+impl Wait {
+    /// Whether the condition holds now: `Ok(true)` / `Ok(false)`, or the syndrome of a word
+    /// that cannot be read (a bad key or range) or an unknown operation.
+    pub(super) fn holds(&self, fw: &Firmware, pd: u32) -> Result<bool, u8> {
+        let dma = crate::datapath::keys::translate(fw, pd, self.lkey, self.va, 8, false)?;
+        let mut word = [0u8; 8];
+        if !dma.read(0, &mut word) {
+            return Err(syndrome::LOCAL_PROT_ERR);
+        }
+        // The word in host byte order, as the model's atomics treat memory (provisional).
+        wait_cond::holds(
+            self.operation,
+            u64::from_le_bytes(word),
+            self.value,
+            self.mask,
+        )
+        .ok_or(syndrome::LOCAL_QP_OP_ERR)
+    }
 }
 
 impl SendWqe {
@@ -67,6 +99,7 @@ impl SendWqe {
             rkey: 0,
             swap_add: 0,
             compare: 0,
+            wait: None,
             segs_at: 16,
         };
         let mask = (1u32 << sq.log_size) - 1;
@@ -98,6 +131,17 @@ impl SendWqe {
                 (raddr, rkey) = (r.raddr(), r.rkey());
                 let a = AtomicSeg::new_unchecked(seg(2));
                 (swap_add, compare) = (a.swap_add(), a.compare());
+                3 * SEG
+            }
+            wqe_op::WAIT if w.ds >= 3 => {
+                let ws = WaitSeg::new_unchecked(&w.buf[SEG..3 * SEG]);
+                w.wait = Some(Wait {
+                    operation: ws.operation(),
+                    lkey: ws.lkey(),
+                    va: (u64::from(ws.va_high()) << 32) | u64::from(ws.va_low()),
+                    value: ws.value(),
+                    mask: ws.mask(),
+                });
                 3 * SEG
             }
             _ => SEG,
@@ -153,6 +197,14 @@ pub(super) fn check_wqe(fw: &Firmware, qp: &Qp, qpn: u32, w: &SendWqe) -> Result
     }
     let min_ds = match w.opcode {
         NOP => return Ok(0),
+        // WAIT on data only: its word must be readable through its key.
+        WAIT => {
+            let wait = w.wait.filter(|_| w.opmod == wait_opmod::DATA);
+            return match wait {
+                Some(c) => c.holds(fw, qp.pd).map(|_| 0),
+                None => Err(syndrome::LOCAL_QP_OP_ERR),
+            };
+        }
         SEND | SEND_IMM => 1,
         RDMA_WRITE | RDMA_WRITE_IMM | RDMA_READ => 2,
         ATOMIC_CS | ATOMIC_FA => 4,
