@@ -30,6 +30,7 @@
 //! | `doca_mmap` with a DPA handle                          | [`Dpa::mmap_dpa`], [`Dpa::mmap_host`], [`DpaMmap::dpa_handle`] |
 //! | `doca_buf_arr_create` / `set_params` / `set_target_dpa` / `start` / `get_dpa_handle` | [`Dpa::buf_arr_create`], [`DpaBufArray`] |
 //! | `doca_rdma` on the DPA datapath: `doca_ctx_set_datapath_on_dpa`, `doca_rdma_dpa_completion_attach`, `doca_rdma_get_dpa_handle`, `doca_rdma_connection_get_id` | [`Dpa::rdma_create`], [`DpaRdma`] |
+//! | `doca_rdma_export` / `doca_rdma_connect`               | [`DpaRdma::export`] ([`RdmaConnDetails`]), [`DpaRdma::connect_to`] |
 //! | `doca_dpa_hash_table_create` / `get_dpa_handle`        | [`Dpa::hash_table_create`], [`DpaHashTable::dpa_handle`] |
 //!
 //! # How it works
@@ -82,8 +83,8 @@
 //!   async ops. The device headers declare DOCA 2.6's buffer and RDMA calls instead of 2.9's
 //!   with `-D MLX5_DPA_DOCA_DEV_API=206`.
 //!
-//! What is not here yet (issue 16 continues): several connections per RDMA, connections
-//! between two linked models, extended contexts.
+//! What is not here yet (issue 16 continues): several connections per RDMA, extended
+//! contexts.
 
 mod async_ops;
 mod buf_arr;
@@ -109,7 +110,7 @@ pub use buf_arr::{
 pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
 pub use hash_table::{DpaHashTable, MAX_HASH_TABLE_ENTRIES};
 pub use launch::KernelArg;
-pub use rdma::DpaRdma;
+pub use rdma::{DpaRdma, RdmaConnDetails, RDMA_CONN_DETAILS_LEN};
 pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};
 pub use sync_event::{RemoteEventExport, RemoteSyncEvent, SyncEvent, SyncEventAttr};
 pub use thread::{DpaThread, DpaThreadGroup, NotificationCompletion, NOTIFY_QUEUE_LOG};

@@ -186,6 +186,55 @@ impl DpaRdma {
         Ok(())
     }
 
+    /// `doca_rdma_export`: what a peer needs to connect to it ([`DpaRdma::connect_to`]), on
+    /// this device or on another reached over the port (RoCE v2): its QP number and this
+    /// device's GID (entry 0) and MAC. [`RdmaConnDetails::to_bytes`] is the form to exchange
+    /// out of band.
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] before start; a refused address query, naming the step.
+    pub fn export(&self) -> Result<RdmaConnDetails, DocaError> {
+        let qpn = self
+            .qp
+            .as_ref()
+            .ok_or_else(|| DocaError::NotPermitted("export of an unstarted RDMA".into()))?
+            .qpn();
+        let (gid, mac) = local_address(&self.process)?;
+        Ok(RdmaConnDetails {
+            qpn: qpn.0,
+            gid,
+            mac,
+        })
+    }
+
+    /// `doca_rdma_connect`: connects this side to a peer's exported details. A peer with this
+    /// device's address is reached inside the device (`ads.fl`), any other over the port by
+    /// RoCE v2 (the peer connects to this side's export the same way).
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] for an unstarted or already connected RDMA; refusals,
+    /// naming the step.
+    pub fn connect_to(&mut self, peer: &RdmaConnDetails) -> Result<(), DocaError> {
+        let (gid, mac) = local_address(&self.process)?;
+        let remote_qpn = crate::queues::Qpn(peer.qpn);
+        let to = if (peer.gid, peer.mac) == (gid, mac) {
+            RcPeer::Loopback { remote_qpn }
+        } else {
+            RcPeer::Remote {
+                remote_qpn,
+                mac: peer.mac,
+                gid: peer.gid,
+                gid_index: 0,
+                hop_limit: 64,
+            }
+        };
+        self.started_qp()?
+            .connect(&RcConnect::new(to))
+            .step("connecting the RDMA to the exported peer")?;
+        self.connected = true;
+        Ok(())
+    }
+
     /// Connects it with a host QP on the same device, both ways.
     ///
     /// # Errors
@@ -222,6 +271,73 @@ impl DpaRdma {
     pub fn qpn(&self) -> Option<crate::queues::Qpn> {
         self.qp.as_ref().map(DpaRcQp::qpn)
     }
+}
+
+/// What `doca_rdma_export` gives a peer: the QP number, the device's GID and MAC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RdmaConnDetails {
+    pub qpn: u32,
+    pub gid: [u8; 16],
+    pub mac: [u8; 6],
+}
+
+/// Bytes of [`RdmaConnDetails::to_bytes`].
+pub const RDMA_CONN_DETAILS_LEN: usize = 28;
+
+impl RdmaConnDetails {
+    /// The details as bytes to exchange (this project's format: QPN little-endian, GID, MAC,
+    /// two zero bytes).
+    pub fn to_bytes(&self) -> [u8; RDMA_CONN_DETAILS_LEN] {
+        let mut b = [0u8; RDMA_CONN_DETAILS_LEN];
+        b[..4].copy_from_slice(&self.qpn.to_le_bytes());
+        b[4..20].copy_from_slice(&self.gid);
+        b[20..26].copy_from_slice(&self.mac);
+        b
+    }
+
+    /// Reads [`RdmaConnDetails::to_bytes`]'s form.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for another length, a QPN over 24 bits or non-zero padding.
+    pub fn from_bytes(b: &[u8]) -> Result<RdmaConnDetails, DocaError> {
+        let bad = |why: &str| DocaError::InvalidValue(format!("RDMA connection details: {why}"));
+        if b.len() != RDMA_CONN_DETAILS_LEN {
+            return Err(bad(&format!(
+                "{} bytes, not {RDMA_CONN_DETAILS_LEN}",
+                b.len()
+            )));
+        }
+        if b[26..] != [0, 0] {
+            return Err(bad("non-zero padding"));
+        }
+        let mut q = [0u8; 4];
+        q.copy_from_slice(&b[..4]);
+        let qpn = u32::from_le_bytes(q);
+        if qpn >> 24 != 0 {
+            return Err(bad(&format!("QPN {qpn:#x} is over 24 bits")));
+        }
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&b[4..20]);
+        let mut mac = [0u8; 6];
+        mac.copy_from_slice(&b[20..26]);
+        Ok(RdmaConnDetails { qpn, gid, mac })
+    }
+}
+
+/// This device's GID table entry 0 and MAC.
+fn local_address(process: &Process) -> Result<([u8; 16], [u8; 6]), DocaError> {
+    use crate::mlx5::cmd::{QueryNicVportContext, QueryRoceAddress};
+    const A: &str = "querying the device's address";
+    let dev = process.inner().dev.as_ref();
+    let gid = crate::devx::exec(dev, &QueryRoceAddress(0))
+        .map_err(crate::dpa::DpaError::from)
+        .step(A)?
+        .gid;
+    let mac = crate::devx::exec(dev, &QueryNicVportContext)
+        .map_err(crate::dpa::DpaError::from)
+        .step(A)?
+        .mac;
+    Ok((gid, mac))
 }
 
 impl Drop for DpaRdma {
