@@ -224,6 +224,34 @@ static void check_nic_doorbells(void)
 	CHECK(flexio_dev_get_thread_id(dtctx) == 0x77, "thread id");
 }
 
+/* FlexIO's own names for the outbox page and its values agree with the runtime's. */
+static void check_outbox_names(void)
+{
+	CHECK(OUTBOX_VALUE2(0x123456, CQ_DB_CQN_SHIFT, 0xabcdef, CQ_DB_CQ_CI_SHIFT) ==
+		      OUTBOX_V_CQ_DB(0x123456, 0xabcdef),
+	      "CQ_DB shifts");
+	CHECK(OUTBOX_V_EQ_DB_REARM(0x12, 0x3ffffff) == OUTBOX_V_EQ_DB(0x12, 0x3ffffff) &&
+		      OUTBOX_V_EQ_DB_NO_REARM(0x34, 0x56) == OUTBOX_V_EQ_DB(0x34, 0x56),
+	      "EQ_DB values");
+	CHECK(OUTBOX_VALUE2(0xbcd, SXD_DB_WQE_INDEX_SHIFT, 0x77, SXD_DB_QP_OR_SQ_SHIFT) ==
+		      OUTBOX_V_SXD_DB(0xbcd, 0x77),
+	      "SXD_DB shifts");
+	CHECK(OUTBOX_V_EMU_CAP_TRIGGER(0x12, 0x34) == OUTBOX_V_EMU_CAP(0x12, 0x34) &&
+		      EMU_CAP_DUMMY_QPN_SHIFT == 0 && EMU_CAP_EMULATION_INDEX_SHIFT == 32,
+	      "EMU_CAP values");
+	CHECK(OUTBOX_VALUE4(0x01020304, CC_DB_RES_SHIFT, 0xbeef, CC_DB_ID_SHIFT, 2,
+			    CC_DB_NXT_ACT_SHIFT, 1, CC_DB_RTTRQ_SHIFT) ==
+		      OUTBOX_V_CC_DB(0x01020304, 0xbeef, 2, 1),
+	      "CC_DB shifts");
+	CHECK(OUTBOX_VALUE1(0x42, RXT_DB_CQN_SHIFT) == OUTBOX_V_RXT_DB(0x42), "RXT_DB shift");
+	CHECK(_OUTBOX_BIT_SIZE(EQ_DB_REARM, eq_ci) == 26 && _OUTBOX_BIT_SIZE(CQ_DB, cq_ci) == 24,
+	      "field widths");
+	outbox_write(fake_outbox, CQ_DB, OUTBOX_V_CQ_DB(7, 9));
+	CHECK(fake_outbox[DPA_OUTBOX_CQ_DB / 8] == (9ull << 32 | 7), "outbox_write CQ_DB");
+	outbox_write(fake_outbox, SXD_DB, OUTBOX_V_SXD_DB(3, 5));
+	CHECK(fake_outbox[DPA_OUTBOX_SXD_DB / 8] == (5ull << 32 | 3), "outbox_write SXD_DB");
+}
+
 static void check_pure(void)
 {
 	/* A call as the host writes it: unpack, func, ret, reserved, then eight argument words. */
@@ -499,6 +527,7 @@ int check_main(void)
 	check_msg_stream();
 	check_packet_processor();
 	check_nic_doorbells();
+	check_outbox_names();
 	say("check: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -60,6 +60,12 @@ typedef uint32_t flexio_uar_device_id;
  * task): kept even if unreferenced, never inlined away, default visibility. The model finds
  * entries in the ELF symbol table, so this is all an entry needs.
  */
+/* DPACC's clang places FlexIO's entry points in an `.entry_point` text section between these
+ * two markers; with gcc and this project's link scripts every entry point is found by symbol,
+ * so they expand to nothing. */
+#define __FLEXIO_ENTRY_POINT_START
+#define __FLEXIO_ENTRY_POINT_END
+
 #ifndef __dpa_global__
 #define __dpa_global__ __attribute__((used, noinline, visibility("default")))
 #endif

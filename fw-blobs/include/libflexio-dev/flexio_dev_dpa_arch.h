@@ -194,6 +194,170 @@ static inline __attribute__((noreturn)) void dpa_os_call1_noreturn(uint64_t nr, 
 #define OUTBOX_V_SXD_DB(wqe_index, qp_or_sq) \
 	(((uint64_t)((wqe_index) & 0xffffu)) | ((uint64_t)((qp_or_sq) & DPA_MASK24) << 32))
 
+/* FlexIO's names for the same page and values (the public flexio_dev_dpa_arch.h, 24.01):
+ * the page as a struct, each register's fields as a "bit map" struct whose member sizes are
+ * bit widths (so a member's offsetof is its bit position), and the value builders on top. */
+
+/** A value stored into an outbox register. */
+typedef uint64_t dpa_outbox_value_t;
+/** A value stored into a window register. */
+typedef uint64_t dpa_window_value_t;
+/** One byte per bit in the register bit maps below. */
+typedef unsigned char pseudo_bit_t;
+
+/** The outbox page, register by register (the DPA_OUTBOX_* offsets above). */
+struct dpa_outbox9_u_page_le {
+	uint64_t UCTL;
+	uint8_t rsvd_uctl[0x38];
+	uint64_t BUFFER;
+	uint8_t rsvd_buffer[0xb8];
+	uint64_t CQ_DB;
+	uint8_t rsvd_cq_db[0x38];
+	uint64_t EQ_DB_REARM;
+	uint8_t rsvd_eq_db_rearm[0x38];
+	uint64_t EQ_DB_NO_REARM;
+	uint8_t rsvd_eq_db_no_rearm[0x38];
+	uint64_t SXD_DB;
+	uint8_t rsvd_sxd_db[0x38];
+	uint64_t EMU_CAP;
+	uint8_t rsvd_emu_cap[0x38];
+	uint64_t EMU_CAP_TRIGGER;
+	uint8_t rsvd_emu_cap_trigger[0x38];
+	uint64_t RXT_DB;
+	uint8_t rsvd_rxt_db[0x38];
+	uint64_t RXT_DONE0;
+	uint64_t RXT_DONE1;
+	uint8_t rsvd_rxt_done[0x30];
+	uint64_t RXC_RD;
+	uint8_t rsvd_rxc_rd[0x38];
+	uint64_t CC_DB;
+	uint8_t rsvd_cc_db[0xc78];
+	uint64_t SW_RESERVE;
+	uint8_t rsvd_sw_reserve[0x38];
+};
+typedef struct dpa_outbox9_u_page_le dpa_outbox_u_page_t;
+
+_Static_assert(offsetof(dpa_outbox_u_page_t, CQ_DB) == DPA_OUTBOX_CQ_DB, "CQ_DB");
+_Static_assert(offsetof(dpa_outbox_u_page_t, EQ_DB_REARM) == DPA_OUTBOX_EQ_DB_REARM, "EQ re");
+_Static_assert(offsetof(dpa_outbox_u_page_t, EQ_DB_NO_REARM) == DPA_OUTBOX_EQ_DB_NO_REARM, "EQ");
+_Static_assert(offsetof(dpa_outbox_u_page_t, SXD_DB) == DPA_OUTBOX_SXD_DB, "SXD_DB");
+_Static_assert(offsetof(dpa_outbox_u_page_t, EMU_CAP) == DPA_OUTBOX_EMU_CAP, "EMU_CAP");
+_Static_assert(offsetof(dpa_outbox_u_page_t, EMU_CAP_TRIGGER) == DPA_OUTBOX_EMU_CAP_TRIGGER, "T");
+_Static_assert(offsetof(dpa_outbox_u_page_t, RXT_DB) == DPA_OUTBOX_RXT_DB, "RXT_DB");
+_Static_assert(offsetof(dpa_outbox_u_page_t, CC_DB) == DPA_OUTBOX_CC_DB, "CC_DB");
+_Static_assert(sizeof(dpa_outbox_u_page_t) == 0x1000, "one 4 KiB page");
+
+/** CQ_DB: the CQ to re-arm and its new consumer index. */
+struct dpa_outbox_v9_reg_CQ_DB_rbits {
+	pseudo_bit_t cqn[24];
+	pseudo_bit_t rsvd0[8];
+	pseudo_bit_t cq_ci[24];
+	pseudo_bit_t rsvd1[8];
+};
+/** EQ_DB_REARM: the EQ's new consumer index, re-arming it. */
+struct dpa_outbox_v9_reg_EQ_DB_REARM_rbits {
+	pseudo_bit_t eqn[24];
+	pseudo_bit_t rsvd0[8];
+	pseudo_bit_t eq_ci[26];
+	pseudo_bit_t rsvd1[6];
+};
+/** EQ_DB_NO_REARM: the EQ's new consumer index only. */
+struct dpa_outbox_v9_reg_EQ_DB_NO_REARM_rbits {
+	pseudo_bit_t eqn[24];
+	pseudo_bit_t rsvd0[8];
+	pseudo_bit_t eq_ci[26];
+	pseudo_bit_t rsvd1[6];
+};
+/** SXD_DB: a send queue's new producer counter. */
+struct dpa_outbox_v9_reg_SXD_DB_rbits {
+	pseudo_bit_t wqe_index[16];
+	pseudo_bit_t rsvd0[16];
+	pseudo_bit_t qp_or_sq[24];
+	pseudo_bit_t rsvd1[8];
+};
+/** RXT_DB: a zero CQE on a CQ, raising its EQ's MSI-X. */
+struct dpa_outbox_v9_reg_RXT_DB_rbits {
+	pseudo_bit_t cqn[24];
+	pseudo_bit_t rsvd0[40];
+};
+/** CC_DB: a congestion-control answer. */
+struct dpa_outbox_v9_reg_CC_DB_rbits {
+	pseudo_bit_t ccq_res[32];
+	pseudo_bit_t rttrq[1];
+	pseudo_bit_t rsvd0[1];
+	pseudo_bit_t nxt_act[2];
+	pseudo_bit_t rsvd1[12];
+	pseudo_bit_t ccq_id[16];
+};
+/** EMU_CAP: re-arm an emulation doorbell context. */
+struct dpa_outbox_v9_reg_EMU_CAP_rbits {
+	pseudo_bit_t dummy_qpn[24];
+	pseudo_bit_t rsvd0[8];
+	pseudo_bit_t emulation_index[26];
+	pseudo_bit_t rsvd1[6];
+};
+/** EMU_CAP_TRIGGER: re-arm and trigger an emulation doorbell context. */
+struct dpa_outbox_v9_reg_EMU_CAP_TRIGGER_rbits {
+	pseudo_bit_t dummy_qpn[24];
+	pseudo_bit_t rsvd0[8];
+	pseudo_bit_t emulation_index[26];
+	pseudo_bit_t rsvd1[6];
+};
+
+/** A register's bit map at address 0, to take its members' offsets. */
+#define _OUTBOX_NULL_PTR(reg) ((struct dpa_outbox_v9_reg_##reg##_rbits *)0)
+/** Width in bits of a register field. */
+#define _OUTBOX_BIT_SIZE(reg, field) (sizeof(_OUTBOX_NULL_PTR(reg)->field))
+/** Bit position of a register field. */
+#define _OUTBOX_OFFSET(reg, field) ((uint64_t) & (_OUTBOX_NULL_PTR(reg)->field))
+#define _OUTBOX_P_BGN(reg, field) (_OUTBOX_OFFSET(reg, field))
+
+/** One to four field values, each shifted to its position. */
+#define OUTBOX_VALUE1(v1, s1) (((dpa_outbox_value_t)(v1)) << (s1))
+#define OUTBOX_VALUE2(v1, s1, v2, s2) (OUTBOX_VALUE1(v1, s1) | OUTBOX_VALUE1(v2, s2))
+#define OUTBOX_VALUE3(v1, s1, v2, s2, v3, s3) (OUTBOX_VALUE2(v1, s1, v2, s2) | OUTBOX_VALUE1(v3, s3))
+#define OUTBOX_VALUE4(v1, s1, v2, s2, v3, s3, v4, s4) \
+	(OUTBOX_VALUE3(v1, s1, v2, s2, v3, s3) | OUTBOX_VALUE1(v4, s4))
+
+/** The address of a register of an outbox page. */
+#define OUTBOX_PAGE_FIELD_PTR(page, reg) ((dpa_outbox_value_t *)(&(((dpa_outbox_u_page_t *)(page))->reg)))
+/** Stores `value` into register `reg` of the outbox page at `page`. */
+#define outbox_write(page, reg, value) \
+	__outbox_write(OUTBOX_PAGE_FIELD_PTR(page, reg), (dpa_outbox_value_t)(value))
+static inline void __outbox_write(dpa_outbox_value_t *reg, dpa_outbox_value_t value)
+{
+	*(volatile dpa_outbox_value_t *)reg = value;
+}
+
+#define CQ_DB_CQN_SHIFT _OUTBOX_P_BGN(CQ_DB, cqn)
+#define CQ_DB_CQ_CI_SHIFT _OUTBOX_P_BGN(CQ_DB, cq_ci)
+#define RXT_DB_CQN_SHIFT _OUTBOX_P_BGN(RXT_DB, cqn)
+#define CC_DB_RES_SHIFT _OUTBOX_P_BGN(CC_DB, ccq_res)
+#define CC_DB_ID_SHIFT _OUTBOX_P_BGN(CC_DB, ccq_id)
+#define CC_DB_NXT_ACT_SHIFT _OUTBOX_P_BGN(CC_DB, nxt_act)
+#define CC_DB_RTTRQ_SHIFT _OUTBOX_P_BGN(CC_DB, rttrq)
+#define EQ_DB_REARM_EQN_SHIFT _OUTBOX_P_BGN(EQ_DB_REARM, eqn)
+#define EQ_DB_REARM_EQ_CI_SHIFT _OUTBOX_P_BGN(EQ_DB_REARM, eq_ci)
+#define EQ_DB_NO_REARM_EQN_SHIFT _OUTBOX_P_BGN(EQ_DB_NO_REARM, eqn)
+#define EQ_DB_NO_REARM_EQ_CI_SHIFT _OUTBOX_P_BGN(EQ_DB_NO_REARM, eq_ci)
+#define SXD_DB_WQE_INDEX_SHIFT _OUTBOX_P_BGN(SXD_DB, wqe_index)
+#define SXD_DB_QP_OR_SQ_SHIFT _OUTBOX_P_BGN(SXD_DB, qp_or_sq)
+#define EMU_CAP_DUMMY_QPN_SHIFT _OUTBOX_P_BGN(EMU_CAP, dummy_qpn)
+#define EMU_CAP_EMULATION_INDEX_SHIFT _OUTBOX_P_BGN(EMU_CAP, emulation_index)
+#define EMU_CAP_TRIGGER_DUMMY_QPN_SHIFT _OUTBOX_P_BGN(EMU_CAP_TRIGGER, dummy_qpn)
+#define EMU_CAP_TRIGGER_EMULATION_INDEX_SHIFT _OUTBOX_P_BGN(EMU_CAP_TRIGGER, emulation_index)
+
+/** EQ_DB_REARM value (the same fields as OUTBOX_V_EQ_DB). */
+#define OUTBOX_V_EQ_DB_REARM(eqn, eq_ci) \
+	OUTBOX_VALUE2(eqn, EQ_DB_REARM_EQN_SHIFT, eq_ci, EQ_DB_REARM_EQ_CI_SHIFT)
+/** EQ_DB_NO_REARM value. */
+#define OUTBOX_V_EQ_DB_NO_REARM(eqn, eq_ci) \
+	OUTBOX_VALUE2(eqn, EQ_DB_NO_REARM_EQN_SHIFT, eq_ci, EQ_DB_NO_REARM_EQ_CI_SHIFT)
+/** EMU_CAP_TRIGGER value. */
+#define OUTBOX_V_EMU_CAP_TRIGGER(dummy_qpn, emulation_index)                           \
+	OUTBOX_VALUE2(dummy_qpn, EMU_CAP_TRIGGER_DUMMY_QPN_SHIFT, emulation_index,        \
+		      EMU_CAP_TRIGGER_EMULATION_INDEX_SHIFT)
+
 /* ------------------------------------------------------------------------------------- */
 /* Device barriers                                                                        */
 /* ------------------------------------------------------------------------------------- */
