@@ -132,6 +132,7 @@ checks! {
     ELF_NOT_RISCV = 0x5131_0226, BAD_PARAM, "DPA process image is not a little-endian 64-bit RISC-V (EM_RISCV) executable";
     ELF_BAD_SEGMENT = 0x5131_0227, BAD_PARAM, "DPA process image has a loadable segment outside the text window (0x40000000, or 0x10000000 in the older layout; not writable) or the data window (0x80000000, or 0x28000000; not executable), or segments of both layouts";
     ELF_NO_TEXT = 0x5131_0228, BAD_PARAM, "DPA process image has no executable segment";
+    PD_MISMATCH = 0x5131_0229, BAD_PARAM, "the QP and its shared receive queue (RMP) are in different PDs";
 
     // Capacity.
     TOO_MANY_OBJECTS = 0x5131_0301, NO_RES, "object count limit of the capability reached";

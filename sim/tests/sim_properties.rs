@@ -739,6 +739,7 @@ impl Sim {
                     log_sq_size: log_sq,
                     log_rq_size: log_rq,
                     log_rq_stride: 1,
+                    srqn: None,
                     mem: self.ring(umem, page),
                 };
                 self.create(&cmd);
@@ -1039,6 +1040,7 @@ impl Sim {
             log_sq_size: 4,
             log_rq_size: Some(4),
             log_rq_stride: 1,
+            srqn: None,
             mem: ring(3),
         });
         self.create(&CreateGeneralObject(DpaProcessAttr {

@@ -631,6 +631,7 @@ impl DpaRcQp {
                 log_sq_size: cfg.log_sq_size,
                 log_rq_size: cfg.log_rq_size,
                 log_rq_stride: (cfg.rq_stride().trailing_zeros() - 4) as u8,
+                srqn: None,
                 mem: rm,
             },
         )?;

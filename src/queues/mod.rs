@@ -19,7 +19,7 @@
 //! sized at creation.
 //!
 //! The queue kinds: [`Cq`], the Ethernet [`EthSq`] and [`Rq`] (with [`steering`] to route a flow
-//! into an RQ), and the RC [`RcQp`]. [`descriptor`] exports plain descriptors for engines
+//! into an RQ), the RC [`RcQp`] and the [`Srq`] several QPs receive from. [`descriptor`] exports plain descriptors for engines
 //! that drive a queue themselves (GPU, DPA).
 
 pub mod cq;
@@ -29,6 +29,7 @@ pub mod fuzzing;
 pub mod qp;
 pub mod ring;
 mod shared;
+pub mod srq;
 pub mod steering;
 pub mod transport;
 pub mod wq;
@@ -46,6 +47,7 @@ pub use crate::mlx5::wire::{
 pub use cq::{Arm, Cq, CqConfig, CqEvents, CqTarget, Cqn};
 pub use descriptor::{CqDescriptor, WqDescriptor};
 pub use qp::{QpConfig, Qpn, RcConnect, RcPeer, RcQp, RemoteAddr, SendOp, SendWr};
+pub use srq::Srq;
 pub use steering::RqTarget;
 pub use wq::{EthBurst, EthSq, EthSqConfig, Rq, RqConfig, Rqn, Sqn};
 

@@ -247,6 +247,8 @@ pub struct RcQp {
     rq_bytes: usize,
     send_cq: Arc<CqObj>,
     recv_cq: Arc<CqObj>,
+    /// The shared receive queue it receives from, kept until the QP is destroyed.
+    _srq: Option<Arc<super::srq::SrqObj>>,
     _pd: Arc<Pd>,
     _mem: Box<dyn QueueMemory>,
 }
@@ -273,6 +275,51 @@ impl RcQp {
         uar: &Arc<UarPage>,
         send_cq: &Cq,
         recv_cq: &Cq,
+        mem: impl QueueMemory,
+        cfg: &QpConfig,
+    ) -> Result<RcQp, QueueError> {
+        Self::create_inner(dev, pd, uar, send_cq, recv_cq, None, mem, cfg)
+    }
+
+    /// CREATE_QP (RC) receiving from `srq` (PRM `rq_type` SRQ): `mem` holds the send ring
+    /// only, `cfg.log_rq_size` must be `None`; receive completions go to `recv_cq`, naming this
+    /// QP and the SRQ's WQE. The QP starts in RST.
+    ///
+    /// # Errors
+    /// Configuration (a receive ring asked for, an SRQ of another PD), memory or firmware
+    /// errors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_with_srq(
+        dev: &Arc<dyn Devx>,
+        pd: &Arc<Pd>,
+        uar: &Arc<UarPage>,
+        send_cq: &Cq,
+        recv_cq: &Cq,
+        srq: &super::Srq,
+        mem: impl QueueMemory,
+        cfg: &QpConfig,
+    ) -> Result<RcQp, QueueError> {
+        if cfg.log_rq_size.is_some() {
+            return Err(QueueError::Config(
+                "a QP with a shared receive queue has no receive ring (log_rq_size: None)".into(),
+            ));
+        }
+        if !Arc::ptr_eq(&srq.shared.pd, pd) {
+            return Err(QueueError::Config(
+                "the SRQ belongs to another protection domain".into(),
+            ));
+        }
+        Self::create_inner(dev, pd, uar, send_cq, recv_cq, Some(srq), mem, cfg)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_inner(
+        dev: &Arc<dyn Devx>,
+        pd: &Arc<Pd>,
+        uar: &Arc<UarPage>,
+        send_cq: &Cq,
+        recv_cq: &Cq,
+        srq: Option<&super::Srq>,
         mem: impl QueueMemory,
         cfg: &QpConfig,
     ) -> Result<RcQp, QueueError> {
@@ -314,6 +361,7 @@ impl RcQp {
                 log_sq_size: cfg.log_sq_size,
                 log_rq_size: cfg.log_rq_size,
                 log_rq_stride: (stride.trailing_zeros() - 4) as u8,
+                srqn: srq.map(super::Srq::srqn),
                 mem: RingMem {
                     umem_id: ring_place.umem_id,
                     umem_offset: ring_place.umem_offset,
@@ -341,6 +389,7 @@ impl RcQp {
             rq_bytes,
             send_cq: Arc::clone(&send_cq.shared),
             recv_cq: Arc::clone(&recv_cq.shared),
+            _srq: srq.map(|s| Arc::clone(&s.shared)),
             _pd: Arc::clone(pd),
             _mem: Box::new(mem),
         })

@@ -606,6 +606,11 @@ impl RecvRing {
         self.ci = 0;
         self.pending = false;
     }
+
+    /// The `wr_id` posted in ring slot `s` (`s < 2^log_size`).
+    pub(crate) fn wr_id_at(&self, s: usize) -> u64 {
+        self.wr_id[s]
+    }
 }
 
 /// How to create an Ethernet SQ.

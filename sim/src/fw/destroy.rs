@@ -309,6 +309,9 @@ impl Firmware {
                 for c in [q.cqn_snd, q.cqn_rcv].into_iter().flatten() {
                     unref(self.cqs.get_mut(c).map(|c| &mut c.meta));
                 }
+                if let Some(r) = q.srq {
+                    unref(self.rmps.get_mut(r).map(|r| &mut r.meta));
+                }
             }
             ObjRef::General { obj_type, id } => {
                 let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;

@@ -457,6 +457,7 @@ impl Firmware {
         let Some(rmpn) = self.rmps.insert(Rmp {
             meta: Meta::new(uid),
             wq,
+            ci: 0,
         }) else {
             self.release_wq(&wq);
             return Err(check::TOO_MANY_OBJECTS);
@@ -494,19 +495,31 @@ impl Firmware {
         let no_sq = g(qpc::no_sq) == 1;
         let log_sq = g(qpc::log_sq_size);
         let log_rq = g(qpc::log_rq_size);
-        // rq_type 0 = regular RQ, 3 = no RQ (zero-length); others (SRQ/RMP) not implemented.
+        // rq_type (PRM): 0 = regular RQ in the QP's ring, 1 = a shared receive queue (an
+        // RMP of the same user, named by srqn_rmpn_xrqn), 3 = no RQ (zero-length).
         let rq_type = g(qpc::rq_type);
-        if rq_type != 0 && rq_type != 3 {
+        if rq_type != 0 && rq_type != 1 && rq_type != 3 {
             return Err(check::NOT_SUPPORTED);
         }
-        if log_sq > max || log_rq > max {
+        let srq = if rq_type == 1 {
+            let rmpn = g(qpc::srqn_rmpn_xrqn) as u32;
+            let rmp = self.rmps.get(rmpn).ok_or(check::NO_SUCH_RMP)?;
+            owned(&rmp.meta, uid)?;
+            if rmp.wq.pd != pd {
+                return Err(check::PD_MISMATCH);
+            }
+            Some(rmpn)
+        } else {
+            None
+        };
+        if log_sq > max || (rq_type == 0 && log_rq > max) {
             return Err(check::BAD_LOG_SIZE);
         }
         let log_rq_stride = g(qpc::log_rq_stride) + 4;
-        let rq_bytes = if rq_type == 3 {
-            0
-        } else {
+        let rq_bytes = if rq_type == 0 {
             1u64 << (log_rq + log_rq_stride)
+        } else {
+            0
         };
         let sq_bytes = if no_sq { 0 } else { (WQEBB as u64) << log_sq };
         let cqn_snd = (!no_sq).then(|| g(qpc::cqn_snd) as u32);
@@ -550,10 +563,11 @@ impl Firmware {
                 uar_page,
                 ring,
                 dbr,
-                rq: (rq_type != 3).then_some(QpRq {
+                rq: (rq_type == 0).then_some(QpRq {
                     log_size: log_rq as u8,
                     log_stride: log_rq_stride as u8,
                 }),
+                srq,
                 sq: (!no_sq).then_some(QpSq {
                     offset: rq_bytes as usize,
                     log_size: log_sq as u8,
@@ -575,6 +589,9 @@ impl Firmware {
             if let Some(c) = self.cqs.get_mut(cq) {
                 c.meta.refs += 1;
             }
+        }
+        if let Some(r) = srq.and_then(|n| self.rmps.get_mut(n)) {
+            r.meta.refs += 1;
         }
         o.set(l::create_qp_out::qpn, u64::from(qpn));
         Ok(ObjRef::Qp(qpn))

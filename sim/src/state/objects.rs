@@ -218,6 +218,9 @@ pub(crate) struct Rq {
 pub(crate) struct Rmp {
     pub(crate) meta: Meta,
     pub(crate) wq: WqRing,
+    /// Receive WQEs taken (by any QP of the pool), in ring order: the cyclic pool hands out
+    /// its WQEs one after the other.
+    pub(crate) ci: u16,
 }
 
 #[derive(Debug)]
@@ -330,6 +333,8 @@ pub(crate) struct Qp {
     /// Doorbell record: receive counter at 0, send counter at 4.
     pub(crate) dbr: Dma,
     pub(crate) rq: Option<QpRq>,
+    /// The shared receive queue (RMP) it receives from instead (`rq_type` SRQ).
+    pub(crate) srq: Option<u32>,
     pub(crate) sq: Option<QpSq>,
     pub(crate) ctx: QpCtx,
     /// The transport's runtime state (`crate::rc`).

@@ -123,6 +123,8 @@ pub(crate) enum InMsg {
     Idle,
     Send {
         offset: u64,
+        /// The receive WQE it fills.
+        index: u16,
     },
     Write {
         va: u64,

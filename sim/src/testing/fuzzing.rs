@@ -646,6 +646,7 @@ impl Harness {
                     log_sq_size: sel % 8,
                     log_rq_size: (sel & 0x80 == 0).then_some((sel >> 3) % 8),
                     log_rq_stride: (sel >> 4) % 4,
+                    srqn: None,
                     mem: self.ring(input),
                 })
             }

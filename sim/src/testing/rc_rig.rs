@@ -353,6 +353,7 @@ impl RcRig {
                 log_sq_size: cfg.log_sq,
                 log_rq_size: Some(cfg.log_rq),
                 log_rq_stride: cfg.log_rq_stride,
+                srqn: None,
                 mem: ring(self.off.qp, DBR_QP),
             },
         )?;

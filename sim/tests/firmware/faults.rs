@@ -223,6 +223,7 @@ fn inventory_counts_and_context_drop_releases_everything() {
             log_sq_size: 4,
             log_rq_size: Some(4),
             log_rq_stride: 0,
+            srqn: None,
             mem: ring(0x3000),
         },
     ));

@@ -251,6 +251,7 @@ impl Kit {
             log_sq_size: 4,
             log_rq_size: Some(4),
             log_rq_stride: 0,
+            srqn: None,
             mem: self.ring(4096),
         }
     }

@@ -635,8 +635,46 @@ fn qp_create_and_state_machine() {
     expect_check(raw_create(&*ctx, &inbox), check::BAD_QP_TYPE);
     let inbox = patched(&kit.qp_cmd(cqn), |v| v.set(q.at(l::qpc::state), 1));
     expect_check(raw_create(&*ctx, &inbox), check::BAD_STATE_FIELD);
-    let inbox = patched(&kit.qp_cmd(cqn), |v| v.set(q.at(l::qpc::rq_type), 1));
+    let inbox = patched(&kit.qp_cmd(cqn), |v| v.set(q.at(l::qpc::rq_type), 2));
     expect_check(raw_create(&*ctx, &inbox), check::NOT_SUPPORTED);
+
+    // A shared receive queue (rq_type SRQ): the RMP must exist, be the user's and share the
+    // QP's PD; the QP holds it.
+    expect_check(
+        devx::create(
+            &ctx,
+            &CreateQp {
+                srqn: Some(0x7fff),
+                ..kit.qp_cmd(cqn)
+            },
+        ),
+        check::NO_SUCH_RMP,
+    );
+    let (rmp, rmpn) = ok(devx::create(&ctx, &CreateRmp { wq: kit.wq(4, 6) }));
+    let (srq_qp, _) = ok(devx::create(
+        &ctx,
+        &CreateQp {
+            srqn: Some(rmpn),
+            log_rq_size: None,
+            ..kit.qp_cmd(cqn)
+        },
+    ));
+    expect_check(raw_destroy(&*ctx, rmp.handle()), check::OBJECT_IN_USE);
+    let (pd2, pdn2) = ok(devx::create(&ctx, &AllocPd));
+    expect_check(
+        devx::create(
+            &ctx,
+            &CreateQp {
+                pd: pdn2,
+                srqn: Some(rmpn),
+                ..kit.qp_cmd(cqn)
+            },
+        ),
+        check::PD_MISMATCH,
+    );
+    ok(srq_qp.destroy());
+    ok(rmp.destroy());
+    ok(pd2.destroy());
 
     // The QP holds its CQ.
     expect_check(raw_destroy(&*ctx, cq.handle()), check::OBJECT_IN_USE);

@@ -33,6 +33,9 @@ impl QpState {
 
 /// `qpc.st` RC (PRM `MLX5_QPC_ST_RC`).
 pub const QPC_ST_RC: u64 = 0x0;
+/// `qpc.rq_type` for a QP receiving from a shared receive queue (PRM; the kernel's
+/// `MLX5_SRQ_RQ`); `qpc.srqn_rmpn_xrqn` names it.
+pub const QPC_RQ_TYPE_SRQ: u64 = 0x1;
 /// `qpc.rq_type` for a QP without receive queue (PRM / rdma-core `MLX5_ZERO_LEN_RQ`).
 pub const QPC_RQ_TYPE_ZERO_LEN_RQ: u64 = 0x3;
 /// `qpc.pm_state` migrated (PRM `MLX5_QPC_PM_STATE_MIGRATED`).
@@ -50,6 +53,9 @@ pub struct CreateQp {
     pub log_rq_size: Option<u8>,
     /// RQ stride: 16 << `log_rq_stride` bytes.
     pub log_rq_stride: u8,
+    /// Receive from this shared receive queue (an RMP, `rq_type` SRQ) instead of an RQ of
+    /// the QP's own; `log_rq_size` is then ignored and the ring holds the send queue only.
+    pub srqn: Option<u32>,
     pub mem: RingMem,
 }
 
@@ -91,10 +97,13 @@ command! {
         )?;
         // Without a receive queue: `rq_type` zero-length RQ (PRM `MLX5_ZERO_LEN_RQ`), so the
         // send ring starts at the ring's beginning, where the driver puts it.
-        if self.log_rq_size.is_none() {
+        if let Some(srqn) = self.srqn {
+            v.set(q.at(qpc::rq_type), QPC_RQ_TYPE_SRQ);
+            put(v, op, q.at(qpc::srqn_rmpn_xrqn), u64::from(srqn), "srqn")?;
+        } else if self.log_rq_size.is_none() {
             v.set(q.at(qpc::rq_type), QPC_RQ_TYPE_ZERO_LEN_RQ);
         }
-        if let Some(n) = self.log_rq_size {
+        if let (None, Some(n)) = (self.srqn, self.log_rq_size) {
             put(v, op, q.at(qpc::log_rq_size), u64::from(n), "log_rq_size")?;
             put(
                 v,

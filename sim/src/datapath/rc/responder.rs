@@ -5,7 +5,7 @@ use mlx5_dpa::mlx5::wire::CompletionKind;
 
 use crate::port::roce::{self, aeth, opcode as bth, Bth, Packet};
 use crate::state::datapath::Datapath;
-use crate::state::objects::{qp_state, Qp};
+use crate::state::objects::qp_state;
 use crate::state::rc::*;
 use crate::state::Firmware;
 use mlx5_dpa::mlx5::wire::cqe::syndrome;
@@ -152,21 +152,20 @@ pub(super) fn responder_fail(
     qpn: u32,
     psn: u32,
     nak: u8,
-    rq_err: Option<u8>,
+    rq_err: Option<(u8, u16)>,
 ) {
     let Some(qp) = fw.qps.get_mut(qpn) else {
         return;
     };
     let msn = qp.rc.msn;
     let cqn = qp.cqn_rcv;
-    let ci = qp.rc.rq_ci;
-    if rq_err.is_some() {
-        qp.rc.rq_ci = ci.wrapping_add(1);
+    if let Some((_, index)) = rq_err {
+        recv_consumed(qp, index);
     }
     qp.rc.jobs.clear();
     tracing::debug!(target: "mlx5_sim::rc", qpn, psn, aeth = nak, "responder error; QP to ERR");
-    if let Some(syn) = rq_err {
-        post(fw, dp, cqn, err_cqe(false, syn, 0, qpn, ci));
+    if let Some((syn, index)) = rq_err {
+        post(fw, dp, cqn, err_cqe(false, syn, 0, qpn, index));
     }
     queue_response(
         fw,
@@ -193,15 +192,6 @@ pub(super) fn position(op: u8) -> (bool, bool) {
         SEND_LAST | SEND_LAST_IMM | RDMA_WRITE_LAST | RDMA_WRITE_LAST_IMM => (false, true),
         _ => (true, true),
     }
-}
-
-/// Receive WQEs posted and not consumed, from the doorbell record.
-pub(super) fn rq_posted(qp: &Qp) -> bool {
-    qp.rq.is_some()
-        && qp
-            .dbr
-            .read_be32(0)
-            .is_some_and(|pi| pi as u16 != qp.rc.rq_ci)
 }
 
 pub(super) fn responder_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &Packet<'_>) {
@@ -324,20 +314,20 @@ pub(super) fn rx_send(
 ) {
     let Some(qp) = fw.qps.get(qpn) else { return };
     if first {
-        if qp.rq.is_none() {
+        if !has_recv(qp) {
             responder_fail(fw, dp, qpn, p.psn, aeth::NAK_INVALID, None);
             return;
         }
-        if !rq_posted(qp) {
+        if !recv_posted(fw, qp) {
             rnr_nak(fw, dp, qpn, p.psn);
             return;
         }
     }
-    let offset = match qp.rc.in_msg {
-        InMsg::Send { offset } => offset,
-        _ => 0,
+    let (offset, index) = match qp.rc.in_msg {
+        InMsg::Send { offset, index } => (offset, index),
+        _ => (0, recv_claim(fw, qpn)),
     };
-    let index = qp.rc.rq_ci;
+    let Some(qp) = fw.qps.get(qpn) else { return };
     let total = offset + p.payload.len() as u64;
     let res = if total > max_msg(&qp.ctx) {
         Err(syndrome::LOCAL_LENGTH_ERR)
@@ -353,12 +343,19 @@ pub(super) fn rx_send(
                 qpn,
                 p.psn,
                 aeth::NAK_INVALID,
-                Some(syndrome::LOCAL_LENGTH_ERR),
+                Some((syndrome::LOCAL_LENGTH_ERR, index)),
             );
             return;
         }
         Err(syn) => {
-            responder_fail(fw, dp, qpn, p.psn, aeth::NAK_OPERATIONAL, Some(syn));
+            responder_fail(
+                fw,
+                dp,
+                qpn,
+                p.psn,
+                aeth::NAK_OPERATIONAL,
+                Some((syn, index)),
+            );
             return;
         }
     }
@@ -366,11 +363,13 @@ pub(super) fn rx_send(
         return;
     };
     let cqn = qp.cqn_rcv;
+    if last {
+        recv_consumed(qp, index);
+    }
     let rc = &mut qp.rc;
     rc.epsn = psn_add(rc.epsn, 1);
     if last {
         rc.in_msg = InMsg::Idle;
-        rc.rq_ci = index.wrapping_add(1);
         rc.msn = psn_add(rc.msn, 1);
         let op = if p.imm.is_some() {
             CompletionKind::RecvImm
@@ -380,7 +379,10 @@ pub(super) fn rx_send(
         post(fw, dp, cqn, resp_cqe(op, total as u32, p.imm, qpn, index));
         ack(fw, dp, qpn, p.psn);
     } else {
-        rc.in_msg = InMsg::Send { offset: total };
+        rc.in_msg = InMsg::Send {
+            offset: total,
+            index,
+        };
         if p.ack_req {
             ack(fw, dp, qpn, p.psn);
         }
@@ -446,12 +448,12 @@ pub(super) fn rx_write(
         return;
     }
     if last && imm {
-        if qp.rq.is_none() {
+        if !has_recv(qp) {
             responder_fail(fw, dp, qpn, p.psn, aeth::NAK_INVALID, None);
             return;
         }
         // The immediate needs a receive WQE; without one nothing of this packet is taken.
-        if !rq_posted(qp) {
+        if !recv_posted(fw, qp) {
             rnr_nak(fw, dp, qpn, p.psn);
             return;
         }
@@ -467,18 +469,20 @@ pub(super) fn rx_write(
             }
         }
     }
+    let index = (last && imm).then(|| recv_claim(fw, qpn));
     let Some(qp) = fw.qps.get_mut(qpn) else {
         return;
     };
     let cqn = qp.cqn_rcv;
+    if let Some(index) = index {
+        recv_consumed(qp, index);
+    }
     let rc = &mut qp.rc;
     rc.epsn = psn_add(rc.epsn, 1);
     if last {
         rc.in_msg = InMsg::Idle;
         rc.msn = psn_add(rc.msn, 1);
-        if imm {
-            let index = rc.rq_ci;
-            rc.rq_ci = index.wrapping_add(1);
+        if let Some(index) = index {
             post(
                 fw,
                 dp,

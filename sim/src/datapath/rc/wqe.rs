@@ -354,6 +354,78 @@ pub(super) fn scatter_local(
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// Receive WQEs: the QP's own RQ (at the start of its ring), or the shared receive queue (an
+// RMP) it names, whose cyclic ring hands its WQEs to the pool's QPs one after the other.
+
+/// The ring a QP's receive WQEs are read from.
+#[derive(Debug, Clone, Copy)]
+struct RecvRing {
+    ring: crate::mem::Dma,
+    log_size: u8,
+    log_stride: u8,
+}
+
+fn recv_ring(fw: &Firmware, qp: &Qp) -> Option<RecvRing> {
+    if let Some(rq) = qp.rq {
+        return Some(RecvRing {
+            ring: qp.ring,
+            log_size: rq.log_size,
+            log_stride: rq.log_stride,
+        });
+    }
+    let r = fw.rmps.get(qp.srq?)?;
+    Some(RecvRing {
+        ring: r.wq.ring,
+        log_size: r.wq.log_size,
+        log_stride: r.wq.log_stride,
+    })
+}
+
+/// The QP receives (an RQ of its own or a shared receive queue).
+pub(super) fn has_recv(qp: &Qp) -> bool {
+    qp.rq.is_some() || qp.srq.is_some()
+}
+
+/// Receive WQEs posted and not taken: the QP's doorbell record against its `rq_ci`, or the
+/// pool's record against the pool's counter.
+pub(super) fn recv_posted(fw: &Firmware, qp: &Qp) -> bool {
+    if qp.rq.is_some() {
+        return qp
+            .dbr
+            .read_be32(0)
+            .is_some_and(|pi| pi as u16 != qp.rc.rq_ci);
+    }
+    qp.srq
+        .and_then(|n| fw.rmps.get(n))
+        .is_some_and(|r| r.wq.dbr.read_be32(0).is_some_and(|pi| pi as u16 != r.ci))
+}
+
+/// The receive WQE an incoming message fills. The QP's own RQ: its `rq_ci`, consumed when
+/// the message completes ([`recv_consumed`]). A pool's: taken now, since another QP of the
+/// pool may take the next WQE before this message ends.
+pub(super) fn recv_claim(fw: &mut Firmware, qpn: u32) -> u16 {
+    let Some(qp) = fw.qps.get(qpn) else { return 0 };
+    if qp.rq.is_some() {
+        return qp.rc.rq_ci;
+    }
+    match qp.srq.and_then(|n| fw.rmps.get_mut(n)) {
+        Some(r) => {
+            let index = r.ci;
+            r.ci = index.wrapping_add(1);
+            index
+        }
+        None => 0,
+    }
+}
+
+/// Receive WQE `index` of the QP's own RQ is done (a pool's was taken by [`recv_claim`]).
+pub(super) fn recv_consumed(qp: &mut Qp, index: u16) {
+    if qp.rq.is_some() {
+        qp.rc.rq_ci = index.wrapping_add(1);
+    }
+}
+
 /// Writes `data` at message offset `off` into receive WQE `index`.
 pub(super) fn scatter_rq(
     fw: &Firmware,
@@ -365,7 +437,7 @@ pub(super) fn scatter_rq(
     if data.is_empty() {
         return Ok(());
     }
-    let rq = qp.rq.ok_or(syndrome::LOCAL_QP_OP_ERR)?;
+    let rq = recv_ring(fw, qp).ok_or(syndrome::LOCAL_QP_OP_ERR)?;
     let stride = 1usize << rq.log_stride;
     let slot = (u32::from(index) & ((1u32 << rq.log_size) - 1)) as usize * stride;
     let mut pos = 0u64;
@@ -376,7 +448,7 @@ pub(super) fn scatter_rq(
         if rest.is_empty() {
             break;
         }
-        if !qp.ring.read(slot + s * SEG, &mut seg) {
+        if !rq.ring.read(slot + s * SEG, &mut seg) {
             return Err(syndrome::LOCAL_QP_OP_ERR);
         }
         let d = DataSeg::new_unchecked(&seg[..]);
