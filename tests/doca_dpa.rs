@@ -1121,8 +1121,7 @@ fn rdma_between_two_contexts_from_dpa_code() {
     };
     let (ca, mut ra, abuf, amap, aout, adone, apolled) = side(&a);
     let (cb, mut rb, bbuf, bmap, bout, bdone, bpolled) = side(&b);
-    ra.connect(&mut rb).unwrap();
-    assert_eq!(ra.connection_id(), 0);
+    assert_eq!(ra.connect(&mut rb).unwrap(), (0, 0));
     let (mut an, mut bn, mut ap, mut bp) = (0, 0, 0, 0);
     let (rah, rbh) = (ra.dpa_handle().unwrap(), rb.dpa_handle().unwrap());
     let (cah, cbh) = (ca.dpa_handle().unwrap(), cb.dpa_handle().unwrap());

@@ -93,19 +93,24 @@ fn dpa_rdma_between_two_linked_models() {
 
     // The details travel as bytes, as DOCA's do; each names its own device's address.
     let (ea, eb) = (ra.export().unwrap(), rb.export().unwrap());
-    assert_ne!((ea.gid, ea.mac), (eb.gid, eb.mac));
-    let wire = eb.to_bytes();
-    assert_eq!(RdmaConnDetails::from_bytes(&wire).unwrap(), eb);
+    assert_eq!((ea.id(), eb.id()), (0, 0));
+    let (da_, db_) = (ea.details(), eb.details());
+    assert_ne!((da_.gid, da_.mac), (db_.gid, db_.mac));
+    let wire = db_.to_bytes();
+    assert_eq!(RdmaConnDetails::from_bytes(&wire).unwrap(), db_);
     assert!(matches!(
         RdmaConnDetails::from_bytes(&wire[..RDMA_CONN_DETAILS_LEN - 1]),
         Err(DocaError::InvalidValue(_))
     ));
-    ra.connect_to(&RdmaConnDetails::from_bytes(&wire).unwrap())
+    // Its one connection is exported: no second export.
+    assert!(matches!(ra.export(), Err(DocaError::NotPermitted(_))));
+    ra.connect_to(&ea, &RdmaConnDetails::from_bytes(&wire).unwrap())
         .unwrap();
-    rb.connect_to(&RdmaConnDetails::from_bytes(&ea.to_bytes()).unwrap())
+    rb.connect_to(&eb, &RdmaConnDetails::from_bytes(&da_.to_bytes()).unwrap())
         .unwrap();
+    // A connected connection is not connected again.
     assert!(matches!(
-        ra.connect_to(&eb),
+        ra.connect_to(&ea, &db_),
         Err(DocaError::NotPermitted(_))
     ));
 

@@ -3,9 +3,12 @@
  * RDMA from DPA code (DOCA DPA's device communication library as the seed doca-dpa.txt
  * documents it, DOCA 2.9: the memory-map forms; names and signatures are DOCA's, this text is
  * this project's). An RDMA handle comes from the host (mlx5_dpa::doca::DpaRdma::dpa_handle);
- * its one connection has id 0. Completions go to the completion context the RDMA is attached
- * to; a DPA RDMA must not be used from two threads at once (DOCA's rule; here posts take a
- * lock anyway).
+ * its connections have ids 0 .. max connections - 1 (the host's RdmaConnection::id); an id it
+ * does not have, or one not connected yet, stops the thread. Receives have no connection: the
+ * RDMA's connections share its receive queue (or a shared one it was created on), and a receive
+ * completion's user data names the connection it came in on. Completions go to the completion
+ * context the RDMA is attached to; a DPA RDMA must not be used from two threads at once
+ * (DOCA's rule; here posts take a lock anyway).
  */
 #ifndef DOCA_DPA_DEV_RDMA_H_
 #define DOCA_DPA_DEV_RDMA_H_
@@ -20,6 +23,9 @@ extern "C" {
 
 /** An RDMA as DPA code names it. */
 __dpa_global__ typedef uint64_t doca_dpa_dev_rdma_t;
+
+/** A shared receive queue as DPA code names it (DOCA 2.6's `doca_rdma_srq` on the DPA). */
+__dpa_global__ typedef uint64_t doca_dpa_dev_rdma_srq_t;
 
 #if MLX5_DPA_DOCA_DEV_API < 209
 /*
@@ -36,6 +42,7 @@ __dpa_global__ typedef uint64_t doca_dpa_dev_rdma_t;
 #define doca_dpa_dev_rdma_signal_set __doca_dpa_v26_rdma_signal_set
 #define doca_dpa_dev_rdma_signal_add __doca_dpa_v26_rdma_signal_add
 #define doca_dpa_dev_rdma_synchronize __doca_dpa_v26_rdma_synchronize
+#define doca_dpa_dev_rdma_srq_post_receive __doca_dpa_v26_rdma_srq_post_receive
 
 /** Reads `length` bytes at `src_offset` of the remote buffer into `dst_offset` of the local one. */
 DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_read(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst_mem, uint64_t dst_offset,
@@ -62,6 +69,9 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_signal_add(doca_dpa_dev_rdma_t rdma,
 						    uint64_t count);
 /** Waits until every operation posted on the RDMA has completed. */
 DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_synchronize(doca_dpa_dev_rdma_t rdma);
+/** Posts a receive of up to `length` bytes at `offset` of the buffer on a shared receive queue. */
+DOCA_EXPERIMENTAL void doca_dpa_dev_rdma_srq_post_receive(doca_dpa_dev_rdma_srq_t rdma_srq, doca_dpa_dev_buf_t buf,
+							  uint64_t offset, size_t length);
 
 #else
 

@@ -120,20 +120,51 @@ enum {
 	MLX5_DPA_DOCA_HASH_REMOVED = 2,
 };
 
-/** A DPA RDMA, in DPA memory; its address is the device handle. */
-struct doca_dpa_rdma_block {
-	struct mlx5_dpa_wq_descriptor qp; /* 0x00 (88 bytes): an RC QP with a receive queue */
+/** One connection of a DPA RDMA: an RC QP (send queue only; it receives from the RDMA's
+ * shared receive queue). */
+struct doca_dpa_rdma_conn {
+	struct mlx5_dpa_wq_descriptor qp; /* 0x00 (88 bytes) */
 	uint32_t sq_pi;                   /* 0x58: WQEBBs posted */
 	uint32_t lock;                    /* 0x5c */
-	uint32_t rq_pi;                   /* 0x60: receives posted */
-	uint32_t rq_acked;                /* 0x64: receives acknowledged */
-	uint64_t scratch;                 /* 0x68: a ring of 8-byte words in DPA memory, one per send
+	uint64_t scratch;                 /* 0x60: a ring of 8-byte words in DPA memory, one per send
 					   * slot: fetched atomic values, signalled counts */
-	uint32_t scratch_lkey;            /* 0x70 */
-	uint32_t scratch_mask;            /* 0x74: ring words - 1 */
-	uint64_t comp;                    /* 0x78: the attached completion context's handle
-					   * (DOCA 2.6's doca_dpa_dev_rdma_synchronize polls it) */
+	uint32_t scratch_lkey;            /* 0x68 */
+	uint32_t scratch_mask;            /* 0x6c: ring words - 1 */
+	uint32_t connected;               /* 0x70: set by the host once the QP is connected */
+	uint32_t reserved[3];
 };
+
+/** A receive queue (an RMP) in DPA memory: a DPA RDMA's own, or a shared one several RDMAs
+ * receive from; a shared one's address is its device handle (doca_dpa_dev_rdma_srq_t). */
+struct doca_dpa_rdma_srq {
+	uint64_t ring;     /* 0x00: cyclic ring of receive WQEs (one data segment each) */
+	uint64_t dbr;      /* 0x08: doorbell record (receive counter at +0, big-endian) */
+	uint32_t log_size; /* 0x10 */
+	uint32_t stride;   /* 0x14: bytes per WQE */
+	uint32_t pi;       /* 0x18: receives posted */
+	uint32_t acked;    /* 0x1c: receives acknowledged */
+	uint32_t lock;     /* 0x20 */
+	uint32_t srqn;     /* 0x24 */
+	uint64_t reserved[3];
+};
+
+/** A DPA RDMA, in DPA memory; its address is the device handle. */
+struct doca_dpa_rdma_block {
+	uint64_t comp;      /* 0x00: the attached completion context's handle (DOCA 2.6's
+			     * doca_dpa_dev_rdma_synchronize polls it) */
+	uint64_t srq;       /* 0x08: its receive queue (struct doca_dpa_rdma_srq) */
+	uint32_t num_conns; /* 0x10 */
+	uint32_t reserved0;
+	uint64_t reserved1;
+	struct doca_dpa_rdma_conn conns[]; /* 0x20 */
+};
+
+_Static_assert(sizeof(struct doca_dpa_rdma_conn) == 0x80, "RDMA_CONN");
+_Static_assert(__builtin_offsetof(struct doca_dpa_rdma_conn, scratch) == 0x60, "conn scratch @0x60");
+_Static_assert(__builtin_offsetof(struct doca_dpa_rdma_conn, connected) == 0x70, "conn connected @0x70");
+_Static_assert(sizeof(struct doca_dpa_rdma_srq) == 0x40, "SRQ_BLOCK");
+_Static_assert(__builtin_offsetof(struct doca_dpa_rdma_srq, srqn) == 0x24, "srqn @0x24");
+_Static_assert(sizeof(struct doca_dpa_rdma_block) == 0x20, "RDMA_HEAD");
 
 /** A peer's exported sync event (doca_dpa_dev_sync_event_remote_net_t points at this). */
 struct doca_dpa_remote_event {

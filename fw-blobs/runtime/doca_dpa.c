@@ -400,28 +400,52 @@ void doca_dpa_dev_sync_event_post_wait_ne(doca_dpa_dev_async_ops_t async_ops_han
 
 /* ---- RDMA ---- */
 
-static volatile struct doca_dpa_rdma_block *rdma_lock(doca_dpa_dev_rdma_t h)
+static volatile struct doca_dpa_rdma_block *rdma_block(doca_dpa_dev_rdma_t h)
 {
-	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)h;
-
 	if (h == 0 || (h & 7))
 		doca_dpa_fatal();
-	while (__atomic_exchange_n((uint32_t *)&r->lock, 1, __ATOMIC_ACQUIRE))
+	return (volatile struct doca_dpa_rdma_block *)(uintptr_t)h;
+}
+
+/* Connection `id` of an RDMA, locked; an id it does not have, or one not connected, stops the
+ * thread (DOCA's device calls have no error return). */
+static volatile struct doca_dpa_rdma_conn *conn_lock(doca_dpa_dev_rdma_t h, uint32_t id)
+{
+	volatile struct doca_dpa_rdma_block *r = rdma_block(h);
+	volatile struct doca_dpa_rdma_conn *c;
+
+	if (id >= r->num_conns)
+		doca_dpa_fatal();
+	c = &r->conns[id];
+	if (!c->connected)
+		doca_dpa_fatal();
+	while (__atomic_exchange_n((uint32_t *)&c->lock, 1, __ATOMIC_ACQUIRE))
 		spin_pause();
-	return r;
+	return c;
+}
+
+static void conn_unlock(volatile struct doca_dpa_rdma_conn *c)
+{
+	__atomic_store_n((uint32_t *)&c->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* The scratch word of the connection's next send slot (its WQE is the only one using it while
+ * outstanding). */
+static uint64_t conn_scratch(volatile struct doca_dpa_rdma_conn *c)
+{
+	return c->scratch + 8 * (uint64_t)(c->sq_pi & c->scratch_mask);
 }
 
 /*
- * One send WQE: ctrl, then a remote-address segment (when `rkey_used`), an atomic segment
- * (fetch-and-add), a data segment (when `len_used`); rung at once.
+ * One send WQE on a locked connection: ctrl, then a remote-address segment (when `rkey_used`),
+ * an atomic segment (fetch-and-add), a data segment (when `len_used`); rung at once. Unlocks.
  */
-static void rdma_post(doca_dpa_dev_rdma_t h, uint8_t opcode, uint32_t imm_be, int rkey_used, uint32_t rkey,
-		      uint64_t raddr, int add_used, uint64_t add, int len_used, uint32_t lkey, uint64_t laddr,
-		      uint32_t len, uint32_t flags)
+static void conn_post(volatile struct doca_dpa_rdma_conn *c, uint8_t opcode, uint32_t imm_be, int rkey_used,
+		      uint32_t rkey, uint64_t raddr, int add_used, uint64_t add, int len_used, uint32_t lkey,
+		      uint64_t laddr, uint32_t len, uint32_t flags)
 {
-	volatile struct doca_dpa_rdma_block *r = rdma_lock(h);
-	struct mlx5_dpa_wq_descriptor qp = r->qp;
-	uint32_t pi = r->sq_pi;
+	struct mlx5_dpa_wq_descriptor qp = c->qp;
+	uint32_t pi = c->sq_pi;
 	union flexio_dev_sqe_seg *wqe = mlx5_dpa_sq_wqebb(&qp, pi);
 	struct flexio_dev_thread_ctx *t;
 	uint8_t ds = 1;
@@ -435,27 +459,27 @@ static void rdma_post(doca_dpa_dev_rdma_t h, uint8_t opcode, uint32_t imm_be, in
 	mlx5_dpa_swqe_ctrl_set(wqe, 0, opcode, pi, qp.num, ds,
 			       (flags & DOCA_DPA_DEV_SUBMIT_FLAG_OPTIMIZE_REPORTS) ? 0 : (MLX5_CTRL_SEG_CE_CQE_ALWAYS << 2),
 			       imm_be);
-	r->sq_pi = pi + 1;
+	c->sq_pi = pi + 1;
 	mlx5_dpa_dbr_sq_set_pi(qp.dbr_addr, pi + 1);
 	__dpa_thread_memory_writeback();
 	flexio_dev_get_thread_ctx(&t);
 	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), qp.num);
-	__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
+	conn_unlock(c);
 }
 
-static void check_connection(uint32_t connection_id)
+static void rdma_post(doca_dpa_dev_rdma_t h, uint32_t id, uint8_t opcode, uint32_t imm_be, int rkey_used,
+		      uint32_t rkey, uint64_t raddr, int add_used, uint64_t add, int len_used, uint32_t lkey,
+		      uint64_t laddr, uint32_t len, uint32_t flags)
 {
-	/* One connection per DPA RDMA here: id 0. */
-	if (connection_id != 0)
-		doca_dpa_fatal();
+	conn_post(conn_lock(h, id), opcode, imm_be, rkey_used, rkey, raddr, add_used, add, len_used, lkey, laddr, len,
+		  flags);
 }
 
 void doca_dpa_dev_rdma_post_read(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_mmap_t dst_mmap,
 				 uint64_t dst_addr, doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length,
 				 uint32_t flags)
 {
-	check_connection(connection_id);
-	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_RDMA_READ, 0, 1, (uint32_t)src_mmap, src_addr, 0, 0, 1,
+	rdma_post(rdma, connection_id, MLX5_CTRL_SEG_OPCODE_RDMA_READ, 0, 1, (uint32_t)src_mmap, src_addr, 0, 0, 1,
 		  (uint32_t)dst_mmap, dst_addr, (uint32_t)length, flags);
 }
 
@@ -463,8 +487,7 @@ void doca_dpa_dev_rdma_post_write(doca_dpa_dev_rdma_t rdma, uint32_t connection_
 				  uint64_t dst_addr, doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length,
 				  uint32_t flags)
 {
-	check_connection(connection_id);
-	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE, 0, 1, (uint32_t)dst_mmap, dst_addr, 0, 0, 1,
+	rdma_post(rdma, connection_id, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE, 0, 1, (uint32_t)dst_mmap, dst_addr, 0, 0, 1,
 		  (uint32_t)src_mmap, src_addr, (uint32_t)length, flags);
 }
 
@@ -472,107 +495,127 @@ void doca_dpa_dev_rdma_post_write_imm(doca_dpa_dev_rdma_t rdma, uint32_t connect
 				      doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr, doca_dpa_dev_mmap_t src_mmap,
 				      uint64_t src_addr, size_t length, uint32_t immediate, uint32_t flags)
 {
-	check_connection(connection_id);
-	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE_WITH_IMMEDIATE, cpu_to_be32(immediate), 1,
+	rdma_post(rdma, connection_id, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE_WITH_IMMEDIATE, cpu_to_be32(immediate), 1,
 		  (uint32_t)dst_mmap, dst_addr, 0, 0, 1, (uint32_t)src_mmap, src_addr, (uint32_t)length, flags);
 }
 
 void doca_dpa_dev_rdma_post_send(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_mmap_t mmap,
 				 uint64_t addr, size_t length, uint32_t flags)
 {
-	check_connection(connection_id);
-	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_SEND, 0, 0, 0, 0, 0, 0, 1, (uint32_t)mmap, addr, (uint32_t)length,
-		  flags);
+	rdma_post(rdma, connection_id, MLX5_CTRL_SEG_OPCODE_SEND, 0, 0, 0, 0, 0, 0, 1, (uint32_t)mmap, addr,
+		  (uint32_t)length, flags);
 }
 
 void doca_dpa_dev_rdma_post_send_imm(doca_dpa_dev_rdma_t rdma, uint32_t connection_id, doca_dpa_dev_mmap_t mmap,
 				     uint64_t addr, size_t length, uint32_t immediate, uint32_t flags)
 {
-	check_connection(connection_id);
-	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_SEND_WITH_IMMEDIATE, cpu_to_be32(immediate), 0, 0, 0, 0, 0, 1,
-		  (uint32_t)mmap, addr, (uint32_t)length, flags);
-}
-
-/* The scratch word of the next send slot (its WQE is the only one using it while outstanding). */
-static uint64_t rdma_scratch(volatile struct doca_dpa_rdma_block *r)
-{
-	return r->scratch + 8 * (uint64_t)(r->sq_pi & r->scratch_mask);
+	rdma_post(rdma, connection_id, MLX5_CTRL_SEG_OPCODE_SEND_WITH_IMMEDIATE, cpu_to_be32(immediate), 0, 0, 0, 0,
+		  0, 1, (uint32_t)mmap, addr, (uint32_t)length, flags);
 }
 
 void doca_dpa_dev_rdma_post_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
 					     doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr, uint64_t value,
 					     uint32_t flags)
 {
-	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)rdma;
+	volatile struct doca_dpa_rdma_conn *c = conn_lock(rdma, connection_id);
 
-	check_connection(connection_id);
 	/* The fetched value lands in a scratch word (DOCA returns none). */
-	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD, 0, 1, (uint32_t)dst_mmap, dst_addr, 1, value, 1,
-		  r->scratch_lkey, rdma_scratch(r), 8, flags);
+	conn_post(c, MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD, 0, 1, (uint32_t)dst_mmap, dst_addr, 1, value, 1,
+		  c->scratch_lkey, conn_scratch(c), 8, flags);
+}
+
+static volatile struct doca_dpa_remote_event *remote_event(doca_dpa_dev_sync_event_remote_net_t remote)
+{
+	if (remote == 0 || (remote & 7))
+		doca_dpa_fatal();
+	return (volatile struct doca_dpa_remote_event *)(uintptr_t)remote;
 }
 
 void doca_dpa_dev_rdma_signal_set(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
 				  doca_dpa_dev_sync_event_remote_net_t remote, uint64_t count)
 {
-	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)rdma;
-	volatile struct doca_dpa_remote_event *ev = (volatile struct doca_dpa_remote_event *)(uintptr_t)remote;
-	uint64_t word;
+	volatile struct doca_dpa_remote_event *ev = remote_event(remote);
+	volatile struct doca_dpa_rdma_conn *c = conn_lock(rdma, connection_id);
+	uint64_t word = conn_scratch(c);
 
-	check_connection(connection_id);
-	if (remote == 0 || (remote & 7))
-		doca_dpa_fatal();
 	/* The value goes out of a scratch word: write it there, then RDMA WRITE those 8 bytes. */
-	word = rdma_scratch(r);
 	*(volatile uint64_t *)(uintptr_t)word = count;
 	__dpa_thread_memory_writeback();
-	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE, 0, 1, ev->rkey, ev->addr, 0, 0, 1, r->scratch_lkey, word, 8,
+	conn_post(c, MLX5_CTRL_SEG_OPCODE_RDMA_WRITE, 0, 1, ev->rkey, ev->addr, 0, 0, 1, c->scratch_lkey, word, 8,
 		  DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
 }
 
 void doca_dpa_dev_rdma_signal_add(doca_dpa_dev_rdma_t rdma, uint32_t connection_id,
 				  doca_dpa_dev_sync_event_remote_net_t remote, uint64_t count)
 {
-	volatile struct doca_dpa_rdma_block *r = (volatile struct doca_dpa_rdma_block *)(uintptr_t)rdma;
-	volatile struct doca_dpa_remote_event *ev = (volatile struct doca_dpa_remote_event *)(uintptr_t)remote;
+	volatile struct doca_dpa_remote_event *ev = remote_event(remote);
+	volatile struct doca_dpa_rdma_conn *c = conn_lock(rdma, connection_id);
 
-	check_connection(connection_id);
-	if (remote == 0 || (remote & 7))
+	conn_post(c, MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD, 0, 1, ev->rkey, ev->addr, 1, count, 1,
+		  c->scratch_lkey, conn_scratch(c), 8, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+}
+
+/* A receive queue block, locked. */
+static volatile struct doca_dpa_rdma_srq *srq_lock(uint64_t h)
+{
+	volatile struct doca_dpa_rdma_srq *q = (volatile struct doca_dpa_rdma_srq *)(uintptr_t)h;
+
+	if (h == 0 || (h & 7))
 		doca_dpa_fatal();
-	rdma_post(rdma, MLX5_CTRL_SEG_OPCODE_ATOMIC_FETCH_AND_ADD, 0, 1, ev->rkey, ev->addr, 1, count, 1,
-		  r->scratch_lkey, rdma_scratch(r), 8, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+	while (__atomic_exchange_n((uint32_t *)&q->lock, 1, __ATOMIC_ACQUIRE))
+		spin_pause();
+	return q;
+}
+
+static void srq_unlock(volatile struct doca_dpa_rdma_srq *q)
+{
+	__atomic_store_n((uint32_t *)&q->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* One receive WQE (one data segment) at the queue's producer counter, published at once. */
+static void srq_post(uint64_t h, doca_dpa_dev_mmap_t mmap, uint64_t addr, size_t length)
+{
+	volatile struct doca_dpa_rdma_srq *q = srq_lock(h);
+	uint32_t pi = q->pi;
+	volatile struct flexio_dev_wqe_rcv_data_seg *w;
+
+	/* More receives outstanding than the queue holds: DOCA asks for acks first. */
+	if (pi - q->acked >= (1u << q->log_size)) {
+		srq_unlock(q);
+		doca_dpa_fatal();
+	}
+	w = (volatile struct flexio_dev_wqe_rcv_data_seg *)(uintptr_t)(q->ring + (uint64_t)(pi & ((1u << q->log_size) - 1)) *
+										    q->stride);
+	w->byte_count = cpu_to_be32((uint32_t)length);
+	w->lkey = cpu_to_be32((uint32_t)mmap);
+	w->addr = cpu_to_be64(addr);
+	q->pi = pi + 1;
+	/* The WQE before the counter that hands it to the NIC. */
+	__dpa_thread_memory_writeback();
+	mlx5_dpa_dbr_rq_set_pi(q->dbr, pi + 1);
+	__dpa_thread_memory_writeback();
+	srq_unlock(q);
+}
+
+static void srq_ack(uint64_t h, uint32_t num_acked)
+{
+	volatile struct doca_dpa_rdma_srq *q = srq_lock(h);
+	uint32_t acked = q->acked + num_acked;
+
+	if (acked - q->acked > q->pi - q->acked)
+		acked = q->pi;
+	q->acked = acked;
+	srq_unlock(q);
 }
 
 void doca_dpa_dev_rdma_post_receive(doca_dpa_dev_rdma_t h, doca_dpa_dev_mmap_t mmap, uint64_t addr, size_t length)
 {
-	volatile struct doca_dpa_rdma_block *r = rdma_lock(h);
-	struct mlx5_dpa_wq_descriptor qp = r->qp;
-	uint32_t pi = r->rq_pi;
-	struct flexio_dev_wqe_rcv_data_seg *w;
-
-	/* More receives outstanding than the queue holds: DOCA asks for acks first. */
-	if (pi - r->rq_acked >= (1u << qp.log_rq_wqe_cnt)) {
-		__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
-		doca_dpa_fatal();
-	}
-	w = mlx5_dpa_rq_wqe(&qp, pi);
-	w->byte_count = cpu_to_be32((uint32_t)length);
-	w->lkey = cpu_to_be32((uint32_t)mmap);
-	w->addr = cpu_to_be64(addr);
-	r->rq_pi = pi + 1;
-	mlx5_dpa_dbr_rq_set_pi(qp.dbr_addr, pi + 1);
-	__dpa_thread_memory_writeback();
-	__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
+	srq_post(rdma_block(h)->srq, mmap, addr, length);
 }
 
 void doca_dpa_dev_rdma_receive_ack(doca_dpa_dev_rdma_t h, uint32_t num_acked)
 {
-	volatile struct doca_dpa_rdma_block *r = rdma_lock(h);
-	uint32_t acked = r->rq_acked + num_acked;
-
-	if (acked - r->rq_acked > r->rq_pi - r->rq_acked)
-		acked = r->rq_pi;
-	r->rq_acked = acked;
-	__atomic_store_n((uint32_t *)&r->lock, 0, __ATOMIC_RELEASE);
+	srq_ack(rdma_block(h)->srq, num_acked);
 }
 
 /* The buffer forms: the maps, addresses and lengths come from the buffers. */
@@ -981,6 +1024,7 @@ void __doca_dpa_v26_rdma_signal_set(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_sync_
 void __doca_dpa_v26_rdma_signal_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_sync_event_remote_net_t remote,
 				    uint64_t count);
 void __doca_dpa_v26_rdma_synchronize(doca_dpa_dev_rdma_t rdma);
+void __doca_dpa_v26_rdma_srq_post_receive(uint64_t rdma_srq, doca_dpa_dev_buf_t buf, uint64_t offset, size_t length);
 
 /* 2.6 operations have no flags: each asks for its completion, which synchronize waits for. */
 #define V26_FLAGS DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH
@@ -1015,6 +1059,11 @@ void __doca_dpa_v26_rdma_post_receive(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf
 	doca_dpa_dev_rdma_post_receive(rdma, BUF_MMAP(buf), BUF_ADDR(buf) + offset, length);
 }
 
+void __doca_dpa_v26_rdma_srq_post_receive(uint64_t rdma_srq, doca_dpa_dev_buf_t buf, uint64_t offset, size_t length)
+{
+	srq_post(rdma_srq, BUF_MMAP(buf), BUF_ADDR(buf) + offset, length);
+}
+
 void __doca_dpa_v26_rdma_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, uint64_t dst_offset,
 					  size_t value)
 {
@@ -1040,12 +1089,13 @@ void __doca_dpa_v26_rdma_synchronize(doca_dpa_dev_rdma_t rdma)
 	doca_dpa_dev_completion_type_t type;
 	uint16_t last;
 
-	if (rdma == 0 || (rdma & 7) || r->comp == 0)
+	if (rdma == 0 || (rdma & 7) || r->comp == 0 || r->num_conns == 0)
 		doca_dpa_fatal();
-	if (r->sq_pi == 0)
+	/* 2.6 has one connection. Every operation is one WQEBB asking for a completion: the last
+	 * one posted ends it. */
+	if (r->conns[0].sq_pi == 0)
 		return;
-	/* Every 2.6 operation is one WQEBB asking for a completion: the last one posted ends it. */
-	last = (uint16_t)(r->sq_pi - 1);
+	last = (uint16_t)(r->conns[0].sq_pi - 1);
 	for (;;) {
 		while (!doca_dpa_dev_get_completion(r->comp, &e))
 			;

@@ -15,6 +15,9 @@
  *                                      fetch-and-add arg, 5 signal_set of remote event rarr to
  *                                      arg, 6 signal_add; every op but the receive is followed
  *                                      by doca_dpa_dev_rdma_synchronize
+ *   v26_srq_receive_kernel(srq, arr, offset, len)
+ *                                      posts a receive of len bytes at `offset` of buffer 0 on
+ *                                      a shared receive queue (doca_dpa_dev_rdma_srq_post_receive)
  *   v26_external_kernel(arr, offset, ev)
  *                                      sets ev to the u64 at `offset` of buffer 0, read through
  *                                      doca_dpa_dev_buf_get_external_ptr(buf, offset)
@@ -83,4 +86,10 @@ __dpa_global__ void v26_external_kernel(doca_dpa_dev_buf_arr_t arr, uint64_t off
 	__dpa_thread_window_read_inv();
 	v = *p;
 	doca_dpa_dev_sync_event_update_set(ev, v);
+}
+
+__dpa_global__ void v26_srq_receive_kernel(doca_dpa_dev_rdma_srq_t srq, doca_dpa_dev_buf_arr_t arr, uint64_t offset,
+					   uint64_t len)
+{
+	doca_dpa_dev_rdma_srq_post_receive(srq, doca_dpa_dev_buf_array_get_buf(arr, 0), offset, len);
 }

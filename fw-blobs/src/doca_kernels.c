@@ -37,10 +37,11 @@
  *                                      every one up: out[rank] counts the lookups that agree
  *   group_thread(ev)                   a DPA thread: adds (1 << rank) + (num_threads << 32) to ev
  *   rdma_kernel(rdma, op, lmap, laddr, rmap, raddr, len, arg)
- *                                      one RDMA operation: op 0 receive, 1 send, 2 send with
- *                                      immediate arg, 3 write, 4 write with immediate arg,
- *                                      5 read, 6 fetch-and-add arg, 7 signal_set of the remote
- *                                      event raddr to arg, 8 signal_add of arg
+ *                                      one RDMA operation on connection op >> 8: op & 0xff is
+ *                                      0 receive, 1 send, 2 send with immediate arg, 3 write,
+ *                                      4 write with immediate arg, 5 read, 6 fetch-and-add arg,
+ *                                      7 signal_set of the remote event raddr to arg,
+ *                                      8 signal_add of arg, 9 acknowledge arg receives
  *   poll_kernel(comp, out, ev)         waits for one completion, writes {type, immediate,
  *                                      user data, wr index} to out (u64 each), acks, adds 1 to ev
  *   rdma_write_batches(rdma, comp, lmap, laddr, rmap, raddr, len, batches)
@@ -55,6 +56,10 @@
  *   target_thread(arg)                 the target's DPA thread: local storage {completion, data
  *                                      address, event}; logs the completion and the value
  *                                      received, sets the event, finishes
+ *   it_post_receives_rpc(state), it_target_thread(arg), it_release_thread(arg),
+ *   it_send_rpc(rdma, connection, map, addr)
+ *                                      DOCA's initiator / target sample with two connections
+ *                                      (struct it_state below)
  *   buf_kernel(ops, comp, harr, darr, dmap, daddr, ev)
  *                                      buffers: sums the bytes of host buffer harr[2] (through
  *                                      mmap_get_external_ptr), writes the sum into harr[3]
@@ -311,34 +316,38 @@ __dpa_global__ void rdma_kernel(doca_dpa_dev_rdma_t rdma, uint64_t op, doca_dpa_
 				doca_dpa_dev_mmap_t rmap, uint64_t raddr, uint64_t len, uint64_t arg)
 {
 	uint32_t f = DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH;
+	uint32_t c = (uint32_t)(op >> 8);
 
-	switch (op) {
+	switch (op & 0xff) {
 	case 0:
 		doca_dpa_dev_rdma_post_receive(rdma, lmap, laddr, len);
 		break;
 	case 1:
-		doca_dpa_dev_rdma_post_send(rdma, 0, lmap, laddr, len, f);
+		doca_dpa_dev_rdma_post_send(rdma, c, lmap, laddr, len, f);
 		break;
 	case 2:
-		doca_dpa_dev_rdma_post_send_imm(rdma, 0, lmap, laddr, len, (uint32_t)arg, f);
+		doca_dpa_dev_rdma_post_send_imm(rdma, c, lmap, laddr, len, (uint32_t)arg, f);
 		break;
 	case 3:
-		doca_dpa_dev_rdma_post_write(rdma, 0, rmap, raddr, lmap, laddr, len, f);
+		doca_dpa_dev_rdma_post_write(rdma, c, rmap, raddr, lmap, laddr, len, f);
 		break;
 	case 4:
-		doca_dpa_dev_rdma_post_write_imm(rdma, 0, rmap, raddr, lmap, laddr, len, (uint32_t)arg, f);
+		doca_dpa_dev_rdma_post_write_imm(rdma, c, rmap, raddr, lmap, laddr, len, (uint32_t)arg, f);
 		break;
 	case 5:
-		doca_dpa_dev_rdma_post_read(rdma, 0, lmap, laddr, rmap, raddr, len, f);
+		doca_dpa_dev_rdma_post_read(rdma, c, lmap, laddr, rmap, raddr, len, f);
 		break;
 	case 6:
-		doca_dpa_dev_rdma_post_atomic_fetch_add(rdma, 0, rmap, raddr, arg, f);
+		doca_dpa_dev_rdma_post_atomic_fetch_add(rdma, c, rmap, raddr, arg, f);
 		break;
 	case 7:
-		doca_dpa_dev_rdma_signal_set(rdma, 0, raddr, arg);
+		doca_dpa_dev_rdma_signal_set(rdma, c, raddr, arg);
 		break;
 	case 8:
-		doca_dpa_dev_rdma_signal_add(rdma, 0, raddr, arg);
+		doca_dpa_dev_rdma_signal_add(rdma, c, raddr, arg);
+		break;
+	case 9:
+		doca_dpa_dev_rdma_receive_ack(rdma, (uint32_t)arg);
 		break;
 	}
 }
@@ -545,4 +554,93 @@ __dpa_global__ void post_wait_kernel(doca_dpa_dev_async_ops_t ops, doca_dpa_dev_
 	doca_dpa_dev_sync_event_post_wait_gt(ops, ev, gt);
 	doca_dpa_dev_sync_event_post_wait_ne(ops, ev, ne);
 	doca_dpa_dev_post_memcpy(ops, dmap, d, smap, s, 8, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+}
+
+/*
+ * DOCA's initiator / target sample (dpa_initiator_target): the target's RDMA has two
+ * connections, which share its receive queue, attached to one completion context that wakes
+ * it_target_thread; the initiator sends 1, 2, 3, 4 over connections 0, 1, 0, 1. The target
+ * thread logs each completion with its user data (the connection), keeps the value, reposts
+ * the receive and acknowledges; with every value in, it notifies it_release_thread, which
+ * sets the host's event. Local storage of it_target_thread: struct it_state.
+ */
+struct it_state {
+	doca_dpa_dev_completion_t comp;                /* 0x00 */
+	doca_dpa_dev_rdma_t rdma;                      /* 0x08 */
+	doca_dpa_dev_mmap_t map;                       /* 0x10 */
+	uint64_t recv_base;                            /* 0x18: receive slot i at recv_base + 8 i */
+	uint64_t slots;                                /* 0x20: receive slots, a power of two */
+	doca_dpa_dev_notification_completion_t notify; /* 0x28: it_release_thread's */
+	uint64_t expected;                             /* 0x30: values to receive (1 .. expected) */
+	uint64_t received;                             /* 0x38: bit v set once value v came */
+	uint64_t count;                                /* 0x40: receives completed */
+	uint64_t posted;                               /* 0x48: receives posted */
+	uint64_t per_conn[2];                          /* 0x50: receives per connection */
+};
+
+static void it_post_receive(volatile struct it_state *st)
+{
+	uint64_t slot = st->posted & (st->slots - 1);
+
+	doca_dpa_dev_rdma_post_receive(st->rdma, st->map, st->recv_base + 8 * slot, 8);
+	st->posted = st->posted + 1;
+}
+
+__dpa_rpc__ uint64_t it_post_receives_rpc(uint64_t state)
+{
+	volatile struct it_state *st = (volatile struct it_state *)(uintptr_t)state;
+	uint64_t i;
+
+	for (i = 0; i < st->slots; i++)
+		it_post_receive(st);
+	return 0;
+}
+
+__dpa_global__ void it_target_thread(uint64_t arg)
+{
+	volatile struct it_state *st = (volatile struct it_state *)(uintptr_t)doca_dpa_dev_thread_get_local_storage();
+	doca_dpa_dev_completion_element_t e;
+
+	(void)arg;
+	while (doca_dpa_dev_get_completion(st->comp, &e)) {
+		uint32_t type = doca_dpa_dev_get_completion_type(e);
+		uint32_t conn = doca_dpa_dev_get_completion_user_data(e);
+		uint32_t wr = doca_dpa_dev_rdma_completion_get_wr_index(e);
+		uint64_t v = *(volatile uint64_t *)(uintptr_t)(st->recv_base + 8 * (wr & (st->slots - 1)));
+
+		doca_dpa_dev_completion_ack(st->comp, 1);
+		if (type != DOCA_DPA_DEV_COMP_RECV_SEND) {
+			DOCA_DPA_DEV_LOG_ERR("Target DPA thread #1: unexpected completion type %u\n", type);
+			continue;
+		}
+		DOCA_DPA_DEV_LOG_INFO("Target DPA thread #1: completion on connection %u (user data), value %lu\n", conn,
+				      (unsigned long)v);
+		if (v < 64)
+			st->received = st->received | (1ull << v);
+		if (conn < 2)
+			st->per_conn[conn] = st->per_conn[conn] + 1;
+		st->count = st->count + 1;
+		doca_dpa_dev_rdma_receive_ack(st->rdma, 1);
+		it_post_receive(st);
+		if (st->count == st->expected) {
+			DOCA_DPA_DEV_LOG_INFO("Target DPA thread #1: all values received, notifying thread #2\n");
+			doca_dpa_dev_thread_notify(st->notify);
+			doca_dpa_dev_thread_finish();
+		}
+	}
+	doca_dpa_dev_completion_request_notification(st->comp);
+	doca_dpa_dev_thread_reschedule();
+}
+
+__dpa_global__ void it_release_thread(uint64_t ev)
+{
+	DOCA_DPA_DEV_LOG_INFO("Target DPA thread #2: setting the host's completion event\n");
+	doca_dpa_dev_sync_event_update_set(ev, 1);
+	doca_dpa_dev_thread_finish();
+}
+
+__dpa_rpc__ uint64_t it_send_rpc(doca_dpa_dev_rdma_t rdma, uint64_t connection, doca_dpa_dev_mmap_t map, uint64_t addr)
+{
+	doca_dpa_dev_rdma_post_send(rdma, (uint32_t)connection, map, addr, 8, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+	return 0;
 }

@@ -17,7 +17,7 @@ use super::async_ops::{AsyncOps, CompletionContext, DpaMmap};
 use super::buf_arr::DpaBufArray;
 use super::hash_table::DpaHashTable;
 use super::launch::{self, CompOp, KernelArg, LaunchCtx, Launcher, Pending};
-use super::rdma::DpaRdma;
+use super::rdma::{DpaRdma, DpaRdmaSrq};
 use super::shared::Shared;
 use super::sync_event::{RemoteEventExport, RemoteSyncEvent, SyncEvent, SyncEventAttr};
 use super::thread::{DpaThread, DpaThreadGroup, NotificationCompletion, ThreadCtx};
@@ -418,7 +418,42 @@ impl Dpa {
     /// # Errors
     /// [`DocaError::InvalidValue`] for a size of 0 or above 2^15.
     pub fn rdma_create(&self, queue_size: u32) -> Result<DpaRdma, DocaError> {
-        DpaRdma::new(self.process.clone(), Arc::clone(&self.shared), queue_size)
+        DpaRdma::new(
+            self.process.clone(),
+            Arc::clone(&self.shared),
+            queue_size,
+            None,
+        )
+    }
+
+    /// `doca_rdma_srq_create` + `doca_rdma_srq_set_shared_recv_queue_size` +
+    /// `doca_ctx_set_datapath_on_dpa` + `doca_ctx_start`: a shared receive queue in DPA memory
+    /// of `size` receives (rounded up to a power of two), for RDMAs created on it.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for a size of 0 or above 2^15; firmware refusals, naming
+    /// the step.
+    pub fn rdma_srq_create(&self, size: u32) -> Result<DpaRdmaSrq, DocaError> {
+        DpaRdmaSrq::new(&self.process, &self.shared, size)
+    }
+
+    /// `doca_rdma_create_with_srq` + `doca_ctx_set_datapath_on_dpa`: a DPA RDMA whose
+    /// connections receive from `srq` (of this context) instead of a queue of its own;
+    /// `queue_size` sizes its send queues.
+    ///
+    /// # Errors
+    /// As [`Dpa::rdma_create`]; [`DocaError::NotPermitted`] for another context's queue.
+    pub fn rdma_create_with_srq(
+        &self,
+        srq: &DpaRdmaSrq,
+        queue_size: u32,
+    ) -> Result<DpaRdma, DocaError> {
+        DpaRdma::new(
+            self.process.clone(),
+            Arc::clone(&self.shared),
+            queue_size,
+            Some(srq.clone()),
+        )
     }
 
     /// `doca_sync_event_remote_net_create_from_export` + `_export_to_dpa`: a peer's exported

@@ -110,7 +110,10 @@ pub use buf_arr::{
 pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
 pub use hash_table::{DpaHashTable, MAX_HASH_TABLE_ENTRIES};
 pub use launch::KernelArg;
-pub use rdma::{DpaRdma, RdmaConnDetails, RDMA_CONN_DETAILS_LEN};
+pub use rdma::{
+    DpaRdma, DpaRdmaSrq, RdmaConnDetails, RdmaConnection, MAX_RDMA_CONNECTIONS,
+    RDMA_CONN_DETAILS_LEN,
+};
 pub use shared::{MAX_LAUNCHES_IN_FLIGHT, MAX_SYNC_EVENTS};
 pub use sync_event::{RemoteEventExport, RemoteSyncEvent, SyncEvent, SyncEventAttr};
 pub use thread::{DpaThread, DpaThreadGroup, NotificationCompletion, NOTIFY_QUEUE_LOG};

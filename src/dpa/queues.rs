@@ -12,7 +12,8 @@
 //!   base, no host pointer).
 //! - [`DpaCq`]: a CQ in DPA memory; bound to a DPA thread (`apu_cq`, [`CqEvents::DpaThread`]),
 //!   to a DPA EQ, or to a host EQ.
-//! - [`DpaEthSq`], [`DpaRq`], [`DpaRcQp`]: send, receive and RC queues in DPA memory. Their CQ
+//! - [`DpaEthSq`], [`DpaRq`], [`DpaRcQp`]: send, receive and RC queues in DPA memory; an RC QP
+//!   may receive from a [`DpaSrq`], a shared receive queue (RMP) in DPA memory. Their CQ
 //!   may be a [`DpaCq`] or a host [`crate::queues::Cq`] (completions of DPA-posted work polled by
 //!   the host): anything implementing [`CqTarget`].
 //! - [`DpaMkey`]: a memory key over a range of DPA memory (buffers named by WQEs, message
@@ -27,7 +28,7 @@ use std::sync::Arc;
 use crate::devx::{self, DevxObj};
 use crate::mem::{Access, Lkey};
 use crate::mlx5::cmd::{
-    CqEventTarget, CreateCq, CreateMkey, CreateQp, CreateRq, CreateSq, RingMem, WqAttr,
+    CqEventTarget, CreateCq, CreateMkey, CreateQp, CreateRmp, CreateRq, CreateSq, RingMem, WqAttr,
 };
 use crate::mlx5::wire::cqe::{self, cqe64_offset};
 use crate::mlx5::wire::wqe::{data_seg, end_of_scatter_seg, SEG};
@@ -572,6 +573,110 @@ impl RqTarget for DpaRq {
     }
 }
 
+/// The firmware object of a DPA SRQ, held by the QPs that receive from it.
+#[derive(Debug)]
+struct DpaSrqObj {
+    obj: DevxObj,
+    _held: Held,
+}
+
+/// A shared receive queue whose cyclic ring is in DPA memory (an RMP; PRM `rq_type` SRQ for
+/// the QPs on it): the DPA program posts receive WQEs and moves the record's receive counter;
+/// every QP created on it with [`DpaRcQp::create_with_srq`] takes the next WQE.
+#[derive(Debug)]
+pub struct DpaSrq {
+    shared: Arc<DpaSrqObj>,
+    srqn: u32,
+    log_size: u8,
+    stride: usize,
+    ring_daddr: u64,
+    dbr_daddr: u64,
+    pdn: crate::mem::Pdn,
+}
+
+impl DpaSrq {
+    /// Creates the SRQ (ready at once) in the process's PD.
+    ///
+    /// # Errors
+    /// A configuration out of range, memory too small, a copy failure or firmware's refusal.
+    pub fn create(
+        process: &Process,
+        uar: &Arc<UarPage>,
+        mem: DpaQueueMem,
+        cfg: &RqConfig,
+    ) -> Result<DpaSrq, DpaError> {
+        if cfg.log_size > 15 || cfg.max_sge == 0 || cfg.stride() > 1024 {
+            return Err(DpaError::BadArgs(format!(
+                "SRQ log_size {} (at most 15), max_sge {} (1..=64)",
+                cfg.log_size, cfg.max_sge
+            )));
+        }
+        check_len(&mem, "the SRQ", cfg.ring_bytes())?;
+        process.memset(mem.ring_daddr(), 0, cfg.ring_bytes())?;
+        process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
+        let stride = cfg.stride();
+        let pdn = process.pd().pdn();
+        let (obj, srqn) = devx::create(
+            &process.inner().dev,
+            &CreateRmp {
+                wq: WqAttr {
+                    pd: pdn,
+                    uar_page: uar.page_id(),
+                    log_wq_stride: stride.trailing_zeros() as u8,
+                    log_wq_sz: cfg.log_size,
+                    mem: ring_mem(&mem),
+                },
+            },
+        )?;
+        Ok(DpaSrq {
+            srqn,
+            log_size: cfg.log_size,
+            stride,
+            ring_daddr: mem.ring_daddr(),
+            dbr_daddr: mem.dbr_daddr(),
+            pdn,
+            shared: Arc::new(DpaSrqObj {
+                obj,
+                _held: Held {
+                    _mem: mem,
+                    _uar: Arc::clone(uar),
+                    _process: Arc::clone(process.inner()),
+                },
+            }),
+        })
+    }
+
+    /// The SRQ (RMP) number.
+    pub fn srqn(&self) -> u32 {
+        self.srqn
+    }
+
+    /// The DevX handle.
+    pub fn obj(&self) -> &DevxObj {
+        &self.shared.obj
+    }
+
+    /// log2 of its receive WQEs.
+    pub fn log_size(&self) -> u8 {
+        self.log_size
+    }
+
+    /// Bytes per receive WQE.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// DPA address of the ring.
+    pub fn ring_daddr(&self) -> u64 {
+        self.ring_daddr
+    }
+
+    /// DPA address of the doorbell record (receive counter at +0, big-endian).
+    pub fn dbr_daddr(&self) -> u64 {
+        self.dbr_daddr
+    }
+}
+
 /// An RC QP whose rings are in DPA memory (FlexIO `flexio_qp_create` with `qp_wq_buff_qmem`
 /// in DPA memory): the receive ring (if any) first, then the send ring, as for host QPs.
 #[derive(Debug)]
@@ -588,10 +693,38 @@ pub struct DpaRcQp {
     recv_cqn: Cqn,
     _send_cq: Arc<dyn std::any::Any + Send + Sync>,
     _recv_cq: Arc<dyn std::any::Any + Send + Sync>,
+    _srq: Option<Arc<DpaSrqObj>>,
     _held: Held,
 }
 
 impl DpaRcQp {
+    /// Creates the QP receiving from `srq` (its memory holds the send ring only;
+    /// `cfg.log_rq_size` must be `None`); receive completions go to `recv_cq`.
+    ///
+    /// # Errors
+    /// As [`DpaRcQp::create`]; an SRQ of another process's PD, or a receive ring asked for.
+    pub fn create_with_srq(
+        process: &Process,
+        uar: &Arc<UarPage>,
+        send_cq: &dyn CqTarget,
+        recv_cq: &dyn CqTarget,
+        srq: &DpaSrq,
+        mem: DpaQueueMem,
+        cfg: &QpConfig,
+    ) -> Result<DpaRcQp, DpaError> {
+        if cfg.log_rq_size.is_some() {
+            return Err(DpaError::BadArgs(
+                "a QP with a shared receive queue has no receive ring (log_rq_size: None)".into(),
+            ));
+        }
+        if srq.pdn != process.pd().pdn() {
+            return Err(DpaError::BadArgs(
+                "the SRQ belongs to another process's protection domain".into(),
+            ));
+        }
+        Self::create_inner(process, uar, send_cq, recv_cq, Some(srq), mem, cfg)
+    }
+
     /// Creates the QP in the process's PD (state RST); [`DpaRcQp::connect`] moves it to RTS.
     ///
     /// # Errors
@@ -601,6 +734,18 @@ impl DpaRcQp {
         uar: &Arc<UarPage>,
         send_cq: &dyn CqTarget,
         recv_cq: &dyn CqTarget,
+        mem: DpaQueueMem,
+        cfg: &QpConfig,
+    ) -> Result<DpaRcQp, DpaError> {
+        Self::create_inner(process, uar, send_cq, recv_cq, None, mem, cfg)
+    }
+
+    fn create_inner(
+        process: &Process,
+        uar: &Arc<UarPage>,
+        send_cq: &dyn CqTarget,
+        recv_cq: &dyn CqTarget,
+        srq: Option<&DpaSrq>,
         mem: DpaQueueMem,
         cfg: &QpConfig,
     ) -> Result<DpaRcQp, DpaError> {
@@ -631,7 +776,7 @@ impl DpaRcQp {
                 log_sq_size: cfg.log_sq_size,
                 log_rq_size: cfg.log_rq_size,
                 log_rq_stride: (cfg.rq_stride().trailing_zeros() - 4) as u8,
-                srqn: None,
+                srqn: srq.map(DpaSrq::srqn),
                 mem: rm,
             },
         )?;
@@ -648,6 +793,7 @@ impl DpaRcQp {
             recv_cqn: recv_cq.target_cqn(),
             _send_cq: send_cq.keep_alive(),
             _recv_cq: recv_cq.keep_alive(),
+            _srq: srq.map(|s| Arc::clone(&s.shared)),
             _held: Held {
                 _mem: mem,
                 _uar: Arc::clone(uar),
