@@ -1,7 +1,7 @@
 //! DOCA DPA's samples (DOCA 2.6 `samples/doca_dpa`: `dpa_kernel_launch`,
 //! `dpa_wait_kernel_launch`, `dpa_binary_tree`, `dpa_diamond_tree`, `dpa_rdma_copy`), the
-//! seed's hello-world DPA thread, and DOCA's ping-pong and basic initiator / target of
-//! DPA-posted RDMA, in Rust over [`mlx5_dpa::doca`].
+//! seed's hello-world DPA thread, and DOCA's ping-pong, basic initiator / target and
+//! initiator / target (two connections) of DPA-posted RDMA, in Rust over [`mlx5_dpa::doca`].
 //!
 //! ```text
 //! cargo run --example doca_dpa -- kernel-launch                 # on the device model
@@ -68,6 +68,11 @@ pub enum Sample {
     /// DOCA's basic initiator / target: the target's RDMA completion wakes its DPA thread,
     /// which logs the completion and releases the host; RPCs post the receive and the send.
     BasicInitiatorTarget,
+    /// DOCA's (advanced) initiator / target: the target's RDMA has two connections attached to
+    /// one completion context, whose DPA thread takes the values 1, 2, 3, 4 the initiator sends
+    /// over connections 0, 1, 0, 1, reposting each receive; with all four in it notifies a
+    /// second DPA thread (a notification completion), which releases the host.
+    InitiatorTarget,
     /// DOCA's ping-pong: two DPA threads, each woken by its RDMA's completion context,
     /// exchange the values 0 .. 99 with RDMA sends; each sets an event when all arrived.
     PingPong,
@@ -88,6 +93,7 @@ impl Sample {
             "hello-world" => Sample::HelloWorld,
             "ping-pong" => Sample::PingPong,
             "basic-initiator-target" => Sample::BasicInitiatorTarget,
+            "initiator-target" => Sample::InitiatorTarget,
             "rdma-copy" => Sample::RdmaCopy,
             _ => return None,
         })
@@ -173,6 +179,7 @@ pub fn run(
         Sample::HelloWorld => hello_world(&dpa, &device_lines, out)?,
         Sample::PingPong => ping_pong(&dpa, out)?,
         Sample::BasicInitiatorTarget => basic_initiator_target(&dpa, &device_lines, out)?,
+        Sample::InitiatorTarget => initiator_target(&dpa, &device_lines, out)?,
         Sample::RdmaCopy => rdma_copy(&dpa, out)?,
     }
     dpa.stop()?;
@@ -397,6 +404,120 @@ fn basic_initiator_target(
     drop(target);
     drop((icomp, tcomp));
     thread.stop();
+    Ok(())
+}
+
+/// DOCA's initiator / target sample (`dpa_initiator_target`), both endpoints in this
+/// context: two connections from the initiator's RDMA to the target's, whose completion
+/// context wakes `it_target_thread`; that thread notifies `it_release_thread` (through a
+/// notification completion) once the values 1 ..= 4 are in, which sets the host's event.
+fn initiator_target(
+    dpa: &Dpa,
+    device_lines: &DeviceLines<'_>,
+    out: &mut dyn Write,
+) -> Result<(), Box<dyn Error>> {
+    const VALUES: u64 = 4;
+    const SLOTS: u64 = 4;
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+    // Thread #2, released by a notification.
+    let mut release = dpa.thread_create();
+    release.set_func_arg("it_release_thread", done.dpa_handle()?)?;
+    release.start()?;
+    let notify = dpa.notification_completion_create(&mut release)?;
+    // Thread #1, woken by the target RDMA's completions.
+    let state = dpa.mem_alloc(0x60)?;
+    let mut target_thread = dpa.thread_create();
+    target_thread.set_func_arg("it_target_thread", 0)?;
+    target_thread.set_local_storage(state.daddr())?;
+    target_thread.start()?;
+    let mut tcomp = dpa.completion_create(32)?;
+    tcomp.set_thread(&mut target_thread)?;
+    tcomp.start()?;
+    let mut target = dpa.rdma_create(8)?;
+    target.set_max_connections(2)?;
+    target.attach(&tcomp)?;
+    target.start()?;
+    let mut icomp = dpa.completion_create(32)?;
+    icomp.start()?;
+    let mut initiator = dpa.rdma_create(8)?;
+    initiator.set_max_connections(2)?;
+    initiator.attach(&icomp)?;
+    initiator.start()?;
+    for _ in 0..2 {
+        initiator.connect(&mut target)?;
+    }
+    // Receive slots, then the values the initiator sends from.
+    let buf = dpa.mem_alloc(8 * (SLOTS + VALUES))?;
+    let map = dpa.mmap_dpa(&buf)?;
+    let values = buf.daddr() + 8 * SLOTS;
+    let words = [
+        tcomp.dpa_handle()?,
+        target.dpa_handle()?,
+        map.dpa_handle(),
+        buf.daddr(),
+        SLOTS,
+        notify.dpa_handle(),
+        VALUES,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    dpa.h2d_memcpy(
+        state.daddr(),
+        &words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )?;
+    dpa.h2d_memcpy(
+        values,
+        &(1..=VALUES).flat_map(u64::to_le_bytes).collect::<Vec<u8>>(),
+    )?;
+    writeln!(out, "All DPA resources have been created")?;
+    release.run()?;
+    target_thread.run()?;
+    writeln!(out, "Target: posting the initial RDMA receives (RPC)")?;
+    dpa.rpc("it_post_receives_rpc", &[state.daddr()])?;
+    for v in 1..=VALUES {
+        let conn = (v - 1) % 2;
+        writeln!(
+            out,
+            "Initiator: connection #{conn} posts an RDMA send of value {v} (RPC)"
+        )?;
+        dpa.rpc(
+            "it_send_rpc",
+            &[
+                initiator.dpa_handle()?,
+                conn,
+                map.dpa_handle(),
+                values + 8 * (v - 1),
+            ],
+        )?;
+    }
+    done.wait_gt(0, MASK, WAIT)?;
+    device_lines(out)?;
+    let mut st = [0u8; 0x60];
+    dpa.d2h_memcpy(&mut st, state.daddr())?;
+    let word = |i: usize| u64::from_le_bytes(st[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+    let (received, per_conn) = (word(7), [word(10), word(11)]);
+    if received != 0b11110 || per_conn != [2, 2] {
+        return Err(format!(
+            "the target thread took values {received:#b}, {per_conn:?} per connection"
+        )
+        .into());
+    }
+    writeln!(
+        out,
+        "The target's DPA thread #2 has set the completion event: values 1, 2, 3, 4 received, two over each connection"
+    )?;
+    drop(initiator);
+    drop(target);
+    drop((icomp, tcomp));
+    drop(notify);
+    target_thread.stop();
+    release.stop();
     Ok(())
 }
 
@@ -653,8 +774,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             other => {
                 sample = Sample::from_name(other).ok_or(
                     "usage: doca_dpa [kernel-launch | wait-kernel-launch | binary-tree | \
-                     diamond-tree | hello-world | ping-pong | basic-initiator-target | rdma-copy] \
-                     [--device NAME]",
+                     diamond-tree | hello-world | ping-pong | basic-initiator-target | \
+                     initiator-target | rdma-copy] [--device NAME]",
                 )?
             }
         }

@@ -172,6 +172,9 @@ pub enum DocaSample {
     PingPong,
     /// DOCA's basic initiator / target: an RDMA completion wakes the target's DPA thread.
     BasicInitiatorTarget,
+    /// DOCA's initiator / target: two connections into one completion context wake the
+    /// target's DPA thread, which then notifies a second thread.
+    InitiatorTarget,
     /// DOCA 2.6's RDMA copy: a kernel on DOCA 2.6's device API writes one host buffer into
     /// another over a DPA RDMA and signals the host.
     RdmaCopy,
@@ -289,6 +292,7 @@ pub fn run(
                 DocaSample::HelloWorld => doca_dpa::Sample::HelloWorld,
                 DocaSample::PingPong => doca_dpa::Sample::PingPong,
                 DocaSample::BasicInitiatorTarget => doca_dpa::Sample::BasicInitiatorTarget,
+                DocaSample::InitiatorTarget => doca_dpa::Sample::InitiatorTarget,
                 DocaSample::RdmaCopy => doca_dpa::Sample::RdmaCopy,
             };
             doca_dpa::run(

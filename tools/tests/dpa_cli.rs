@@ -236,6 +236,40 @@ fn demo_doca_dpa_samples_run_as_docas() {
             "The target's DPA thread has set the completion event",
         ]
     );
+    // DOCA's initiator / target: two connections into one completion context; the target's
+    // thread #1 takes the four values, logging each with its connection, and notifies #2.
+    let it = lines("initiator-target");
+    assert_eq!(
+        it[..6],
+        [
+            "All DPA resources have been created",
+            "Target: posting the initial RDMA receives (RPC)",
+            "Initiator: connection #0 posts an RDMA send of value 1 (RPC)",
+            "Initiator: connection #1 posts an RDMA send of value 2 (RPC)",
+            "Initiator: connection #0 posts an RDMA send of value 3 (RPC)",
+            "Initiator: connection #1 posts an RDMA send of value 4 (RPC)",
+        ]
+    );
+    let mut got: Vec<&str> = it[6..10].iter().map(String::as_str).collect();
+    got.sort_unstable();
+    let mut want: Vec<String> = (1..=4)
+        .map(|v| {
+            format!(
+                "[DOCA][DPA DEVICE][INF] Target DPA thread #1: completion on connection {} (user data), value {v}",
+                (v - 1) % 2
+            )
+        })
+        .collect();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    assert_eq!(
+        it[10..],
+        [
+            "[DOCA][DPA DEVICE][INF] Target DPA thread #1: all values received, notifying thread #2",
+            "[DOCA][DPA DEVICE][INF] Target DPA thread #2: setting the host's completion event",
+            "The target's DPA thread #2 has set the completion event: values 1, 2, 3, 4 received, two over each connection",
+        ]
+    );
     // DOCA 2.6's RDMA copy, its kernel on DOCA 2.6's device API (fw-blobs doca26_kernels).
     assert_eq!(
         lines("rdma-copy"),
