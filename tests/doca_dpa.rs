@@ -109,6 +109,97 @@ fn the_log_level_filters_on_the_device() {
 }
 
 #[test]
+fn printf_prints_the_line_as_it_is() {
+    let (_d, dpa, log) = context(LogLevel::Info);
+    let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    dpa.kernel_launch_update_set(
+        None,
+        Some((&comp, 1)),
+        1,
+        "printf_kernel",
+        &[KernelArg::U64(42)],
+    )
+    .unwrap();
+    comp.wait_gt(0, ALL, WAIT).unwrap();
+    dpa.flush_log(Duration::from_millis(200)).unwrap();
+    assert_eq!(text(&log), "Hello World from the DPA, x = 42\n");
+    // The DPA guide's printf has no level: a log level that hides INFO lines still prints it.
+    dpa.set_log_level(LogLevel::Error).unwrap();
+    dpa.kernel_launch_update_set(
+        None,
+        Some((&comp, 2)),
+        1,
+        "printf_kernel",
+        &[KernelArg::U64(7)],
+    )
+    .unwrap();
+    comp.wait_gt(1, ALL, WAIT).unwrap();
+    dpa.flush_log(Duration::from_millis(200)).unwrap();
+    assert!(text(&log).ends_with("x = 7\n"), "{}", text(&log));
+}
+
+#[test]
+fn the_host_waits_for_not_equal() {
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let ev = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    // Equal to the value: the wait times out, bounded.
+    assert!(matches!(
+        ev.wait_ne(0, ALL, Duration::from_millis(30)),
+        Err(DocaError::Timeout { .. })
+    ));
+    // A kernel sets it to 5: not equal to 0 under the mask, returning the counter.
+    dpa.kernel_launch_update_set(None, Some((&ev, 5)), 1, "hello_world", &[])
+        .unwrap();
+    assert_eq!(ev.wait_ne(0, ALL, WAIT).unwrap(), 5);
+    // The mask applies: 5 & 0b010 == 0, still "equal".
+    assert!(matches!(
+        ev.wait_ne(0, 0b010, Duration::from_millis(30)),
+        Err(DocaError::Timeout { .. })
+    ));
+    // An event without a CPU subscriber cannot be waited for on the CPU.
+    let dpa_only = dpa.sync_event(SyncEventAttr::dpa_to_dpa()).unwrap();
+    assert!(matches!(
+        dpa_only.wait_ne(0, ALL, WAIT),
+        Err(DocaError::NotPermitted(_))
+    ));
+}
+
+#[test]
+fn buffer_copies_between_host_maps_and_dpa_memory() {
+    let (_d, dpa, _log) = context(LogLevel::Info);
+    let host = dpa.mmap_host(256).unwrap();
+    let data: Vec<u8> = (0..64u32).map(|i| (i * 11 + 3) as u8).collect();
+    host.host_memory().unwrap().write(32, &data).unwrap();
+    let dmem = dpa.mem_alloc(128).unwrap();
+    // doca_dpa_h2d_buf_memcpy: 64 bytes at 32 of the host map to DPA memory.
+    dpa.h2d_buf_memcpy(dmem.daddr(), &host, 32, 64).unwrap();
+    let mut got = vec![0u8; 64];
+    dpa.d2h_memcpy(&mut got, dmem.daddr()).unwrap();
+    assert_eq!(got, data);
+    // doca_dpa_d2h_buf_memcpy: back into the map at 160.
+    dpa.d2h_buf_memcpy(&host, 160, dmem.daddr(), 64).unwrap();
+    assert_eq!(
+        host.host_memory().unwrap().buf().to_vec(160, 64).unwrap(),
+        data
+    );
+    // Outside the map, or a map over DPA memory: refused.
+    let map_len = host.range().1 as usize;
+    assert!(matches!(
+        dpa.h2d_buf_memcpy(dmem.daddr(), &host, map_len - 32, 64),
+        Err(DocaError::InvalidValue(_))
+    ));
+    assert!(matches!(
+        dpa.d2h_buf_memcpy(&host, usize::MAX, dmem.daddr(), 2),
+        Err(DocaError::InvalidValue(_))
+    ));
+    let dmap = dpa.mmap_dpa(&dmem).unwrap();
+    assert!(matches!(
+        dpa.h2d_buf_memcpy(dmem.daddr(), &dmap, 0, 8),
+        Err(DocaError::InvalidValue(_))
+    ));
+}
+
+#[test]
 fn linear_chain_runs_in_order() {
     // A -> B -> C as the seed's linear example: A waits at launch for the host's event, B and
     // C wait in the kernel for their parent's event.

@@ -85,6 +85,10 @@ DOCA_EXPERIMENTAL void doca_dpa_dev_thread_notify(doca_dpa_dev_notification_comp
 DOCA_EXPERIMENTAL void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/** Prints a formatted line to the host's standard output as it is (the DPA Subsystem guide's
+ * `doca_dpa_dev_printf`; no level, no prefix). */
+DOCA_EXPERIMENTAL void doca_dpa_dev_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
 #define DOCA_DPA_DEV_LOG_CRIT(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_CRIT, __VA_ARGS__)
 #define DOCA_DPA_DEV_LOG_ERR(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_ERROR, __VA_ARGS__)
 #define DOCA_DPA_DEV_LOG_WARN(...) doca_dpa_dev_log(DOCA_DPA_DEV_LOG_LEVEL_WARNING, __VA_ARGS__)

@@ -219,6 +219,17 @@ void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ..
 	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
 }
 
+void doca_dpa_dev_printf(const char *format, ...)
+{
+	char text[FLEXIO_MSG_DEV_MAX_LEN];
+	va_list ap;
+
+	va_start(ap, format);
+	flexio_dev_vsnprintf(text, sizeof(text), format, ap);
+	va_end(ap);
+	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
+}
+
 /* ---- completion contexts ---- */
 
 int doca_dpa_dev_get_completion(doca_dpa_dev_completion_t h, doca_dpa_dev_completion_element_t *elem)

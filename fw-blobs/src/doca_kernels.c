@@ -56,6 +56,8 @@
  *   target_thread(arg)                 the target's DPA thread: local storage {completion, data
  *                                      address, event}; logs the completion and the value
  *                                      received, sets the event, finishes
+ *   printf_kernel(x)                   the DPA guide's hello world: doca_dpa_dev_printf of a line
+ *                                      with x
  *   it_post_receives_rpc(state), it_target_thread(arg), it_release_thread(arg),
  *   it_send_rpc(rdma, connection, map, addr)
  *                                      DOCA's initiator / target sample with two connections
@@ -643,4 +645,9 @@ __dpa_rpc__ uint64_t it_send_rpc(doca_dpa_dev_rdma_t rdma, uint64_t connection, 
 {
 	doca_dpa_dev_rdma_post_send(rdma, (uint32_t)connection, map, addr, 8, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
 	return 0;
+}
+
+__dpa_global__ void printf_kernel(uint64_t x)
+{
+	doca_dpa_dev_printf("Hello World from the DPA, x = %lu\n", (unsigned long)x);
 }

@@ -207,7 +207,9 @@ impl Profile {
             // TEST-NET-1 (RFC 5737): an address that belongs to no real network.
             ipv4: [192, 0, 2, 1],
             vhca_id: 2,
-            dpa_insn_budget: 50_000_000,
+            // The watchdog bound DOCA reports (`mlx5_dpa::doca::KERNEL_MAX_RUN_TIME`, provisional),
+            // at one instruction per nanosecond.
+            dpa_insn_budget: mlx5_dpa::doca::KERNEL_MAX_RUN_TIME.as_nanos() as u64,
         }
     }
 

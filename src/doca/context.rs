@@ -28,6 +28,12 @@ use super::shared::PAGE_LEN;
 /// so that the context's own threads and a second launch still fit.
 pub const MAX_THREADS_PER_KERNEL: u32 = 128;
 
+/// How long a kernel may run before the DPA's watchdog stops it. Provisional: the DPA guide
+/// states a limit exists but no public source gives BlueField-3's value. The model's watchdog
+/// is an instruction budget (`mlx5_sim::Profile::dpa_insn_budget`, 50,000,000), the same bound
+/// at one instruction per nanosecond.
+pub const KERNEL_MAX_RUN_TIME: Duration = Duration::from_millis(50);
+
 /// The trace records' stream (`MLX5_DPA_DOCA_TRACE_STREAM`, mlx5_dpa_doca.h).
 const TRACE_STREAM: u32 = 1;
 /// `__doca_dpa_rt.magic` (mlx5_dpa_doca.h).
@@ -312,6 +318,13 @@ impl Dpa {
         self.process.caps().topology.usable_eus()
     }
 
+    /// `doca_dpa_get_kernel_max_run_time`: how long a kernel may stay on its EU before the
+    /// watchdog stops it and the context fails ([`KERNEL_MAX_RUN_TIME`], provisional: no
+    /// public source gives BlueField-3's; the model's watchdog budget matches it).
+    pub fn kernel_max_run_time(&self) -> Duration {
+        KERNEL_MAX_RUN_TIME
+    }
+
     /// `doca_dpa_get_max_threads_per_kernel`.
     pub fn max_threads_per_kernel(&self) -> u32 {
         let device = u32::try_from(self.process.caps().max_threads_per_process).unwrap_or(u32::MAX);
@@ -500,6 +513,45 @@ impl Dpa {
         Ok(self.process.copy_from_dev(src, dst)?)
     }
 
+    /// `doca_dpa_h2d_buf_memcpy`: `len` bytes at `offset` of a host memory map (a DOCA buffer
+    /// over it) to DPA memory at `dst`.
+    ///
+    /// # Errors
+    /// [`DocaError::InvalidValue`] for a map over DPA memory or a range outside the map; as
+    /// [`Dpa::h2d_memcpy`].
+    pub fn h2d_buf_memcpy(
+        &self,
+        dst: u64,
+        map: &DpaMmap,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), DocaError> {
+        let mem = host_buf(map, offset, len)?;
+        let mut bytes = vec![0u8; len];
+        mem.read(offset, &mut bytes)
+            .map_err(|e| DocaError::InvalidValue(format!("host buffer: {e}")))?;
+        self.h2d_memcpy(dst, &bytes)
+    }
+
+    /// `doca_dpa_d2h_buf_memcpy`: `len` bytes of DPA memory at `src` to `offset` of a host
+    /// memory map.
+    ///
+    /// # Errors
+    /// As [`Dpa::h2d_buf_memcpy`].
+    pub fn d2h_buf_memcpy(
+        &self,
+        map: &DpaMmap,
+        offset: usize,
+        src: u64,
+        len: usize,
+    ) -> Result<(), DocaError> {
+        let mem = host_buf(map, offset, len)?;
+        let mut bytes = vec![0u8; len];
+        self.d2h_memcpy(&mut bytes, src)?;
+        mem.write(offset, &bytes)
+            .map_err(|e| DocaError::InvalidValue(format!("host buffer: {e}")))
+    }
+
     /// `doca_dpa_memset`.
     ///
     /// # Errors
@@ -638,4 +690,22 @@ impl Drop for Dpa {
             l.0.stop();
         }
     }
+}
+
+/// The host memory behind `len` bytes at `offset` of a host map.
+fn host_buf(
+    map: &DpaMmap,
+    offset: usize,
+    len: usize,
+) -> Result<&crate::mem::MemoryRegion, DocaError> {
+    let mem = map.host_memory().ok_or_else(|| {
+        DocaError::InvalidValue("a buffer copy needs a map over host memory".into())
+    })?;
+    if offset.checked_add(len).is_none_or(|end| end > mem.len()) {
+        return Err(DocaError::InvalidValue(format!(
+            "{len} bytes at {offset} leave the map's {} bytes",
+            mem.len()
+        )));
+    }
+    Ok(mem)
 }

@@ -107,7 +107,7 @@ pub use async_ops::{
 pub use buf_arr::{
     DpaBufArray, DpaBufDesc, DPA_BUF_SIZE, MAX_BUF_ARR_ELEMENTS, MLX5_DPA_DOCA_MMAP_HOST,
 };
-pub use context::{Dpa, DpaAttr, LogLevel, MAX_THREADS_PER_KERNEL};
+pub use context::{Dpa, DpaAttr, LogLevel, KERNEL_MAX_RUN_TIME, MAX_THREADS_PER_KERNEL};
 pub use hash_table::{DpaHashTable, MAX_HASH_TABLE_ENTRIES};
 pub use launch::KernelArg;
 pub use rdma::{

@@ -199,17 +199,35 @@ impl SyncEvent {
     /// [`DocaError::Fatal`] as soon as the context fails (what would have set it is gone: the
     /// wait reads the process's status every 20 ms); the status query's own failure.
     pub fn wait_gt(&self, value: u64, mask: u64, timeout: Duration) -> Result<u64, DocaError> {
+        self.wait_until(|v| v & mask > value, "wait_gt", timeout)
+    }
+
+    /// Waits until `(counter & mask) != value` and returns the counter
+    /// (`doca_sync_event_wait_neq`), at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`SyncEvent::wait_gt`].
+    pub fn wait_ne(&self, value: u64, mask: u64, timeout: Duration) -> Result<u64, DocaError> {
+        self.wait_until(|v| v & mask != value, "wait_ne", timeout)
+    }
+
+    fn wait_until(
+        &self,
+        done: impl Fn(u64) -> bool,
+        what: &str,
+        timeout: Duration,
+    ) -> Result<u64, DocaError> {
         if !self.attr.subscriber_cpu {
-            return Err(DocaError::NotPermitted(
-                "wait_gt on the CPU: the event has no CPU subscriber".into(),
-            ));
+            return Err(DocaError::NotPermitted(format!(
+                "{what} on the CPU: the event has no CPU subscriber"
+            )));
         }
         let start = Instant::now();
         let mut looks = 0u32;
         let mut last_check = start;
         loop {
             let v = self.get();
-            if v & mask > value {
+            if done(v) {
                 return Ok(v);
             }
             // What would set it may have failed: the process's status, now and then.
