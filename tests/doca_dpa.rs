@@ -997,6 +997,128 @@ fn another_contexts_events_and_memory_are_out_of_reach() {
 }
 
 #[test]
+fn another_contexts_hash_table_completion_and_rdma_handles_leave_it_untouched() {
+    // Handles are DPA addresses of their own process; in another process the same numbers
+    // name that process's memory, never the owner's. B's kernels are handed A's hash table,
+    // completion context and RDMA handles: A's objects keep every byte, A's RDMA sends
+    // nothing, and A goes on working.
+    let (_d, ctx) = model("bf3");
+    let attr = DpaAttr {
+        log_output: MsgOutput::Collect,
+        fatal_file_prefix: Some(
+            std::env::temp_dir()
+                .join("doca-dpa-tests-no-such-directory")
+                .join("doca_dpa_fatal"),
+        ),
+        ..DpaAttr::default()
+    };
+    let a = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let ht = a.hash_table_create(16).unwrap();
+    let mut comp = a.completion_create(8).unwrap();
+    comp.start().unwrap();
+    let mut rdma = a.rdma_create(4).unwrap();
+    rdma.attach(&comp).unwrap();
+    rdma.start().unwrap();
+    let mut peer_comp = a.completion_create(8).unwrap();
+    peer_comp.start().unwrap();
+    let mut peer = a.rdma_create(4).unwrap();
+    peer.attach(&peer_comp).unwrap();
+    peer.start().unwrap();
+    rdma.connect(&mut peer).unwrap();
+    let snapshot = |at: u64, len: usize| {
+        let mut b = vec![0u8; len];
+        a.d2h_memcpy(&mut b, at).unwrap();
+        b
+    };
+    let (ht_h, comp_h, rdma_h) = (
+        ht.dpa_handle(),
+        comp.dpa_handle().unwrap(),
+        rdma.dpa_handle().unwrap(),
+    );
+    let before = [
+        snapshot(ht_h, 64),
+        snapshot(comp_h, 64),
+        snapshot(rdma_h, 0xa0),
+    ];
+
+    let b = Dpa::start(&ctx, &app(), &attr).unwrap();
+    let out = b.mem_alloc(8).unwrap();
+    let done = b.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    // Adding keys through A's table handle.
+    let _ = b.kernel_launch_update_set(
+        None,
+        Some((&done, 1)),
+        1,
+        "hash_kernel",
+        &[ht_h, 5000, 4, out.daddr()].map(KernelArg::U64),
+    );
+    let _ = done.wait_gt(0, ALL, WAIT);
+    // Sending on A's RDMA handle, connection 0.
+    let bbuf = b.mem_alloc(64).unwrap();
+    let bmap = b.mmap_dpa(&bbuf).unwrap();
+    let _ = b.kernel_launch_update_set(
+        None,
+        Some((&done, 2)),
+        1,
+        "rdma_kernel",
+        &[rdma_h, 1, bmap.dpa_handle(), bbuf.daddr(), 0, 0, 8, 0].map(KernelArg::U64),
+    );
+    let _ = done.wait_gt(1, ALL, WAIT);
+    let after = [
+        snapshot(ht_h, 64),
+        snapshot(comp_h, 64),
+        snapshot(rdma_h, 0xa0),
+    ];
+    assert_eq!(before, after, "A's hash table, completion context and RDMA");
+    a.peek_at_last_error().unwrap();
+    // A's own objects still work: a send from A completes into A's context.
+    let abuf = a.mem_alloc(64).unwrap();
+    let amap = a.mmap_dpa(&abuf).unwrap();
+    let a_done = a.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let polled = a.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let aout = a.mem_alloc(32).unwrap();
+    a.kernel_launch_update_set(
+        None,
+        Some((&a_done, 1)),
+        1,
+        "rdma_kernel",
+        &[
+            peer.dpa_handle().unwrap(),
+            0,
+            amap.dpa_handle(),
+            abuf.daddr(),
+            0,
+            0,
+            64,
+            0,
+        ]
+        .map(KernelArg::U64),
+    )
+    .unwrap();
+    a_done.wait_gt(0, ALL, WAIT).unwrap();
+    a.kernel_launch_update_set(
+        None,
+        Some((&a_done, 2)),
+        1,
+        "rdma_kernel",
+        &[rdma_h, 1, amap.dpa_handle(), abuf.daddr(), 0, 0, 8, 0].map(KernelArg::U64),
+    )
+    .unwrap();
+    a_done.wait_gt(1, ALL, WAIT).unwrap();
+    a.kernel_launch_update_set(
+        None,
+        None,
+        1,
+        "poll_kernel",
+        &[comp_h, aout.daddr(), polled.dpa_handle().unwrap()].map(KernelArg::U64),
+    )
+    .unwrap();
+    polled.wait_gt(0, ALL, WAIT).unwrap();
+    a.peek_at_last_error().unwrap();
+    drop((rdma, peer, comp, peer_comp, ht));
+}
+
+#[test]
 fn hash_tables_add_remove_and_find_from_many_threads() {
     // 16 kernel threads, 24 keys each, into a table made for 16 * 24 keys: each adds its keys,
     // removes the odd ones and looks every one up; all 24 lookups agree in every thread.
