@@ -553,8 +553,8 @@ fn packet_processor_flow() {
 #[test]
 fn doca_dpa_kernel_launch() {
     use mlx5_dpa::doca::{
-        AsyncOps, CompletionContext, DocaError, Dpa, DpaAttr, DpaMmap, DpaRdma, DpaThread,
-        NotificationCompletion, SyncEvent, SyncEventAttr,
+        AsyncOps, CompletionContext, DocaError, Dpa, DpaAttr, DpaMmap, DpaRdma, DpaRdmaSrq,
+        DpaThread, NotificationCompletion, SyncEvent, SyncEventAttr,
     };
     use mlx5_dpa::dpa::msg_stream::MsgOutput;
     use mlx5_dpa::dpa::DpaBuf;
@@ -562,7 +562,7 @@ fn doca_dpa_kernel_launch() {
     const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
     type Copy = (
         AsyncOps,
-        (DpaRdma, DpaRdma),
+        (DpaRdma, DpaRdma, DpaRdma, DpaRdmaSrq),
         CompletionContext,
         DpaMmap,
         DpaBuf,
@@ -619,21 +619,28 @@ fn doca_dpa_kernel_launch() {
         .map(mlx5_dpa::doca::KernelArg::U64);
         dpa.kernel_launch_update_set(None, None, 1, "memcpy_kernel", &args)?;
         copied.wait_gt(0, u64::MAX, T)?;
-        // Two DPA RDMAs of the context connected to each other.
+        // A DPA RDMA with two connections: to a second RDMA, and to a third that receives
+        // from a shared receive queue.
         let mut r1 = dpa.rdma_create(4)?;
+        r1.set_max_connections(2)?;
         r1.attach(&cc)?;
         r1.start()?;
         let mut r2 = dpa.rdma_create(4)?;
         r2.attach(&cc)?;
         r2.start()?;
         r1.connect(&mut r2)?;
+        let srq = dpa.rdma_srq_create(4)?;
+        let mut r3 = dpa.rdma_create_with_srq(&srq, 4)?;
+        r3.attach(&cc)?;
+        r3.start()?;
+        r1.connect(&mut r3)?;
         Ok((
             dpa,
             comp,
             notify,
             thread,
             done,
-            (ops, (r1, r2), cc, map, buf, copied),
+            (ops, (r1, r2, r3, srq), cc, map, buf, copied),
         ))
     }
     fn teardown(
@@ -685,6 +692,8 @@ fn doca_dpa_kernel_launch() {
         "creating the map's key",
         "creating the RDMA's QP",
         "connecting the RDMA QPs",
+        "creating the shared receive queue",
+        "allocating the RDMA's scratch words",
     ] {
         assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
     }
