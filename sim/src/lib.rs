@@ -70,6 +70,7 @@ pub use state::datapath::{PortMode, PortStats};
 pub use state::events::event_type;
 pub use state::rc::RcStats;
 use state::State;
+pub use state::MAX_SUB_FUNCTIONS;
 
 pub(crate) struct Shared {
     /// The state, shared with the DPA workers by a weak handle (`state::with_state_of`).
@@ -161,6 +162,28 @@ impl Device {
     /// Opens a DevX context as the driver's trait object.
     pub fn open_devx(&self) -> Arc<dyn mlx5_dpa::devx::Devx> {
         Arc::new(self.open())
+    }
+
+    /// Opens a DevX context on sub-function `sf` (1 ..= [`MAX_SUB_FUNCTIONS`]) of this device,
+    /// as a BlueField's SF: its own vhca_id (the PF's + `sf`) and objects, the same port, NIC
+    /// and DPA. Another function's objects are reached only through aliases it was granted
+    /// (ALLOW_OTHER_VHCA_ACCESS on the owner's side), as on hardware.
+    ///
+    /// # Errors
+    /// `sf` outside 1 ..= [`MAX_SUB_FUNCTIONS`].
+    pub fn open_function(&self, sf: u16) -> Result<Arc<dyn mlx5_dpa::devx::Devx>, String> {
+        if sf == 0 || sf > MAX_SUB_FUNCTIONS {
+            return Err(format!(
+                "sub-function {sf}: this device has 1 ..= {MAX_SUB_FUNCTIONS}"
+            ));
+        }
+        let ctx = self.open();
+        let uid = ctx.uid();
+        self.with_state(|st| {
+            let vhca = st.fw.profile.vhca_id + sf;
+            st.fw.sf_uids.insert(uid, vhca);
+        });
+        Ok(Arc::new(ctx))
     }
 
     /// Runs a mailbox as the kernel itself would (uid 0, no DevX restrictions): for commands

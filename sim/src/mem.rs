@@ -136,6 +136,9 @@ pub(crate) trait DumemBacking: Send + Sync {
 /// the process's DUMEM id). Registered by firmware when the process is created.
 pub(crate) struct Dumem {
     uid: u16,
+    /// Contexts of other functions reaching it through a DUMEM alias they hold (one entry
+    /// per alias).
+    sharers: Vec<u16>,
     addr: usize,
     len: usize,
     refs: u32,
@@ -153,18 +156,61 @@ impl std::fmt::Debug for Dumem {
     }
 }
 
-/// UMEM registrations (and the DUMEMs of DPA processes, by their own id space).
+/// UMEM registrations (and the DUMEMs of DPA processes, by their own id space, and the
+/// aliases other functions name a DUMEM by).
 #[derive(Debug)]
 pub(crate) struct MemModel {
     umems: Slab<Umem>,
     dumems: HashMap<u32, Dumem>,
+    /// DUMEM alias object id -> (the alias holder's uid, the DUMEM).
+    dumem_aliases: HashMap<u32, (u16, u32)>,
 }
+
+/// First UMEM id: above every general object id (the general-object table holds at most
+/// 2^20), so an alias object's id, used as a UMEM id, never names a registration.
+const UMEM_ID_BASE: u32 = 0x40_0000;
 
 impl MemModel {
     pub(crate) fn new() -> Self {
         MemModel {
-            umems: Slab::new(0x100, 1 << 20),
+            umems: Slab::new(UMEM_ID_BASE, 1 << 20),
             dumems: HashMap::new(),
+            dumem_aliases: HashMap::new(),
+        }
+    }
+
+    /// Records DUMEM alias `alias` (a general object of context `uid`) for DUMEM `target`:
+    /// `uid` may then name the DUMEM by the alias's id.
+    pub(crate) fn add_dumem_alias(
+        &mut self,
+        alias: u32,
+        uid: u16,
+        target: u32,
+    ) -> Result<(), Check> {
+        let d = self.dumems.get_mut(&target).ok_or(check::NO_SUCH_UMEM)?;
+        d.sharers.push(uid);
+        self.dumem_aliases.insert(alias, (uid, target));
+        Ok(())
+    }
+
+    /// Forgets DUMEM alias `alias`.
+    pub(crate) fn remove_dumem_alias(&mut self, alias: u32) {
+        if let Some((uid, target)) = self.dumem_aliases.remove(&alias) {
+            if let Some(d) = self.dumems.get_mut(&target) {
+                if let Some(i) = d.sharers.iter().position(|u| *u == uid) {
+                    d.sharers.swap_remove(i);
+                }
+            }
+        }
+    }
+
+    /// The registration `id` names for context `uid`: a DUMEM alias of `uid` names its DUMEM;
+    /// anything else names itself. Objects keep the resolved id, so their references outlive
+    /// the alias.
+    pub(crate) fn resolve(&self, uid: u16, id: u32) -> u32 {
+        match self.dumem_aliases.get(&id) {
+            Some(&(holder, target)) if holder == uid => target,
+            _ => id,
         }
     }
 
@@ -185,6 +231,7 @@ impl MemModel {
             id,
             Dumem {
                 uid,
+                sharers: Vec::new(),
                 addr,
                 len,
                 refs: 0,
@@ -197,6 +244,11 @@ impl MemModel {
     /// mkeys over it).
     pub(crate) fn dumem_refs(&self, id: u32) -> u32 {
         self.dumems.get(&id).map_or(0, |d| d.refs)
+    }
+
+    /// References on DUMEM `id`, or `None` when there is no such DUMEM.
+    pub(crate) fn dumem_refs_of(&self, id: u32) -> Option<u32> {
+        self.dumems.get(&id).map(|d| d.refs)
     }
 
     /// Removes DUMEM `id`; refused while an object refers to it.
@@ -253,10 +305,10 @@ impl MemModel {
 
     /// As [`MemModel::pin`] without taking a reference.
     pub(crate) fn range(&self, uid: u16, id: u32, offset: u64, len: u64) -> Result<Dma, Check> {
-        let (owner, addr, size, atomic) = match (self.umems.get(id), self.dumems.get(&id)) {
-            (Some(u), _) => (u.uid, u.addr, u.len, false),
+        let (allowed, addr, size, atomic) = match (self.umems.get(id), self.dumems.get(&id)) {
+            (Some(u), _) => (u.uid == uid, u.addr, u.len, false),
             (None, Some(d)) => (
-                d.uid,
+                d.uid == uid || d.sharers.contains(&uid),
                 d.addr,
                 d.len
                     .min(usize::try_from(d.backing.allocated()).unwrap_or(usize::MAX)),
@@ -264,7 +316,7 @@ impl MemModel {
             ),
             (None, None) => return Err(check::NO_SUCH_UMEM),
         };
-        if owner != uid {
+        if !allowed {
             return Err(check::WRONG_UID);
         }
         let end = offset.checked_add(len).ok_or(check::BAD_UMEM_RANGE)?;

@@ -54,6 +54,8 @@ pub(crate) struct Job {
     /// The activation stopped at a `pause` and goes on here.
     pub(crate) paused: Option<Box<Paused>>,
     pub(crate) vhca_id: u16,
+    /// Functions the process is extended to (OUTBOX_SET_GVMI may name them).
+    pub(crate) extensions: Vec<u16>,
     pub(crate) uid: u16,
     /// The device, for window translations.
     pub(crate) dev: Weak<std::sync::Mutex<crate::state::State>>,
@@ -63,16 +65,27 @@ pub(crate) struct Job {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Effect {
     /// CQ_DB: arm CQ `cqn` with consumer index `ci`.
-    CqArm { outbox: u32, cqn: u32, ci: u32 },
+    CqArm {
+        outbox: u32,
+        gvmi: u16,
+        cqn: u32,
+        ci: u32,
+    },
     /// EQ_DB_REARM / EQ_DB_NO_REARM.
     EqUpdate {
         outbox: u32,
+        gvmi: u16,
         eqn: u32,
         ci: u32,
         rearm: bool,
     },
     /// SXD_DB: new producer counter `pi` of SQ or QP `qn`.
-    Send { outbox: u32, qn: u32, pi: u16 },
+    Send {
+        outbox: u32,
+        gvmi: u16,
+        qn: u32,
+        pi: u16,
+    },
 }
 
 /// Why a failed activation failed (what the coredump says).
@@ -181,6 +194,9 @@ struct ActBus<'a> {
     mkey: Option<u32>,
     xlat: Option<Xlat>,
     effects: Vec<Effect>,
+    /// The function the outbox acts on: the process's own, or one it is extended to
+    /// (OUTBOX_SET_GVMI).
+    gvmi: u16,
     pinned: Vec<u32>,
     ticks: std::cell::Cell<u64>,
     /// Weak coherency: DPA-memory stores not yet written back (byte address -> value).
@@ -261,17 +277,20 @@ impl ActBus<'_> {
         let e = match off {
             outbox_reg::CQ_DB => Effect::CqArm {
                 outbox: id,
+                gvmi: self.gvmi,
                 cqn: lo,
                 ci: hi & 0xff_ffff,
             },
             outbox_reg::EQ_DB_REARM | outbox_reg::EQ_DB_NO_REARM => Effect::EqUpdate {
                 outbox: id,
+                gvmi: self.gvmi,
                 eqn: lo,
                 ci: hi & 0xff_ffff,
                 rearm: off == outbox_reg::EQ_DB_REARM,
             },
             outbox_reg::SXD_DB => Effect::Send {
                 outbox: id,
+                gvmi: self.gvmi,
                 qn: hi & 0xff_ffff,
                 pi: v as u16,
             },
@@ -734,6 +753,7 @@ pub(crate) fn run(mut job: Job) -> Done {
         mkey: None,
         xlat: None,
         effects: Vec::new(),
+        gvmi: paused.as_ref().map_or(job.vhca_id, |p| p.gvmi),
         pinned: Vec::new(),
         ticks: std::cell::Cell::new(0),
         pending: Default::default(),
@@ -786,6 +806,7 @@ pub(crate) fn run(mut job: Job) -> Done {
                     outbox: bus.outbox,
                     window: bus.window.map(|(w, _)| w),
                     mkey: bus.mkey,
+                    gvmi: bus.gvmi,
                 }));
             }
             Stop::Ebreak => {
@@ -840,8 +861,14 @@ pub(crate) fn run(mut job: Job) -> Done {
                         _ => fail(rtos_errno::NO_SUCH_OBJECT, &bus),
                     },
                     rtos_call::EXIT_PROCESS => break Outcome::Exit(a0),
-                    rtos_call::OUTBOX_SET_GVMI if a0 == u64::from(job.vhca_id) => 0,
-                    rtos_call::OUTBOX_SET_GVMI => fail(rtos_errno::BAD_GVMI, &bus),
+                    // The process's own function, or one it was extended to.
+                    rtos_call::OUTBOX_SET_GVMI => match u16::try_from(a0) {
+                        Ok(g) if g == job.vhca_id || job.extensions.contains(&g) => {
+                            bus.gvmi = g;
+                            0
+                        }
+                        _ => fail(rtos_errno::BAD_GVMI, &bus),
+                    },
                     rtos_call::NIC_COUNTERS_CONFIG | rtos_call::NIC_COUNTERS_SAMPLE => {
                         let done = if nr == rtos_call::NIC_COUNTERS_CONFIG {
                             nic_counters_config(&mut bus, a0, hart.x[reg::A1], hart.x[reg::A2])

@@ -55,7 +55,6 @@ impl Firmware {
         let eus = self.profile.dpa_eus() as usize;
         self.dpa.eu_count_at_least(eus);
         let budget = self.profile.dpa_insn_budget.max(1);
-        let vhca_id = self.profile.vhca_id;
         let mut waiting = std::collections::VecDeque::new();
         let mut n = 0;
         while let Some(id) = self.dpa.pending.pop_front() {
@@ -138,7 +137,8 @@ impl Firmware {
                 weak: self.dpa.coherency == crate::state::dpa::DpaCoherency::Hardware,
                 resume: t.resume.clone(),
                 paused: t.paused.clone(),
-                vhca_id,
+                vhca_id: p.vhca,
+                extensions: p.extensions.keys().copied().collect(),
                 uid: p.uid,
                 dev: dev.clone(),
             };
@@ -308,13 +308,23 @@ fn apply_effect(st: &mut State, process: u32, e: Effect) {
         fw.dpa.stats.violations += 1;
         return;
     };
-    let uid = p.uid;
-    let outbox = match e {
-        Effect::CqArm { outbox, .. }
-        | Effect::EqUpdate { outbox, .. }
-        | Effect::Send { outbox, .. } => outbox,
+    let (outbox, gvmi) = match e {
+        Effect::CqArm { outbox, gvmi, .. }
+        | Effect::EqUpdate { outbox, gvmi, .. }
+        | Effect::Send { outbox, gvmi, .. } => (outbox, gvmi),
     };
-    let Some(&uar) = p.outboxes.get(&outbox) else {
+    let Some(&own_uar) = p.outboxes.get(&outbox) else {
+        fw.dpa.stats.violations += 1;
+        return;
+    };
+    // Acting on the process's own function, the outbox reaches its user context's queues on
+    // the outbox's UAR; on a function it is extended to, that function's context's queues on
+    // the extended UAR.
+    let (uid, uar) = if gvmi == p.vhca {
+        (p.uid, own_uar)
+    } else if let Some(&(_, uid, uar)) = p.extensions.get(&gvmi) {
+        (uid, uar)
+    } else {
         fw.dpa.stats.violations += 1;
         return;
     };

@@ -321,7 +321,7 @@ impl Firmware {
                 self.dpa_check_destroy(obj_type, id)?;
                 let g = take(&mut self.gen, id, uid, |o| &o.meta, check::NO_SUCH_OBJECT)?;
                 self.dpa_released(id, &g);
-                self.release_general(g);
+                self.release_general(id, g);
             }
         }
         Ok(())

@@ -6,7 +6,7 @@
 //! objects (threads, outboxes, windows, execution) is `crate::dpa`.
 
 use mlx5_dpa::mlx5::layout::View;
-use mlx5_dpa::mlx5::layouts::{self as l, dpa::obj_type};
+use mlx5_dpa::mlx5::layouts::{self as l, dpa::obj_type, vhca::alias_type};
 
 use super::{inbox, limit, owned, size, unref, Firmware};
 use crate::check::{self, Check};
@@ -39,15 +39,33 @@ impl Firmware {
 
     fn process_of(&self, uid: u16, id: u32) -> Result<&GenObj, Check> {
         let g = self.gen.get(id).ok_or(check::NO_SUCH_DPA_PROCESS)?;
-        if g.obj_type != obj_type::DPA_PROCESS {
+        if g.obj_type != obj_type::DPA_PROCESS || is_alias(g) {
             return Err(check::WRONG_OBJ_TYPE);
         }
         owned(&g.meta, uid)?;
         Ok(g)
     }
 
+    /// The object `id` names for context `uid`: the target of an alias of type `t` that `uid`
+    /// holds, or `id` itself.
+    pub(crate) fn through_alias(&self, uid: u16, id: u32, t: u16) -> u32 {
+        match self.gen.get(id) {
+            Some(GenObj {
+                meta,
+                kind: GenKind::Alias {
+                    of_type, target, ..
+                },
+                ..
+            }) if meta.uid == uid && *of_type == t => *target,
+            _ => id,
+        }
+    }
+
     fn count_type(&self, t: u16) -> u32 {
-        self.gen.iter().filter(|(_, g)| g.obj_type == t).count() as u32
+        self.gen
+            .iter()
+            .filter(|(_, g)| g.obj_type == t && !is_alias(g))
+            .count() as u32
     }
 
     pub(super) fn create_general(
@@ -66,10 +84,17 @@ impl Firmware {
         if !(is_alias_type(t) || self.profile.supports_obj_type(t)) {
             return Err(check::UNKNOWN_OBJ_TYPE);
         }
-        if (v.get(h::alias_object) == 1) != is_alias_type(t) {
+        // An alias: of a general object (its type, alias_object set) or of another class of
+        // object (an alias type, 0xff01.., always with alias_object).
+        let alias = v.get(h::alias_object) == 1;
+        if is_alias_type(t) && !alias {
             return Err(check::UNKNOWN_OBJ_TYPE);
         }
-        let len = Self::ctx_len(t).ok_or(check::UNKNOWN_OBJ_TYPE)?;
+        let len = if alias {
+            size::<l::alias_context::Layout>()
+        } else {
+            Self::ctx_len(t).ok_or(check::UNKNOWN_OBJ_TYPE)?
+        };
         if inb.len() < HDR + len {
             return Err(check::INBOX_TOO_SHORT);
         }
@@ -79,6 +104,31 @@ impl Firmware {
         let dpa = |f| self.profile.dpa_cap(f);
         use l::dpa_cap as d;
         let (kind, refs): (GenKind, Vec<Ref>) = match t {
+            _ if alias => {
+                use l::alias_context as a;
+                let c = View::<a::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+                let vhca = c.get(a::vhca_id_to_be_accessed) as u16;
+                if !self.is_function(vhca) {
+                    // Another device's function: not something one model reaches.
+                    return Err(check::NOT_SUPPORTED);
+                }
+                let target = c.get(a::object_id_to_be_accessed) as u32;
+                let key = c
+                    .get_bytes(a::access_key)
+                    .map_err(|_| check::INBOX_TOO_SHORT)?;
+                let grant = self
+                    .grants
+                    .iter()
+                    .find(|g| g.vhca == vhca && g.obj_id == target && g.obj_type == t)
+                    .ok_or(check::NO_SUCH_ALIAS_GRANT)?;
+                if grant.key[..] != key[..32.min(key.len())] {
+                    return Err(check::BAD_ACCESS_KEY);
+                }
+                if t == alias_type::DPA_DUMEM && self.mem.dumem_refs_of(target).is_none() {
+                    return Err(check::NO_SUCH_OBJECT);
+                }
+                (GenKind::Alias { of_type: t, target }, vec![])
+            }
             obj_type::DPA_PROCESS => {
                 use l::dpa_process as p;
                 let c = View::<p::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
@@ -293,12 +343,21 @@ impl Firmware {
             obj_type::DPA_UAR => {
                 use l::dpa_uar as u;
                 let c = View::<u::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let process = c.get(u::dpa_process_id) as u32;
-                self.process_of(uid, process)?;
+                // Another function's process, through an alias of it: the UAR extends that
+                // process to this function (FlexIO `flexio_uar_extend`; provisional: how
+                // firmware learns the extension is not public).
+                let named = c.get(u::dpa_process_id) as u32;
+                let process = self.through_alias(uid, named, obj_type::DPA_PROCESS);
+                if process == named {
+                    self.process_of(uid, process)?;
+                } else if self.gen.get(process).map(|g| g.obj_type) != Some(obj_type::DPA_PROCESS) {
+                    return Err(check::NO_SUCH_DPA_PROCESS);
+                }
                 let uar = c.get(u::uar_page) as u32;
                 self.check_uar(uid, uar)?;
+                let vhca = self.vhca_of(uid);
                 (
-                    GenKind::DpaUar { process, uar },
+                    GenKind::DpaUar { process, uar, vhca },
                     vec![Ref::Gen(process), Ref::Uar(uar)],
                 )
             }
@@ -309,7 +368,7 @@ impl Firmware {
                 if !(6..=22).contains(&log) {
                     return Err(check::BAD_LOG_SIZE);
                 }
-                let umem = c.get(e::umem_id) as u32;
+                let umem = self.mem.resolve(uid, c.get(e::umem_id) as u32);
                 let off = c.get(e::umem_offset);
                 self.mem.range(uid, umem, off, 1 << log)?;
                 let uar = c.get(e::uar_page) as u32;
@@ -326,28 +385,6 @@ impl Firmware {
                 let cq = self.cqs.get(cqn).ok_or(check::NO_SUCH_CQ)?;
                 owned(&cq.meta, uid)?;
                 (GenKind::DbCqMapping { cqn }, vec![Ref::Cq(cqn)])
-            }
-            t if is_alias_type(t) => {
-                use l::alias_context as a;
-                let c = View::<a::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                if c.get(a::vhca_id_to_be_accessed) != u64::from(self.profile.vhca_id) {
-                    // Other functions are separate model instances; cross-instance aliases
-                    // are not modelled.
-                    return Err(check::NOT_SUPPORTED);
-                }
-                let target = c.get(a::object_id_to_be_accessed) as u32;
-                let key = c
-                    .get_bytes(a::access_key)
-                    .map_err(|_| check::INBOX_TOO_SHORT)?;
-                let grant = self
-                    .grants
-                    .iter()
-                    .find(|g| g.obj_id == target && alias_matches(t, g.obj_type))
-                    .ok_or(check::NO_SUCH_ALIAS_GRANT)?;
-                if grant.key[..] != key[..32.min(key.len())] {
-                    return Err(check::BAD_ACCESS_KEY);
-                }
-                (GenKind::Alias, vec![])
             }
             _ => return Err(check::UNKNOWN_OBJ_TYPE),
         };
@@ -417,6 +454,20 @@ impl Firmware {
         if let Some(g) = self.gen.get_mut(id) {
             g.ctx = ctx;
         }
+        if let Some(GenObj {
+            kind:
+                GenKind::Alias {
+                    of_type: alias_type::DPA_DUMEM,
+                    target,
+                    ..
+                },
+            ..
+        }) = self.gen.get(id)
+        {
+            let target = *target;
+            // The target was checked above, under the same lock.
+            let _ = self.mem.add_dumem_alias(id, uid, target);
+        }
         match new_process {
             Some((loaded, heap, dumem_used)) => {
                 self.dpa_add_process(id, uid, loaded.mem, loaded.data_span, heap, dumem_used);
@@ -444,7 +495,15 @@ impl Firmware {
         }
     }
 
-    pub(super) fn release_general(&mut self, g: GenObj) {
+    pub(super) fn release_general(&mut self, id: u32, g: GenObj) {
+        // Grants of the object go with it (ids are reused).
+        let dumem = DUMEM_ID_BASE + id;
+        self.grants.retain(|gr| {
+            !(gr.obj_id == id && gr.obj_type == g.obj_type
+                || g.obj_type == obj_type::DPA_PROCESS
+                    && gr.obj_type == alias_type::DPA_DUMEM
+                    && gr.obj_id == dumem)
+        });
         let refs: Vec<Ref> = match g.kind {
             GenKind::DpaProcess { pd, elf_umem, .. } => vec![Ref::Pd(pd), Ref::Umem(elf_umem)],
             GenKind::DpaMem { process, size, .. } => {
@@ -474,13 +533,18 @@ impl Firmware {
                 r.extend(window.map(Ref::Gen));
                 r
             }
-            GenKind::DpaOutbox { process, uar } | GenKind::DpaUar { process, uar } => {
+            GenKind::DpaOutbox { process, uar } | GenKind::DpaUar { process, uar, .. } => {
                 vec![Ref::Gen(process), Ref::Uar(uar)]
             }
             GenKind::DpaWindow { process, pd } => vec![Ref::Gen(process), Ref::Pd(pd)],
             GenKind::DpaEq { umem, uar } => vec![Ref::Umem(umem), Ref::Uar(uar)],
             GenKind::DbCqMapping { cqn } => vec![Ref::Cq(cqn)],
-            GenKind::Alias => vec![],
+            GenKind::Alias { of_type, .. } => {
+                if of_type == alias_type::DPA_DUMEM {
+                    self.mem.remove_dumem_alias(id);
+                }
+                vec![]
+            }
         };
         for r in refs {
             self.drop_ref(r);
@@ -574,12 +638,26 @@ impl Firmware {
         let obj_type = v.get(a::object_type_to_be_accessed) as u16;
         let obj_id = v.get(a::object_id_to_be_accessed) as u32;
         let exists = match obj_type {
+            // A DPA process's memory, by its DUMEM id.
+            alias_type::DPA_DUMEM => {
+                let process = obj_id.wrapping_sub(DUMEM_ID_BASE);
+                let g = self
+                    .gen
+                    .get(process)
+                    .filter(|g| {
+                        g.obj_type == obj_type::DPA_PROCESS
+                            && !is_alias(g)
+                            && obj_id >= DUMEM_ID_BASE
+                    })
+                    .ok_or(check::NO_SUCH_OBJECT)?;
+                owned(&g.meta, uid).is_ok()
+            }
             // General object types that can be shared: the object must exist and be ours.
             t if self.profile.supports_obj_type(t) => {
                 let g = self
                     .gen
                     .get(obj_id)
-                    .filter(|g| g.obj_type == t)
+                    .filter(|g| g.obj_type == t && !is_alias(g))
                     .ok_or(check::NO_SUCH_OBJECT)?;
                 owned(&g.meta, uid).is_ok()
             }
@@ -593,9 +671,11 @@ impl Firmware {
             .map_err(|_| check::INBOX_TOO_SHORT)?;
         let mut key = [0u8; 32];
         key.copy_from_slice(&key_bytes[..32]);
+        let vhca = self.vhca_of(uid);
         self.grants
-            .retain(|g| !(g.obj_type == obj_type && g.obj_id == obj_id));
+            .retain(|g| !(g.vhca == vhca && g.obj_type == obj_type && g.obj_id == obj_id));
         self.grants.push(Grant {
+            vhca,
             obj_type,
             obj_id,
             key,
@@ -627,8 +707,9 @@ fn parent_process(k: &GenKind) -> Option<u32> {
 /// Whether alias type `alias` can stand for general object type `target` (the model lets an
 /// alias name any general type it was granted for; real firmware ties alias types to
 /// object classes, FACTS.md §2).
-fn alias_matches(_alias: u16, _target: u16) -> bool {
-    true
+/// An alias object (of any type).
+fn is_alias(g: &GenObj) -> bool {
+    matches!(g.kind, GenKind::Alias { .. })
 }
 
 fn round_up(v: u64, to: u64) -> u64 {

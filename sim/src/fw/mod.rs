@@ -149,7 +149,7 @@ impl Firmware {
         }
         let op_mod = u16::from_be_bytes([inb[6], inb[7]]);
         match op {
-            Opcode::QUERY_HCA_CAP => self.query_hca_cap(inb, out).map(|()| None),
+            Opcode::QUERY_HCA_CAP => self.query_hca_cap(uid, inb, out).map(|()| None),
             Opcode::QUERY_ISSI => {
                 // query_issi_out: current_issi at bit 0x50 (16 bits), supported_issi bitmap
                 // at 0xc0 (kernel mlx5_ifc.h). The model speaks ISSI 1.
@@ -230,7 +230,7 @@ impl Firmware {
         }
     }
 
-    fn query_hca_cap(&mut self, inb: &[u8], out: &mut [u8]) -> Result<(), Check> {
+    fn query_hca_cap(&mut self, uid: u16, inb: &[u8], out: &mut [u8]) -> Result<(), Check> {
         let v = inbox::<l::query_hca_cap_in::Layout>(inb)?;
         let op_mod = v.get(l::query_hca_cap_in::op_mod);
         if v.get(l::query_hca_cap_in::other_function) != 0 {
@@ -252,6 +252,13 @@ impl Firmware {
             .get_mut(at..at + page.len())
             .ok_or(check::OUTBOX_TOO_SHORT)?;
         dst.copy_from_slice(page);
+        // A sub-function reports its own vhca_id.
+        let vhca = self.vhca_of(uid);
+        if op_mod >> 1 == 0 && vhca != self.profile.vhca_id {
+            let mut v = mlx5_dpa::mlx5::ViewMut::<l::cmd_hca_cap::Layout>::new(dst)
+                .map_err(|_| check::OUTBOX_TOO_SHORT)?;
+            v.set(l::cmd_hca_cap::vhca_id, u64::from(vhca));
+        }
         Ok(())
     }
 
@@ -281,7 +288,7 @@ impl Firmware {
         }
         let start = v.get(c.at(mkc::start_addr));
         start.checked_add(len).ok_or(check::BAD_LENGTH)?;
-        let umem = v.get(m::mkey_umem_id) as u32;
+        let umem = self.mem.resolve(uid, v.get(m::mkey_umem_id) as u32);
         let offset = v.get(m::mkey_umem_offset);
         let bit = |f| v.get(c.at(f)) == 1;
         let rights = mlx5_dpa::mlx5::cmd::MkeyAccess {
@@ -455,6 +462,7 @@ impl Firmware {
         add("QP", self.qps.len());
         for (_, g) in self.gen.iter() {
             let name = match g.obj_type {
+                _ if matches!(g.kind, crate::state::objects::GenKind::Alias { .. }) => "ALIAS",
                 l::dpa::obj_type::DPA_MEM => "DPA_MEM",
                 l::dpa::obj_type::DPA_PROCESS => "DPA_PROCESS",
                 l::dpa::obj_type::DPA_THREAD => "DPA_THREAD",

@@ -58,21 +58,26 @@ impl Firmware {
             if cqe_bytes != 64 {
                 return Err(check::CQE_SIZE_UNSUPPORTED);
             }
+            // Another function's DPA thread is named by an alias of it this context holds.
+            let thread = self.through_alias(uid, element, l::dpa::obj_type::DPA_THREAD);
             let (want, t) = match g(cqc::apu_element_type) as u8 {
                 apu_element_type::THREAD => {
-                    (l::dpa::obj_type::DPA_THREAD, CqTarget::DpaThread(element))
+                    (l::dpa::obj_type::DPA_THREAD, CqTarget::DpaThread(thread))
                 }
                 apu_element_type::EQ => (l::dpa::obj_type::DPA_EQ, CqTarget::DpaEq(element)),
                 _ => return Err(check::BAD_CQ_TARGET),
             };
-            let obj = self.gen.get(element).ok_or(match t {
+            let (CqTarget::DpaThread(id) | CqTarget::DpaEq(id) | CqTarget::Eq(id)) = t;
+            let obj = self.gen.get(id).ok_or(match t {
                 CqTarget::DpaThread(_) => check::NO_SUCH_DPA_THREAD,
                 _ => check::NO_SUCH_DPA_EQ,
             })?;
             if obj.obj_type != want {
                 return Err(check::WRONG_OBJ_TYPE);
             }
-            owned(&obj.meta, uid)?;
+            if id == element {
+                owned(&obj.meta, uid)?;
+            }
             t
         } else {
             if g(cqc::apu_element_type) != 0 {
@@ -83,10 +88,10 @@ impl Firmware {
             }
             CqTarget::Eq(element)
         };
-        let ring_umem = v.get(m::cq_umem_id) as u32;
+        let ring_umem = self.mem.resolve(uid, v.get(m::cq_umem_id) as u32);
         let ring_off = v.get(m::cq_umem_offset);
         let ring_len = (cqe_bytes as u64) << log_size;
-        let dbr_umem = g(cqc::dbr_umem_id) as u32;
+        let dbr_umem = self.mem.resolve(uid, g(cqc::dbr_umem_id) as u32);
         let dbr_off = g(cqc::dbr_addr);
         if dbr_off % 8 != 0 || ring_off % 64 != 0 {
             return Err(check::BAD_ALIGNMENT);
@@ -225,10 +230,10 @@ impl Firmware {
         self.check_owned_pd(uid, pd)?;
         let uar_page = v.get(wq::uar_page) as u32;
         self.check_uar(uid, uar_page)?;
-        let ring_umem = v.get(wq::wq_umem_id) as u32;
+        let ring_umem = self.mem.resolve(uid, v.get(wq::wq_umem_id) as u32);
         let ring_off = v.get(wq::wq_umem_offset);
         let ring_len = 1u64 << (log_stride + log_size);
-        let dbr_umem = v.get(wq::dbr_umem_id) as u32;
+        let dbr_umem = self.mem.resolve(uid, v.get(wq::dbr_umem_id) as u32);
         let dbr_off = v.get(wq::dbr_addr);
         if !dbr_off.is_multiple_of(8) || !ring_off.is_multiple_of(64) {
             return Err(check::BAD_ALIGNMENT);
@@ -532,9 +537,9 @@ impl Firmware {
         }
         let uar_page = g(qpc::uar_page) as u32;
         self.check_uar(uid, uar_page)?;
-        let ring_umem = v.get(m::wq_umem_id) as u32;
+        let ring_umem = self.mem.resolve(uid, v.get(m::wq_umem_id) as u32);
         let ring_off = v.get(m::wq_umem_offset);
-        let dbr_umem = g(qpc::dbr_umem_id) as u32;
+        let dbr_umem = self.mem.resolve(uid, g(qpc::dbr_umem_id) as u32);
         let dbr_off = g(qpc::dbr_addr);
         if dbr_off % 8 != 0 || ring_off % 64 != 0 {
             return Err(check::BAD_ALIGNMENT);

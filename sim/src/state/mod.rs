@@ -15,7 +15,7 @@ pub(crate) mod rc;
 mod tables;
 
 pub(crate) use tables::{limit, Firmware, EQN_BASE};
-pub use tables::{FaultPlan, FwStats};
+pub use tables::{FaultPlan, FwStats, MAX_SUB_FUNCTIONS};
 
 /// Everything the model holds, behind one lock.
 pub(crate) struct State {

@@ -380,8 +380,16 @@ pub(crate) enum GenKind {
     DpaUar {
         process: u32,
         uar: u32,
+        /// The function whose UAR it is: the process's own, or another function the process
+        /// is extended to (FlexIO `flexio_uar_extend`).
+        vhca: u16,
     },
-    Alias,
+    /// Another (or the same) function's object, named here by the alias's id.
+    Alias {
+        /// The alias's type: a general object type, or an alias type (0xff01..).
+        of_type: u16,
+        target: u32,
+    },
 }
 
 #[derive(Debug)]
@@ -396,6 +404,8 @@ pub(crate) struct GenObj {
 /// An ALLOW_OTHER_VHCA_ACCESS grant.
 #[derive(Debug, Clone)]
 pub(crate) struct Grant {
+    /// The granting function.
+    pub(crate) vhca: u16,
     pub(crate) obj_type: u16,
     pub(crate) obj_id: u32,
     pub(crate) key: [u8; 32],

@@ -77,6 +77,9 @@ pub struct Firmware {
     pub(crate) faults: FaultPlan,
     pub(crate) stats: FwStats,
     pub(crate) next_uid: u16,
+    /// Contexts opened on a sub-function (uid -> its vhca_id); every other context is the
+    /// physical function's (`profile.vhca_id`).
+    pub(crate) sf_uids: HashMap<u16, u16>,
     pub(crate) table_seq: u64,
 }
 
@@ -122,6 +125,7 @@ impl Firmware {
             faults: FaultPlan::default(),
             stats: FwStats::default(),
             next_uid: 1,
+            sf_uids: HashMap::new(),
             table_seq: 0,
             profile,
         }
@@ -142,4 +146,22 @@ impl Firmware {
         self.next_uid = self.next_uid.wrapping_add(1).max(1);
         uid
     }
+
+    /// The vhca_id of the function context `uid` was opened on.
+    pub(crate) fn vhca_of(&self, uid: u16) -> u16 {
+        self.sf_uids
+            .get(&uid)
+            .copied()
+            .unwrap_or(self.profile.vhca_id)
+    }
+
+    /// Whether `vhca` is a function of this device: the physical function or one of its
+    /// [`MAX_SUB_FUNCTIONS`] sub-functions.
+    pub(crate) fn is_function(&self, vhca: u16) -> bool {
+        let pf = self.profile.vhca_id;
+        vhca == pf || (vhca > pf && u32::from(vhca - pf) <= u32::from(MAX_SUB_FUNCTIONS))
+    }
 }
+
+/// Sub-functions a model device has (numbered 1 ..= this; vhca_id = the PF's + the number).
+pub const MAX_SUB_FUNCTIONS: u16 = 4;

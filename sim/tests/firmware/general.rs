@@ -7,6 +7,7 @@ use mlx5_dpa::mlx5::{Opcode, Status, View};
 use mlx5_sim::fw::check::{self};
 use mlx5_sim::ObjRef;
 use nix::errno::Errno;
+use std::sync::Arc;
 
 use l::obj_type as ot;
 
@@ -397,9 +398,10 @@ fn general_object_types_and_headers() {
         );
     }
     let p = CreateGeneralObject(kit.process_attr());
-    // alias_object on a type that is not an alias.
+    // alias_object on a general type makes an alias of that type (as snap's DPA thread
+    // aliases): a process context read as an alias context names no function of this device.
     let inbox = patched(&p, |v| v.set(l::general_obj_in_cmd_hdr::alias_object, 1));
-    expect_check(raw_create(&*ctx, &inbox), check::UNKNOWN_OBJ_TYPE);
+    expect_check(raw_create(&*ctx, &inbox), check::NOT_SUPPORTED);
     let inbox = patched(&p, |v| v.set(l::general_obj_in_cmd_hdr::log_obj_range, 2));
     expect_check(raw_create(&*ctx, &inbox), check::NOT_SUPPORTED);
 
@@ -491,22 +493,78 @@ fn aliases_and_access_grants() {
     let (ctx2, _) = env.open();
     expect_check(allow(&*ctx2, ot::DPA_PROCESS, pid), check::WRONG_UID);
 
-    let alias = |object_id, vhca_id, access_key| {
+    let alias = |ctx: &Arc<dyn Devx>, obj_type, object_id, vhca_id, access_key| {
         devx::create(
-            &ctx,
+            ctx,
             &CreateAlias {
-                obj_type: 0xff13,
+                obj_type,
                 vhca_id,
                 object_id,
                 access_key,
             },
         )
     };
-    let (a, _) = ok(alias(pid, 2, key));
+    // The process, aliased on the physical function itself (vhca 2).
+    let (a, _) = ok(alias(&ctx, ot::DPA_PROCESS, pid, 2, key));
     assert_eq!(env.dev.inventory().count("ALIAS"), 1);
-    expect_check(alias(pid, 2, [8; 32]), check::BAD_ACCESS_KEY);
-    expect_check(alias(pid + 1, 2, key), check::NO_SUCH_ALIAS_GRANT);
-    expect_check(alias(pid, 3, key), check::NOT_SUPPORTED);
+    expect_check(
+        alias(&ctx, ot::DPA_PROCESS, pid, 2, [8; 32]),
+        check::BAD_ACCESS_KEY,
+    );
+    expect_check(
+        alias(&ctx, ot::DPA_PROCESS, pid + 1, 2, key),
+        check::NO_SUCH_ALIAS_GRANT,
+    );
+    // A grant is for its type: the process's memory (its DUMEM, alias type 0xff13) was not
+    // granted yet.
+    let dumem = 0x0800_0000 + pid;
+    expect_check(
+        alias(&ctx, 0xff13, dumem, 2, key),
+        check::NO_SUCH_ALIAS_GRANT,
+    );
+    ok(allow(&*ctx, 0xff13, dumem));
+    expect_check(allow(&*ctx, 0xff13, dumem + 1), check::NO_SUCH_OBJECT);
+    // Sub-function 1 (vhca 3) aliases the PF's grants; it granted nothing itself; vhca 0x100
+    // is no function of this device.
+    let sf = env.dev.open_function(1).unwrap();
+    let pd_sf = ok(devx::create(&sf, &AllocPd));
+    let key_on = |umem_id, key| {
+        devx::create(
+            &sf,
+            &CreateMkey {
+                pd: pd_sf.1,
+                start_addr: 0x8000_0000,
+                len: 64,
+                access: MkeyAccess {
+                    local_read: true,
+                    local_write: true,
+                    ..MkeyAccess::default()
+                },
+                umem_id,
+                umem_offset: 0,
+                key,
+                log_page_size: 12,
+            },
+        )
+    };
+    // Without an alias the PF's DUMEM is not the sub-function's to name.
+    expect_check(key_on(dumem, 0x43), check::WRONG_UID);
+    let (d, did) = ok(alias(&sf, 0xff13, dumem, 2, key));
+    expect_check(
+        alias(&sf, ot::DPA_PROCESS, pid, 3, key),
+        check::NO_SUCH_ALIAS_GRANT,
+    );
+    expect_check(
+        alias(&sf, ot::DPA_PROCESS, pid, 0x100, key),
+        check::NOT_SUPPORTED,
+    );
+    // The alias names the DUMEM for the sub-function: a key over the PF process's memory.
+    let mkey = ok(key_on(did, 0x42));
+    // The key holds the DUMEM: the process cannot go before it; the alias may.
+    expect_check(raw_destroy(&*ctx, process.handle()), check::OBJECT_IN_USE);
+    ok(d.destroy());
+    ok(mkey.0.destroy());
+    ok(pd_sf.0.destroy());
     ok(a.destroy());
     ok(process.destroy());
 }

@@ -50,6 +50,8 @@ impl Firmware {
             id,
             ProcessRt {
                 uid,
+                vhca: self.vhca_of(uid),
+                extensions: Default::default(),
                 mem,
                 status: ProcStatus::Ok,
                 closing: false,
@@ -137,9 +139,14 @@ impl Firmware {
                     p.windows.insert(id, pd);
                 }
             }
-            GenKind::DpaUar { process, .. } => {
+            GenKind::DpaUar { process, uar, vhca } => {
+                let uid = self.gen.get(id).map_or(0, |g| g.meta.uid);
                 if let Some(p) = self.dpa.processes.get_mut(&process) {
-                    p.dpa_uars.push(id);
+                    if vhca == p.vhca {
+                        p.dpa_uars.push(id);
+                    } else {
+                        p.extensions.insert(vhca, (id, uid, uar));
+                    }
                 }
             }
             GenKind::DpaMem {
@@ -188,6 +195,7 @@ impl Firmware {
             GenKind::DpaUar { process, .. } => {
                 if let Some(p) = self.dpa.processes.get_mut(&process) {
                     p.dpa_uars.retain(|u| *u != id);
+                    p.extensions.retain(|_, e| e.0 != id);
                 }
             }
             GenKind::DpaMem {

@@ -230,6 +230,12 @@ pub(crate) enum ProcStatus {
 #[derive(Debug)]
 pub(crate) struct ProcessRt {
     pub(crate) uid: u16,
+    /// The function the process was created on (its owner's).
+    pub(crate) vhca: u16,
+    /// Functions the process is extended to (a DPA_UAR of theirs naming it): vhca_id ->
+    /// (the DPA_UAR, its owner's uid, its UAR page). Its threads' outboxes act on them after
+    /// OUTBOX_SET_GVMI.
+    pub(crate) extensions: BTreeMap<u16, (u32, u16, u32)>,
     pub(crate) mem: Arc<ProcessMem>,
     pub(crate) status: ProcStatus,
     /// The kernel is closing the owner's context: nothing is dispatched any more.
@@ -324,6 +330,8 @@ pub(crate) struct Paused {
     pub(crate) outbox: Option<u32>,
     pub(crate) window: Option<u32>,
     pub(crate) mkey: Option<u32>,
+    /// The function the outbox acts on (OUTBOX_SET_GVMI).
+    pub(crate) gvmi: u16,
 }
 
 /// One execution unit.
