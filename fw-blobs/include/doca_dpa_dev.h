@@ -34,6 +34,17 @@ extern "C" {
 /** A DPA memory address. */
 __dpa_global__ typedef uint64_t doca_dpa_dev_uintptr_t;
 
+/** A DOCA DPA context as DPA code names it (the host's doca_dpa_get_dpa_handle). */
+__dpa_global__ typedef uint64_t doca_dpa_dev_t;
+
+/**
+ * Selects the context whose resources the following calls use (DOCA's extended contexts, on
+ * another function of the device, e.g. an SF): before any device call on a resource of an
+ * extended context (an RDMA, say), in each run of a kernel or thread. A resource of another
+ * function used without it stops the thread; the base context's resources need no call.
+ */
+DOCA_EXPERIMENTAL void doca_dpa_dev_device_set(doca_dpa_dev_t dpa_handle);
+
 #ifndef __forceinline
 #define __forceinline static inline __attribute__((always_inline))
 #endif

@@ -24,7 +24,18 @@ struct doca_dpa_rt {
 	uint32_t window_id; /* 0x04 */
 	uint32_t mkey;      /* 0x08 */
 	uint32_t log_level; /* 0x0c: doca_dpa_dev_log_level_t */
+	uint32_t vhca;      /* 0x10: the function the process is on (its outbox's own GVMI) */
+	uint32_t reserved;  /* 0x14 */
 };
+
+/** A context as DPA code names it (doca_dpa_get_dpa_handle, doca_dpa_dev_device_set): the
+ * function its resources are on. */
+struct doca_dpa_device {
+	uint32_t magic; /* 0x00: MLX5_DPA_DOCA_DEVICE_MAGIC */
+	uint32_t vhca;  /* 0x04 */
+};
+
+#define MLX5_DPA_DOCA_DEVICE_MAGIC 0x44504144u /* "DAPD" */
 
 /** The message stream that carries doca_dpa_dev_trace records (the log is stream 0). */
 #define MLX5_DPA_DOCA_TRACE_STREAM 1
@@ -86,6 +97,8 @@ struct doca_dpa_completion_block {
 	struct mlx5_dpa_cq_descriptor cq; /* 0x00 (56 bytes) */
 	uint32_t read;                    /* 0x38: elements read (doca_dpa_dev_get_completion) */
 	uint32_t acked;                   /* 0x3c: elements acknowledged (the CQ's consumer index) */
+	uint32_t vhca;                    /* 0x40: the function the CQ is on */
+	uint32_t reserved;                /* 0x44 */
 };
 
 /** Async ops, in DPA memory; the address is the device handle. */
@@ -93,6 +106,8 @@ struct doca_dpa_async_ops_block {
 	struct mlx5_dpa_wq_descriptor qp; /* 0x00 (88 bytes): an RC QP connected in loopback */
 	uint32_t pi;                      /* 0x58: WQEBBs posted */
 	uint32_t lock;                    /* 0x5c */
+	uint32_t vhca;                    /* 0x60: the function the QP is on */
+	uint32_t reserved;                /* 0x64 */
 };
 
 /**
@@ -131,7 +146,8 @@ struct doca_dpa_rdma_conn {
 	uint32_t scratch_lkey;            /* 0x68 */
 	uint32_t scratch_mask;            /* 0x6c: ring words - 1 */
 	uint32_t connected;               /* 0x70: set by the host once the QP is connected */
-	uint32_t reserved[3];
+	uint32_t vhca;                    /* 0x74: the function the QP is on */
+	uint32_t reserved[2];
 };
 
 /** A receive queue (an RMP) in DPA memory: a DPA RDMA's own, or a shared one several RDMAs

@@ -39,7 +39,8 @@ struct kctx {
 	uint32_t key; /* thread id + 1; 0: free */
 	uint32_t rank;
 	uint32_t num_threads;
-	uint32_t reserved;
+	/* The function doca_dpa_dev_device_set selected in this run (0: none). */
+	uint32_t device;
 	/* A DOCA DPA thread's block (0 for a launch thread). */
 	volatile struct doca_dpa_thread_block *thread;
 };
@@ -182,6 +183,52 @@ void doca_dpa_dev_sync_event_wait_gt(doca_dpa_dev_sync_event_t h, uint64_t value
 
 /* ---- log ---- */
 
+/*
+ * The functions the outbox acts on (OUTBOX_SET_GVMI): the process's own, or another function
+ * an extended context's resources are on. Every doorbell the runtime rings names its queue's
+ * function first, so what DPA code selected with doca_dpa_dev_device_set never sends one of
+ * the runtime's doorbells astray.
+ */
+static uint32_t own_function(void)
+{
+	return __doca_dpa_rt.vhca;
+}
+
+static void use_function(uint32_t vhca)
+{
+	struct flexio_dev_thread_ctx *t;
+
+	flexio_dev_get_thread_ctx(&t);
+	if (flexio_dev_outbox_config_uar_extension(t, vhca) != FLEXIO_DEV_STATUS_SUCCESS)
+		doca_dpa_fatal();
+}
+
+/* A resource on another function may be used only after doca_dpa_dev_device_set selected it
+ * in this run (DOCA's rule for extended contexts); then its doorbell goes to that function. */
+static void enter_function(uint32_t vhca)
+{
+	if (vhca != own_function()) {
+		struct kctx *k = kctx_find(my_thread_id() + 1, 0);
+
+		if (!k || k->device != vhca)
+			doca_dpa_fatal();
+	}
+	use_function(vhca);
+}
+
+void doca_dpa_dev_device_set(doca_dpa_dev_t dpa_handle)
+{
+	volatile struct doca_dpa_device *d = (volatile struct doca_dpa_device *)(uintptr_t)dpa_handle;
+	struct kctx *k;
+
+	if (dpa_handle == 0 || (dpa_handle & 7) || d->magic != MLX5_DPA_DOCA_DEVICE_MAGIC)
+		doca_dpa_fatal();
+	k = kctx_find(my_thread_id() + 1, 1);
+	if (k)
+		k->device = d->vhca;
+	use_function(d->vhca);
+}
+
 static const char *level_tag(doca_dpa_dev_log_level_t level)
 {
 	/* "INF" is what DOCA's documented output shows; the other tags are provisional. */
@@ -216,6 +263,7 @@ void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ..
 	va_start(ap, format);
 	flexio_dev_vsnprintf(text + n, sizeof(text) - (uint32_t)n, format, ap);
 	va_end(ap);
+	use_function(own_function());
 	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
 }
 
@@ -227,6 +275,7 @@ void doca_dpa_dev_printf(const char *format, ...)
 	va_start(ap, format);
 	flexio_dev_vsnprintf(text, sizeof(text), format, ap);
 	va_end(ap);
+	use_function(own_function());
 	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
 }
 
@@ -293,6 +342,7 @@ static void completion_arm(volatile struct doca_dpa_completion_block *b)
 {
 	struct flexio_dev_thread_ctx *t;
 
+	use_function(b->vhca);
 	flexio_dev_get_thread_ctx(&t);
 	/* Armed at what was read: an element not read yet raises the event at once. */
 	flexio_dev_cq_arm(t, b->read, b->cq.cqn);
@@ -327,6 +377,7 @@ static void async_ring(volatile struct doca_dpa_async_ops_block *a, const struct
 	a->pi = pi + 1;
 	mlx5_dpa_dbr_sq_set_pi(qp->dbr_addr, pi + 1);
 	__dpa_thread_memory_writeback();
+	use_function(a->vhca);
 	flexio_dev_get_thread_ctx(&t);
 	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), qp->num);
 	__atomic_store_n((uint32_t *)&a->lock, 0, __ATOMIC_RELEASE);
@@ -430,6 +481,7 @@ static volatile struct doca_dpa_rdma_conn *conn_lock(doca_dpa_dev_rdma_t h, uint
 	c = &r->conns[id];
 	if (!c->connected)
 		doca_dpa_fatal();
+	enter_function(c->vhca);
 	while (__atomic_exchange_n((uint32_t *)&c->lock, 1, __ATOMIC_ACQUIRE))
 		spin_pause();
 	return c;
@@ -473,6 +525,7 @@ static void conn_post(volatile struct doca_dpa_rdma_conn *c, uint8_t opcode, uin
 	c->sq_pi = pi + 1;
 	mlx5_dpa_dbr_sq_set_pi(qp.dbr_addr, pi + 1);
 	__dpa_thread_memory_writeback();
+	use_function(c->vhca);
 	flexio_dev_get_thread_ctx(&t);
 	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), qp.num);
 	conn_unlock(c);
@@ -860,12 +913,14 @@ void doca_dpa_dev_post_buf_memcpy(doca_dpa_dev_async_ops_t async_ops, doca_dpa_d
 void doca_dpa_dev_trace(uint64_t arg1, uint64_t arg2, uint64_t arg3, uint64_t arg4, uint64_t arg5)
 {
 	/* Format 0 of the host's trace stream; no stream configured: the record is dropped. */
+	use_function(own_function());
 	flexio_dev_trace_5(MLX5_DPA_DOCA_TRACE_STREAM, FLEXIO_MSG_DEV_ALWAYS_PRINT, 0, arg1, arg2, arg3,
 			   arg4, arg5);
 }
 
 void doca_dpa_dev_trace_flush(void)
 {
+	use_function(own_function());
 	flexio_dev_tracer_flush(MLX5_DPA_DOCA_TRACE_STREAM);
 }
 
@@ -905,6 +960,7 @@ void __doca_dpa_thread_entry(uint64_t block_daddr)
 	thread_fn f = (thread_fn)(uintptr_t)b->func;
 
 	if (k) {
+		k->device = 0;
 		/* A thread of a thread group knows its rank and the group's size; others are 0 of 1. */
 		k->rank = b->num_threads ? b->rank : 0;
 		k->num_threads = b->num_threads ? b->num_threads : 1;
@@ -938,6 +994,7 @@ void doca_dpa_dev_thread_reschedule(void)
 		if (mlx5_dpa_cqe_ready(&cq, mlx5_dpa_cq_cqe(&cq, ci), ci))
 			flexio_dev_thread_retrigger();
 		/* Ask for an event on the next CQE (one that arrived since is reported at once). */
+		use_function(own_function());
 		flexio_dev_get_thread_ctx(&t);
 		flexio_dev_cq_arm(t, ci, cq.cqn);
 	}
@@ -982,6 +1039,7 @@ void doca_dpa_dev_thread_notify(doca_dpa_dev_notification_completion_t h)
 	n->sq_pi = pi + 1;
 	mlx5_dpa_dbr_sq_set_pi(sq.dbr_addr, pi + 1);
 	__dpa_thread_memory_writeback();
+	use_function(own_function());
 	flexio_dev_get_thread_ctx(&t);
 	flexio_dev_qp_sq_ring_db(t, (uint16_t)(pi + 1), sq.num);
 	__atomic_store_n((uint32_t *)&n->lock, 0, __ATOMIC_RELEASE);
@@ -1001,6 +1059,7 @@ void __doca_dpa_kernel_entry(uint64_t launch_daddr)
 	kernel_fn f = (kernel_fn)(uintptr_t)l->func;
 
 	if (k) {
+		k->device = 0;
 		k->rank = rank;
 		k->num_threads = l->num_threads;
 	}

@@ -56,6 +56,12 @@
  *   target_thread(arg)                 the target's DPA thread: local storage {completion, data
  *                                      address, event}; logs the completion and the value
  *                                      received, sets the event, finishes
+ *   device_rdma_kernel(dev, rdma, op, map, addr, len)
+ *                                      doca_dpa_dev_device_set(dev) (when dev is not 0), then on
+ *                                      connection 0 of rdma: op 0 receive, 1 send of len bytes
+ *   element_counting_thread(arg)       a DPA thread woken by completions: local storage
+ *                                      {completion handle, event}; adds 1 to the event per
+ *                                      element, acks, asks for the next notification
  *   printf_kernel(x)                   the DPA guide's hello world: doca_dpa_dev_printf of a line
  *                                      with x
  *   it_post_receives_rpc(state), it_target_thread(arg), it_release_thread(arg),
@@ -650,4 +656,29 @@ __dpa_rpc__ uint64_t it_send_rpc(doca_dpa_dev_rdma_t rdma, uint64_t connection, 
 __dpa_global__ void printf_kernel(uint64_t x)
 {
 	doca_dpa_dev_printf("Hello World from the DPA, x = %lu\n", (unsigned long)x);
+}
+
+__dpa_global__ void device_rdma_kernel(doca_dpa_dev_t dev, doca_dpa_dev_rdma_t rdma, uint64_t op,
+				       doca_dpa_dev_mmap_t map, uint64_t addr, uint64_t len)
+{
+	if (dev)
+		doca_dpa_dev_device_set(dev);
+	if (op == 0)
+		doca_dpa_dev_rdma_post_receive(rdma, map, addr, len);
+	else
+		doca_dpa_dev_rdma_post_send(rdma, 0, map, addr, len, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);
+}
+
+__dpa_global__ void element_counting_thread(uint64_t arg)
+{
+	volatile uint64_t *tls = (volatile uint64_t *)(uintptr_t)doca_dpa_dev_thread_get_local_storage();
+	doca_dpa_dev_completion_element_t e;
+
+	(void)arg;
+	while (doca_dpa_dev_get_completion(tls[0], &e)) {
+		doca_dpa_dev_completion_ack(tls[0], 1);
+		doca_dpa_dev_sync_event_update_add(tls[1], 1);
+	}
+	doca_dpa_dev_completion_request_notification(tls[0]);
+	doca_dpa_dev_thread_reschedule();
 }

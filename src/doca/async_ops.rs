@@ -27,9 +27,9 @@ use super::thread::DpaThread;
 use super::DocaError;
 
 /// `struct doca_dpa_completion_block`.
-const COMPLETION_BLOCK: usize = 0x40;
+const COMPLETION_BLOCK: usize = 0x48;
 /// `struct doca_dpa_async_ops_block`.
-const ASYNC_OPS_BLOCK: usize = 0x60;
+const ASYNC_OPS_BLOCK: usize = 0x68;
 /// The thread block's `comp` field.
 const THREAD_BLOCK_COMP: u64 = 0x20;
 pub use super::shared::MAX_ASYNC_OPS;
@@ -148,6 +148,7 @@ impl CompletionContext {
             .step("allocating the completion block")?;
         let mut b = vec![0u8; COMPLETION_BLOCK];
         b[..56].copy_from_slice(&cq.descriptor().to_bytes());
+        b[0x40..0x44].copy_from_slice(&u32::from(p.vhca_id()).to_le_bytes());
         p.copy_to_dev(block.daddr(), &b)
             .step("writing the completion block")?;
         if let Some((_, tblock)) = self.thread {
@@ -358,6 +359,7 @@ impl AsyncOps {
             .step("allocating the async ops block")?;
         let mut b = vec![0u8; ASYNC_OPS_BLOCK];
         b[..88].copy_from_slice(&qp.descriptor().to_bytes());
+        b[0x60..0x64].copy_from_slice(&u32::from(p.vhca_id()).to_le_bytes());
         p.copy_to_dev(block.daddr(), &b)
             .step("writing the async ops block")?;
         let slot = self.shared.take_udata_slot()?;

@@ -87,17 +87,52 @@ const TRACE_FORMAT: &str = "%#lx %#lx %#lx %#lx %#lx\n";
 #[derive(Debug)]
 pub struct Dpa {
     // Fields drop in declaration order.
-    launcher: Option<LauncherHandle>,
+    base: Arc<DpaBase>,
     threads: ThreadCtx,
+    /// The process; for an extended context ([`Dpa::device_extend`]) a handle whose queues,
+    /// keys and UAR are on the other function.
+    process: Process,
+    shared: Arc<Shared>,
+    /// `doca_dpa_get_dpa_handle`: `struct doca_dpa_device` in DPA memory.
+    handle: DpaBuf,
+    extended: bool,
+}
+
+/// What a base context and its extended contexts share: the launcher, the log and trace
+/// streams, the runtime's outbox and window. The last context to go stops the launcher.
+#[derive(Debug)]
+struct DpaBase {
+    // Fields drop in declaration order.
+    launcher: Mutex<Option<LauncherHandle>>,
     rt_daddr: u64,
     log_level: std::sync::atomic::AtomicU32,
     stream: Mutex<Option<MsgStream>>,
     trace: Mutex<Option<MsgStream>>,
     _outbox: Outbox,
     _window: Window,
-    process: Process,
-    shared: Arc<Shared>,
     name: String,
+}
+
+impl Drop for DpaBase {
+    fn drop(&mut self) {
+        if let Some(mut l) = lock(&self.launcher).take() {
+            l.0.stop();
+        }
+    }
+}
+
+/// `struct doca_dpa_device` (mlx5_dpa_doca.h): magic, then the function's vhca_id.
+const DEVICE_MAGIC: u32 = 0x4450_4144;
+
+/// Writes a context's device handle block.
+fn device_block(process: &Process) -> Result<DpaBuf, DocaError> {
+    const H: &str = "writing the context's device handle";
+    let buf = process.alloc(8).step(H)?;
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&DEVICE_MAGIC.to_le_bytes());
+    b[4..].copy_from_slice(&u32::from(process.vhca_id()).to_le_bytes());
+    process.copy_to_dev(buf.daddr(), &b).step(H)?;
+    Ok(buf)
 }
 
 /// The launcher, named for Debug.
@@ -173,11 +208,12 @@ impl Dpa {
                     MsgOutput::File(p) => p.clone(),
                     _ => std::path::PathBuf::from(FATAL_FILE_PREFIX),
                 });
-        let mut block = [0u8; 16];
+        let mut block = [0u8; 24];
         block[0..4].copy_from_slice(&RT_MAGIC.to_le_bytes());
         block[4..8].copy_from_slice(&wb.window_id.to_le_bytes());
         block[8..12].copy_from_slice(&wb.mkey.0.to_le_bytes());
         block[12..16].copy_from_slice(&(attr.log_level as u32).to_le_bytes());
+        block[16..20].copy_from_slice(&u32::from(process.vhca_id()).to_le_bytes());
         process
             .copy_to_dev(rt, &block)
             .step("writing the runtime's context block")?;
@@ -202,19 +238,67 @@ impl Dpa {
             outbox_id: outbox.id(),
             window_id: wb.window_id,
         };
+        let handle = device_block(&process)?;
         Ok(Dpa {
-            launcher: Some(LauncherHandle(launcher)),
+            base: Arc::new(DpaBase {
+                launcher: Mutex::new(Some(LauncherHandle(launcher))),
+                rt_daddr: rt,
+                log_level: std::sync::atomic::AtomicU32::new(attr.log_level as u32),
+                stream: Mutex::new(Some(stream)),
+                trace: Mutex::new(trace),
+                _outbox: outbox,
+                _window: window,
+                name: app.name().to_string(),
+            }),
             threads,
-            rt_daddr: rt,
-            log_level: std::sync::atomic::AtomicU32::new(attr.log_level as u32),
-            stream: Mutex::new(Some(stream)),
-            trace: Mutex::new(trace),
-            _outbox: outbox,
-            _window: window,
             process,
             shared,
-            name: app.name().to_string(),
+            handle,
+            extended: false,
         })
+    }
+
+    /// `doca_dpa_device_extend`: a context on `other`, another function of this context's
+    /// device (a BlueField's SF), sharing this one's process, memory, threads, sync events and
+    /// launches. Completion contexts, async ops, RDMAs and memory maps made on it are that
+    /// function's (their queues in the process's memory, through the aliases of
+    /// `dpa::Process::extend`); DPA code selects the extended context with
+    /// `doca_dpa_dev_device_set(handle)` ([`Dpa::dpa_handle`]) before using them. It is
+    /// started already, and keeps the base context's launcher and streams while it exists.
+    ///
+    /// # Errors
+    /// [`DocaError::NotPermitted`] on an extended context or for `other` being this context's
+    /// own function; refusals of the grants, aliases or the UAR extension, naming the step.
+    pub fn device_extend(&self, other: &Arc<dyn Devx>) -> Result<Dpa, DocaError> {
+        if self.extended {
+            return Err(DocaError::NotPermitted(
+                "extending an extended context (extend the base context)".into(),
+            ));
+        }
+        let process = self.process.extend(other).map_err(|e| match e {
+            crate::dpa::DpaError::BadArgs(why) => DocaError::NotPermitted(why),
+            e => DocaError::from(e),
+        })?;
+        let handle = device_block(&process)?;
+        Ok(Dpa {
+            base: Arc::clone(&self.base),
+            threads: self.threads.clone(),
+            process,
+            shared: Arc::clone(&self.shared),
+            handle,
+            extended: true,
+        })
+    }
+
+    /// `doca_dpa_get_dpa_handle`: the context as DPA code names it (`doca_dpa_dev_t`), for
+    /// `doca_dpa_dev_device_set`.
+    pub fn dpa_handle(&self) -> u64 {
+        self.handle.daddr()
+    }
+
+    /// Whether this is an extended context ([`Dpa::device_extend`]).
+    pub fn is_extended(&self) -> bool {
+        self.extended
     }
 
     /// Stops the context (`doca_dpa_stop` + `doca_dpa_destroy`); the same as dropping it, after
@@ -222,12 +306,14 @@ impl Dpa {
     ///
     /// # Errors
     /// [`DocaError::Fatal`] when the context was in the error state.
-    pub fn stop(mut self) -> Result<(), DocaError> {
-        if let Some(mut l) = self.launcher.take() {
-            l.0.stop();
+    pub fn stop(self) -> Result<(), DocaError> {
+        if !self.extended {
+            if let Some(mut l) = lock(&self.base.launcher).take() {
+                l.0.stop();
+            }
+            lock(&self.base.stream).take();
+            lock(&self.base.trace).take();
         }
-        lock(&self.stream).take();
-        lock(&self.trace).take();
         match self.shared.failure() {
             Some(why) => Err(DocaError::Fatal(why)),
             None => Ok(()),
@@ -243,7 +329,7 @@ impl Dpa {
     /// The stream's receive queue failed, or writing to the output did.
     pub fn flush_log(&self, timeout: Duration) -> Result<u64, DocaError> {
         let mut n = 0;
-        for s in [&self.stream, &self.trace] {
+        for s in [&self.base.stream, &self.base.trace] {
             if let Some(s) = lock(s).as_mut() {
                 n += s.flush(timeout)?;
             }
@@ -263,16 +349,21 @@ impl Dpa {
     /// The copy into the runtime's block failed.
     pub fn set_log_level(&self, level: LogLevel) -> Result<(), DocaError> {
         self.process
-            .copy_to_dev(self.rt_daddr + 12, &(level as u32).to_le_bytes())
+            .copy_to_dev(self.base.rt_daddr + 12, &(level as u32).to_le_bytes())
             .step("writing the device log level")?;
-        self.log_level
+        self.base
+            .log_level
             .store(level as u32, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
     /// `doca_dpa_get_log_level`.
     pub fn log_level(&self) -> LogLevel {
-        match self.log_level.load(std::sync::atomic::Ordering::Relaxed) {
+        match self
+            .base
+            .log_level
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
             10 => LogLevel::Disable,
             20 => LogLevel::Crit,
             30 => LogLevel::Error,
@@ -284,7 +375,7 @@ impl Dpa {
 
     /// The application's name.
     pub fn app_name(&self) -> &str {
-        &self.name
+        &self.base.name
     }
 
     /// The process underneath (FlexIO), for what DOCA does not cover.
@@ -390,7 +481,7 @@ impl Dpa {
     /// [`DocaError::InvalidValue`] for a size of 0 or above 2^15, or user data of 2^24 or more.
     pub fn async_ops_create(&self, queue_size: u32, user_data: u64) -> Result<AsyncOps, DocaError> {
         AsyncOps::new(
-            Arc::clone(&self.threads.dev),
+            Arc::clone(self.process.dev()),
             self.process.clone(),
             Arc::clone(&self.shared),
             queue_size,
@@ -412,7 +503,7 @@ impl Dpa {
     /// # Errors
     /// Mapping or registration failed.
     pub fn mmap_host(&self, len: usize) -> Result<DpaMmap, DocaError> {
-        DpaMmap::host(&self.threads.dev, &self.process, len)
+        DpaMmap::host(self.process.dev(), &self.process, len)
     }
 
     /// `doca_buf_arr_create` + `doca_buf_arr_set_target_dpa`: an array of `num_elements`
@@ -670,7 +761,8 @@ impl Dpa {
             DocaError::InvalidValue(format!("the application has no kernel {func:?}"))
         })?;
         let args = launch::encode(args)?;
-        let Some(l) = &self.launcher else {
+        let launcher = lock(&self.base.launcher);
+        let Some(l) = launcher.as_ref() else {
             return Err(DocaError::Fatal("the context is stopped".into()));
         };
         l.0.submit(Pending {
@@ -686,8 +778,12 @@ impl Dpa {
 
 impl Drop for Dpa {
     fn drop(&mut self) {
-        if let Some(mut l) = self.launcher.take() {
-            l.0.stop();
+        // The base context stops the launcher at once (launches not started are dropped),
+        // even while extended contexts still exist.
+        if !self.extended {
+            if let Some(mut l) = lock(&self.base.launcher).take() {
+                l.0.stop();
+            }
         }
     }
 }

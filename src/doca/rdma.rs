@@ -350,6 +350,7 @@ impl DpaRdma {
             c[0x60..0x68].copy_from_slice(&scratch.to_le_bytes());
             c[0x68..0x6c].copy_from_slice(&skey.lkey().0.to_le_bytes());
             c[0x6c..0x70].copy_from_slice(&((words - 1) as u32).to_le_bytes());
+            c[0x74..0x78].copy_from_slice(&u32::from(p.vhca_id()).to_le_bytes());
             conns.push(Conn {
                 qp,
                 _udata: udata,
@@ -560,7 +561,7 @@ impl RdmaConnDetails {
 fn local_address(process: &Process) -> Result<([u8; 16], [u8; 6]), DocaError> {
     use crate::mlx5::cmd::{QueryNicVportContext, QueryRoceAddress};
     const A: &str = "querying the device's address";
-    let dev = process.inner().dev.as_ref();
+    let dev = process.dev().as_ref();
     let gid = crate::devx::exec(dev, &QueryRoceAddress(0))
         .map_err(crate::dpa::DpaError::from)
         .step(A)?

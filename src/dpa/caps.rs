@@ -74,6 +74,8 @@ pub struct DpaCaps {
     pub affinity_group: bool,
     pub platform_version: u16,
     pub os_api_version: u32,
+    /// The function queried (`cmd_hca_cap.vhca_id`; 0 when decoded from a page alone).
+    pub vhca_id: u16,
     /// The page as decoded by [`crate::mlx5::caps`].
     pub raw: RawDpaCaps,
 }
@@ -102,7 +104,10 @@ impl DpaCaps {
         let Some(d) = caps.dpa else {
             return Err(DpaError::NotSupported("no DPA capability page"));
         };
-        Ok(DpaCaps::from_raw(d))
+        Ok(DpaCaps {
+            vhca_id: caps.general.vhca_id,
+            ..DpaCaps::from_raw(d)
+        })
     }
 
     /// Derives the limits from a decoded page.
@@ -121,6 +126,7 @@ impl DpaCaps {
             affinity_group: d.thread_affinity_hart_group,
             platform_version: d.dpa_platform_version,
             os_api_version: d.dpa_os_api_version,
+            vhca_id: 0,
             raw: d,
         }
     }

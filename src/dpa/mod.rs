@@ -43,6 +43,7 @@ pub mod copy;
 pub mod coredump;
 pub mod elf;
 pub mod eu;
+mod extend;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod heap;

@@ -329,6 +329,8 @@ impl ProcessInner {
 #[derive(Debug, Clone)]
 pub struct Process {
     inner: Arc<ProcessInner>,
+    /// An extended handle ([`Process::extend`]): queues, keys and UARs of another function.
+    ext: Option<Arc<super::extend::Extension>>,
 }
 
 /// A buffer in DPA memory (FlexIO `flexio_buf_dev_alloc`); freed when dropped.
@@ -427,6 +429,7 @@ impl Process {
             .alloc(dev, id, (RPC_CALL_HEADER + MAX_RPC_ARG_BUF) as u64)
             .step("allocating the RPC argument block")?;
         Ok(Process {
+            ext: None,
             inner: Arc::new(ProcessInner {
                 deferred: Mutex::new(Vec::new()),
                 msg_stream_ids: Mutex::new([0; 4]),
@@ -459,19 +462,98 @@ impl Process {
         &self.inner
     }
 
-    /// The process memory as a UMEM (queues in DPA memory name it) and its base address.
+    /// The process memory as a UMEM (queues in DPA memory name it) and its base address; on an
+    /// extended handle, the id the other function names it by.
     pub fn dumem(&self) -> (u32, u64) {
-        (self.inner.dumem_id, self.inner.dumem_base)
+        match &self.ext {
+            Some(e) => (e.dumem_alias, self.inner.dumem_base),
+            None => (self.inner.dumem_id, self.inner.dumem_base),
+        }
     }
 
-    /// The process's PD (FlexIO `flexio_process_get_pd`).
+    /// The process's PD (FlexIO `flexio_process_get_pd`); on an extended handle, the other
+    /// function's PD its queues and keys are made in.
     pub fn pd(&self) -> &Arc<Pd> {
-        &self.inner.pd
+        match &self.ext {
+            Some(e) => &e.pd,
+            None => &self.inner.pd,
+        }
     }
 
-    /// The host UAR page extended to the process (FlexIO `flexio_process_get_uar`).
+    /// The host UAR page extended to the process (FlexIO `flexio_process_get_uar`); on an
+    /// extended handle, the other function's UAR extended to it (`flexio_uar_extend`).
     pub fn uar(&self) -> &Arc<UarPage> {
-        &self.inner.uar
+        match &self.ext {
+            Some(e) => &e.uar,
+            None => &self.inner.uar,
+        }
+    }
+
+    /// The DevX context queues of this handle are made on: the process's own, or on an
+    /// extended handle the other function's.
+    pub fn dev(&self) -> &Arc<dyn Devx> {
+        match &self.ext {
+            Some(e) => &e.dev,
+            None => &self.inner.dev,
+        }
+    }
+
+    /// A handle on the same process whose queues, keys and UAR are on the function of `dev`,
+    /// another function of the same device (FlexIO `flexio_uar_extend` and the aliases
+    /// `flexio_cq_create` / `flexio_qp_create` need on another `ibv_context`; see
+    /// `dpa::extend`). DPA code rings that function's queues after selecting it
+    /// ([`Process::vhca_id`] to `flexio_dev_outbox_config_uar_extension`).
+    ///
+    /// # Errors
+    /// `dev` is the process's own function; a refusal (no such function, no cross-function
+    /// access), naming the step.
+    pub fn extend(&self, dev: &Arc<dyn Devx>) -> Result<Process, DpaError> {
+        let ext = super::extend::Extension::new(
+            super::extend::Owner {
+                dev: &self.inner.dev,
+                id: self.inner.id,
+                dumem_id: self.inner.dumem_id,
+                vhca_id: self.inner.caps.vhca_id,
+                keep: Arc::clone(&self.inner) as Arc<dyn std::any::Any + Send + Sync>,
+            },
+            dev,
+        )?;
+        Ok(Process {
+            inner: Arc::clone(&self.inner),
+            ext: Some(Arc::new(ext)),
+        })
+    }
+
+    /// Whether this is an extended handle ([`Process::extend`]).
+    pub fn is_extended(&self) -> bool {
+        self.ext.is_some()
+    }
+
+    /// The vhca_id of the function this handle's queues are on (its own for a plain handle).
+    pub fn vhca_id(&self) -> u16 {
+        match &self.ext {
+            Some(e) => e.vhca_id,
+            None => self.inner.caps.vhca_id,
+        }
+    }
+
+    /// The id this handle's function names DPA thread `thread` by: the thread's own id, or
+    /// on an extended handle an alias of it (made on first use).
+    ///
+    /// # Errors
+    /// The grant or the alias was refused, naming the step.
+    pub fn thread_here(&self, thread: u32) -> Result<u32, DpaError> {
+        match &self.ext {
+            Some(e) => e.thread(thread),
+            None => Ok(thread),
+        }
+    }
+
+    /// What a queue made through this handle keeps alive besides the process.
+    pub(crate) fn extension(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        self.ext
+            .as_ref()
+            .map(|e| Arc::clone(e) as Arc<dyn std::any::Any + Send + Sync>)
     }
 
     /// The DPA's limits as queried at creation.

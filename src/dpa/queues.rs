@@ -148,6 +148,8 @@ fn check_len(mem: &DpaQueueMem, what: &'static str, need: usize) -> Result<(), D
 struct Held {
     _mem: DpaQueueMem,
     _uar: Arc<UarPage>,
+    /// The extension the queue was made through ([`Process::extend`]), if any.
+    _ext: Option<Arc<dyn std::any::Any + Send + Sync>>,
     _process: Arc<ProcessInner>,
 }
 
@@ -200,13 +202,13 @@ impl DpaCq {
         process.copy_to_dev(mem.ring_daddr(), &image)?;
         process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
         let target = match cfg.events {
-            CqEvents::Vector(n) => CqEventTarget::Eq(process.inner().dev.query_eqn(n)?),
+            CqEvents::Vector(n) => CqEventTarget::Eq(process.dev().query_eqn(n)?),
             CqEvents::Eq(n) => CqEventTarget::Eq(n),
-            CqEvents::DpaThread(n) => CqEventTarget::DpaThread(n),
+            CqEvents::DpaThread(n) => CqEventTarget::DpaThread(process.thread_here(n)?),
             CqEvents::DpaEq(n) => CqEventTarget::DpaEq(n),
         };
         let (obj, cqn) = devx::create(
-            &process.inner().dev,
+            process.dev(),
             &CreateCq {
                 log_cq_size: cfg.log_size,
                 cqe_sz: u8::from(cqe_bytes == 128),
@@ -230,6 +232,7 @@ impl DpaCq {
                 _held: Held {
                     _mem: mem,
                     _uar: Arc::clone(uar),
+                    _ext: process.extension(),
                     _process: Arc::clone(process.inner()),
                 },
             }),
@@ -327,7 +330,7 @@ impl DpaEthSq {
         process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
         let rm = ring_mem(&mem);
         let (obj, sqn) = create_rdy_sq(
-            &process.inner().dev,
+            process.dev(),
             &CreateSq {
                 cqn: cq.target_cqn(),
                 tisn: tis.tisn(),
@@ -356,6 +359,7 @@ impl DpaEthSq {
             _held: Held {
                 _mem: mem,
                 _uar: Arc::clone(uar),
+                _ext: process.extension(),
                 _process: Arc::clone(process.inner()),
             },
         })
@@ -447,7 +451,7 @@ impl DpaRq {
         let stride = cfg.stride();
         let rm = ring_mem(&mem);
         let (obj, rqn) = create_rdy_rq(
-            &process.inner().dev,
+            process.dev(),
             &CreateRq {
                 cqn: cq.target_cqn(),
                 wq: WqAttr {
@@ -477,6 +481,7 @@ impl DpaRq {
                 _held: Held {
                     _mem: mem,
                     _uar: Arc::clone(uar),
+                    _ext: process.extension(),
                     _process: Arc::clone(process.inner()),
                 },
             }),
@@ -617,7 +622,7 @@ impl DpaSrq {
         let stride = cfg.stride();
         let pdn = process.pd().pdn();
         let (obj, srqn) = devx::create(
-            &process.inner().dev,
+            process.dev(),
             &CreateRmp {
                 wq: WqAttr {
                     pd: pdn,
@@ -640,6 +645,7 @@ impl DpaSrq {
                 _held: Held {
                     _mem: mem,
                     _uar: Arc::clone(uar),
+                    _ext: process.extension(),
                     _process: Arc::clone(process.inner()),
                 },
             }),
@@ -767,7 +773,7 @@ impl DpaRcQp {
         process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
         let rm = ring_mem(&mem);
         let (obj, qpn) = devx::create(
-            &process.inner().dev,
+            process.dev(),
             &CreateQp {
                 pd: process.pd().pdn(),
                 uar_page: uar.page_id(),
@@ -797,6 +803,7 @@ impl DpaRcQp {
             _held: Held {
                 _mem: mem,
                 _uar: Arc::clone(uar),
+                _ext: process.extension(),
                 _process: Arc::clone(process.inner()),
             },
         })
@@ -859,6 +866,7 @@ pub struct DpaMkey {
     key: u32,
     daddr: u64,
     len: u64,
+    _ext: Option<Arc<dyn std::any::Any + Send + Sync>>,
     _process: Arc<ProcessInner>,
 }
 
@@ -881,7 +889,7 @@ impl DpaMkey {
             )));
         }
         let (obj, key) = devx::create(
-            &process.inner().dev,
+            process.dev(),
             &CreateMkey {
                 pd: process.pd().pdn(),
                 start_addr: daddr,
@@ -898,6 +906,7 @@ impl DpaMkey {
             key,
             daddr,
             len,
+            _ext: process.extension(),
             _process: Arc::clone(process.inner()),
         })
     }

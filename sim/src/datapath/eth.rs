@@ -28,17 +28,21 @@ pub(crate) fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
         return 0;
     }
     // Send doorbell record: dbrec[1] (MLX5_SND_DBR), 16-bit WQEBB counter.
-    let Some(pi) = sq.wq.dbr.read_be32(4).map(|v| v as u16) else {
+    let Some(dbr_pi) = sq.wq.dbr.read_be32(4).map(|v| v as u16) else {
         return 0;
     };
-    if pi == sq.ci {
-        sq.doorbelled = false;
-        return 0;
-    }
-    if !sq.doorbelled {
+    // WQEs are the device's once a doorbell announced them (hardware reads the record when
+    // rung); posted without one they wait.
+    if sq.doorbelled {
+        sq.rung_pi = dbr_pi;
+    } else if dbr_pi != sq.rung_pi {
         dp.port.stats.dbr_without_doorbell += 1;
     }
     sq.doorbelled = false;
+    let pi = sq.rung_pi;
+    if pi == sq.ci {
+        return 0;
+    }
     let mut done = 0;
     let mut budget = SQ_BUDGET;
     let mut frame = std::mem::take(&mut dp.frame);

@@ -309,6 +309,7 @@ impl Firmware {
             wq,
             ci: 0,
             doorbelled: false,
+            rung_pi: 0,
             raw,
         }) else {
             self.release_wq(&wq);
@@ -338,6 +339,7 @@ impl Firmware {
         if next == wq_state::RST {
             sq.ci = 0;
             sq.doorbelled = false;
+            sq.rung_pi = 0;
         }
         sq.state = next;
         Ok(())

@@ -199,6 +199,8 @@ pub(crate) struct Sq {
     /// WQEBBs consumed (16-bit wrapping counter, like the producer's).
     pub(crate) ci: u16,
     pub(crate) doorbelled: bool,
+    /// The producer counter the last doorbell announced (WQEs past it wait for one).
+    pub(crate) rung_pi: u16,
     pub(crate) raw: Box<[u8]>,
 }
 

@@ -163,6 +163,9 @@ pub(crate) struct RcState {
     /// A send doorbell for this QP was seen on its UAR page.
     pub(crate) doorbelled: bool,
     pub(crate) seen_pi: u16,
+    /// The send counter the last doorbell announced: WQEs past it wait for one, as hardware
+    /// reads the doorbell record only when rung.
+    pub(crate) rung_pi: u16,
     // Requester.
     pub(crate) sq_ci: u16,
     pub(crate) next_psn: u32,

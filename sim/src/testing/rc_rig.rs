@@ -602,11 +602,15 @@ impl RcRig {
         Ok(idx)
     }
 
-    /// Rings the send doorbell: doorbell record, barrier, then UAR + 0x800.
+    /// Rings the send doorbell: doorbell record, barrier, then UAR + 0x800 with the last
+    /// WQE's first control-segment word and this QP's number (a driver rings its own QP, even
+    /// for a WQE whose control segment names another).
     pub fn ring(&mut self) {
         self.mem
             .put_be32(self.off.dbr + DBR_QP + 4, u32::from(self.sq_pi));
         fence(Ordering::Release);
+        let ds = self.last_ctrl[7];
+        self.last_ctrl[4..8].copy_from_slice(&((self.qpn << 8) | u32::from(ds)).to_be_bytes());
         let Some(uar) = &self.uar else { return };
         // SAFETY: `uar` is mapped for `uar.len` bytes until it is freed in Drop; the register
         // is 8-byte aligned and written with one 64-bit store, as doorbells must be.
@@ -619,7 +623,8 @@ impl RcRig {
     }
 
     /// Writes the send doorbell record only, without the UAR doorbell (hardware would not
-    /// look; the model runs the QP and counts `dbr_without_doorbell`).
+    /// look, nor does the model: the WQEs wait for a doorbell, counted in
+    /// `dbr_without_doorbell`).
     pub fn update_record(&mut self) {
         self.mem
             .put_be32(self.off.dbr + DBR_QP + 4, u32::from(self.sq_pi));

@@ -60,16 +60,18 @@ pub(super) fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
     };
     let Some(sq) = qp.sq else { return 0 };
     // Send doorbell record: dbrec[1], 16-bit WQEBB counter.
-    let Some(pi) = qp.dbr.read_be32(4).map(|v| v as u16) else {
+    let Some(dbr_pi) = qp.dbr.read_be32(4).map(|v| v as u16) else {
         return 0;
     };
-    if pi != qp.rc.seen_pi {
-        if !qp.rc.doorbelled {
-            dp.port.stats.dbr_without_doorbell += 1;
-        }
-        qp.rc.seen_pi = pi;
+    if qp.rc.doorbelled {
+        qp.rc.rung_pi = dbr_pi;
+    } else if dbr_pi != qp.rc.seen_pi {
+        // Posted without a doorbell (yet): not the device's to take.
+        dp.port.stats.dbr_without_doorbell += 1;
     }
+    qp.rc.seen_pi = dbr_pi;
     qp.rc.doorbelled = false;
+    let pi = qp.rc.rung_pi;
     let mut work = 0;
     let mut bbs = 0u32;
     while bbs < WQEBB_BUDGET {
