@@ -698,3 +698,80 @@ fn doca_dpa_kernel_launch() {
         assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
     }
 }
+
+/// A DOCA DPA context extended to sub-function 1 (`Dpa::device_extend`) with an RDMA there,
+/// connected to one of the base context: every set-up and teardown command fails in turn, as
+/// a step error naming the step, and nothing is left on either function once the contexts
+/// close.
+#[test]
+fn doca_dpa_extended_context() {
+    use mlx5_dpa::doca::{CompletionContext, DocaError, Dpa, DpaAttr, DpaRdma};
+    use mlx5_dpa::dpa::msg_stream::MsgOutput;
+
+    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+    type Flow = (
+        (DpaRdma, DpaRdma, CompletionContext, CompletionContext),
+        Dpa,
+        Dpa,
+        Arc<dyn Devx>,
+    );
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DocaError> {
+        let sf = mlx5_sim::testing::fault_sweep::running_device()
+            .open_function(1)
+            .map_err(DocaError::InvalidValue)?;
+        let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
+            .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
+        let attr = DpaAttr {
+            log_output: MsgOutput::Collect,
+            ..DpaAttr::default()
+        };
+        let base = Dpa::start(ctx, &app, &attr)?;
+        let ext = base.device_extend(&sf)?;
+        let mut ec = ext.completion_create(8)?;
+        ec.start()?;
+        let mut er = ext.rdma_create(4)?;
+        er.attach(&ec)?;
+        er.start()?;
+        let mut bc = base.completion_create(8)?;
+        bc.start()?;
+        let mut br = base.rdma_create(4)?;
+        br.attach(&bc)?;
+        br.start()?;
+        er.connect(&mut br)?;
+        Ok(((er, br, ec, bc), ext, base, sf))
+    }
+    fn teardown((objs, ext, base, sf): Flow) -> Result<(), DocaError> {
+        drop(objs);
+        drop(ext);
+        let r = base.stop();
+        drop(sf);
+        r
+    }
+    fn judge_doca(e: &DocaError, status: Status) -> Result<String, String> {
+        match e {
+            DocaError::Dpa(e) => judge(e, status),
+            other => Err(format!("not a step error: {other:?}")),
+        }
+    }
+    let r = sweep(&Sweep {
+        name: "DOCA DPA extended context",
+        profile: "bf3",
+        setup: &setup,
+        teardown: &teardown,
+        judge: &judge_doca,
+        optional: &[CAP_PAGE_2],
+    });
+    eprintln!("{r:?}");
+    for step in [
+        "querying the other function's vhca_id",
+        "granting the other function access to the process",
+        "aliasing the process on the other function",
+        "allocating the other function's PD",
+        "extending a UAR of the other function to the process",
+        "creating the completion context's CQ",
+        "creating the RDMA's QP",
+        "connecting the RDMA QPs",
+    ] {
+        assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
+    }
+}

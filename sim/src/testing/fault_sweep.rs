@@ -69,16 +69,35 @@ pub struct SweepReport {
     pub teardown_errors: u64,
 }
 
+thread_local! {
+    static RUNNING: std::cell::RefCell<Option<Device>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The model the sweep's current run is on, for set-ups that open more than the context they
+/// are given (a sub-function's, [`Device::open_function`]). Only during a sweep, on its thread.
+///
+/// # Panics
+/// Outside a sweep.
+pub fn running_device() -> Device {
+    RUNNING.with(|r| {
+        r.borrow()
+            .clone()
+            .expect("running_device outside a fault sweep")
+    })
+}
+
 /// A fresh model of `profile` with its engine running, and a context on it.
 fn fresh(profile: &str) -> (Device, Arc<dyn Devx>) {
     let d = Device::with_profile(profile).unwrap_or_else(|| panic!("no profile {profile}"));
     d.start_engine();
     let ctx = d.open_devx();
+    RUNNING.with(|r| *r.borrow_mut() = Some(d.clone()));
     (d, ctx)
 }
 
 /// Closes the context, stops the model and checks it holds nothing.
 fn close(what: &str, d: Device, ctx: Arc<dyn Devx>) {
+    RUNNING.with(|r| r.borrow_mut().take());
     drop(ctx);
     d.stop_engine();
     let inv = d.inventory();
