@@ -44,7 +44,7 @@ pub trait Bus {
 
     /// Fast path (optional): the plain RAM containing `addr`, which the engine may then read
     /// and write directly, without calling `load` / `store` / `fetch`, for the rest of the
-    /// current [`run`] call. Accesses the region's [`Perms`] do not allow still go to the bus
+    /// current `run` call. Accesses the region's `Perms` do not allow still go to the bus
     /// methods (which report the error). Return `None` for device memory and for any address
     /// whose accesses the bus must see (a watched `tohost`, an MMIO page).
     ///
@@ -66,14 +66,14 @@ pub trait Bus {
     fn fence(&mut self, _pred: u8, _succ: u8) {}
 
     /// A `pause` hint (Zihintpause: `fence w, 0`, encoding 0x0100000f) retired: `true` makes
-    /// [`run`] return [`Stop::Pause`] right after it, so that a bus modelling many EUs on few
+    /// `run` return [`Stop::Pause`] right after it, so that a bus modelling many EUs on few
     /// host threads can give the host thread to another activation while this one spins.
     /// The default keeps running (a `pause` is then an ordinary fence).
     fn pause(&mut self) -> bool {
         false
     }
 
-    /// Optional: a decoded-instruction cache the bus keeps for this hart across [`run`] calls
+    /// Optional: a decoded-instruction cache the bus keeps for this hart across `run` calls
     /// (without one, each call starts with an empty cache and decodes again). The engine takes
     /// it out of the bus for the duration of a call and puts it back at the end. The bus must
     /// [clear](CodeCache::clear) it whenever code changes other than by this hart's own stores

@@ -2,7 +2,7 @@
 //! encoding the decoder does not name (`mlx5-dpa elf isa`), and the words that explain an
 //! illegal instruction (which opcode space it lies in).
 //!
-//! The sweep decodes exactly as the interpreter does ([`crate::decode`]), so "no undecodable
+//! The sweep decodes exactly as the interpreter does (`decode`), so "no undecodable
 //! instruction" here means no [`crate::Fault::IllegalInstruction`] from any instruction the
 //! sweep covered. A sweep is only as good as its ranges: give it function bodies (symbols with
 //! a size), not whole sections, where a section pads between functions with zero halfwords

@@ -30,7 +30,11 @@
 //! | `doca_mmap` with a DPA handle                          | [`Dpa::mmap_dpa`], [`Dpa::mmap_host`], [`DpaMmap::dpa_handle`] |
 //! | `doca_buf_arr_create` / `set_params` / `set_target_dpa` / `start` / `get_dpa_handle` | [`Dpa::buf_arr_create`], [`DpaBufArray`] |
 //! | `doca_rdma` on the DPA datapath: `doca_ctx_set_datapath_on_dpa`, `doca_rdma_dpa_completion_attach`, `doca_rdma_get_dpa_handle`, `doca_rdma_connection_get_id` | [`Dpa::rdma_create`], [`DpaRdma`] |
-//! | `doca_rdma_export` / `doca_rdma_connect`               | [`DpaRdma::export`] ([`RdmaConnDetails`]), [`DpaRdma::connect_to`] |
+//! | `doca_rdma_export` / `doca_rdma_connect`               | [`DpaRdma::export`] ([`RdmaConnection`], [`RdmaConnDetails`]), [`DpaRdma::connect_to`] |
+//! | `doca_rdma_set_max_num_connections`, `doca_rdma_connection_get_id` | [`DpaRdma::set_max_connections`], [`RdmaConnection::id`] |
+//! | `doca_rdma_srq_create` (DPA datapath), `doca_rdma_create_with_srq` | [`Dpa::rdma_srq_create`], [`Dpa::rdma_create_with_srq`], [`DpaRdmaSrq`] |
+//! | `doca_dpa_device_extend`, `doca_dpa_get_dpa_handle`   | [`Dpa::device_extend`], [`Dpa::dpa_handle`] |
+//! | `doca_dpa_eu_affinity_*`                              | [`crate::dpa::thread::Affinity`] on [`DpaThread::set_affinity`] |
 //! | `doca_dpa_hash_table_create` / `get_dpa_handle`        | [`Dpa::hash_table_create`], [`DpaHashTable::dpa_handle`] |
 //!
 //! # How it works
@@ -83,8 +87,9 @@
 //!   async ops. The device headers declare DOCA 2.6's buffer and RDMA calls instead of 2.9's
 //!   with `-D MLX5_DPA_DOCA_DEV_API=206`.
 //!
-//! What is not here yet (issue 16 continues): several connections per RDMA, extended
-//! contexts.
+//! Extended contexts ([`Dpa::device_extend`]) put a context's RDMAs, completion contexts,
+//! async ops and memory maps on another function of the device (an SF), through the aliases
+//! of `dpa::Process::extend`; DPA code selects one with `doca_dpa_dev_device_set`.
 
 mod async_ops;
 mod buf_arr;

@@ -1,6 +1,6 @@
 //! The firmware command processor.
 //!
-//! [`Firmware::execute`] takes a command mailbox as firmware receives it (after the kernel's
+//! `Firmware::execute` takes a command mailbox as firmware receives it (after the kernel's
 //! DevX layer has overwritten `uid` and forced the `*_umem_valid` bits), validates it like
 //! firmware, applies it to the object tables and answers with a PRM status and a syndrome.
 //! Every check is a named [`check::Check`] with its own syndrome. The datapath engine

@@ -25,7 +25,7 @@ pub(crate) fn limit(log: u64) -> u32 {
 /// What the fault plan does.
 #[derive(Debug, Default, Clone)]
 pub struct FaultPlan {
-    /// Fail the command with this sequence number (see [`Firmware::commands`]).
+    /// Fail the command with this sequence number (see `Firmware::commands`).
     pub at: Vec<(u64, Status)>,
     /// Fail every command with this opcode.
     pub by_opcode: HashMap<u16, Status>,
