@@ -143,6 +143,20 @@ fn check_len(mem: &DpaQueueMem, what: &'static str, need: usize) -> Result<(), D
     Ok(())
 }
 
+/// Checks a receive queue's sizes against its memory, and zeroes its ring and record.
+fn prepare_rq(
+    process: &Process,
+    mem: &DpaQueueMem,
+    cfg: &RqConfig,
+    what: &'static str,
+) -> Result<(), DpaError> {
+    cfg.check(what).map_err(DpaError::BadArgs)?;
+    check_len(mem, what, cfg.ring_bytes())?;
+    process.memset(mem.ring_daddr(), 0, cfg.ring_bytes())?;
+    process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
+    Ok(())
+}
+
 /// The parts of a queue in DPA memory that must outlive the firmware object pointing at them.
 #[derive(Debug)]
 struct Held {
@@ -439,28 +453,14 @@ impl DpaRq {
         mem: DpaQueueMem,
         cfg: &RqConfig,
     ) -> Result<DpaRq, DpaError> {
-        if cfg.log_size > 15 || cfg.max_sge == 0 || cfg.stride() > 1024 {
-            return Err(DpaError::BadArgs(format!(
-                "RQ log_size {} (at most 15), max_sge {} (1..=64)",
-                cfg.log_size, cfg.max_sge
-            )));
-        }
-        check_len(&mem, "the RQ", cfg.ring_bytes())?;
-        process.memset(mem.ring_daddr(), 0, cfg.ring_bytes())?;
-        process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
+        prepare_rq(process, &mem, cfg, "RQ")?;
         let stride = cfg.stride();
         let rm = ring_mem(&mem);
         let (obj, rqn) = create_rdy_rq(
             process.dev(),
             &CreateRq {
                 cqn: cq.target_cqn(),
-                wq: WqAttr {
-                    pd: process.pd().pdn(),
-                    uar_page: uar.page_id(),
-                    log_wq_stride: stride.trailing_zeros() as u8,
-                    log_wq_sz: cfg.log_size,
-                    mem: rm,
-                },
+                wq: cfg.wq_attr(process.pd().pdn(), uar.page_id(), rm),
                 flush_in_error_en: true,
             },
         )?;
@@ -610,27 +610,13 @@ impl DpaSrq {
         mem: DpaQueueMem,
         cfg: &RqConfig,
     ) -> Result<DpaSrq, DpaError> {
-        if cfg.log_size > 15 || cfg.max_sge == 0 || cfg.stride() > 1024 {
-            return Err(DpaError::BadArgs(format!(
-                "SRQ log_size {} (at most 15), max_sge {} (1..=64)",
-                cfg.log_size, cfg.max_sge
-            )));
-        }
-        check_len(&mem, "the SRQ", cfg.ring_bytes())?;
-        process.memset(mem.ring_daddr(), 0, cfg.ring_bytes())?;
-        process.copy_to_dev(mem.dbr_daddr(), &[0u8; 8])?;
+        prepare_rq(process, &mem, cfg, "SRQ")?;
         let stride = cfg.stride();
         let pdn = process.pd().pdn();
         let (obj, srqn) = devx::create(
             process.dev(),
             &CreateRmp {
-                wq: WqAttr {
-                    pd: pdn,
-                    uar_page: uar.page_id(),
-                    log_wq_stride: stride.trailing_zeros() as u8,
-                    log_wq_sz: cfg.log_size,
-                    mem: ring_mem(&mem),
-                },
+                wq: cfg.wq_attr(pdn, uar.page_id(), ring_mem(&mem)),
             },
         )?;
         Ok(DpaSrq {

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use super::ring::{self, SEG};
 use super::shared::{host_queue, HostQueue};
-use super::wq::RecvRing;
+use super::wq::{ring_mem, RecvRing};
 use super::{QueueError, QueueMemory, RqConfig};
 use crate::devx::{self, Devx, DevxObj};
 use crate::mem::{Pd, Sge};
-use crate::mlx5::cmd::{CreateRmp, RingMem, WqAttr};
+use crate::mlx5::cmd::CreateRmp;
 use crate::uar::{DoorbellRecord, UarPage};
 
 /// The firmware object of an SRQ, held by every QP that receives from it.
@@ -62,12 +62,7 @@ impl Srq {
         mem: impl QueueMemory,
         cfg: &RqConfig,
     ) -> Result<Srq, QueueError> {
-        if cfg.log_size > 15 || cfg.max_sge == 0 || cfg.stride() > 1024 {
-            return Err(QueueError::Config(format!(
-                "SRQ log_size {} (..=15), max_sge {} (1..=64)",
-                cfg.log_size, cfg.max_sge
-            )));
-        }
+        cfg.check("SRQ").map_err(QueueError::Config)?;
         let HostQueue {
             ring_place,
             ring,
@@ -78,18 +73,7 @@ impl Srq {
         let (obj, srqn) = devx::create(
             dev,
             &CreateRmp {
-                wq: WqAttr {
-                    pd: pd.pdn(),
-                    uar_page: uar.page_id(),
-                    log_wq_stride: stride.trailing_zeros() as u8,
-                    log_wq_sz: cfg.log_size,
-                    mem: RingMem {
-                        umem_id: ring_place.umem_id,
-                        umem_offset: ring_place.umem_offset,
-                        dbr_umem_id: dbr_place.umem_id,
-                        dbr_offset: dbr_place.umem_offset,
-                    },
-                },
+                wq: cfg.wq_attr(pd.pdn(), uar.page_id(), ring_mem(&ring_place, &dbr_place)),
             },
         )?;
         Ok(Srq {

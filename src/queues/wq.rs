@@ -884,6 +884,26 @@ impl RqConfig {
     pub fn ring_bytes(&self) -> usize {
         (1usize << self.log_size.min(16)) * self.stride()
     }
+    /// The sizes a receive queue (`what`: RQ, SRQ) may have; the sentence saying why not.
+    pub(crate) fn check(&self, what: &str) -> Result<(), String> {
+        if self.log_size > 15 || self.max_sge == 0 || self.stride() > 1024 {
+            return Err(format!(
+                "{what} log_size {} (at most 15), max_sge {} (1..=64)",
+                self.log_size, self.max_sge
+            ));
+        }
+        Ok(())
+    }
+    /// The work queue of a receive queue of these sizes over `mem`.
+    pub(crate) fn wq_attr(&self, pd: crate::mem::Pdn, uar_page: u32, mem: RingMem) -> WqAttr {
+        WqAttr {
+            pd,
+            uar_page,
+            log_wq_stride: self.stride().trailing_zeros() as u8,
+            log_wq_sz: self.log_size,
+            mem,
+        }
+    }
 }
 
 /// The firmware object of an RQ, held by TIRs that point at it.
@@ -928,12 +948,7 @@ impl Rq {
         mem: impl QueueMemory,
         cfg: &RqConfig,
     ) -> Result<Rq, QueueError> {
-        if cfg.log_size > 15 || cfg.max_sge == 0 || cfg.stride() > 1024 {
-            return Err(QueueError::Config(format!(
-                "RQ log_size {} (..=15), max_sge {} (1..=64)",
-                cfg.log_size, cfg.max_sge
-            )));
-        }
+        cfg.check("RQ").map_err(QueueError::Config)?;
         let HostQueue {
             ring_place,
             ring,
@@ -946,18 +961,7 @@ impl Rq {
             dev,
             &CreateRq {
                 cqn: cq.cqn(),
-                wq: WqAttr {
-                    pd: pd.pdn(),
-                    uar_page: uar.page_id(),
-                    log_wq_stride: stride.trailing_zeros() as u8,
-                    log_wq_sz: cfg.log_size,
-                    mem: RingMem {
-                        umem_id: ring_place.umem_id,
-                        umem_offset: ring_place.umem_offset,
-                        dbr_umem_id: dbr_place.umem_id,
-                        dbr_offset: dbr_place.umem_offset,
-                    },
-                },
+                wq: cfg.wq_attr(pd.pdn(), uar.page_id(), ring_mem(&ring_place, &dbr_place)),
                 flush_in_error_en: true,
             },
         )?;
@@ -1033,6 +1037,16 @@ impl Rq {
             ring_umem_offset: self.ring_place.umem_offset,
             ..Default::default()
         }
+    }
+}
+
+/// A ring and its doorbell record as a queue's context names them.
+pub(crate) fn ring_mem(ring: &MemPlace, dbr: &MemPlace) -> RingMem {
+    RingMem {
+        umem_id: ring.umem_id,
+        umem_offset: ring.umem_offset,
+        dbr_umem_id: dbr.umem_id,
+        dbr_offset: dbr.umem_offset,
     }
 }
 
