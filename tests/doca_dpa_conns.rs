@@ -4,13 +4,14 @@
 //! created on one [`DpaRdmaSrq`] take its receives in ring order; connection ids out of range
 //! stop the thread; the DOCA 2.6 form `doca_dpa_dev_rdma_srq_post_receive`.
 
+#[path = "dpa_common/doca.rs"]
+mod doca_common;
 mod dpa_common;
 
-use std::time::Duration;
-
+use doca_common::{Side, WAIT};
 use dpa_common::model;
 use mlx5_dpa::doca::{
-    CompletionContext, DocaError, Dpa, DpaAttr, DpaRdma, KernelArg, SyncEvent, SyncEventAttr,
+    CompletionContext, DocaError, Dpa, DpaAttr, DpaRdma, KernelArg, SyncEventAttr,
     MAX_RDMA_CONNECTIONS,
 };
 use mlx5_dpa::dpa::app::App;
@@ -19,7 +20,6 @@ use mlx5_dpa::dpa::DpaBuf;
 
 const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
 const KERNELS_26: &[u8] = include_bytes!("../fw-blobs/bin/doca26_kernels.elf");
-const WAIT: Duration = Duration::from_secs(20);
 const ALL: u64 = u64::MAX;
 
 /// `rdma_kernel` operations.
@@ -44,68 +44,6 @@ fn start(ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>, elf: &'static [u8], nam
         ..DpaAttr::default()
     };
     Dpa::start(ctx, &App::from_device_elf(name, elf).unwrap(), &attr).unwrap()
-}
-
-/// A context's kernels and their events.
-struct Side {
-    dpa: Dpa,
-    done: SyncEvent,
-    polled: SyncEvent,
-    out: DpaBuf,
-    launched: u64,
-    polls: u64,
-}
-
-impl Side {
-    fn new(dpa: Dpa) -> Side {
-        let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
-        let polled = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
-        let out = dpa.mem_alloc(32).unwrap();
-        Side {
-            dpa,
-            done,
-            polled,
-            out,
-            launched: 0,
-            polls: 0,
-        }
-    }
-
-    /// `rdma_kernel` once, waited for.
-    fn op(&mut self, args: [u64; 8]) -> Result<(), DocaError> {
-        self.launched += 1;
-        self.dpa.kernel_launch_update_add(
-            None,
-            Some((&self.done, 1)),
-            1,
-            "rdma_kernel",
-            &args.map(KernelArg::U64),
-        )?;
-        self.done.wait_gt(self.launched - 1, ALL, WAIT).map(|_| ())
-    }
-
-    /// One completion of `comp`: (type, immediate, user data, wr index).
-    fn poll(&mut self, comp: &CompletionContext) -> [u64; 4] {
-        self.polls += 1;
-        self.dpa
-            .kernel_launch_update_set(
-                None,
-                None,
-                1,
-                "poll_kernel",
-                &[
-                    comp.dpa_handle().unwrap(),
-                    self.out.daddr(),
-                    self.polled.dpa_handle().unwrap(),
-                ]
-                .map(KernelArg::U64),
-            )
-            .unwrap();
-        self.polled.wait_gt(self.polls - 1, ALL, WAIT).unwrap();
-        let mut b = [0u8; 32];
-        self.dpa.d2h_memcpy(&mut b, self.out.daddr()).unwrap();
-        std::array::from_fn(|i| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap()))
-    }
 }
 
 fn comp(d: &Dpa) -> CompletionContext {

@@ -3,17 +3,17 @@
 //! (`doca_rdma_connect`); DPA kernels post every operation and poll the completions
 //! (`fw-blobs/src/doca_kernels.c` `rdma_kernel`, `poll_kernel`).
 
-use std::time::Duration;
+#[path = "dpa_common/doca.rs"]
+mod doca_common;
 
+use doca_common::{Side, WAIT};
 use mlx5_dpa::doca::{
-    DocaError, Dpa, DpaAttr, KernelArg, RdmaConnDetails, SyncEvent, SyncEventAttr,
-    RDMA_CONN_DETAILS_LEN,
+    DocaError, Dpa, DpaAttr, RdmaConnDetails, SyncEventAttr, RDMA_CONN_DETAILS_LEN,
 };
 use mlx5_dpa::dpa::app::App;
 use mlx5_dpa::dpa::msg_stream::MsgOutput;
 
 const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
-const WAIT: Duration = Duration::from_secs(20);
 const ALL: u64 = u64::MAX;
 
 fn model(mac_last: u8, ip_last: u8) -> mlx5_sim::Device {
@@ -32,48 +32,11 @@ fn start(d: &mlx5_sim::Device) -> Dpa {
     Dpa::start(&d.open_devx(), &app, &attr).unwrap()
 }
 
-/// Runs `rdma_kernel` once on `dpa` and waits for it.
-fn op(dpa: &Dpa, done: &SyncEvent, n: &mut u64, args: [u64; 8]) {
-    *n += 1;
-    dpa.kernel_launch_update_add(
-        None,
-        Some((done, 1)),
-        1,
-        "rdma_kernel",
-        &args.map(KernelArg::U64),
-    )
-    .unwrap();
-    done.wait_gt(*n - 1, ALL, WAIT).unwrap();
-}
-
-/// One completion of `comp`, through `poll_kernel`: (type, immediate, user data, wr index).
-fn poll(
-    dpa: &Dpa,
-    comp: u64,
-    out: &mlx5_dpa::dpa::DpaBuf,
-    ev: &SyncEvent,
-    n: &mut u64,
-) -> [u64; 4] {
-    *n += 1;
-    dpa.kernel_launch_update_set(
-        None,
-        None,
-        1,
-        "poll_kernel",
-        &[comp, out.daddr(), ev.dpa_handle().unwrap()].map(KernelArg::U64),
-    )
-    .unwrap();
-    ev.wait_gt(*n - 1, ALL, WAIT).unwrap();
-    let mut b = [0u8; 32];
-    dpa.d2h_memcpy(&mut b, out.daddr()).unwrap();
-    std::array::from_fn(|i| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap()))
-}
-
 #[test]
 fn dpa_rdma_between_two_linked_models() {
     let (da, db) = (model(1, 1), model(2, 2));
     mlx5_sim::Device::link(&da, &db);
-    let (a, b) = (start(&da), start(&db));
+    let (mut sa, mut sb) = (Side::new(start(&da)), Side::new(start(&db)));
     let side = |d: &Dpa| {
         let mut comp = d.completion_create(32).unwrap();
         comp.start().unwrap();
@@ -83,13 +46,10 @@ fn dpa_rdma_between_two_linked_models() {
         let buf = d.mem_alloc(1024).unwrap();
         d.memset(buf.daddr(), 0, 1024).unwrap();
         let map = d.mmap_dpa(&buf).unwrap();
-        let out = d.mem_alloc(32).unwrap();
-        let done = d.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
-        let polled = d.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
-        (comp, rdma, buf, map, out, done, polled)
+        (comp, rdma, buf, map)
     };
-    let (ca, mut ra, abuf, amap, aout, adone, apolled) = side(&a);
-    let (cb, mut rb, bbuf, bmap, bout, bdone, bpolled) = side(&b);
+    let (ca, mut ra, abuf, amap) = side(&sa.dpa);
+    let (cb, mut rb, bbuf, bmap) = side(&sb.dpa);
 
     // The details travel as bytes, as DOCA's do; each names its own device's address.
     let (ea, eb) = (ra.export().unwrap(), rb.export().unwrap());
@@ -115,90 +75,67 @@ fn dpa_rdma_between_two_linked_models() {
     ));
 
     let (rah, rbh) = (ra.dpa_handle().unwrap(), rb.dpa_handle().unwrap());
-    let (cah, cbh) = (ca.dpa_handle().unwrap(), cb.dpa_handle().unwrap());
     let am = (amap.dpa_handle(), abuf.daddr());
     let bm = (bmap.dpa_handle(), bbuf.daddr());
-    let (mut an, mut bn, mut ap, mut bp) = (0, 0, 0, 0);
     let data: Vec<u8> = (0..100u32).map(|i| (i * 17 + 9) as u8).collect();
-    a.h2d_memcpy(abuf.daddr(), &data).unwrap();
+    sa.dpa.h2d_memcpy(abuf.daddr(), &data).unwrap();
 
     // SEND with immediate into B's posted receive.
-    op(&b, &bdone, &mut bn, [rbh, 0, bm.0, bm.1, 0, 0, 128, 0]);
-    op(&a, &adone, &mut an, [rah, 2, am.0, am.1, 0, 0, 100, 0x5151]);
-    assert_eq!(poll(&b, cbh, &bout, &bpolled, &mut bp), [3, 0x5151, 0, 0]);
-    assert_eq!(poll(&a, cah, &aout, &apolled, &mut ap)[0], 0);
+    sb.op([rbh, 0, bm.0, bm.1, 0, 0, 128, 0]).unwrap();
+    sa.op([rah, 2, am.0, am.1, 0, 0, 100, 0x5151]).unwrap();
+    assert_eq!(sb.poll(&cb), [3, 0x5151, 0, 0]);
+    assert_eq!(sa.poll(&ca)[0], 0);
     let mut got = vec![0u8; 100];
-    b.d2h_memcpy(&mut got, bbuf.daddr()).unwrap();
+    sb.dpa.d2h_memcpy(&mut got, bbuf.daddr()).unwrap();
     assert_eq!(got, data, "send");
 
     // WRITE into B at 256, READ it back into A at 512.
-    op(
-        &a,
-        &adone,
-        &mut an,
-        [rah, 3, am.0, am.1, bm.0, bm.1 + 256, 64, 0],
-    );
-    assert_eq!(poll(&a, cah, &aout, &apolled, &mut ap)[0], 0);
-    op(
-        &a,
-        &adone,
-        &mut an,
-        [rah, 5, am.0, am.1 + 512, bm.0, bm.1 + 256, 64, 0],
-    );
-    assert_eq!(poll(&a, cah, &aout, &apolled, &mut ap)[0], 0);
-    a.d2h_memcpy(&mut got[..64], abuf.daddr() + 512).unwrap();
+    sa.op([rah, 3, am.0, am.1, bm.0, bm.1 + 256, 64, 0])
+        .unwrap();
+    assert_eq!(sa.poll(&ca)[0], 0);
+    sa.op([rah, 5, am.0, am.1 + 512, bm.0, bm.1 + 256, 64, 0])
+        .unwrap();
+    assert_eq!(sa.poll(&ca)[0], 0);
+    sa.dpa
+        .d2h_memcpy(&mut got[..64], abuf.daddr() + 512)
+        .unwrap();
     assert_eq!(&got[..64], &data[..64], "write then read");
 
     // Two fetch-and-adds of 5 on B's word at 768.
     for _ in 0..2 {
-        op(
-            &a,
-            &adone,
-            &mut an,
-            [rah, 6, am.0, am.1, bm.0, bm.1 + 768, 8, 5],
-        );
-        assert_eq!(poll(&a, cah, &aout, &apolled, &mut ap)[0], 0);
+        sa.op([rah, 6, am.0, am.1, bm.0, bm.1 + 768, 8, 5]).unwrap();
+        assert_eq!(sa.poll(&ca)[0], 0);
     }
     let mut w = [0u8; 8];
-    b.d2h_memcpy(&mut w, bbuf.daddr() + 768).unwrap();
+    sb.dpa.d2h_memcpy(&mut w, bbuf.daddr() + 768).unwrap();
     assert_eq!(u64::from_le_bytes(w), 10, "atomic");
 
     // A's kernels set B's exported event to 40, then add 2; B's host sees 42.
-    let ev = b
+    let ev = sb
+        .dpa
         .sync_event(SyncEventAttr {
             publisher_remote: true,
             subscriber_cpu: true,
             ..SyncEventAttr::default()
         })
         .unwrap();
-    let remote = a.remote_event(ev.export_remote().unwrap()).unwrap();
-    op(
-        &a,
-        &adone,
-        &mut an,
-        [rah, 7, 0, 0, 0, remote.dpa_handle(), 0, 40],
-    );
-    assert_eq!(poll(&a, cah, &aout, &apolled, &mut ap)[0], 0);
-    op(
-        &a,
-        &adone,
-        &mut an,
-        [rah, 8, 0, 0, 0, remote.dpa_handle(), 0, 2],
-    );
-    assert_eq!(poll(&a, cah, &aout, &apolled, &mut ap)[0], 0);
+    let remote = sa.dpa.remote_event(ev.export_remote().unwrap()).unwrap();
+    sa.op([rah, 7, 0, 0, 0, remote.dpa_handle(), 0, 40])
+        .unwrap();
+    assert_eq!(sa.poll(&ca)[0], 0);
+    sa.op([rah, 8, 0, 0, 0, remote.dpa_handle(), 0, 2]).unwrap();
+    assert_eq!(sa.poll(&ca)[0], 0);
     assert_eq!(ev.wait_gt(41, ALL, WAIT).unwrap(), 42);
 
     // It all crossed the cable as frames.
     assert!(da.stats().port.tx_frames > 0 && db.stats().port.tx_frames > 0);
-    a.peek_at_last_error().unwrap();
-    b.peek_at_last_error().unwrap();
+    sa.dpa.peek_at_last_error().unwrap();
+    sb.dpa.peek_at_last_error().unwrap();
     drop((ra, rb));
     drop((ca, cb));
     // The contexts go while the engines still run their threads' teardown.
-    drop((
-        remote, ev, adone, bdone, apolled, bpolled, aout, bout, amap, bmap, abuf, bbuf,
-    ));
-    drop((a, b));
+    drop((remote, ev, amap, bmap, abuf, bbuf));
+    drop((sa, sb));
     da.stop_engine();
     db.stop_engine();
 }

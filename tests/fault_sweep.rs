@@ -544,6 +544,26 @@ fn packet_processor_flow() {
     );
 }
 
+/// A DOCA DPA flow's failure: a step error, or the context's error state naming the launch
+/// step that failed and the injected status.
+fn judge_doca(e: &mlx5_dpa::doca::DocaError, status: Status) -> Result<String, String> {
+    use mlx5_dpa::doca::DocaError;
+    match e {
+        DocaError::Dpa(e) => judge(e, status),
+        DocaError::Fatal(why) => {
+            let step = why
+                .strip_prefix("starting a kernel launch: ")
+                .and_then(|rest| rest.split(": ").next())
+                .ok_or_else(|| format!("a fatal error naming no launch step: {why}"))?;
+            if !why.contains(&status.to_string()) {
+                return Err(format!("{why:?} does not carry the injected status"));
+            }
+            Ok(format!("launch: {step}"))
+        }
+        other => Err(format!("not a step error: {other:?}")),
+    }
+}
+
 /// A DOCA DPA context, one kernel launch to its completion event, a DPA thread woken by an RPC
 /// through a notification completion, and a memcpy by async ops into a completion context
 /// (`mlx5_dpa::doca`): the
@@ -652,22 +672,6 @@ fn doca_dpa_kernel_launch() {
         drop((comp, done));
         dpa.stop()
     }
-    fn judge_doca(e: &DocaError, status: Status) -> Result<String, String> {
-        match e {
-            DocaError::Dpa(e) => judge(e, status),
-            DocaError::Fatal(why) => {
-                let step = why
-                    .strip_prefix("starting a kernel launch: ")
-                    .and_then(|rest| rest.split(": ").next())
-                    .ok_or_else(|| format!("a fatal error naming no launch step: {why}"))?;
-                if !why.contains(&status.to_string()) {
-                    return Err(format!("{why:?} does not carry the injected status"));
-                }
-                Ok(format!("launch: {step}"))
-            }
-            other => Err(format!("not a step error: {other:?}")),
-        }
-    }
     let r = sweep(&Sweep {
         name: "DOCA DPA kernel launch",
         profile: "bf3",
@@ -746,12 +750,6 @@ fn doca_dpa_extended_context() {
         let r = base.stop();
         drop(sf);
         r
-    }
-    fn judge_doca(e: &DocaError, status: Status) -> Result<String, String> {
-        match e {
-            DocaError::Dpa(e) => judge(e, status),
-            other => Err(format!("not a step error: {other:?}")),
-        }
     }
     let r = sweep(&Sweep {
         name: "DOCA DPA extended context",

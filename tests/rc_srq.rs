@@ -293,33 +293,24 @@ fn a_qp_with_an_srq_has_no_receive_ring_of_its_own() -> R {
         HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
         &cqc,
     )?;
-    let qpc = QpConfig::new(4, 4);
-    let refused = RcQp::create_with_srq(
-        &ctx,
-        &pd,
-        &uar,
-        &cq,
-        &cq,
-        &rx.srq,
-        HostQueueMem::alloc(&ctx, qpc.ring_bytes())?,
-        &qpc,
-    );
-    assert!(matches!(refused, Err(QueueError::Config(_))), "{refused:?}");
-    let qpc = QpConfig {
+    let with_rq = QpConfig::new(4, 4);
+    let without_rq = QpConfig {
         log_rq_size: None,
-        ..qpc
+        ..with_rq
     };
-    let refused = RcQp::create_with_srq(
-        &ctx,
-        &pd,
-        &uar,
-        &cq,
-        &cq,
-        &rx.srq,
-        HostQueueMem::alloc(&ctx, qpc.ring_bytes())?,
-        &qpc,
-    );
-    assert!(matches!(refused, Err(QueueError::Config(_))), "{refused:?}");
+    for qpc in [with_rq, without_rq] {
+        let refused = RcQp::create_with_srq(
+            &ctx,
+            &pd,
+            &uar,
+            &cq,
+            &cq,
+            &rx.srq,
+            HostQueueMem::alloc(&ctx, qpc.ring_bytes())?,
+            &qpc,
+        );
+        assert!(matches!(refused, Err(QueueError::Config(_))), "{refused:?}");
+    }
     drop(rx);
     d.stop_engine();
     Ok(())

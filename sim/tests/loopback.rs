@@ -163,6 +163,26 @@ fn steering_drops_frames_no_rule_matches() {
 }
 
 #[test]
+fn an_sq_record_moved_without_a_doorbell_waits_for_one() {
+    let dev = Device::new(Profile::bf3());
+    let ctx = dev.open_devx();
+    let mut rig = EthRig::new(ctx.clone(), RigConfig::default()).unwrap();
+    rig.fill_rq();
+    rig.post_send(&frame(64, 7)).unwrap();
+    rig.update_sq_record();
+    dev.run_until_idle();
+    dev.run_until_idle();
+    // Hardware reads the record when rung: nothing went out, and the move was counted once.
+    assert_eq!(dev.stats().port.tx_frames, 0);
+    assert!(rig.poll_tx(usize::MAX).is_empty());
+    assert_eq!(dev.stats().port.dbr_without_doorbell, 1);
+    rig.ring_sq();
+    dev.run_until_idle();
+    assert_eq!(dev.stats().port.tx_frames, 1);
+    assert_eq!(rig.poll_rx(16, |_| {}), 1);
+}
+
+#[test]
 fn armed_cq_raises_one_event_then_stays_disarmed() {
     let dev = Device::new(Profile::bf3());
     let ctx = dev.open_devx();

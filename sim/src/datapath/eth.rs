@@ -35,9 +35,10 @@ pub(crate) fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
     // rung); posted without one they wait.
     if sq.doorbelled {
         sq.rung_pi = dbr_pi;
-    } else if dbr_pi != sq.rung_pi {
+    } else if dbr_pi != sq.seen_pi {
         dp.port.stats.dbr_without_doorbell += 1;
     }
+    sq.seen_pi = dbr_pi;
     sq.doorbelled = false;
     let pi = sq.rung_pi;
     if pi == sq.ci {

@@ -310,6 +310,7 @@ impl Firmware {
             ci: 0,
             doorbelled: false,
             rung_pi: 0,
+            seen_pi: 0,
             raw,
         }) else {
             self.release_wq(&wq);
@@ -340,6 +341,7 @@ impl Firmware {
             sq.ci = 0;
             sq.doorbelled = false;
             sq.rung_pi = 0;
+            sq.seen_pi = 0;
         }
         sq.state = next;
         Ok(())

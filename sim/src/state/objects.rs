@@ -201,6 +201,8 @@ pub(crate) struct Sq {
     pub(crate) doorbelled: bool,
     /// The producer counter the last doorbell announced (WQEs past it wait for one).
     pub(crate) rung_pi: u16,
+    /// The doorbell record's counter as last read (a move without a doorbell is counted once).
+    pub(crate) seen_pi: u16,
     pub(crate) raw: Box<[u8]>,
 }
 

@@ -453,6 +453,13 @@ impl EthRig {
         self.uar_write(0x800, self.last_ctrl);
     }
 
+    /// Writes the SQ's doorbell record only, without the UAR doorbell (the WQEs wait for one,
+    /// as on hardware; counted in `dbr_without_doorbell`).
+    pub fn update_sq_record(&mut self) {
+        self.mem
+            .put_be32(self.off.dbr + DBR_SQ + 4, u32::from(self.sq_pi));
+    }
+
     fn uar_write(&self, off: usize, bytes: [u8; 8]) {
         let Some(uar) = &self.uar else { return };
         assert!(off + 8 <= uar.len);
