@@ -149,9 +149,13 @@ impl SimDevx {
         // The kernel overwrites uid in every mailbox.
         inbox[2..4].copy_from_slice(&self.uid.to_be_bytes());
         let uid = self.uid;
-        self.dev
+        let r = self
+            .dev
             .with_state(|st| st.fw.execute(uid, inbox, outbox))
-            .map_err(|_| os(op, Errno::EREMOTEIO))
+            .map_err(|_| os(op, Errno::EREMOTEIO));
+        // What the command started (an activation, a queue) is seen at once.
+        self.dev.kick();
+        r
     }
 }
 

@@ -52,9 +52,9 @@ pub mod vm;
 /// The RISC-V engine (its own crate, `mlx5-dpa-rv`).
 pub use mlx5_dpa_rv as riscv;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use dpa::{DpaAccessError, DpaStats};
 
@@ -77,6 +77,11 @@ pub(crate) struct Shared {
     state: Arc<Mutex<State>>,
     engine_running: AtomicBool,
     engine_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The engine is sleeping between passes (idle): a firmware command wakes it
+    /// ([`Device::kick`]).
+    engine_asleep: AtomicBool,
+    /// Passes the engine thread made ([`Device::engine_passes`]).
+    engine_passes: AtomicU64,
     /// The workers that run DPA activations (outside the state lock).
     dpa: dpa::Exec,
 }
@@ -126,17 +131,29 @@ pub struct PortAddress {
 impl Device {
     /// A device with `profile` and its port in internal loopback.
     pub fn new(profile: Profile) -> Device {
-        Device {
-            shared: Arc::new(Shared {
-                state: Arc::new(Mutex::new(State {
-                    fw: state::Firmware::new(profile),
-                    dp: state::datapath::Datapath::new(),
-                })),
-                engine_running: AtomicBool::new(false),
-                engine_thread: Mutex::new(None),
-                dpa: dpa::Exec::new(),
-            }),
-        }
+        let shared = Arc::new(Shared {
+            state: Arc::new(Mutex::new(State {
+                fw: state::Firmware::new(profile),
+                dp: state::datapath::Datapath::new(),
+            })),
+            engine_running: AtomicBool::new(false),
+            engine_thread: Mutex::new(None),
+            engine_asleep: AtomicBool::new(false),
+            engine_passes: AtomicU64::new(0),
+            dpa: dpa::Exec::new(),
+        });
+        // While the engine runs, a worker that finished an activation makes the engine's
+        // pass itself: its doorbells and completions take effect without waiting for the
+        // engine thread to look (stepping tests, without the engine, keep their order).
+        let weak = Arc::downgrade(&shared);
+        shared.dpa.set_pass_hook(Box::new(move || {
+            if let Some(shared) = weak.upgrade() {
+                if shared.engine_running.load(Ordering::Acquire) {
+                    Device { shared }.pass();
+                }
+            }
+        }));
+        Device { shared }
     }
 
     /// A device by profile name (`bf3`, `cx7`).
@@ -420,9 +437,31 @@ impl Device {
         }
     }
 
+    /// Wakes the engine thread if it sleeps between idle passes: called for every firmware
+    /// command, the usual start of activity after a pause (a doorbell alone is seen at the
+    /// engine's next pass, within its longest sleep).
+    pub(crate) fn kick(&self) {
+        // A load first: the common case (the engine awake) writes nothing shared.
+        if self.shared.engine_asleep.load(Ordering::Acquire)
+            && self.shared.engine_asleep.swap(false, Ordering::AcqRel)
+        {
+            if let Some(h) = &*lock(&self.shared.engine_thread) {
+                h.thread().unpark();
+            }
+        }
+    }
+
+    /// Passes the background engine thread has made since the device was created: what an
+    /// idle engine costs (it backs off to about a hundred passes a second after a second with
+    /// nothing to do).
+    pub fn engine_passes(&self) -> u64 {
+        self.shared.engine_passes.load(Ordering::Relaxed)
+    }
+
     /// Stops the background engine thread and waits for it.
     pub fn stop_engine(&self) {
         self.shared.engine_running.store(false, Ordering::Release);
+        self.kick();
         let h = self
             .shared
             .engine_thread
@@ -472,29 +511,63 @@ impl Device {
     }
 }
 
+/// While work came within this long, the engine passes again at once, only yielding its core
+/// (a device engine's busy polling: a doorbell is seen within a pass).
+const ENGINE_BUSY: Duration = Duration::from_millis(2);
+/// Then it sleeps between passes, a tenth of the time it has been idle, at least
+/// `ENGINE_MIN_SLEEP` and at most `ENGINE_MAX_SLEEP` (a doorbell after a pause waits at most
+/// that long); after `ENGINE_DOZE` with nothing to do, up to `ENGINE_DOZE_SLEEP` (an idle
+/// device then costs about a hundred passes a second, well under 1% of a core). A firmware
+/// command ends any sleep at once ([`Device::kick`]).
+const ENGINE_MIN_SLEEP: Duration = Duration::from_micros(20);
+const ENGINE_MAX_SLEEP: Duration = Duration::from_millis(1);
+const ENGINE_DOZE: Duration = Duration::from_secs(1);
+const ENGINE_DOZE_SLEEP: Duration = Duration::from_millis(10);
+
 fn engine_loop(weak: Weak<Shared>) {
-    let mut idle = 0u32;
+    let mut last_work = Instant::now();
+    if let Some(shared) = weak.upgrade() {
+        shared.dpa.set_engine_runs(true);
+    }
     loop {
         let Some(shared) = weak.upgrade() else {
             return;
         };
         if !shared.engine_running.load(Ordering::Acquire) {
+            shared.dpa.set_engine_runs(false);
             return;
         }
         let dev = Device { shared };
-        let n = dev.pass();
-        drop(dev);
-        if n == 0 {
-            idle = idle.saturating_add(1);
-            if idle < 64 {
-                std::hint::spin_loop();
-            } else if idle < 256 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
+        if dev.shared.engine_asleep.load(Ordering::Relaxed) {
+            dev.shared.engine_asleep.store(false, Ordering::Release);
+        }
+        let mut n = dev.pass();
+        dev.shared.engine_passes.fetch_add(1, Ordering::Relaxed);
+        // The activations it dispatched: the first here (the next pass applies it), the
+        // rest on the workers.
+        if dev.shared.dpa.run_one_here() {
+            n += 1;
+        }
+        // A running activation may wait for the NIC (a pause in a polling loop): busy too.
+        let busy = n > 0 || dev.shared.dpa.in_flight() > 0;
+        let now = Instant::now();
+        if busy {
+            last_work = now;
+        }
+        let idle = now - last_work;
+        if idle < ENGINE_BUSY {
+            drop(dev);
+            std::thread::yield_now();
         } else {
-            idle = 0;
+            let most = if idle < ENGINE_DOZE {
+                ENGINE_MAX_SLEEP
+            } else {
+                ENGINE_DOZE_SLEEP
+            };
+            dev.shared.engine_asleep.store(true, Ordering::Release);
+            drop(dev);
+            // A kick (or a stale unpark token) ends it early: only a pass more.
+            std::thread::park_timeout((idle / 10).clamp(ENGINE_MIN_SLEEP, most));
         }
     }
 }

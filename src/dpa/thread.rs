@@ -300,6 +300,7 @@ impl EventHandler {
     pub fn wait_done(&self, timeout: std::time::Duration) -> Result<ThreadInfo, DpaError> {
         let start = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
+        let mut polls = 0u32;
         loop {
             let info = self.info()?;
             match info.state {
@@ -320,11 +321,21 @@ impl EventHandler {
                     after: timeout,
                 });
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(std::time::Duration::from_millis(2));
+            // Most calls end within microseconds: look again at once for a while (each look
+            // is two firmware commands), then back off to sleeps.
+            polls += 1;
+            if polls <= WAIT_POLLS {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(2));
+            }
         }
     }
 }
+
+/// Looks [`EventHandler::wait_done`] takes without sleeping in between.
+const WAIT_POLLS: u32 = 64;
 
 /// Event handlers of a process.
 impl super::Process {

@@ -8,9 +8,19 @@
 //! Workers hold only the pool's queue, never the device: when the device goes, the pool's
 //! drop tells them to stop and they end after their current activation (bounded by its
 //! instruction budget). Every wait here has a timeout.
+//!
+//! Latency: while the device's engine thread runs, it runs activations itself
+//! ([`Exec::run_one_here`]): the thread that saw the doorbell and dispatched the activation
+//! runs it at once, and its next pass applies the result, with no thread wake-up on the way.
+//! Workers then take only what the engine leaves queued (many activations in flight). An
+//! activation that runs longer than [`exec::STAND_IN_AFTER`] instructions calls a worker to
+//! stand in for the engine meanwhile (the pool's pass hook, [`Exec::set_pass_hook`]), so the
+//! NIC goes on while a DPA thread spins waiting for it, as on hardware (`tests/dpa_window.rs`
+//! `window_stores_are_visible_once_written_back` waits for a host write that needs the NIC).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::exec::{self, Done, Job};
@@ -20,6 +30,8 @@ use mlx5_dpa::sync::lock;
 pub(crate) const MAX_WORKERS: usize = 4;
 /// How long an idle worker sleeps before it looks at the stop flag again.
 const WORKER_IDLE_WAIT: Duration = Duration::from_millis(100);
+/// The device's pass (see [`Exec::set_pass_hook`]).
+type Hook = Box<dyn Fn() + Send + Sync>;
 
 #[derive(Default)]
 struct Queue {
@@ -36,11 +48,26 @@ struct Inner {
     q: Mutex<Queue>,
     work: Condvar,
     done: Condvar,
+    /// The engine thread runs activations itself ([`Exec::set_engine_runs`]): a submitted job
+    /// wakes no worker.
+    engine_runs: AtomicBool,
+    /// A worker is asked to make the engine's passes while the engine runs a long activation.
+    stand_in: AtomicBool,
+    pass: OnceLock<Hook>,
 }
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         lock(&self.q)
+    }
+
+    /// Queues a finished activation's result.
+    fn finish(&self, done: Done) {
+        let mut q = self.lock();
+        q.done.push(done);
+        q.running = q.running.saturating_sub(1);
+        drop(q);
+        self.done.notify_all();
     }
 }
 
@@ -67,15 +94,54 @@ impl Exec {
         }
     }
 
+    /// Sets the device's pass, which a worker makes after each activation it finished (so
+    /// its result takes effect at once) and while it stands in for the engine; called
+    /// without any lock of the pool held. Once; later calls change nothing.
+    pub(crate) fn set_pass_hook(&self, hook: Hook) {
+        let _ = self.inner.pass.set(hook);
+    }
+
+    /// Whether the engine thread runs activations itself (its [`Exec::run_one_here`]);
+    /// while it does, submitting a job wakes no worker.
+    pub(crate) fn set_engine_runs(&self, on: bool) {
+        self.inner.engine_runs.store(on, Ordering::Release);
+        if !on {
+            // What was queued for the engine goes to the workers.
+            self.inner.work.notify_all();
+        }
+    }
+
+    /// Runs the oldest queued activation on the calling thread (the engine's), waking a worker
+    /// for the rest of the queue, and one to stand in for the caller's passes if the
+    /// activation runs long. Returns whether there was one. Must not be called with the
+    /// device lock held.
+    pub(crate) fn run_one_here(&self) -> bool {
+        let mut q = self.inner.lock();
+        let Some(job) = q.jobs.pop_front() else {
+            return false;
+        };
+        let more = !q.jobs.is_empty();
+        drop(q);
+        if more {
+            self.inner.work.notify_one();
+        }
+        let inner = &self.inner;
+        let stand_in = || {
+            inner.stand_in.store(true, Ordering::Release);
+            inner.work.notify_one();
+        };
+        let done = run_guarded(job, Some(&stand_in));
+        self.inner.stand_in.store(false, Ordering::Release);
+        self.inner.finish(done);
+        true
+    }
+
     /// Queues an activation; starts workers the first time.
     pub(crate) fn submit(&self, job: Job) {
         let mut q = self.inner.lock();
         q.running += 1;
         q.jobs.push_back(job);
-        let want = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, MAX_WORKERS);
-        while q.workers < want {
+        while q.workers < wanted_workers() {
             let inner = Arc::clone(&self.inner);
             let spawned = std::thread::Builder::new()
                 .name(format!("mlx5-sim-dpa-{}", q.workers))
@@ -88,8 +154,11 @@ impl Exec {
                 }
             }
         }
-        // Without any worker, the job waits for `help` (called without the device lock).
-        self.inner.work.notify_one();
+        // Without any worker, the job waits for `help` (called without the device lock); the
+        // engine takes its jobs itself.
+        if !self.inner.engine_runs.load(Ordering::Acquire) {
+            self.inner.work.notify_one();
+        }
     }
 
     /// Runs queued activations on the calling thread when no worker could be started, so the
@@ -105,12 +174,8 @@ impl Exec {
                 return;
             };
             drop(q);
-            let done = run_guarded(job);
-            let mut q = self.inner.lock();
-            q.done.push(done);
-            q.running = q.running.saturating_sub(1);
-            drop(q);
-            self.inner.done.notify_all();
+            let done = run_guarded(job, None);
+            self.inner.finish(done);
         }
     }
 
@@ -159,12 +224,35 @@ impl Drop for Exec {
     }
 }
 
-fn run_guarded(job: Job) -> Done {
-    let head = job.head();
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exec::run(job))).unwrap_or_else(|_| {
-        tracing::error!(target: "mlx5_sim::dpa", thread = head.thread, "activation panicked");
-        exec::internal_failure(&head)
+/// Workers a pool starts: the host's parallelism, at most [`MAX_WORKERS`]. Asked once per
+/// process: `available_parallelism` reads the cgroup's CPU quota files (tens of
+/// microseconds), too slow for every activation.
+fn wanted_workers() -> usize {
+    static WANT: OnceLock<usize> = OnceLock::new();
+    *WANT.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_WORKERS)
     })
+}
+
+fn run_guarded(job: Job, long: Option<&dyn Fn()>) -> Done {
+    let head = job.head();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exec::run(job, long))).unwrap_or_else(
+        |_| {
+            tracing::error!(target: "mlx5_sim::dpa", thread = head.thread, "activation panicked");
+            exec::internal_failure(&head)
+        },
+    )
+}
+
+/// The device's pass, if set; a panic in it is logged, not spread (the worker goes on).
+fn pass(inner: &Inner) {
+    if let Some(hook) = inner.pass.get() {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook)).is_err() {
+            tracing::error!(target: "mlx5_sim::dpa", "the device pass panicked");
+        }
+    }
 }
 
 fn worker(inner: &Inner) {
@@ -179,6 +267,14 @@ fn worker(inner: &Inner) {
                 if let Some(j) = q.jobs.pop_front() {
                     break j;
                 }
+                if inner.stand_in.load(Ordering::Acquire) {
+                    // The engine is inside a long activation: make its passes meanwhile.
+                    drop(q);
+                    pass(inner);
+                    std::thread::yield_now();
+                    q = inner.lock();
+                    continue;
+                }
                 q = inner
                     .work
                     .wait_timeout(q, WORKER_IDLE_WAIT)
@@ -186,11 +282,7 @@ fn worker(inner: &Inner) {
                     .0;
             }
         };
-        let done = run_guarded(job);
-        let mut q = inner.lock();
-        q.done.push(done);
-        q.running = q.running.saturating_sub(1);
-        drop(q);
-        inner.done.notify_all();
+        inner.finish(run_guarded(job, None));
+        pass(inner);
     }
 }
