@@ -18,6 +18,7 @@ pub fn model() -> (mlx5_sim::Device, Arc<dyn Devx>) {
 }
 
 /// Runs an existing thread once and polls until it is no longer running.
+#[allow(dead_code)] // not every bench that shares this module activates a thread
 pub fn activate(h: &EventHandler, arg: u64) {
     h.run(arg).expect("run");
     let start = Instant::now();
