@@ -12,6 +12,11 @@
 //! instructions (counted by the engine) over the wall-clock time of `qemu-riscv64 compute.elf
 //! LONG` minus that of `qemu-riscv64 compute.elf 0` (process start, translation, exit), best
 //! of three each.
+//!
+//! With the `jit` feature (`cargo bench -p mlx5-dpa-rv --features jit --bench riscv`), also
+//! the JIT (compiling at its default threshold, compile time included), in the same run, as a
+//! ratio to the interpreter and to qemu, after checking that it retires the same number of
+//! instructions and returns the same value.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -82,6 +87,33 @@ fn engine(c: &mut Criterion) {
     .unwrap_or_default();
     let mips = |d: Duration| insns as f64 / d.as_secs_f64().max(1e-9) / 1e6;
     let engine_mips = mips(engine);
+    #[cfg(feature = "jit")]
+    let jit_mips = {
+        let mut reference = None;
+        let t = best_of_3(|| {
+            let mut m = BareMachine::from_elf_bytes(&bytes).ok()?;
+            assert!(
+                m.set_jit(Some(mlx5_dpa_rv::CodeCache::JIT_HOT)),
+                "no JIT here"
+            );
+            let t = Instant::now();
+            let r = m.call_symbol("compute", &[LONG], u64::MAX).ok()?;
+            let d = t.elapsed();
+            reference = Some((r.instret, r.hart.x[10]));
+            Some(d)
+        })
+        .unwrap_or_default();
+        let mut m = BareMachine::from_elf_bytes(&bytes).expect("load");
+        let r = m
+            .call_symbol("compute", &[LONG], u64::MAX)
+            .expect("compute");
+        assert_eq!(
+            reference,
+            Some((r.instret, r.hart.x[10])),
+            "the JIT disagrees"
+        );
+        mips(t)
+    };
     let elf = elf_path();
     let qemu = best_of_3(|| qemu_time(&elf, LONG)).and_then(|long| {
         let empty = best_of_3(|| qemu_time(&elf, 0))?;
@@ -90,6 +122,13 @@ fn engine(c: &mut Criterion) {
     match qemu {
         Some(q) if !q.is_zero() => {
             let qemu_mips = mips(q);
+            #[cfg(feature = "jit")]
+            println!(
+                "summary riscv: jit {jit_mips:.0} MIPS (jit / interpreter = {:.1}, jit / qemu = \
+                 {:.2})",
+                jit_mips / engine_mips,
+                jit_mips / qemu_mips
+            );
             println!(
                 "summary riscv: engine {engine_mips:.0} MIPS, qemu {qemu_mips:.0} MIPS \
                  (engine / qemu = {:.2}; {insns} instructions)",

@@ -345,6 +345,13 @@ impl BareMachine {
         self.fast_path = on;
     }
 
+    /// Compiles hot code with the JIT (feature `jit`): after `hot` entries of a region's start
+    /// (0 or 1: at once), or never with `None`. Returns whether the JIT is on.
+    #[cfg(feature = "jit")]
+    pub fn set_jit(&mut self, hot: Option<u32>) -> bool {
+        self.cache.set_jit(hot)
+    }
+
     /// The ELF entry point.
     pub fn entry(&self) -> u64 {
         self.entry
@@ -650,13 +657,22 @@ pub fn fuzz_exec(data: &[u8]) {
         }
     });
     let mut runs = Vec::new();
-    for fast in [true, false] {
+    // The fast RAM path, the bus path, and (feature `jit`) compiled code at first sight.
+    let jit_run = cfg!(feature = "jit");
+    for (fast, jit) in [(true, false), (false, false), (true, true)] {
+        if jit && !jit_run {
+            continue;
+        }
         // 16 KiB of stack: 10 000 instructions cannot use more than 80 KiB, and the run
         // faults the same on both paths when they try.
         let Ok(mut m) = BareMachine::from_code_with_stack(BASE, data, FUZZ_STACK) else {
             return;
         };
         m.set_fast_path(fast);
+        #[cfg(feature = "jit")]
+        if jit {
+            m.set_jit(Some(1));
+        }
         let args: Vec<u64> = (0..8).map(|i| BASE + 8 * i).collect();
         let a = m.call(BASE, &args, 10_000).map(|r| (r.stop, r.hart));
         let b = m.call(pc2, &args, 10_000).map(|r| (r.stop, r.hart));
@@ -664,6 +680,13 @@ pub fn fuzz_exec(data: &[u8]) {
         runs.push((a, b, memory, m.output().to_vec()));
     }
     assert!(runs[0] == runs[1], "fast and bus paths differ: {:?}", runs);
+    if let Some(j) = runs.get(2) {
+        assert!(
+            runs[0] == *j,
+            "the JIT and the interpreter differ: {:?}",
+            runs
+        );
+    }
     // The ISA sweep (`mlx5-dpa elf isa`) agrees with the interpreter: an illegal instruction
     // the run from BASE stopped at, on the linear sweep's instruction boundaries, is listed
     // with its encoding.

@@ -48,6 +48,9 @@ pub struct CodeCache {
     index: HashMap<u64, u32, BuildHasherDefault<PageHasher>>,
     /// Bit `filter_bit(vpn)` is set when a page with that number may be cached.
     filter: [u64; FILTER_WORDS],
+    /// Compiled regions of the same code (feature `jit`, off until [`CodeCache::set_jit`]).
+    #[cfg(feature = "jit")]
+    pub(crate) jit: Option<Box<crate::jit::Jit>>,
 }
 
 impl std::fmt::Debug for CodeCache {
@@ -67,6 +70,8 @@ impl Default for CodeCache {
             live: Vec::new(),
             index: HashMap::default(),
             filter: [0; FILTER_WORDS],
+            #[cfg(feature = "jit")]
+            jit: None,
         }
     }
 }
@@ -77,8 +82,25 @@ impl CodeCache {
         CodeCache::default()
     }
 
+    /// Compiles hot code with the JIT (feature `jit`): a region is compiled once its start has
+    /// been entered `hot` times (0 or 1: at once); `None` turns the JIT off. Returns whether
+    /// the JIT is on (the host may have no Cranelift backend).
+    #[cfg(feature = "jit")]
+    pub fn set_jit(&mut self, hot: Option<u32>) -> bool {
+        self.jit = hot.and_then(crate::jit::Jit::new).map(Box::new);
+        self.jit.is_some()
+    }
+
+    /// The default number of entries before a region is compiled.
+    #[cfg(feature = "jit")]
+    pub const JIT_HOT: u32 = crate::jit::DEFAULT_HOT;
+
     /// Forgets every decoded instruction.
     pub fn clear(&mut self) {
+        #[cfg(feature = "jit")]
+        if let Some(j) = &mut self.jit {
+            j.clear();
+        }
         self.code.clear();
         self.entries.clear();
         self.live.clear();
@@ -107,6 +129,10 @@ impl CodeCache {
         }
         for vpn in first..=last {
             self.drop_page(vpn);
+            #[cfg(feature = "jit")]
+            if let Some(j) = &mut self.jit {
+                j.invalidate_page(vpn);
+            }
         }
     }
 

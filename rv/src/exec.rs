@@ -224,6 +224,115 @@ impl<B: Bus> Exec<'_, B> {
     }
 }
 
+#[cfg(feature = "jit")]
+impl<B: Bus> Exec<'_, B> {
+    /// Runs compiled code for `pc` if there is some (compiling it when it became hot), with
+    /// the registers `x` and at most `left` instructions: (retired, next pc, exit kind).
+    fn jit_call(&mut self, x: &mut [u64; 64], pc: u64, left: u64) -> Option<(u64, u64, u64)> {
+        // Out of the cache while the region is gathered (that decodes into the cache).
+        let mut jit = self.cache.jit.take()?;
+        let f = jit.lookup(pc, || self.region(pc));
+        self.cache.jit = Some(jit);
+        let f = f?;
+        let no = RamRegion::EMPTY.raw();
+        let a = self.rd_region.raw();
+        let b = if self.wr_region.perms().read {
+            self.wr_region.raw()
+        } else {
+            no
+        };
+        let mut ctx = crate::jit::JitCtx {
+            x: x.as_mut_ptr(),
+            left,
+            pc,
+            rd: [a[0], a[1], a[2], b[0], b[1], b[2]],
+            exec: (self as *mut Self).cast(),
+            store: jit_store::<B> as *const () as usize,
+        };
+        // SAFETY: `f` is compiled code for the guest code at `pc` (kept in the cache's JIT,
+        // whose host code is freed only at a safe point, not during this call). It reads and
+        // writes the 64 registers behind `ctx.x`, `ctx` itself, and host memory only inside
+        // the two RAM regions `ctx.rd` describes (their `RamRegion::new` contract makes them
+        // valid for the whole run); stores go through `jit_store` with `ctx.exec`, which
+        // points to this `Exec`, not otherwise used until the call returns.
+        let kind = unsafe { f(&mut ctx) };
+        Some((left - ctx.left, ctx.pc, kind))
+    }
+
+    /// The blocks of the region starting at `entry`: reachable from it by direct jumps and
+    /// branches and by falling through, within its page, breadth first.
+    fn region(&mut self, entry: u64) -> Vec<crate::jit::GuestBlock> {
+        let vpn = entry >> PAGE_SHIFT;
+        let mut out: Vec<crate::jit::GuestBlock> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut queue = std::collections::VecDeque::from([entry]);
+        let mut total = 0;
+        while let Some(pc) = queue.pop_front() {
+            if out.len() >= crate::jit::MAX_REGION_BLOCKS || total >= crate::jit::MAX_REGION_INSNS {
+                break;
+            }
+            if pc >> PAGE_SHIFT != vpn || pc & 1 != 0 || !seen.insert(pc) {
+                continue;
+            }
+            let page = self.cache.page(vpn);
+            let (start, len) = match self.cache.block(page, pc) {
+                Some(b) => b,
+                None => match self.build(vpn, pc) {
+                    Ok((_, start, len)) => (start, len),
+                    Err(_) => continue,
+                },
+            };
+            let mut insns = Vec::with_capacity(len);
+            let mut a = pc;
+            for i in start..start + len {
+                let Some(insn) = self.cache.insn(i) else {
+                    break;
+                };
+                insns.push((a, insn));
+                a = a.wrapping_add(u64::from(insn.len));
+            }
+            let g = crate::jit::GuestBlock { pc, insns };
+            let n = crate::jit::compilable_prefix(&g);
+            if n == g.insns.len() {
+                if let Some(&(ipc, last)) = g.insns.last() {
+                    let imm = last.imm as i64 as u64;
+                    match last.op {
+                        Op::Jal => queue.push_back(ipc.wrapping_add(imm)),
+                        Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu => {
+                            queue.push_back(ipc.wrapping_add(imm));
+                            queue.push_back(a);
+                        }
+                        Op::Jalr => {}
+                        _ => queue.push_back(a),
+                    }
+                }
+            }
+            total += g.insns.len();
+            out.push(g);
+        }
+        out
+    }
+}
+
+/// The store compiled code calls: the interpreter's fast path only (0 stored, 1 stored and
+/// decoded code dropped, 2 not stored: the interpreter does it).
+#[cfg(feature = "jit")]
+extern "C" fn jit_store<B: Bus>(exec: *mut u8, addr: u64, value: u64, size: u64) -> u64 {
+    // SAFETY: compiled code passes back `JitCtx::exec`, the `Exec` of the `jit_call` that is
+    // running it (same `B`), which nothing else uses during the call.
+    let ex = unsafe { &mut *exec.cast::<Exec<'_, B>>() };
+    let size = size as u8;
+    if !ex.wr_region.store(addr, size, value) {
+        return 2;
+    }
+    ex.after_store(addr, size);
+    if ex.code_changed {
+        ex.code_changed = false;
+        return 1;
+    }
+    0
+}
+
 /// Whether an operation ends a block (it may change the pc, leave `run`, or change the cache).
 fn ends_block(op: Op) -> bool {
     matches!(
@@ -271,7 +380,15 @@ pub fn run<B: Bus>(hart: &mut Hart, bus: &mut B, max_insns: u64) -> Stop {
     let mut kept = bus.code_cache().map(std::mem::take);
     let stop = match &mut kept {
         Some(cache) => run_cached(hart, bus, cache, max_insns),
-        None => run_cached(hart, bus, &mut CodeCache::new(), max_insns),
+        None => {
+            #[allow(unused_mut)] // mutated only in the JIT's unit tests
+            let mut cache = CodeCache::new();
+            // The unit tests of the `jit` build run every program through the JIT, compiling
+            // at first sight (what it does not compile, the interpreter runs as always).
+            #[cfg(all(test, feature = "jit"))]
+            cache.set_jit(Some(1));
+            run_cached(hart, bus, &mut cache, max_insns)
+        }
     };
     if let Some(cache) = kept {
         if let Some(slot) = bus.code_cache() {
@@ -312,10 +429,28 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     let instret0 = hart.instret;
     let mut cur_vpn = NO_PAGE;
     let mut cur_page = 0usize;
+    #[cfg(feature = "jit")]
+    if let Some(j) = &mut ex.cache.jit {
+        j.safe_point();
+    }
+    // Compiled code left before an instruction the interpreter must run.
+    #[cfg(feature = "jit")]
+    let mut interpret_one = false;
 
     let stop = 'run: loop {
         if n >= max_insns {
             break Stop::Budget;
+        }
+        #[cfg(feature = "jit")]
+        if !interpret_one {
+            if let Some((retired, next, kind)) = ex.jit_call(&mut x, pc, max_insns - n) {
+                n += retired;
+                pc = next;
+                // Gathering a region may have emptied the cache.
+                cur_vpn = NO_PAGE;
+                interpret_one = kind == crate::jit::EXIT_INTERPRET;
+                continue 'run;
+            }
         }
         let vpn = pc >> PAGE_SHIFT;
         if vpn != cur_vpn {
@@ -334,6 +469,10 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         };
         // Never past the budget: a block may end early.
         let mut end = start + len.min(usize::try_from(max_insns - n).unwrap_or(usize::MAX));
+        #[cfg(feature = "jit")]
+        if std::mem::take(&mut interpret_one) {
+            end = end.min(start + 1);
+        }
         let mut i = start;
         while i < end {
             let Some(insn) = ex.cache.insn(i) else {

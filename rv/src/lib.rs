@@ -46,6 +46,8 @@ mod exec;
 mod hart;
 mod image;
 pub mod isa;
+#[cfg(feature = "jit")]
+mod jit;
 mod ram;
 
 pub use cache::CodeCache;

@@ -126,6 +126,12 @@ impl RamRegion {
     }
 
     /// Guest permissions.
+    /// Guest base, length and host address, for compiled code's inline loads (`jit`).
+    #[cfg(feature = "jit")]
+    pub(crate) fn raw(&self) -> [u64; 3] {
+        [self.base, self.len, self.ptr.as_ptr() as u64]
+    }
+
     pub fn perms(&self) -> Perms {
         self.perms
     }

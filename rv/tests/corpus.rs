@@ -115,3 +115,31 @@ fn budget_stops_exactly_and_a_run_can_continue() {
         .unwrap();
     assert_eq!(hart.instret, total);
 }
+
+/// The corpus through the JIT (compiling every region at first sight): the same exit code,
+/// output and retired-instruction count as qemu and the interpreter.
+#[cfg(feature = "jit")]
+#[test]
+fn corpus_programs_match_qemu_through_the_jit() {
+    for p in expected() {
+        let name = p["name"].as_str().unwrap();
+        let bytes = std::fs::read(corpus_dir().join(format!("{name}.elf"))).unwrap();
+        let mut m = BareMachine::from_elf_bytes(&bytes).unwrap();
+        assert!(m.set_jit(Some(1)), "no JIT on this host");
+        let report = m.call(m.entry(), &[], BUDGET).unwrap();
+        let BareStop::Exit {
+            code,
+            via: ExitVia::Exit,
+        } = report.stop
+        else {
+            panic!("{name}: {}", report.stop)
+        };
+        assert_eq!(code & 0xff, p["exit_code"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            String::from_utf8_lossy(m.output()),
+            p["stdout"].as_str().unwrap(),
+            "{name}"
+        );
+        assert_eq!(report.instret, p["instret"].as_u64().unwrap(), "{name}");
+    }
+}

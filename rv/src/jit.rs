@@ -1,0 +1,915 @@
+//! A Cranelift JIT for hot code (feature `jit`): regions of basic blocks within one guest page,
+//! compiled to host code that keeps guest registers in host registers across the region's
+//! internal branches and loops.
+//!
+//! The interpreter stays the reference: the JIT compiles only what it can do exactly and hands
+//! everything else back to it, one instruction at a time.
+//!
+//! - **Budgets stay exact.** Each guest block of a region is entered only when the remaining
+//!   budget covers all of it (its length is subtracted on entry); otherwise the region exits
+//!   and the interpreter runs the partial block. Side exits give back what was not retired.
+//! - **Faults stay exact.** A load goes inline only when it falls in one of the two RAM
+//!   regions the interpreter last used for loads and stores, naturally aligned (as
+//!   [`crate::RamRegion::load`] checks); anything else exits *before* the load and the
+//!   interpreter performs it, faulting or going through the bus as it would have. Stores call
+//!   back into the interpreter's own store path (region fast path, reservation, code-cache
+//!   invalidation); a store the fast path cannot do exits before it the same way, and a store
+//!   that dropped decoded code ends the region after it.
+//! - **What is compiled:** RV64I loads, stores, ALU, branches and jumps, M (`mulhsu` aside),
+//!   and the Zbb / Zbs operations with a one-to-one Cranelift instruction. Everything else
+//!   (`ecall`, `ebreak`, fences, counters, atomics, LR/SC, the draft bit-manipulation
+//!   operations, illegal encodings, an instruction across a page end) ends the compiled code
+//!   before it: the interpreter runs it.
+//! - **Invalidation.** Compiled regions are kept per entry address and belong to one guest
+//!   page: [`CodeCache::invalidate`](crate::CodeCache::invalidate) of a page forgets the
+//!   regions of that page (their host code stays allocated until the cache is cleared, so a
+//!   region that invalidated itself by a store returns safely). Host code memory is freed
+//!   when the cache is cleared or dropped, never while compiled code may be running.
+//!
+//! The differential tests run the bare corpus, the riscv-tests-style unit programs and the
+//! `rv_exec` fuzz entry with the JIT (compiling at first sight) and without, and compare
+//! every register, the pc, the retired count, memory and the stop.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, InstBuilder, MemFlagsData, Signature, Type, Value,
+};
+use cranelift_codegen::isa::TargetFrontendConfig;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+
+use crate::cache::{PageHasher, PAGE_SHIFT};
+use crate::decode::{Insn, Op, SINK};
+
+/// Entries into a region's start before it is compiled (by default).
+pub(crate) const DEFAULT_HOT: u32 = 32;
+/// Most guest blocks in one region, and instructions.
+pub(crate) const MAX_REGION_BLOCKS: usize = 32;
+pub(crate) const MAX_REGION_INSNS: usize = 1024;
+/// Regions compiled into one host-code module before it is retired and a new one started
+/// (bounds host memory: a module is freed when retired).
+const MAX_MODULE_REGIONS: usize = 512;
+
+/// What compiled code reads and writes (layout shared with the generated code: offsets below).
+#[repr(C)]
+pub(crate) struct JitCtx {
+    /// The interpreter's 64-entry register array (index 32 is the x0 sink).
+    pub x: *mut u64,
+    /// In: the instructions the run may still retire. Out: what is left of them.
+    pub left: u64,
+    /// Out: where the interpreter goes on.
+    pub pc: u64,
+    /// Two readable RAM regions: guest base, length, host pointer (length 0 when none).
+    pub rd: [u64; 6],
+    /// The interpreter's state, for the store callback.
+    pub exec: *mut u8,
+    /// `extern "C" fn(exec, addr, value, size) -> u64`: 0 stored, 1 stored and decoded code
+    /// dropped (leave after the store), 2 not stored (leave before it).
+    pub store: usize,
+}
+
+const OFF_X: i32 = 0;
+const OFF_LEFT: i32 = 8;
+const OFF_PC: i32 = 16;
+const OFF_RD: i32 = 24;
+const OFF_EXEC: i32 = 72;
+const OFF_STORE: i32 = 80;
+
+/// How compiled code left: go on at `ctx.pc` (look for compiled code there), or run one
+/// instruction at `ctx.pc` in the interpreter first.
+pub(crate) const EXIT_GO_ON: u64 = 0;
+pub(crate) const EXIT_INTERPRET: u64 = 1;
+
+/// Compiled code: `extern "C" fn(&mut JitCtx) -> exit`.
+pub(crate) type JitFn = unsafe extern "C" fn(*mut JitCtx) -> u64;
+
+/// One guest block of a region: its instructions with their addresses.
+pub(crate) struct GuestBlock {
+    pub pc: u64,
+    pub insns: Vec<(u64, Insn)>,
+}
+
+enum Entry {
+    /// Entered this many times, not compiled yet.
+    Counting(u32),
+    Compiled(JitFn),
+    /// Nothing compilable starts here.
+    Never,
+}
+
+/// The JIT state of one code cache.
+pub(crate) struct Jit {
+    hot: u32,
+    module: JITModule,
+    regions: usize,
+    entries: HashMap<u64, Entry, BuildHasherDefault<PageHasher>>,
+    /// Guest page -> the entry addresses in it.
+    pages: HashMap<u64, Vec<u64>, BuildHasherDefault<PageHasher>>,
+    /// Modules that may still be running: freed at the next safe point.
+    retired: Vec<JITModule>,
+    ctx: cranelift_codegen::Context,
+    fctx: FunctionBuilderContext,
+    next_name: u32,
+}
+
+impl std::fmt::Debug for Jit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jit")
+            .field("hot", &self.hot)
+            .field("regions", &self.regions)
+            .field("entries", &self.entries.len())
+            .finish()
+    }
+}
+
+fn new_module() -> Option<JITModule> {
+    let mut flags = settings::builder();
+    flags.set("opt_level", "speed").ok()?;
+    flags.set("use_colocated_libcalls", "false").ok()?;
+    flags.set("is_pic", "false").ok()?;
+    let isa = cranelift_native::builder()
+        .ok()?
+        .finish(settings::Flags::new(flags))
+        .ok()?;
+    Some(JITModule::new(JITBuilder::with_isa(
+        isa,
+        default_libcall_names(),
+    )))
+}
+
+impl Jit {
+    /// A JIT compiling regions entered `hot` times; `None` when the host has no Cranelift
+    /// backend.
+    pub(crate) fn new(hot: u32) -> Option<Jit> {
+        let module = new_module()?;
+        let ctx = module.make_context();
+        Some(Jit {
+            hot,
+            module,
+            regions: 0,
+            entries: HashMap::default(),
+            pages: HashMap::default(),
+            retired: Vec::new(),
+            ctx,
+            fctx: FunctionBuilderContext::new(),
+            next_name: 0,
+        })
+    }
+
+    /// Frees retired host code. Only where no compiled code of this JIT runs (the start of an
+    /// interpreter run).
+    pub(crate) fn safe_point(&mut self) {
+        for m in self.retired.drain(..) {
+            // SAFETY: retired modules' code is no longer reachable from `entries` (cleared
+            // when they were retired) and, at a safe point, none of it is executing.
+            unsafe { m.free_memory() };
+        }
+    }
+
+    /// Forgets every compiled region (their code is freed at the next safe point).
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+        self.pages.clear();
+        if self.regions > 0 {
+            if let Some(fresh) = new_module() {
+                let old = std::mem::replace(&mut self.module, fresh);
+                self.retired.push(old);
+                self.regions = 0;
+            }
+        }
+    }
+
+    /// Forgets the regions of guest page `vpn`.
+    pub(crate) fn invalidate_page(&mut self, vpn: u64) {
+        if let Some(pcs) = self.pages.remove(&vpn) {
+            for pc in pcs {
+                self.entries.remove(&pc);
+            }
+        }
+    }
+
+    /// The compiled code starting at `pc`: counts an entry, and when the count reaches the
+    /// threshold asks `region` for the guest blocks to compile.
+    pub(crate) fn lookup(
+        &mut self,
+        pc: u64,
+        region: impl FnOnce() -> Vec<GuestBlock>,
+    ) -> Option<JitFn> {
+        let e = self.entries.entry(pc).or_insert_with(|| {
+            self.pages.entry(pc >> PAGE_SHIFT).or_default().push(pc);
+            Entry::Counting(0)
+        });
+        match e {
+            Entry::Compiled(f) => return Some(*f),
+            Entry::Never => return None,
+            Entry::Counting(n) => {
+                *n += 1;
+                if *n < self.hot {
+                    return None;
+                }
+            }
+        }
+        let blocks = region();
+        let compiled = if blocks.first().is_some_and(|b| compilable_prefix(b) > 0) {
+            self.compile(&blocks)
+        } else {
+            None
+        };
+        let entry = match compiled {
+            Some(f) => Entry::Compiled(f),
+            None => Entry::Never,
+        };
+        self.entries.insert(pc, entry);
+        compiled
+    }
+
+    fn compile(&mut self, blocks: &[GuestBlock]) -> Option<JitFn> {
+        if self.regions >= MAX_MODULE_REGIONS {
+            self.clear();
+        }
+        let ptr = self.module.target_config().pointer_type();
+        let mut sig = self.module.make_signature();
+        sig.params.push(AbiParam::new(ptr));
+        sig.returns.push(AbiParam::new(types::I64));
+        let name = format!("r{}", self.next_name);
+        self.next_name = self.next_name.wrapping_add(1);
+        let id = self
+            .module
+            .declare_function(&name, Linkage::Local, &sig)
+            .ok()?;
+        self.module.clear_context(&mut self.ctx);
+        self.ctx.func.signature = sig.clone();
+        let mut store_sig = self.module.make_signature();
+        for _ in 0..4 {
+            store_sig.params.push(AbiParam::new(types::I64));
+        }
+        store_sig.returns.push(AbiParam::new(types::I64));
+        {
+            let config = self.module.target_config();
+            let b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
+            Gen::new(b, store_sig).region(blocks, config)?;
+        }
+        self.module.define_function(id, &mut self.ctx).ok()?;
+        self.module.clear_context(&mut self.ctx);
+        self.module.finalize_definitions().ok()?;
+        let code = self.module.get_finalized_function(id);
+        self.regions += 1;
+        // SAFETY: `code` is the finalized, executable entry of a function compiled with the
+        // signature `fn(pointer) -> i64` in the host's default calling convention, which is
+        // `extern "C"` on the hosts Cranelift's native builder supports.
+        Some(unsafe { std::mem::transmute::<*const u8, JitFn>(code) })
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        self.safe_point();
+        if let Some(fresh) = new_module() {
+            let m = std::mem::replace(&mut self.module, fresh);
+            // SAFETY: the JIT is going away with its cache: none of its code can run any more
+            // (running code holds the cache mutably borrowed).
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// How many instructions of `b`, from its start, the JIT compiles.
+pub(crate) fn compilable_prefix(b: &GuestBlock) -> usize {
+    b.insns
+        .iter()
+        .take_while(|(pc, i)| compiles(i.op) && !crosses_page(*pc, i))
+        .count()
+}
+
+fn crosses_page(pc: u64, i: &Insn) -> bool {
+    (pc >> PAGE_SHIFT) != (pc.wrapping_add(u64::from(i.len) - 1) >> PAGE_SHIFT)
+}
+
+/// Whether the JIT compiles `op` (everything else goes back to the interpreter).
+pub(crate) fn compiles(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Lui | Auipc
+            | Jal
+            | Jalr
+            | Beq
+            | Bne
+            | Blt
+            | Bge
+            | Bltu
+            | Bgeu
+            | Lb
+            | Lh
+            | Lw
+            | Ld
+            | Lbu
+            | Lhu
+            | Lwu
+            | Sb
+            | Sh
+            | Sw
+            | Sd
+            | Addi
+            | Slti
+            | Sltiu
+            | Xori
+            | Ori
+            | Andi
+            | Slli
+            | Srli
+            | Srai
+            | Add
+            | Sub
+            | Sll
+            | Slt
+            | Sltu
+            | Xor
+            | Srl
+            | Sra
+            | Or
+            | And
+            | Addiw
+            | Slliw
+            | Srliw
+            | Sraiw
+            | Addw
+            | Subw
+            | Sllw
+            | Srlw
+            | Sraw
+            | Mul
+            | Mulh
+            | Mulhu
+            | Div
+            | Divu
+            | Rem
+            | Remu
+            | Mulw
+            | Divw
+            | Divuw
+            | Remw
+            | Remuw
+            | Andn
+            | Orn
+            | Xnor
+            | Clz
+            | Clzw
+            | Ctz
+            | Ctzw
+            | Cpop
+            | Cpopw
+            | Max
+            | Maxu
+            | Min
+            | Minu
+            | SextB
+            | SextH
+            | ZextH
+            | Rol
+            | Rolw
+            | Ror
+            | Rori
+            | Roriw
+            | Rorw
+            | Rev8
+            | Bclr
+            | Bclri
+            | Bext
+            | Bexti
+            | Binv
+            | Binvi
+            | Bset
+            | Bseti
+    )
+}
+
+/// The code generator of one region.
+struct Gen<'a> {
+    b: FunctionBuilder<'a>,
+    store_sig: Signature,
+    /// Guest registers 1..=31 and the remaining budget.
+    regs: [Variable; 32],
+    left: Variable,
+    ctxp: Value,
+    xp: Value,
+    /// The registers the region writes (stored back at every exit).
+    written: Vec<usize>,
+    /// Guest block address -> host block.
+    targets: HashMap<u64, Block>,
+    /// Exit blocks to fill once the region's code is emitted (a block being filled cannot be
+    /// left for another): block, pc, exit kind, instructions not retired.
+    pending: Vec<(Block, u64, u64, u64)>,
+}
+
+impl<'a> Gen<'a> {
+    fn new(mut b: FunctionBuilder<'a>, store_sig: Signature) -> Gen<'a> {
+        let regs = std::array::from_fn(|_| b.declare_var(types::I64));
+        let left = b.declare_var(types::I64);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ctxp = b.block_params(entry)[0];
+        let xp = b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), ctxp, OFF_X);
+        Gen {
+            b,
+            store_sig,
+            regs,
+            left,
+            ctxp,
+            xp,
+            written: Vec::new(),
+            targets: HashMap::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    fn region(mut self, blocks: &[GuestBlock], config: TargetFrontendConfig) -> Option<()> {
+        // Registers: every one the region names is loaded on entry; the ones it writes are
+        // stored at every exit.
+        let mut used = HashSet::new();
+        let mut written = HashSet::new();
+        for g in blocks {
+            for (_, i) in &g.insns[..compilable_prefix(g)] {
+                used.insert(usize::from(i.rs1 & 31));
+                used.insert(usize::from(i.rs2 & 31));
+                if i.rd != SINK {
+                    used.insert(usize::from(i.rd & 31));
+                    written.insert(usize::from(i.rd & 31));
+                }
+            }
+        }
+        used.remove(&0);
+        let mut used: Vec<usize> = used.into_iter().collect();
+        used.sort_unstable();
+        self.written = written.into_iter().collect();
+        self.written.sort_unstable();
+        for r in 0..32 {
+            let v = if used.contains(&r) {
+                self.b
+                    .ins()
+                    .load(types::I64, MemFlagsData::trusted(), self.xp, (8 * r) as i32)
+            } else {
+                self.b.ins().iconst(types::I64, 0)
+            };
+            self.b.def_var(self.regs[r], v);
+        }
+        let left = self
+            .b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_LEFT);
+        self.b.def_var(self.left, left);
+        for g in blocks {
+            let blk = self.b.create_block();
+            self.targets.insert(g.pc, blk);
+        }
+        let first = *self.targets.get(&blocks.first()?.pc)?;
+        self.b.ins().jump(first, &[]);
+        for g in blocks {
+            self.block(g)?;
+        }
+        for (blk, pc, kind, unretired) in std::mem::take(&mut self.pending) {
+            self.b.switch_to_block(blk);
+            self.exit_const(pc, kind, unretired);
+        }
+        self.b.seal_all_blocks();
+        self.b.finalize(config);
+        Some(())
+    }
+
+    fn reg(&mut self, r: u8) -> Value {
+        let r = usize::from(r & 31);
+        if r == 0 {
+            self.b.ins().iconst(types::I64, 0)
+        } else {
+            self.b.use_var(self.regs[r])
+        }
+    }
+
+    fn set(&mut self, rd: u8, v: Value) {
+        if rd != SINK {
+            self.b.def_var(self.regs[usize::from(rd & 31)], v);
+        }
+    }
+
+    /// Leaves the region: registers and budget back to the context, `pc`, the exit kind.
+    /// `unretired`: instructions counted on the block's entry that did not retire.
+    fn exit(&mut self, pc: Value, kind: u64, unretired: u64) {
+        for &r in &self.written.clone() {
+            let v = self.b.use_var(self.regs[r]);
+            self.b
+                .ins()
+                .store(MemFlagsData::trusted(), v, self.xp, (8 * r) as i32);
+        }
+        let mut left = self.b.use_var(self.left);
+        if unretired > 0 {
+            left = self.b.ins().iadd_imm_s(left, unretired as i64);
+        }
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), left, self.ctxp, OFF_LEFT);
+        self.b
+            .ins()
+            .store(MemFlagsData::trusted(), pc, self.ctxp, OFF_PC);
+        let k = self.b.ins().iconst(types::I64, kind as i64);
+        self.b.ins().return_(&[k]);
+    }
+
+    fn exit_const(&mut self, pc: u64, kind: u64, unretired: u64) {
+        let pc = self.b.ins().iconst(types::I64, pc as i64);
+        self.exit(pc, kind, unretired);
+    }
+
+    /// A host block that leaves the region at `pc` (or continues in the region when `pc`
+    /// starts one of its blocks and `kind` is go-on).
+    fn target(&mut self, pc: u64, unretired: u64) -> Block {
+        if unretired == 0 {
+            if let Some(&b) = self.targets.get(&pc) {
+                return b;
+            }
+        }
+        self.exit_block(pc, EXIT_GO_ON, unretired)
+    }
+
+    /// A host block that leaves before the instruction at `pc` for the interpreter.
+    fn bail(&mut self, pc: u64, unretired: u64) -> Block {
+        self.exit_block(pc, EXIT_INTERPRET, unretired)
+    }
+
+    /// A host block that leaves the region (filled at the end).
+    fn exit_block(&mut self, pc: u64, kind: u64, unretired: u64) -> Block {
+        let blk = self.b.create_block();
+        self.pending.push((blk, pc, kind, unretired));
+        blk
+    }
+
+    fn block(&mut self, g: &GuestBlock) -> Option<()> {
+        let blk = *self.targets.get(&g.pc)?;
+        self.b.switch_to_block(blk);
+        let n = compilable_prefix(g);
+        let len = n as u64;
+        if n == 0 {
+            self.exit_const(g.pc, EXIT_INTERPRET, 0);
+            return Some(());
+        }
+        // The budget covers the whole compiled block, or the interpreter runs it.
+        let left = self.b.use_var(self.left);
+        let short = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThan, left, len as i64);
+        let body = self.b.create_block();
+        let out = self.bail(g.pc, 0);
+        self.b.ins().brif(short, out, &[], body, &[]);
+        self.b.switch_to_block(body);
+        let left = self.b.ins().iadd_imm_s(left, -(len as i64));
+        self.b.def_var(self.left, left);
+        for (k, &(pc, insn)) in g.insns[..n].iter().enumerate() {
+            // Instructions of the block not retired if this one leaves before itself.
+            let rest = len - k as u64;
+            if self.insn(pc, insn, rest)? {
+                return Some(());
+            }
+        }
+        // Fell off the compiled part: the next instruction, in or out of the region.
+        let (last_pc, last) = g.insns[n - 1];
+        let next = last_pc.wrapping_add(u64::from(last.len));
+        if n < g.insns.len() {
+            self.exit_const(next, EXIT_INTERPRET, 0);
+        } else {
+            let t = self.target(next, 0);
+            self.b.ins().jump(t, &[]);
+        }
+        Some(())
+    }
+
+    /// Emits one instruction; returns whether it ended the block (a jump or branch).
+    fn insn(&mut self, pc: u64, i: Insn, rest: u64) -> Option<bool> {
+        use Op::*;
+        let imm = i64::from(i.imm);
+        let next = pc.wrapping_add(u64::from(i.len));
+        let v1 = self.reg(i.rs1);
+        let v2 = self.reg(i.rs2);
+        let w = |g: &mut Gen<'_>, v: Value| g.b.ins().ireduce(types::I32, v);
+        let sx = |g: &mut Gen<'_>, v: Value| g.b.ins().sextend(types::I64, v);
+        let bool64 = |g: &mut Gen<'_>, c: Value| g.b.ins().uextend(types::I64, c);
+        let r = match i.op {
+            Lui => self.b.ins().iconst(types::I64, imm),
+            Auipc => self
+                .b
+                .ins()
+                .iconst(types::I64, pc.wrapping_add(imm as u64) as i64),
+            Jal => {
+                let link = self.b.ins().iconst(types::I64, next as i64);
+                self.set(i.rd, link);
+                let t = self.target(pc.wrapping_add(imm as u64), 0);
+                self.b.ins().jump(t, &[]);
+                return Some(true);
+            }
+            Jalr => {
+                let t = self.b.ins().iadd_imm_s(v1, imm);
+                let t = self.b.ins().band_imm_s(t, !1);
+                let link = self.b.ins().iconst(types::I64, next as i64);
+                self.set(i.rd, link);
+                self.exit(t, EXIT_GO_ON, 0);
+                return Some(true);
+            }
+            Beq | Bne | Blt | Bge | Bltu | Bgeu => {
+                let cc = match i.op {
+                    Beq => IntCC::Equal,
+                    Bne => IntCC::NotEqual,
+                    Blt => IntCC::SignedLessThan,
+                    Bge => IntCC::SignedGreaterThanOrEqual,
+                    Bltu => IntCC::UnsignedLessThan,
+                    _ => IntCC::UnsignedGreaterThanOrEqual,
+                };
+                let c = self.b.ins().icmp(cc, v1, v2);
+                let taken = self.target(pc.wrapping_add(imm as u64), 0);
+                let fall = self.target(next, 0);
+                self.b.ins().brif(c, taken, &[], fall, &[]);
+                return Some(true);
+            }
+            Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu => {
+                let (ty, size, signed) = match i.op {
+                    Lb => (types::I8, 1, true),
+                    Lh => (types::I16, 2, true),
+                    Lw => (types::I32, 4, true),
+                    Ld => (types::I64, 8, false),
+                    Lbu => (types::I8, 1, false),
+                    Lhu => (types::I16, 2, false),
+                    _ => (types::I32, 4, false),
+                };
+                let addr = self.b.ins().iadd_imm_s(v1, imm);
+                let p = self.host_address(addr, size, pc, rest);
+                let v = self.b.ins().load(ty, MemFlagsData::trusted(), p, 0);
+                if ty == types::I64 {
+                    v
+                } else if signed {
+                    sx(self, v)
+                } else {
+                    self.b.ins().uextend(types::I64, v)
+                }
+            }
+            Sb | Sh | Sw | Sd => {
+                let size = match i.op {
+                    Sb => 1,
+                    Sh => 2,
+                    Sw => 4,
+                    _ => 8,
+                };
+                let addr = self.b.ins().iadd_imm_s(v1, imm);
+                let exec =
+                    self.b
+                        .ins()
+                        .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_EXEC);
+                let f =
+                    self.b
+                        .ins()
+                        .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_STORE);
+                let size = self.b.ins().iconst(types::I64, size);
+                let sig = self.b.import_signature(self.store_sig.clone());
+                let call = self.b.ins().call_indirect(sig, f, &[exec, addr, v2, size]);
+                let res = self.b.inst_results(call)[0];
+                // 0: go on; 1: leave after the store (decoded code dropped); 2: leave before.
+                let ok = self.b.create_block();
+                let not_ok = self.b.create_block();
+                self.b.ins().brif(res, not_ok, &[], ok, &[]);
+                self.b.switch_to_block(not_ok);
+                let before = self.bail(pc, rest);
+                let after = self.exit_block(next, EXIT_GO_ON, rest - 1);
+                let stored = self.b.ins().icmp_imm_s(IntCC::Equal, res, 1);
+                self.b.ins().brif(stored, after, &[], before, &[]);
+                self.b.switch_to_block(ok);
+                return Some(false);
+            }
+            Addi => self.b.ins().iadd_imm_s(v1, imm),
+            Slti => {
+                let c = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, v1, imm);
+                bool64(self, c)
+            }
+            Sltiu => {
+                let c = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, v1, imm);
+                bool64(self, c)
+            }
+            Xori => self.b.ins().bxor_imm_s(v1, imm),
+            Ori => self.b.ins().bor_imm_s(v1, imm),
+            Andi => self.b.ins().band_imm_s(v1, imm),
+            Slli => self.b.ins().ishl_imm_u(v1, imm & 63),
+            Srli => self.b.ins().ushr_imm_u(v1, imm & 63),
+            Srai => self.b.ins().sshr_imm_u(v1, imm & 63),
+            Add => self.b.ins().iadd(v1, v2),
+            Sub => self.b.ins().isub(v1, v2),
+            Sll => self.b.ins().ishl(v1, v2),
+            Slt => {
+                let c = self.b.ins().icmp(IntCC::SignedLessThan, v1, v2);
+                bool64(self, c)
+            }
+            Sltu => {
+                let c = self.b.ins().icmp(IntCC::UnsignedLessThan, v1, v2);
+                bool64(self, c)
+            }
+            Xor => self.b.ins().bxor(v1, v2),
+            Srl => self.b.ins().ushr(v1, v2),
+            Sra => self.b.ins().sshr(v1, v2),
+            Or => self.b.ins().bor(v1, v2),
+            And => self.b.ins().band(v1, v2),
+            Addiw => {
+                let s = self.b.ins().iadd_imm_s(v1, imm);
+                let s = w(self, s);
+                sx(self, s)
+            }
+            Slliw | Srliw | Sraiw => {
+                let a = w(self, v1);
+                let s = match i.op {
+                    Slliw => self.b.ins().ishl_imm_u(a, imm & 31),
+                    Srliw => self.b.ins().ushr_imm_u(a, imm & 31),
+                    _ => self.b.ins().sshr_imm_u(a, imm & 31),
+                };
+                sx(self, s)
+            }
+            Addw | Subw | Mulw => {
+                let s = match i.op {
+                    Addw => self.b.ins().iadd(v1, v2),
+                    Subw => self.b.ins().isub(v1, v2),
+                    _ => self.b.ins().imul(v1, v2),
+                };
+                let s = w(self, s);
+                sx(self, s)
+            }
+            Sllw | Srlw | Sraw => {
+                let a = w(self, v1);
+                let s = match i.op {
+                    Sllw => self.b.ins().ishl(a, v2),
+                    Srlw => self.b.ins().ushr(a, v2),
+                    _ => self.b.ins().sshr(a, v2),
+                };
+                sx(self, s)
+            }
+            Mul => self.b.ins().imul(v1, v2),
+            Mulh => self.b.ins().smulhi(v1, v2),
+            Mulhu => self.b.ins().umulhi(v1, v2),
+            Div | Rem => self.signed_div(v1, v2, types::I64, i.op == Rem),
+            Divu | Remu => self.unsigned_div(v1, v2, types::I64, i.op == Remu),
+            Divw | Remw => {
+                let (a, b) = (w(self, v1), w(self, v2));
+                let q = self.signed_div(a, b, types::I32, i.op == Remw);
+                sx(self, q)
+            }
+            Divuw | Remuw => {
+                let (a, b) = (w(self, v1), w(self, v2));
+                let q = self.unsigned_div(a, b, types::I32, i.op == Remuw);
+                sx(self, q)
+            }
+            Andn => self.b.ins().band_not(v1, v2),
+            Orn => self.b.ins().bor_not(v1, v2),
+            Xnor => self.b.ins().bxor_not(v1, v2),
+            Clz => self.b.ins().clz(v1),
+            Ctz => self.b.ins().ctz(v1),
+            Cpop => self.b.ins().popcnt(v1),
+            Clzw | Ctzw | Cpopw => {
+                let a = w(self, v1);
+                let c = match i.op {
+                    Clzw => self.b.ins().clz(a),
+                    Ctzw => self.b.ins().ctz(a),
+                    _ => self.b.ins().popcnt(a),
+                };
+                self.b.ins().uextend(types::I64, c)
+            }
+            Max => self.b.ins().smax(v1, v2),
+            Maxu => self.b.ins().umax(v1, v2),
+            Min => self.b.ins().smin(v1, v2),
+            Minu => self.b.ins().umin(v1, v2),
+            SextB | SextH => {
+                let ty = if i.op == SextB { types::I8 } else { types::I16 };
+                let a = self.b.ins().ireduce(ty, v1);
+                sx(self, a)
+            }
+            ZextH => self.b.ins().band_imm_s(v1, 0xffff),
+            Rol => self.b.ins().rotl(v1, v2),
+            Ror => self.b.ins().rotr(v1, v2),
+            Rori => self.b.ins().rotr_imm_u(v1, imm & 63),
+            Rolw | Rorw | Roriw => {
+                let a = w(self, v1);
+                let s = match i.op {
+                    Rolw => self.b.ins().rotl(a, v2),
+                    Rorw => self.b.ins().rotr(a, v2),
+                    _ => self.b.ins().rotr_imm_u(a, imm & 31),
+                };
+                sx(self, s)
+            }
+            Rev8 => self.b.ins().bswap(v1),
+            Bclr | Bext | Binv | Bset => {
+                let one = self.b.ins().iconst(types::I64, 1);
+                let bit = self.b.ins().ishl(one, v2);
+                self.bit_op(i.op, v1, v2, bit)
+            }
+            Bclri | Bexti | Binvi | Bseti => {
+                let bit = self.b.ins().iconst(types::I64, (1u64 << (imm & 63)) as i64);
+                let sh = self.b.ins().iconst(types::I64, imm & 63);
+                self.bit_op(i.op, v1, sh, bit)
+            }
+            // Everything else was cut off by `compilable_prefix`.
+            _ => return None,
+        };
+        self.set(i.rd, r);
+        Some(false)
+    }
+
+    fn bit_op(&mut self, op: Op, v1: Value, sh: Value, bit: Value) -> Value {
+        use Op::*;
+        match op {
+            Bclr | Bclri => self.b.ins().band_not(v1, bit),
+            Binv | Binvi => self.b.ins().bxor(v1, bit),
+            Bset | Bseti => self.b.ins().bor(v1, bit),
+            _ => {
+                let s = self.b.ins().ushr(v1, sh);
+                self.b.ins().band_imm_s(s, 1)
+            }
+        }
+    }
+
+    /// The host address of a naturally aligned `size`-byte load at `addr` in one of the two
+    /// readable regions; leaves for the interpreter otherwise.
+    fn host_address(&mut self, addr: Value, size: i64, pc: u64, rest: u64) -> Value {
+        let mut found = Vec::new();
+        for k in 0..2 {
+            let at = OFF_RD + 24 * k;
+            let base = self
+                .b
+                .ins()
+                .load(types::I64, MemFlagsData::trusted(), self.ctxp, at);
+            let len = self
+                .b
+                .ins()
+                .load(types::I64, MemFlagsData::trusted(), self.ctxp, at + 8);
+            let host = self
+                .b
+                .ins()
+                .load(types::I64, MemFlagsData::trusted(), self.ctxp, at + 16);
+            let off = self.b.ins().isub(addr, base);
+            let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, len);
+            let low = self.b.ins().band_imm_s(off, size - 1);
+            let aligned = self.b.ins().icmp_imm_s(IntCC::Equal, low, 0);
+            let ok = self.b.ins().band(inside, aligned);
+            let p = self.b.ins().iadd(host, off);
+            found.push((ok, p));
+        }
+        let (ok0, p0) = found[0];
+        let (ok1, p1) = found[1];
+        let ok = self.b.ins().bor(ok0, ok1);
+        let p = self.b.ins().select(ok0, p0, p1);
+        let cont = self.b.create_block();
+        let out = self.bail(pc, rest);
+        self.b.ins().brif(ok, cont, &[], out, &[]);
+        self.b.switch_to_block(cont);
+        p
+    }
+
+    /// RISC-V signed division / remainder (by zero: all ones / the dividend; overflow: the
+    /// dividend / 0), without Cranelift's traps.
+    fn signed_div(&mut self, a: Value, b: Value, ty: Type, rem: bool) -> Value {
+        let min = if ty == types::I32 {
+            i64::from(i32::MIN)
+        } else {
+            i64::MIN
+        };
+        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+        let a_min = self.b.ins().icmp_imm_s(IntCC::Equal, a, min);
+        let b_m1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+        let ovf = self.b.ins().band(a_min, b_m1);
+        let bad = self.b.ins().bor(zero, ovf);
+        let one = self.b.ins().iconst(ty, 1);
+        let d = self.b.ins().select(bad, one, b);
+        if rem {
+            // Overflow: srem by 1 gives 0, as RISC-V wants.
+            let r = self.b.ins().srem(a, d);
+            self.b.ins().select(zero, a, r)
+        } else {
+            // Overflow: sdiv by 1 gives the dividend (MIN), as RISC-V wants.
+            let q = self.b.ins().sdiv(a, d);
+            let all = self.b.ins().iconst(ty, -1);
+            self.b.ins().select(zero, all, q)
+        }
+    }
+
+    fn unsigned_div(&mut self, a: Value, b: Value, ty: Type, rem: bool) -> Value {
+        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+        let one = self.b.ins().iconst(ty, 1);
+        let d = self.b.ins().select(zero, one, b);
+        if rem {
+            let r = self.b.ins().urem(a, d);
+            self.b.ins().select(zero, a, r)
+        } else {
+            let q = self.b.ins().udiv(a, d);
+            let all = self.b.ins().iconst(ty, -1);
+            self.b.ins().select(zero, all, q)
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The JIT against the interpreter (feature `jit`): random programs made of the operations the
+//! JIT compiles (ALU, M, Zbb / Zbs, loads and stores, branches and jumps, with a few it does not
+//! compile mixed in), run with random budgets by the interpreter alone, by the JIT compiling at
+//! first sight and by the JIT compiling at the second entry. Every register, the pc, the
+//! retired count, the stop and the memory must be the same.
+//!
+//! The fuzz entry (`tests/fuzz.rs`, `fuzz_exec`) and the corpus
+//! (`corpus_programs_match_qemu_through_the_jit`) run the JIT too; this test reaches the
+//! compiled operations far more often than arbitrary bytes do.
+#![cfg(feature = "jit")]
+
+use mlx5_dpa_rv::bare::BareMachine;
+use proptest::prelude::*;
+
+const BASE: u64 = 0x1000;
+/// Data the programs load and store: the page after the code's, in the same read-write-execute
+/// segment (one store kind writes into the code page instead: self-modifying code).
+const DATA: u64 = 0x2800;
+/// The registers holding `DATA` and `BASE` (never written by the programs).
+const DATA_REG: u32 = 31;
+const CODE_REG: u32 = 30;
+/// Bytes of the segment (two pages).
+const SEGMENT: usize = 0x2000;
+
+fn r(f7: u32, rs2: u32, rs1: u32, f3: u32, rd: u32, op: u32) -> u32 {
+    (f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | op
+}
+
+fn i(imm: i32, rs1: u32, f3: u32, rd: u32, op: u32) -> u32 {
+    (((imm as u32) & 0xfff) << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | op
+}
+
+fn s(imm: i32, rs2: u32, rs1: u32, f3: u32) -> u32 {
+    let imm = imm as u32;
+    ((imm >> 5 & 0x7f) << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | ((imm & 0x1f) << 7) | 0x23
+}
+
+fn b(imm: i32, rs2: u32, rs1: u32, f3: u32) -> u32 {
+    let imm = imm as u32;
+    ((imm >> 12 & 1) << 31)
+        | ((imm >> 5 & 0x3f) << 25)
+        | (rs2 << 20)
+        | (rs1 << 15)
+        | (f3 << 12)
+        | ((imm >> 1 & 0xf) << 8)
+        | ((imm >> 11 & 1) << 7)
+        | 0x63
+}
+
+fn jal(rd: u32, imm: i32) -> u32 {
+    let imm = imm as u32;
+    ((imm >> 20 & 1) << 31)
+        | ((imm >> 1 & 0x3ff) << 21)
+        | ((imm >> 11 & 1) << 20)
+        | ((imm >> 12 & 0xff) << 12)
+        | (rd << 7)
+        | 0x6f
+}
+
+/// R-type operations (funct7, funct3, opcode).
+const R_OPS: &[(u32, u32, u32)] = &[
+    (0, 0, 0x33),    // add
+    (0x20, 0, 0x33), // sub
+    (0, 1, 0x33),    // sll
+    (0, 2, 0x33),    // slt
+    (0, 3, 0x33),    // sltu
+    (0, 4, 0x33),    // xor
+    (0, 5, 0x33),    // srl
+    (0x20, 5, 0x33), // sra
+    (0, 6, 0x33),    // or
+    (0, 7, 0x33),    // and
+    (1, 0, 0x33),    // mul
+    (1, 1, 0x33),    // mulh
+    (1, 2, 0x33),    // mulhsu (interpreted)
+    (1, 3, 0x33),    // mulhu
+    (1, 4, 0x33),    // div
+    (1, 5, 0x33),    // divu
+    (1, 6, 0x33),    // rem
+    (1, 7, 0x33),    // remu
+    (0, 0, 0x3b),    // addw
+    (0x20, 0, 0x3b), // subw
+    (0, 1, 0x3b),    // sllw
+    (0, 5, 0x3b),    // srlw
+    (0x20, 5, 0x3b), // sraw
+    (1, 0, 0x3b),    // mulw
+    (1, 4, 0x3b),    // divw
+    (1, 5, 0x3b),    // divuw
+    (1, 6, 0x3b),    // remw
+    (1, 7, 0x3b),    // remuw
+    (0x20, 7, 0x33), // andn
+    (0x20, 6, 0x33), // orn
+    (0x20, 4, 0x33), // xnor
+    (0x05, 4, 0x33), // min
+    (0x05, 5, 0x33), // minu
+    (0x05, 6, 0x33), // max
+    (0x05, 7, 0x33), // maxu
+    (0x30, 1, 0x33), // rol
+    (0x30, 5, 0x33), // ror
+    (0x30, 1, 0x3b), // rolw
+    (0x30, 5, 0x3b), // rorw
+    (0x24, 1, 0x33), // bclr
+    (0x24, 5, 0x33), // bext
+    (0x34, 1, 0x33), // binv
+    (0x14, 1, 0x33), // bset
+];
+
+/// I-type arithmetic (funct3, opcode, fixed high immediate bits or none).
+const I_OPS: &[(u32, u32, Option<i32>)] = &[
+    (0, 0x13, None),        // addi
+    (2, 0x13, None),        // slti
+    (3, 0x13, None),        // sltiu
+    (4, 0x13, None),        // xori
+    (6, 0x13, None),        // ori
+    (7, 0x13, None),        // andi
+    (0, 0x1b, None),        // addiw
+    (1, 0x13, Some(0x000)), // slli (shamt below)
+    (5, 0x13, Some(0x000)), // srli
+    (5, 0x13, Some(0x400)), // srai
+    (1, 0x1b, Some(0x000)), // slliw
+    (5, 0x1b, Some(0x000)), // srliw
+    (5, 0x1b, Some(0x400)), // sraiw
+    (5, 0x13, Some(0x600)), // rori
+    (5, 0x1b, Some(0x600)), // roriw
+    (1, 0x13, Some(0x480)), // bclri
+    (5, 0x13, Some(0x480)), // bexti
+    (1, 0x13, Some(0x680)), // binvi
+    (1, 0x13, Some(0x280)), // bseti
+];
+
+/// Unary Zbb operations (the whole 12-bit immediate, funct3, opcode).
+const U_OPS: &[(i32, u32, u32)] = &[
+    (0x600, 1, 0x13), // clz
+    (0x601, 1, 0x13), // ctz
+    (0x602, 1, 0x13), // cpop
+    (0x604, 1, 0x13), // sext.b
+    (0x605, 1, 0x13), // sext.h
+    (0x6b8, 5, 0x13), // rev8
+    (0x600, 1, 0x1b), // clzw
+    (0x601, 1, 0x1b), // ctzw
+    (0x602, 1, 0x1b), // cpopw
+    (0x287, 5, 0x13), // orc.b (interpreted)
+];
+
+fn reg() -> impl Strategy<Value = u32> {
+    0u32..32
+}
+
+fn rd() -> impl Strategy<Value = u32> {
+    0u32..30
+}
+
+/// One instruction; `at` is its index (branch targets stay near the program).
+fn insn(at: usize, len: usize) -> impl Strategy<Value = u32> {
+    let back = -(at as i32).min(12);
+    let fwd = ((len - at) as i32).min(12);
+    prop_oneof![
+        8 => (0..R_OPS.len(), reg(), reg(), rd())
+            .prop_map(|(k, rs2, rs1, rd)| { let (f7, f3, op) = R_OPS[k]; r(f7, rs2, rs1, f3, rd, op) }),
+        6 => (0..I_OPS.len(), -2048i32..2048, reg(), rd()).prop_map(|(k, imm, rs1, rd)| {
+            let (f3, op, hi) = I_OPS[k];
+            let imm = match hi {
+                Some(h) => h | (imm & if op == 0x1b { 31 } else { 63 }),
+                None => imm,
+            };
+            i(imm, rs1, f3, rd, op)
+        }),
+        2 => (0..U_OPS.len(), reg(), rd()).prop_map(|(k, rs1, rd)| {
+            let (imm, f3, op) = U_OPS[k];
+            i(imm, rs1, f3, rd, op)
+        }),
+        // Loads from the data area (sometimes misaligned: a fault for both engines).
+        3 => (0u32..7, 0i32..256, rd()).prop_map(|(f3, off, rd)| {
+            let f3 = [0, 1, 2, 3, 4, 5, 6][f3 as usize];
+            i(off * 4 - 512 + (off & 1), DATA_REG, f3, rd, 0x03)
+        }),
+        3 => (0u32..4, 0i32..256, reg()).prop_map(|(f3, off, rs2)| s(off * 4 - 512, rs2, DATA_REG, f3)),
+        // A store into the code page (maybe over the program itself).
+        1 => (0u32..4, 0i32..2048, reg()).prop_map(|(f3, off, rs2)| s(off & !7, rs2, CODE_REG, f3)),
+        3 => (0u32..8, back..fwd, reg(), reg()).prop_map(|(f3, d, rs2, rs1)| {
+            let f3 = [0, 1, 4, 5, 6, 7, 0, 1][f3 as usize];
+            b(d * 4, rs2, rs1, f3)
+        }),
+        1 => (back..fwd, rd()).prop_map(|(d, rd)| jal(rd, d * 4)),
+        1 => (0u32..1 << 20, rd()).prop_map(|(imm, rd)| (imm << 12) | (rd << 7) | 0x37), // lui
+        1 => (0u32..1 << 20, rd()).prop_map(|(imm, rd)| (imm << 12) | (rd << 7) | 0x17), // auipc
+    ]
+}
+
+fn program() -> impl Strategy<Value = Vec<u32>> {
+    (8usize..120).prop_flat_map(|len| (0..len).map(|at| insn(at, len).boxed()).collect::<Vec<_>>())
+}
+
+type Outcome = (String, [u64; 32], u64, u64, Option<Vec<u8>>);
+
+fn run(code: &[u32], data: &[u8], budget: u64, jit: Option<u32>) -> Outcome {
+    let mut bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    // An ecall ends the program when control falls off its end.
+    bytes.extend_from_slice(&0x0000_0073u32.to_le_bytes());
+    bytes.resize(SEGMENT, 0);
+    // Random data around DATA: what the prologue loads into the registers, and what the
+    // program's loads find.
+    let at = (DATA - BASE) as usize - 512;
+    bytes[at..at + data.len()].copy_from_slice(data);
+    let mut m = BareMachine::from_code(BASE, &bytes).expect("machine");
+    if let Some(hot) = jit {
+        assert!(m.set_jit(Some(hot)), "no JIT on this host");
+    }
+    let args = [0u64; 8];
+    let mut outcome = None;
+    // Twice: the second run finds the first one's compiled code (and memory).
+    for _ in 0..2 {
+        let r = m.call(BASE, &args, budget).expect("call");
+        outcome = Some((
+            r.stop.to_string(),
+            r.hart.x,
+            r.hart.pc,
+            r.instret,
+            m.read(BASE, SEGMENT as u64),
+        ));
+    }
+    outcome.expect("ran")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn the_jit_agrees_with_the_interpreter(
+        code in program(),
+        data in proptest::collection::vec(any::<u8>(), 1024),
+        budget in 1u64..3000,
+    ) {
+        // x31 and x30 point at the data and the code: they are only read.
+        let mut code = code;
+        code.insert(0, (((DATA + 0x800) >> 12) << 12) as u32 | (DATA_REG << 7) | 0x37);
+        code.insert(1, i((DATA & 0xfff) as i32, DATA_REG, 0, DATA_REG, 0x13));
+        code.insert(2, (BASE as u32) | (CODE_REG << 7) | 0x37);
+        // Every other register from the random data (ld xN, 8N - 512(x31)).
+        for n in 1..30u32 {
+            code.insert(2 + n as usize, i(8 * n as i32 - 512, DATA_REG, 3, n, 0x03));
+        }
+        let budget = budget + 32;
+        let interp = run(&code, &data, budget, None);
+        for hot in [1, 2] {
+            let jit = run(&code, &data, budget, Some(hot));
+            prop_assert_eq!(&interp, &jit, "hot {}", hot);
+        }
+    }
+}
