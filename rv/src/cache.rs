@@ -17,6 +17,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use super::decode::Insn;
 
 pub(crate) const PAGE_SHIFT: u32 = 12;
+#[cfg(feature = "jit")]
+const _: () = assert!(PAGE_SHIFT == crate::jit::PAGE_SHIFT);
 const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
 const SLOTS: usize = 1 << (PAGE_SHIFT - 1);
 /// Most instructions in a block (the entry keeps the length in 8 bits).
@@ -51,6 +53,10 @@ pub struct CodeCache {
     /// Compiled regions of the same code (feature `jit`, off until [`CodeCache::set_jit`]).
     #[cfg(feature = "jit")]
     pub(crate) jit: Option<Box<crate::jit::Jit>>,
+    /// Per decoded instruction (used at block starts): entries so far, [`JIT_NEVER`], or
+    /// [`JIT_COMPILED`] with the region's index.
+    #[cfg(feature = "jit")]
+    pub(crate) jit_state: Vec<u32>,
 }
 
 impl std::fmt::Debug for CodeCache {
@@ -72,6 +78,8 @@ impl Default for CodeCache {
             filter: [0; FILTER_WORDS],
             #[cfg(feature = "jit")]
             jit: None,
+            #[cfg(feature = "jit")]
+            jit_state: Vec::new(),
         }
     }
 }
@@ -95,12 +103,11 @@ impl CodeCache {
     #[cfg(feature = "jit")]
     pub const JIT_HOT: u32 = crate::jit::DEFAULT_HOT;
 
-    /// Forgets every decoded instruction.
+    /// Forgets every decoded instruction (and which blocks are compiled: the compiled code
+    /// stays allocated until the JIT retires it, since a store of compiled code may get here).
     pub fn clear(&mut self) {
         #[cfg(feature = "jit")]
-        if let Some(j) = &mut self.jit {
-            j.clear();
-        }
+        self.jit_state.clear();
         self.code.clear();
         self.entries.clear();
         self.live.clear();
@@ -129,10 +136,6 @@ impl CodeCache {
         }
         for vpn in first..=last {
             self.drop_page(vpn);
-            #[cfg(feature = "jit")]
-            if let Some(j) = &mut self.jit {
-                j.invalidate_page(vpn);
-            }
         }
     }
 
@@ -219,6 +222,8 @@ impl CodeCache {
     pub(crate) fn finish_block(&mut self, page: usize, pc: u64, start: usize) -> usize {
         // Never more than a block: the builder stops at MAX_BLOCK.
         self.code.truncate(start + MAX_BLOCK);
+        #[cfg(feature = "jit")]
+        self.jit_state.resize(self.code.len(), 0);
         let len = self.code.len() - start.min(self.code.len());
         if let Some(e) = self.entries.get_mut(page * SLOTS + slot(pc)) {
             *e = (start as u32) << 8 | len as u32;
@@ -236,6 +241,13 @@ impl CodeCache {
         self.code.get(i).copied()
     }
 }
+
+/// [`CodeCache::jit_state`]: the block's region does not compile.
+#[cfg(feature = "jit")]
+pub(crate) const JIT_NEVER: u32 = u32::MAX;
+/// [`CodeCache::jit_state`]: the block's region is compiled; the low bits are its index.
+#[cfg(feature = "jit")]
+pub(crate) const JIT_COMPILED: u32 = 1 << 31;
 
 /// Bytes from `pc` to the end of its page.
 pub(crate) fn to_page_end(pc: u64) -> u64 {

@@ -194,6 +194,10 @@ pub(crate) struct Insn {
     pub imm: i32,
 }
 
+/// The fence sets of `pause` (Zihintpause, `fence w, 0`): predecessor w (1), successor none
+/// (0).
+pub(crate) const PAUSE_SETS: u32 = 0x10;
+
 /// The sink register index standing for writes to x0.
 pub(crate) const SINK: u8 = 32;
 

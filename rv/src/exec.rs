@@ -9,7 +9,7 @@
 
 use super::bitmanip as bm;
 use super::cache::{to_page_end, CodeCache, MAX_BLOCK, NO_PAGE, PAGE_SHIFT};
-use super::decode::{decode, insn_len, Op};
+use super::decode::{decode, insn_len, Op, PAUSE_SETS};
 use super::hart::{Access, Bus, Fault, Hart, MemError, Stop};
 use super::ram::{AmoOp, RamRegion};
 
@@ -24,6 +24,11 @@ struct Exec<'a, B: Bus> {
     x_region: RamRegion,
     /// A page the bus said has no RAM region (so it is not asked again at once).
     no_ram_vpn: u64,
+    /// The last regions the bus gave (a program alternating between stack, data and a
+    /// context page finds them here without asking the bus again), `recent_next` the slot
+    /// to replace next.
+    recent: [RamRegion; RECENT],
+    recent_next: usize,
     /// LR/SC reservation.
     resv: Option<(u64, u64)>,
     /// Set when a store dropped decoded code: the current block must not go on.
@@ -35,12 +40,19 @@ impl<B: Bus> Exec<'_, B> {
     #[cold]
     #[inline(never)]
     fn find_region(&mut self, addr: u64) -> Option<RamRegion> {
+        if let Some(r) = self.recent.iter().find(|r| r.contains(addr)) {
+            return Some(*r);
+        }
         let vpn = addr >> PAGE_SHIFT;
         if vpn == self.no_ram_vpn {
             return None;
         }
         match self.bus.ram_region(addr) {
-            Some(r) if r.contains(addr) => Some(r),
+            Some(r) if r.contains(addr) => {
+                self.recent[self.recent_next] = r;
+                self.recent_next = (self.recent_next + 1) % RECENT;
+                Some(r)
+            }
             _ => {
                 self.no_ram_vpn = vpn;
                 None
@@ -226,28 +238,81 @@ impl<B: Bus> Exec<'_, B> {
 
 #[cfg(feature = "jit")]
 impl<B: Bus> Exec<'_, B> {
-    /// Runs compiled code for `pc` if there is some (compiling it when it became hot), with
-    /// the registers `x` and at most `left` instructions: (retired, next pc, exit kind).
-    fn jit_call(&mut self, x: &mut [u64; 64], pc: u64, left: u64) -> Option<(u64, u64, u64)> {
-        // Out of the cache while the region is gathered (that decodes into the cache).
-        let mut jit = self.cache.jit.take()?;
-        let f = jit.lookup(pc, || self.region(pc));
-        self.cache.jit = Some(jit);
-        let f = f?;
-        let no = RamRegion::EMPTY.raw();
-        let a = self.rd_region.raw();
-        let b = if self.wr_region.perms().read {
-            self.wr_region.raw()
-        } else {
-            no
+    /// The block at `pc` (arena index `start`) with the JIT: counts an entry, compiles its
+    /// region when it became hot, runs the compiled code with the registers `x` and at most
+    /// `left` instructions.
+    fn jit_block(&mut self, x: &mut [u64; 64], pc: u64, start: usize, left: u64) -> JitStep {
+        use crate::cache::{JIT_COMPILED, JIT_NEVER};
+        let Some(&state) = self.cache.jit_state.get(start) else {
+            return JitStep::Interpret;
         };
+        let Some(hot) = self.cache.jit.as_ref().map(|j| j.hot()) else {
+            return JitStep::Interpret;
+        };
+        let index = match state {
+            JIT_NEVER => return JitStep::Interpret,
+            s if s & JIT_COMPILED != 0 => s & !JIT_COMPILED,
+            s if s + 1 < hot => {
+                self.cache.jit_state[start] = s + 1;
+                return JitStep::Interpret;
+            }
+            _ => {
+                // Gathering the region decodes into the cache (which may start over): the
+                // JIT is out of it meanwhile, and the block is looked up again after.
+                let Some(mut jit) = self.cache.jit.take() else {
+                    return JitStep::Interpret;
+                };
+                let blocks = self.region(pc);
+                let (index, renewed) = jit.compile_region(&blocks);
+                self.cache.jit = Some(jit);
+                if renewed {
+                    for s in &mut self.cache.jit_state {
+                        if *s != JIT_NEVER && *s & JIT_COMPILED != 0 {
+                            *s = 0;
+                        }
+                    }
+                }
+                let page = self.cache.page(pc >> PAGE_SHIFT);
+                if let Some((start, _)) = self.cache.block(page, pc) {
+                    if let Some(s) = self.cache.jit_state.get_mut(start) {
+                        *s = index.map_or(JIT_NEVER, |i| i | JIT_COMPILED);
+                    }
+                }
+                return JitStep::Again;
+            }
+        };
+        let Some(f) = self.cache.jit.as_ref().and_then(|j| j.func(index)) else {
+            return JitStep::Interpret;
+        };
+        // The readable regions compiled loads may use: the last load's, the last store's,
+        // the recent ones, without repeats.
+        let mut rd = [0u64; 3 * crate::jit::LOAD_REGIONS];
+        let mut k = 0;
+        let candidates = [self.rd_region, self.wr_region]
+            .into_iter()
+            .chain(self.recent.iter().copied());
+        for r in candidates {
+            let raw = r.raw();
+            if k < crate::jit::LOAD_REGIONS
+                && r.perms().read
+                && raw[1] > 0
+                && !rd
+                    .chunks(3)
+                    .take(k)
+                    .any(|c| c[0] == raw[0] && c[1] == raw[1])
+            {
+                rd[3 * k..3 * k + 3].copy_from_slice(&raw);
+                k += 1;
+            }
+        }
         let mut ctx = crate::jit::JitCtx {
             x: x.as_mut_ptr(),
             left,
             pc,
-            rd: [a[0], a[1], a[2], b[0], b[1], b[2]],
+            rd,
             exec: (self as *mut Self).cast(),
             store: jit_store::<B> as *const () as usize,
+            fence: jit_fence::<B> as *const () as usize,
         };
         // SAFETY: `f` is compiled code for the guest code at `pc` (kept in the cache's JIT,
         // whose host code is freed only at a safe point, not during this call). It reads and
@@ -256,7 +321,11 @@ impl<B: Bus> Exec<'_, B> {
         // valid for the whole run); stores go through `jit_store` with `ctx.exec`, which
         // points to this `Exec`, not otherwise used until the call returns.
         let kind = unsafe { f(&mut ctx) };
-        Some((left - ctx.left, ctx.pc, kind))
+        JitStep::Ran {
+            retired: left - ctx.left,
+            next: ctx.pc,
+            interpret: kind == crate::jit::EXIT_INTERPRET,
+        }
     }
 
     /// The blocks of the region starting at `entry`: reachable from it by direct jumps and
@@ -314,6 +383,22 @@ impl<B: Bus> Exec<'_, B> {
     }
 }
 
+/// What [`Exec::jit_block`] did.
+#[cfg(feature = "jit")]
+enum JitStep {
+    /// Compiled code ran: it retired `retired` instructions; go on at `next`, with the
+    /// interpreter for one instruction first when `interpret`.
+    Ran {
+        retired: u64,
+        next: u64,
+        interpret: bool,
+    },
+    /// Interpret the block.
+    Interpret,
+    /// The region was just compiled (or found not to compile): look the block up again.
+    Again,
+}
+
 /// The store compiled code calls: the interpreter's fast path only (0 stored, 1 stored and
 /// decoded code dropped, 2 not stored: the interpreter does it).
 #[cfg(feature = "jit")]
@@ -323,13 +408,33 @@ extern "C" fn jit_store<B: Bus>(exec: *mut u8, addr: u64, value: u64, size: u64)
     let ex = unsafe { &mut *exec.cast::<Exec<'_, B>>() };
     let size = size as u8;
     if !ex.wr_region.store(addr, size, value) {
-        return 2;
+        let Some(r) = ex
+            .recent
+            .iter()
+            .find(|r| r.perms().write && r.contains(addr))
+            .copied()
+        else {
+            return 2;
+        };
+        if !r.store(addr, size, value) {
+            return 2;
+        }
+        ex.wr_region = r;
     }
     ex.after_store(addr, size);
     if ex.code_changed {
         ex.code_changed = false;
         return 1;
     }
+    0
+}
+
+/// The fence compiled code calls (never a `pause`: that stays with the interpreter).
+#[cfg(feature = "jit")]
+extern "C" fn jit_fence<B: Bus>(exec: *mut u8, sets: u64) -> u64 {
+    // SAFETY: as in `jit_store`.
+    let ex = unsafe { &mut *exec.cast::<Exec<'_, B>>() };
+    ex.bus.fence((sets >> 4) as u8 & 0xf, sets as u8 & 0xf);
     0
 }
 
@@ -352,8 +457,8 @@ fn ends_block(op: Op) -> bool {
     )
 }
 
-/// The fence sets of `pause` (Zihintpause): predecessor w (1), successor none (0).
-const PAUSE_SETS: u32 = 0x10;
+/// RAM regions an `Exec` remembers besides the last load and store ones.
+const RECENT: usize = 4;
 
 /// Sign-extends a 32-bit result.
 #[inline(always)]
@@ -419,6 +524,8 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         wr_region: RamRegion::EMPTY,
         x_region: RamRegion::EMPTY,
         no_ram_vpn: NO_PAGE,
+        recent: [RamRegion::EMPTY; RECENT],
+        recent_next: 0,
         resv: hart.reservation,
         code_changed: false,
     };
@@ -441,17 +548,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         if n >= max_insns {
             break Stop::Budget;
         }
-        #[cfg(feature = "jit")]
-        if !interpret_one {
-            if let Some((retired, next, kind)) = ex.jit_call(&mut x, pc, max_insns - n) {
-                n += retired;
-                pc = next;
-                // Gathering a region may have emptied the cache.
-                cur_vpn = NO_PAGE;
-                interpret_one = kind == crate::jit::EXIT_INTERPRET;
-                continue 'run;
-            }
-        }
+
         let vpn = pc >> PAGE_SHIFT;
         if vpn != cur_vpn {
             cur_page = ex.cache.page(vpn);
@@ -467,6 +564,27 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                 Err(f) => break Stop::Fault(f),
             },
         };
+        #[cfg(feature = "jit")]
+        if !interpret_one && ex.cache.jit.is_some() {
+            match ex.jit_block(&mut x, pc, start, max_insns - n) {
+                JitStep::Ran {
+                    retired,
+                    next,
+                    interpret,
+                } => {
+                    n += retired;
+                    pc = next;
+                    interpret_one = interpret;
+                    continue 'run;
+                }
+                JitStep::Again => {
+                    // Gathering the region may have emptied the cache.
+                    cur_vpn = NO_PAGE;
+                    continue 'run;
+                }
+                JitStep::Interpret => {}
+            }
+        }
         // Never past the budget: a block may end early.
         let mut end = start + len.min(usize::try_from(max_insns - n).unwrap_or(usize::MAX));
         #[cfg(feature = "jit")]

@@ -1,6 +1,5 @@
 //! A Cranelift JIT for hot code (feature `jit`): regions of basic blocks within one guest page,
-//! compiled to host code that keeps guest registers in host registers across the region's
-//! internal branches and loops.
+//! compiled to host code.
 //!
 //! The interpreter stays the reference: the JIT compiles only what it can do exactly and hands
 //! everything else back to it, one instruction at a time.
@@ -8,30 +7,34 @@
 //! - **Budgets stay exact.** Each guest block of a region is entered only when the remaining
 //!   budget covers all of it (its length is subtracted on entry); otherwise the region exits
 //!   and the interpreter runs the partial block. Side exits give back what was not retired.
-//! - **Faults stay exact.** A load goes inline only when it falls in one of the two RAM
-//!   regions the interpreter last used for loads and stores, naturally aligned (as
-//!   [`crate::RamRegion::load`] checks); anything else exits *before* the load and the
-//!   interpreter performs it, faulting or going through the bus as it would have. Stores call
-//!   back into the interpreter's own store path (region fast path, reservation, code-cache
-//!   invalidation); a store the fast path cannot do exits before it the same way, and a store
-//!   that dropped decoded code ends the region after it.
-//! - **What is compiled:** RV64I loads, stores, ALU, branches and jumps, M (`mulhsu` aside),
-//!   and the Zbb / Zbs operations with a one-to-one Cranelift instruction. Everything else
-//!   (`ecall`, `ebreak`, fences, counters, atomics, LR/SC, the draft bit-manipulation
-//!   operations, illegal encodings, an instruction across a page end) ends the compiled code
-//!   before it: the interpreter runs it.
-//! - **Invalidation.** Compiled regions are kept per entry address and belong to one guest
-//!   page: [`CodeCache::invalidate`](crate::CodeCache::invalidate) of a page forgets the
-//!   regions of that page (their host code stays allocated until the cache is cleared, so a
-//!   region that invalidated itself by a store returns safely). Host code memory is freed
-//!   when the cache is cleared or dropped, never while compiled code may be running.
+//! - **Faults stay exact.** A load goes inline only when it falls, naturally aligned (as
+//!   [`crate::RamRegion::load`] checks), in one of the RAM regions the interpreter has met in
+//!   this run; anything else exits *before* the load and the interpreter performs it, faulting
+//!   or going through the bus as it would have. Stores call back into the interpreter's own
+//!   store path (region fast path, reservation, code-cache invalidation); a store the fast
+//!   path cannot do exits before it the same way, and a store that dropped decoded code ends
+//!   the region after it. `fence` calls the bus's fence.
+//! - **What is compiled:** RV64I loads, stores, ALU, branches and jumps, `fence` (not `pause`),
+//!   M (`mulhsu` aside), and the Zbb / Zbs operations with a one-to-one Cranelift
+//!   instruction. Everything else (`ecall`, `ebreak`, `pause`, `fence.i`, counters, atomics,
+//!   LR/SC, the draft bit-manipulation operations, illegal encodings, an instruction across a
+//!   page end) ends the compiled code before it: the interpreter runs it.
+//! - **Registers** live in the interpreter's array: a guest block loads a register the first
+//!   time it reads it, keeps what it computes in host registers and stores what it changed
+//!   where it ends or leaves.
+//! - **Hotness and invalidation** live beside the decoded blocks (the code cache's
+//!   per-instruction JIT state): a block entered [`DEFAULT_HOT`] times has its region
+//!   compiled; invalidating or clearing decoded code forgets its compiled state with it. Host
+//!   code stays allocated (a region that invalidated itself by a store returns safely) until
+//!   its module is retired for room, and is freed at the next safe point (the start of a
+//!   run), never while compiled code may be running.
 //!
-//! The differential tests run the bare corpus, the riscv-tests-style unit programs and the
-//! `rv_exec` fuzz entry with the JIT (compiling at first sight) and without, and compare
-//! every register, the pc, the retired count, memory and the stop.
+//! The differential tests run random programs of the compiled operations (`tests/jit.rs`),
+//! the `rv_exec` fuzz entry, the unit tests and the bare corpus through the JIT and compare
+//! every register, the pc, the retired count, memory and the stop with the interpreter (and
+//! the corpus with qemu).
 
-use std::collections::{HashMap, HashSet};
-use std::hash::BuildHasherDefault;
+use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -43,14 +46,17 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 
-use crate::cache::{PageHasher, PAGE_SHIFT};
-use crate::decode::{Insn, Op, SINK};
+use crate::decode::{Insn, Op, PAUSE_SETS, SINK};
+
+/// The code cache's page (`cache::PAGE_SHIFT`, which checks that the two agree): regions
+/// stay within one.
+pub(crate) const PAGE_SHIFT: u32 = 12;
 
 /// Entries into a region's start before it is compiled (by default).
 pub(crate) const DEFAULT_HOT: u32 = 32;
 /// Most guest blocks in one region, and instructions.
-pub(crate) const MAX_REGION_BLOCKS: usize = 32;
-pub(crate) const MAX_REGION_INSNS: usize = 1024;
+pub(crate) const MAX_REGION_BLOCKS: usize = 16;
+pub(crate) const MAX_REGION_INSNS: usize = 256;
 /// Regions compiled into one host-code module before it is retired and a new one started
 /// (bounds host memory: a module is freed when retired).
 const MAX_MODULE_REGIONS: usize = 512;
@@ -64,21 +70,27 @@ pub(crate) struct JitCtx {
     pub left: u64,
     /// Out: where the interpreter goes on.
     pub pc: u64,
-    /// Two readable RAM regions: guest base, length, host pointer (length 0 when none).
-    pub rd: [u64; 6],
-    /// The interpreter's state, for the store callback.
+    /// Readable RAM regions: guest base, length, host pointer each (length 0 when none).
+    pub rd: [u64; 3 * LOAD_REGIONS],
+    /// The interpreter's state, for the callbacks.
     pub exec: *mut u8,
     /// `extern "C" fn(exec, addr, value, size) -> u64`: 0 stored, 1 stored and decoded code
     /// dropped (leave after the store), 2 not stored (leave before it).
     pub store: usize,
+    /// `extern "C" fn(exec, sets) -> u64`: a `fence` (the bus's, with its sets).
+    pub fence: usize,
 }
+
+/// Readable RAM regions a compiled load looks in (the interpreter's last ones).
+pub(crate) const LOAD_REGIONS: usize = 4;
 
 const OFF_X: i32 = 0;
 const OFF_LEFT: i32 = 8;
 const OFF_PC: i32 = 16;
 const OFF_RD: i32 = 24;
-const OFF_EXEC: i32 = 72;
-const OFF_STORE: i32 = 80;
+const OFF_EXEC: i32 = OFF_RD + 24 * LOAD_REGIONS as i32;
+const OFF_STORE: i32 = OFF_EXEC + 8;
+const OFF_FENCE: i32 = OFF_STORE + 8;
 
 /// How compiled code left: go on at `ctx.pc` (look for compiled code there), or run one
 /// instruction at `ctx.pc` in the interpreter first.
@@ -94,22 +106,14 @@ pub(crate) struct GuestBlock {
     pub insns: Vec<(u64, Insn)>,
 }
 
-enum Entry {
-    /// Entered this many times, not compiled yet.
-    Counting(u32),
-    Compiled(JitFn),
-    /// Nothing compilable starts here.
-    Never,
-}
-
-/// The JIT state of one code cache.
+/// The JIT state of one code cache. Which blocks are hot, compiled or not compilable is kept
+/// beside the decoded blocks ([`CodeCache`](crate::CodeCache)'s per-instruction JIT state), so a
+/// dispatch costs an index, and a block dropped by invalidation takes its state with it.
 pub(crate) struct Jit {
     hot: u32,
     module: JITModule,
-    regions: usize,
-    entries: HashMap<u64, Entry, BuildHasherDefault<PageHasher>>,
-    /// Guest page -> the entry addresses in it.
-    pages: HashMap<u64, Vec<u64>, BuildHasherDefault<PageHasher>>,
+    /// Compiled regions of `module`, by index.
+    fns: Vec<JitFn>,
     /// Modules that may still be running: freed at the next safe point.
     retired: Vec<JITModule>,
     ctx: cranelift_codegen::Context,
@@ -121,8 +125,7 @@ impl std::fmt::Debug for Jit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Jit")
             .field("hot", &self.hot)
-            .field("regions", &self.regions)
-            .field("entries", &self.entries.len())
+            .field("regions", &self.fns.len())
             .finish()
     }
 }
@@ -130,6 +133,7 @@ impl std::fmt::Debug for Jit {
 fn new_module() -> Option<JITModule> {
     let mut flags = settings::builder();
     flags.set("opt_level", "speed").ok()?;
+    flags.set("enable_verifier", "false").ok()?;
     flags.set("use_colocated_libcalls", "false").ok()?;
     flags.set("is_pic", "false").ok()?;
     let isa = cranelift_native::builder()
@@ -149,11 +153,9 @@ impl Jit {
         let module = new_module()?;
         let ctx = module.make_context();
         Some(Jit {
-            hot,
+            hot: hot.max(1),
             module,
-            regions: 0,
-            entries: HashMap::default(),
-            pages: HashMap::default(),
+            fns: Vec::new(),
             retired: Vec::new(),
             ctx,
             fctx: FunctionBuilderContext::new(),
@@ -165,73 +167,46 @@ impl Jit {
     /// interpreter run).
     pub(crate) fn safe_point(&mut self) {
         for m in self.retired.drain(..) {
-            // SAFETY: retired modules' code is no longer reachable from `entries` (cleared
-            // when they were retired) and, at a safe point, none of it is executing.
+            // SAFETY: retired modules' code is no longer reachable (their indices were
+            // forgotten when they were retired) and, at a safe point, none of it is executing.
             unsafe { m.free_memory() };
         }
     }
 
-    /// Forgets every compiled region (their code is freed at the next safe point).
-    pub(crate) fn clear(&mut self) {
-        self.entries.clear();
-        self.pages.clear();
-        if self.regions > 0 {
+    /// Entries into a block before its region is compiled.
+    pub(crate) fn hot(&self) -> u32 {
+        self.hot
+    }
+
+    /// Compiled region `index`.
+    pub(crate) fn func(&self, index: u32) -> Option<JitFn> {
+        self.fns.get(index as usize).copied()
+    }
+
+    /// Compiles the region of `blocks` (the first is its entry): its index, and whether the
+    /// full module was retired first (every earlier index is then void: the caller forgets
+    /// them). `None` when nothing of it compiles.
+    pub(crate) fn compile_region(&mut self, blocks: &[GuestBlock]) -> (Option<u32>, bool) {
+        let mut renewed = false;
+        if self.fns.len() >= MAX_MODULE_REGIONS {
             if let Some(fresh) = new_module() {
                 let old = std::mem::replace(&mut self.module, fresh);
                 self.retired.push(old);
-                self.regions = 0;
+                self.fns.clear();
+                renewed = true;
             }
         }
-    }
-
-    /// Forgets the regions of guest page `vpn`.
-    pub(crate) fn invalidate_page(&mut self, vpn: u64) {
-        if let Some(pcs) = self.pages.remove(&vpn) {
-            for pc in pcs {
-                self.entries.remove(&pc);
-            }
+        if blocks.first().is_none_or(|b| compilable_prefix(b) == 0) {
+            return (None, renewed);
         }
-    }
-
-    /// The compiled code starting at `pc`: counts an entry, and when the count reaches the
-    /// threshold asks `region` for the guest blocks to compile.
-    pub(crate) fn lookup(
-        &mut self,
-        pc: u64,
-        region: impl FnOnce() -> Vec<GuestBlock>,
-    ) -> Option<JitFn> {
-        let e = self.entries.entry(pc).or_insert_with(|| {
-            self.pages.entry(pc >> PAGE_SHIFT).or_default().push(pc);
-            Entry::Counting(0)
-        });
-        match e {
-            Entry::Compiled(f) => return Some(*f),
-            Entry::Never => return None,
-            Entry::Counting(n) => {
-                *n += 1;
-                if *n < self.hot {
-                    return None;
-                }
-            }
-        }
-        let blocks = region();
-        let compiled = if blocks.first().is_some_and(|b| compilable_prefix(b) > 0) {
-            self.compile(&blocks)
-        } else {
-            None
+        let Some(f) = self.compile(blocks) else {
+            return (None, renewed);
         };
-        let entry = match compiled {
-            Some(f) => Entry::Compiled(f),
-            None => Entry::Never,
-        };
-        self.entries.insert(pc, entry);
-        compiled
+        self.fns.push(f);
+        ((self.fns.len() - 1).try_into().ok(), renewed)
     }
 
     fn compile(&mut self, blocks: &[GuestBlock]) -> Option<JitFn> {
-        if self.regions >= MAX_MODULE_REGIONS {
-            self.clear();
-        }
         let ptr = self.module.target_config().pointer_type();
         let mut sig = self.module.make_signature();
         sig.params.push(AbiParam::new(ptr));
@@ -249,16 +224,19 @@ impl Jit {
             store_sig.params.push(AbiParam::new(types::I64));
         }
         store_sig.returns.push(AbiParam::new(types::I64));
+        let mut fence_sig = self.module.make_signature();
+        fence_sig.params.push(AbiParam::new(types::I64));
+        fence_sig.params.push(AbiParam::new(types::I64));
+        fence_sig.returns.push(AbiParam::new(types::I64));
         {
             let config = self.module.target_config();
             let b = FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx);
-            Gen::new(b, store_sig).region(blocks, config)?;
+            Gen::new(b, store_sig, fence_sig).region(blocks, config)?;
         }
         self.module.define_function(id, &mut self.ctx).ok()?;
         self.module.clear_context(&mut self.ctx);
         self.module.finalize_definitions().ok()?;
         let code = self.module.get_finalized_function(id);
-        self.regions += 1;
         // SAFETY: `code` is the finalized, executable entry of a function compiled with the
         // signature `fn(pointer) -> i64` in the host's default calling convention, which is
         // `extern "C"` on the hosts Cranelift's native builder supports.
@@ -282,7 +260,7 @@ impl Drop for Jit {
 pub(crate) fn compilable_prefix(b: &GuestBlock) -> usize {
     b.insns
         .iter()
-        .take_while(|(pc, i)| compiles(i.op) && !crosses_page(*pc, i))
+        .take_while(|(pc, i)| compiles(i) && !crosses_page(*pc, i))
         .count()
 }
 
@@ -290,11 +268,15 @@ fn crosses_page(pc: u64, i: &Insn) -> bool {
     (pc >> PAGE_SHIFT) != (pc.wrapping_add(u64::from(i.len) - 1) >> PAGE_SHIFT)
 }
 
-/// Whether the JIT compiles `op` (everything else goes back to the interpreter).
-pub(crate) fn compiles(op: Op) -> bool {
+/// Whether the JIT compiles `i` (everything else goes back to the interpreter, a `pause`
+/// among them: it may end the run).
+pub(crate) fn compiles(i: &Insn) -> bool {
     use Op::*;
+    if i.op == Fence {
+        return (i.imm as u32) & 0xff != PAUSE_SETS;
+    }
     matches!(
-        op,
+        i.op,
         Lui | Auipc
             | Jal
             | Jalr
@@ -389,83 +371,76 @@ pub(crate) fn compiles(op: Op) -> bool {
     )
 }
 
-/// The code generator of one region.
+/// A region exit to emit once the region's code is (a block being filled cannot be left for
+/// another): the host block, pc, exit kind, the budget left at the exit, the registers the
+/// current guest block changed (stored back there).
+struct Pending {
+    blk: Block,
+    pc: u64,
+    kind: u64,
+    left: Value,
+    dirty: Vec<(usize, Value)>,
+}
+
+/// The code generator of one region. Guest registers live in the interpreter's array: a guest
+/// block loads a register the first time it reads it and keeps what it computes in host
+/// values, storing the ones it changed where it ends or leaves (a side exit stores only what
+/// its block changed so far, so exits stay small).
 struct Gen<'a> {
     b: FunctionBuilder<'a>,
     store_sig: Signature,
-    /// Guest registers 1..=31 and the remaining budget.
-    regs: [Variable; 32],
+    fence_sig: Signature,
+    /// The remaining budget.
     left: Variable,
     ctxp: Value,
     xp: Value,
-    /// The registers the region writes (stored back at every exit).
-    written: Vec<usize>,
+    /// The readable regions (base, length, host address), loaded once on entry.
+    regions: Vec<[Value; 3]>,
+    /// In the guest block being emitted: register values known, and the changed ones.
+    cur: [Option<Value>; 32],
+    dirty: u32,
     /// Guest block address -> host block.
     targets: HashMap<u64, Block>,
-    /// Exit blocks to fill once the region's code is emitted (a block being filled cannot be
-    /// left for another): block, pc, exit kind, instructions not retired.
-    pending: Vec<(Block, u64, u64, u64)>,
+    pending: Vec<Pending>,
 }
 
 impl<'a> Gen<'a> {
-    fn new(mut b: FunctionBuilder<'a>, store_sig: Signature) -> Gen<'a> {
-        let regs = std::array::from_fn(|_| b.declare_var(types::I64));
+    fn new(mut b: FunctionBuilder<'a>, store_sig: Signature, fence_sig: Signature) -> Gen<'a> {
         let left = b.declare_var(types::I64);
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let ctxp = b.block_params(entry)[0];
-        let xp = b
-            .ins()
-            .load(types::I64, MemFlagsData::trusted(), ctxp, OFF_X);
+        let f = MemFlagsData::trusted();
+        let xp = b.ins().load(types::I64, f, ctxp, OFF_X);
+        let regions = (0..LOAD_REGIONS as i32)
+            .map(|k| {
+                let at = OFF_RD + 24 * k;
+                [
+                    b.ins().load(types::I64, f, ctxp, at),
+                    b.ins().load(types::I64, f, ctxp, at + 8),
+                    b.ins().load(types::I64, f, ctxp, at + 16),
+                ]
+            })
+            .collect();
+        let l = b.ins().load(types::I64, f, ctxp, OFF_LEFT);
+        b.def_var(left, l);
         Gen {
             b,
             store_sig,
-            regs,
+            fence_sig,
             left,
             ctxp,
             xp,
-            written: Vec::new(),
+            regions,
+            cur: [None; 32],
+            dirty: 0,
             targets: HashMap::new(),
             pending: Vec::new(),
         }
     }
 
     fn region(mut self, blocks: &[GuestBlock], config: TargetFrontendConfig) -> Option<()> {
-        // Registers: every one the region names is loaded on entry; the ones it writes are
-        // stored at every exit.
-        let mut used = HashSet::new();
-        let mut written = HashSet::new();
-        for g in blocks {
-            for (_, i) in &g.insns[..compilable_prefix(g)] {
-                used.insert(usize::from(i.rs1 & 31));
-                used.insert(usize::from(i.rs2 & 31));
-                if i.rd != SINK {
-                    used.insert(usize::from(i.rd & 31));
-                    written.insert(usize::from(i.rd & 31));
-                }
-            }
-        }
-        used.remove(&0);
-        let mut used: Vec<usize> = used.into_iter().collect();
-        used.sort_unstable();
-        self.written = written.into_iter().collect();
-        self.written.sort_unstable();
-        for r in 0..32 {
-            let v = if used.contains(&r) {
-                self.b
-                    .ins()
-                    .load(types::I64, MemFlagsData::trusted(), self.xp, (8 * r) as i32)
-            } else {
-                self.b.ins().iconst(types::I64, 0)
-            };
-            self.b.def_var(self.regs[r], v);
-        }
-        let left = self
-            .b
-            .ins()
-            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_LEFT);
-        self.b.def_var(self.left, left);
         for g in blocks {
             let blk = self.b.create_block();
             self.targets.insert(g.pc, blk);
@@ -475,9 +450,17 @@ impl<'a> Gen<'a> {
         for g in blocks {
             self.block(g)?;
         }
-        for (blk, pc, kind, unretired) in std::mem::take(&mut self.pending) {
-            self.b.switch_to_block(blk);
-            self.exit_const(pc, kind, unretired);
+        for p in std::mem::take(&mut self.pending) {
+            self.b.switch_to_block(p.blk);
+            let f = MemFlagsData::trusted();
+            for (r, v) in p.dirty {
+                self.b.ins().store(f, v, self.xp, (8 * r) as i32);
+            }
+            self.b.ins().store(f, p.left, self.ctxp, OFF_LEFT);
+            let pc = self.b.ins().iconst(types::I64, p.pc as i64);
+            self.b.ins().store(f, pc, self.ctxp, OFF_PC);
+            let k = self.b.ins().iconst(types::I64, p.kind as i64);
+            self.b.ins().return_(&[k]);
         }
         self.b.seal_all_blocks();
         self.b.finalize(config);
@@ -487,76 +470,98 @@ impl<'a> Gen<'a> {
     fn reg(&mut self, r: u8) -> Value {
         let r = usize::from(r & 31);
         if r == 0 {
-            self.b.ins().iconst(types::I64, 0)
-        } else {
-            self.b.use_var(self.regs[r])
+            return self.b.ins().iconst(types::I64, 0);
         }
+        if let Some(v) = self.cur[r] {
+            return v;
+        }
+        let v = self
+            .b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), self.xp, (8 * r) as i32);
+        self.cur[r] = Some(v);
+        v
     }
 
     fn set(&mut self, rd: u8, v: Value) {
         if rd != SINK {
-            self.b.def_var(self.regs[usize::from(rd & 31)], v);
+            let r = usize::from(rd & 31);
+            self.cur[r] = Some(v);
+            self.dirty |= 1 << r;
         }
     }
 
-    /// Leaves the region: registers and budget back to the context, `pc`, the exit kind.
-    /// `unretired`: instructions counted on the block's entry that did not retire.
-    fn exit(&mut self, pc: Value, kind: u64, unretired: u64) {
-        for &r in &self.written.clone() {
-            let v = self.b.use_var(self.regs[r]);
+    /// The changed registers of the block so far, with their values.
+    fn dirty(&self) -> Vec<(usize, Value)> {
+        (1..32)
+            .filter(|r| self.dirty & (1 << r) != 0)
+            .filter_map(|r| self.cur[r].map(|v| (r, v)))
+            .collect()
+    }
+
+    /// Stores the changed registers (the block ends here).
+    fn flush(&mut self) {
+        for (r, v) in self.dirty() {
             self.b
                 .ins()
                 .store(MemFlagsData::trusted(), v, self.xp, (8 * r) as i32);
         }
-        let mut left = self.b.use_var(self.left);
-        if unretired > 0 {
-            left = self.b.ins().iadd_imm_s(left, unretired as i64);
-        }
-        self.b
-            .ins()
-            .store(MemFlagsData::trusted(), left, self.ctxp, OFF_LEFT);
-        self.b
-            .ins()
-            .store(MemFlagsData::trusted(), pc, self.ctxp, OFF_PC);
+        self.dirty = 0;
+    }
+
+    /// Leaves the region at a computed pc (after `flush`).
+    fn exit_dynamic(&mut self, pc: Value, kind: u64) {
+        let f = MemFlagsData::trusted();
+        let left = self.b.use_var(self.left);
+        self.b.ins().store(f, left, self.ctxp, OFF_LEFT);
+        self.b.ins().store(f, pc, self.ctxp, OFF_PC);
         let k = self.b.ins().iconst(types::I64, kind as i64);
         self.b.ins().return_(&[k]);
     }
 
-    fn exit_const(&mut self, pc: u64, kind: u64, unretired: u64) {
-        let pc = self.b.ins().iconst(types::I64, pc as i64);
-        self.exit(pc, kind, unretired);
-    }
-
-    /// A host block that leaves the region at `pc` (or continues in the region when `pc`
-    /// starts one of its blocks and `kind` is go-on).
-    fn target(&mut self, pc: u64, unretired: u64) -> Block {
-        if unretired == 0 {
-            if let Some(&b) = self.targets.get(&pc) {
-                return b;
-            }
+    /// A host block that goes on at `pc`: the region's block there, or an exit. Only where
+    /// the block ends (registers flushed).
+    fn target(&mut self, pc: u64) -> Block {
+        if let Some(&b) = self.targets.get(&pc) {
+            return b;
         }
-        self.exit_block(pc, EXIT_GO_ON, unretired)
+        self.exit_block(pc, EXIT_GO_ON, 0)
     }
 
-    /// A host block that leaves before the instruction at `pc` for the interpreter.
+    /// A host block that leaves before the instruction at `pc` for the interpreter, giving
+    /// back `unretired` instructions of the budget.
     fn bail(&mut self, pc: u64, unretired: u64) -> Block {
         self.exit_block(pc, EXIT_INTERPRET, unretired)
     }
 
-    /// A host block that leaves the region (filled at the end).
+    /// A host block that leaves the region from here (the block's changed registers stored).
     fn exit_block(&mut self, pc: u64, kind: u64, unretired: u64) -> Block {
         let blk = self.b.create_block();
-        self.pending.push((blk, pc, kind, unretired));
+        let mut left = self.b.use_var(self.left);
+        if unretired > 0 {
+            left = self.b.ins().iadd_imm_s(left, unretired as i64);
+        }
+        let dirty = self.dirty();
+        self.pending.push(Pending {
+            blk,
+            pc,
+            kind,
+            left,
+            dirty,
+        });
         blk
     }
 
     fn block(&mut self, g: &GuestBlock) -> Option<()> {
         let blk = *self.targets.get(&g.pc)?;
         self.b.switch_to_block(blk);
+        self.cur = [None; 32];
+        self.dirty = 0;
         let n = compilable_prefix(g);
         let len = n as u64;
         if n == 0 {
-            self.exit_const(g.pc, EXIT_INTERPRET, 0);
+            let pc = self.b.ins().iconst(types::I64, g.pc as i64);
+            self.exit_dynamic(pc, EXIT_INTERPRET);
             return Some(());
         }
         // The budget covers the whole compiled block, or the interpreter runs it.
@@ -581,10 +586,12 @@ impl<'a> Gen<'a> {
         // Fell off the compiled part: the next instruction, in or out of the region.
         let (last_pc, last) = g.insns[n - 1];
         let next = last_pc.wrapping_add(u64::from(last.len));
+        self.flush();
         if n < g.insns.len() {
-            self.exit_const(next, EXIT_INTERPRET, 0);
+            let pc = self.b.ins().iconst(types::I64, next as i64);
+            self.exit_dynamic(pc, EXIT_INTERPRET);
         } else {
-            let t = self.target(next, 0);
+            let t = self.target(next);
             self.b.ins().jump(t, &[]);
         }
         Some(())
@@ -609,7 +616,8 @@ impl<'a> Gen<'a> {
             Jal => {
                 let link = self.b.ins().iconst(types::I64, next as i64);
                 self.set(i.rd, link);
-                let t = self.target(pc.wrapping_add(imm as u64), 0);
+                self.flush();
+                let t = self.target(pc.wrapping_add(imm as u64));
                 self.b.ins().jump(t, &[]);
                 return Some(true);
             }
@@ -618,7 +626,8 @@ impl<'a> Gen<'a> {
                 let t = self.b.ins().band_imm_s(t, !1);
                 let link = self.b.ins().iconst(types::I64, next as i64);
                 self.set(i.rd, link);
-                self.exit(t, EXIT_GO_ON, 0);
+                self.flush();
+                self.exit_dynamic(t, EXIT_GO_ON);
                 return Some(true);
             }
             Beq | Bne | Blt | Bge | Bltu | Bgeu => {
@@ -631,8 +640,9 @@ impl<'a> Gen<'a> {
                     _ => IntCC::UnsignedGreaterThanOrEqual,
                 };
                 let c = self.b.ins().icmp(cc, v1, v2);
-                let taken = self.target(pc.wrapping_add(imm as u64), 0);
-                let fall = self.target(next, 0);
+                self.flush();
+                let taken = self.target(pc.wrapping_add(imm as u64));
+                let fall = self.target(next);
                 self.b.ins().brif(c, taken, &[], fall, &[]);
                 return Some(true);
             }
@@ -687,6 +697,20 @@ impl<'a> Gen<'a> {
                 let stored = self.b.ins().icmp_imm_s(IntCC::Equal, res, 1);
                 self.b.ins().brif(stored, after, &[], before, &[]);
                 self.b.switch_to_block(ok);
+                return Some(false);
+            }
+            Fence => {
+                let exec =
+                    self.b
+                        .ins()
+                        .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_EXEC);
+                let f =
+                    self.b
+                        .ins()
+                        .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_FENCE);
+                let sets = self.b.ins().iconst(types::I64, imm & 0xff);
+                let sig = self.b.import_signature(self.fence_sig.clone());
+                self.b.ins().call_indirect(sig, f, &[exec, sets]);
                 return Some(false);
             }
             Addi => self.b.ins().iadd_imm_s(v1, imm),
@@ -835,24 +859,11 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// The host address of a naturally aligned `size`-byte load at `addr` in one of the two
+    /// The host address of a naturally aligned `size`-byte load at `addr` in one of the
     /// readable regions; leaves for the interpreter otherwise.
     fn host_address(&mut self, addr: Value, size: i64, pc: u64, rest: u64) -> Value {
         let mut found = Vec::new();
-        for k in 0..2 {
-            let at = OFF_RD + 24 * k;
-            let base = self
-                .b
-                .ins()
-                .load(types::I64, MemFlagsData::trusted(), self.ctxp, at);
-            let len = self
-                .b
-                .ins()
-                .load(types::I64, MemFlagsData::trusted(), self.ctxp, at + 8);
-            let host = self
-                .b
-                .ins()
-                .load(types::I64, MemFlagsData::trusted(), self.ctxp, at + 16);
+        for [base, len, host] in self.regions.clone() {
             let off = self.b.ins().isub(addr, base);
             let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, len);
             let low = self.b.ins().band_imm_s(off, size - 1);
@@ -861,10 +872,12 @@ impl<'a> Gen<'a> {
             let p = self.b.ins().iadd(host, off);
             found.push((ok, p));
         }
-        let (ok0, p0) = found[0];
-        let (ok1, p1) = found[1];
-        let ok = self.b.ins().bor(ok0, ok1);
-        let p = self.b.ins().select(ok0, p0, p1);
+        // The first region that has it (regions do not overlap).
+        let (mut ok, mut p) = found.pop().expect("LOAD_REGIONS > 0");
+        while let Some((ok_k, p_k)) = found.pop() {
+            p = self.b.ins().select(ok_k, p_k, p);
+            ok = self.b.ins().bor(ok_k, ok);
+        }
         let cont = self.b.create_block();
         let out = self.bail(pc, rest);
         self.b.ins().brif(ok, cont, &[], out, &[]);

@@ -104,13 +104,9 @@ impl Firmware {
                 continue;
             };
             e.busy = true;
-            let cache = match (e.cache_of == Some(text_version), e.cache.take()) {
-                (true, Some(c)) => c,
-                (_, Some(mut c)) => {
-                    c.clear();
-                    c
-                }
-                _ => CodeCache::new(),
+            let cache = match e.caches.iter().position(|(v, _)| *v == text_version) {
+                Some(i) => e.caches.remove(i).1,
+                None => new_code_cache(),
             };
             self.dpa.seq += 1;
             let job = Job {
@@ -163,6 +159,15 @@ impl Firmware {
     }
 }
 
+/// A fresh EU code cache: with the `jit` feature, hot code is compiled.
+fn new_code_cache() -> CodeCache {
+    #[allow(unused_mut)] // set only with the JIT
+    let mut c = CodeCache::new();
+    #[cfg(feature = "jit")]
+    c.set_jit(Some(CodeCache::JIT_HOT));
+    c
+}
+
 /// Applies finished activations (in dispatch order): EU and thread state, process failure
 /// and coredump, doorbells. Returns the work done.
 pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
@@ -189,7 +194,6 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
             if !paused {
                 e.activations += 1;
             }
-            e.cache_of = Some(d.text_version);
             e.hart = Some(d.hart.clone());
         }
         // Doorbells first: they were rung during the activation.
@@ -202,7 +206,11 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
         }
         let fw = &mut st.fw;
         if let Some(e) = fw.dpa.eus.get_mut(usize::from(d.eu)) {
-            e.cache = Some(std::mem::take(&mut d.cache));
+            if e.caches.len() >= crate::state::dpa::EU_CODE_CACHES {
+                e.caches.remove(0);
+            }
+            e.caches
+                .push((d.text_version, std::mem::take(&mut d.cache)));
         }
         let Some(t) = fw.dpa.threads.get_mut(&d.thread) else {
             continue;

@@ -334,6 +334,9 @@ pub(crate) struct Paused {
     pub(crate) gvmi: u16,
 }
 
+/// Code caches one EU keeps ([`Eu::caches`]).
+pub(crate) const EU_CODE_CACHES: usize = 8;
+
 /// One execution unit.
 #[derive(Debug, Default)]
 pub(crate) struct Eu {
@@ -341,10 +344,11 @@ pub(crate) struct Eu {
     /// Register state of the last activation (kept for inspection; each activation starts
     /// from the ABI's initial state).
     pub(crate) hart: Option<Hart>,
-    /// Decoded instructions, valid for the text version `cache_of` (versions are never
-    /// reused, so this names one program of one process).
-    pub(crate) cache: Option<CodeCache>,
-    pub(crate) cache_of: Option<u64>,
+    /// Decoded (and, with the `jit` feature, compiled) code of the last programs the EU ran,
+    /// by text version (versions are never reused, so one names one program of one process),
+    /// the most recent last; at most [`EU_CODE_CACHES`]. An EU alternating between processes
+    /// keeps what it decoded for each.
+    pub(crate) caches: Vec<(u64, CodeCache)>,
     pub(crate) activations: u64,
 }
 
