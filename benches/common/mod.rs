@@ -1,5 +1,8 @@
 //! What the DPA benches share: a started model and the activation round trip of a thread.
 
+#[allow(dead_code)] // the throughput benches' host; not every bench uses it
+pub mod host;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -451,6 +451,13 @@ impl Device {
         }
     }
 
+    /// Limits the host threads that run DPA activations beside the engine thread (1 ..= 4;
+    /// 0: one per host core, at most 4), for scaling measurements. Takes effect for threads
+    /// not started yet: set it before the first activation.
+    pub fn set_dpa_workers(&self, n: usize) {
+        self.shared.dpa.set_max_workers(n);
+    }
+
     /// Passes the background engine thread has made since the device was created: what an
     /// idle engine costs (it backs off to about a hundred passes a second after a second with
     /// nothing to do).

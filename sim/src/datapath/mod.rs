@@ -72,6 +72,7 @@ pub(crate) fn step(st: &mut State) -> usize {
             if let Some(sq) = fw.sqs.get_mut(n) {
                 if sq.wq.uar_page == page {
                     sq.doorbelled = true;
+                    dp.active_sqs.push(n);
                 }
             }
             if let Some(qp) = fw.qps.get_mut(n) {
@@ -84,12 +85,25 @@ pub(crate) fn step(st: &mut State) -> usize {
     dp.doorbells = rung;
     // 2. Steering roots for this pass (tables cannot change while the lock is held).
     compute_roots(fw, &mut dp.roots);
-    // 3. Send queues.
-    dp.ids.clear();
-    dp.ids.extend(fw.sqs.iter().map(|(id, _)| id));
-    let ids = std::mem::take(&mut dp.ids);
+    // 3. Send queues: the rung ones and those with work left; every one when there are none.
+    let mut ids = std::mem::take(&mut dp.ids);
+    ids.clear();
+    if dp.active_sqs.is_empty() {
+        ids.extend(fw.sqs.iter().map(|(id, _)| id));
+    } else {
+        ids.append(&mut dp.active_sqs);
+        ids.sort_unstable();
+        ids.dedup();
+    }
     for &sqn in &ids {
         work += run_sq(fw, dp, sqn);
+        if let Some(sq) = fw.sqs.get(sqn) {
+            if sq.state == crate::state::objects::wq_state::RDY
+                && (sq.doorbelled || sq.rung_pi != sq.ci)
+            {
+                dp.active_sqs.push(sqn);
+            }
+        }
     }
     dp.ids = ids;
     // 4. RC queue pairs: responses, timers, send WQEs, completions, flushes.

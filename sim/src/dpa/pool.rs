@@ -19,7 +19,7 @@
 //! `window_stores_are_visible_once_written_back` waits for a host write that needs the NIC).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,8 @@ struct Inner {
     engine_runs: AtomicBool,
     /// A worker is asked to make the engine's passes while the engine runs a long activation.
     stand_in: AtomicBool,
+    /// Most workers to start (0: the host's parallelism, at most [`MAX_WORKERS`]).
+    max_workers: AtomicUsize,
     pass: OnceLock<Hook>,
 }
 
@@ -101,6 +103,12 @@ impl Exec {
         let _ = self.inner.pass.set(hook);
     }
 
+    /// Limits the workers this pool starts (1 ..= [`MAX_WORKERS`]; 0: the host's
+    /// parallelism). Workers already started stay.
+    pub(crate) fn set_max_workers(&self, n: usize) {
+        self.inner.max_workers.store(n, Ordering::Relaxed);
+    }
+
     /// Whether the engine thread runs activations itself (its [`Exec::run_one_here`]);
     /// while it does, submitting a job wakes no worker.
     pub(crate) fn set_engine_runs(&self, on: bool) {
@@ -141,7 +149,11 @@ impl Exec {
         let mut q = self.inner.lock();
         q.running += 1;
         q.jobs.push_back(job);
-        while q.workers < wanted_workers() {
+        let want = match self.inner.max_workers.load(Ordering::Relaxed) {
+            0 => wanted_workers(),
+            n => n.min(MAX_WORKERS),
+        };
+        while q.workers < want {
             let inner = Arc::clone(&self.inner);
             let spawned = std::thread::Builder::new()
                 .name(format!("mlx5-sim-dpa-{}", q.workers))

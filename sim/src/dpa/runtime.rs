@@ -355,6 +355,7 @@ fn apply_effect(st: &mut State, process: u32, e: Effect) {
             {
                 advance_record(&sq.wq.dbr, pi);
                 sq.doorbelled = true;
+                dp.active_sqs.push(qn);
                 true
             } else if let Some(qp) = fw
                 .qps

@@ -92,6 +92,10 @@ pub(crate) struct Datapath {
     pub(crate) port: Port,
     pub(crate) subs: Vec<Subscription>,
     pub(crate) ids: Vec<u32>,
+    /// Ethernet SQs the next pass visits: rung (a UAR or DPA doorbell) or with work left.
+    /// A pass with none visits every SQ (to count records moved without a doorbell), so a
+    /// busy pass costs what its active queues cost, not the number of queues.
+    pub(crate) active_sqs: Vec<u32>,
     pub(crate) roots: Vec<u32>,
     pub(crate) frame: Vec<u8>,
     /// Scratch of one pass (kept to avoid allocating on the datapath).
@@ -117,6 +121,7 @@ impl Datapath {
             },
             subs: Vec::new(),
             ids: Vec::new(),
+            active_sqs: Vec::new(),
             roots: Vec::new(),
             frame: Vec::with_capacity(MAX_FRAME),
             doorbells: Vec::new(),
