@@ -26,6 +26,10 @@
 //!
 //! A summary at the end prints medians of 7 rounds.
 
+#[path = "common/summary.rs"]
+#[macro_use]
+mod summary;
+
 mod common;
 
 use common::{activate, model, T};
@@ -456,21 +460,21 @@ fn benches(c: &mut Criterion) {
             .collect(),
     );
 
-    println!(
+    summary!(
         "summary (medians of 7 rounds, device model, {}):",
         ctx.describe()
     );
-    println!(
+    summary!(
         "  kernel launch -> completion event seen {launch:>9.1} us   (activation of a thread {act:.1} us: launch / activation = {:.2}; doca_dpa_rpc {rpc:.1} us)",
         launch / act
     );
-    println!(
+    summary!(
         "  notification DPA -> DPA (one hop)     {hop:>9.1} us   ({HOPS} hops per kernel launch; launch / hop = {:.1})",
         launch / hop
     );
     for (len, dpa_t, host_t) in &write_rates {
         let ops = WRITES as f64 / (dpa_t * 1e-6);
-        println!(
+        summary!(
             "  RDMA WRITE {len:>4} B posted by the DPA {:>8.0} ops/s {:>8.1} MB/s   (host-posted: {:.0} ops/s; DPA / host = {:.2})",
             ops,
             ops * *len as f64 / 1e6,
@@ -478,7 +482,7 @@ fn benches(c: &mut Criterion) {
             host_t / dpa_t
         );
     }
-    println!(
+    summary!(
         "  sync event host -> DPA -> host        {rt:>9.1} us   (one firmware command {cmd:.1} us: round trip / command = {:.2})",
         rt / cmd
     );

@@ -21,6 +21,10 @@
 //! latencies say more about the model than about the driver; the firmware-command baseline
 //! shows what the driver's own share costs.
 
+#[path = "common/summary.rs"]
+#[macro_use]
+mod summary;
+
 #[path = "../examples/flexio_packet_processor.rs"]
 #[allow(dead_code)]
 mod pp;
@@ -162,21 +166,21 @@ fn benches(c: &mut Criterion) {
         ups.push(u.as_secs_f64() * 1e3);
         downs.push(dn.as_secs_f64() * 1e3);
     }
-    println!(
+    summary!(
         "summary (medians of 7 rounds, device model, {}):",
         ctx.describe()
     );
-    println!("  rpc: process.call          {rpc:>10.0} round trips/s");
-    println!(
+    summary!("  rpc: process.call          {rpc:>10.0} round trips/s");
+    summary!(
         "  rpc: activation of a thread {act:>9.0} /s   (call / activation = {:.2})",
         act / rpc
     );
-    println!(
+    summary!(
         "  rpc: one firmware command  {cmd:>10.0} /s   (call = {:.1} commands)",
         cmd / rpc
     );
-    println!("  activation: packet processor {frames:>8.0} frames/s, {act_rate:.0} activations/s (one frame in flight)");
-    println!(
+    summary!("  activation: packet processor {frames:>8.0} frames/s, {act_rate:.0} activations/s (one frame in flight)");
+    summary!(
         "  setup: packet processor     {:>8.2} ms set-up, {:.2} ms teardown",
         median(ups),
         median(downs)

@@ -21,6 +21,10 @@
 //!
 //! The last lines are the `summary latency:` rows the README quotes.
 
+#[path = "common/summary.rs"]
+#[macro_use]
+mod summary;
+
 #[path = "../examples/flexio_packet_processor.rs"]
 #[allow(dead_code)]
 mod pp;
@@ -54,7 +58,7 @@ fn dist(mut f: impl FnMut()) -> (f64, f64) {
 }
 
 fn row(name: &str, (med, p99): (f64, f64)) {
-    println!(
+    summary!(
         "summary latency: {name:<34} median {med:>8.2} us  p99 {p99:>8.2} us  ({:>9.0} /s)",
         1e6 / med
     );
@@ -99,17 +103,17 @@ fn main() {
 
     let idle = engine_idle_cpu();
 
-    println!("summary latency: device model, {}", ctx.describe());
+    summary!("summary latency: device model, {}", ctx.describe());
     row("doorbell -> DPA handler -> CQE", frame_rt);
     row("activation of a thread", act);
     row("process.call", call);
     row("baseline: one firmware command", cmd);
     match idle {
-        Some(f) => println!(
+        Some(f) => summary!(
             "summary latency: engine thread idle: {:.2}% of a core (1 s measured after 1 s idle)",
             f * 100.0
         ),
-        None => println!("summary latency: engine thread idle: /proc not readable"),
+        None => summary!("summary latency: engine thread idle: /proc not readable"),
     }
     drop(handler);
     drop(process);

@@ -29,6 +29,10 @@
 //! On the model the UAR page is ordinary memory, so the doorbell is a plain store in both the
 //! driver and the floor; on hardware it is an MMIO write (the same one in both).
 
+#[path = "common/summary.rs"]
+#[macro_use]
+mod summary;
+
 use std::hint::black_box;
 use std::ptr::NonNull;
 use std::sync::atomic::{compiler_fence, Ordering};
@@ -727,8 +731,8 @@ fn summary(b: &mut PostBench, p: &mut PollBench) {
         }
     }
     let (dm, bm, fm) = (median(&mut d), median(&mut bu), median(&mut f));
-    println!(
-        "summary post: post_send+ring_doorbell {dm:.2} ns/WQE ({:.2}x), burst {bm:.2} ns/WQE ({:.2}x), floor {fm:.2} ns/WQE (median of {ROUNDS} blocks of {RING} WQEs, doorbell every {BATCH}; goal <= 1.5x)",
+    summary!(
+"summary post: post_send+ring_doorbell {dm:.2} ns/WQE ({:.2}x), burst {bm:.2} ns/WQE ({:.2}x), floor {fm:.2} ns/WQE (median of {ROUNDS} blocks of {RING} WQEs, doorbell every {BATCH}; goal <= 1.5x)",
         dm / fm,
         bm / fm
     );
@@ -749,8 +753,8 @@ fn summary(b: &mut PostBench, p: &mut PollBench) {
         }
     }
     let (om, bm, fm) = (median(&mut one), median(&mut batch), median(&mut fl));
-    println!(
-        "summary poll: Cq::poll {om:.2} ns/CQE ({:.2}x), Cq::poll_batch(32) {bm:.2} ns/CQE ({:.2}x), floor {fm:.2} ns/CQE (median of {ROUNDS} rounds of {RING} CQEs; goal <= 1.5x)",
+    summary!(
+"summary poll: Cq::poll {om:.2} ns/CQE ({:.2}x), Cq::poll_batch(32) {bm:.2} ns/CQE ({:.2}x), floor {fm:.2} ns/CQE (median of {ROUNDS} rounds of {RING} CQEs; goal <= 1.5x)",
         om / fm,
         bm / fm
     );
@@ -762,8 +766,8 @@ fn summary(b: &mut PostBench, p: &mut PollBench) {
         frames += lb.round();
     }
     let secs = t.elapsed().as_secs_f64();
-    println!(
-        "summary loopback: {:.2} Mpps (64-byte frames, batches of {LB_BATCH}, signal every 16, {frames} frames in {secs:.2} s)",
+    summary!(
+"summary loopback: {:.2} Mpps (64-byte frames, batches of {LB_BATCH}, signal every 16, {frames} frames in {secs:.2} s)",
         frames as f64 / secs / 1e6
     );
 }

@@ -18,6 +18,10 @@
 //!   against the model's host threads that run activations (1, 2, 4 beside the engine
 //!   thread). Expected to grow up to the host's cores (this machine has 2) and then level.
 
+#[path = "common/summary.rs"]
+#[macro_use]
+mod summary;
+
 #[path = "../examples/flexio_packet_processor.rs"]
 #[allow(dead_code)]
 mod pp;
@@ -297,7 +301,7 @@ fn main() {
     let row = |name: &str, unit: &str, v: &[(f64, f64)]| {
         let pts: Vec<String> = v.iter().map(|(x, y)| format!("{x}: {y:.1}")).collect();
         let ratio = v.last().map_or(0.0, |l| l.1) / v.first().map_or(1.0, |f| f.1);
-        println!(
+        summary!(
             "summary scaling: {name:<24} {unit:<22} {} (last / first = {ratio:.2})",
             pts.join(", ")
         );
@@ -307,7 +311,7 @@ fn main() {
     row("objects (ALLOC+DEALLOC)", "ns/pair", &pairs);
     row("armed threads", "us/activation", &th);
     row("model workers", "frames/s", &wk);
-    println!(
+    summary!(
         "summary scaling: CSV in {}/target/scaling (python3 tools/plot_scaling.py draws them)",
         env!("CARGO_MANIFEST_DIR")
     );

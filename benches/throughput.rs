@@ -12,6 +12,10 @@
 //!
 //! The last lines are the `summary throughput:` rows the README quotes.
 
+#[path = "common/summary.rs"]
+#[macro_use]
+mod summary;
+
 #[path = "../examples/flexio_packet_processor.rs"]
 #[allow(dead_code)]
 mod pp;
@@ -102,9 +106,9 @@ fn main() {
         drop(host);
         drop(rigs);
     }
-    println!("summary throughput: device model, {}", ctx.describe());
+    summary!("summary throughput: device model, {}", ctx.describe());
     for (threads, one, many, per_act) in rows {
-        println!(
+        summary!(
             "summary throughput: {threads} DPA thread(s): {many:>10.0} frames/s with {WINDOW} in \
              flight, {one:>8.0} with one (x{:.1}); {per_act:.1} frames per activation",
             many / one

@@ -18,6 +18,10 @@
 //! ratio to the interpreter and to qemu, after checking that it retires the same number of
 //! instructions and returns the same value.
 
+#[path = "../../benches/common/summary.rs"]
+#[macro_use]
+mod summary;
+
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::Command;
@@ -123,19 +127,19 @@ fn engine(c: &mut Criterion) {
         Some(q) if !q.is_zero() => {
             let qemu_mips = mips(q);
             #[cfg(feature = "jit")]
-            println!(
+            summary!(
                 "summary riscv: jit {jit_mips:.0} MIPS (jit / interpreter = {:.1}, jit / qemu = \
                  {:.2})",
                 jit_mips / engine_mips,
                 jit_mips / qemu_mips
             );
-            println!(
+            summary!(
                 "summary riscv: engine {engine_mips:.0} MIPS, qemu {qemu_mips:.0} MIPS \
                  (engine / qemu = {:.2}; {insns} instructions)",
                 engine_mips / qemu_mips
             );
         }
-        _ => println!(
+        _ => summary!(
             "summary riscv: engine {engine_mips:.0} MIPS, qemu not installed \
              ({insns} instructions)"
         ),
