@@ -16,10 +16,9 @@
 //!
 //! A summary at the end prints rates per second from its own rounds (medians of 7).
 //!
-//! On the model, a round trip through the DPA is bounded by the engine thread's polling: when
-//! idle it backs off to 50 us sleeps (`sim/src/lib.rs`, `engine_loop`), so activation and RPC
-//! latencies say more about the model than about the driver; the firmware-command baseline
-//! shows what the driver's own share costs.
+//! On the model, a round trip through the DPA includes the engine thread's polling and the
+//! RISC-V engine (`sim/src/lib.rs`, `engine_loop`; `benches/latency.rs` gives the
+//! distributions); the firmware-command baseline shows what the driver's own share costs.
 
 #[path = "common/summary.rs"]
 #[macro_use]
