@@ -65,12 +65,7 @@ fn row(name: &str, (med, p99): (f64, f64)) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; a filter that names nothing of ours skips the run.
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    if !args.is_empty() && !args.iter().any(|a| "latency".contains(a.as_str())) {
+    if !common::selected("latency") {
         return;
     }
     let (d, ctx) = model();

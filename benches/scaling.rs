@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use common::host::Host;
-use common::{activate, T};
+use common::{activate, median, T};
 use mlx5_dpa::devx::{self, Devx, UarKind};
 use mlx5_dpa::dpa::thread::EventHandlerAttr;
 use mlx5_dpa::dpa::{Process, ProcessAttr};
@@ -46,11 +46,6 @@ use mlx5_dpa::uar::UarPage;
 
 const ROUNDS: usize = 9;
 const RPC_CALC: &[u8] = include_bytes!("../fw-blobs/bin/rpc_calc.elf");
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 /// Writes `target/scaling/NAME.csv` (x, y per line after a header).
 fn csv(name: &str, header: &str, rows: &[(f64, f64)]) {
@@ -220,11 +215,7 @@ fn objects_point(ctx: &Arc<dyn Devx>, held: &mut Vec<Arc<Pd>>, live: usize) -> (
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    if !args.is_empty() && !args.iter().any(|a| "scaling".contains(a.as_str())) {
+    if !common::selected("scaling") {
         return;
     }
 

@@ -23,7 +23,7 @@ mod pp;
 mod common;
 
 use common::host::Host;
-use common::{model, T};
+use common::{median, model, T};
 
 use mlx5_dpa::mlx5::cmd::OuterMatch;
 
@@ -44,17 +44,8 @@ fn frame(port_mac: [u8; 6], k: usize) -> Vec<u8> {
     f
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    if !args.is_empty() && !args.iter().any(|a| "throughput".contains(a.as_str())) {
+    if !common::selected("throughput") {
         return;
     }
     let (d, ctx) = model();
