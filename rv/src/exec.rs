@@ -618,6 +618,16 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                     })
                 };
             }
+            // A store dropped decoded code (maybe this block's): after this instruction, look
+            // the pc up again.
+            macro_rules! code_check {
+                () => {
+                    if ex.code_changed {
+                        ex.code_changed = false;
+                        end = i;
+                    }
+                };
+            }
             macro_rules! load {
                 ($size:expr, $ext:expr) => {{
                     let a = v1.wrapping_add(imm);
@@ -633,6 +643,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                     if let Err(e) = ex.store(a, $size, v2) {
                         mem_fault!(a, Access::Store, $size, e);
                     }
+                    code_check!();
                 }};
             }
             macro_rules! branch {
@@ -648,6 +659,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                         Ok(old) => x[rd] = if $size == 4 { sx32(old) } else { old },
                         Err(e) => mem_fault!(v1, Access::Store, $size, e),
                     }
+                    code_check!();
                 }};
             }
             macro_rules! lr {
@@ -682,6 +694,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                         }
                         _ => x[rd] = 1,
                     }
+                    code_check!();
                 }};
             }
 
@@ -903,11 +916,6 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
             }
             pc = npc;
             n += 1;
-            if ex.code_changed {
-                // A store dropped decoded code (maybe this block's): look the pc up again.
-                ex.code_changed = false;
-                end = i;
-            }
         }
     };
 
