@@ -111,7 +111,8 @@ pub(crate) struct GuestBlock {
 /// dispatch costs an index, and a block dropped by invalidation takes its state with it.
 pub(crate) struct Jit {
     hot: u32,
-    module: JITModule,
+    /// Freed by hand on drop (`JITModule` leaks its code memory when dropped).
+    module: std::mem::ManuallyDrop<JITModule>,
     /// Compiled regions of `module`, by index.
     fns: Vec<JitFn>,
     /// Modules that may still be running: freed at the next safe point.
@@ -153,8 +154,9 @@ impl Jit {
         let module = new_module()?;
         let ctx = module.make_context();
         Some(Jit {
-            hot: hot.max(1),
-            module,
+            // Counts stay below `JIT_COMPILED`'s bit (`CodeCache::jit_state`).
+            hot: hot.clamp(1, 1 << 30),
+            module: std::mem::ManuallyDrop::new(module),
             fns: Vec::new(),
             retired: Vec::new(),
             ctx,
@@ -190,7 +192,7 @@ impl Jit {
         let mut renewed = false;
         if self.fns.len() >= MAX_MODULE_REGIONS {
             if let Some(fresh) = new_module() {
-                let old = std::mem::replace(&mut self.module, fresh);
+                let old = std::mem::replace(&mut *self.module, fresh);
                 self.retired.push(old);
                 self.fns.clear();
                 renewed = true;
@@ -247,12 +249,11 @@ impl Jit {
 impl Drop for Jit {
     fn drop(&mut self) {
         self.safe_point();
-        if let Some(fresh) = new_module() {
-            let m = std::mem::replace(&mut self.module, fresh);
-            // SAFETY: the JIT is going away with its cache: none of its code can run any more
-            // (running code holds the cache mutably borrowed).
-            unsafe { m.free_memory() };
-        }
+        // SAFETY: `module` is taken once, here, and never used after.
+        let m = unsafe { std::mem::ManuallyDrop::take(&mut self.module) };
+        // SAFETY: the JIT is going away with its cache: none of its code can run any more
+        // (running code holds the cache mutably borrowed).
+        unsafe { m.free_memory() };
     }
 }
 
