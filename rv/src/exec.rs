@@ -517,6 +517,8 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
             error: MemError::Misaligned,
         });
     }
+    // The regions the bus expects the run to use, known from the start.
+    let hint = bus.ram_regions().map(|r| r.unwrap_or(RamRegion::EMPTY));
     let mut ex = Exec {
         bus,
         cache,
@@ -524,7 +526,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         wr_region: RamRegion::EMPTY,
         x_region: RamRegion::EMPTY,
         no_ram_vpn: NO_PAGE,
-        recent: [RamRegion::EMPTY; RECENT],
+        recent: hint,
         recent_next: 0,
         resv: hart.reservation,
         code_changed: false,

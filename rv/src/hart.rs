@@ -53,6 +53,13 @@ pub trait Bus {
         None
     }
 
+    /// Optional: RAM regions a run will likely use, as [`Bus::ram_region`] would give them
+    /// (the same contract), offered when each `run` call starts so that its first accesses
+    /// (and compiled code's, with the `jit` feature) need no lookup. At most four.
+    fn ram_regions(&mut self) -> [Option<RamRegion>; 4] {
+        [None; 4]
+    }
+
     /// Optional: the RAM an AMO, LR or SC at `addr` acts on, for a bus that gives no
     /// [`Bus::ram_region`] for `addr` (because it must see every plain load and store there)
     /// yet whose atomics must stay atomic with respect to other harts. The engine uses the

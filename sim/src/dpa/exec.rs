@@ -571,6 +571,15 @@ impl Bus for ActBus<'_> {
         unsafe { self.mem().ram_region(addr) }
     }
 
+    fn ram_regions(&mut self) -> [Option<RamRegion>; 4] {
+        // What an activation touches: its text, the process's data and heap, its thread
+        // context and its stack.
+        let text = self.mem().text_base();
+        let dumem = self.mem().dumem_base();
+        let slot = self.job.slot;
+        [text, dumem, map::slot_base(slot), map::stack_lo(slot)].map(|a| self.ram_region(a))
+    }
+
     fn atomic_region(&mut self, addr: u64) -> Option<RamRegion> {
         // An atomic acts on memory: this thread's buffered bytes of the word go first.
         let word = addr & !7;
