@@ -161,6 +161,9 @@ pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
             });
         }
     }
+    // With the `jit` feature, hot code is compiled (the same results, faster).
+    #[cfg(feature = "jit")]
+    machine.set_jit(Some(mlx5_sim::riscv::CodeCache::JIT_HOT));
     let start = Instant::now();
     let report = match entry {
         Some(sym) => machine.call_symbol(sym, &args, *max_insns),
