@@ -95,7 +95,21 @@ impl CodeCache {
     /// the JIT is on (the host may have no Cranelift backend).
     #[cfg(feature = "jit")]
     pub fn set_jit(&mut self, hot: Option<u32>) -> bool {
-        self.jit = hot.and_then(crate::jit::Jit::new).map(Box::new);
+        self.jit = hot
+            .and_then(|h| crate::jit::Jit::new(h, None))
+            .map(Box::new);
+        self.jit_state.clear();
+        self.jit.is_some()
+    }
+
+    /// As [`CodeCache::set_jit`], with the compiled regions in `share`, which the caches of
+    /// other harts running the same program may hold too: a region one of them compiled, the
+    /// others run without compiling it again. Only for code no hart stores into (a read-only
+    /// text): a store drops the region from the share and from this cache, not from the others.
+    #[cfg(feature = "jit")]
+    pub fn set_jit_shared(&mut self, hot: u32, share: &crate::jit::JitShare) -> bool {
+        self.jit = crate::jit::Jit::new(hot, Some(share)).map(Box::new);
+        self.jit_state.clear();
         self.jit.is_some()
     }
 
@@ -107,7 +121,13 @@ impl CodeCache {
     /// stays allocated until the JIT retires it, since a store of compiled code may get here).
     pub fn clear(&mut self) {
         #[cfg(feature = "jit")]
-        self.jit_state.clear();
+        {
+            self.jit_state.clear();
+            if let Some(j) = &mut self.jit {
+                j.forget_local();
+                j.invalidate_all();
+            }
+        }
         self.code.clear();
         self.entries.clear();
         self.live.clear();
@@ -136,6 +156,10 @@ impl CodeCache {
         }
         for vpn in first..=last {
             self.drop_page(vpn);
+            #[cfg(feature = "jit")]
+            if let Some(j) = &mut self.jit {
+                j.invalidate_page(vpn);
+            }
         }
     }
 

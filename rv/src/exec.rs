@@ -262,16 +262,8 @@ impl<B: Bus> Exec<'_, B> {
                 let Some(mut jit) = self.cache.jit.take() else {
                     return JitStep::Interpret;
                 };
-                let blocks = self.region(pc);
-                let (index, renewed) = jit.compile_region(&blocks);
+                let index = jit.obtain(pc, || self.region(pc));
                 self.cache.jit = Some(jit);
-                if renewed {
-                    for s in &mut self.cache.jit_state {
-                        if *s != JIT_NEVER && *s & JIT_COMPILED != 0 {
-                            *s = 0;
-                        }
-                    }
-                }
                 let page = self.cache.page(pc >> PAGE_SHIFT);
                 if let Some((start, _)) = self.cache.block(page, pc) {
                     if let Some(s) = self.cache.jit_state.get_mut(start) {
@@ -538,10 +530,6 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     let instret0 = hart.instret;
     let mut cur_vpn = NO_PAGE;
     let mut cur_page = 0usize;
-    #[cfg(feature = "jit")]
-    if let Some(j) = &mut ex.cache.jit {
-        j.safe_point();
-    }
     // Compiled code left before an instruction the interpreter must run.
     #[cfg(feature = "jit")]
     let mut interpret_one = false;

@@ -24,10 +24,12 @@
 //!   where it ends or leaves.
 //! - **Hotness and invalidation** live beside the decoded blocks (the code cache's
 //!   per-instruction JIT state): a block entered [`DEFAULT_HOT`] times has its region
-//!   compiled; invalidating or clearing decoded code forgets its compiled state with it. Host
-//!   code stays allocated (a region that invalidated itself by a store returns safely) until
-//!   its module is retired for room, and is freed at the next safe point (the start of a
-//!   run), never while compiled code may be running.
+//!   compiled; invalidating or clearing decoded code forgets its compiled state with it.
+//!   Compiled regions live in a [`JitShare`], by entry address: the caches of harts running
+//!   one read-only program (the DPA's EUs running a process) share one, so a region is
+//!   compiled once, not once per EU. Host code stays allocated (a region that invalidated
+//!   itself by a store returns safely) until the last cache sharing it goes; a share compiles
+//!   at most 1024 regions.
 //!
 //! The differential tests run random programs of the compiled operations (`tests/jit.rs`),
 //! the `rv_exec` fuzz entry, the unit tests and the bare corpus through the JIT and compare
@@ -35,6 +37,7 @@
 //! the corpus with qemu).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -57,9 +60,9 @@ pub(crate) const DEFAULT_HOT: u32 = 32;
 /// Most guest blocks in one region, and instructions.
 pub(crate) const MAX_REGION_BLOCKS: usize = 16;
 pub(crate) const MAX_REGION_INSNS: usize = 256;
-/// Regions compiled into one host-code module before it is retired and a new one started
-/// (bounds host memory: a module is freed when retired).
-const MAX_MODULE_REGIONS: usize = 512;
+/// Most regions one share compiles (bounds its host memory; entries past it run in the
+/// interpreter).
+const MAX_MODULE_REGIONS: usize = 1024;
 
 /// What compiled code reads and writes (layout shared with the generated code: offsets below).
 #[repr(C)]
@@ -106,27 +109,86 @@ pub(crate) struct GuestBlock {
     pub insns: Vec<(u64, Insn)>,
 }
 
-/// The JIT state of one code cache. Which blocks are hot, compiled or not compilable is kept
-/// beside the decoded blocks ([`CodeCache`](crate::CodeCache)'s per-instruction JIT state), so a
-/// dispatch costs an index, and a block dropped by invalidation takes its state with it.
-pub(crate) struct Jit {
-    hot: u32,
+/// Compiled regions and their compiler, which several code caches may share
+/// ([`JitShare`]): regions are found by their entry address, so a cache finds what another
+/// compiled. Host code lives as long as the last cache that shares it.
+struct JitCore {
     /// Freed by hand on drop (`JITModule` leaks its code memory when dropped).
     module: std::mem::ManuallyDrop<JITModule>,
-    /// Compiled regions of `module`, by index.
-    fns: Vec<JitFn>,
-    /// Modules that may still be running: freed at the next safe point.
-    retired: Vec<JITModule>,
+    /// Entry address -> its region's code, or `None` when it does not compile.
+    entries: HashMap<u64, Option<JitFn>>,
+    /// Regions compiled into `module` (at most [`MAX_MODULE_REGIONS`]; then no more).
+    regions: usize,
     ctx: cranelift_codegen::Context,
     fctx: FunctionBuilderContext,
     next_name: u32,
+}
+
+impl Drop for JitCore {
+    fn drop(&mut self) {
+        // SAFETY: `module` is taken once, here, and never used after.
+        let m = unsafe { std::mem::ManuallyDrop::take(&mut self.module) };
+        // SAFETY: the last cache sharing the core is gone: none of its code can run any more
+        // (running code holds its cache, and so the core, alive).
+        unsafe { m.free_memory() };
+    }
+}
+
+/// Compiled code shared by the code caches of harts running the same program
+/// ([`CodeCache::set_jit_shared`](crate::CodeCache::set_jit_shared)): what one compiles, the
+/// others run. Only for code no hart stores into (a read-only text, as a DPA process's is):
+/// a store drops the region from the share and from the storing hart's cache, not from the
+/// copies other caches already took.
+#[derive(Clone)]
+pub struct JitShare(Arc<Mutex<JitCore>>);
+
+impl std::fmt::Debug for JitShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let core = lock(&self.0);
+        f.debug_struct("JitShare")
+            .field("regions", &core.regions)
+            .field("entries", &core.entries.len())
+            .finish()
+    }
+}
+
+impl JitShare {
+    /// An empty share; `None` when the host has no Cranelift backend.
+    pub fn new() -> Option<JitShare> {
+        let module = new_module()?;
+        let ctx = module.make_context();
+        Some(JitShare(Arc::new(Mutex::new(JitCore {
+            module: std::mem::ManuallyDrop::new(module),
+            entries: HashMap::new(),
+            regions: 0,
+            ctx,
+            fctx: FunctionBuilderContext::new(),
+            next_name: 0,
+        }))))
+    }
+}
+
+fn lock(m: &Mutex<JitCore>) -> std::sync::MutexGuard<'_, JitCore> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The JIT state of one code cache. Which of its blocks are hot, compiled or not compilable
+/// is kept beside the decoded blocks ([`CodeCache`](crate::CodeCache)'s per-instruction JIT
+/// state, naming an index into `local`), so a dispatch costs an index, and a block dropped by
+/// invalidation takes its state with it.
+pub(crate) struct Jit {
+    hot: u32,
+    share: JitShare,
+    /// The compiled regions this cache's blocks name.
+    local: Vec<JitFn>,
 }
 
 impl std::fmt::Debug for Jit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Jit")
             .field("hot", &self.hot)
-            .field("regions", &self.fns.len())
+            .field("local", &self.local.len())
+            .field("share", &self.share)
             .finish()
     }
 }
@@ -148,31 +210,19 @@ fn new_module() -> Option<JITModule> {
 }
 
 impl Jit {
-    /// A JIT compiling regions entered `hot` times; `None` when the host has no Cranelift
-    /// backend.
-    pub(crate) fn new(hot: u32) -> Option<Jit> {
-        let module = new_module()?;
-        let ctx = module.make_context();
+    /// A JIT compiling regions entered `hot` times into `share` (or a share of its own);
+    /// `None` when the host has no Cranelift backend.
+    pub(crate) fn new(hot: u32, share: Option<&JitShare>) -> Option<Jit> {
+        let share = match share {
+            Some(s) => s.clone(),
+            None => JitShare::new()?,
+        };
         Some(Jit {
             // Counts stay below `JIT_COMPILED`'s bit (`CodeCache::jit_state`).
             hot: hot.clamp(1, 1 << 30),
-            module: std::mem::ManuallyDrop::new(module),
-            fns: Vec::new(),
-            retired: Vec::new(),
-            ctx,
-            fctx: FunctionBuilderContext::new(),
-            next_name: 0,
+            share,
+            local: Vec::new(),
         })
-    }
-
-    /// Frees retired host code. Only where no compiled code of this JIT runs (the start of an
-    /// interpreter run).
-    pub(crate) fn safe_point(&mut self) {
-        for m in self.retired.drain(..) {
-            // SAFETY: retired modules' code is no longer reachable (their indices were
-            // forgotten when they were retired) and, at a safe point, none of it is executing.
-            unsafe { m.free_memory() };
-        }
     }
 
     /// Entries into a block before its region is compiled.
@@ -180,34 +230,70 @@ impl Jit {
         self.hot
     }
 
-    /// Compiled region `index`.
+    /// Compiled region `index` (of this cache).
     pub(crate) fn func(&self, index: u32) -> Option<JitFn> {
-        self.fns.get(index as usize).copied()
+        self.local.get(index as usize).copied()
     }
 
-    /// Compiles the region of `blocks` (the first is its entry): its index, and whether the
-    /// full module was retired first (every earlier index is then void: the caller forgets
-    /// them). `None` when nothing of it compiles.
-    pub(crate) fn compile_region(&mut self, blocks: &[GuestBlock]) -> (Option<u32>, bool) {
-        let mut renewed = false;
-        if self.fns.len() >= MAX_MODULE_REGIONS {
-            if let Some(fresh) = new_module() {
-                let old = std::mem::replace(&mut *self.module, fresh);
-                self.retired.push(old);
-                self.fns.clear();
-                renewed = true;
+    /// Forgets the regions this cache named (its blocks' states are gone): the share keeps
+    /// them for the others.
+    pub(crate) fn forget_local(&mut self) {
+        self.local.clear();
+    }
+
+    /// Drops the shared regions entered in guest page `vpn` (its code changed).
+    pub(crate) fn invalidate_page(&mut self, vpn: u64) {
+        lock(&self.share.0)
+            .entries
+            .retain(|pc, _| pc >> PAGE_SHIFT != vpn);
+    }
+
+    /// Drops every shared region (the code may have changed anywhere).
+    pub(crate) fn invalidate_all(&mut self) {
+        lock(&self.share.0).entries.clear();
+    }
+
+    /// The region entered at `pc`: found in the share, or compiled from `region()`'s blocks
+    /// (the first is the entry) and put there. Its index for this cache, `None` when it does
+    /// not compile (or the share is full).
+    pub(crate) fn obtain(
+        &mut self,
+        pc: u64,
+        region: impl FnOnce() -> Vec<GuestBlock>,
+    ) -> Option<u32> {
+        let known = lock(&self.share.0).entries.get(&pc).copied();
+        let f = match known {
+            Some(found) => found,
+            None => {
+                // Gathered without the lock (gathering decodes into this cache).
+                let blocks = region();
+                let mut core = lock(&self.share.0);
+                let f = match core.entries.get(&pc) {
+                    // Another cache compiled it meanwhile.
+                    Some(found) => *found,
+                    None if core.regions >= MAX_MODULE_REGIONS
+                        || blocks.first().is_none_or(|b| compilable_prefix(b) == 0) =>
+                    {
+                        None
+                    }
+                    None => {
+                        let f = core.compile(&blocks);
+                        if f.is_some() {
+                            core.regions += 1;
+                        }
+                        f
+                    }
+                };
+                core.entries.insert(pc, f);
+                f
             }
-        }
-        if blocks.first().is_none_or(|b| compilable_prefix(b) == 0) {
-            return (None, renewed);
-        }
-        let Some(f) = self.compile(blocks) else {
-            return (None, renewed);
         };
-        self.fns.push(f);
-        ((self.fns.len() - 1).try_into().ok(), renewed)
+        self.local.push(f?);
+        (self.local.len() - 1).try_into().ok()
     }
+}
 
+impl JitCore {
     fn compile(&mut self, blocks: &[GuestBlock]) -> Option<JitFn> {
         let ptr = self.module.target_config().pointer_type();
         let mut sig = self.module.make_signature();
@@ -243,17 +329,6 @@ impl Jit {
         // signature `fn(pointer) -> i64` in the host's default calling convention, which is
         // `extern "C"` on the hosts Cranelift's native builder supports.
         Some(unsafe { std::mem::transmute::<*const u8, JitFn>(code) })
-    }
-}
-
-impl Drop for Jit {
-    fn drop(&mut self) {
-        self.safe_point();
-        // SAFETY: `module` is taken once, here, and never used after.
-        let m = unsafe { std::mem::ManuallyDrop::take(&mut self.module) };
-        // SAFETY: the JIT is going away with its cache: none of its code can run any more
-        // (running code holds the cache mutably borrowed).
-        unsafe { m.free_memory() };
     }
 }
 

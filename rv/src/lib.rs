@@ -53,6 +53,8 @@ mod ram;
 pub use cache::CodeCache;
 pub use exec::run;
 pub use hart::{reg, Access, Bus, Fault, Hart, MemError, Stop};
+#[cfg(feature = "jit")]
+pub use jit::JitShare;
 pub use ram::{GuestRam, Perms, RamRegion, RegionError};
 
 #[cfg(target_endian = "big")]

@@ -106,7 +106,7 @@ impl Firmware {
             e.busy = true;
             let cache = match e.caches.iter().position(|(v, _)| *v == text_version) {
                 Some(i) => e.caches.remove(i).1,
-                None => new_code_cache(),
+                None => new_code_cache(&p.mem, text_version),
             };
             self.dpa.seq += 1;
             let job = Job {
@@ -159,12 +159,16 @@ impl Firmware {
     }
 }
 
-/// A fresh EU code cache: with the `jit` feature, hot code is compiled.
-fn new_code_cache() -> CodeCache {
+/// A fresh EU code cache for text version `version` of `mem`: with the `jit` feature, hot
+/// code is compiled, into the process's share (what one EU compiled, the others run).
+#[cfg_attr(not(feature = "jit"), allow(unused_variables))]
+fn new_code_cache(mem: &ProcessMem, version: u64) -> CodeCache {
     #[allow(unused_mut)] // set only with the JIT
     let mut c = CodeCache::new();
     #[cfg(feature = "jit")]
-    c.set_jit(Some(CodeCache::JIT_HOT));
+    if let Some(share) = mem.jit_share(version) {
+        c.set_jit_shared(CodeCache::JIT_HOT, &share);
+    }
     c
 }
 

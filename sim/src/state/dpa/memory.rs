@@ -175,6 +175,10 @@ pub(crate) struct ProcessMem {
     /// The version of the text: a fresh [`new_text_version`] at creation and whenever text
     /// changes after loading (debug writes), so harts drop their decoded-instruction caches.
     text_version: AtomicU64,
+    /// Compiled code of the text (feature `jit`), for the text version it was made for:
+    /// every EU running the process shares it (text is read-only to the harts).
+    #[cfg(feature = "jit")]
+    jit_share: std::sync::Mutex<Option<(u64, crate::riscv::JitShare)>>,
 }
 
 impl std::fmt::Debug for ProcessMem {
@@ -212,6 +216,8 @@ impl ProcessMem {
             slots: Mapping::new(u64::from(slot_count) * map::SLOT_BACKING)?,
             slot_count,
             text_version: AtomicU64::new(new_text_version()),
+            #[cfg(feature = "jit")]
+            jit_share: std::sync::Mutex::new(None),
         })
     }
 
@@ -271,6 +277,20 @@ impl ProcessMem {
         };
         if let Err(e) = r {
             tracing::warn!(target: "mlx5_sim::dpa", "cannot discard freed DPA memory: {e}");
+        }
+    }
+
+    /// The compiled-code share of text version `version` (a new one when the text changed).
+    #[cfg(feature = "jit")]
+    pub(crate) fn jit_share(&self, version: u64) -> Option<crate::riscv::JitShare> {
+        let mut slot = mlx5_dpa::sync::lock(&self.jit_share);
+        match &*slot {
+            Some((v, s)) if *v == version => Some(s.clone()),
+            _ => {
+                let s = crate::riscv::JitShare::new()?;
+                *slot = Some((version, s.clone()));
+                Some(s)
+            }
         }
     }
 
