@@ -153,6 +153,11 @@ impl std::fmt::Debug for JitShare {
 }
 
 impl JitShare {
+    /// Regions compiled into this share so far.
+    pub fn regions(&self) -> usize {
+        lock(&self.0).regions
+    }
+
     /// An empty share; `None` when the host has no Cranelift backend.
     pub fn new() -> Option<JitShare> {
         let module = new_module()?;

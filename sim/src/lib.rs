@@ -458,6 +458,21 @@ impl Device {
         self.shared.dpa.set_max_workers(n);
     }
 
+    /// The programs whose compiled code the DPA keeps (feature `jit`), most recent last: for
+    /// each, where its text was loaded, its length and the regions compiled so far. Processes
+    /// loaded from the same ELF at the same address share one.
+    #[cfg(feature = "jit")]
+    pub fn jit_programs(&self) -> Vec<(u64, usize, usize)> {
+        self.with_state(|st| {
+            st.fw
+                .dpa
+                .jit_programs
+                .iter()
+                .map(|p| (p.text_base, p.text.len(), p.share.regions()))
+                .collect()
+        })
+    }
+
     /// Passes the background engine thread has made since the device was created: what an
     /// idle engine costs (it backs off to about a hundred passes a second after a second with
     /// nothing to do).

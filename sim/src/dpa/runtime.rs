@@ -106,7 +106,13 @@ impl Firmware {
             e.busy = true;
             let cache = match e.caches.iter().position(|(v, _)| *v == text_version) {
                 Some(i) => e.caches.remove(i).1,
-                None => new_code_cache(&p.mem, text_version),
+                None => {
+                    #[cfg(feature = "jit")]
+                    let share = jit_share_for(&mut self.dpa.jit_programs, &p.mem, text_version);
+                    #[cfg(not(feature = "jit"))]
+                    let share: Option<Share> = None;
+                    new_code_cache(share)
+                }
             };
             self.dpa.seq += 1;
             let job = Job {
@@ -159,14 +165,64 @@ impl Firmware {
     }
 }
 
-/// A fresh EU code cache for text version `version` of `mem`: with the `jit` feature, hot
-/// code is compiled, into the process's share (what one EU compiled, the others run).
+/// The compiled-code share of a process's text (version `version`): the one its EUs already
+/// use, or the one of a process with the same text at the same address (a program the DPA
+/// runs in several processes is compiled once), or a new one.
+#[cfg(feature = "jit")]
+fn jit_share_for(
+    programs: &mut Vec<crate::state::dpa::JitProgram>,
+    mem: &ProcessMem,
+    version: u64,
+) -> Option<crate::riscv::JitShare> {
+    if let Some(s) = mem.jit_share(version) {
+        return Some(s);
+    }
+    let text_base = mem.text_base();
+    let mut text = vec![0u8; usize::try_from(mem.text_span).ok()?];
+    mem.read(text_base, &mut text).ok()?;
+    if mem.text_version() != version {
+        // Changed while read: no share for a text that is not the one read.
+        return None;
+    }
+    let same = |p: &crate::state::dpa::JitProgram| p.text_base == text_base && p.text == text;
+    let share = match programs.iter().position(same) {
+        Some(i) => {
+            let p = programs.remove(i);
+            let s = p.share.clone();
+            programs.push(p);
+            s
+        }
+        None => {
+            let share = crate::riscv::JitShare::new()?;
+            if programs.len() >= crate::state::dpa::JIT_PROGRAMS {
+                programs.remove(0);
+            }
+            programs.push(crate::state::dpa::JitProgram {
+                text_base,
+                text,
+                share: share.clone(),
+            });
+            share
+        }
+    };
+    mem.set_jit_share(version, share.clone());
+    Some(share)
+}
+
+/// What an EU code cache compiles into (nothing without the `jit` feature).
+#[cfg(feature = "jit")]
+type Share = crate::riscv::JitShare;
+#[cfg(not(feature = "jit"))]
+type Share = std::convert::Infallible;
+
+/// A fresh EU code cache: with the `jit` feature, hot code is compiled into `share` (what
+/// one EU compiled, the others run).
 #[cfg_attr(not(feature = "jit"), allow(unused_variables))]
-fn new_code_cache(mem: &ProcessMem, version: u64) -> CodeCache {
+fn new_code_cache(share: Option<Share>) -> CodeCache {
     #[allow(unused_mut)] // set only with the JIT
     let mut c = CodeCache::new();
     #[cfg(feature = "jit")]
-    if let Some(share) = mem.jit_share(version) {
+    if let Some(share) = share {
         c.set_jit_shared(CodeCache::JIT_HOT, &share);
     }
     c

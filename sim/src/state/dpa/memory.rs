@@ -280,18 +280,19 @@ impl ProcessMem {
         }
     }
 
-    /// The compiled-code share of text version `version` (a new one when the text changed).
+    /// The compiled-code share of text version `version`, if one was set.
     #[cfg(feature = "jit")]
     pub(crate) fn jit_share(&self, version: u64) -> Option<crate::riscv::JitShare> {
-        let mut slot = mlx5_dpa::sync::lock(&self.jit_share);
-        match &*slot {
+        match &*mlx5_dpa::sync::lock(&self.jit_share) {
             Some((v, s)) if *v == version => Some(s.clone()),
-            _ => {
-                let s = crate::riscv::JitShare::new()?;
-                *slot = Some((version, s.clone()));
-                Some(s)
-            }
+            _ => None,
         }
+    }
+
+    /// Sets the compiled-code share of text version `version`.
+    #[cfg(feature = "jit")]
+    pub(crate) fn set_jit_share(&self, version: u64, share: crate::riscv::JitShare) {
+        *mlx5_dpa::sync::lock(&self.jit_share) = Some((version, share));
     }
 
     pub(crate) fn text_version(&self) -> u64 {

@@ -386,6 +386,23 @@ pub(crate) struct DpaState {
     pub(crate) eus: Vec<Eu>,
     pub(crate) seq: u64,
     pub(crate) stats: DpaStats,
+    /// Compiled code by program (feature `jit`): processes loaded from the same ELF at the
+    /// same address share it; the last [`JIT_PROGRAMS`] programs, most recent last.
+    #[cfg(feature = "jit")]
+    pub(crate) jit_programs: Vec<JitProgram>,
+}
+
+/// Programs whose compiled code [`DpaState::jit_programs`] keeps.
+#[cfg(feature = "jit")]
+pub(crate) const JIT_PROGRAMS: usize = 8;
+
+/// One program's compiled code: its text (where it was loaded and every byte) and the share.
+#[cfg(feature = "jit")]
+#[derive(Debug)]
+pub(crate) struct JitProgram {
+    pub(crate) text_base: u64,
+    pub(crate) text: Vec<u8>,
+    pub(crate) share: crate::riscv::JitShare,
 }
 
 impl DpaState {
