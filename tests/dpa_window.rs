@@ -558,11 +558,17 @@ fn window_stores_are_visible_once_written_back() -> R {
         let h = p.event_handler(&EventHandlerAttr::new("st_window_marks", args.daddr()))?;
         h.run(args.daddr())?;
         until("the written-back mark", || host_u64(&mr, 0) == 0xa1);
-        // The DPA is waiting for `stop`: its second store has not been written back.
-        let second = host_u64(&mr, 1);
         match coherency {
-            mlx5_sim::DpaCoherency::Hardware => assert_eq!(second, 0, "not written back yet"),
-            mlx5_sim::DpaCoherency::Coherent => assert_eq!(second, 0xc3),
+            // The DPA is waiting for `stop`: its second store has not been written back.
+            mlx5_sim::DpaCoherency::Hardware => {
+                assert_eq!(host_u64(&mr, 1), 0, "not written back yet")
+            }
+            // Visible at once: while the activation still runs (the DPA may not have made the
+            // store yet when the mark arrives, so it is waited for).
+            mlx5_sim::DpaCoherency::Coherent => {
+                until("the second store", || host_u64(&mr, 1) == 0xc3);
+                assert_eq!(h.info()?.state, ThreadState::Running);
+            }
         }
         p.copy_to_dev(args.daddr() + 24, &1u64.to_le_bytes())?;
         let info = wait_activations(&h, 1)?;
@@ -584,6 +590,9 @@ fn window_stores_are_visible_once_written_back() -> R {
 fn window_reads_need_an_invalidation_to_see_the_host() -> R {
     let (d, ctx) = model("bf3");
     d.set_dpa_coherency(mlx5_sim::DpaCoherency::Hardware);
+    // The poll below must still be running after 100 ms of wall-clock time: no watchdog
+    // (a fast engine, the JIT's, retires the default budget sooner than that).
+    d.with_profile_mut(|p| p.dpa_insn_budget = u64::MAX);
     let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
     let mr = MemoryRegion::alloc(&ctx, p.pd(), 4096, Access::LOCAL_WRITE)?;
     let w = p.window(p.pd())?;

@@ -475,9 +475,11 @@ __dpa_global__ uint64_t st_window_marks(uint64_t args_daddr)
 }
 
 /**
- * Through the window: host[2] = 0x5a and a write-back (the host's cue), then polls host[3]
- * until it is non-zero (with mode bit 0, invalidating the window's reads each time) and
- * returns how many polls that took; returns 0 when `stop` ends the wait first.
+ * Through the window: reads host[3] once (so that, with the hardware's coherency, its line is
+ * cached before the host can change it), then host[2] = 0x5a and a write-back (the host's
+ * cue), then polls host[3] until it is non-zero (with mode bit 0, invalidating the window's
+ * reads each time) and returns how many polls that took; returns 0 when `stop` ends the wait
+ * first.
  */
 __dpa_global__ uint64_t st_window_poll(uint64_t args_daddr)
 {
@@ -487,6 +489,7 @@ __dpa_global__ uint64_t st_window_poll(uint64_t args_daddr)
 
 	if (!h)
 		return ST_FAILED;
+	(void)h[3];
 	h[2] = 0x5a;
 	__dpa_thread_window_writeback();
 	for (;;) {
