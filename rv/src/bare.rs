@@ -393,6 +393,18 @@ impl BareMachine {
     /// `__global_pointer$` (if the image has it), `ra` at [`RETURN_ADDRESS`], for at most
     /// `max_insns` instructions. Memory keeps what earlier calls left in it.
     pub fn call(&mut self, pc: u64, args: &[u64], max_insns: u64) -> Result<BareReport, BareError> {
+        let mut hart = self.start(pc, args)?;
+        let stop = self.resume(&mut hart, max_insns);
+        Ok(BareReport {
+            stop,
+            instret: hart.instret,
+            hart,
+        })
+    }
+
+    /// The hart [`BareMachine::call`] starts with (and its stack frame zeroed), not yet run:
+    /// run it with [`BareMachine::resume`] (a debugger steps it so).
+    pub fn start(&mut self, pc: u64, args: &[u64]) -> Result<Hart, BareError> {
         if args.len() > 8 {
             return Err(BareError::TooManyArgs { count: args.len() });
         }
@@ -407,9 +419,17 @@ impl BareMachine {
             hart.x[reg::A0 + i] = *a;
         }
         self.tohost_exit = None;
-        let stop = loop {
-            let left = max_insns.saturating_sub(hart.instret);
-            match run(&mut hart, self, left) {
+        Ok(hart)
+    }
+
+    /// Runs `hart` for at most `budget` more instructions, serving the machine's `ecall`s,
+    /// until the run ends or the budget does ([`BareStop::Budget`]; `resume` again goes on
+    /// where it stopped). A budget of 1 is a single step.
+    pub fn resume(&mut self, hart: &mut Hart, budget: u64) -> BareStop {
+        let end = hart.instret.saturating_add(budget);
+        loop {
+            let left = end.saturating_sub(hart.instret);
+            match run(hart, self, left) {
                 Stop::Budget => break BareStop::Budget,
                 // The bare machine never asks to stop at a pause (`Bus::pause` default).
                 Stop::Pause => continue,
@@ -465,12 +485,7 @@ impl BareMachine {
                 }
                 Stop::Fault(f) => break BareStop::Fault(f),
             }
-        };
-        Ok(BareReport {
-            stop,
-            instret: hart.instret,
-            hart,
-        })
+        }
     }
 
     /// `write(fd, buf, len)`: fd 1 and 2 go to the output; returns the byte count or -errno.

@@ -25,6 +25,7 @@
 mod cc;
 mod demo;
 mod elf;
+mod gdb;
 mod input;
 mod signals;
 mod vm;

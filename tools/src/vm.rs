@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use mlx5_sim::riscv::bare::BareStop;
+use mlx5_sim::riscv::bare::{BareError, BareReport, BareStop};
 use mlx5_sim::vm::VmLoadError;
 use serde_json::json;
 
@@ -62,6 +62,11 @@ pub enum VmCmd {
         /// One JSON object instead of text (the program's output is a field of it).
         #[arg(long)]
         json: bool,
+        /// Wait for GDB (`gdb-multiarch`, remote protocol) on HOST:PORT before the first
+        /// instruction, and serve it the run: registers, memory, breakpoints, single step
+        /// (port 0: any free port; the one taken is printed on standard error).
+        #[arg(long, value_name = "HOST:PORT")]
+        gdb: Option<String>,
     },
 }
 
@@ -76,6 +81,10 @@ pub enum VmError {
     BadArg(String),
     #[error("the program did not finish: {0}")]
     Stopped(BareStop),
+    #[error(transparent)]
+    Gdb(#[from] crate::gdb::GdbError),
+    #[error("the debugger killed the program")]
+    Killed,
     #[error(
         "{path} has no standalone entry (a FlexIO device program: e_entry is {entry}); run one \
          of its entry symbols with --entry SYMBOL: {}",
@@ -139,6 +148,7 @@ pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
         args,
         max_insns,
         json,
+        gdb,
     } = cmd;
     let path = elf.display().to_string();
     let bytes = input::read_bounded(elf, input::MAX_ELF_FILE)?;
@@ -164,12 +174,33 @@ pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
     // With the `jit` feature, hot code is compiled (the same results, faster).
     #[cfg(feature = "jit")]
     machine.set_jit(Some(mlx5_sim::riscv::CodeCache::JIT_HOT));
+    let pc = match entry {
+        Some(sym) => machine
+            .symbol(sym)
+            .ok_or_else(|| load(VmLoadError::Bare(BareError::NoSymbol(sym.clone()))))?,
+        None => machine.entry(),
+    };
+    let mut hart = machine
+        .start(pc, &args)
+        .map_err(|e| load(VmLoadError::Bare(e)))?;
     let start = Instant::now();
-    let report = match entry {
-        Some(sym) => machine.call_symbol(sym, &args, *max_insns),
-        None => machine.call(machine.entry(), &args, *max_insns),
-    }
-    .map_err(|e| load(VmLoadError::Bare(e)))?;
+    let stop = match gdb {
+        Some(addr) => match crate::gdb::serve(&mut machine, &mut hart, *max_insns, addr)? {
+            crate::gdb::Outcome::Finished(stop) => stop,
+            // Detached: the program runs on to its end.
+            crate::gdb::Outcome::Detached => {
+                let left = max_insns.saturating_sub(hart.instret);
+                machine.resume(&mut hart, left)
+            }
+            crate::gdb::Outcome::Killed => return Err(VmError::Killed),
+        },
+        None => machine.resume(&mut hart, *max_insns),
+    };
+    let report = BareReport {
+        stop,
+        instret: hart.instret,
+        hart,
+    };
     let seconds = start.elapsed().as_secs_f64();
     let mips = if seconds > 0.0 {
         report.instret as f64 / seconds / 1e6
@@ -212,7 +243,10 @@ pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
         _ => {}
     }
     let _ = writeln!(out, "instructions: {}", report.instret);
-    let _ = writeln!(out, "speed: {mips:.1} MIPS ({seconds:.4} s)");
+    // Under a debugger the time is the session's, not the engine's.
+    if gdb.is_none() {
+        let _ = writeln!(out, "speed: {mips:.1} MIPS ({seconds:.4} s)");
+    }
     let _ = out.flush();
     match report.stop {
         BareStop::Exit { .. } | BareStop::Return { .. } => Ok(status),

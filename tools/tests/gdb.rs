@@ -1,0 +1,227 @@
+//! `mlx5-dpa vm run --gdb`: `gdb-multiarch` (Debian's package), in batch mode, attached to the
+//! bare machine: breakpoints, registers, single step, memory, the stops a run can make.
+//! Each test says so and passes without checking anything when `gdb-multiarch` is missing
+//! (CI installs only what the README's set-up does).
+
+mod common;
+use common::*;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Longest a step of a test (gdb's session, the server's start, its exit) may take.
+const WAIT: Duration = Duration::from_secs(60);
+
+fn have_gdb() -> bool {
+    let ok = Command::new("gdb-multiarch")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("gdb-multiarch not installed: test skipped");
+    }
+    ok
+}
+
+/// `mlx5-dpa vm run ARGS --gdb 127.0.0.1:0`, started; returns it and the port it listens on
+/// (read from its standard error).
+fn start_server(args: &[&str]) -> (Child, u16) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
+        .args(args)
+        .args(["--gdb", "127.0.0.1:0"])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mlx5-dpa");
+    let err = child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if let Some(p) = line.strip_prefix("gdbserver: listening on 127.0.0.1:") {
+                let _ = tx.send(p.trim().parse::<u16>().ok());
+            }
+        }
+    });
+    match rx.recv_timeout(WAIT) {
+        Ok(Some(port)) => (child, port),
+        other => {
+            let _ = child.kill();
+            panic!("no listening line from the server: {other:?}");
+        }
+    }
+}
+
+/// Runs `gdb-multiarch` in batch mode on `elf`, connected to `port`, with `commands`; returns
+/// what it printed (both streams).
+fn gdb(elf: &str, port: u16, commands: &[&str]) -> String {
+    let mut c = Command::new("gdb-multiarch");
+    c.args([
+        "-batch",
+        "-nx",
+        "-ex",
+        "set confirm off",
+        "-ex",
+        "set pagination off",
+    ])
+    .arg("-ex")
+    .arg(format!("file {elf}"))
+    .arg("-ex")
+    .arg(format!("target remote 127.0.0.1:{port}"));
+    for cmd in commands {
+        c.arg("-ex").arg(cmd);
+    }
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start gdb-multiarch");
+    let status = wait(&mut child);
+    let out = child.wait_with_output().expect("gdb output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(status.is_some(), "gdb-multiarch did not finish:\n{text}");
+    text
+}
+
+/// Waits for `child` at most `WAIT` (killing it after); its exit code, `None` if killed.
+fn wait(child: &mut Child) -> Option<i32> {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return Some(s.code().unwrap_or(-1));
+        }
+        if start.elapsed() > WAIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The server's exit code and standard output, once it ended.
+fn server_end(mut child: Child) -> (Option<i32>, String) {
+    let code = wait(&mut child);
+    let out = child.wait_with_output().expect("server output");
+    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The value of ELF symbol `name` in `path`.
+fn symbol(path: &str, name: &str) -> u64 {
+    let bytes = std::fs::read(path).expect("read ELF");
+    let elf = mlx5_dpa::dpa::elf::Elf::parse(&bytes).expect("parse ELF");
+    elf.symbol(name).expect("symbol").value
+}
+
+/// The hex number after `prefix` in `text` (first occurrence).
+fn hex_after(text: &str, prefix: &str) -> Option<u64> {
+    let at = text.find(prefix)? + prefix.len();
+    let rest = text[at..].trim_start().trim_start_matches("0x");
+    let digits: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+    u64::from_str_radix(&digits, 16).ok()
+}
+
+#[test]
+fn breakpoints_registers_steps_and_memory() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bare/bin/compute.elf");
+    let compute = symbol(&elf, "compute");
+    // What compute(5) returns, from a run without the debugger.
+    let plain = run(&[
+        "vm", "run", &elf, "--entry", "compute", "--args", "5", "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&plain.stdout).expect("json");
+    let expected = v["return_value"].as_u64().expect("return value");
+
+    let (server, port) = start_server(&["vm", "run", &elf]);
+    let out = gdb(
+        &elf,
+        port,
+        &[
+            "break compute",
+            "continue",
+            "printf \"stopped-pc %#lx\\n\", $pc",
+            "stepi",
+            "printf \"stepped-pc %#lx\\n\", $pc",
+            "set {unsigned int}($sp - 128) = 0x1234abcd",
+            "printf \"memory %#x\\n\", *(unsigned int *)($sp - 128)",
+            // main's compute(n) becomes compute(5): the rest of the run shows whether the
+            // register write took.
+            "set $pc = compute",
+            "set $a0 = 5",
+            "delete",
+            "continue",
+        ],
+    );
+    let (code, stdout) = server_end(server);
+
+    assert_eq!(
+        hex_after(&out, "Breakpoint 1 at "),
+        Some(compute),
+        "breakpoint at the ELF's compute:\n{out}"
+    );
+    assert_eq!(hex_after(&out, "stopped-pc "), Some(compute), "{out}");
+    let stepped = hex_after(&out, "stepped-pc ").expect("pc after stepi");
+    assert!(
+        stepped == compute + 2 || stepped == compute + 4,
+        "one instruction on from {compute:#x}: {stepped:#x}\n{out}"
+    );
+    assert_eq!(hex_after(&out, "memory "), Some(0x1234_abcd), "{out}");
+    // The program reports compute's result and exits with its low 7 bits.
+    assert!(
+        stdout.contains(&format!("compute {expected:016x}")),
+        "the run went on with a0 = 5: {stdout}\n{out}"
+    );
+    let exit = (expected & 0x7f) as i32;
+    assert_eq!(code, Some(exit), "{stdout}");
+    let told = if exit == 0 {
+        "exited normally".to_string()
+    } else {
+        format!("exited with code 0{exit:o}") // gdb prints the code in octal, with a leading 0
+    };
+    assert!(out.contains(&told), "gdb saw the exit ({told}):\n{out}");
+}
+
+#[test]
+fn the_budget_and_faults_stop_with_their_signals() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bare/bin/compute.elf");
+
+    // The instruction budget is the watchdog: SIGXCPU.
+    let (server, port) = start_server(&["vm", "run", &elf, "--max-insns", "1000"]);
+    let out = gdb(&elf, port, &["continue", "kill"]);
+    let (code, _) = server_end(server);
+    assert!(out.contains("SIGXCPU"), "{out}");
+    assert_eq!(code, Some(1), "killed by the debugger: failure");
+
+    // A fetch from an unmapped address: SIGSEGV, with the pc at it.
+    let (server, port) = start_server(&["vm", "run", &elf]);
+    let out = gdb(
+        &elf,
+        port,
+        &[
+            "set $pc = 0x10",
+            "continue",
+            "printf \"fault-pc %#lx\\n\", $pc",
+            "detach",
+        ],
+    );
+    let (code, stdout) = server_end(server);
+    assert!(out.contains("SIGSEGV"), "{out}");
+    assert_eq!(hex_after(&out, "fault-pc "), Some(0x10), "{out}");
+    // Detached, the run goes on from where it was, and faults again.
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("fault"), "{stdout}");
+}
