@@ -563,12 +563,15 @@ fn engine_loop(weak: Weak<Shared>) {
         if dev.shared.engine_asleep.load(Ordering::Relaxed) {
             dev.shared.engine_asleep.store(false, Ordering::Release);
         }
-        let mut n = dev.pass();
+        let n = dev.pass();
         dev.shared.engine_passes.fetch_add(1, Ordering::Relaxed);
         // The activations it dispatched: the first here (the next pass applies it), the
         // rest on the workers.
         if dev.shared.dpa.run_one_here() {
-            n += 1;
+            // Its result (the queues it rang, its CQ re-arm) waits for the next pass: make
+            // that pass now, without giving the core away first.
+            last_work = Instant::now();
+            continue;
         }
         // A running activation may wait for the NIC (a pause in a polling loop): busy too.
         let busy = n > 0 || dev.shared.dpa.in_flight() > 0;
