@@ -420,6 +420,128 @@ impl std::fmt::Display for Coredump {
     }
 }
 
+/// Linux's `struct elf_prstatus` for RV64 as GDB and binutils read an `NT_PRSTATUS` note
+/// (glibc `sys/procfs.h`, `elf_gregset_t` of 32 registers; binutils `riscv_elf_grok_prstatus`):
+/// 376 bytes, `pr_cursig` at 12, `pr_pid` at 32, `pr_reg` at 112.
+mod prstatus {
+    pub const SIZE: usize = 376;
+    pub const SI_SIGNO: usize = 0;
+    pub const CURSIG: usize = 12;
+    pub const PID: usize = 32;
+    /// `pr_reg`: pc, then x1..x31 (the kernel's `user_regs_struct`).
+    pub const REG: usize = 112;
+}
+
+/// Linux signal numbers (generic ABI, as RISC-V uses).
+mod signal {
+    pub const SIGILL: u16 = 4;
+    pub const SIGTRAP: u16 = 5;
+    pub const SIGABRT: u16 = 6;
+    pub const SIGBUS: u16 = 7;
+    pub const SIGSEGV: u16 = 11;
+    pub const SIGXCPU: u16 = 24;
+    pub const SIGSYS: u16 = 31;
+}
+
+impl Cause {
+    /// The signal a Linux process would have died of for this cause: what a debugger opening
+    /// the core file reports (`Program terminated with signal SIGSEGV`).
+    pub fn signal(&self) -> u16 {
+        match self {
+            Cause::Watchdog => signal::SIGXCPU,
+            Cause::MemoryFault {
+                error: MemError::Misaligned,
+                ..
+            }
+            | Cause::MisalignedTarget => signal::SIGBUS,
+            Cause::MemoryFault { .. } | Cause::StackOverflow { .. } => signal::SIGSEGV,
+            Cause::IllegalInstruction => signal::SIGILL,
+            Cause::Ebreak => signal::SIGTRAP,
+            Cause::UnknownRtosCall { .. } => signal::SIGSYS,
+            Cause::RtosCallRefused { .. } | Cause::Other(_) => signal::SIGABRT,
+        }
+    }
+}
+
+impl Coredump {
+    /// The dump as an ELF core file (RV64, little-endian) that GDB opens beside the process's
+    /// ELF (`gdb-multiarch app.elf app.core`): one `NT_PRSTATUS`
+    /// note ("CORE") with the registers, the pc and the signal of [`Cause::signal`], the
+    /// thread id as the pid; one `PT_LOAD` segment with the stack bytes the dump holds (from
+    /// `sp` upwards). Text and read-only data come from the ELF, as GDB reads them there;
+    /// other memory is not in the dump, so not in the core.
+    pub fn to_elf_core(&self) -> Vec<u8> {
+        use object::elf;
+        use object::write::elf::{FileHeader, ProgramHeader, Writer};
+        use object::Endianness;
+
+        let mut desc = vec![0u8; prstatus::SIZE];
+        let sig = self.cause.signal();
+        desc[prstatus::SI_SIGNO..prstatus::SI_SIGNO + 4]
+            .copy_from_slice(&u32::from(sig).to_le_bytes());
+        desc[prstatus::CURSIG..prstatus::CURSIG + 2].copy_from_slice(&sig.to_le_bytes());
+        desc[prstatus::PID..prstatus::PID + 4].copy_from_slice(&self.dpa_thread_id.to_le_bytes());
+        let mut regs = self.gpr;
+        regs[0] = self.pc;
+        for (i, r) in regs.iter().enumerate() {
+            let at = prstatus::REG + 8 * i;
+            desc[at..at + 8].copy_from_slice(&r.to_le_bytes());
+        }
+        // One note: namesz, descsz, type, "CORE\0" padded to 4, the descriptor padded to 4.
+        let mut note = Vec::with_capacity(12 + 8 + desc.len());
+        note.extend_from_slice(&5u32.to_le_bytes());
+        note.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+        note.extend_from_slice(&elf::NT_PRSTATUS.0.to_le_bytes());
+        note.extend_from_slice(b"CORE\0\0\0\0");
+        note.extend_from_slice(&desc);
+        while note.len() % 4 != 0 {
+            note.push(0);
+        }
+
+        let mut out = Vec::new();
+        let mut w = Writer::new(Endianness::Little, true, &mut out);
+        w.reserve_file_header();
+        w.reserve_program_headers(2);
+        let note_off = w.reserve(note.len() as u64, 4);
+        let stack_off = w.reserve(self.stack.len() as u64, 8);
+        // Writing into a `Vec` cannot fail; the header's fields are all in range.
+        let _ = w.write_file_header(&FileHeader {
+            os_abi: elf::ELFOSABI_NONE,
+            abi_version: 0,
+            e_type: elf::ET_CORE,
+            e_machine: elf::EM_RISCV,
+            e_entry: 0,
+            e_flags: elf::EF_RISCV_RVC,
+        });
+        w.write_align_program_headers();
+        w.write_program_header(&ProgramHeader {
+            p_type: elf::PT_NOTE,
+            p_flags: elf::ProgramFlags(0),
+            p_offset: note_off,
+            p_vaddr: 0,
+            p_paddr: 0,
+            p_filesz: note.len() as u64,
+            p_memsz: 0,
+            p_align: 4,
+        });
+        w.write_program_header(&ProgramHeader {
+            p_type: elf::PT_LOAD,
+            p_flags: elf::PF_R | elf::PF_W,
+            p_offset: stack_off,
+            p_vaddr: self.stack_addr,
+            p_paddr: 0,
+            p_filesz: self.stack.len() as u64,
+            p_memsz: self.stack.len() as u64,
+            p_align: 8,
+        });
+        w.pad_until(note_off);
+        w.write(&note);
+        w.pad_until(stack_off);
+        w.write(&self.stack);
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,5 +648,49 @@ mod tests {
             Coredump::parse(&v2),
             Err(CoredumpError::UnsupportedVersion(2))
         );
+    }
+
+    #[test]
+    fn the_core_file_holds_the_registers_the_signal_and_the_stack() {
+        let d = Coredump::parse(&image(2, 16)).unwrap();
+        let core = d.to_elf_core();
+        let u16_at = |o: usize| u16::from_le_bytes([core[o], core[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes(core[o..o + 4].try_into().unwrap());
+        let u64_at = |o: usize| u64::from_le_bytes(core[o..o + 8].try_into().unwrap());
+        assert_eq!(&core[..4], b"\x7fELF");
+        assert_eq!(core[4], 2, "ELFCLASS64");
+        assert_eq!(u16_at(16), 4, "ET_CORE");
+        assert_eq!(u16_at(18), 243, "EM_RISCV");
+        let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54) as usize, u16_at(56));
+        assert_eq!(phnum, 2);
+        let ph = |i: usize| phoff + i * phentsize;
+        // PT_NOTE: one "CORE" NT_PRSTATUS note.
+        assert_eq!(u32_at(ph(0)), 4);
+        let note = u64_at(ph(0) + 8) as usize;
+        assert_eq!(
+            (u32_at(note), u32_at(note + 4), u32_at(note + 8)),
+            (5, prstatus::SIZE as u32, 1)
+        );
+        assert_eq!(&core[note + 12..note + 17], b"CORE\0");
+        let desc = note + 20;
+        assert_eq!(
+            u16_at(desc + prstatus::CURSIG),
+            11,
+            "a denied store: SIGSEGV"
+        );
+        assert_eq!(u32_at(desc + prstatus::PID), 6, "the thread id");
+        let reg = |i: usize| u64_at(desc + prstatus::REG + 8 * i);
+        assert_eq!(reg(0), 0x4000_0010, "pc first");
+        assert_eq!(reg(2), 0x1_0001_ff00, "sp");
+        assert_eq!(reg(31), 0xdead, "t6 last");
+        // PT_LOAD: the stack bytes at their address.
+        assert_eq!(u32_at(ph(1)), 1);
+        let (off, vaddr, filesz) = (
+            u64_at(ph(1) + 8) as usize,
+            u64_at(ph(1) + 16),
+            u64_at(ph(1) + 32) as usize,
+        );
+        assert_eq!((vaddr, filesz), (0x1_0001_ff00, 16));
+        assert_eq!(core[off..off + filesz], d.stack[..]);
     }
 }

@@ -130,7 +130,7 @@ pub enum Demo {
 /// ELF; from a host program (`.dpa_bin_` sections), the copy of application `NAME` (or of its
 /// only application) for the device's hardware model, as `flexio_app_get` with
 /// `FLEXIO_HW_MODEL_DEF` selects it.
-fn device_image(
+pub(crate) fn device_image(
     ctx: &Arc<dyn Devx>,
     path: &std::path::Path,
     name: Option<&str>,

@@ -23,6 +23,7 @@
 //! quietly (SIGPIPE), as for any filter.
 
 mod cc;
+mod coredump;
 mod demo;
 mod elf;
 mod gdb;
@@ -133,6 +134,12 @@ enum Cmd {
     /// Compile and link DPA device C sources against the FlexIO-compatible headers and the
     /// device runtime (the DPACC stand-in; needs riscv64-unknown-elf-gcc).
     Cc(cc::CcArgs),
+    /// DPA process coredumps: decode them, write them as ELF core files for GDB, or make one
+    /// by calling a function of a DPA program on the device.
+    Coredump {
+        #[command(subcommand)]
+        what: coredump::CoredumpCmd,
+    },
     /// Inspect DPA device ELFs and the host ELFs that carry them.
     Elf {
         #[command(subcommand)]
@@ -215,6 +222,8 @@ enum ToolError {
     #[error(transparent)]
     Elf(#[from] elf::ElfCmdError),
     #[error(transparent)]
+    Coredump(#[from] coredump::CoredumpCmdError),
+    #[error(transparent)]
     Cc(#[from] cc::CcError),
     #[error(transparent)]
     File(#[from] input::InputError),
@@ -283,6 +292,10 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Prm { .. } => ("prm", false, false),
         Cmd::Vm { .. } => ("vm", false, false),
         Cmd::Elf { .. } => ("elf", false, false),
+        Cmd::Coredump { what } => {
+            let rpc = matches!(what, coredump::CoredumpCmd::Rpc { .. });
+            ("coredump", rpc, rpc)
+        }
         Cmd::Cc(_) => ("cc", false, false),
     };
     if cli.sim.is_some() && !takes_sim {
@@ -338,6 +351,14 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
         }
         Cmd::Vm { what } => Ok(vm::run(what)?),
         Cmd::Elf { what } => Ok(elf::run(what)?),
+        Cmd::Coredump { what } => done(
+            coredump::run(what, || {
+                open_device(cli)
+                    .map(|o| (o.devx, o.model))
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(Into::into),
+        ),
         Cmd::Cc(args) => done(cc::run(args).map_err(Into::into)),
         Cmd::Sim {
             tap,

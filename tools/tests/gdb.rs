@@ -225,3 +225,70 @@ fn the_budget_and_faults_stop_with_their_signals() {
     assert_eq!(code, Some(1), "{stdout}");
     assert!(stdout.contains("fault"), "{stdout}");
 }
+
+#[test]
+fn gdb_opens_a_core_file_of_a_faulting_call() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bin/selftest.elf");
+    let image = scratch("gdb", "fault.dump", b"");
+    let core = scratch("gdb", "fault.core", b"");
+    let o = run(&[
+        "coredump",
+        "rpc",
+        &elf,
+        "st_fault_load",
+        "--args",
+        "0x10",
+        "--image",
+        &image,
+        "--core",
+        &core,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = run(&["coredump", "show", &image, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let sp = v["registers"]["sp"].as_u64().expect("sp");
+
+    let mut c = Command::new("gdb-multiarch");
+    c.args(["-batch", "-nx", &elf, &core])
+        .args([
+            "-ex",
+            "printf \"pc %#lx a0 %#lx sp %#lx\\n\", $pc, $a0, $sp",
+        ])
+        .args(["-ex", "info symbol $pc"])
+        .args([
+            "-ex",
+            "printf \"word %#lx\\n\", *(unsigned long *)($sp + 8)",
+        ])
+        .args(["-ex", "bt"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("gdb-multiarch");
+    assert!(wait(&mut child).is_some(), "gdb-multiarch did not finish");
+    let out = child.wait_with_output().expect("output");
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.contains("Program terminated with signal SIGSEGV"),
+        "{out}"
+    );
+    assert_eq!(hex_after(&out, "pc "), v["pc"].as_u64(), "{out}");
+    assert_eq!(hex_after(&out, " a0 "), Some(0x10), "{out}");
+    assert_eq!(hex_after(&out, " sp "), Some(sp), "{out}");
+    assert!(out.contains("st_fault_load in section .text"), "{out}");
+    // The return address the RPC entry pushed, read from the core's stack segment; the
+    // backtrace walks through it.
+    let listed = stdout(&run(&["coredump", "show", &image]));
+    let in_dump = hex_after(&listed, &format!("stack {:#014x}: ", sp + 8));
+    assert!(
+        in_dump.is_some(),
+        "the dump lists the word at sp + 8:\n{listed}"
+    );
+    assert_eq!(hex_after(&out, "word "), in_dump, "{out}");
+    assert!(out.contains("mlx5_dpa_rpc_entry"), "{out}");
+}
