@@ -133,6 +133,9 @@ checks! {
     ELF_BAD_SEGMENT = 0x5131_0227, BAD_PARAM, "DPA process image has a loadable segment outside the text window (0x40000000, or 0x10000000 in the older layout; not writable) or the data window (0x80000000, or 0x28000000; not executable), or segments of both layouts";
     ELF_NO_TEXT = 0x5131_0228, BAD_PARAM, "DPA process image has no executable segment";
     PD_MISMATCH = 0x5131_0229, BAD_PARAM, "the QP and its shared receive queue (RMP) are in different PDs";
+    DPA_APP_UNSIGNED = 0x5131_022a, BAD_PARAM, "DPA Application Authentication is enabled (the profile trusts a root certificate) and the process image comes without a signature (sig_size 0)";
+    DPA_APP_AUTH_FAILED = 0x5131_022b, BAD_PARAM, "DPA Application Authentication: the image's signature does not verify (hash list, RSA_SHA_512 signature, or a certificate chain anchored in a trusted root)";
+    BAD_SIG_RANGE = 0x5131_022c, BAD_PARAM, "DPA process signature does not fit its umem, or is over 64 KiB";
 
     // Capacity.
     TOO_MANY_OBJECTS = 0x5131_0301, NO_RES, "object count limit of the capability reached";

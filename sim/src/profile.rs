@@ -41,6 +41,11 @@ pub struct Profile {
     /// Instructions one DPA activation may retire before the watchdog stops it (the model's
     /// setting; tests lower it).
     pub dpa_insn_budget: u64,
+    /// DPA Application Authentication (seed: "DPA Authentication Enablement"): the root
+    /// certificates (DER) the device trusts, as its owner loads them. Empty (the default):
+    /// authentication disabled, any image runs; otherwise DPA_PROCESS creation requires a
+    /// signature that [`mlx5_dpa::dpa::auth::verify`] finds valid against one of them.
+    pub dpa_auth_roots: Vec<Vec<u8>>,
 }
 
 /// The general object types the model implements (bit N of `general_obj_types`).
@@ -210,6 +215,7 @@ impl Profile {
             // The watchdog bound DOCA reports (`mlx5_dpa::doca::KERNEL_MAX_RUN_TIME`, provisional),
             // at one instruction per nanosecond.
             dpa_insn_budget: mlx5_dpa::doca::KERNEL_MAX_RUN_TIME.as_nanos() as u64,
+            dpa_auth_roots: Vec::new(),
         }
     }
 

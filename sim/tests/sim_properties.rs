@@ -757,6 +757,9 @@ impl Sim {
                     elf_umem_offset,
                     elf_size: u64::from(elf_pages) * 4096,
                     heap_size: u64::from(heap_mib) << 20,
+                    sig_umem_id: 0,
+                    sig_umem_offset: 0,
+                    sig_size: 0,
                 });
                 self.create(&cmd);
             }
@@ -1049,6 +1052,9 @@ impl Sim {
             elf_umem_offset: 0,
             elf_size: 4096,
             heap_size: 1 << 20,
+            sig_umem_id: 0,
+            sig_umem_offset: 0,
+            sig_size: 0,
         }));
         let process = self.newest(Kind::Gen(ot::DPA_PROCESS));
         self.create(&CreateGeneralObject(DpaThreadAttr {

@@ -206,6 +206,8 @@ pub struct Signature {
     pub sh_type: u32,
     pub size: u64,
     pub metadata: CryptoMetadata,
+    /// The whole crypto data (for [`super::auth::verify`]).
+    pub data: Vec<u8>,
 }
 
 /// What a signature lookup found.
@@ -510,6 +512,15 @@ impl App {
     pub fn signature(&self) -> &SignatureStatus {
         &self.signature
     }
+
+    /// The whole crypto data of the application's signature, when it has one: what
+    /// [`super::process::ProcessAttr::signature`] hands to firmware.
+    pub fn crypto_data(&self) -> Option<&[u8]> {
+        match &self.signature {
+            SignatureStatus::Present(s) => Some(&s.data),
+            _ => None,
+        }
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, AppError> {
@@ -643,6 +654,7 @@ fn signature(
         sh_type,
         size: data.len() as u64,
         metadata: CryptoMetadata { raw },
+        data: data.to_vec(),
     })
 }
 

@@ -37,6 +37,7 @@
 
 pub mod app;
 pub mod app_select;
+pub mod auth;
 pub mod caps;
 pub mod cmdq;
 pub mod copy;

@@ -182,16 +182,22 @@ pub struct ErrStatus {
 }
 
 /// How to create a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessAttr {
     /// Bytes of heap after the data segments.
     pub heap_size: u64,
+    /// The application's crypto data (its signature: [`super::auth`]), handed to firmware
+    /// with the image, as a device with DPA Application Authentication enabled requires.
+    /// From a host program's signature section ([`super::app::App::crypto_data`]) or a `.sig`
+    /// file.
+    pub signature: Option<Vec<u8>>,
 }
 
 impl Default for ProcessAttr {
     fn default() -> Self {
         ProcessAttr {
             heap_size: DEFAULT_HEAP_SIZE,
+            signature: None,
         }
     }
 }
@@ -382,8 +388,14 @@ impl Process {
             .map(|s| (s.name.clone(), s.value))
             .collect();
         const IMAGE: &str = "registering the ELF image";
-        let image_buf = DmaBuf::new(elf.len().max(1)).step(IMAGE)?;
+        // The signature, if any, follows the image in the same memory, 64-byte aligned.
+        let sig = attr.signature.as_deref().unwrap_or(&[]);
+        let sig_offset = elf.len().next_multiple_of(64);
+        let image_buf = DmaBuf::new((sig_offset + sig.len()).max(1)).step(IMAGE)?;
         image_buf.write(0, elf).step(IMAGE)?;
+        if !sig.is_empty() {
+            image_buf.write(sig_offset, sig).step(IMAGE)?;
+        }
         let image = Umem::register(dev, &image_buf, Access::empty()).step(IMAGE)?;
         let pd = Pd::alloc(dev).step("allocating the process's PD")?;
         const PROCESS: &str = "creating the DPA process";
@@ -395,6 +407,9 @@ impl Process {
                 elf_umem_offset: 0,
                 elf_size: elf.len() as u64,
                 heap_size: attr.heap_size,
+                sig_umem_id: if sig.is_empty() { 0 } else { image.id().0 },
+                sig_umem_offset: if sig.is_empty() { 0 } else { sig_offset as u64 },
+                sig_size: sig.len() as u64,
             }),
         )
         .step(PROCESS)?;

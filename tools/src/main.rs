@@ -22,6 +22,7 @@
 //! than OK; `vm run` the program's own exit code. Output into a closed pipe ends the process
 //! quietly (SIGPIPE), as for any filter.
 
+mod auth;
 mod cc;
 mod coredump;
 mod demo;
@@ -134,6 +135,11 @@ enum Cmd {
     /// Compile and link DPA device C sources against the FlexIO-compatible headers and the
     /// device runtime (the DPACC stand-in; needs riscv64-unknown-elf-gcc).
     Cc(cc::CcArgs),
+    /// Sign a DPA application (crypto data: hash list, RSA_SHA_512 signature, certificate
+    /// chain), written as a signature file beside it.
+    Sign(auth::SignArgs),
+    /// Verify a signed DPA application: hash list, signature, certificate chain, signer.
+    Verify(auth::VerifyArgs),
     /// DPA process coredumps: decode them, write them as ELF core files for GDB, or make one
     /// by calling a function of a DPA program on the device.
     Coredump {
@@ -224,6 +230,8 @@ enum ToolError {
     #[error(transparent)]
     Coredump(#[from] coredump::CoredumpCmdError),
     #[error(transparent)]
+    Auth(#[from] auth::AuthCmdError),
+    #[error(transparent)]
     Cc(#[from] cc::CcError),
     #[error(transparent)]
     File(#[from] input::InputError),
@@ -292,6 +300,8 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Prm { .. } => ("prm", false, false),
         Cmd::Vm { .. } => ("vm", false, false),
         Cmd::Elf { .. } => ("elf", false, false),
+        Cmd::Sign(_) => ("sign", false, false),
+        Cmd::Verify(_) => ("verify", false, false),
         Cmd::Coredump { what } => {
             let rpc = matches!(what, coredump::CoredumpCmd::Rpc { .. });
             ("coredump", rpc, rpc)
@@ -351,6 +361,8 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
         }
         Cmd::Vm { what } => Ok(vm::run(what)?),
         Cmd::Elf { what } => Ok(elf::run(what)?),
+        Cmd::Sign(a) => Ok(auth::sign(a)?),
+        Cmd::Verify(a) => Ok(auth::verify(a)?),
         Cmd::Coredump { what } => done(
             coredump::run(what, || {
                 open_device(cli)

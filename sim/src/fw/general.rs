@@ -167,6 +167,38 @@ impl Firmware {
                 if !image.read(0, &mut bytes) {
                     return Err(check::BAD_ELF_RANGE);
                 }
+                // DPA Application Authentication, when the profile enables it.
+                if !self.profile.dpa_auth_roots.is_empty() {
+                    let sig_size = c.get(p::sig_size);
+                    if sig_size == 0 {
+                        return Err(check::DPA_APP_UNSIGNED);
+                    }
+                    if sig_size > 64 << 10 {
+                        return Err(check::BAD_SIG_RANGE);
+                    }
+                    let sig = self
+                        .mem
+                        .range(
+                            uid,
+                            c.get(p::sig_umem_id) as u32,
+                            c.get(p::sig_umem_offset),
+                            sig_size,
+                        )
+                        .map_err(|_| check::BAD_SIG_RANGE)?;
+                    let mut sig_bytes = vec![0u8; sig_size as usize];
+                    if !sig.read(0, &mut sig_bytes) {
+                        return Err(check::BAD_SIG_RANGE);
+                    }
+                    let valid = mlx5_dpa::dpa::auth::verify(
+                        &bytes,
+                        &sig_bytes,
+                        &self.profile.dpa_auth_roots,
+                    )
+                    .is_ok_and(|v| v.trusted());
+                    if !valid {
+                        return Err(check::DPA_APP_AUTH_FAILED);
+                    }
+                }
                 let dumem_len = budget.min(crate::state::dpa::map::DUMEM_MAX);
                 let slots = limit(dpa(d::log_max_dpa_threads_per_process))
                     .min(crate::state::dpa::map::MAX_SLOTS);

@@ -549,6 +549,9 @@ impl DpaRig {
                 elf_umem_offset: 0,
                 elf_size: elf.len() as u64,
                 heap_size: heap,
+                sig_umem_id: 0,
+                sig_umem_offset: 0,
+                sig_size: 0,
             }),
         )?;
         rig.objs.push((obj_type::DPA_PROCESS, pid, p));

@@ -660,6 +660,9 @@ impl Harness {
                     elf_umem_offset: u64::from(s % 4) * 4096 % len.max(4096),
                     elf_size: 4096 * u64::from(s >> 6),
                     heap_size: u64::from(input.b()) << 20,
+                    sig_umem_id: 0,
+                    sig_umem_offset: 0,
+                    sig_size: 0,
                 }))
             }
             15 => {

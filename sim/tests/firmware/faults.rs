@@ -253,6 +253,9 @@ fn inventory_counts_and_context_drop_releases_everything() {
             elf_umem_offset: 0x5000,
             elf_size: elf.len() as u64,
             heap_size: 0,
+            sig_umem_id: 0,
+            sig_umem_offset: 0,
+            sig_size: 0,
         }),
     ));
     let (_, oid) = ok(mk(

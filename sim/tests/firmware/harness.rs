@@ -280,6 +280,9 @@ impl Kit {
             elf_umem_offset: 0,
             elf_size: self.elf_len,
             heap_size: 0,
+            sig_umem_id: 0,
+            sig_umem_offset: 0,
+            sig_size: 0,
         }
     }
 

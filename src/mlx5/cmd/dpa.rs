@@ -175,7 +175,8 @@ impl GeneralObject for DpaMemAttr {
     }
 }
 
-/// DPA_PROCESS attributes: the ELF image in a UMEM, PD and heap size.
+/// DPA_PROCESS attributes: the ELF image in a UMEM, PD and heap size, and the application's
+/// signature (crypto data) in a UMEM when it has one (`sig_size` 0: none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DpaProcessAttr {
     pub pd: Pdn,
@@ -183,6 +184,9 @@ pub struct DpaProcessAttr {
     pub elf_umem_offset: u64,
     pub elf_size: u64,
     pub heap_size: u64,
+    pub sig_umem_id: u32,
+    pub sig_umem_offset: u64,
+    pub sig_size: u64,
 }
 
 impl GeneralObject for DpaProcessAttr {
@@ -200,6 +204,9 @@ impl GeneralObject for DpaProcessAttr {
         c.set(dpa_process::elf_umem_offset, self.elf_umem_offset);
         c.set(dpa_process::elf_size, self.elf_size);
         c.set(dpa_process::heap_size, self.heap_size);
+        c.set(dpa_process::sig_umem_id, u64::from(self.sig_umem_id));
+        c.set(dpa_process::sig_umem_offset, self.sig_umem_offset);
+        c.set(dpa_process::sig_size, self.sig_size);
         Ok(())
     }
 }

@@ -128,7 +128,7 @@ layout! {
     /// (`flexio_err_status_get`) and the DPA memory the process owns (`dumem_id`: the DUMEM alias
     /// id that `create_cq_in.cq_umem_id` takes for rings in DPA memory, FACTS.md §3).
     #[provisional = "DPA_PROCESS context is not public; fields inferred from FlexIO flexio_process_create / err_status"]
-    pub dpa_process: 0x200 {
+    pub dpa_process: 0x300 {
         modify_field_select @ 0x0 : 0x40,
         /// The one public name of this context (FlexIO `flexio_dev_err.h`): 0 = ok, 1..63
         /// firmware / RTOS errors, 64..127 FlexIO SDK errors (0x40 after a clean
@@ -152,6 +152,12 @@ layout! {
         exit_status @ 0x1a0 : 0x20,
         /// Output: DPA virtual address where process memory (the DUMEM) starts.
         dumem_base @ 0x1c0 : 0x40,
+        /// UMEM holding the application's crypto data (signature, DPA Application
+        /// Authentication), at `sig_umem_offset`; `sig_size` 0: none. How FlexIO hands the
+        /// signature to firmware is not public: these three fields are this project's.
+        sig_umem_id @ 0x200 : 0x20,
+        sig_umem_offset @ 0x240 : 0x40,
+        sig_size @ 0x280 : 0x40,
     }
 }
 

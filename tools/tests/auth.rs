@@ -1,0 +1,153 @@
+//! `mlx5-dpa sign` / `verify` on a device ELF with the test key and certificates of
+//! `tests/data/auth`; NVIDIA's signed snap programs when `MLX5_DPA_SNAP_DIR` names them.
+
+mod common;
+use common::*;
+
+fn data(name: &str) -> String {
+    repo(&format!("tests/data/auth/{name}"))
+}
+
+#[test]
+fn sign_then_verify_and_every_failure_is_named() {
+    let app = std::fs::read(repo("fw-blobs/bin/rpc_calc.elf")).expect("app");
+    let elf = scratch("auth", "app.elf", &app);
+    let o = run(&[
+        "sign",
+        &elf,
+        "--key",
+        &data("leaf.key.pem"),
+        "--cert",
+        &data("root.der"),
+        "--cert",
+        &data("leaf.der"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("signed by CN=mlx5-dpa Test DPA Code Signer"),
+        "{}",
+        stdout(&o)
+    );
+
+    // elf.sig beside it is found.
+    let o = run(&["verify", &elf, "--json"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["valid"], true);
+    assert_eq!(
+        v["signer"],
+        "CN=mlx5-dpa Test DPA Code Signer,O=mlx5-dpa tests"
+    );
+
+    // `elf info` reads the same file as an RSA_SHA_512 signature.
+    let o = run(&["elf", "info", &elf]);
+    assert!(stdout(&o).contains("RSA_SHA_512"), "{}", stdout(&o));
+
+    // A changed application: the hash list names what differs; exit status 1.
+    let text = mlx5_dpa::dpa::elf::Elf::parse(&app)
+        .expect("elf")
+        .section(".text")
+        .expect(".text")
+        .offset as usize;
+    let mut changed = app.clone();
+    changed[text + 8] ^= 1;
+    let other = scratch("auth", "changed.elf", &changed);
+    let o = run(&["verify", &other, "--sig", &format!("{elf}.sig")]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    assert!(text.contains("hash list: FAILED (differs: elf"), "{text}");
+    assert!(text.contains("NOT VALID"), "{text}");
+
+    // A key the leaf does not hold: refused, nothing written.
+    let out = scratch("auth", "wrong.sig", b"");
+    std::fs::remove_file(&out).expect("rm");
+    let o = run(&[
+        "sign",
+        &elf,
+        "--key",
+        &data("other.key.pem"),
+        "--cert",
+        &data("leaf.der"),
+        "-o",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("does not match the signing key"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!std::path::Path::new(&out).exists());
+
+    // The leaf alone: anchored only by the root given with --ca.
+    let leaf_only = scratch("auth", "leaf_only.sig", b"");
+    let o = run(&[
+        "sign",
+        &elf,
+        "--key",
+        &data("leaf.key.pem"),
+        "--cert",
+        &data("leaf.der"),
+        "-o",
+        &leaf_only,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["verify", &elf, "--sig", &leaf_only]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("NOT ANCHORED"), "{}", stdout(&o));
+    let o = run(&[
+        "verify",
+        &elf,
+        "--sig",
+        &leaf_only,
+        "--ca",
+        &data("root.der"),
+    ]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let o = run(&[
+        "verify",
+        &elf,
+        "--sig",
+        &leaf_only,
+        "--ca",
+        &data("other.der"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+
+    // Unsigned, and not a certificate.
+    let bare = scratch("auth", "bare.elf", &app);
+    let o = run(&["verify", &bare]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no signature"), "{}", stderr(&o));
+    let o = run(&[
+        "sign",
+        &bare,
+        "--key",
+        &data("leaf.key.pem"),
+        "--cert",
+        &bare,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not a certificate"), "{}", stderr(&o));
+}
+
+#[test]
+fn nvidia_signed_programs_verify_up_to_their_root() {
+    let Some(dir) = std::env::var_os("MLX5_DPA_SNAP_DIR") else {
+        eprintln!("MLX5_DPA_SNAP_DIR not set: NVIDIA's signed programs not checked");
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    for name in ["dpa_nvme", "dpa_nvme_mp", "dpa_virtq_split"] {
+        let elf = dir.join(name).display().to_string();
+        let o = run(&["verify", &elf, "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert_eq!(v["hash_list_matches"], true, "{name}: {v}");
+        assert_eq!(v["signature_valid"], true, "{name}: {v}");
+        assert_eq!(v["chain_valid"], true, "{name}: {v}");
+        assert_eq!(
+            v["signer"], "CN=NVIDIA DPA Code Signer EE,O=NVIDIA",
+            "{name}"
+        );
+    }
+}
