@@ -88,7 +88,7 @@ pub enum AuthCmdError {
 }
 
 /// A certificate file as DER (PEM converted).
-fn cert_der(path: &Path) -> Result<Vec<u8>, AuthCmdError> {
+pub(crate) fn cert_der(path: &Path) -> Result<Vec<u8>, AuthCmdError> {
     use x509_cert::der::{DecodePem, Encode};
     let bytes = input::read_bounded(path, MAX_SMALL_FILE)?;
     let bad = |reason: String| AuthCmdError::Cert {

@@ -17,7 +17,7 @@ use mlx5_dpa::dpa::AppSelectAttr;
 mod doca_dpa;
 #[path = "../../examples/eth_loopback.rs"]
 #[allow(dead_code)]
-mod eth_loopback;
+pub(crate) mod eth_loopback;
 #[path = "../../examples/flexio_multithread.rs"]
 #[allow(dead_code)]
 mod flexio_multithread;
@@ -26,13 +26,13 @@ mod flexio_multithread;
 pub mod flexio_packet_processor;
 #[path = "../../examples/flexio_rpc.rs"]
 #[allow(dead_code)]
-mod flexio_rpc;
+pub(crate) mod flexio_rpc;
 #[path = "../../examples/flexio_window.rs"]
 #[allow(dead_code)]
 mod flexio_window;
 #[path = "../../examples/rdma_rc.rs"]
 #[allow(dead_code)]
-mod rdma_rc;
+pub(crate) mod rdma_rc;
 
 /// The demos.
 #[derive(clap::Subcommand, Debug)]

@@ -26,6 +26,7 @@ mod auth;
 mod cc;
 mod coredump;
 mod demo;
+mod doctor;
 mod elf;
 mod gdb;
 mod input;
@@ -81,6 +82,11 @@ struct Cli {
         conflicts_with = "device"
     )]
     sim: Option<String>,
+    /// Enable DPA Application Authentication on the device model, trusting this root
+    /// certificate (DER or PEM; repeat for more): DPA processes then load only from images
+    /// signed under it (`mlx5-dpa sign`).
+    #[arg(long, global = true, value_name = "CERT")]
+    sim_trust: Vec<std::path::PathBuf>,
     /// Print every firmware command (opcode, status, syndrome, duration) on stderr.
     /// `RUST_LOG` overrides the filter (default: `mlx5_sim=debug,mlx5_dpa=debug`). Commands
     /// that send none (`prm`, `elf`, `vm`, `cc`, `devices`) print nothing more.
@@ -135,6 +141,14 @@ enum Cmd {
     /// Compile and link DPA device C sources against the FlexIO-compatible headers and the
     /// device runtime (the DPACC stand-in; needs riscv64-unknown-elf-gcc).
     Cc(cc::CcArgs),
+    /// What of the project works on this device: a graded checklist (open, caps, PD, UMEM,
+    /// CQ, SQ, loopback frames, RC, DPA caps, DPA process, RPC), stopping at the first
+    /// failure with the firmware's status and syndrome and what to look at.
+    Doctor {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Sign a DPA application (crypto data: hash list, RSA_SHA_512 signature, certificate
     /// chain), written as a signature file beside it.
     Sign(auth::SignArgs),
@@ -300,6 +314,7 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Prm { .. } => ("prm", false, false),
         Cmd::Vm { .. } => ("vm", false, false),
         Cmd::Elf { .. } => ("elf", false, false),
+        Cmd::Doctor { .. } => ("doctor", true, true),
         Cmd::Sign(_) => ("sign", false, false),
         Cmd::Verify(_) => ("verify", false, false),
         Cmd::Coredump { what } => {
@@ -308,6 +323,11 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         }
         Cmd::Cc(_) => ("cc", false, false),
     };
+    if !cli.sim_trust.is_empty() && !takes_sim {
+        return Err(ToolError::Usage(format!(
+            "--sim-trust does not apply to `{name}`, which talks to no device"
+        )));
+    }
     if cli.sim.is_some() && !takes_sim {
         return Err(ToolError::Usage(format!(
             "--sim does not apply to `{name}`, which talks to no device"
@@ -361,6 +381,15 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
         }
         Cmd::Vm { what } => Ok(vm::run(what)?),
         Cmd::Elf { what } => Ok(elf::run(what)?),
+        Cmd::Doctor { json } => {
+            let opened = open_device(cli)?;
+            Ok(doctor::run(
+                &opened.devx,
+                &opened.name,
+                opened.model.as_ref(),
+                *json,
+            ))
+        }
         Cmd::Sign(a) => Ok(auth::sign(a)?),
         Cmd::Verify(a) => Ok(auth::verify(a)?),
         Cmd::Coredump { what } => done(
@@ -544,6 +573,26 @@ impl Opened {
 /// `--sim[=PROFILE]` opens the model; `--device NAME` that hardware device; neither the first
 /// hardware device, or the model (with a note on stderr) when the machine has none.
 fn open_device(cli: &Cli) -> Result<Opened, ToolError> {
+    let opened = open_device_plain(cli)?;
+    if !cli.sim_trust.is_empty() {
+        let Some(model) = &opened.model else {
+            return Err(ToolError::Usage(
+                "--sim-trust configures the device model; this is hardware, whose owner \
+                 enables authentication with its own tools"
+                    .into(),
+            ));
+        };
+        let roots = cli
+            .sim_trust
+            .iter()
+            .map(|p| auth::cert_der(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        model.with_profile_mut(|p| p.dpa_auth_roots = roots);
+    }
+    Ok(opened)
+}
+
+fn open_device_plain(cli: &Cli) -> Result<Opened, ToolError> {
     if let Some(profile) = &cli.sim {
         return Opened::model(profile);
     }
