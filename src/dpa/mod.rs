@@ -43,6 +43,7 @@ pub mod cmdq;
 pub mod copy;
 pub mod coredump;
 pub mod elf;
+pub mod embed;
 pub mod eu;
 mod extend;
 #[doc(hidden)]
