@@ -23,6 +23,7 @@
 //! quietly (SIGPIPE), as for any filter.
 
 mod auth;
+mod capture;
 mod cc;
 mod coredump;
 mod demo;
@@ -82,6 +83,10 @@ struct Cli {
         conflicts_with = "device"
     )]
     sim: Option<String>,
+    /// Record every DevX call this run makes (mailboxes in and out, timing) to FILE, in the
+    /// format of the capture library (`mlx5-dpa capture show / diff`).
+    #[arg(long, global = true, value_name = "FILE")]
+    capture: Option<std::path::PathBuf>,
     /// Enable DPA Application Authentication on the device model, trusting this root
     /// certificate (DER or PEM; repeat for more): DPA processes then load only from images
     /// signed under it (`mlx5-dpa sign`).
@@ -141,6 +146,12 @@ enum Cmd {
     /// Compile and link DPA device C sources against the FlexIO-compatible headers and the
     /// device runtime (the DPACC stand-in; needs riscv64-unknown-elf-gcc).
     Cc(cc::CcArgs),
+    /// DevX captures (`libmlx5_dpa_capture.so` under LD_PRELOAD, or `--capture`): decode one,
+    /// or compare two.
+    Capture {
+        #[command(subcommand)]
+        what: capture::CaptureCmd,
+    },
     /// What of the project works on this device: a graded checklist (open, caps, PD, UMEM,
     /// CQ, SQ, loopback frames, RC, DPA caps, DPA process, RPC), stopping at the first
     /// failure with the firmware's status and syndrome and what to look at.
@@ -246,6 +257,8 @@ enum ToolError {
     #[error(transparent)]
     Auth(#[from] auth::AuthCmdError),
     #[error(transparent)]
+    Capture(#[from] capture::CaptureCmdError),
+    #[error(transparent)]
     Cc(#[from] cc::CcError),
     #[error(transparent)]
     File(#[from] input::InputError),
@@ -315,6 +328,7 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Vm { .. } => ("vm", false, false),
         Cmd::Elf { .. } => ("elf", false, false),
         Cmd::Doctor { .. } => ("doctor", true, true),
+        Cmd::Capture { .. } => ("capture", false, false),
         Cmd::Sign(_) => ("sign", false, false),
         Cmd::Verify(_) => ("verify", false, false),
         Cmd::Coredump { what } => {
@@ -323,6 +337,11 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         }
         Cmd::Cc(_) => ("cc", false, false),
     };
+    if cli.capture.is_some() && !takes_sim && !takes_device {
+        return Err(ToolError::Usage(format!(
+            "--capture does not apply to `{name}`, which talks to no device"
+        )));
+    }
     if !cli.sim_trust.is_empty() && !takes_sim {
         return Err(ToolError::Usage(format!(
             "--sim-trust does not apply to `{name}`, which talks to no device"
@@ -381,6 +400,7 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
         }
         Cmd::Vm { what } => Ok(vm::run(what)?),
         Cmd::Elf { what } => Ok(elf::run(what)?),
+        Cmd::Capture { what } => Ok(capture::run(what)?),
         Cmd::Doctor { json } => {
             let opened = open_device(cli)?;
             Ok(doctor::run(
@@ -573,7 +593,12 @@ impl Opened {
 /// `--sim[=PROFILE]` opens the model; `--device NAME` that hardware device; neither the first
 /// hardware device, or the model (with a note on stderr) when the machine has none.
 fn open_device(cli: &Cli) -> Result<Opened, ToolError> {
-    let opened = open_device_plain(cli)?;
+    let mut opened = open_device_plain(cli)?;
+    if let Some(path) = &cli.capture {
+        let rec = capture::CaptureDevx::new(Arc::clone(&opened.devx), path)
+            .map_err(|e| ToolError::Input(format!("--capture {}: {e}", path.display())))?;
+        opened.devx = Arc::new(rec);
+    }
     if !cli.sim_trust.is_empty() {
         let Some(model) = &opened.model else {
             return Err(ToolError::Usage(

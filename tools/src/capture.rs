@@ -1,0 +1,582 @@
+//! DevX captures (`mlx5_dpa_capture`'s JSON-lines format): `mlx5-dpa --capture FILE ...`
+//! records what this tool sends, `capture show` decodes a capture with the project's layouts,
+//! `capture diff` compares two (NVIDIA's FlexIO sample under the preload library, and the
+//! project's own run of the same sample).
+//!
+//! `capture diff A B` aligns the commands of the two captures (longest common subsequence of
+//! (call, opcode, op_mod, object type)), then compares each aligned pair field by field with
+//! the inbox's layout; `uid` (which the kernel overwrites) and the fields given with
+//! `--ignore` are left out. Exit status 0 when nothing differs, 1 otherwise.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use mlx5_dpa::devx::{
+    Devx, DevxError, EventChannel, ObjHandle, Uar, UarKind, Umem, UmemAccess, UmemHandle,
+};
+use mlx5_dpa::mlx5::decode::{self, Value};
+use mlx5_dpa::mlx5::layouts;
+use mlx5_dpa::mlx5::{LayoutDesc, Opcode, Status};
+use mlx5_dpa_capture::{Record, Recorder};
+use serde_json::json;
+
+use crate::input::{self, InputError};
+
+/// Most bytes of a capture file.
+const MAX_CAPTURE: u64 = 256 << 20;
+
+/// `capture` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum CaptureCmd {
+    /// Decode a capture: one line per call (opcode, op_mod, status, syndrome, time).
+    Show {
+        file: PathBuf,
+        /// Also each inbox's fields (non-zero ones), decoded with the project's layouts.
+        #[arg(long)]
+        fields: bool,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two captures command by command, field by field.
+    Diff {
+        a: PathBuf,
+        b: PathBuf,
+        /// A field to leave out of the comparison (its name, or the end of its dotted name);
+        /// repeat as needed. `uid` is always left out.
+        #[arg(long, value_name = "FIELD")]
+        ignore: Vec<String>,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Why a `capture` command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureCmdError {
+    #[error(transparent)]
+    Read(#[from] InputError),
+    #[error("{path}: {source}")]
+    Parse {
+        path: String,
+        source: mlx5_dpa_capture::ParseError,
+    },
+    #[error("{path}: not UTF-8 text")]
+    NotText { path: String },
+}
+
+fn load(path: &Path) -> Result<Vec<Record>, CaptureCmdError> {
+    let bytes = input::read_bounded(path, MAX_CAPTURE)?;
+    let shown = path.display().to_string();
+    let text = String::from_utf8(bytes).map_err(|_| CaptureCmdError::NotText {
+        path: shown.clone(),
+    })?;
+    mlx5_dpa_capture::parse(&text).map_err(|source| CaptureCmdError::Parse {
+        path: shown,
+        source,
+    })
+}
+
+/// General object types and their context layouts (PRM and this project's DPA layouts).
+const OBJ_TYPES: &[(u16, &str, &str)] = &[
+    (0x28, "DPA_MEM", "dpa_mem"),
+    (0x2a, "DPA_PROCESS", "dpa_process"),
+    (0x2b, "DPA_THREAD", "dpa_thread"),
+    (0x2d, "DPA_OUTBOX", "dpa_outbox"),
+    (0x32, "DB_CQ_MAPPING", "dpa_db_cq_mapping"),
+    (0x33, "DPA_EQ", "dpa_eq"),
+    (0x39, "DPA_WINDOW", "dpa_window"),
+    (0x4a, "DPA_UAR", "dpa_uar"),
+];
+
+/// What a mailbox says: opcode, op_mod, object type (general objects) and, from the outbox,
+/// status and syndrome.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    call: String,
+    opcode: u16,
+    op_mod: u16,
+    obj_type: Option<u16>,
+}
+
+fn be16(b: &[u8], o: usize) -> u16 {
+    b.get(o..o + 2)
+        .map_or(0, |s| u16::from_be_bytes([s[0], s[1]]))
+}
+
+fn be32(b: &[u8], o: usize) -> u32 {
+    b.get(o..o + 4)
+        .map_or(0, |s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn is_general(op: u16) -> bool {
+    matches!(
+        Opcode(op),
+        Opcode::CREATE_GENERAL_OBJECT
+            | Opcode::MODIFY_GENERAL_OBJECT
+            | Opcode::QUERY_GENERAL_OBJECT
+            | Opcode::DESTROY_GENERAL_OBJECT
+    )
+}
+
+fn key(r: &Record) -> Option<Key> {
+    if r.inbox.len() < 8 {
+        return None;
+    }
+    let opcode = be16(&r.inbox, 0);
+    Some(Key {
+        call: r.call.clone(),
+        opcode,
+        op_mod: if is_general(opcode) {
+            0
+        } else {
+            be16(&r.inbox, 6)
+        },
+        obj_type: is_general(opcode).then(|| be16(&r.inbox, 6)),
+    })
+}
+
+fn opcode_text(k: &Key) -> String {
+    let op = Opcode(k.opcode);
+    let name = op
+        .name()
+        .map_or(format!("opcode {:#x}", k.opcode), str::to_string);
+    match k.obj_type {
+        Some(t) => {
+            let obj = OBJ_TYPES
+                .iter()
+                .find(|(id, ..)| *id == t)
+                .map_or(format!("type {t:#x}"), |(_, n, _)| (*n).to_string());
+            format!("{name} {obj}")
+        }
+        None if k.op_mod != 0 => format!("{name} op_mod {:#x}", k.op_mod),
+        None => name,
+    }
+}
+
+/// The inbox's decoded fields by name: the opcode's `<name>_in` layout, or for a general
+/// object the header and the object type's context.
+fn inbox_fields(r: &Record) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(k) = key(r) else {
+        return out;
+    };
+    let mut add = |prefix: &str, d: &'static LayoutDesc, bytes: &[u8]| {
+        if bytes.len() < d.size_bytes() {
+            return;
+        }
+        if let Ok(fields) = decode::decode(d, &bytes[..d.size_bytes()]) {
+            for f in fields {
+                let v = match f.value {
+                    Value::Uint(v) => format!("{v:#x}"),
+                    Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+                };
+                out.insert(format!("{prefix}{}", f.name), v);
+            }
+        }
+    };
+    if let Some(t) = k.obj_type {
+        if let Some(h) = layouts::by_name("general_obj_in_cmd_hdr") {
+            add("hdr.", h, &r.inbox);
+            let ctx = OBJ_TYPES
+                .iter()
+                .find(|(id, ..)| *id == t)
+                .and_then(|(_, _, l)| layouts::by_name(l));
+            if let (Some(c), Some(rest)) = (ctx, r.inbox.get(h.size_bytes()..)) {
+                add("", c, rest);
+            }
+        }
+    } else if let Some(d) = Opcode(k.opcode)
+        .name()
+        .and_then(|n| layouts::by_name(&format!("{}_in", n.to_ascii_lowercase())))
+    {
+        add("", d, &r.inbox);
+    }
+    out
+}
+
+fn status_text(r: &Record) -> String {
+    if r.outbox.len() < 8 {
+        return match r.ret {
+            0 => "ok".into(),
+            _ => format!("failed (ret {}, errno {})", r.ret, r.errno),
+        };
+    }
+    let status = Status(r.outbox[0]);
+    let syndrome = be32(&r.outbox, 4);
+    if r.ret != 0 && status.0 == 0 {
+        return format!("failed before firmware (ret {}, errno {})", r.ret, r.errno);
+    }
+    if syndrome == 0 {
+        format!("{status}")
+    } else {
+        format!("{status}, syndrome {syndrome:#010x}")
+    }
+}
+
+/// Runs a `capture` subcommand.
+pub fn run(cmd: &CaptureCmd) -> Result<ExitCode, CaptureCmdError> {
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        CaptureCmd::Show { file, fields, json } => {
+            let recs = load(file)?;
+            let mut rows = Vec::new();
+            for r in &recs {
+                let what = key(r).map_or_else(
+                    || match r.call.as_str() {
+                        "umem_reg" => format!(
+                            "{} bytes, access {:#x}",
+                            r.size.unwrap_or(0),
+                            r.access.unwrap_or(0)
+                        ),
+                        _ => String::new(),
+                    },
+                    |k| opcode_text(&k),
+                );
+                let decoded = if *fields || *json {
+                    inbox_fields(r)
+                } else {
+                    BTreeMap::new()
+                };
+                if *json {
+                    rows.push(json!({
+                        "seq": r.seq, "call": r.call, "what": what, "status": status_text(r),
+                        "t_ns": r.t_ns, "dur_ns": r.dur_ns, "obj": r.obj, "fields": decoded,
+                    }));
+                    continue;
+                }
+                let obj = r.obj.map(|o| format!(" [object #{o}]")).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "#{:<4} {:>10.1} us {:>8.1} us  {:<11} {what}: {}{obj}",
+                    r.seq,
+                    r.t_ns as f64 / 1e3,
+                    r.dur_ns as f64 / 1e3,
+                    r.call,
+                    status_text(r)
+                );
+                for (n, v) in decoded.iter().filter(|(_, v)| {
+                    !v.trim_start_matches("0x")
+                        .trim_start_matches('0')
+                        .is_empty()
+                }) {
+                    let _ = writeln!(out, "        {n:<44} {v}");
+                }
+            }
+            if *json {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    json!({"file": file.display().to_string(), "calls": rows})
+                );
+            } else {
+                let _ = writeln!(out, "{} calls", recs.len());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        CaptureCmd::Diff { a, b, ignore, json } => {
+            let (ra, rb) = (load(a)?, load(b)?);
+            let ca: Vec<(&Record, Key)> =
+                ra.iter().filter_map(|r| key(r).map(|k| (r, k))).collect();
+            let cb: Vec<(&Record, Key)> =
+                rb.iter().filter_map(|r| key(r).map(|k| (r, k))).collect();
+            // Longest common subsequence of the keys.
+            let (n, m) = (ca.len(), cb.len());
+            let mut l = vec![vec![0u32; m + 1]; n + 1];
+            for i in (0..n).rev() {
+                for j in (0..m).rev() {
+                    l[i][j] = if ca[i].1 == cb[j].1 {
+                        l[i + 1][j + 1] + 1
+                    } else {
+                        l[i + 1][j].max(l[i][j + 1])
+                    };
+                }
+            }
+            let ignored = |name: &str| {
+                name == "uid"
+                    || name.ends_with(".uid")
+                    || ignore
+                        .iter()
+                        .any(|g| name == g || name.ends_with(&format!(".{g}")))
+            };
+            let (mut i, mut j) = (0, 0);
+            let mut items = Vec::new();
+            let (mut matched, mut identical, mut only_a, mut only_b) = (0, 0, 0, 0);
+            while i < n || j < m {
+                if i < n && j < m && ca[i].1 == cb[j].1 {
+                    matched += 1;
+                    let (fa, fb) = (inbox_fields(ca[i].0), inbox_fields(cb[j].0));
+                    let mut names: Vec<&String> = fa.keys().chain(fb.keys()).collect();
+                    names.sort();
+                    names.dedup();
+                    let diffs: Vec<(String, String, String)> = names
+                        .into_iter()
+                        .filter(|nm| !ignored(nm))
+                        .filter_map(|nm| {
+                            let (x, y) = (fa.get(nm), fb.get(nm));
+                            (x != y).then(|| {
+                                (
+                                    nm.clone(),
+                                    x.cloned().unwrap_or_else(|| "-".into()),
+                                    y.cloned().unwrap_or_else(|| "-".into()),
+                                )
+                            })
+                        })
+                        .collect();
+                    if diffs.is_empty() {
+                        identical += 1;
+                    } else {
+                        items.push(json!({
+                            "kind": "fields", "a": ca[i].0.seq, "b": cb[j].0.seq,
+                            "command": opcode_text(&ca[i].1),
+                            "differences": diffs.iter().map(|(f, x, y)| json!({"field": f, "a": x, "b": y})).collect::<Vec<_>>(),
+                        }));
+                    }
+                    i += 1;
+                    j += 1;
+                } else if j == m || (i < n && l[i + 1][j] >= l[i][j + 1]) {
+                    only_a += 1;
+                    items.push(json!({"kind": "only_a", "a": ca[i].0.seq, "command": opcode_text(&ca[i].1)}));
+                    i += 1;
+                } else {
+                    only_b += 1;
+                    items.push(json!({"kind": "only_b", "b": cb[j].0.seq, "command": opcode_text(&cb[j].1)}));
+                    j += 1;
+                }
+            }
+            let same = items.is_empty();
+            if *json {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    json!({
+                        "a": a.display().to_string(), "b": b.display().to_string(),
+                        "commands_a": n, "commands_b": m, "matched": matched,
+                        "identical": identical, "only_a": only_a, "only_b": only_b,
+                        "items": items,
+                    })
+                );
+            } else {
+                for it in &items {
+                    match it["kind"].as_str() {
+                        Some("only_a") => {
+                            let _ = writeln!(
+                                out,
+                                "< A#{} {}",
+                                it["a"],
+                                it["command"].as_str().unwrap_or("")
+                            );
+                        }
+                        Some("only_b") => {
+                            let _ = writeln!(
+                                out,
+                                "> B#{} {}",
+                                it["b"],
+                                it["command"].as_str().unwrap_or("")
+                            );
+                        }
+                        _ => {
+                            let _ = writeln!(
+                                out,
+                                "~ A#{} B#{} {}",
+                                it["a"],
+                                it["b"],
+                                it["command"].as_str().unwrap_or("")
+                            );
+                            for d in it["differences"].as_array().into_iter().flatten() {
+                                let _ = writeln!(
+                                    out,
+                                    "    {:<44} {} | {}",
+                                    d["field"].as_str().unwrap_or(""),
+                                    d["a"].as_str().unwrap_or(""),
+                                    d["b"].as_str().unwrap_or("")
+                                );
+                            }
+                        }
+                    }
+                }
+                let _ = writeln!(
+                    out,
+                    "A {n} commands, B {m}: {matched} aligned ({identical} identical), {only_a} only in A, {only_b} only in B"
+                );
+            }
+            Ok(if same {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recording this tool's own commands
+
+/// A [`Devx`] that records every mailbox call of the one it wraps, in the capture format.
+pub struct CaptureDevx {
+    inner: Arc<dyn Devx>,
+    rec: Recorder,
+    /// Capture object ids (the create's `seq`) by handle.
+    objects: Mutex<HashMap<u64, u64>>,
+    umems: Mutex<HashMap<u64, u64>>,
+}
+
+impl CaptureDevx {
+    /// Wraps `inner`, recording to `path` (created or truncated).
+    ///
+    /// # Errors
+    /// The file cannot be created.
+    pub fn new(inner: Arc<dyn Devx>, path: &Path) -> std::io::Result<CaptureDevx> {
+        Ok(CaptureDevx {
+            inner,
+            rec: Recorder::create(path)?,
+            objects: Mutex::new(HashMap::new()),
+            umems: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn errno_of(e: &DevxError) -> i32 {
+        match e {
+            DevxError::Os { errno, .. } => *errno as i32,
+            DevxError::Command { errno, .. } => errno.map_or(0, |e| e as i32),
+            _ => 0,
+        }
+    }
+
+    fn mailbox(
+        &self,
+        call: &str,
+        obj: Option<u64>,
+        inbox: &[u8],
+        outbox: &mut [u8],
+        f: impl FnOnce(&mut [u8]) -> Result<(), DevxError>,
+    ) -> Result<(), DevxError> {
+        let p = self.rec.begin();
+        let r = f(outbox);
+        self.rec.end(
+            p,
+            Record {
+                call: call.into(),
+                inbox: inbox.to_vec(),
+                outbox: outbox.to_vec(),
+                ret: i64::from(r.is_err()),
+                errno: r.as_ref().err().map_or(0, Self::errno_of),
+                obj,
+                ..Default::default()
+            },
+        );
+        r
+    }
+
+    fn lookup(map: &Mutex<HashMap<u64, u64>>, h: u64) -> Option<u64> {
+        map.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&h)
+            .copied()
+    }
+}
+
+impl Devx for CaptureDevx {
+    fn describe(&self) -> String {
+        format!("{} (captured)", self.inner.describe())
+    }
+    fn general_cmd(&self, inbox: &[u8], outbox: &mut [u8]) -> Result<(), DevxError> {
+        self.mailbox("general_cmd", None, inbox, outbox, |o| {
+            self.inner.general_cmd(inbox, o)
+        })
+    }
+    fn obj_create(&self, inbox: &[u8], outbox: &mut [u8]) -> Result<ObjHandle, DevxError> {
+        let p = self.rec.begin();
+        let r = self.inner.obj_create(inbox, outbox);
+        let seq = self.rec.end(
+            p,
+            Record {
+                call: "obj_create".into(),
+                inbox: inbox.to_vec(),
+                outbox: outbox.to_vec(),
+                ret: if r.is_ok() { 0 } else { -1 },
+                errno: r.as_ref().err().map_or(0, Self::errno_of),
+                ..Default::default()
+            },
+        );
+        if let Ok(h) = &r {
+            self.objects
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(h.0, seq);
+        }
+        r
+    }
+    fn obj_modify(&self, obj: ObjHandle, inbox: &[u8], outbox: &mut [u8]) -> Result<(), DevxError> {
+        let id = Self::lookup(&self.objects, obj.0);
+        self.mailbox("obj_modify", id, inbox, outbox, |o| {
+            self.inner.obj_modify(obj, inbox, o)
+        })
+    }
+    fn obj_query(&self, obj: ObjHandle, inbox: &[u8], outbox: &mut [u8]) -> Result<(), DevxError> {
+        let id = Self::lookup(&self.objects, obj.0);
+        self.mailbox("obj_query", id, inbox, outbox, |o| {
+            self.inner.obj_query(obj, inbox, o)
+        })
+    }
+    fn obj_destroy(&self, obj: ObjHandle) -> Result<(), DevxError> {
+        let id = Self::lookup(&self.objects, obj.0);
+        self.mailbox("obj_destroy", id, &[], &mut [], |_| {
+            self.inner.obj_destroy(obj)
+        })
+    }
+    unsafe fn umem_reg(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: UmemAccess,
+        pgsz_bitmap: u64,
+    ) -> Result<Umem, DevxError> {
+        let p = self.rec.begin();
+        // SAFETY: the caller's contract for `addr..addr+len`, passed on unchanged.
+        let r = unsafe { self.inner.umem_reg(addr, len, access, pgsz_bitmap) };
+        let seq = self.rec.end(
+            p,
+            Record {
+                call: "umem_reg".into(),
+                ret: if r.is_ok() { 0 } else { -1 },
+                errno: r.as_ref().err().map_or(0, Self::errno_of),
+                size: Some(len as u64),
+                access: Some(access.bits()),
+                ..Default::default()
+            },
+        );
+        if let Ok(u) = &r {
+            self.umems
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(u.handle.0, seq);
+        }
+        r
+    }
+    fn umem_dereg(&self, umem: UmemHandle) -> Result<(), DevxError> {
+        let id = Self::lookup(&self.umems, umem.0);
+        self.mailbox("umem_dereg", id, &[], &mut [], |_| {
+            self.inner.umem_dereg(umem)
+        })
+    }
+    fn uar_alloc(&self, kind: UarKind) -> Result<Uar, DevxError> {
+        self.inner.uar_alloc(kind)
+    }
+    fn uar_free(&self, uar: Uar) -> Result<(), DevxError> {
+        self.inner.uar_free(uar)
+    }
+    fn query_eqn(&self, vector: u32) -> Result<u32, DevxError> {
+        self.inner.query_eqn(vector)
+    }
+    fn event_channel(&self) -> Result<Box<dyn EventChannel>, DevxError> {
+        self.inner.event_channel()
+    }
+    fn retain_until_close(&self, mem: Box<dyn std::any::Any + Send + Sync>) {
+        self.inner.retain_until_close(mem);
+    }
+}
