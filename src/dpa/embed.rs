@@ -24,7 +24,11 @@
 //! - `calc::rpc::rpc_calculate(&process, a0, a1) -> Result<u64, DpaError>`, one function per
 //!   declared RPC with as many `u64` arguments as declared ([`super::Process::call`]);
 //! - `calc::handlers::calc_event_handler(arg) -> EventHandlerAttr`, one per declared event
-//!   handler.
+//!   handler;
+//! - the `.dpa_sig_name_calc` section (256 bytes, DPACC's): the name of the signature section,
+//!   or all NUL when unsigned; with [`EmbeddedApp::signature`], the crypto data in
+//!   `.dpa_sig_calc`, `calc::crypto_data()`, and `calc::process_attr()` that hands it to
+//!   firmware with the image (a device with DPA Application Authentication needs it).
 //!
 //! The build fails, naming the application, when the ELF is not a DPA device ELF, a declared
 //! symbol is not a function the ELF defines, an RPC takes more than eight arguments, RPCs are
@@ -36,7 +40,8 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use super::app::BIN_PREFIX;
+use super::app::{BIN_PREFIX, SIG_NAME_LEN, SIG_NAME_PREFIX};
+use super::auth;
 use super::elf::Elf;
 use super::process::{MAX_RPC_ARGS, RPC_ENTRY, RPC_GENERIC_UNPACK};
 
@@ -83,6 +88,12 @@ pub enum EmbedError {
     BadName { what: &'static str, name: String },
     #[error("application {0:?} is declared twice")]
     Duplicate(String),
+    #[error("application {app:?}: signature {path}: {reason}")]
+    Signature {
+        app: String,
+        path: String,
+        reason: String,
+    },
     #[error("OUT_DIR is not set: call embed() from a build script, or use embed_to()")]
     NoOutDir,
     #[error("cannot write {path}: {source}")]
@@ -99,6 +110,7 @@ pub struct EmbeddedApp {
     elf: PathBuf,
     rpcs: Vec<(String, usize)>,
     handlers: Vec<String>,
+    signature: Option<PathBuf>,
 }
 
 impl EmbeddedApp {
@@ -110,7 +122,18 @@ impl EmbeddedApp {
             elf: elf.as_ref().to_path_buf(),
             rpcs: Vec::new(),
             handlers: Vec::new(),
+            signature: None,
         }
+    }
+
+    /// The application's signature (crypto data, `mlx5-dpa sign`): embedded in section
+    /// `.dpa_sig_<name>`, which `.dpa_sig_name_<name>` names, as DPACC's packaging does (the
+    /// section's type is the linker's PROGBITS, not 0x70000666: Rust cannot set it). The build
+    /// checks that it signs this ELF (hash list and signature; the chain's anchor is the
+    /// device's business).
+    pub fn signature(mut self, crypto_data: impl AsRef<Path>) -> EmbeddedApp {
+        self.signature = Some(crypto_data.as_ref().to_path_buf());
+        self
     }
 
     /// An RPC function (`__dpa_rpc__`) taking `args` integer arguments.
@@ -201,7 +224,42 @@ fn check(app: &EmbeddedApp) -> Result<Vec<u8>, EmbedError> {
     if !app.rpcs.is_empty() && !has_runtime {
         return Err(EmbedError::NoRpcRuntime { app: name(), path });
     }
+    if let Some(sig_path) = &app.signature {
+        let bad = |reason: String| EmbedError::Signature {
+            app: name(),
+            path: sig_path.display().to_string(),
+            reason,
+        };
+        let sig = std::fs::read(sig_path).map_err(|e| bad(e.to_string()))?;
+        let v = auth::verify(&bytes, &sig, &[]).map_err(|e| bad(e.to_string()))?;
+        if !(v.hash_list_matches && v.signature_valid) {
+            return Err(bad(format!(
+                "does not sign {path} (hash list {}, signature {})",
+                if v.hash_list_matches { "ok" } else { "differs" },
+                if v.signature_valid { "ok" } else { "invalid" }
+            )));
+        }
+    }
     Ok(bytes)
+}
+
+/// The section holding application `name`'s signature.
+fn sig_section(name: &str) -> String {
+    format!(".dpa_sig_{name}")
+}
+
+/// The `.dpa_sig_name_<app>` section's bytes as a Rust array literal: the signature section's
+/// name, NUL-padded to [`SIG_NAME_LEN`] (all NUL: not signed).
+fn sig_name_literal(app: &EmbeddedApp) -> String {
+    let mut b = [0u8; SIG_NAME_LEN];
+    if app.signature.is_some() {
+        let n = sig_section(&app.name);
+        let n = n.as_bytes();
+        let len = n.len().min(SIG_NAME_LEN - 1);
+        b[..len].copy_from_slice(&n[..len]);
+    }
+    let items: Vec<String> = b.iter().map(u8::to_string).collect();
+    format!("[{}]", items.join(", "))
 }
 
 /// The generated Rust for `apps` (checked), each ELF named by its absolute path.
@@ -222,6 +280,24 @@ fn generate(apps: &[EmbeddedApp]) -> Result<String, EmbedError> {
             source,
         })?;
         let name = &app.name;
+        let (sig_static, crypto_data) = match &app.signature {
+            Some(p) => {
+                let sig_abs = std::fs::canonicalize(p).map_err(|source| EmbedError::Read {
+                    app: app.name.clone(),
+                    path: p.display().to_string(),
+                    source,
+                })?;
+                let len = std::fs::metadata(&sig_abs).map(|m| m.len()).unwrap_or(0);
+                (
+                    format!(
+                        "\n    #[used]\n    #[unsafe(link_section = \"{}\")]\n    static SIG: [u8; {len}] = *include_bytes!({sig_abs:?});\n",
+                        sig_section(name)
+                    ),
+                    "::core::option::Option::Some(&SIG)".to_string(),
+                )
+            }
+            None => (String::new(), "::core::option::Option::None".to_string()),
+        };
         let _ = write!(
             out,
             r#"
@@ -245,10 +321,30 @@ pub mod {name} {{
         ::mlx5_dpa::dpa::app::App::from_device_elf(NAME, &ELF)
     }}
 
+    #[used]
+    #[unsafe(link_section = "{SIG_NAME_PREFIX}{name}")]
+    static SIG_NAME: [u8; {SIG_NAME_LEN}] = {sig_name};
+{sig_static}
+    /// The application's signature (crypto data), if it was embedded signed.
+    pub fn crypto_data() -> ::core::option::Option<&'static [u8]> {{
+        {crypto_data}
+    }}
+
+    /// Attributes to create its process with: the signature handed to firmware with the image.
+    pub fn process_attr() -> ::mlx5_dpa::dpa::ProcessAttr {{
+        ::mlx5_dpa::dpa::ProcessAttr {{
+            signature: crypto_data().map(<[u8]>::to_vec),
+            ..::core::default::Default::default()
+        }}
+    }}
+
     /// Its RPC functions ([`::mlx5_dpa::dpa::Process::call`]).
     pub mod rpc {{
 "#,
             len = bytes.len(),
+            sig_name = sig_name_literal(app),
+            sig_static = sig_static,
+            crypto_data = crypto_data,
         );
         for (symbol, args) in &app.rpcs {
             let params: Vec<String> = (0..*args).map(|i| format!("a{i}: u64")).collect();
@@ -343,6 +439,28 @@ mod tests {
             generate(&[calc(), calc()]),
             Err(EmbedError::Duplicate(_))
         ));
+    }
+
+    #[test]
+    fn a_signature_must_sign_the_elf() {
+        let sig = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/crates/dpa-embed-example/rpc_calc.elf.sig"
+        );
+        let code = generate(&[calc().signature(sig)]).unwrap();
+        assert!(code.contains("link_section = \".dpa_sig_calc\""), "{code}");
+        assert!(code.contains("Option::Some(&SIG)"), "{code}");
+        let other = EmbeddedApp::new(
+            "st",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fw-blobs/bin/selftest.elf"),
+        )
+        .signature(sig);
+        let e = generate(&[other]).unwrap_err().to_string();
+        assert!(e.contains("does not sign"), "{e}");
+        // Unsigned: the name section is all NUL, and there is no crypto data.
+        let code = generate(&[calc()]).unwrap();
+        assert!(code.contains("Option::None"), "{code}");
+        assert!(!code.contains(".dpa_sig_calc"), "{code}");
     }
 
     #[test]

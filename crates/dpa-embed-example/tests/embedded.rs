@@ -3,7 +3,7 @@
 //! `mlx5-dpa elf info` find it.
 
 use dpa_embed_example::calc;
-use mlx5_dpa::dpa::app::App;
+use mlx5_dpa::dpa::app::{App, SignatureLocation, SignatureStatus};
 use mlx5_dpa::dpa::{Process, ProcessAttr};
 
 #[test]
@@ -44,4 +44,40 @@ fn this_binary_carries_the_device_elf_in_its_section() {
         ))
         .expect("the ELF")
     );
+}
+
+#[test]
+fn the_embedded_signature_loads_on_a_device_that_requires_one() {
+    let d = mlx5_sim::Device::with_profile("bf3").expect("bf3");
+    let root = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/auth/root.der"
+    ))
+    .expect("the test root");
+    d.with_profile_mut(|p| p.dpa_auth_roots = vec![root]);
+    d.start_engine();
+    let ctx = d.open_devx();
+    // Without the signature the device refuses the image; with it, the process runs.
+    assert!(Process::create(&ctx, calc::image(), &ProcessAttr::default()).is_err());
+    let p = Process::create(&ctx, calc::image(), &calc::process_attr()).expect("signed");
+    assert_eq!(calc::rpc::rpc_calculate(&p, 2, 3).expect("rpc"), 5);
+    drop(p);
+    drop(ctx);
+    d.stop_engine();
+
+    // The binary carries it as DPACC's packaging does: .dpa_sig_name_calc names the section.
+    let bytes = std::fs::read(std::env::current_exe().expect("exe")).expect("read");
+    let app = App::all_in_host_elf(&bytes)
+        .expect("host ELF")
+        .into_iter()
+        .find(|a| a.name() == calc::NAME)
+        .expect("calc");
+    match app.signature() {
+        SignatureStatus::Present(s) => {
+            assert_eq!(s.location, SignatureLocation::Host);
+            assert_eq!(s.section, ".dpa_sig_calc");
+            assert_eq!(Some(&s.data[..]), calc::crypto_data());
+        }
+        other => panic!("no signature found: {other:?}"),
+    }
 }
