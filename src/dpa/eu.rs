@@ -121,10 +121,15 @@ struct PartitionInner {
     dev: Arc<dyn Devx>,
     id: u16,
     members: Vec<u32>,
+    /// [`EuPartition::keep`] (or a kept group in it): no DESTROY at the end.
+    kept: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for PartitionInner {
     fn drop(&mut self) {
+        if self.kept.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let d = id_only(
             part_reg::operation,
             operation::DESTROY,
@@ -195,12 +200,23 @@ impl EuPartition {
                 dev: Arc::clone(dev),
                 id,
                 members,
+                kept: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
 
     /// The partition id (`eu_partition_id`).
     pub fn id(&self) -> u16 {
+        self.inner.id
+    }
+
+    /// Leaves the partition on the device when the handle goes (as the DPA management tool's
+    /// partitions stay, for other programs to run in); returns its id. [`destroy_partition`]
+    /// removes it later.
+    pub fn keep(self) -> u16 {
+        self.inner
+            .kept
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.inner.id
     }
 
@@ -265,7 +281,7 @@ impl EuGroup {
     pub fn create(dev: &Arc<dyn Devx>, name: &str, eus: &[u32]) -> Result<EuGroup, DpaError> {
         let caps = DpaCaps::query(dev)?;
         let members = checked_members(&caps, eus)?;
-        EuGroup::write_create(dev, name, members, None)
+        EuGroup::write_create(dev, name, members, None, None)
     }
 
     /// Creates a group named `name` of the EUs `eus` inside `partition`; every EU must be a
@@ -287,13 +303,32 @@ impl EuGroup {
                 p.id
             )));
         }
-        EuGroup::write_create(&p.dev, name, members, Some(Arc::clone(p)))
+        EuGroup::write_create(&p.dev, name, members, Some(p.id), Some(Arc::clone(p)))
+    }
+
+    /// Creates a group in partition `partition_id`, one that exists on the device apart from
+    /// this program (made by a management tool, [`EuPartition::keep`]); the handle does not
+    /// keep the partition. Whether the EUs lie in it is firmware's to check (the device model
+    /// checks only that they exist).
+    ///
+    /// # Errors
+    /// As [`EuGroup::create`].
+    pub fn create_in_id(
+        dev: &Arc<dyn Devx>,
+        name: &str,
+        eus: &[u32],
+        partition_id: u16,
+    ) -> Result<EuGroup, DpaError> {
+        let caps = DpaCaps::query(dev)?;
+        let members = checked_members(&caps, eus)?;
+        EuGroup::write_create(dev, name, members, Some(partition_id), None)
     }
 
     fn write_create(
         dev: &Arc<dyn Devx>,
         name: &str,
         members: Vec<u32>,
+        partition_id: Option<u16>,
         partition: Option<Arc<PartitionInner>>,
     ) -> Result<EuGroup, DpaError> {
         if name.len() > EUG_NAME_LEN || name.contains('\0') {
@@ -306,9 +341,9 @@ impl EuGroup {
             let mut v = ViewMut::<eug_reg::Layout>::new(&mut d)
                 .map_err(|e| DpaError::Device(e.to_string()))?;
             v.set(eug_reg::operation, operation::CREATE);
-            if let Some(p) = &partition {
+            if let Some(p) = partition_id {
                 v.set(eug_reg::partition_id_valid, 1);
-                v.set(eug_reg::partition_id, u64::from(p.id));
+                v.set(eug_reg::partition_id, u64::from(p));
             }
             for (i, &b) in name.as_bytes().iter().enumerate() {
                 if let Some(f) = eug_reg::eug_name.at(i as u32) {
@@ -363,6 +398,16 @@ impl EuGroup {
         Ok(get_mask(&v, eug_reg::member_mask))
     }
 
+    /// Leaves the group (and the partition it was made in) on the device when the handle
+    /// goes; returns its id. [`destroy_group`] removes it later.
+    pub fn keep(mut self) -> u16 {
+        self.destroyed = true;
+        if let Some(p) = &self._partition {
+            p.kept.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.id
+    }
+
     /// Destroys the group now, reporting a refusal (dropping it destroys it too, silently).
     ///
     /// # Errors
@@ -392,4 +437,94 @@ impl Drop for EuGroup {
             let _ = self.write_destroy();
         }
     }
+}
+
+/// A partition as its register reads back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    pub id: u16,
+    /// EUs, ascending.
+    pub members: Vec<u32>,
+    /// The functions the partition is given to.
+    pub vhca_ids: Vec<u16>,
+    /// Most groups that may be made in it (`max_num_eug`).
+    pub max_groups: u16,
+}
+
+/// A group as its register reads back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupInfo {
+    pub id: u16,
+    pub name: String,
+    /// EUs, ascending.
+    pub members: Vec<u32>,
+    /// The partition it was made in (`partition_id_valid`).
+    pub partition: Option<u16>,
+}
+
+/// Reads partition `id`.
+///
+/// # Errors
+/// Firmware's refusal (no such partition), a short answer.
+pub fn read_partition(dev: &dyn Devx, id: u16) -> Result<PartitionInfo, DpaError> {
+    let d = id_only(part_reg::operation, 0, part_reg::eu_partition_id, id);
+    let answer = access(dev, reg_id::NIC_DPA_EU_PARTITION_REG, false, d)?;
+    let v = View::<part_reg::Layout>::new(&answer)
+        .map_err(|e| DpaError::Device(format!("NIC_DPA_EU_PARTITION_REG answer: {e}")))?;
+    let n = v.get(part_reg::num_vhca_id) as u32;
+    Ok(PartitionInfo {
+        id,
+        members: get_mask(&v, part_reg::member_mask),
+        vhca_ids: (0..n)
+            .filter_map(|i| part_reg::vhca_id.at(i).map(|f| v.get(f) as u16))
+            .collect(),
+        max_groups: v.get(part_reg::max_num_eug) as u16,
+    })
+}
+
+/// Reads group `id`.
+///
+/// # Errors
+/// Firmware's refusal (no such group), a short answer.
+pub fn read_group(dev: &dyn Devx, id: u16) -> Result<GroupInfo, DpaError> {
+    let d = id_only(eug_reg::operation, 0, eug_reg::eug_id, id);
+    let answer = access(dev, reg_id::NIC_DPA_EUG_REG, false, d)?;
+    let v = View::<eug_reg::Layout>::new(&answer)
+        .map_err(|e| DpaError::Device(format!("NIC_DPA_EUG_REG answer: {e}")))?;
+    let name: Vec<u8> = (0..EUG_NAME_LEN as u32)
+        .filter_map(|i| eug_reg::eug_name.at(i).map(|f| v.get(f) as u8))
+        .take_while(|&b| b != 0)
+        .collect();
+    Ok(GroupInfo {
+        id,
+        name: String::from_utf8_lossy(&name).into_owned(),
+        members: get_mask(&v, eug_reg::member_mask),
+        partition: (v.get(eug_reg::partition_id_valid) == 1)
+            .then(|| v.get(eug_reg::partition_id) as u16),
+    })
+}
+
+/// Destroys partition `id` (one kept by [`EuPartition::keep`], or made by another program).
+///
+/// # Errors
+/// Firmware's refusal.
+pub fn destroy_partition(dev: &dyn Devx, id: u16) -> Result<(), DpaError> {
+    let d = id_only(
+        part_reg::operation,
+        operation::DESTROY,
+        part_reg::eu_partition_id,
+        id,
+    );
+    access(dev, reg_id::NIC_DPA_EU_PARTITION_REG, true, d)?;
+    Ok(())
+}
+
+/// Destroys group `id`.
+///
+/// # Errors
+/// Firmware's refusal.
+pub fn destroy_group(dev: &dyn Devx, id: u16) -> Result<(), DpaError> {
+    let d = id_only(eug_reg::operation, operation::DESTROY, eug_reg::eug_id, id);
+    access(dev, reg_id::NIC_DPA_EUG_REG, true, d)?;
+    Ok(())
 }

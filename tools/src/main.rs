@@ -29,6 +29,7 @@ mod coredump;
 mod demo;
 mod doctor;
 mod elf;
+mod eu;
 mod gdb;
 mod input;
 mod signals;
@@ -146,6 +147,12 @@ enum Cmd {
     /// Compile and link DPA device C sources against the FlexIO-compatible headers and the
     /// device runtime (the DPACC stand-in; needs riscv64-unknown-elf-gcc).
     Cc(cc::CcArgs),
+    /// The DPA's execution-unit partitions and groups (as `dpaeumgmt`): show, create,
+    /// destroy; `eu batch` runs several operations in one run.
+    Eu {
+        #[command(subcommand)]
+        what: eu::EuCmd,
+    },
     /// DevX captures (`libmlx5_dpa_capture.so` under LD_PRELOAD, or `--capture`): decode one,
     /// or compare two.
     Capture {
@@ -259,6 +266,8 @@ enum ToolError {
     #[error(transparent)]
     Capture(#[from] capture::CaptureCmdError),
     #[error(transparent)]
+    Eu(#[from] eu::EuCmdError),
+    #[error(transparent)]
     Cc(#[from] cc::CcError),
     #[error(transparent)]
     File(#[from] input::InputError),
@@ -329,6 +338,7 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Elf { .. } => ("elf", false, false),
         Cmd::Doctor { .. } => ("doctor", true, true),
         Cmd::Capture { .. } => ("capture", false, false),
+        Cmd::Eu { .. } => ("eu", true, true),
         Cmd::Sign(_) => ("sign", false, false),
         Cmd::Verify(_) => ("verify", false, false),
         Cmd::Coredump { what } => {
@@ -401,6 +411,10 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
         Cmd::Vm { what } => Ok(vm::run(what)?),
         Cmd::Elf { what } => Ok(elf::run(what)?),
         Cmd::Capture { what } => Ok(capture::run(what)?),
+        Cmd::Eu { what } => {
+            let opened = open_device(cli)?;
+            done(eu::run(what, &opened.devx).map_err(Into::into))
+        }
         Cmd::Doctor { json } => {
             let opened = open_device(cli)?;
             Ok(doctor::run(
