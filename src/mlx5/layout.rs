@@ -50,6 +50,11 @@
 //! construction. Elements of flexible arrays are reached through [`View::flex_get`] /
 //! [`ViewMut::flex_set`], which check the slice length and return an error.
 //!
+//! Fields of layouts declared `#[provisional]` may be moved at run time
+//! ([`overrides`](super::overrides)): views resolve them where they stand. A field reached
+//! through [`Nested::at`] keeps its declared place (the driver and the model view provisional
+//! contexts through their own layouts).
+//!
 //! This module has no `unsafe` and does no I/O.
 
 use core::fmt;
@@ -226,6 +231,21 @@ impl<L: Layout> Field<L> {
     /// Width in bits.
     pub const fn width(self) -> u32 {
         self.width
+    }
+    /// The field where it stands now: as declared, or, for a field of a provisional layout,
+    /// where [`overrides`](super::overrides) moved it (a constant branch for the others).
+    #[inline(always)]
+    fn resolved(self) -> Self {
+        if L::DESC.provisional {
+            let (offset, width) = super::overrides::resolve(L::DESC.name, self.offset, self.width);
+            Field {
+                offset,
+                width,
+                _layout: PhantomData,
+            }
+        } else {
+            self
+        }
     }
     /// Largest value the field holds.
     pub const fn max(self) -> u64 {
@@ -494,6 +514,7 @@ fn check_len<L: Layout>(len: usize) -> Result<(), LayoutError> {
 }
 
 fn byte_range<L: Layout>(f: Field<L>) -> Result<core::ops::Range<usize>, LayoutError> {
+    let f = f.resolved();
     if !f.offset.is_multiple_of(8) || !f.width.is_multiple_of(8) {
         return Err(LayoutError::NotByteAligned {
             layout: L::DESC.name,
@@ -536,6 +557,7 @@ impl<'a, L: Layout> View<'a, L> {
     }
     /// Value of a field of at most 64 bits; wider fields give their low 64 bits.
     pub fn get(&self, f: Field<L>) -> u64 {
+        let f = f.resolved();
         if f.width > 64 {
             return read_bits(self.buf, f.offset + f.width - 64, 64);
         }
@@ -621,6 +643,7 @@ impl<'a, L: Layout> ViewMut<'a, L> {
     /// Writes the low `width` bits of `value`; bits of `value` above the width are dropped.
     /// No bit outside the field changes. Use [`ViewMut::try_set`] for values from users.
     pub fn set(&mut self, f: Field<L>, value: u64) {
+        let f = f.resolved();
         if f.width > 64 {
             // Wide field: clear it, then write the value into its low 64 bits.
             if let Ok(r) = byte_range(f) {
@@ -638,6 +661,7 @@ impl<'a, L: Layout> ViewMut<'a, L> {
     /// # Errors
     /// [`LayoutError::ValueTooWide`] when `value > f.max()`.
     pub fn try_set(&mut self, f: Field<L>, value: u64) -> Result<(), LayoutError> {
+        let f = f.resolved();
         if value > f.max() {
             return Err(LayoutError::ValueTooWide {
                 layout: L::DESC.name,

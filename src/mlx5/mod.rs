@@ -1,7 +1,9 @@
 //! The PRM as data: layouts, opcodes, status codes, typed commands and capabilities.
 //!
 //! Everything here is pure: it turns attribute structs into inbox bytes and outbox bytes into
-//! typed results, and never performs I/O. There is no `unsafe` in this module tree.
+//! typed results, and never performs I/O. There is no `unsafe` in this module tree. The one
+//! piece of global state is the table of run-time corrections to provisional layouts
+//! ([`overrides`]), empty unless a user installs one.
 
 pub mod caps;
 pub mod cmd;
@@ -12,6 +14,7 @@ pub mod ids;
 pub mod layout;
 pub mod layouts;
 pub mod opcode;
+pub mod overrides;
 pub mod status;
 pub mod wire;
 

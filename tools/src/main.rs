@@ -84,6 +84,11 @@ struct Cli {
         conflicts_with = "device"
     )]
     sim: Option<String>,
+    /// Move fields of provisional layouts (DPA object contexts, the coredump, the EU
+    /// registers) for this run: a file of `LAYOUT.FIELD OFFSET WIDTH` lines, checked as the
+    /// compiled layouts are (`mlx5_dpa::mlx5::overrides`).
+    #[arg(long, global = true, value_name = "FILE")]
+    layout_overrides: Option<std::path::PathBuf>,
     /// Record every DevX call this run makes (mailboxes in and out, timing) to FILE, in the
     /// format of the capture library (`mlx5-dpa capture show / diff`).
     #[arg(long, global = true, value_name = "FILE")]
@@ -285,6 +290,22 @@ fn main() -> ExitCode {
     }
     if cli.trace {
         init_tracing();
+    }
+    if let Some(path) = &cli.layout_overrides {
+        let loaded = input::read_bounded(path, input::MAX_HEX_FILE)
+            .map_err(|e| e.to_string())
+            .and_then(|b| String::from_utf8(b).map_err(|_| "not text".to_string()))
+            .and_then(|t| mlx5_dpa::mlx5::overrides::load(&t).map_err(|e| e.to_string()));
+        match loaded {
+            Ok(n) => eprintln!(
+                "mlx5-dpa: {n} field(s) of provisional layouts moved by {}",
+                path.display()
+            ),
+            Err(e) => {
+                eprintln!("mlx5-dpa: --layout-overrides {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
     }
     let code = match run(&cli) {
         Ok(code) => code,
