@@ -26,7 +26,7 @@ pub fn flatten(desc: &LayoutDesc) -> Vec<FlatField> {
 }
 
 fn flatten_into(desc: &LayoutDesc, base: u32, prefix: &str, out: &mut Vec<FlatField>) {
-    for f in super::overrides::fields(desc).iter() {
+    for f in super::layout::effective_fields(desc).iter() {
         let name = format!("{prefix}{}", f.name);
         let offset = base + f.offset;
         out.push(FlatField {
@@ -153,7 +153,7 @@ fn decode_into(
     prefix: &str,
     out: &mut Vec<DecodedField>,
 ) {
-    for f in super::overrides::fields(desc).iter() {
+    for f in super::layout::effective_fields(desc).iter() {
         let name = format!("{prefix}{}", f.name);
         let offset = base + f.offset;
         match f.kind {

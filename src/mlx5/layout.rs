@@ -59,6 +59,9 @@
 
 use core::fmt;
 use core::marker::PhantomData;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
 
 /// What kind of thing a field of a layout is, for generic walkers (decoder, JSON table).
 #[derive(Debug, Clone, Copy)]
@@ -237,7 +240,7 @@ impl<L: Layout> Field<L> {
     #[inline(always)]
     fn resolved(self) -> Self {
         if L::DESC.provisional {
-            let (offset, width) = super::overrides::resolve(L::DESC.name, self.offset, self.width);
+            let (offset, width) = resolve(L::DESC.name, self.offset, self.width);
             Field {
                 offset,
                 width,
@@ -884,3 +887,85 @@ mod tests {
 /// ```
 #[cfg(doctest)]
 pub struct CompileChecks;
+
+// ---------------------------------------------------------------------------------------------
+// Fields moved at run time (the table `super::overrides` checks and installs)
+
+/// One moved field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Override {
+    pub layout: &'static str,
+    pub field: &'static str,
+    /// The declared position (bit offset, width).
+    pub from: (u32, u32),
+    /// The position it takes.
+    pub to: (u32, u32),
+}
+
+/// Whether any change is installed: the fast check of every provisional view.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static TABLE: RwLock<Vec<Override>> = RwLock::new(Vec::new());
+
+/// `desc`'s fields with `set` applied, in ascending offset order.
+pub(crate) fn moved_fields(desc: &LayoutDesc, set: &[Override]) -> Vec<FieldDesc> {
+    let mut fields: Vec<FieldDesc> = desc
+        .fields
+        .iter()
+        .map(|f| {
+            match set
+                .iter()
+                .find(|o| o.layout == desc.name && o.field == f.name)
+            {
+                Some(o) => FieldDesc {
+                    offset: o.to.0,
+                    width: o.to.1,
+                    ..*f
+                },
+                None => *f,
+            }
+        })
+        .collect();
+    fields.sort_by_key(|f| f.offset);
+    fields
+}
+
+/// Installs a set (replacing any installed before); `super::overrides` checks it first.
+pub(crate) fn install_moved(set: Vec<Override>) {
+    let active = !set.is_empty();
+    *TABLE.write().unwrap_or_else(|e| e.into_inner()) = set;
+    ACTIVE.store(active, Ordering::Release);
+}
+
+/// The installed changes.
+pub fn installed() -> Vec<Override> {
+    if !ACTIVE.load(Ordering::Acquire) {
+        return Vec::new();
+    }
+    TABLE.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The position of a field of a provisional layout: moved, or as declared.
+#[inline]
+pub(crate) fn resolve(layout: &'static str, offset: u32, width: u32) -> (u32, u32) {
+    if !ACTIVE.load(Ordering::Acquire) {
+        return (offset, width);
+    }
+    TABLE
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|o| o.layout == layout && o.from == (offset, width))
+        .map_or((offset, width), |o| o.to)
+}
+
+/// `desc`'s fields as they stand: with the installed changes, in offset order.
+pub fn effective_fields(desc: &LayoutDesc) -> Cow<'static, [FieldDesc]> {
+    if !desc.provisional || !ACTIVE.load(Ordering::Acquire) {
+        return Cow::Borrowed(desc.fields);
+    }
+    let table = TABLE.read().unwrap_or_else(|e| e.into_inner());
+    if !table.iter().any(|o| o.layout == desc.name) {
+        return Cow::Borrowed(desc.fields);
+    }
+    Cow::Owned(moved_fields(desc, &table))
+}

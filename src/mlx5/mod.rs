@@ -2,8 +2,8 @@
 //!
 //! Everything here is pure: it turns attribute structs into inbox bytes and outbox bytes into
 //! typed results, and never performs I/O. There is no `unsafe` in this module tree. The one
-//! piece of global state is the table of run-time corrections to provisional layouts
-//! ([`overrides`]), empty unless a user installs one.
+//! piece of global state is the table of run-time corrections to provisional layouts (kept by
+//! [`layout`], checked and installed by [`overrides`]), empty unless a user installs one.
 
 pub mod caps;
 pub mod cmd;

@@ -26,23 +26,33 @@
 //! assert!(overrides::parse("cqc.log_cq_size 0x0 0x5").is_err()); // not provisional
 //! ```
 
-use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::RwLock;
+use super::layout::{install_moved, moved_fields as apply, FieldDesc, FieldKind, LayoutDesc};
+pub use super::layout::{installed, Override};
 
-use super::layout::{FieldDesc, FieldKind, LayoutDesc};
-use super::layouts;
+/// A set of changes [`parse`] checked: the only kind [`install`] takes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OverrideSet(Vec<Override>);
 
-/// One moved field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Override {
-    pub layout: &'static str,
-    pub field: &'static str,
-    /// The declared position (bit offset, width).
-    pub from: (u32, u32),
-    /// The position it takes.
-    pub to: (u32, u32),
+impl OverrideSet {
+    /// Changes in the set.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// No change.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// The changes.
+    pub fn iter(&self) -> impl Iterator<Item = &Override> {
+        self.0.iter()
+    }
 }
+
+/// Installs a checked set (replacing any installed before).
+pub fn install(set: OverrideSet) {
+    install_moved(set.0);
+}
+use super::layouts;
 
 /// Why a set of changes was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,10 +66,6 @@ pub enum OverrideError {
     },
 }
 
-/// Whether any change is installed: the fast check of every provisional view.
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-static TABLE: RwLock<Vec<Override>> = RwLock::new(Vec::new());
-
 fn num(s: &str) -> Option<u32> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u32::from_str_radix(h, 16).ok(),
@@ -72,7 +78,7 @@ fn num(s: &str) -> Option<u32> {
 /// # Errors
 /// The first line that names no provisional layout's scalar field or holds no position, or
 /// a layout the changes leave failing its checks.
-pub fn parse(text: &str) -> Result<Vec<Override>, OverrideError> {
+pub fn parse(text: &str) -> Result<OverrideSet, OverrideError> {
     let mut set: Vec<Override> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
@@ -132,30 +138,7 @@ pub fn parse(text: &str) -> Result<Vec<Override>, OverrideError> {
             })?;
         }
     }
-    Ok(set)
-}
-
-/// `desc`'s fields with `set` applied, in ascending offset order.
-fn apply(desc: &LayoutDesc, set: &[Override]) -> Vec<FieldDesc> {
-    let mut fields: Vec<FieldDesc> = desc
-        .fields
-        .iter()
-        .map(|f| {
-            match set
-                .iter()
-                .find(|o| o.layout == desc.name && o.field == f.name)
-            {
-                Some(o) => FieldDesc {
-                    offset: o.to.0,
-                    width: o.to.1,
-                    ..*f
-                },
-                None => *f,
-            }
-        })
-        .collect();
-    fields.sort_by_key(|f| f.offset);
-    fields
+    Ok(OverrideSet(set))
 }
 
 /// The compile-time rules that a move can break: every field inside the layout, none
@@ -182,13 +165,6 @@ fn check(desc: &LayoutDesc, fields: &[FieldDesc]) -> Result<(), String> {
     Ok(())
 }
 
-/// Installs a checked set (replacing any installed before); `parse`'s result.
-pub fn install(set: Vec<Override>) {
-    let active = !set.is_empty();
-    *TABLE.write().unwrap_or_else(|e| e.into_inner()) = set;
-    ACTIVE.store(active, Ordering::Release);
-}
-
 /// Reads, checks and installs the changes in `text`; returns how many.
 ///
 /// # Errors
@@ -202,39 +178,5 @@ pub fn load(text: &str) -> Result<usize, OverrideError> {
 
 /// Removes every change.
 pub fn clear() {
-    install(Vec::new());
-}
-
-/// The installed changes.
-pub fn installed() -> Vec<Override> {
-    if !ACTIVE.load(Ordering::Acquire) {
-        return Vec::new();
-    }
-    TABLE.read().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// The position of a field of a provisional layout: moved, or as declared.
-#[inline]
-pub(crate) fn resolve(layout: &'static str, offset: u32, width: u32) -> (u32, u32) {
-    if !ACTIVE.load(Ordering::Acquire) {
-        return (offset, width);
-    }
-    TABLE
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|o| o.layout == layout && o.from == (offset, width))
-        .map_or((offset, width), |o| o.to)
-}
-
-/// `desc`'s fields as they stand: with the installed changes, in offset order.
-pub fn fields(desc: &LayoutDesc) -> Cow<'static, [FieldDesc]> {
-    if !desc.provisional || !ACTIVE.load(Ordering::Acquire) {
-        return Cow::Borrowed(desc.fields);
-    }
-    let table = TABLE.read().unwrap_or_else(|e| e.into_inner());
-    if !table.iter().any(|o| o.layout == desc.name) {
-        return Cow::Borrowed(desc.fields);
-    }
-    Cow::Owned(apply(desc, &table))
+    install_moved(Vec::new());
 }
