@@ -57,6 +57,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 pub use dpa::{DpaAccessError, DpaStats};
+pub use state::dpa::{DpaProcessInfo, DpaThreadInfo};
 
 use mlx5_dpa::mlx5::{Opcode, Status};
 use mlx5_dpa::sync::lock;
@@ -231,6 +232,60 @@ impl Device {
     /// dispatched from now on.
     pub fn set_dpa_coherency(&self, c: DpaCoherency) {
         self.with_state(|st| st.fw.dpa.coherency = c);
+    }
+
+    /// The DPA processes and their threads, by id (`mlx5-dpa ps`'s table; model only: a
+    /// device lists no processes to other programs).
+    pub fn dpa_processes(&self) -> Vec<state::dpa::DpaProcessInfo> {
+        use state::dpa::{Affinity, DpaThreadInfo, ProcStatus, ThreadState};
+        self.with_state(|st| {
+            let dpa = &st.fw.dpa;
+            let mut procs: Vec<state::dpa::DpaProcessInfo> = dpa
+                .processes
+                .iter()
+                .map(|(&id, p)| state::dpa::DpaProcessInfo {
+                    id,
+                    vhca: p.vhca,
+                    status: match p.status {
+                        ProcStatus::Ok => "ok".to_string(),
+                        ProcStatus::Error { status, syndrome } => {
+                            format!("failed (status {status:#x}, syndrome {syndrome:#010x})")
+                        }
+                        ProcStatus::Exited(code) => format!("exited ({code})"),
+                    },
+                    memory: p.heap_end,
+                    threads: Vec::new(),
+                })
+                .collect();
+            procs.sort_by_key(|p| p.id);
+            let mut threads: Vec<(&u32, &state::dpa::ThreadRt)> = dpa.threads.iter().collect();
+            threads.sort_by_key(|(id, _)| **id);
+            for (&id, t) in threads {
+                let (state, eu) = match t.state {
+                    ThreadState::Idle => ("idle", t.last_eu),
+                    ThreadState::Queued => ("queued", t.last_eu),
+                    ThreadState::Running { eu } => ("running", Some(eu)),
+                    ThreadState::Finished => ("finished", t.last_eu),
+                    ThreadState::Error => ("error", t.last_eu),
+                };
+                let affinity = match t.affinity {
+                    Affinity::None => "any".to_string(),
+                    Affinity::Eu(e) => format!("EU {e}"),
+                    Affinity::Group(g) => format!("group {g}"),
+                };
+                if let Some(p) = procs.iter_mut().find(|p| p.id == t.process) {
+                    p.threads.push(DpaThreadInfo {
+                        id,
+                        state,
+                        eu,
+                        affinity,
+                        entry: t.entry,
+                        activations: t.activations,
+                    });
+                }
+            }
+            procs
+        })
     }
 
     /// DPA counters.

@@ -210,6 +210,10 @@ enum Cmd {
         /// sends it back (FlexIO's packet-processor sample).
         #[arg(long, value_enum)]
         app: Option<SimApp>,
+        /// At the end, list the model's DPA processes and threads (state, EU, activations)
+        /// and its DPA counters, as `ps` would.
+        #[arg(long)]
+        ps: bool,
     },
 }
 
@@ -462,6 +466,7 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
             seconds,
             pcap,
             app,
+            ps,
         } => done(sim(
             cli,
             tap.as_deref(),
@@ -469,6 +474,7 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
             *seconds,
             pcap.as_deref(),
             *app,
+            *ps,
         )),
     }
 }
@@ -481,6 +487,7 @@ fn sim(
     seconds: u64,
     pcap: Option<&std::path::Path>,
     app: Option<SimApp>,
+    ps: bool,
 ) -> Result<(), ToolError> {
     use demo::flexio_packet_processor as pp;
     use mlx5_sim::{responder::Responder, Device, PortMode};
@@ -564,6 +571,9 @@ fn sim(
             s.activations
         );
     }
+    if ps {
+        print_dpa_ps(&dev);
+    }
     drop(processor);
     dev.stop_engine();
     drop(r);
@@ -572,6 +582,49 @@ fn sim(
         ToolError::Input(format!("pcap {path}: {e}"))
     })?;
     Ok(())
+}
+
+/// The model's DPA processes and threads, and its DPA counters (`sim --ps`).
+fn print_dpa_ps(dev: &mlx5_sim::Device) {
+    let procs = dev.dpa_processes();
+    println!("DPA processes: {}", procs.len());
+    for p in &procs {
+        println!(
+            "  process {:#x} on vHCA {}: {}, {} KiB of data and heap, {} thread(s)",
+            p.id,
+            p.vhca,
+            p.status,
+            p.memory / 1024,
+            p.threads.len()
+        );
+        for t in &p.threads {
+            println!(
+                "    thread {:#x}: {}{}, affinity {}, entry {:#x}, {} activation(s)",
+                t.id,
+                t.state,
+                match (t.state, t.eu) {
+                    ("running", Some(e)) => format!(" on EU {e}"),
+                    (_, Some(e)) => format!(" (last on EU {e})"),
+                    _ => String::new(),
+                },
+                t.affinity,
+                t.entry,
+                t.activations
+            );
+        }
+    }
+    let s = dev.dpa_stats();
+    println!(
+        "DPA counters: {} activations, {} instructions, {} faults, {} watchdogs, {} doorbells, \
+         {} RTOS calls, {} dropped events",
+        s.activations,
+        s.instructions,
+        s.faults,
+        s.watchdogs,
+        s.doorbells,
+        s.rtos_calls,
+        s.dropped_events
+    );
 }
 
 /// The default filter of `--trace`: the model's firmware and engine events, and the driver's.

@@ -202,6 +202,38 @@ pub struct DpaStats {
     pub dropped_events: u64,
 }
 
+/// One DPA process as [`crate::Device::dpa_processes`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpaProcessInfo {
+    /// The DPA_PROCESS object id.
+    pub id: u32,
+    /// The function (vHCA) it was created on.
+    pub vhca: u16,
+    /// `ok`, `failed (status S, syndrome X)` or `exited (N)`.
+    pub status: String,
+    /// Bytes of DPA memory taken by its data and heap.
+    pub memory: u64,
+    /// Its threads, by id.
+    pub threads: Vec<DpaThreadInfo>,
+}
+
+/// One DPA thread as [`crate::Device::dpa_processes`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpaThreadInfo {
+    /// The DPA_THREAD object id.
+    pub id: u32,
+    /// `idle`, `queued`, `running`, `finished` or `error`.
+    pub state: &'static str,
+    /// The EU it runs on now, or ran on last.
+    pub eu: Option<u16>,
+    /// `any`, `EU n` or `group n`.
+    pub affinity: String,
+    /// Its entry point.
+    pub entry: u64,
+    /// Activations so far.
+    pub activations: u64,
+}
+
 /// Why a debug access to DPA memory failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DpaAccessError {
