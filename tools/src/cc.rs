@@ -244,8 +244,21 @@ pub struct CcArgs {
     #[arg(long, value_name = "PATH")]
     pub cc: Option<PathBuf>,
     /// Package the device ELF into a copy of this host program, as DPACC does.
-    #[arg(long, value_name = "HOST_ELF", requires = "app")]
+    #[arg(
+        long,
+        visible_alias = "embed",
+        value_name = "HOST_ELF",
+        requires = "app"
+    )]
     pub package_into: Option<PathBuf>,
+    /// Sign the device ELF with this RSA key (PEM), as `mlx5-dpa sign`: packaged, its crypto
+    /// data goes into section `.dpa_sig_NAME`, which `.dpa_sig_name_NAME` names (DPACC's
+    /// packaging); otherwise into OUT.sig. Needs --cert.
+    #[arg(long, value_name = "KEY.pem", requires = "certs")]
+    pub sign_key: Option<PathBuf>,
+    /// With --sign-key: the certificate chain, CA first, leaf last (repeat the option).
+    #[arg(long = "cert", value_name = "CERT", requires = "sign_key")]
+    pub certs: Vec<PathBuf>,
     /// The application's name in the host program (section `.dpa_bin_NAME`).
     #[arg(long, value_name = "NAME", requires = "package_into")]
     pub app: Option<String>,
@@ -288,6 +301,10 @@ pub enum CcError {
     ManyModelsOneFile(usize),
     #[error("--cpu names {0} twice")]
     RepeatedModel(HwModel),
+    #[error("signing: {0}")]
+    Sign(String),
+    #[error("--sign-key signs one build: --cpu names {0} hardware models")]
+    SignManyModels(usize),
 }
 
 fn parse_model(s: &str) -> Result<HwModel, String> {
@@ -414,6 +431,26 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
     if a.cpu.len() > 1 && a.package_into.is_none() {
         return Err(CcError::ManyModelsOneFile(a.cpu.len()));
     }
+    if a.sign_key.is_some() && a.cpu.len() > 1 {
+        return Err(CcError::SignManyModels(a.cpu.len()));
+    }
+    // The signer, read before anything is built: a bad key or certificate fails at once.
+    let signer = match &a.sign_key {
+        None => None,
+        Some(key) => {
+            let bad = |e: String| CcError::Sign(e);
+            let pem =
+                std::fs::read_to_string(key).map_err(|e| bad(format!("{}: {e}", key.display())))?;
+            let key = mlx5_dpa::dpa::auth::private_key_from_pem(&pem)
+                .map_err(|e| bad(format!("{}: {e}", key.display())))?;
+            let chain = a
+                .certs
+                .iter()
+                .map(|c| crate::auth::cert_der(c).map_err(|e| bad(e.to_string())))
+                .collect::<Result<Vec<_>, _>>()?;
+            Some((key, chain))
+        }
+    };
     let objcopy = match &a.package_into {
         None => None,
         Some(_) => {
@@ -499,6 +536,40 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
         }
     }
 
+    // The signature of the (one) build: a section pair when packaged, OUT.sig otherwise.
+    let mut sig_sections = Vec::new();
+    if let Some((key, chain)) = &signer {
+        let device = match (&a.package_into, sections.first()) {
+            (Some(_), Some((_, d))) => d.clone(),
+            _ => std::path::absolute(&a.out).map_err(io(&a.out))?,
+        };
+        let elf = std::fs::read(&device).map_err(io(&device))?;
+        let blob = mlx5_dpa::dpa::auth::sign(&elf, key, chain)
+            .map_err(|e| CcError::Sign(e.to_string()))?;
+        match (&a.package_into, &a.app) {
+            (Some(_), Some(app)) => {
+                let sig_section = format!(".dpa_sig_{app}");
+                let sig_file = tmp.0.join("crypto_data.bin");
+                std::fs::write(&sig_file, &blob).map_err(io(&sig_file))?;
+                let mut name = vec![0u8; mlx5_dpa::dpa::app::SIG_NAME_LEN];
+                name[..sig_section.len()].copy_from_slice(sig_section.as_bytes());
+                let name_file = tmp.0.join("sig_name.bin");
+                std::fs::write(&name_file, &name).map_err(io(&name_file))?;
+                sig_sections.push((sig_section, sig_file));
+                sig_sections.push((
+                    format!("{}{app}", mlx5_dpa::dpa::app::SIG_NAME_PREFIX),
+                    name_file,
+                ));
+            }
+            _ => {
+                let mut out = a.out.as_os_str().to_owned();
+                out.push(".sig");
+                let out = PathBuf::from(out);
+                std::fs::write(&out, &blob).map_err(io(&out))?;
+            }
+        }
+    }
+
     if let (Some(host), Some(objcopy)) = (&a.package_into, objcopy) {
         let mut cmd = Command::new(&objcopy);
         // objcopy places each added section before the ones added after it: name them newest
@@ -506,6 +577,10 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
         for (section, device) in sections.iter().rev() {
             cmd.arg("--add-section")
                 .arg(format!("{section}={}", device.display()));
+        }
+        for (section, file) in &sig_sections {
+            cmd.arg("--add-section")
+                .arg(format!("{section}={}", file.display()));
         }
         cmd.arg(host).arg(&a.out);
         run_tool(cmd, "packaging (objcopy)", a.verbose)?;

@@ -403,3 +403,70 @@ fn cc_builds_a_copy_per_hardware_model() {
     assert!(stderr(&o).contains("--package-into"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `cc --embed HOST --app NAME --sign-key KEY --cert ...`: the signature goes in
+/// `.dpa_sig_NAME`, named by `.dpa_sig_name_NAME`, and verifies; without packaging it is
+/// OUT.sig. A bad key fails before anything is built.
+#[test]
+fn cc_signs_what_it_builds() {
+    if !have_gcc() {
+        return;
+    }
+    let d = scratch_dir("sign");
+    let auth = |f: &str| repo(&format!("tests/data/auth/{f}"));
+    let src = repo("fw-blobs/src/rpc_calc.c");
+    let host = d.join("host_signed").display().to_string();
+    let o = run(&[
+        "cc",
+        "-o",
+        &host,
+        "--embed",
+        "/bin/true",
+        "--app",
+        "calc",
+        "--sign-key",
+        &auth("leaf.key.pem"),
+        "--cert",
+        &auth("root.der"),
+        "--cert",
+        &auth("leaf.der"),
+        &src,
+    ]);
+    if stderr(&o).contains("objcopy not found") {
+        eprintln!("skipped: objcopy is not installed");
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["verify", &host, "--app", "calc", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["valid"], true, "{v}");
+    assert_eq!(v["signature_from"], ".dpa_sig_calc", "{v}");
+
+    let elf = d.join("calc.elf").display().to_string();
+    let o = run(&[
+        "cc",
+        "-o",
+        &elf,
+        "--sign-key",
+        &auth("leaf.key.pem"),
+        "--cert",
+        &auth("leaf.der"),
+        &src,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["verify", &elf, "--ca", &auth("root.der")]);
+    assert!(o.status.success(), "{}", stdout(&o));
+
+    let o = run(&[
+        "cc",
+        "-o",
+        &elf,
+        "--sign-key",
+        &auth("leaf.der"),
+        "--cert",
+        &auth("leaf.der"),
+        &src,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("signing:"), "{}", stderr(&o));
+}
