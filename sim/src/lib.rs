@@ -324,6 +324,30 @@ impl Device {
         mem.write(daddr, data).map_err(DpaAccessError::Unmapped)
     }
 
+    /// Attaches a debugger to DPA process `process` ([`dpa::debug`]): its activations
+    /// dispatched from now on run one instruction at a time on threads of their own and stop
+    /// where the returned handle says (activations already running are not stopped). The
+    /// handle detaches when dropped: everything goes on.
+    ///
+    /// # Errors
+    /// No such process.
+    pub fn dpa_debug(&self, process: u32) -> Result<DpaDebugger, DpaAccessError> {
+        let state = self
+            .with_state(|st| {
+                st.fw.dpa.processes.get_mut(&process).map(|p| {
+                    let s = Arc::new(dpa::debug::DebugState::default());
+                    p.debug = Some(Arc::clone(&s));
+                    s
+                })
+            })
+            .ok_or(DpaAccessError::NoProcess(process))?;
+        Ok(DpaDebugger {
+            dev: self.clone(),
+            process,
+            state,
+        })
+    }
+
     /// Stops dispatching activations of user context `uid` and waits (bounded) for the ones
     /// running: the kernel's context teardown calls this before destroying the objects.
     pub(crate) fn dpa_quiesce(&self, uid: u16) {
@@ -649,5 +673,64 @@ fn engine_loop(weak: Weak<Shared>) {
             // A kick (or a stale unpark token) ends it early: only a pass more.
             std::thread::park_timeout((idle / 10).clamp(ENGINE_MIN_SLEEP, most));
         }
+    }
+}
+
+/// A debugger attached to a DPA process ([`Device::dpa_debug`]): breakpoints, halt, the
+/// stopped activations and their registers ([`dpa::debug::DebugState`], through `Deref`),
+/// and the process's memory. Dropping it detaches.
+pub struct DpaDebugger {
+    dev: Device,
+    process: u32,
+    state: Arc<dpa::debug::DebugState>,
+}
+
+impl DpaDebugger {
+    /// The process debugged.
+    pub fn process(&self) -> u32 {
+        self.process
+    }
+
+    /// Reads the process's memory ([`Device::dpa_read`]).
+    ///
+    /// # Errors
+    /// As [`Device::dpa_read`].
+    pub fn read(&self, daddr: u64, len: usize) -> Result<Vec<u8>, DpaAccessError> {
+        self.dev.dpa_read(self.process, daddr, len)
+    }
+
+    /// Writes the process's memory ([`Device::dpa_write`]; text too).
+    ///
+    /// # Errors
+    /// As [`Device::dpa_write`].
+    pub fn write(&self, daddr: u64, data: &[u8]) -> Result<(), DpaAccessError> {
+        self.dev.dpa_write(self.process, daddr, data)
+    }
+}
+
+impl std::ops::Deref for DpaDebugger {
+    type Target = dpa::debug::DebugState;
+    fn deref(&self) -> &Self::Target {
+        &self.state
+    }
+}
+
+impl Drop for DpaDebugger {
+    fn drop(&mut self) {
+        self.state.detach();
+        let process = self.process;
+        self.dev.with_state(|st| {
+            if let Some(p) = st.fw.dpa.processes.get_mut(&process) {
+                p.debug = None;
+            }
+        });
+    }
+}
+
+impl std::fmt::Debug for DpaDebugger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DpaDebugger")
+            .field("process", &self.process)
+            .finish_non_exhaustive()
     }
 }

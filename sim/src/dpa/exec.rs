@@ -59,6 +59,9 @@ pub(crate) struct Job {
     pub(crate) uid: u16,
     /// The device, for window translations.
     pub(crate) dev: Weak<std::sync::Mutex<crate::state::State>>,
+    /// A debugger is attached to the process ([`super::debug`]): one instruction at a time,
+    /// stopping where it says.
+    pub(crate) debug: Option<Arc<super::debug::DebugState>>,
 }
 
 /// A doorbell an activation stored into an outbox page, applied by firmware afterwards.
@@ -801,9 +804,19 @@ pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
     }
     let mut rtos_calls = 0;
     let mut long = long.map(|f| (f, instret_start.saturating_add(STAND_IN_AFTER)));
+    let debug = job.debug.clone();
+    let mut stepper = super::debug::Stepper::default();
+    // A stop of the debugger's for a fault or the watchdog, before the process fails of it.
+    let debug_stop =
+        |stepper: &mut super::debug::Stepper, hart: &mut Hart, reason: super::debug::StopReason| {
+            if let Some(d) = &debug {
+                d.stop(stepper, job.thread, job.eu, hart, reason);
+            }
+        };
     let outcome = loop {
         let left = job.budget.saturating_sub(hart.instret);
         if left == 0 {
+            debug_stop(&mut stepper, &mut hart, super::debug::StopReason::Watchdog);
             break Outcome::Failed(failure(
                 cause::WATCHDOG,
                 ps::WATCHDOG,
@@ -819,6 +832,14 @@ pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
             }
             Some((_, at)) => left.min(at - hart.instret),
             None => left,
+        };
+        // Under a debugger: one instruction at a time, each looked at first.
+        let slice = match &debug {
+            Some(d) => {
+                d.before(&mut stepper, job.thread, job.eu, &mut hart);
+                1
+            }
+            None => slice,
         };
         match riscv::run(&mut hart, &mut bus, slice) {
             Stop::Budget => continue,
@@ -836,19 +857,36 @@ pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
                 }));
             }
             Stop::Ebreak => {
+                debug_stop(&mut stepper, &mut hart, super::debug::StopReason::Fault(5));
                 break Outcome::Failed(failure(
                     cause::EBREAK,
                     ps::FAULT,
                     error_syndrome::EBREAK,
                     hart.pc,
-                ))
+                ));
             }
             Stop::Fault(Fault::Memory {
                 access: Access::Fetch,
                 error: MemError::Device(device_code::RETURNED),
                 ..
             }) => break Outcome::Finish(Some(hart.x[reg::A0])),
-            Stop::Fault(f) => break Outcome::Failed(fault_failure(f, job.slot, hart.x[reg::SP])),
+            Stop::Fault(f) => {
+                let signal = match f {
+                    Fault::Memory {
+                        error: MemError::Misaligned,
+                        ..
+                    }
+                    | Fault::MisalignedTarget { .. } => 7,
+                    Fault::Memory { .. } => 11,
+                    Fault::IllegalInstruction { .. } => 4,
+                };
+                debug_stop(
+                    &mut stepper,
+                    &mut hart,
+                    super::debug::StopReason::Fault(signal),
+                );
+                break Outcome::Failed(fault_failure(f, job.slot, hart.x[reg::SP]));
+            }
             Stop::Ecall => {
                 rtos_calls += 1;
                 let a0 = hart.x[reg::A0];

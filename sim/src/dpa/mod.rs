@@ -4,6 +4,7 @@
 //! map) is `crate::state::dpa`.
 
 pub(crate) mod coredump;
+pub mod debug;
 pub(crate) mod exec;
 pub(crate) mod loader;
 pub(crate) mod pool;

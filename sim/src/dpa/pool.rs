@@ -144,8 +144,17 @@ impl Exec {
         true
     }
 
-    /// Queues an activation; starts workers the first time.
+    /// Queues an activation; starts workers the first time. An activation of a process a
+    /// debugger is attached to runs on a thread of its own instead (it may stop for a long
+    /// while: it must hold neither the engine nor a worker).
     pub(crate) fn submit(&self, job: Job) {
+        let job = match job.debug {
+            Some(_) => match self.run_apart(job) {
+                None => return,
+                Some(job) => job,
+            },
+            None => job,
+        };
         let mut q = self.inner.lock();
         q.running += 1;
         q.jobs.push_back(job);
@@ -170,6 +179,34 @@ impl Exec {
         // engine takes its jobs itself.
         if !self.inner.engine_runs.load(Ordering::Acquire) {
             self.inner.work.notify_one();
+        }
+    }
+
+    /// Runs `job` on a new thread; gives it back if no thread could be started (it is then
+    /// queued as any other).
+    fn run_apart(&self, job: Job) -> Option<Job> {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let inner = Arc::clone(&self.inner);
+        let spawned = std::thread::Builder::new()
+            .name("mlx5-sim-dpa-debug".into())
+            .spawn(move || {
+                if let Ok(job) = rx.recv() {
+                    inner.finish(run_guarded(job, None));
+                    pass(&inner);
+                }
+            });
+        if spawned.is_err() {
+            return Some(job);
+        }
+        self.inner.lock().running += 1;
+        match tx.send(job) {
+            Ok(()) => None,
+            // The thread is gone before it took the job: run it as any other.
+            Err(std::sync::mpsc::SendError(job)) => {
+                let mut q = self.inner.lock();
+                q.running = q.running.saturating_sub(1);
+                Some(job)
+            }
         }
     }
 

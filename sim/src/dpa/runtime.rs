@@ -143,6 +143,7 @@ impl Firmware {
                 extensions: p.extensions.keys().copied().collect(),
                 uid: p.uid,
                 dev: dev.clone(),
+                debug: p.debug.clone(),
             };
             if let Some(t) = self.dpa.threads.get_mut(&id) {
                 t.state = ThreadState::Running { eu };

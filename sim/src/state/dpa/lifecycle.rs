@@ -65,6 +65,7 @@ impl Firmware {
                 heap,
                 heap_end: dumem_used,
                 nic_counters: None,
+                debug: None,
             },
         );
     }

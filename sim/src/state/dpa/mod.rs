@@ -289,6 +289,8 @@ pub(crate) struct ProcessRt {
     pub(crate) heap_end: u64,
     /// The NIC counters `flexio_dev_nic_counters_config` chose, if it was called.
     pub(crate) nic_counters: Option<NicCounterConfig>,
+    /// An attached debugger ([`crate::Device::dpa_debug`]).
+    pub(crate) debug: Option<Arc<crate::dpa::debug::DebugState>>,
 }
 
 /// Where a thread may run.
