@@ -77,6 +77,11 @@ pub enum Demo {
         /// The application's name in a host program given to --app-elf that carries several.
         #[arg(long, value_name = "NAME", requires = "app_elf")]
         app: Option<String>,
+        /// Debug the DPA process with GDB (device model): prints its debug token, serves GDB's
+        /// remote protocol on HOST:PORT (port 0: any; the port is printed on standard error)
+        /// and holds the call at its first DPA instruction until GDB continues it.
+        #[arg(long, value_name = "HOST:PORT")]
+        gdb: Option<String>,
     },
     /// FlexIO's multithread sample: two 5x5 matrices multiplied on the DPA, one command-queue
     /// task per cell of the product, spread over worker threads; checked against the host.
@@ -261,14 +266,42 @@ pub fn run(
             rdma_rc::run(&mut a, &mut b, out).map(|_| ())
         })()
         .map_err(Into::into),
-        Demo::Rpc { a, b, app_elf, app } => (|| {
+        Demo::Rpc {
+            a,
+            b,
+            app_elf,
+            app,
+            gdb,
+        } => (|| {
             let app = match app_elf {
                 Some(p) => device_image(ctx, p, app.as_deref())?,
                 None => flexio_rpc::RPC_CALC_ELF.to_vec(),
             };
-            flexio_rpc::run(ctx, device_name, *a, *b, &app, out)
+            let mut server = None;
+            let mut on_process = |p: &mlx5_dpa::dpa::Process,
+                                  out: &mut dyn std::io::Write|
+             -> Result<(), Box<dyn std::error::Error>> {
+                let Some(addr) = gdb else {
+                    return Ok(());
+                };
+                let Some(m) = model else {
+                    return Err("--gdb debugs the device model's DPA (use --sim)".into());
+                };
+                // As FlexIO's samples print it.
+                writeln!(
+                    out,
+                    "Use the token >>> {:#018x} <<< for debugging",
+                    crate::gdb::debug_token(p.id())
+                )?;
+                out.flush()?;
+                server = Some(crate::gdb::serve_process(m, p.id(), addr)?);
+                Ok(())
+            };
+            let r = flexio_rpc::run_with(ctx, device_name, *a, *b, &app, out, &mut on_process)
                 .map(|_| ())
-                .map_err(DemoError::from)
+                .map_err(DemoError::from);
+            drop(server);
+            r
         })(),
         Demo::Multithread { workers } => flexio_multithread::run(ctx, *workers, out)
             .map(|_| ())

@@ -352,3 +352,395 @@ pub fn serve(
         Err(e) => Err(GdbError::Session(e.to_string())),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A DPA process of the device model (`mlx5-dpa demo rpc --gdb`)
+
+use gdbstub::common::Tid;
+use gdbstub::stub::MultiThreadStopReason;
+use gdbstub::target::ext::base::multithread::{
+    MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
+    MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
+};
+use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
+use gdbstub::target::ext::thread_extra_info::{ThreadExtraInfo, ThreadExtraInfoOps};
+use mlx5_sim::dpa::debug::StopReason;
+
+/// How long a wait for a stop looks at the connection in between.
+const POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The debug token of a process, as FlexIO samples print it ("Use the token >>> ... <<< for
+/// debugging"): this run's process id mixed with the DPA process id, 31 bits so that GDB can
+/// take it anywhere it takes a process id. `monitor token` names it.
+pub fn debug_token(process: u32) -> u64 {
+    let mut x = (u64::from(std::process::id()) << 32) | u64::from(process);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    (x & 0x7fff_ffff) | 1
+}
+
+/// The debugged process.
+struct ProcessTarget {
+    dev: mlx5_sim::Device,
+    dbg: mlx5_sim::DpaDebugger,
+    /// The thread a `stepi` steps (others stay stopped); `None`: continue all.
+    step: Option<u32>,
+}
+
+fn tid(thread: u32) -> Option<Tid> {
+    Tid::new(thread as usize)
+}
+
+impl ProcessTarget {
+    /// The process's threads: stopped ones with their EU, and the others.
+    fn threads(&self) -> Vec<(u32, Option<u16>, bool)> {
+        let halted = self.dbg.halted();
+        let mut v: Vec<(u32, Option<u16>, bool)> = halted
+            .iter()
+            .map(|h| (h.thread, Some(h.eu), true))
+            .collect();
+        if let Some(p) = self
+            .dev
+            .dpa_processes()
+            .into_iter()
+            .find(|p| p.id == self.dbg.process())
+        {
+            for t in p.threads {
+                if !v.iter().any(|(id, ..)| *id == t.id) {
+                    v.push((t.id, t.eu, false));
+                }
+            }
+        }
+        v.sort_by_key(|(id, ..)| *id);
+        v
+    }
+
+    fn stop_reason(thread: u32, why: StopReason) -> Option<MultiThreadStopReason<u64>> {
+        let t = tid(thread)?;
+        Some(match why {
+            StopReason::Breakpoint => MultiThreadStopReason::SwBreak(t),
+            StopReason::Step => MultiThreadStopReason::SignalWithThread {
+                tid: t,
+                signal: Signal::SIGTRAP,
+            },
+            StopReason::Halt => MultiThreadStopReason::SignalWithThread {
+                tid: t,
+                signal: Signal::SIGINT,
+            },
+            StopReason::Fault(sig) => MultiThreadStopReason::SignalWithThread {
+                tid: t,
+                signal: Signal(sig),
+            },
+            StopReason::Watchdog => MultiThreadStopReason::SignalWithThread {
+                tid: t,
+                signal: Signal::SIGXCPU,
+            },
+        })
+    }
+}
+
+impl Target for ProcessTarget {
+    type Arch = Riscv64;
+    type Error = &'static str;
+
+    fn base_ops(&mut self) -> BaseOps<'_, Self::Arch, Self::Error> {
+        BaseOps::MultiThread(self)
+    }
+
+    fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_monitor_cmd(&mut self) -> Option<MonitorCmdOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadBase for ProcessTarget {
+    fn read_registers(
+        &mut self,
+        regs: &mut RiscvCoreRegs<u64>,
+        tid: Tid,
+    ) -> TargetResult<(), Self> {
+        let thread = tid.get() as u32;
+        match self.dbg.halted().into_iter().find(|h| h.thread == thread) {
+            Some(h) => {
+                regs.x = h.hart.x;
+                regs.pc = h.hart.pc;
+            }
+            // Not stopped (idle, waiting for its next event): its entry, no registers.
+            None => {
+                let entry = self
+                    .dev
+                    .dpa_processes()
+                    .into_iter()
+                    .flat_map(|p| p.threads)
+                    .find(|t| t.id == thread)
+                    .map_or(0, |t| t.entry);
+                regs.x = [0; 32];
+                regs.pc = entry;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_registers(&mut self, regs: &RiscvCoreRegs<u64>, tid: Tid) -> TargetResult<(), Self> {
+        if self.dbg.set_registers(tid.get() as u32, regs.x, regs.pc) {
+            Ok(())
+        } else {
+            Err(TargetError::NonFatal)
+        }
+    }
+
+    fn read_addrs(
+        &mut self,
+        start_addr: u64,
+        data: &mut [u8],
+        _tid: Tid,
+    ) -> TargetResult<usize, Self> {
+        if let Ok(b) = self.dbg.read(start_addr, data.len()) {
+            data.copy_from_slice(&b);
+            return Ok(data.len());
+        }
+        let mut n = 0;
+        for (i, d) in data.iter_mut().enumerate() {
+            match start_addr
+                .checked_add(i as u64)
+                .and_then(|a| self.dbg.read(a, 1).ok())
+            {
+                Some(b) => *d = b[0],
+                None => break,
+            }
+            n += 1;
+        }
+        if n == 0 {
+            return Err(TargetError::NonFatal);
+        }
+        Ok(n)
+    }
+
+    fn write_addrs(&mut self, start_addr: u64, data: &[u8], _tid: Tid) -> TargetResult<(), Self> {
+        self.dbg
+            .write(start_addr, data)
+            .map_err(|_| TargetError::NonFatal)
+    }
+
+    fn list_active_threads(
+        &mut self,
+        thread_is_active: &mut dyn FnMut(Tid),
+    ) -> Result<(), Self::Error> {
+        for (id, ..) in self.threads() {
+            if let Some(t) = tid(id) {
+                thread_is_active(t);
+            }
+        }
+        Ok(())
+    }
+
+    fn support_resume(&mut self) -> Option<MultiThreadResumeOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_thread_extra_info(&mut self) -> Option<ThreadExtraInfoOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadResume for ProcessTarget {
+    fn resume(&mut self) -> Result<(), Self::Error> {
+        match self.step.take() {
+            Some(t) if self.dbg.step(t) => {}
+            _ => self.dbg.resume(),
+        }
+        Ok(())
+    }
+
+    fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
+        self.step = None;
+        Ok(())
+    }
+
+    fn set_resume_action_continue(
+        &mut self,
+        _tid: Tid,
+        signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        if signal.is_some() {
+            return Err("no signals to deliver on the DPA");
+        }
+        Ok(())
+    }
+
+    fn support_single_step(&mut self) -> Option<MultiThreadSingleStepOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_scheduler_locking(&mut self) -> Option<MultiThreadSchedulerLockingOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadSchedulerLocking for ProcessTarget {
+    /// A step moves only the stepped thread here anyway: the others stay stopped.
+    fn set_resume_action_scheduler_lock(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+impl MultiThreadSingleStep for ProcessTarget {
+    fn set_resume_action_step(
+        &mut self,
+        tid: Tid,
+        signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        if signal.is_some() {
+            return Err("no signals to deliver on the DPA");
+        }
+        self.step = Some(tid.get() as u32);
+        Ok(())
+    }
+}
+
+impl ThreadExtraInfo for ProcessTarget {
+    fn thread_extra_info(&self, tid: Tid, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        let thread = tid.get() as u32;
+        let text = match self.threads().into_iter().find(|(id, ..)| *id == thread) {
+            Some((_, Some(eu), true)) => format!("DPA thread {thread:#x}, stopped on EU {eu}"),
+            Some((_, Some(eu), false)) => {
+                format!("DPA thread {thread:#x}, waiting (last on EU {eu})")
+            }
+            _ => format!("DPA thread {thread:#x}, waiting"),
+        };
+        let n = text.len().min(buf.len());
+        buf[..n].copy_from_slice(&text.as_bytes()[..n]);
+        Ok(n)
+    }
+}
+
+impl Breakpoints for ProcessTarget {
+    fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SwBreakpoint for ProcessTarget {
+    fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        self.dbg.set_breakpoint(addr);
+        Ok(true)
+    }
+
+    fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.dbg.remove_breakpoint(addr))
+    }
+}
+
+impl MonitorCmd for ProcessTarget {
+    fn handle_monitor_cmd(
+        &mut self,
+        cmd: &[u8],
+        mut out: ConsoleOutput<'_>,
+    ) -> Result<(), Self::Error> {
+        let process = self.dbg.process();
+        match std::str::from_utf8(cmd).unwrap_or("").trim() {
+            "token" => gdbstub::outputln!(
+                out,
+                "DPA process {process:#x}, token {:#x}",
+                debug_token(process)
+            ),
+            "ps" => {
+                for (id, eu, stopped) in self.threads() {
+                    gdbstub::outputln!(
+                        out,
+                        "thread {id:#x}: {}{}",
+                        if stopped { "stopped" } else { "waiting" },
+                        eu.map(|e| format!(", EU {e}")).unwrap_or_default()
+                    );
+                }
+            }
+            other => gdbstub::outputln!(out, "unknown monitor command {other:?} (token, ps)"),
+        }
+        Ok(())
+    }
+}
+
+enum ProcessLoop {}
+
+impl run_blocking::BlockingEventLoop for ProcessLoop {
+    type Target = ProcessTarget;
+    type Connection = TcpStream;
+    type StopReason = MultiThreadStopReason<u64>;
+
+    #[allow(clippy::type_complexity)]
+    fn wait_for_stop_reason(
+        target: &mut ProcessTarget,
+        conn: &mut TcpStream,
+    ) -> Result<
+        run_blocking::Event<Self::StopReason>,
+        run_blocking::WaitForStopReasonError<&'static str, std::io::Error>,
+    > {
+        loop {
+            if conn.peek().map(|b| b.is_some()).unwrap_or(true) {
+                let byte = conn
+                    .read()
+                    .map_err(run_blocking::WaitForStopReasonError::Connection)?;
+                return Ok(run_blocking::Event::IncomingData(byte));
+            }
+            if let Some((thread, why)) = target.dbg.wait_stop(POLL) {
+                if let Some(r) = ProcessTarget::stop_reason(thread, why) {
+                    return Ok(run_blocking::Event::TargetStopped(r));
+                }
+            }
+        }
+    }
+
+    fn on_interrupt(_target: &mut ProcessTarget) -> Result<Option<Self::StopReason>, &'static str> {
+        _target.dbg.halt();
+        Ok(None)
+    }
+}
+
+/// Serves GDB a DPA process of the model: listens on `addr` (saying where on standard
+/// error), takes one debugger, and serves until it goes. The process's activations stop at
+/// their first instruction until GDB continues them. Runs on a thread of its own.
+///
+/// # Errors
+/// The address cannot be listened on.
+pub fn serve_process(
+    dev: &mlx5_sim::Device,
+    process: u32,
+    addr: &str,
+) -> Result<std::thread::JoinHandle<()>, GdbError> {
+    let listen = |source| GdbError::Listen {
+        addr: addr.to_string(),
+        source,
+    };
+    let listener = TcpListener::bind(addr).map_err(listen)?;
+    let local = listener.local_addr().map_err(listen)?;
+    let dbg = dev
+        .dpa_debug(process)
+        .map_err(|e| GdbError::Session(e.to_string()))?;
+    // Stopped until GDB says go: its first activation waits at its entry.
+    dbg.halt();
+    {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "gdbserver: listening on {local}");
+        let _ = err.flush();
+    }
+    let dev = dev.clone();
+    Ok(std::thread::spawn(move || {
+        let Ok((stream, _)) = listener.accept() else {
+            return;
+        };
+        let _ = stream.set_nodelay(true);
+        let mut target = ProcessTarget {
+            dev,
+            dbg,
+            step: None,
+        };
+        if let Err(e) = GdbStub::new(stream).run_blocking::<ProcessLoop>(&mut target) {
+            eprintln!("gdbserver: {e}");
+        }
+        // Dropping the target detaches: everything goes on.
+    }))
+}

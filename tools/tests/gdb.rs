@@ -292,3 +292,47 @@ fn gdb_opens_a_core_file_of_a_faulting_call() {
     assert_eq!(hex_after(&out, "word "), in_dump, "{out}");
     assert!(out.contains("mlx5_dpa_rpc_entry"), "{out}");
 }
+
+#[test]
+fn gdb_debugs_a_dpa_process_of_the_model() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bin/rpc_calc.elf");
+    let (server, port) = start_server(&["demo", "rpc", "44", "55"]);
+    let out = gdb(
+        &elf,
+        port,
+        &[
+            "info threads",
+            "monitor token",
+            "break rpc_calculate",
+            "continue",
+            "printf \"args %d %d\\n\", $a0, $a1",
+            "printf \"stopped-pc %#lx\\n\", $pc",
+            "stepi",
+            "printf \"stepped-pc %#lx\\n\", $pc",
+            "delete",
+            "continue",
+        ],
+    );
+    let (code, stdout) = server_end(server);
+    assert_eq!(code, Some(0), "{stdout}\n{out}");
+    assert!(stdout.contains("Result: 99"), "{stdout}");
+    // The token the demo printed, as FlexIO's samples do, is the one the server names.
+    let token = hex_after(&stdout, "Use the token >>> ").expect("a token line");
+    assert_eq!(hex_after(&out, "token "), Some(token), "{out}");
+    // The DPA thread, stopped on its EU at its first instruction before GDB continued it.
+    assert!(
+        out.contains("DPA thread 0x") && out.contains("stopped on EU"),
+        "{out}"
+    );
+    assert!(out.contains("Breakpoint 1, "), "{out}");
+    assert!(out.contains("args 44 55"), "{out}");
+    let stopped = hex_after(&out, "stopped-pc ").expect("pc");
+    let stepped = hex_after(&out, "stepped-pc ").expect("pc after stepi");
+    assert!(
+        stepped == stopped + 2 || stepped == stopped + 4,
+        "{stopped:#x} -> {stepped:#x}\n{out}"
+    );
+}
