@@ -927,6 +927,23 @@ pub fn run_sample(
     app: &[u8],
     out: &mut dyn Write,
 ) -> Result<SampleReport, Box<dyn Error>> {
+    run_sample_with(dev, device_name, app, out, &mut |_, _| Ok(()))
+}
+
+/// As [`run_sample`], calling `on_process` with the sample's process (and `out`) once it is
+/// set up, before the frame is sent (`mlx5-dpa demo packet-processor --gdb` attaches a
+/// debugger there).
+///
+/// # Errors
+/// As [`run_sample`], and what `on_process` returns.
+#[allow(clippy::type_complexity)]
+pub fn run_sample_with(
+    dev: &Arc<dyn Devx>,
+    device_name: &str,
+    app: &[u8],
+    out: &mut dyn Write,
+    on_process: &mut dyn FnMut(&Process, &mut dyn Write) -> Result<(), Box<dyn Error>>,
+) -> Result<SampleReport, Box<dyn Error>> {
     writeln!(
         out,
         "Welcome to 'Flex IO SDK packet processing' sample app."
@@ -934,6 +951,7 @@ pub fn run_sample(
     writeln!(out, "Registered on device {device_name}")?;
     let port_mac = devx::exec(dev.as_ref(), &QueryNicVportContext)?.mac;
     let mut sample = Sample::setup(dev, app)?;
+    on_process(sample.process(), out)?;
     let mut host = HostPort::new(dev, PEER_MAC)?;
     let frame = sample_frame(port_mac);
     host.send(&frame)?;

@@ -124,3 +124,23 @@ fn detaching_while_stopped_lets_the_activation_finish() {
     assert_eq!(caller.join().unwrap().expect("echo"), 7);
     assert!(d.dpa_debug(0xdead).is_err(), "no such process");
 }
+
+#[test]
+fn the_watchdog_stops_before_the_process_fails_of_it() {
+    let (d, ctx) = model();
+    d.with_profile_mut(|p| p.dpa_insn_budget = 2_000);
+    let p = std::sync::Arc::new(Process::create(&ctx, SELFTEST, &ProcessAttr::default()).unwrap());
+    let dbg = d.dpa_debug(p.id()).expect("attach");
+    let caller = {
+        let p = std::sync::Arc::clone(&p);
+        std::thread::spawn(move || p.call_raw("st_spin_forever", 0))
+    };
+    let (thread, why) = dbg.wait_stop(WAIT).expect("the watchdog's stop");
+    assert_eq!(why, StopReason::Watchdog);
+    assert!(dbg.halted().iter().any(|h| h.thread == thread));
+    dbg.resume();
+    assert!(matches!(
+        caller.join().unwrap(),
+        Err(DpaError::ProcessFault { .. })
+    ));
+}

@@ -109,6 +109,9 @@ pub enum Demo {
         /// The application's name in a host program given to --app-elf that carries several.
         #[arg(long, value_name = "NAME", requires = "app_elf")]
         app: Option<String>,
+        /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
+        #[arg(long, value_name = "HOST:PORT")]
+        gdb: Option<String>,
     },
     /// DOCA DPA's kernel-launch samples (DOCA 2.6 `samples/doca_dpa`): kernels launched with
     /// wait and completion sync events, in chains and trees.
@@ -158,6 +161,31 @@ pub(crate) fn device_image(
     let app = mlx5_dpa::dpa::app_get(ctx, apps, &AppSelectAttr::new(&name))
         .map_err(|e| DemoError(format!("{shown}: {e}")))?;
     Ok(app.image().to_vec())
+}
+
+/// `--gdb ADDR` of a DPA demo: prints the process's debug token as FlexIO's samples do and
+/// serves GDB the process (the device model's; its activations wait until GDB continues).
+fn gdb_hook(
+    gdb: Option<&str>,
+    model: Option<&mlx5_sim::Device>,
+    p: &mlx5_dpa::dpa::Process,
+    out: &mut dyn std::io::Write,
+    server: &mut Option<std::thread::JoinHandle<()>>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let Some(addr) = gdb else {
+        return Ok(());
+    };
+    let Some(m) = model else {
+        return Err("--gdb debugs the device model's DPA (use --sim)".into());
+    };
+    writeln!(
+        out,
+        "Use the token >>> {:#018x} <<< for debugging",
+        crate::gdb::debug_token(p.id())
+    )?;
+    out.flush()?;
+    *server = Some(crate::gdb::serve_process(m, p.id(), addr)?);
+    Ok(())
 }
 
 /// `demo doca-dpa` samples.
@@ -278,24 +306,8 @@ pub fn run(
                 None => flexio_rpc::RPC_CALC_ELF.to_vec(),
             };
             let mut server = None;
-            let mut on_process = |p: &mlx5_dpa::dpa::Process,
-                                  out: &mut dyn std::io::Write|
-             -> Result<(), Box<dyn std::error::Error>> {
-                let Some(addr) = gdb else {
-                    return Ok(());
-                };
-                let Some(m) = model else {
-                    return Err("--gdb debugs the device model's DPA (use --sim)".into());
-                };
-                // As FlexIO's samples print it.
-                writeln!(
-                    out,
-                    "Use the token >>> {:#018x} <<< for debugging",
-                    crate::gdb::debug_token(p.id())
-                )?;
-                out.flush()?;
-                server = Some(crate::gdb::serve_process(m, p.id(), addr)?);
-                Ok(())
+            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
+                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
             };
             let r = flexio_rpc::run_with(ctx, device_name, *a, *b, &app, out, &mut on_process)
                 .map(|_| ())
@@ -337,14 +349,28 @@ pub fn run(
             )
             .map_err(|e| DemoError(e.to_string()))
         })(),
-        Demo::PacketProcessor { app_elf, app, .. } => (|| {
+        Demo::PacketProcessor {
+            app_elf, app, gdb, ..
+        } => (|| {
             let app = match app_elf {
                 Some(p) => device_image(ctx, p, app.as_deref())?,
                 None => flexio_packet_processor::PP_SAMPLE_ELF.to_vec(),
             };
-            flexio_packet_processor::run_sample(ctx, device_name, &app, out)
-                .map(|_| ())
-                .map_err(DemoError::from)
+            let mut server = None;
+            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
+                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
+            };
+            let r = flexio_packet_processor::run_sample_with(
+                ctx,
+                device_name,
+                &app,
+                out,
+                &mut on_process,
+            )
+            .map(|_| ())
+            .map_err(DemoError::from);
+            drop(server);
+            r
         })(),
     };
     for m in model.into_iter().chain(extra.iter()) {

@@ -336,3 +336,32 @@ fn gdb_debugs_a_dpa_process_of_the_model() {
         "{stopped:#x} -> {stepped:#x}\n{out}"
     );
 }
+
+#[test]
+fn gdb_stops_the_packet_processors_handler() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bin/pp_sample.elf");
+    let (server, port) = start_server(&["demo", "packet-processor"]);
+    let out = gdb(
+        &elf,
+        port,
+        &[
+            "break flexio_pp_dev",
+            "continue",
+            "info threads",
+            "delete",
+            "continue",
+        ],
+    );
+    let (code, stdout) = server_end(server);
+    assert_eq!(code, Some(0), "{stdout}\n{out}");
+    assert!(
+        out.contains("Breakpoint 1, ") && out.contains("in flexio_pp_dev"),
+        "{out}"
+    );
+    assert!(out.contains("stopped on EU"), "{out}");
+    assert!(stdout.contains("Use the token >>> 0x"), "{stdout}");
+    assert!(stdout.contains("verified: MACs swapped"), "{stdout}");
+}
