@@ -4,7 +4,8 @@
 //! map) is `crate::state::dpa`.
 
 pub(crate) mod coredump;
-pub mod debug;
+/// A debugger attached to a DPA process (its state lives with the process's, in the state layer).
+pub use crate::state::dpa::debug;
 pub(crate) mod exec;
 pub(crate) mod loader;
 pub(crate) mod pool;

@@ -27,6 +27,7 @@
 //! may live in DPA memory.
 
 pub(crate) mod lifecycle;
+pub mod debug;
 pub mod map;
 pub(crate) mod memory;
 
@@ -290,7 +291,7 @@ pub(crate) struct ProcessRt {
     /// The NIC counters `flexio_dev_nic_counters_config` chose, if it was called.
     pub(crate) nic_counters: Option<NicCounterConfig>,
     /// An attached debugger ([`crate::Device::dpa_debug`]).
-    pub(crate) debug: Option<Arc<crate::dpa::debug::DebugState>>,
+    pub(crate) debug: Option<Arc<debug::DebugState>>,
 }
 
 /// Where a thread may run.

@@ -1,4 +1,5 @@
-//! A debugger attached to a DPA process of the model ([`crate::Device::dpa_debug`]).
+//! A debugger attached to a DPA process of the model ([`crate::Device::dpa_debug`]); its
+//! state lives with the process's, here, and the activations (`crate::dpa::exec`) consult it.
 //!
 //! While a process is attached, each of its activations runs on a thread of its own (never on
 //! the engine thread nor a shared worker: the NIC and other processes go on while it is
