@@ -26,8 +26,8 @@
 //! offset = DPA address - `0x8000_0000` (FACTS.md §3), so rings and doorbell records of queues
 //! may live in DPA memory.
 
-pub(crate) mod lifecycle;
 pub mod debug;
+pub(crate) mod lifecycle;
 pub mod map;
 pub(crate) mod memory;
 
