@@ -85,6 +85,21 @@ pub fn run(
     workers: u32,
     out: &mut dyn Write,
 ) -> Result<[[u64; N]; N], Box<dyn Error>> {
+    run_with(dev, workers, out, &mut |_, _| Ok(()))
+}
+
+/// As [`run`], calling `on_process` with the process (and `out`) once it exists
+/// (`mlx5-dpa demo multithread --gdb` attaches a debugger there).
+///
+/// # Errors
+/// As [`run`], and what `on_process` returns.
+#[allow(clippy::type_complexity)]
+pub fn run_with(
+    dev: &Arc<dyn Devx>,
+    workers: u32,
+    out: &mut dyn Write,
+    on_process: &mut dyn FnMut(&Process, &mut dyn Write) -> Result<(), Box<dyn Error>>,
+) -> Result<[[u64; N]; N], Box<dyn Error>> {
     let mut a = [[0u64; N]; N];
     let mut b = [[0u64; N]; N];
     for i in 0..N {
@@ -96,6 +111,7 @@ pub fn run(
 
     // flexio_process_create(ctx, app, &attr, &process)
     let process = Process::create(dev, MATMUL_ELF, &ProcessAttr::default())?;
+    on_process(&process, out)?;
     // flexio_buf_dev_alloc + flexio_host2dev_memcpy: A and B in; C zeroed.
     let matrix_bytes = (8 * N * N) as u64;
     let (da, db, dc) = (

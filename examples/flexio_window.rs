@@ -65,8 +65,23 @@ pub fn window_writer_args(b: &WindowBuf, pattern: u32, mode: u32) -> [u8; 48] {
 /// # Errors
 /// No DPA on the device, a firmware refusal, a DPA fault or a timeout.
 pub fn run(dev: &Arc<dyn Devx>, out: &mut dyn Write) -> Result<Vec<u8>, Box<dyn Error>> {
+    run_with(dev, out, &mut |_, _| Ok(()))
+}
+
+/// As [`run`], calling `on_process` with the process (and `out`) once it exists
+/// (`mlx5-dpa demo window --gdb` attaches a debugger there).
+///
+/// # Errors
+/// As [`run`], and what `on_process` returns.
+#[allow(clippy::type_complexity)]
+pub fn run_with(
+    dev: &Arc<dyn Devx>,
+    out: &mut dyn Write,
+    on_process: &mut dyn FnMut(&Process, &mut dyn Write) -> Result<(), Box<dyn Error>>,
+) -> Result<Vec<u8>, Box<dyn Error>> {
     // flexio_process_create(ctx, app, &attr, &process)
     let process = Process::create(dev, WINDOW_WRITER_ELF, &ProcessAttr::default())?;
+    on_process(&process, out)?;
     // ibv_reg_mr(flexio_process_get_pd(process), buf, LEN, IBV_ACCESS_LOCAL_WRITE): the
     // buffer is page-aligned, so 64-byte aligned as windows need.
     let mr = MemoryRegion::alloc(dev, process.pd(), LEN, Access::LOCAL_WRITE)?;

@@ -89,10 +89,17 @@ pub enum Demo {
         /// Worker threads of the command queue.
         #[arg(long, default_value_t = 4)]
         workers: u32,
+        /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
+        #[arg(long, value_name = "HOST:PORT")]
+        gdb: Option<String>,
     },
     /// FlexIO's window sample: the DPA overwrites a host buffer through a window (an mkey over
     /// host memory); the host prints the buffer before and after.
-    Window,
+    Window {
+        /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
+        #[arg(long, value_name = "HOST:PORT")]
+        gdb: Option<String>,
+    },
     /// FlexIO's packet-processor sample: a UDP frame is injected; a DPA event handler on an RQ
     /// in DPA memory swaps its MACs, rewrites the payload's digits and sends it back; both
     /// frames are printed as hex dumps.
@@ -241,7 +248,10 @@ pub fn run(
         Demo::EthLoopback { pcap, .. }
         | Demo::Rdma { pcap, .. }
         | Demo::PacketProcessor { pcap, .. } => pcap.as_deref(),
-        Demo::Rpc { .. } | Demo::Window | Demo::Multithread { .. } | Demo::DocaDpa { .. } => None,
+        Demo::Rpc { .. }
+        | Demo::Window { .. }
+        | Demo::Multithread { .. }
+        | Demo::DocaDpa { .. } => None,
     };
     if pcap.is_some() && model.is_none() {
         return Err(DemoError(
@@ -315,10 +325,28 @@ pub fn run(
             drop(server);
             r
         })(),
-        Demo::Multithread { workers } => flexio_multithread::run(ctx, *workers, out)
-            .map(|_| ())
-            .map_err(Into::into),
-        Demo::Window => flexio_window::run(ctx, out).map(|_| ()).map_err(Into::into),
+        Demo::Multithread { workers, gdb } => {
+            let mut server = None;
+            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
+                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
+            };
+            let r = flexio_multithread::run_with(ctx, *workers, out, &mut on_process)
+                .map(|_| ())
+                .map_err(Into::into);
+            drop(server);
+            r
+        }
+        Demo::Window { gdb } => {
+            let mut server = None;
+            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
+                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
+            };
+            let r = flexio_window::run_with(ctx, out, &mut on_process)
+                .map(|_| ())
+                .map_err(Into::into);
+            drop(server);
+            r
+        }
         Demo::DocaDpa {
             sample,
             app_elf,

@@ -365,3 +365,23 @@ fn gdb_stops_the_packet_processors_handler() {
     assert!(stdout.contains("Use the token >>> 0x"), "{stdout}");
     assert!(stdout.contains("verified: MACs swapped"), "{stdout}");
 }
+
+#[test]
+fn gdb_lists_the_multithread_samples_workers_as_threads_on_their_eus() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bin/matmul.elf");
+    let (server, port) = start_server(&["demo", "multithread"]);
+    let out = gdb(&elf, port, &["info threads", "continue"]);
+    let (code, stdout) = server_end(server);
+    assert_eq!(code, Some(0), "{stdout}\n{out}");
+    assert!(stdout.contains("C matches the host's product"), "{stdout}");
+    // Each command-queue worker stopped at its first instruction, each on an EU of its own.
+    let eus: std::collections::BTreeSet<&str> = out
+        .lines()
+        .filter_map(|l| l.split("stopped on EU ").nth(1))
+        .filter_map(|r| r.split(')').next())
+        .collect();
+    assert!(eus.len() >= 2, "workers on distinct EUs: {eus:?}\n{out}");
+}
