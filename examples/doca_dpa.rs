@@ -126,6 +126,26 @@ pub fn run(
     delay: Duration,
     out: &mut dyn Write,
 ) -> Result<(), Box<dyn Error>> {
+    run_with(dev, sample, app, delay, out, &mut |_, _| Ok(()))
+}
+
+/// As [`run`], calling `on_process` with the DPA context's process (and `out`) once it is
+/// started (`mlx5-dpa demo doca-dpa --gdb` attaches a debugger there).
+///
+/// # Errors
+/// As [`run`], and what `on_process` returns.
+#[allow(clippy::type_complexity)]
+pub fn run_with(
+    dev: &Arc<dyn Devx>,
+    sample: Sample,
+    app: Option<&[u8]>,
+    delay: Duration,
+    out: &mut dyn Write,
+    on_process: &mut dyn FnMut(
+        &mlx5_dpa::dpa::Process,
+        &mut dyn Write,
+    ) -> Result<(), Box<dyn Error>>,
+) -> Result<(), Box<dyn Error>> {
     let app = App::from_device_elf("dpa_sample_app", app.unwrap_or(sample.default_elf()))?;
     // Device log lines are collected and written out after the step that made them, so that
     // they land among the host's lines where the sample's output has them.
@@ -135,6 +155,7 @@ pub fn run(
         ..DpaAttr::default()
     };
     let dpa = Dpa::start(dev, &app, &attr)?;
+    on_process(dpa.process(), out)?;
     let device_lines = |out: &mut dyn Write| -> Result<(), Box<dyn Error>> {
         dpa.flush_log(Duration::from_millis(200))?;
         let bytes = std::mem::take(&mut *log.lock().map_err(|_| "log poisoned")?);

@@ -138,6 +138,9 @@ pub enum Demo {
         /// samples sleep 2 or 5 seconds).
         #[arg(long, value_name = "MS", default_value_t = 500)]
         delay_ms: u64,
+        /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
+        #[arg(long, value_name = "HOST:PORT")]
+        gdb: Option<String>,
     },
 }
 
@@ -352,6 +355,7 @@ pub fn run(
             app_elf,
             app,
             delay_ms,
+            gdb,
         } => (|| {
             let image = match app_elf {
                 Some(p) => Some(device_image(ctx, p, app.as_deref())?),
@@ -368,14 +372,21 @@ pub fn run(
                 DocaSample::InitiatorTarget => doca_dpa::Sample::InitiatorTarget,
                 DocaSample::RdmaCopy => doca_dpa::Sample::RdmaCopy,
             };
-            doca_dpa::run(
+            let mut server = None;
+            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
+                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
+            };
+            let r = doca_dpa::run_with(
                 ctx,
                 sample,
                 image.as_deref(),
                 std::time::Duration::from_millis(*delay_ms),
                 out,
+                &mut on_process,
             )
-            .map_err(|e| DemoError(e.to_string()))
+            .map_err(|e| DemoError(e.to_string()));
+            drop(server);
+            r
         })(),
         Demo::PacketProcessor {
             app_elf, app, gdb, ..

@@ -385,3 +385,36 @@ fn gdb_lists_the_multithread_samples_workers_as_threads_on_their_eus() {
         .collect();
     assert!(eus.len() >= 2, "workers on distinct EUs: {eus:?}\n{out}");
 }
+
+#[test]
+fn gdb_stops_a_doca_dpa_kernel() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bin/doca_kernels.elf");
+    let (server, port) = start_server(&["demo", "doca-dpa", "binary-tree", "--delay-ms", "0"]);
+    let out = gdb(
+        &elf,
+        port,
+        &[
+            "break binary_tree_kernel",
+            "continue",
+            "info threads",
+            "delete",
+            "continue",
+        ],
+    );
+    let (code, stdout) = server_end(server);
+    assert_eq!(code, Some(0), "{stdout}\n{out}");
+    assert!(stdout.contains("Use the token >>> 0x"), "{stdout}");
+    assert!(
+        out.contains("Breakpoint 1, ") && out.contains("binary_tree_kernel"),
+        "{out}"
+    );
+    assert!(out.contains("stopped on EU"), "{out}");
+    // The sample ran to its end after GDB let it go: its last kernel's completion.
+    assert!(
+        stdout.contains("Completion event kernel G has been signaled"),
+        "{stdout}"
+    );
+}
