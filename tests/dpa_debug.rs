@@ -144,3 +144,33 @@ fn the_watchdog_stops_before_the_process_fails_of_it() {
         Err(DpaError::ProcessFault { .. })
     ));
 }
+
+#[test]
+fn one_debugger_at_a_time_and_a_later_one_survives_the_first_ones_drop() {
+    let (d, ctx) = model();
+    let p = Process::create(&ctx, RPC_CALC, &ProcessAttr::default()).unwrap();
+    let first = d.dpa_debug(p.id()).expect("attach");
+    assert!(matches!(
+        d.dpa_debug(p.id()),
+        Err(mlx5_sim::DpaAccessError::Debugged(id)) if id == p.id()
+    ));
+    // Let go (as a GDB session's end does) but not yet dropped: a new debugger may attach,
+    // and the old handle's drop must not take the new one's place away.
+    first.detach();
+    let second = d.dpa_debug(p.id()).expect("attach after the first let go");
+    drop(first);
+    let at = symbol(RPC_CALC, "rpc_calculate");
+    second.set_breakpoint(at);
+    let p = std::sync::Arc::new(p);
+    let caller = {
+        let p = std::sync::Arc::clone(&p);
+        std::thread::spawn(move || p.call("rpc_calculate", &[2, 3]))
+    };
+    let (_, why) = second
+        .wait_stop(WAIT)
+        .expect("the second debugger still stops the call");
+    assert_eq!(why, StopReason::Breakpoint);
+    second.remove_breakpoint(at);
+    second.resume();
+    assert_eq!(caller.join().unwrap().unwrap(), 5);
+}

@@ -92,7 +92,8 @@ impl std::fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-fn hex(b: &[u8]) -> String {
+/// `b` as lower-case hex digits, two a byte (the records' byte format).
+pub fn hex(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len() * 2);
     for x in b {
         s.push_str(&format!("{x:02x}"));
@@ -100,7 +101,8 @@ fn hex(b: &[u8]) -> String {
     s
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
+/// The bytes of hex digits `s` (two a byte); `None` if `s` is not that.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }

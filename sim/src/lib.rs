@@ -327,20 +327,25 @@ impl Device {
     /// Attaches a debugger to DPA process `process` ([`dpa::debug`]): its activations
     /// dispatched from now on run one instruction at a time on threads of their own and stop
     /// where the returned handle says (activations already running are not stopped). The
-    /// handle detaches when dropped: everything goes on.
+    /// handle detaches when dropped: everything goes on. One debugger at a time.
     ///
     /// # Errors
-    /// No such process.
+    /// No such process, or one with a debugger attached.
     pub fn dpa_debug(&self, process: u32) -> Result<DpaDebugger, DpaAccessError> {
-        let state = self
-            .with_state(|st| {
-                st.fw.dpa.processes.get_mut(&process).map(|p| {
-                    let s = Arc::new(dpa::debug::DebugState::default());
-                    p.debug = Some(Arc::clone(&s));
-                    s
-                })
-            })
-            .ok_or(DpaAccessError::NoProcess(process))?;
+        let state = self.with_state(|st| {
+            let p = st
+                .fw
+                .dpa
+                .processes
+                .get_mut(&process)
+                .ok_or(DpaAccessError::NoProcess(process))?;
+            if p.debug.as_ref().is_some_and(|d| !d.is_detached()) {
+                return Err(DpaAccessError::Debugged(process));
+            }
+            let s = Arc::new(dpa::debug::DebugState::default());
+            p.debug = Some(Arc::clone(&s));
+            Ok(s)
+        })?;
         Ok(DpaDebugger {
             dev: self.clone(),
             process,
@@ -720,8 +725,14 @@ impl Drop for DpaDebugger {
         self.state.detach();
         let process = self.process;
         self.dev.with_state(|st| {
+            // Only its own: a debugger attached after this one was let go stays.
             if let Some(p) = st.fw.dpa.processes.get_mut(&process) {
-                p.debug = None;
+                if p.debug
+                    .as_ref()
+                    .is_some_and(|d| Arc::ptr_eq(d, &self.state))
+                {
+                    p.debug = None;
+                }
             }
         });
     }

@@ -194,7 +194,7 @@ fn gdb_hook(
         crate::gdb::debug_token(p.id())
     )?;
     out.flush()?;
-    *server = Some(crate::gdb::serve_process(m, p.id(), addr)?);
+    *server = Some(crate::gdb::dpa::serve(m, Some(p.id()), addr)?);
     Ok(())
 }
 

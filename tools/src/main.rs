@@ -32,6 +32,7 @@ mod elf;
 mod eu;
 mod gdb;
 mod input;
+mod ps;
 mod signals;
 mod vm;
 
@@ -183,6 +184,15 @@ enum Cmd {
         #[command(subcommand)]
         what: coredump::CoredumpCmd,
     },
+    /// List the DPA processes (threads, state, EU, activations, debug tokens) and counters of
+    /// the device model inside another program run with `--gdb HOST:PORT` (a demo, `sim`), by
+    /// asking its GDB server (`monitor ps`). A device shows a program only its own objects,
+    /// and the model lives inside the program that runs it.
+    Ps {
+        /// The program's GDB server.
+        #[arg(long, value_name = "HOST:PORT")]
+        connect: String,
+    },
     /// Inspect DPA device ELFs and the host ELFs that carry them.
     Elf {
         #[command(subcommand)]
@@ -190,31 +200,40 @@ enum Cmd {
     },
     /// Run the device model as a small host: its port on a TAP interface (or in loopback),
     /// answering ARP and ping for `--ip` through the model's queues, until `--seconds` pass.
-    Sim {
-        /// Attach the model's port to this TAP interface (created if missing; needs
-        /// CAP_NET_ADMIN). Then e.g. `ip addr add 10.99.0.1/24 dev NAME; ip link set NAME up;
-        /// ping 10.99.0.2`.
-        #[arg(long, value_name = "NAME")]
-        tap: Option<String>,
-        /// The address the model answers for.
-        #[arg(long, default_value = "10.99.0.2")]
-        ip: std::net::Ipv4Addr,
-        /// How long to run.
-        #[arg(long, default_value_t = 60)]
-        seconds: u64,
-        /// Record every frame of the port to this pcap file.
-        #[arg(long, value_name = "FILE")]
-        pcap: Option<std::path::PathBuf>,
-        /// Also run a DPA application on the model: `packet-processor` takes every IPv4 / UDP
-        /// frame to the model's MAC, swaps its MACs, turns payload digits into letters and
-        /// sends it back (FlexIO's packet-processor sample).
-        #[arg(long, value_enum)]
-        app: Option<SimApp>,
-        /// At the end, list the model's DPA processes and threads (state, EU, activations)
-        /// and its DPA counters, as `ps` would.
-        #[arg(long)]
-        ps: bool,
-    },
+    Sim(SimArgs),
+}
+
+/// `mlx5-dpa sim`'s arguments.
+#[derive(clap::Args, Debug)]
+struct SimArgs {
+    /// Attach the model's port to this TAP interface (created if missing; needs
+    /// CAP_NET_ADMIN). Then e.g. `ip addr add 10.99.0.1/24 dev NAME; ip link set NAME up;
+    /// ping 10.99.0.2`.
+    #[arg(long, value_name = "NAME")]
+    tap: Option<String>,
+    /// The address the model answers for.
+    #[arg(long, default_value = "10.99.0.2")]
+    ip: std::net::Ipv4Addr,
+    /// How long to run.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// Record every frame of the port to this pcap file.
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<std::path::PathBuf>,
+    /// Also run a DPA application on the model: `packet-processor` takes every IPv4 / UDP
+    /// frame to the model's MAC, swaps its MACs, turns payload digits into letters and
+    /// sends it back (FlexIO's packet-processor sample).
+    #[arg(long, value_enum)]
+    app: Option<SimApp>,
+    /// At the end, list the model's DPA processes and threads (state, EU, activations)
+    /// and its DPA counters, as `ps` would.
+    #[arg(long)]
+    ps: bool,
+    /// Serve GDB the model's DPA processes (`target extended-remote HOST:PORT`, then
+    /// `attach TOKEN` with the token printed for the application, or listed by
+    /// `monitor ps`), as `dpa-gdbserver` serves a device's.
+    #[arg(long, value_name = "HOST:PORT")]
+    gdb: Option<String>,
 }
 
 /// DPA applications `mlx5-dpa sim --app` runs.
@@ -278,6 +297,8 @@ enum ToolError {
     Eu(#[from] eu::EuCmdError),
     #[error(transparent)]
     Cc(#[from] cc::CcError),
+    #[error(transparent)]
+    Ps(#[from] ps::PsError),
     #[error(transparent)]
     File(#[from] input::InputError),
     /// A global option the command does not take.
@@ -356,7 +377,7 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Cmd { .. } => ("cmd", true, true),
         Cmd::Caps { .. } => ("caps", true, true),
         Cmd::Demo { .. } => ("demo", true, true),
-        Cmd::Sim { .. } => ("sim", true, false),
+        Cmd::Sim(_) => ("sim", true, false),
         Cmd::Devices { .. } => ("devices", false, false),
         Cmd::Prm { .. } => ("prm", false, false),
         Cmd::Vm { .. } => ("vm", false, false),
@@ -371,6 +392,7 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
             ("coredump", rpc, rpc)
         }
         Cmd::Cc(_) => ("cc", false, false),
+        Cmd::Ps { .. } => ("ps", false, false),
     };
     if cli.capture.is_some() && !takes_sim && !takes_device {
         return Err(ToolError::Usage(format!(
@@ -460,35 +482,28 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
             .map_err(Into::into),
         ),
         Cmd::Cc(args) => done(cc::run(args).map_err(Into::into)),
-        Cmd::Sim {
-            tap,
-            ip,
-            seconds,
-            pcap,
-            app,
-            ps,
-        } => done(sim(
-            cli,
-            tap.as_deref(),
-            *ip,
-            *seconds,
-            pcap.as_deref(),
-            *app,
-            *ps,
-        )),
+        Cmd::Ps { connect } => {
+            print!("{}", ps::remote_table(connect)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Sim(args) => done(sim(cli, args)),
     }
 }
 
 /// `mlx5-dpa sim`: the model as a host on a TAP interface.
 fn sim(
     cli: &Cli,
-    tap: Option<&str>,
-    ip: std::net::Ipv4Addr,
-    seconds: u64,
-    pcap: Option<&std::path::Path>,
-    app: Option<SimApp>,
-    ps: bool,
+    &SimArgs {
+        ref tap,
+        ip,
+        seconds,
+        ref pcap,
+        app,
+        ps,
+        ref gdb,
+    }: &SimArgs,
 ) -> Result<(), ToolError> {
+    let (tap, pcap, gdb) = (tap.as_deref(), pcap.as_deref(), gdb.as_deref());
     use demo::flexio_packet_processor as pp;
     use mlx5_sim::{responder::Responder, Device, PortMode};
     let name = cli.sim.as_deref().unwrap_or(DEFAULT_PROFILE);
@@ -525,8 +540,21 @@ fn sim(
             "packet processor on the DPA (process {:#x}, RQ {rqn:#x}, SQ {sqn:#x}): IPv4/UDP frames to this MAC come back with MACs swapped and payload digits as letters",
             p.process().id()
         );
+        if gdb.is_some() {
+            println!(
+                "Use the token >>> {:#018x} <<< for debugging",
+                crate::gdb::debug_token(p.process().id())
+            );
+        }
         processor = Some(p);
     }
+    let _gdb_server = match gdb {
+        Some(addr) => Some(
+            crate::gdb::dpa::serve(&dev, None, addr)
+                .map_err(|e| ToolError::Input(e.to_string()))?,
+        ),
+        None => None,
+    };
     let mut r = Responder::new(&dev, ip, mac).map_err(|e| ToolError::Input(e.to_string()))?;
     let mac_s: Vec<String> = mac.iter().map(|b| format!("{b:02x}")).collect();
     println!(
@@ -586,45 +614,9 @@ fn sim(
 
 /// The model's DPA processes and threads, and its DPA counters (`sim --ps`).
 fn print_dpa_ps(dev: &mlx5_sim::Device) {
-    let procs = dev.dpa_processes();
-    println!("DPA processes: {}", procs.len());
-    for p in &procs {
-        println!(
-            "  process {:#x} on vHCA {}: {}, {} KiB of data and heap, {} thread(s)",
-            p.id,
-            p.vhca,
-            p.status,
-            p.memory / 1024,
-            p.threads.len()
-        );
-        for t in &p.threads {
-            println!(
-                "    thread {:#x}: {}{}, affinity {}, entry {:#x}, {} activation(s)",
-                t.id,
-                t.state,
-                match (t.state, t.eu) {
-                    ("running", Some(e)) => format!(" on EU {e}"),
-                    (_, Some(e)) => format!(" (last on EU {e})"),
-                    _ => String::new(),
-                },
-                t.affinity,
-                t.entry,
-                t.activations
-            );
-        }
+    for line in ps::table(dev, ps::Marks::default()) {
+        println!("{line}");
     }
-    let s = dev.dpa_stats();
-    println!(
-        "DPA counters: {} activations, {} instructions, {} faults, {} watchdogs, {} doorbells, \
-         {} RTOS calls, {} dropped events",
-        s.activations,
-        s.instructions,
-        s.faults,
-        s.watchdogs,
-        s.doorbells,
-        s.rtos_calls,
-        s.dropped_events
-    );
 }
 
 /// The default filter of `--trace`: the model's firmware and engine events, and the driver's.

@@ -59,6 +59,11 @@ fn start_server(args: &[&str]) -> (Child, u16) {
 /// Runs `gdb-multiarch` in batch mode on `elf`, connected to `port`, with `commands`; returns
 /// what it printed (both streams).
 fn gdb(elf: &str, port: u16, commands: &[&str]) -> String {
+    gdb_on(elf, &format!("target remote 127.0.0.1:{port}"), commands)
+}
+
+/// As [`gdb`], connected with `target` (e.g. `target extended-remote ...`).
+fn gdb_on(elf: &str, target: &str, commands: &[&str]) -> String {
     let mut c = Command::new("gdb-multiarch");
     c.args([
         "-batch",
@@ -71,7 +76,7 @@ fn gdb(elf: &str, port: u16, commands: &[&str]) -> String {
     .arg("-ex")
     .arg(format!("file {elf}"))
     .arg("-ex")
-    .arg(format!("target remote 127.0.0.1:{port}"));
+    .arg(target);
     for cmd in commands {
         c.arg("-ex").arg(cmd);
     }
@@ -416,5 +421,118 @@ fn gdb_stops_a_doca_dpa_kernel() {
     assert!(
         stdout.contains("Completion event kernel G has been signaled"),
         "{stdout}"
+    );
+}
+
+/// As [`start_server`], also reading the server's standard output: returns the debug token it
+/// printed ("Use the token >>> 0x... <<<") and a handle that yields the whole output once
+/// the server ends.
+fn start_server_with_token(args: &[&str]) -> (Child, u16, u64, std::thread::JoinHandle<String>) {
+    let (mut child, port) = start_server(args);
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    let all = std::thread::spawn(move || {
+        let mut text = String::new();
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(t) = hex_after(&line, "Use the token >>> ") {
+                let _ = tx.send(t);
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    match rx.recv_timeout(WAIT) {
+        Ok(token) => (child, port, token, all),
+        Err(e) => {
+            let _ = child.kill();
+            panic!("no token line from the server: {e}");
+        }
+    }
+}
+
+#[test]
+fn extended_mode_attaches_the_process_by_its_token() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bin/rpc_calc.elf");
+    let (mut server, port, token, stdout) = start_server_with_token(&["demo", "rpc", "44", "55"]);
+    // Odd like every token, and not this one.
+    let wrong = token ^ 0x10;
+    let out = gdb_on(
+        &elf,
+        &format!("target extended-remote 127.0.0.1:{port}"),
+        &[
+            "info threads",
+            "monitor ps",
+            &format!("attach {wrong:#x}"),
+            &format!("attach {token:#x}"),
+            "monitor token",
+            "break rpc_calculate",
+            "continue",
+            "printf \"args %d %d\\n\", $a0, $a1",
+            "delete",
+            "detach",
+        ],
+    );
+    let code = wait(&mut server);
+    let stdout = stdout.join().expect("server output");
+    assert_eq!(code, Some(0), "{stdout}\n{out}");
+    assert!(stdout.contains("Result: 99"), "{stdout}");
+    // Extended mode starts with nothing attached; the demo's process waits, listed by token.
+    assert!(out.contains("No threads."), "{out}");
+    assert!(
+        out.contains(&format!("token {token:#x}, waiting for its debugger")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("Attaching to process {wrong} failed")),
+        "{out}"
+    );
+    assert_eq!(
+        hex_after(&out, "DPA process 0x1, token "),
+        Some(token),
+        "{out}"
+    );
+    assert!(out.contains("Breakpoint 1, "), "{out}");
+    assert!(out.contains("args 44 55"), "{out}");
+}
+
+#[test]
+fn sim_serves_its_running_processes_by_token() {
+    if !have_gdb() {
+        return;
+    }
+    let elf = repo("fw-blobs/bin/pp_sample.elf");
+    let (mut server, port, token, stdout) =
+        start_server_with_token(&["sim", "--app", "packet-processor", "--seconds", "600"]);
+    let out = gdb_on(
+        &elf,
+        &format!("target extended-remote 127.0.0.1:{port}"),
+        &[
+            &format!("attach {token:#x}"),
+            "info threads",
+            "x/2i $pc",
+            "monitor ps",
+            "detach",
+        ],
+    );
+    // Ctrl-C ends the model's run early, with its summary.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(server.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let code = wait(&mut server);
+    let stdout = stdout.join().expect("server output");
+    assert_eq!(code, Some(0), "{stdout}\n{out}");
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    // The handler's thread, waiting for its next frame, and its code read from DPA memory.
+    assert!(
+        out.contains("DPA thread 0x") && out.contains("waiting"),
+        "{out}"
+    );
+    assert!(out.contains("<flexio_pp_dev"), "{out}");
+    assert!(
+        out.contains(&format!("token {token:#x}, debugger attached")),
+        "{out}"
     );
 }

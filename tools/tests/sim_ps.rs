@@ -28,3 +28,83 @@ fn the_packet_processors_process_and_thread_are_listed() {
     let o = run(&["sim", "--seconds", "0", "--ps"]);
     assert!(stdout(&o).contains("DPA processes: 0"), "{}", stdout(&o));
 }
+
+/// `mlx5-dpa ps --connect`: the table of a model inside another program, asked of that
+/// program's GDB server (`sim --gdb`), with each process's debug token.
+#[test]
+fn ps_lists_another_programs_processes_through_its_gdb_server() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
+        .args([
+            "sim",
+            "--app",
+            "packet-processor",
+            "--seconds",
+            "600",
+            "--gdb",
+            "127.0.0.1:0",
+        ])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mlx5-dpa sim");
+    // The token from standard output, the port from standard error (both before the run).
+    let mut lines = BufReader::new(sim.stdout.take().expect("stdout")).lines();
+    let token = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split("Use the token >>> ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())
+        })
+        .expect("a token line");
+    // Standard error read to its end on a thread of its own, so the server never blocks on it.
+    let err = sim.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            if let Some(p) = l.strip_prefix("gdbserver: listening on 127.0.0.1:") {
+                let _ = tx.send(p.trim().parse::<u16>().ok());
+            }
+        }
+    });
+    let port = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .ok()
+        .flatten()
+        .expect("a listening line");
+    let addr = format!("127.0.0.1:{port}");
+    // Twice: asking attaches nothing and lets nothing go.
+    for _ in 0..2 {
+        let o = run(&["ps", "--connect", &addr]);
+        let text = stdout(&o);
+        assert!(o.status.success(), "{text}{}", stderr(&o));
+        assert!(text.contains("DPA processes: 1"), "{text}");
+        let process = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("process 0x"))
+            .expect("a process line");
+        assert!(
+            process.ends_with(&format!("1 thread(s), token {token:#x}")),
+            "{process}"
+        );
+        assert!(text.contains("    thread 0x"), "{text}");
+        assert!(text.contains("DPA counters: "), "{text}");
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(sim.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let status = sim.wait().expect("sim ends");
+    assert!(status.success(), "{status:?}");
+    // Nobody there: a clear error.
+    let o = run(&["ps", "--connect", &addr]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains(&format!("cannot reach the GDB server at {addr}")),
+        "{}",
+        stderr(&o)
+    );
+}

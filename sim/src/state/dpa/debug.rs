@@ -168,6 +168,11 @@ impl DebugState {
         true
     }
 
+    /// Whether [`DebugState::detach`] ended it.
+    pub fn is_detached(&self) -> bool {
+        self.lock().detached
+    }
+
     /// Ends the debugging: everything goes on and nothing stops any more.
     pub fn detach(&self) {
         let mut g = self.lock();

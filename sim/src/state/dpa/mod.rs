@@ -244,6 +244,9 @@ pub enum DpaAccessError {
     /// The range is not mapped in the process (first unmapped address).
     #[error("DPA address {0:#x} is not mapped in the process")]
     Unmapped(u64),
+    /// A debugger is attached to the process already (one at a time, as on the device).
+    #[error("DPA process {0:#x} has a debugger attached already")]
+    Debugged(u32),
 }
 
 /// How a process stands.
