@@ -23,6 +23,7 @@
 pub mod devx;
 pub mod doca;
 pub mod dpa;
+pub mod gpu;
 pub mod mem;
 pub mod mlx5;
 pub mod queues;

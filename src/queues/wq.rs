@@ -900,6 +900,11 @@ impl EthSq {
         &self.obj
     }
 
+    /// The UAR page its doorbells go to.
+    pub fn uar(&self) -> &Arc<UarPage> {
+        &self.uar
+    }
+
     /// A descriptor for an external engine (the host must stop posting).
     pub fn descriptor(&self) -> WqDescriptor {
         WqDescriptor {

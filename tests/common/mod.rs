@@ -1,5 +1,6 @@
 //! An Ethernet queue set on the device model, built through the driver's API only, shared by
 //! the integration tests.
+#![allow(dead_code)]
 
 use std::sync::Arc;
 
@@ -21,6 +22,11 @@ pub struct Eth {
     pub rx: MemoryRegion,
     pub mac: [u8; 6],
     pub _flow: RxFlow,
+    /// What the queues were made with, for tests that make more.
+    pub ctx: Arc<dyn Devx>,
+    pub pd: Arc<Pd>,
+    pub uar: Arc<UarPage>,
+    pub tis: Arc<Tis>,
 }
 
 /// CQs of `2^log_cq`, an SQ of `2^log_sq` WQEBBs signalling every `signal_every`th WQE, an RQ of
@@ -100,5 +106,9 @@ pub fn eth(
         rx,
         mac,
         _flow: flow,
+        ctx,
+        pd,
+        uar,
+        tis,
     })
 }

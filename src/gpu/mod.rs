@@ -1,0 +1,79 @@
+//! GPU-driven queues, as DOCA GPUNetIO has them: a CUDA kernel builds send WQEs, updates the
+//! doorbell record, rings the doorbell (or has a CPU thread ring it) and polls completions
+//! itself, with the driver's queues and the device-side headers in [`HEADERS`].
+//!
+//! What is here without any CUDA (always built):
+//! - [`EthTxq`]: an Ethernet SQ and its CQ handed over to a GPU. It fills in the queue handle
+//!   the kernel gets (`struct doca_gpu_eth_txq`, mirrored by [`GpuEthTxq`]) and runs the CPU
+//!   proxy ([`EthTxq::cpu_proxy_progress`], DOCA's `doca_eth_txq_gpu_cpu_proxy_progress`) that
+//!   rings doorbells for kernels that hand their producer index to the CPU.
+//! - [`HEADERS`]: `doca_gpunetio_eth_def.h`, `doca_gpunetio_dev_eth_common.cuh` and
+//!   `doca_gpunetio_dev_eth_txq.cuh`, written from NVIDIA's public API reference. They build
+//!   with nvcc, with NVRTC (no system headers) and as host C++: the project's tests compile
+//!   them with g++ and run the send path on CPU threads against the device model, the WQEs
+//!   checked byte for byte against `EthSq::post_send`'s.
+//!
+//! With feature `gpu` ([`cuda`]): CUDA through cudarc, loaded at run time: a probe that says
+//! why there is no GPU (never a panic), queue memory registered with CUDA, NVRTC compilation
+//! with these headers, and kernel launches.
+//!
+//! Addresses in a handle are the ones the GPU uses. For queue memory in host memory
+//! registered with `cuMemHostRegister` (unified addressing), that is the host address.
+
+pub mod txq;
+
+#[cfg(feature = "gpu")]
+pub mod cuda;
+
+pub use txq::{EthTxq, ExportError, GpuEthTxq, NicHandler};
+
+/// The device-side headers: (file name, contents). Include `doca_gpunetio_dev_eth_txq.cuh`.
+pub const HEADERS: [(&str, &str); 3] = [
+    (
+        "doca_gpunetio_eth_def.h",
+        include_str!("include/doca_gpunetio_eth_def.h"),
+    ),
+    (
+        "doca_gpunetio_dev_eth_common.cuh",
+        include_str!("include/doca_gpunetio_dev_eth_common.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_eth_txq.cuh",
+        include_str!("include/doca_gpunetio_dev_eth_txq.cuh"),
+    ),
+];
+
+/// Writes [`HEADERS`] into `dir` (for nvcc or a host compiler).
+///
+/// # Errors
+/// The directory cannot be created or written.
+pub fn write_headers(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, text) in HEADERS {
+        std::fs::write(dir.join(name), text)?;
+    }
+    Ok(())
+}
+
+/// Why a GPU queue could not be made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// The queue does not suit a GPU (its CQE size, say).
+    #[error("{0}")]
+    Unsuitable(String),
+    /// The doorbell register is not mapped, so the GPU cannot ring it.
+    #[error("the SQ's UAR page is not mapped: use the CPU proxy")]
+    NoDoorbell,
+    /// Host memory for the handle.
+    #[error(transparent)]
+    Mem(#[from] crate::mem::MemError),
+    /// No CUDA driver library, or it cannot be used.
+    #[error("no CUDA driver: {0}")]
+    NoDriver(String),
+    /// The driver is there but no GPU is.
+    #[error("no CUDA device: {0}")]
+    NoDevice(String),
+    /// A CUDA or NVRTC call failed.
+    #[error("CUDA: {0}")]
+    Cuda(String),
+}
