@@ -54,6 +54,7 @@ fn refused_destroy_keeps_ring_memory_until_the_context_closes() {
     );
     // Closing the context (the last handle) releases them, and then the retained memory.
     drop((e.rq, e.rx_cq, e.tx, e.rx, e._flow, e.mac));
+    drop((e.tis, e.uar, e.pd, e.ctx));
     assert!(dev.inventory().is_empty(), "left: {}", dev.inventory());
 }
 
