@@ -504,6 +504,9 @@ fn sim(
     }: &SimArgs,
 ) -> Result<(), ToolError> {
     let (tap, pcap, gdb) = (tap.as_deref(), pcap.as_deref(), gdb.as_deref());
+    // Ctrl-C ends the run early, with its summary: caught from the start, so that one during
+    // set-up (after a client saw the GDB server's line, say) ends it cleanly too.
+    signals::catch_sigint();
     use demo::flexio_packet_processor as pp;
     use mlx5_sim::{responder::Responder, Device, PortMode};
     let name = cli.sim.as_deref().unwrap_or(DEFAULT_PROFILE);
@@ -562,8 +565,6 @@ fn sim(
         mac_s.join(":"),
         dev.describe()
     );
-    // Ctrl-C ends the run early, with the summary below.
-    signals::catch_sigint();
     r.run(
         signals::interrupted(),
         Some(std::time::Duration::from_secs(seconds)),

@@ -29,10 +29,15 @@ fn the_packet_processors_process_and_thread_are_listed() {
     assert!(stdout(&o).contains("DPA processes: 0"), "{}", stdout(&o));
 }
 
-/// `mlx5-dpa ps --connect`: the table of a model inside another program, asked of that
-/// program's GDB server (`sim --gdb`), with each process's debug token.
-#[test]
-fn ps_lists_another_programs_processes_through_its_gdb_server() {
+/// `mlx5-dpa sim --app packet-processor --gdb 127.0.0.1:0`, started: the child, the
+/// packet processor's debug token, the GDB server's port, and the rest of its standard output
+/// (read on a thread of its own until it ends, so `sim` never writes into a closed pipe).
+fn start_sim_with_gdb() -> (
+    std::process::Child,
+    u64,
+    u16,
+    std::thread::JoinHandle<String>,
+) {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let mut sim = Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
@@ -62,6 +67,12 @@ fn ps_lists_another_programs_processes_through_its_gdb_server() {
                 .and_then(|t| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok())
         })
         .expect("a token line");
+    let rest = std::thread::spawn(move || {
+        lines
+            .map_while(Result::ok)
+            .map(|l| l + "\n")
+            .collect::<String>()
+    });
     // Standard error read to its end on a thread of its own, so the server never blocks on it.
     let err = sim.stderr.take().expect("stderr");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -77,6 +88,14 @@ fn ps_lists_another_programs_processes_through_its_gdb_server() {
         .ok()
         .flatten()
         .expect("a listening line");
+    (sim, token, port, rest)
+}
+
+/// `mlx5-dpa ps --connect`: the table of a model inside another program, asked of that
+/// program's GDB server (`sim --gdb`), with each process's debug token.
+#[test]
+fn ps_lists_another_programs_processes_through_its_gdb_server() {
+    let (mut sim, token, port, _rest) = start_sim_with_gdb();
     let addr = format!("127.0.0.1:{port}");
     // Twice: asking attaches nothing and lets nothing go.
     for _ in 0..2 {
@@ -106,5 +125,21 @@ fn ps_lists_another_programs_processes_through_its_gdb_server() {
         stderr(&o).contains(&format!("cannot reach the GDB server at {addr}")),
         "{}",
         stderr(&o)
+    );
+}
+
+/// Regression: SIGINT was caught only once set-up was over, so a Ctrl-C right after the GDB
+/// server's line (when a client may already act on it) killed `sim` without its summary.
+#[test]
+fn ctrl_c_right_after_set_up_ends_sim_with_its_summary() {
+    let (mut sim, _, _, rest) = start_sim_with_gdb();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(sim.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let status = sim.wait().expect("sim ends");
+    let text = rest.join().expect("output");
+    assert!(status.success(), "{status:?}\n{text}");
+    assert!(
+        text.contains("interrupted") && text.contains("packet processor: rx"),
+        "{text}"
     );
 }
