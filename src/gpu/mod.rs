@@ -7,8 +7,13 @@
 //!   the kernel gets (`struct doca_gpu_eth_txq`, mirrored by [`GpuEthTxq`]) and runs the CPU
 //!   proxy ([`EthTxq::cpu_proxy_progress`], DOCA's `doca_eth_txq_gpu_cpu_proxy_progress`) that
 //!   rings doorbells for kernels that hand their producer index to the CPU.
-//! - [`HEADERS`]: `doca_gpunetio_eth_def.h`, `doca_gpunetio_dev_eth_common.cuh` and
-//!   `doca_gpunetio_dev_eth_txq.cuh`, written from NVIDIA's public API reference. They build
+//! - [`EthRxq`]: an RQ and its CQ over a packet buffer cut into strides, received into by a
+//!   kernel (`doca_gpu_dev_eth_rxq_recv`).
+//! - [`Semaphore`]: GPUNetIO semaphores (items with a status, packet info and custom info) in
+//!   host memory, through which a kernel tells a CPU thread what it received.
+//! - [`HEADERS`]: `doca_gpunetio_eth_def.h`, `doca_gpunetio_dev_eth_common.cuh`,
+//!   `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh` and
+//!   `doca_gpunetio_dev_sem.cuh`, written from NVIDIA's public API reference. They build
 //!   with nvcc, with NVRTC (no system headers) and as host C++: the project's tests compile
 //!   them with g++ and run the send path on CPU threads against the device model, the WQEs
 //!   checked byte for byte against `EthSq::post_send`'s.
@@ -20,15 +25,20 @@
 //! Addresses in a handle are the ones the GPU uses. For queue memory in host memory
 //! registered with `cuMemHostRegister` (unified addressing), that is the host address.
 
+pub mod rxq;
+pub mod sem;
 pub mod txq;
 
 #[cfg(feature = "gpu")]
 pub mod cuda;
 
+pub use rxq::{EthRxq, GpuEthRxq, RxExportError};
+pub use sem::{GpuSemaphore, Semaphore, SemaphoreStatus};
 pub use txq::{EthTxq, ExportError, GpuEthTxq, NicHandler};
 
-/// The device-side headers: (file name, contents). Include `doca_gpunetio_dev_eth_txq.cuh`.
-pub const HEADERS: [(&str, &str); 3] = [
+/// The device-side headers: (file name, contents). Kernels include
+/// `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh`, `doca_gpunetio_dev_sem.cuh`.
+pub const HEADERS: [(&str, &str); 5] = [
     (
         "doca_gpunetio_eth_def.h",
         include_str!("include/doca_gpunetio_eth_def.h"),
@@ -40,6 +50,14 @@ pub const HEADERS: [(&str, &str); 3] = [
     (
         "doca_gpunetio_dev_eth_txq.cuh",
         include_str!("include/doca_gpunetio_dev_eth_txq.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_eth_rxq.cuh",
+        include_str!("include/doca_gpunetio_dev_eth_rxq.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_sem.cuh",
+        include_str!("include/doca_gpunetio_dev_sem.cuh"),
     ),
 ];
 

@@ -968,7 +968,7 @@ impl RqConfig {
 pub(crate) struct RqObj {
     pub(crate) obj: DevxObj,
     pub(crate) rqn: Rqn,
-    _cq: Arc<CqObj>,
+    cq: Arc<CqObj>,
     _pd: Arc<Pd>,
     _mem: Box<dyn QueueMemory>,
 }
@@ -1027,7 +1027,7 @@ impl Rq {
             shared: Arc::new(RqObj {
                 obj,
                 rqn,
-                _cq: Arc::clone(&cq.shared),
+                cq: Arc::clone(&cq.shared),
                 _pd: Arc::clone(pd),
                 _mem: Box::new(mem),
             }),
@@ -1042,6 +1042,11 @@ impl Rq {
     /// The RQ number.
     pub fn rqn(&self) -> Rqn {
         self.shared.rqn
+    }
+
+    /// The CQ its completions go to.
+    pub fn cqn(&self) -> super::Cqn {
+        self.shared.cq.cqn
     }
 
     /// Free receive slots.

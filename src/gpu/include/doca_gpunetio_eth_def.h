@@ -88,6 +88,7 @@ typedef enum doca_error {
 #define DOCA_GPUNETIO_ETH_MLX5_OPCODE_SEND 0x0a
 #define DOCA_GPUNETIO_ETH_MLX5_CQE_OPCODE_SHIFT 4
 #define DOCA_GPUNETIO_ETH_MLX5_CQE_REQ_ERR 0x0d
+#define DOCA_GPUNETIO_ETH_MLX5_CQE_RESP_ERR 0x0e
 #define DOCA_GPUNETIO_ETH_MLX5_CQE_INVALID 0x0f
 /* fm_ce_se: a CQE always (MLX5_WQE_CTRL_CQ_UPDATE), or on the first error only. */
 #define DOCA_GPUNETIO_ETH_CTRL_CQ_UPDATE 0x08
@@ -141,6 +142,23 @@ enum doca_gpu_dev_eth_cq_poll_mode {
 	DOCA_GPUNETIO_ETH_CQ_POLL_LAST = 1,
 };
 
+/* Memory consistency for receives into GPU memory on pre-Hopper GPUs (only DISABLED here). */
+enum doca_gpu_dev_eth_mcst_mode {
+	DOCA_GPUNETIO_ETH_MCST_DISABLED = 0,
+	DOCA_GPUNETIO_ETH_MCST_ENABLED = 1,
+	DOCA_GPUNETIO_ETH_MCST_AUTO = 2,
+};
+
+/* Semaphore item states (the values of DOCA's public doca_gpunetio.h). */
+enum doca_gpu_semaphore_status {
+	DOCA_GPU_SEMAPHORE_STATUS_FREE = 0,
+	DOCA_GPU_SEMAPHORE_STATUS_READY = 1,
+	DOCA_GPU_SEMAPHORE_STATUS_DONE = 2,
+	DOCA_GPU_SEMAPHORE_STATUS_HOLD = 3,
+	DOCA_GPU_SEMAPHORE_STATUS_ERROR = 4,
+	DOCA_GPU_SEMAPHORE_STATUS_EXIT = 5,
+};
+
 /* The WQE index a send was posted at. */
 typedef uint64_t doca_gpu_dev_eth_ticket_t;
 
@@ -168,6 +186,46 @@ struct doca_gpu_eth_txq {
 	int32_t lock;		 /* 108 submit lock */
 	int32_t cq_lock;	 /* 112 poll lock */
 	uint32_t reserved;	 /* 116 */
+};
+
+/*
+ * An Ethernet receive queue driven from the GPU: one receive WQE per stride of the packet
+ * buffer. Filled in by the host (mlx5_dpa::gpu::EthRxq). 80 bytes.
+ */
+struct doca_gpu_eth_rxq {
+	uint64_t pkt_addr;   /*  0 the packet buffer: pkt_num strides of max_pkt_sz bytes */
+	uint64_t pkt_num;    /*  8 strides (= receive WQEs) */
+	uint64_t max_pkt_sz; /* 16 stride bytes */
+	uint64_t wqe_db_rec; /* 24 the receive counter of the doorbell record (big-endian u32) */
+	uint64_t wqe_pi;     /* 32 receive WQEs posted */
+	uint64_t cqe_addr;   /* 40 the CQ ring: 2^m 64-byte CQEs */
+	uint64_t cq_db_rec;  /* 48 the CQ consumer index record */
+	uint64_t cqe_ci;     /* 56 CQEs consumed = packets received */
+	uint32_t cqe_num;    /* 64 2^m */
+	uint32_t cqe_mask;   /* 68 2^m - 1 */
+	uint32_t pkt_mkey;   /* 72 the buffer's key, big-endian */
+	uint32_t reserved;   /* 76 */
+};
+
+/* Per received packet, with enable_attributes. */
+struct doca_gpu_dev_eth_rxq_attr {
+	uint32_t bytes; /* its length */
+	uint32_t reserved;
+};
+
+/* A semaphore item: status, then packet info. 16 bytes. */
+struct doca_gpu_semaphore_item {
+	uint32_t status; /* enum doca_gpu_semaphore_status */
+	uint32_t num_packets;
+	uint64_t doca_buf_idx;
+};
+
+/* A semaphore as kernels see it. Filled in by the host (mlx5_dpa::gpu::Semaphore). 24 bytes. */
+struct doca_gpu_semaphore_gpu {
+	uint64_t items;		   /*  0 num_items items */
+	uint64_t custom_info;	   /*  8 num_items blocks of custom_info_size bytes, or 0 */
+	uint32_t num_items;	   /* 16 */
+	uint32_t custom_info_size; /* 20 */
 };
 
 /* A send WQE of one WQEBB: control, Ethernet with the L2 header inline, one data segment. */

@@ -1,15 +1,22 @@
-//! The GPUNetIO send headers (`src/gpu/include`), built as host C++ with g++ and run on CPU
-//! threads against the device model: the handle's layout is `GpuEthTxq`'s, a WQE they write is
-//! `EthSq::post_send`'s byte for byte, and frames sent through an exported queue (shared by
-//! several threads, doorbells rung by the CPU proxy or by the "kernel" itself) arrive byte for
-//! byte at the model's receive queue. Without g++ the tests say so and pass without checking.
+//! The GPUNetIO headers (`src/gpu/include`), built as host C++ with g++ and run on CPU threads
+//! against the device model:
+//! - send: the handle's layout is `GpuEthTxq`'s, a WQE they write is `EthSq::post_send`'s byte
+//!   for byte, and frames sent through an exported queue (shared by several threads, doorbells
+//!   rung by the CPU proxy or by the "kernel" itself) arrive byte for byte at an RQ;
+//! - receive and semaphores: frames the host sends arrive in an exported RQ's strides, a
+//!   receive "kernel" tells the CPU through a semaphore, and the strides are used again.
+//!
+//! Without g++ the tests say so and pass without checking.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use mlx5_dpa::gpu::{EthTxq, GpuError, GpuEthTxq, NicHandler};
+use mlx5_dpa::gpu::{
+    EthRxq, EthTxq, GpuError, GpuEthRxq, GpuEthTxq, GpuSemaphore, NicHandler, Semaphore,
+    SemaphoreStatus,
+};
 use mlx5_dpa::mem::{Access, DmaBuf, Umem};
 use mlx5_dpa::queues::wq::ETH_MIN_INLINE;
 use mlx5_dpa::queues::{CompletionKind, EthSq, EthSqConfig, HostQueueMem, QueueError};
@@ -45,7 +52,7 @@ fn harness() -> Option<&'static libloading::Library> {
             .arg("-DDOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS=60000000000ull")
             .arg("-I")
             .arg(root.join("src/gpu/include"))
-            .arg(root.join("tests/gpu/eth_txq_harness.cpp"))
+            .arg(root.join("tests/gpu/gpunetio_harness.cpp"))
             .arg("-o")
             .arg(&out)
             .status();
@@ -73,8 +80,65 @@ type PollNbFn = unsafe extern "C" fn(u64) -> i32;
 
 fn sym<T: Copy>(lib: &libloading::Library, name: &[u8]) -> T {
     // SAFETY: each name is a function of the harness with the signature `T` gives it (see
-    // tests/gpu/eth_txq_harness.cpp).
+    // tests/gpu/gpunetio_harness.cpp).
     *unsafe { lib.get::<T>(name) }.expect("harness symbol")
+}
+
+/// Keeps queues and semaphores alive while CPU "kernel" threads may still touch their memory:
+/// dropped as usual once the threads are done, leaked when a failing test unwinds while one
+/// still runs, so that a failure is a failed assertion and never a use after free.
+struct WhileKernels<T> {
+    value: Option<T>,
+    running: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<T> WhileKernels<T> {
+    fn new(value: T) -> Self {
+        WhileKernels {
+            value: Some(value),
+            running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        }
+    }
+
+    /// Runs `f` on a thread counted as a kernel.
+    fn spawn<R: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> std::thread::JoinHandle<R> {
+        struct Done(Arc<std::sync::atomic::AtomicUsize>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.running.fetch_add(1, Ordering::AcqRel);
+        let done = Done(Arc::clone(&self.running));
+        std::thread::spawn(move || {
+            let _done = done;
+            f()
+        })
+    }
+}
+
+impl<T> std::ops::Deref for WhileKernels<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value.as_ref().expect("present until dropped")
+    }
+}
+
+impl<T> std::ops::DerefMut for WhileKernels<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.value.as_mut().expect("present until dropped")
+    }
+}
+
+impl<T> Drop for WhileKernels<T> {
+    fn drop(&mut self) {
+        if self.running.load(Ordering::Acquire) > 0 {
+            std::mem::forget(self.value.take());
+        }
+    }
 }
 
 fn frame(mac: [u8; 6], i: usize, len: usize) -> Vec<u8> {
@@ -210,7 +274,7 @@ fn send_through(
         rx,
         ..
     } = e;
-    let mut txq = EthTxq::export(sq, tx_cq, handler)?;
+    let mut txq = WhileKernels::new(EthTxq::export(sq, tx_cq, handler)?);
     let handle = txq.handle_addr();
     // Nothing sent yet: a non-blocking poll finds nothing.
     // SAFETY: `handle` is the live handle of `txq`.
@@ -222,7 +286,7 @@ fn send_through(
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let lens = Arc::clone(&lens);
-            std::thread::spawn(move || {
+            txq.spawn(move || {
                 // SAFETY: the handle, the frames (`base + i * SLOT`, `lens[i]` bytes) and
                 // `lens` outlive the threads (joined below); the harness reads `n` lengths.
                 unsafe {
@@ -311,6 +375,195 @@ fn export_refuses_a_foreign_cq_and_outstanding_work() -> Result<(), QueueError> 
     let back = EthTxq::export(sq, tx_cq, NicHandler::CpuProxy).expect_err("outstanding work");
     assert!(
         matches!(&back.error, GpuError::Unsuitable(m) if m.contains("outstanding")),
+        "{back}"
+    );
+    Ok(())
+}
+
+type RecvFn = unsafe extern "C" fn(u64, u32, u64, *mut u64, *mut u32, *mut u32) -> i32;
+type RxKernelFn = unsafe extern "C" fn(u64, u64, u64, u32, u64) -> i32;
+
+#[test]
+fn the_receive_and_semaphore_layouts_are_the_headers() {
+    let Some(lib) = harness() else { return };
+    let layout: LayoutFn = sym(lib, b"harness_rx_layout");
+    let mut v = [0u64; 32];
+    // SAFETY: `v` holds 32 entries and the harness writes at most that many.
+    let n = unsafe { layout(v.as_mut_ptr(), 32) } as usize;
+    use std::mem::{offset_of, size_of};
+    let ours = [
+        size_of::<GpuEthRxq>(),
+        offset_of!(GpuEthRxq, pkt_addr),
+        offset_of!(GpuEthRxq, pkt_num),
+        offset_of!(GpuEthRxq, max_pkt_sz),
+        offset_of!(GpuEthRxq, wqe_db_rec),
+        offset_of!(GpuEthRxq, wqe_pi),
+        offset_of!(GpuEthRxq, cqe_addr),
+        offset_of!(GpuEthRxq, cq_db_rec),
+        offset_of!(GpuEthRxq, cqe_ci),
+        offset_of!(GpuEthRxq, cqe_num),
+        offset_of!(GpuEthRxq, cqe_mask),
+        offset_of!(GpuEthRxq, pkt_mkey),
+        offset_of!(GpuEthRxq, reserved),
+        size_of::<GpuSemaphore>(),
+        offset_of!(GpuSemaphore, items),
+        offset_of!(GpuSemaphore, custom_info),
+        offset_of!(GpuSemaphore, num_items),
+        offset_of!(GpuSemaphore, custom_info_size),
+        16,
+    ];
+    let theirs: Vec<usize> = v[..n].iter().map(|&x| x as usize).collect();
+    assert_eq!(theirs, ours, "sizes, then each field's offset");
+}
+
+/// Sends frames `range` of `sent` through the host's own SQ (the model loops them back to its
+/// MAC, into the exported RQ), and waits for their send completions.
+fn host_send(
+    sq: &mut EthSq,
+    cq: &mut mlx5_dpa::queues::Cq,
+    tx: &mlx5_dpa::mem::MemoryRegion,
+    sent: &[Vec<u8>],
+    range: std::ops::Range<usize>,
+) -> Result<(), QueueError> {
+    for i in range.clone() {
+        let at = (i % 64) * SLOT;
+        tx.write(at, &sent[i])?;
+        let rest = tx.sge(at + ETH_MIN_INLINE, sent[i].len() - ETH_MIN_INLINE)?;
+        sq.post_send(&sent[i][..ETH_MIN_INLINE], &[rest], i as u64)?;
+    }
+    sq.ring_doorbell();
+    let start = Instant::now();
+    let mut done = 0;
+    while done < range.len() {
+        assert!(start.elapsed() < WAIT, "send completions");
+        match cq.poll() {
+            Some(c) => {
+                sq.complete(&c.expect("send"))?;
+                done += 1;
+            }
+            None => std::thread::yield_now(),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_receive_kernel_tells_the_cpu_through_a_semaphore() -> Result<(), Box<dyn std::error::Error>> {
+    let Some(lib) = harness() else { return Ok(()) };
+    let recv: RecvFn = sym(lib, b"harness_recv");
+    let rx_kernel: RxKernelFn = sym(lib, b"harness_rx_kernel");
+    // An RQ of 64 strides of 2 KiB; 200 frames go through it, so every stride is used again.
+    let e = common::eth(8, 8, 6, 1, SLOT)?;
+    e.dev.start_engine();
+    let common::Eth {
+        dev,
+        mut sq,
+        mut tx_cq,
+        rq,
+        rx_cq,
+        tx,
+        rx,
+        mac,
+        _flow,
+        ..
+    } = e;
+    let rxq = WhileKernels::new((EthRxq::export(rq, rx_cq, rx, SLOT)?, Semaphore::new(8, 16)?));
+    let (rxq_ref, sem) = (&rxq.0, &rxq.1);
+    assert_eq!(rxq_ref.strides(), (64, SLOT));
+    let handle = rxq_ref.handle_addr();
+    // Nothing sent: a receive with a 1 ms timeout returns no packets.
+    let (mut first, mut num, mut bytes) = (u64::MAX, u32::MAX, [0u32; 256]);
+    // SAFETY: `handle` is the live handle of `rxq`; the outputs are this frame's.
+    let r = unsafe {
+        recv(
+            handle,
+            8,
+            1_000_000,
+            &mut first,
+            &mut num,
+            bytes.as_mut_ptr(),
+        )
+    };
+    assert_eq!((r, first, num), (DOCA_SUCCESS, 0, 0));
+
+    let n = 200usize;
+    let sent: Vec<Vec<u8>> = (0..n)
+        .map(|i| frame(mac, i, 60 + (i * 331) % 1455))
+        .collect();
+    let sem_handle = sem.handle_addr();
+    let kernel = rxq.spawn(move || {
+        // SAFETY: the handles outlive the thread (joined below).
+        unsafe { rx_kernel(handle, sem_handle, n as u64, 16, 200_000) }
+    });
+    // Batches of 32: the next goes out once the CPU has read the semaphore items of this one,
+    // so strides are reused only after their packets were checked.
+    let mut idx = 0u32;
+    let mut next = 0usize;
+    while next < n {
+        let end = (next + 32).min(n);
+        host_send(&mut sq, &mut tx_cq, &tx, &sent, next..end)?;
+        let start = Instant::now();
+        let mut seen = next;
+        while seen < end {
+            assert!(start.elapsed() < WAIT, "packets {seen}..{end} not reported");
+            if sem.status(idx)? != SemaphoreStatus::Ready {
+                std::thread::yield_now();
+                continue;
+            }
+            let (count, first) = sem.packet_info(idx)?;
+            assert_eq!(
+                first as usize, seen,
+                "item {idx} starts where the last ended"
+            );
+            let info = sem.custom_info(idx)?;
+            assert_eq!(u32::from_le_bytes(info[..4].try_into()?), count);
+            let mut sum = 0u64;
+            for k in first..first + u64::from(count) {
+                let f = &sent[k as usize];
+                let stride = (k % 64) as usize;
+                let got = rxq_ref.packets().buf().to_vec(stride * SLOT, f.len())?;
+                assert_eq!(&got, f, "packet {k} in stride {stride}");
+                sum += f.iter().map(|&b| u64::from(b)).sum::<u64>();
+            }
+            assert_eq!(
+                u64::from_le_bytes(info[8..16].try_into()?),
+                sum,
+                "item {idx}'s byte sum"
+            );
+            sem.set_status(idx, SemaphoreStatus::Free)?;
+            seen += count as usize;
+            idx = (idx + 1) % sem.len();
+        }
+        next = end;
+    }
+    assert_eq!(kernel.join().expect("kernel"), DOCA_SUCCESS);
+    assert_eq!(rxq_ref.received(), n as u64);
+    assert_eq!(
+        dev.stats().port.rx_no_buffer,
+        0,
+        "every frame found a stride"
+    );
+    drop(rxq);
+    Ok(())
+}
+
+#[test]
+fn rx_export_refuses_what_does_not_fit() -> Result<(), QueueError> {
+    let e = common::eth(5, 5, 4, 1, SLOT)?;
+    let common::Eth {
+        rq,
+        tx_cq,
+        rx_cq,
+        rx,
+        ..
+    } = e;
+    // The SQ's CQ, not the RQ's.
+    let back = EthRxq::export(rq, tx_cq, rx, SLOT).expect_err("a foreign CQ");
+    assert!(matches!(&back.error, GpuError::Unsuitable(_)), "{back}");
+    // Strides larger than the buffer allows.
+    let back = EthRxq::export(back.rq, rx_cq, back.pkts, 4 * SLOT).expect_err("too big");
+    assert!(
+        matches!(&back.error, GpuError::Unsuitable(m) if m.contains("do not fit")),
         "{back}"
     );
     Ok(())

@@ -1,0 +1,167 @@
+// Host build of the GPUNetIO send headers (src/gpu/include), for tests/gpu_headers.rs: the
+// functions a CUDA kernel would call, run on CPU threads against the device model.
+#include "doca_gpunetio_dev_eth_txq.cuh"
+
+#define FIELD(f) offsetof(struct doca_gpu_eth_txq, f)
+
+// The handle's size and field offsets, in declaration order.
+extern "C" int harness_layout(uint64_t *out, int n)
+{
+	const uint64_t v[] = {
+		sizeof(struct doca_gpu_eth_txq),
+		FIELD(wqe_addr), FIELD(wqe_db_rec), FIELD(wqe_db), FIELD(cpu_proxy_db),
+		FIELD(cqe_addr), FIELD(cq_db_rec), FIELD(sq_rsvd_index), FIELD(sq_ready_index),
+		FIELD(wqe_pi), FIELD(cqe_ci), FIELD(cq_rsvd_index), FIELD(sq_num_shift8),
+		FIELD(wqe_mask), FIELD(cqe_num), FIELD(cqe_mask), FIELD(nic_handler),
+		FIELD(lock), FIELD(cq_lock), FIELD(reserved),
+	};
+	int count = (int)(sizeof(v) / sizeof(v[0]));
+	for (int i = 0; i < count && i < n; i++)
+		out[i] = v[i];
+	return count;
+}
+
+// One WQE written to `wqe` as a kernel would, for a byte comparison with the driver's.
+extern "C" int harness_prepare(const struct doca_gpu_eth_txq *txq, void *wqe, uint16_t idx, uint64_t addr,
+			       uint32_t mkey_be, uint32_t nbytes, int notify)
+{
+	return doca_gpu_dev_eth_txq_wqe_prepare_send(txq, (struct doca_gpu_dev_eth_txq_wqe *)wqe, idx, addr, mkey_be,
+						     nbytes,
+						     notify ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY
+							    : DOCA_GPUNETIO_ETH_SEND_FLAG_NONE);
+}
+
+// A "thread" of a send kernel: frames first, first + step, ... below n (frame i at
+// buf + i * stride, `len(i)` bytes), every one with NOTIFY, through the shared-queue send
+// (GPU sharing mode, AUTO handler). Then waits for the completions of its own frames.
+// Returns 0, or the doca_error_t of the first failure.
+extern "C" int harness_send(struct doca_gpu_eth_txq *txq, uint64_t buf, uint32_t mkey_be, uint32_t stride,
+			    const uint32_t *lens, uint32_t first, uint32_t step, uint32_t n)
+{
+	uint32_t mine = 0;
+	for (uint32_t i = first; i < n; i += step) {
+		doca_gpu_dev_eth_ticket_t ticket = 0;
+		doca_gpu_dev_eth_txq_send(txq, buf + (uint64_t)i * stride, mkey_be, lens[i],
+					  DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY, &ticket);
+		mine++;
+	}
+	uint32_t done = 0;
+	while (done < mine) {
+		uint32_t got = 0;
+		doca_error_t r = doca_gpu_dev_eth_txq_poll_completion(txq, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &got);
+		if (r != DOCA_SUCCESS)
+			return (int)r;
+		done += got;
+	}
+	return 0;
+}
+
+// A non-blocking look for one completion (DOCA_ERROR_AGAIN when there is none).
+extern "C" int harness_poll_nb(struct doca_gpu_eth_txq *txq)
+{
+	uint32_t got = 0;
+	return (int)doca_gpu_dev_eth_txq_poll_completion(txq, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_NB, &got);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Receive and semaphores (doca_gpunetio_dev_eth_rxq.cuh, doca_gpunetio_dev_sem.cuh).
+
+#include "doca_gpunetio_dev_eth_rxq.cuh"
+#include "doca_gpunetio_dev_sem.cuh"
+
+#define RXFIELD(f) offsetof(struct doca_gpu_eth_rxq, f)
+#define SEMFIELD(f) offsetof(struct doca_gpu_semaphore_gpu, f)
+
+// The receive handle's and the semaphore's sizes and field offsets, in declaration order.
+extern "C" int harness_rx_layout(uint64_t *out, int n)
+{
+	const uint64_t v[] = {
+		sizeof(struct doca_gpu_eth_rxq),
+		RXFIELD(pkt_addr), RXFIELD(pkt_num), RXFIELD(max_pkt_sz), RXFIELD(wqe_db_rec),
+		RXFIELD(wqe_pi), RXFIELD(cqe_addr), RXFIELD(cq_db_rec), RXFIELD(cqe_ci),
+		RXFIELD(cqe_num), RXFIELD(cqe_mask), RXFIELD(pkt_mkey), RXFIELD(reserved),
+		sizeof(struct doca_gpu_semaphore_gpu),
+		SEMFIELD(items), SEMFIELD(custom_info), SEMFIELD(num_items), SEMFIELD(custom_info_size),
+		sizeof(struct doca_gpu_semaphore_item),
+	};
+	int count = (int)(sizeof(v) / sizeof(v[0]));
+	for (int i = 0; i < count && i < n; i++)
+		out[i] = v[i];
+	return count;
+}
+
+// One thread-scope receive with attributes: sizes into `bytes` (max_rx_pkts of them).
+extern "C" int harness_recv(struct doca_gpu_eth_rxq *rxq, uint32_t max_rx_pkts, uint64_t timeout_ns,
+			    uint64_t *first, uint32_t *num, uint32_t *bytes)
+{
+	struct doca_gpu_dev_eth_rxq_attr attr[256];
+	if (max_rx_pkts > 256)
+		return DOCA_ERROR_INVALID_VALUE;
+	volatile uint64_t f = 0;
+	doca_error_t r = doca_gpu_dev_eth_rxq_recv<DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD, DOCA_GPUNETIO_ETH_MCST_DISABLED,
+						   DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, true>(rxq, max_rx_pkts, timeout_ns,
+											       &f, num, attr);
+	*first = f;
+	for (uint32_t i = 0; i < *num; i++)
+		bytes[i] = attr[i].bytes;
+	return (int)r;
+}
+
+// The custom info the receive "kernel" leaves in each semaphore item.
+struct rx_info {
+	uint32_t packets;
+	uint32_t reserved;
+	uint64_t byte_sum; // every byte of every packet of the item, added
+};
+
+// A receive "kernel" as GPUNetIO's samples have it: receives in batches of at most `batch`,
+// and for each batch with packets waits for the next semaphore item to be FREE, fills its
+// custom info, and sets it READY with the batch's packet info. Ends after `total` packets.
+extern "C" int harness_rx_kernel(struct doca_gpu_eth_rxq *rxq, const struct doca_gpu_semaphore_gpu *sem,
+				 uint64_t total, uint32_t batch, uint64_t timeout_ns)
+{
+	struct doca_gpu_dev_eth_rxq_attr attr[256];
+	if (batch > 256 || batch == 0)
+		return DOCA_ERROR_INVALID_VALUE;
+	uint64_t got = 0;
+	uint32_t idx = 0;
+	uint64_t start = doca_gpu_dev_eth_now_ns();
+	while (got < total) {
+		if (doca_gpu_dev_eth_now_ns() - start > 60000000000ull)
+			return DOCA_ERROR_TIME_OUT;
+		volatile uint64_t first = 0;
+		uint32_t n = 0;
+		doca_error_t r = doca_gpu_dev_eth_rxq_recv<DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD,
+							   DOCA_GPUNETIO_ETH_MCST_DISABLED,
+							   DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, true>(
+			rxq, batch, timeout_ns, &first, &n, attr);
+		if (r != DOCA_SUCCESS)
+			return (int)r;
+		if (n == 0)
+			continue;
+		enum doca_gpu_semaphore_status st = DOCA_GPU_SEMAPHORE_STATUS_HOLD;
+		while (doca_gpu_dev_semaphore_get_status(sem, idx, &st) == DOCA_SUCCESS &&
+		       st != DOCA_GPU_SEMAPHORE_STATUS_FREE) {
+			if (doca_gpu_dev_eth_now_ns() - start > 60000000000ull)
+				return DOCA_ERROR_TIME_OUT;
+		}
+		struct rx_info *info = 0;
+		r = doca_gpu_dev_semaphore_get_custom_info_addr(sem, idx, (void **)&info);
+		if (r != DOCA_SUCCESS)
+			return (int)r;
+		uint64_t sum = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			const uint8_t *p = (const uint8_t *)doca_gpu_dev_eth_rxq_get_pkt_addr(rxq, first + i);
+			for (uint32_t b = 0; b < attr[i].bytes; b++)
+				sum += p[b];
+		}
+		info->packets = n;
+		info->byte_sum = sum;
+		r = doca_gpu_dev_semaphore_set_packet_info(sem, idx, DOCA_GPU_SEMAPHORE_STATUS_READY, n, first);
+		if (r != DOCA_SUCCESS)
+			return (int)r;
+		idx = (idx + 1) % sem->num_items;
+		got += n;
+	}
+	return 0;
+}
