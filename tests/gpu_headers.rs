@@ -8,9 +8,8 @@
 //!
 //! Without g++ the tests say so and pass without checking.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlx5_dpa::gpu::{
@@ -22,124 +21,16 @@ use mlx5_dpa::queues::wq::ETH_MIN_INLINE;
 use mlx5_dpa::queues::{CompletionKind, EthSq, EthSqConfig, HostQueueMem, QueueError};
 
 mod common;
+mod gpu;
+use gpu::{harness, sym, WhileKernels, DOCA_ERROR_AGAIN, DOCA_ERROR_INVALID_VALUE, DOCA_SUCCESS};
 
 const SLOT: usize = 2048;
 const WAIT: Duration = Duration::from_secs(30);
-/// doca_error_t values (DOCA's public doca_error.h).
-const DOCA_SUCCESS: i32 = 0;
-const DOCA_ERROR_AGAIN: i32 = 5;
-const DOCA_ERROR_INVALID_VALUE: i32 = 6;
-
-/// The harness library, compiled once per test process; `None` without g++.
-fn harness() -> Option<&'static libloading::Library> {
-    static LIB: OnceLock<Option<libloading::Library>> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let out =
-            std::env::temp_dir().join(format!("mlx5-dpa-gpu-harness-{}.so", std::process::id()));
-        let status = std::process::Command::new("g++")
-            .args([
-                "-std=c++17",
-                "-O2",
-                "-Wall",
-                "-Wextra",
-                "-Werror",
-                "-shared",
-                "-fPIC",
-            ])
-            // Blocking completion waits give up after 60 s (a stalled test fails, never hangs;
-            // a loaded machine is far inside it).
-            .arg("-DDOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS=60000000000ull")
-            .arg("-I")
-            .arg(root.join("src/gpu/include"))
-            .arg(root.join("tests/gpu/gpunetio_harness.cpp"))
-            .arg("-o")
-            .arg(&out)
-            .status();
-        match status {
-            Ok(s) if s.success() => {}
-            Ok(s) => panic!("the headers do not build as host C++ ({s})"),
-            Err(e) => {
-                eprintln!("g++ not available ({e}): GPU header tests skipped");
-                return None;
-            }
-        }
-        // SAFETY: the library is the harness just built from the project's own sources; its
-        // initialisers are the C++ runtime's only.
-        let lib = unsafe { libloading::Library::new(&out) }.expect("load the harness");
-        let _ = std::fs::remove_file(&out);
-        Some(lib)
-    })
-    .as_ref()
-}
 
 type LayoutFn = unsafe extern "C" fn(*mut u64, i32) -> i32;
 type PrepareFn = unsafe extern "C" fn(*const GpuEthTxq, *mut u8, u16, u64, u32, u32, i32) -> i32;
 type SendFn = unsafe extern "C" fn(u64, u64, u32, u32, *const u32, u32, u32, u32) -> i32;
 type PollNbFn = unsafe extern "C" fn(u64) -> i32;
-
-fn sym<T: Copy>(lib: &libloading::Library, name: &[u8]) -> T {
-    // SAFETY: each name is a function of the harness with the signature `T` gives it (see
-    // tests/gpu/gpunetio_harness.cpp).
-    *unsafe { lib.get::<T>(name) }.expect("harness symbol")
-}
-
-/// Keeps queues and semaphores alive while CPU "kernel" threads may still touch their memory:
-/// dropped as usual once the threads are done, leaked when a failing test unwinds while one
-/// still runs, so that a failure is a failed assertion and never a use after free.
-struct WhileKernels<T> {
-    value: Option<T>,
-    running: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl<T> WhileKernels<T> {
-    fn new(value: T) -> Self {
-        WhileKernels {
-            value: Some(value),
-            running: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-        }
-    }
-
-    /// Runs `f` on a thread counted as a kernel.
-    fn spawn<R: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> R + Send + 'static,
-    ) -> std::thread::JoinHandle<R> {
-        struct Done(Arc<std::sync::atomic::AtomicUsize>);
-        impl Drop for Done {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-        self.running.fetch_add(1, Ordering::AcqRel);
-        let done = Done(Arc::clone(&self.running));
-        std::thread::spawn(move || {
-            let _done = done;
-            f()
-        })
-    }
-}
-
-impl<T> std::ops::Deref for WhileKernels<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        self.value.as_ref().expect("present until dropped")
-    }
-}
-
-impl<T> std::ops::DerefMut for WhileKernels<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.value.as_mut().expect("present until dropped")
-    }
-}
-
-impl<T> Drop for WhileKernels<T> {
-    fn drop(&mut self) {
-        if self.running.load(Ordering::Acquire) > 0 {
-            std::mem::forget(self.value.take());
-        }
-    }
-}
 
 fn frame(mac: [u8; 6], i: usize, len: usize) -> Vec<u8> {
     let mut f = Vec::with_capacity(len);

@@ -9,6 +9,9 @@
 //!   rings doorbells for kernels that hand their producer index to the CPU.
 //! - [`EthRxq`]: an RQ and its CQ over a packet buffer cut into strides, received into by a
 //!   kernel (`doca_gpu_dev_eth_rxq_recv`).
+//! - [`VerbsQp`]: a connected RC QP and its CQs, driven by a kernel through the Verbs headers
+//!   (put, put with signal, get, send, receive, completion waits), doorbells rung by the
+//!   kernel or the CPU proxy.
 //! - [`Semaphore`]: GPUNetIO semaphores (items with a status, packet info and custom info) in
 //!   host memory, through which a kernel tells a CPU thread what it received.
 //! - [`HEADERS`]: `doca_gpunetio_eth_def.h`, `doca_gpunetio_dev_eth_common.cuh`,
@@ -28,6 +31,7 @@
 pub mod rxq;
 pub mod sem;
 pub mod txq;
+pub mod verbs;
 
 #[cfg(feature = "gpu")]
 pub mod cuda;
@@ -35,10 +39,12 @@ pub mod cuda;
 pub use rxq::{EthRxq, GpuEthRxq, RxExportError};
 pub use sem::{GpuSemaphore, Semaphore, SemaphoreStatus};
 pub use txq::{EthTxq, ExportError, GpuEthTxq, NicHandler};
+pub use verbs::{GpuVerbsCq, GpuVerbsQp, VerbsExportError, VerbsQp};
 
 /// The device-side headers: (file name, contents). Kernels include
-/// `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh`, `doca_gpunetio_dev_sem.cuh`.
-pub const HEADERS: [(&str, &str); 5] = [
+/// `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh`, `doca_gpunetio_dev_sem.cuh`,
+/// `doca_gpunetio_dev_verbs_onesided.cuh` or `doca_gpunetio_dev_verbs_twosided.cuh`.
+pub const HEADERS: [(&str, &str); 10] = [
     (
         "doca_gpunetio_eth_def.h",
         include_str!("include/doca_gpunetio_eth_def.h"),
@@ -58,6 +64,26 @@ pub const HEADERS: [(&str, &str); 5] = [
     (
         "doca_gpunetio_dev_sem.cuh",
         include_str!("include/doca_gpunetio_dev_sem.cuh"),
+    ),
+    (
+        "doca_gpunetio_verbs_def.h",
+        include_str!("include/doca_gpunetio_verbs_def.h"),
+    ),
+    (
+        "doca_gpunetio_dev_verbs_qp.cuh",
+        include_str!("include/doca_gpunetio_dev_verbs_qp.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_verbs_cq.cuh",
+        include_str!("include/doca_gpunetio_dev_verbs_cq.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_verbs_onesided.cuh",
+        include_str!("include/doca_gpunetio_dev_verbs_onesided.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_verbs_twosided.cuh",
+        include_str!("include/doca_gpunetio_dev_verbs_twosided.cuh"),
     ),
 ];
 

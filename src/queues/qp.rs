@@ -642,6 +642,11 @@ impl RcQp {
         self.sq.outstanding()
     }
 
+    /// The UAR page its doorbells go to.
+    pub fn uar(&self) -> &Arc<UarPage> {
+        &self.uar
+    }
+
     /// The DevX handle.
     pub fn obj(&self) -> &DevxObj {
         &self.obj

@@ -165,3 +165,102 @@ extern "C" int harness_rx_kernel(struct doca_gpu_eth_rxq *rxq, const struct doca
 	}
 	return 0;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Verbs (doca_gpunetio_dev_verbs_*.cuh).
+
+#include "doca_gpunetio_dev_verbs_twosided.cuh"
+
+#define QPFIELD(f) offsetof(struct doca_gpu_dev_verbs_qp, f)
+#define CQFIELD(f) offsetof(struct doca_gpu_dev_verbs_cq, f)
+
+// The QP handle's and the CQ handle's sizes and field offsets, in declaration order.
+extern "C" int harness_verbs_layout(uint64_t *out, int n)
+{
+	const uint64_t v[] = {
+		sizeof(struct doca_gpu_dev_verbs_qp),
+		QPFIELD(sq_rsvd_index), QPFIELD(sq_ready_index), QPFIELD(sq_wqe_pi), QPFIELD(sq_wqe_daddr),
+		QPFIELD(sq_dbrec), QPFIELD(sq_db), QPFIELD(cpu_proxy_db), QPFIELD(rq_rsvd_index),
+		QPFIELD(rq_wqe_pi), QPFIELD(rq_wqe_daddr), QPFIELD(rq_dbrec), QPFIELD(sq_num),
+		QPFIELD(sq_num_shift8), QPFIELD(sq_wqe_mask), QPFIELD(rq_wqe_mask), QPFIELD(rcv_wqe_size),
+		QPFIELD(nic_handler), QPFIELD(sq_lock), QPFIELD(rq_lock), QPFIELD(cq_sq), QPFIELD(cq_rq),
+		sizeof(struct doca_gpu_dev_verbs_cq),
+		CQFIELD(cqe_daddr), CQFIELD(dbrec), CQFIELD(cqe_ci), CQFIELD(cqe_rsvd), CQFIELD(cq_num),
+		CQFIELD(cqe_num), CQFIELD(cqe_mask), CQFIELD(lock),
+	};
+	int count = (int)(sizeof(v) / sizeof(v[0]));
+	for (int i = 0; i < count && i < n; i++)
+		out[i] = v[i];
+	return count;
+}
+
+// One WQE of `kind` (0 write, 1 read, 2 send, 3 atomic fetch-add of `val`) into `wqe`.
+extern "C" void harness_verbs_prepare(const struct doca_gpu_dev_verbs_qp *qp, int kind, void *wqe, uint16_t idx,
+				      uint64_t raddr, uint32_t rkey_be, uint64_t laddr, uint32_t lkey_be, uint64_t val)
+{
+	struct doca_gpu_dev_verbs_addr r = {raddr, rkey_be}, l = {laddr, lkey_be};
+	uint64_t w = (uint64_t)wqe;
+	switch (kind) {
+	case 0:
+		doca_gpu_dev_verbs_wqe_prepare_write(qp, w, idx, r, l, (uint32_t)val);
+		break;
+	case 1:
+		doca_gpu_dev_verbs_wqe_prepare_read(qp, w, idx, r, l, (uint32_t)val);
+		break;
+	case 2:
+		doca_gpu_dev_verbs_wqe_prepare_send(qp, w, idx, l, (uint32_t)val);
+		break;
+	default:
+		doca_gpu_dev_verbs_wqe_prepare_atomic(qp, w, idx, r, l, val);
+		break;
+	}
+}
+
+// A put "kernel" thread: chunks first, first + step, ... below n of `chunk` bytes each, from
+// `laddr` to `raddr` at the same offsets, each a put with signal (+1 on the peer's 8 bytes at
+// `sig`); waits for each. Returns 0, or the doca_error_t of the first failure.
+extern "C" int harness_verbs_put_signal(struct doca_gpu_dev_verbs_qp *qp, uint64_t raddr, uint32_t rkey_be, uint64_t laddr,
+					uint32_t lkey_be, uint32_t chunk, uint32_t first, uint32_t step, uint32_t n,
+					uint64_t sig, uint64_t sig_sink, uint32_t sink_lkey_be)
+{
+	for (uint32_t i = first; i < n; i += step) {
+		struct doca_gpu_dev_verbs_addr r = {raddr + (uint64_t)i * chunk, rkey_be};
+		struct doca_gpu_dev_verbs_addr l = {laddr + (uint64_t)i * chunk, lkey_be};
+		struct doca_gpu_dev_verbs_addr sr = {sig, rkey_be};
+		// Each thread's own 8 bytes for the fetched old value.
+		struct doca_gpu_dev_verbs_addr sl = {sig_sink + 8ull * first, sink_lkey_be};
+		doca_gpu_dev_verbs_ticket_t t = 0;
+		doca_gpu_dev_verbs_put_signal(qp, r, l, chunk, sr, sl, 1, &t);
+		doca_error_t e = doca_gpu_dev_verbs_wait(qp, t);
+		if (e != DOCA_SUCCESS)
+			return (int)e;
+	}
+	return 0;
+}
+
+// One get, one send, or one receive (posted, then waited for: `bytes` what arrived), and wait.
+extern "C" int harness_verbs_get(struct doca_gpu_dev_verbs_qp *qp, uint64_t raddr, uint32_t rkey_be, uint64_t laddr,
+				 uint32_t lkey_be, uint32_t size)
+{
+	struct doca_gpu_dev_verbs_addr r = {raddr, rkey_be}, l = {laddr, lkey_be};
+	doca_gpu_dev_verbs_ticket_t t = 0;
+	doca_gpu_dev_verbs_get(qp, r, l, size, &t);
+	return (int)doca_gpu_dev_verbs_wait(qp, t);
+}
+
+extern "C" int harness_verbs_send(struct doca_gpu_dev_verbs_qp *qp, uint64_t laddr, uint32_t lkey_be, uint32_t size)
+{
+	struct doca_gpu_dev_verbs_addr l = {laddr, lkey_be};
+	doca_gpu_dev_verbs_ticket_t t = 0;
+	doca_gpu_dev_verbs_send(qp, l, size, &t);
+	return (int)doca_gpu_dev_verbs_wait(qp, t);
+}
+
+extern "C" int harness_verbs_recv(struct doca_gpu_dev_verbs_qp *qp, uint64_t laddr, uint32_t lkey_be, uint32_t size,
+				  uint32_t *bytes)
+{
+	struct doca_gpu_dev_verbs_addr l = {laddr, lkey_be};
+	doca_gpu_dev_verbs_ticket_t t = 0;
+	doca_gpu_dev_verbs_recv(qp, l, size, &t);
+	return (int)doca_gpu_dev_verbs_recv_wait(qp, t, bytes);
+}

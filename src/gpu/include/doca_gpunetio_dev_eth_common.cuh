@@ -8,6 +8,12 @@
 
 #include "doca_gpunetio_eth_def.h"
 
+/* How long a blocking wait waits before it gives up (DOCA_ERROR_TIME_OUT); define it before
+ * the include to change it. */
+#ifndef DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS
+#define DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS 10000000000ull
+#endif
+
 /* A volatile access: read or written once, never cached in a register. */
 #define DOCA_GPUNETIO_VOLATILE(x) (*(volatile decltype(x) *)&(x))
 

@@ -17,10 +17,6 @@
 
 #include "doca_gpunetio_dev_eth_common.cuh"
 
-#ifndef DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS
-#define DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS 10000000000ull
-#endif
-
 /* The WQE at index `wqe_idx` (modulo the ring). */
 __device__ static __forceinline__ struct doca_gpu_dev_eth_txq_wqe *
 doca_gpu_dev_eth_txq_get_wqe_ptr(const struct doca_gpu_eth_txq *txq, uint64_t wqe_idx)

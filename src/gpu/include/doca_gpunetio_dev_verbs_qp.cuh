@@ -1,0 +1,183 @@
+/*
+ * mlx5-dpa: GPUNetIO Verbs QP functions for CUDA kernels: WQE preparation (write, read, send,
+ * atomic fetch-add, receive), slot reservation, and doorbell submission for the send and
+ * receive queues, through the doorbell register or the CPU proxy.
+ *
+ * Written for mlx5-dpa from NVIDIA's public GPUNetIO API reference; parameter lists are this
+ * project's (plain addresses and big-endian keys). Every send WQE asks for a CQE and takes one
+ * WQEBB, so WQE index k completes with CQE k: the ticket an operation returns is both.
+ */
+#ifndef DOCA_GPUNETIO_DEV_VERBS_QP_CUH
+#define DOCA_GPUNETIO_DEV_VERBS_QP_CUH
+
+#include "doca_gpunetio_dev_eth_common.cuh"
+#include "doca_gpunetio_verbs_def.h"
+
+/* The address of send WQE `wqe_idx` (modulo the ring). */
+__device__ static __forceinline__ uint64_t doca_gpu_dev_verbs_get_wqe_ptr(const struct doca_gpu_dev_verbs_qp *qp,
+									 uint64_t wqe_idx)
+{
+	return qp->sq_wqe_daddr + ((wqe_idx & qp->sq_wqe_mask) << 6);
+}
+
+/* Reserves `count` send WQE slots; returns the first one's index. */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU>
+__device__ static __forceinline__ uint64_t doca_gpu_dev_verbs_reserve_wq_slots(struct doca_gpu_dev_verbs_qp *qp,
+									     uint32_t count)
+{
+	return doca_gpu_dev_eth_atomic_add<(enum doca_gpu_dev_eth_resource_sharing_mode)mode>(&qp->sq_rsvd_index, count);
+}
+
+/* Marks send WQEs `from` ..= `to` written, after the ones before them. */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU>
+__device__ static __forceinline__ void doca_gpu_dev_verbs_mark_wqes_ready(struct doca_gpu_dev_verbs_qp *qp,
+									  uint64_t from,
+									  uint64_t to)
+{
+	if (mode == DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_EXCLUSIVE) {
+		qp->sq_ready_index = to + 1;
+		return;
+	}
+	__threadfence();
+	while (DOCA_GPUNETIO_VOLATILE(qp->sq_ready_index) != from)
+		;
+	__threadfence();
+	DOCA_GPUNETIO_VOLATILE(qp->sq_ready_index) = to + 1;
+}
+
+/* The control segment of send WQE `idx`: `opcode`, `ds` 16-byte segments, a CQE always. */
+__device__ static __forceinline__ void doca_priv_gpu_dev_verbs_ctrl(const struct doca_gpu_dev_verbs_qp *qp, uint64_t w,
+								    uint16_t idx, uint32_t opcode, uint32_t ds)
+{
+	doca_gpu_dev_eth_store64(w, doca_gpu_dev_eth_pair(doca_gpu_dev_eth_bswap32(((uint32_t)idx << 8) | opcode),
+							  doca_gpu_dev_eth_bswap32(qp->sq_num_shift8 | ds)));
+	doca_gpu_dev_eth_store64(w + 8, (uint64_t)DOCA_GPUNETIO_ETH_CTRL_CQ_UPDATE << 24);
+}
+
+__device__ static __forceinline__ void doca_priv_gpu_dev_verbs_raddr(uint64_t at, uint64_t raddr, uint32_t rkey_be)
+{
+	doca_gpu_dev_eth_store64(at, doca_gpu_dev_eth_bswap64(raddr));
+	doca_gpu_dev_eth_store64(at + 8, doca_gpu_dev_eth_pair(rkey_be, 0));
+}
+
+__device__ static __forceinline__ void doca_priv_gpu_dev_verbs_data(uint64_t at, uint64_t addr, uint32_t lkey_be,
+								    uint32_t bytes)
+{
+	doca_gpu_dev_eth_store64(at, doca_gpu_dev_eth_pair(doca_gpu_dev_eth_bswap32(bytes), lkey_be));
+	doca_gpu_dev_eth_store64(at + 8, doca_gpu_dev_eth_bswap64(addr));
+}
+
+/* An RDMA WRITE of `bytes` from `laddr` to the peer's `raddr`. */
+__device__ static __forceinline__ void doca_gpu_dev_verbs_wqe_prepare_write(const struct doca_gpu_dev_verbs_qp *qp,
+									    uint64_t wqe, uint16_t idx,
+									    struct doca_gpu_dev_verbs_addr raddr,
+									    struct doca_gpu_dev_verbs_addr laddr,
+									    uint32_t bytes)
+{
+	doca_priv_gpu_dev_verbs_ctrl(qp, wqe, idx, DOCA_GPUNETIO_MLX5_OPCODE_RDMA_WRITE, 3);
+	doca_priv_gpu_dev_verbs_raddr(wqe + 16, raddr.addr, raddr.key);
+	doca_priv_gpu_dev_verbs_data(wqe + 32, laddr.addr, laddr.key, bytes);
+}
+
+/* An RDMA READ of `bytes` from the peer's `raddr` into `laddr`. */
+__device__ static __forceinline__ void doca_gpu_dev_verbs_wqe_prepare_read(const struct doca_gpu_dev_verbs_qp *qp,
+									   uint64_t wqe, uint16_t idx,
+									   struct doca_gpu_dev_verbs_addr raddr,
+									   struct doca_gpu_dev_verbs_addr laddr,
+									   uint32_t bytes)
+{
+	doca_priv_gpu_dev_verbs_ctrl(qp, wqe, idx, DOCA_GPUNETIO_MLX5_OPCODE_RDMA_READ, 3);
+	doca_priv_gpu_dev_verbs_raddr(wqe + 16, raddr.addr, raddr.key);
+	doca_priv_gpu_dev_verbs_data(wqe + 32, laddr.addr, laddr.key, bytes);
+}
+
+/* A SEND of `bytes` from `laddr`. */
+__device__ static __forceinline__ void doca_gpu_dev_verbs_wqe_prepare_send(const struct doca_gpu_dev_verbs_qp *qp,
+									   uint64_t wqe, uint16_t idx,
+									   struct doca_gpu_dev_verbs_addr laddr,
+									   uint32_t bytes)
+{
+	doca_priv_gpu_dev_verbs_ctrl(qp, wqe, idx, DOCA_GPUNETIO_MLX5_OPCODE_SEND, 2);
+	doca_priv_gpu_dev_verbs_data(wqe + 16, laddr.addr, laddr.key, bytes);
+}
+
+/* An atomic fetch-and-add of `add` on the peer's 8 bytes at `raddr`; the old value to `laddr`. */
+__device__ static __forceinline__ void doca_gpu_dev_verbs_wqe_prepare_atomic(const struct doca_gpu_dev_verbs_qp *qp,
+									     uint64_t wqe, uint16_t idx,
+									     struct doca_gpu_dev_verbs_addr raddr,
+									     struct doca_gpu_dev_verbs_addr laddr,
+									     uint64_t add)
+{
+	doca_priv_gpu_dev_verbs_ctrl(qp, wqe, idx, DOCA_GPUNETIO_MLX5_OPCODE_ATOMIC_FA, 4);
+	doca_priv_gpu_dev_verbs_raddr(wqe + 16, raddr.addr, raddr.key);
+	doca_gpu_dev_eth_store64(wqe + 32, doca_gpu_dev_eth_bswap64(add));
+	doca_gpu_dev_eth_store64(wqe + 40, 0);
+	doca_priv_gpu_dev_verbs_data(wqe + 48, laddr.addr, laddr.key, 8);
+}
+
+/* Receive WQE `idx`: `bytes` into `laddr` (and the end of the scatter list after it). */
+__device__ static __forceinline__ void doca_gpu_dev_verbs_wqe_prepare_recv(const struct doca_gpu_dev_verbs_qp *qp,
+									   uint64_t idx,
+									   struct doca_gpu_dev_verbs_addr laddr,
+									   uint32_t bytes)
+{
+	uint64_t w = qp->rq_wqe_daddr + (idx & qp->rq_wqe_mask) * qp->rcv_wqe_size;
+	doca_priv_gpu_dev_verbs_data(w, laddr.addr, laddr.key, bytes);
+	if (qp->rcv_wqe_size > 16)
+		doca_priv_gpu_dev_verbs_data(w + 16, 0, doca_gpu_dev_eth_bswap32(DOCA_GPUNETIO_MLX5_INVALID_LKEY), 0);
+}
+
+/*
+ * Submits the WQEs before `prod_index` of the send queue (doorbell record, then the doorbell
+ * register or the CPU proxy's slot, as `nic_handler` says; AUTO: as set up) or of the receive
+ * queue (the record only). Threads may call it in parallel: the greatest index wins.
+ */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU,
+	  enum doca_gpu_dev_verbs_sync_scope sync_scope = DOCA_GPUNETIO_VERBS_SYNC_SCOPE_GPU,
+	  enum doca_gpu_dev_verbs_nic_handler nic_handler = DOCA_GPUNETIO_VERBS_NIC_HANDLER_AUTO,
+	  enum doca_gpu_dev_verbs_qp_type qp_type = DOCA_GPUNETIO_VERBS_QP_SQ>
+__device__ static __forceinline__ void doca_gpu_dev_verbs_submit(struct doca_gpu_dev_verbs_qp *qp, uint64_t prod_index)
+{
+	const enum doca_gpu_dev_eth_resource_sharing_mode m = (enum doca_gpu_dev_eth_resource_sharing_mode)mode;
+	if (qp_type == DOCA_GPUNETIO_VERBS_QP_RQ) {
+		doca_gpu_dev_eth_lock<m>(&qp->rq_lock);
+		uint64_t old = doca_gpu_dev_eth_atomic_max<m>(&qp->rq_wqe_pi, prod_index);
+		if (old < prod_index) {
+			doca_gpu_dev_eth_fence_nic();
+			doca_gpu_dev_eth_store32(qp->rq_dbrec, doca_gpu_dev_eth_bswap32((uint32_t)prod_index & 0xffff));
+		}
+		doca_gpu_dev_eth_unlock<m>(&qp->rq_lock);
+		return;
+	}
+	uint32_t handler = nic_handler == DOCA_GPUNETIO_VERBS_NIC_HANDLER_AUTO ? qp->nic_handler : (uint32_t)nic_handler;
+	doca_gpu_dev_eth_lock<m>(&qp->sq_lock);
+	uint64_t old = doca_gpu_dev_eth_atomic_max<m>(&qp->sq_wqe_pi, prod_index);
+	if (old < prod_index) {
+		doca_gpu_dev_eth_fence_nic();
+		doca_gpu_dev_eth_store32(qp->sq_dbrec, doca_gpu_dev_eth_bswap32((uint32_t)prod_index & 0xffff));
+		doca_gpu_dev_eth_fence_nic();
+		if (handler == DOCA_GPUNETIO_VERBS_NIC_HANDLER_CPU_PROXY)
+			doca_gpu_dev_eth_store64(qp->cpu_proxy_db, prod_index);
+		else
+			doca_gpu_dev_eth_store64(
+				qp->sq_db,
+				doca_gpu_dev_eth_pair(doca_gpu_dev_eth_bswap32(((uint32_t)prod_index & 0xffff) << 8),
+						      doca_gpu_dev_eth_bswap32(qp->sq_num_shift8)));
+	}
+	doca_gpu_dev_eth_unlock<m>(&qp->sq_lock);
+}
+
+/* Submits two QPs' send queues in one call (e.g. a main QP and its companion). */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU,
+	  enum doca_gpu_dev_verbs_sync_scope sync_scope = DOCA_GPUNETIO_VERBS_SYNC_SCOPE_GPU,
+	  enum doca_gpu_dev_verbs_nic_handler nic_handler = DOCA_GPUNETIO_VERBS_NIC_HANDLER_AUTO>
+__device__ static __forceinline__ void doca_gpu_dev_verbs_submit_multi_qps(struct doca_gpu_dev_verbs_qp *qp0,
+									   uint64_t prod_index0,
+									   struct doca_gpu_dev_verbs_qp *qp1,
+									   uint64_t prod_index1)
+{
+	doca_gpu_dev_verbs_submit<mode, sync_scope, nic_handler>(qp0, prod_index0);
+	doca_gpu_dev_verbs_submit<mode, sync_scope, nic_handler>(qp1, prod_index1);
+}
+
+#endif /* DOCA_GPUNETIO_DEV_VERBS_QP_CUH */
