@@ -264,3 +264,21 @@ extern "C" int harness_verbs_recv(struct doca_gpu_dev_verbs_qp *qp, uint64_t lad
 	doca_gpu_dev_verbs_recv(qp, l, size, &t);
 	return (int)doca_gpu_dev_verbs_recv_wait(qp, t, bytes);
 }
+
+// `count` puts of `size` bytes (all to the same addresses), waiting for every `window`th and
+// the last (so at most `window` are outstanding). Returns 0 or the first doca_error_t.
+extern "C" int harness_verbs_put_many(struct doca_gpu_dev_verbs_qp *qp, uint64_t raddr, uint32_t rkey_be, uint64_t laddr,
+				      uint32_t lkey_be, uint32_t size, uint32_t count, uint32_t window)
+{
+	struct doca_gpu_dev_verbs_addr r = {raddr, rkey_be}, l = {laddr, lkey_be};
+	for (uint32_t i = 0; i < count; i++) {
+		doca_gpu_dev_verbs_ticket_t t = 0;
+		doca_gpu_dev_verbs_put(qp, r, l, size, &t);
+		if ((i + 1) % window == 0 || i + 1 == count) {
+			doca_error_t e = doca_gpu_dev_verbs_wait(qp, t);
+			if (e != DOCA_SUCCESS)
+				return (int)e;
+		}
+	}
+	return 0;
+}
