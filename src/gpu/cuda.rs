@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+pub use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::CompileOptions;
 
 use super::GpuError;
@@ -178,6 +179,47 @@ impl Gpu {
     /// No such function.
     pub fn function(&self, module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction, GpuError> {
         module.load_function(name).map_err(cuda)
+    }
+}
+
+impl Gpu {
+    /// Launches `f` on [`Gpu::stream`] with `blocks` blocks of `threads` threads, its
+    /// parameters all `uint64_t` and given in `args`.
+    ///
+    /// # Safety
+    /// `f` takes exactly `args.len()` parameters, each a `uint64_t`; every address among them
+    /// is memory the GPU may reach (registered, [`Gpu::register_host`]) and stays so until the
+    /// stream is synchronised.
+    ///
+    /// # Errors
+    /// CUDA refused the launch.
+    pub unsafe fn launch(
+        &self,
+        f: &CudaFunction,
+        blocks: u32,
+        threads: u32,
+        args: &[u64],
+    ) -> Result<(), GpuError> {
+        let mut b = self.stream.launch_builder(f);
+        for a in args {
+            b.arg(a);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the caller's contract above is cudarc's for a launch.
+        unsafe { b.launch(cfg) }.map_err(cuda)?;
+        Ok(())
+    }
+
+    /// Waits for everything launched on [`Gpu::stream`].
+    ///
+    /// # Errors
+    /// A kernel failed.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.stream.synchronize().map_err(cuda)
     }
 }
 

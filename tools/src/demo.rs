@@ -2,7 +2,7 @@
 //!
 //! The demo code is the examples' own (`examples/eth_loopback.rs`, `examples/rdma_rc.rs`,
 //! `examples/flexio_rpc.rs`, `examples/flexio_window.rs`, `examples/flexio_multithread.rs`,
-//! `examples/flexio_packet_processor.rs`),
+//! `examples/flexio_packet_processor.rs`, `examples/gpunetio.rs` with feature `gpu`),
 //! included here so that what the CLI runs is exactly what a reader
 //! of the examples sees.
 
@@ -30,6 +30,10 @@ pub(crate) mod flexio_rpc;
 #[path = "../../examples/flexio_window.rs"]
 #[allow(dead_code)]
 mod flexio_window;
+#[cfg(feature = "gpu")]
+#[path = "../../examples/gpunetio.rs"]
+#[allow(dead_code)]
+mod gpunetio;
 #[path = "../../examples/rdma_rc.rs"]
 #[allow(dead_code)]
 pub(crate) mod rdma_rc;
@@ -142,6 +146,79 @@ pub enum Demo {
         #[arg(long, value_name = "HOST:PORT")]
         gdb: Option<String>,
     },
+    /// GPUNetIO: a CUDA kernel sends frames through an SQ of the model (its threads sharing
+    /// the queue), every frame checked at the RQ. Needs an NVIDIA GPU and a tool built with
+    /// `--features gpu`.
+    GpuSend {
+        /// Frames (1 to 1024).
+        #[arg(long, default_value_t = 512)]
+        frames: usize,
+        /// The CPU proxy rings the doorbells (otherwise the kernel does, when it can reach
+        /// the UAR page).
+        #[arg(long)]
+        cpu_proxy: bool,
+    },
+    /// GPUNetIO: the host sends frames; a CUDA kernel receives them into an RQ's strides and
+    /// reports each batch through a semaphore; the CPU checks every packet. Needs a GPU.
+    GpuRecv {
+        /// Frames (1 to 100000).
+        #[arg(long, default_value_t = 512)]
+        frames: usize,
+    },
+    /// GPUNetIO Verbs: 16 CUDA threads put 1 KiB chunks with a signal each into a peer's
+    /// memory over an RC QP of the model; bytes and counter checked. Needs a GPU.
+    GpuVerbs {
+        /// Chunks (1 to 48).
+        #[arg(long, default_value_t = 48)]
+        chunks: usize,
+        /// The CPU proxy rings the doorbells.
+        #[arg(long)]
+        cpu_proxy: bool,
+    },
+}
+
+/// `demo gpu-*`: the example's run, or why it cannot run here.
+#[allow(unused_variables)]
+fn gpu_demo(
+    demo: &Demo,
+    ctx: &Arc<dyn Devx>,
+    model: Option<&mlx5_sim::Device>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), DemoError> {
+    let Some(m) = model else {
+        return Err(DemoError(
+            "the GPU demos check their traffic on the device model's loopback port; use --sim"
+                .into(),
+        ));
+    };
+    #[cfg(feature = "gpu")]
+    {
+        use mlx5_dpa::gpu::NicHandler;
+        let handler = |proxy: bool| {
+            if proxy {
+                NicHandler::CpuProxy
+            } else {
+                NicHandler::GpuSmDb
+            }
+        };
+        m.set_port_address([0x02, 0, 0x5e, 0, 0, 1], [10, 0, 0, 1]);
+        let mac = m.with_profile_mut(|p| p.mac);
+        let r = match demo {
+            Demo::GpuSend { frames, cpu_proxy } => {
+                gpunetio::send(ctx, mac, *frames, handler(*cpu_proxy), out)
+            }
+            Demo::GpuRecv { frames } => gpunetio::recv(ctx, mac, *frames, out),
+            Demo::GpuVerbs { chunks, cpu_proxy } => {
+                gpunetio::verbs(ctx, *chunks, handler(*cpu_proxy), out)
+            }
+            _ => return Err(DemoError("not a GPU demo".into())),
+        };
+        r.map(|_| ()).map_err(Into::into)
+    }
+    #[cfg(not(feature = "gpu"))]
+    Err(DemoError(
+        "this mlx5-dpa was built without GPU support: cargo build --release -p mlx5-dpa-tools --features gpu".into(),
+    ))
 }
 
 /// The device image `--app-elf FILE [--app NAME]` names: the file itself when it is a device
@@ -254,7 +331,10 @@ pub fn run(
         Demo::Rpc { .. }
         | Demo::Window { .. }
         | Demo::Multithread { .. }
-        | Demo::DocaDpa { .. } => None,
+        | Demo::DocaDpa { .. }
+        | Demo::GpuSend { .. }
+        | Demo::GpuRecv { .. }
+        | Demo::GpuVerbs { .. } => None,
     };
     if pcap.is_some() && model.is_none() {
         return Err(DemoError(
@@ -284,6 +364,9 @@ pub fn run(
     }
     let out = &mut std::io::stdout();
     let res: Result<(), DemoError> = match demo {
+        Demo::GpuSend { .. } | Demo::GpuRecv { .. } | Demo::GpuVerbs { .. } => {
+            gpu_demo(demo, ctx, model, out)
+        }
         Demo::EthLoopback { packets, .. } => {
             // Long runs show progress and a rate; Ctrl-C stops sending and reports.
             crate::signals::catch_sigint();

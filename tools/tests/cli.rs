@@ -483,3 +483,17 @@ fn demo_eth_loopback_reports_progress_and_stops_on_ctrl_c() {
     assert_eq!(n[0], n[1], "sent = received: {summary}");
     assert_eq!(n[1], n[2], "received = verified: {summary}");
 }
+
+/// Without a GPU (or a tool built without `--features gpu`) the GPU demos say why, and fail.
+#[test]
+fn gpu_demos_without_a_gpu_say_why() {
+    for demo in ["gpu-send", "gpu-recv", "gpu-verbs"] {
+        let o = run(&["demo", demo]);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{demo} succeeded without a GPU");
+        assert!(
+            err.contains("built without GPU support") || err.contains("no CUDA"),
+            "{demo}: {err}"
+        );
+    }
+}
