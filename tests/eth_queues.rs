@@ -1,6 +1,7 @@
 //! Ethernet through the driver's queue API, end to end on the device model: frames of varied
 //! sizes go out of an SQ, loop back through steering into an RQ, and arrive byte for byte.
 
+use mlx5_dpa::devx::UAR_DOORBELL_OFFSET;
 use mlx5_dpa::mlx5::wire::wqe::opcode as wqe_opcode;
 use mlx5_dpa::queues::wq::ETH_MIN_INLINE;
 use mlx5_dpa::queues::{CompletionKind, QueueError};
@@ -206,6 +207,54 @@ fn a_burst_is_not_rung_until_it_ends_and_stops_at_a_full_ring() -> Result<(), Qu
     assert_eq!(ids, (1..16).step_by(2).collect::<Vec<_>>());
     assert_eq!(retired, 16);
     assert_eq!(e.sq.free(), 16);
+    Ok(())
+}
+
+/// `signal_every` counts WQEBBs: in a ring of 16 WQEBBs signalling every 8, WQEs of three
+/// WQEBBs each fill the ring after five, before an eighth WQE could ask for a CQE. Counting
+/// WQEs (as the driver did) left such a ring full with nothing to complete it; counting WQEBBs,
+/// the third WQE (the one reaching counter 8) asks. The doorbell carries the first 8 bytes of
+/// the last WQE, found from the size kept at its last slot.
+#[test]
+fn large_wqes_are_signalled_by_wqebbs_and_rung_with_the_last_ones_ctrl() -> Result<(), QueueError> {
+    let mut e = eth(2, 8)?;
+    let f = frame(e.mac, 0, 128);
+    // 2 + 8 segments (the Ethernet segment and 126 more inline bytes): 3 WQEBBs.
+    let mut posted = 0u64;
+    while e.sq.post_send(&f, &[], posted).is_ok() {
+        posted += 1;
+    }
+    assert_eq!((posted, e.sq.free()), (5, 1));
+    e.sq.ring_doorbell();
+    // SAFETY: the model's UAR page is mapped for the UarPage's life; an aligned 8-byte read.
+    let db =
+        unsafe { std::ptr::read_volatile(e.uar.base().add(UAR_DOORBELL_OFFSET).cast::<[u8; 8]>()) };
+    let last_pi = 4 * 3u32;
+    assert_eq!(
+        db[..4],
+        ((last_pi << 8) | u32::from(wqe_opcode::SEND)).to_be_bytes(),
+        "the doorbell names the last WQE"
+    );
+    assert_eq!(db[4..], ((e.sq.sqn().0 << 8) | 10).to_be_bytes());
+    e.dev.run_until_idle();
+    let mut ids = Vec::new();
+    while let Some(c) = e.tx_cq.poll() {
+        let (id, k) = e.sq.complete(&c.expect("send"))?;
+        ids.push((id, k));
+    }
+    assert_eq!(ids, [(2, 3)], "the WQE reaching counter 8 asked for a CQE");
+    assert_eq!(e.sq.free(), 10);
+    // The next signal is due at counter 9 + 8 = 17: the WQE at 15..18.
+    for i in 0..3 {
+        e.sq.post_send(&f, &[], 10 + i)?;
+    }
+    e.sq.ring_doorbell();
+    e.dev.run_until_idle();
+    let mut ids = Vec::new();
+    while let Some(c) = e.tx_cq.poll() {
+        ids.push(e.sq.complete(&c.expect("send"))?);
+    }
+    assert_eq!(ids, [(10, 3)]);
     Ok(())
 }
 

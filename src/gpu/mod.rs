@@ -21,7 +21,7 @@
 //!   them with g++ and run the send path on CPU threads against the device model, the WQEs
 //!   checked byte for byte against `EthSq::post_send`'s.
 //!
-//! With feature `gpu` ([`cuda`]): CUDA through cudarc, loaded at run time: a probe that says
+//! With feature `gpu` (`cuda`): CUDA through cudarc, loaded at run time: a probe that says
 //! why there is no GPU (never a panic), queue memory registered with CUDA, NVRTC compilation
 //! with these headers, and kernel launches.
 //!

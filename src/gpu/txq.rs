@@ -225,7 +225,7 @@ impl EthTxq {
     }
 
     /// The handle's address (`struct doca_gpu_eth_txq *` for the kernel): host memory, which
-    /// the GPU reaches once the page is registered ([`EthTxq::memory`]).
+    /// the GPU reaches once the page is registered ([`EthTxq::page`]).
     pub fn handle_addr(&self) -> u64 {
         self.page.addr() + HANDLE_AT as u64
     }

@@ -48,7 +48,8 @@ pub struct QpConfig {
     pub log_rq_size: Option<u8>,
     /// Scatter entries per receive.
     pub max_recv_sge: u8,
-    /// Ask for a CQE every this many send WQEs.
+    /// Ask for a CQE at least once every this many send WQEBBs (as
+    /// [`super::EthSqConfig::signal_every`]; with one-WQEBB WQEs, every `signal_every`th).
     pub signal_every: u16,
 }
 
@@ -569,7 +570,7 @@ impl RcQp {
                 }
                 SendOp::Nop => {}
             }
-            let mut flags = if sq.signal(wr.signaled) {
+            let mut flags = if sq.signal(&slot, ds, wr.signaled) {
                 CTRL_CQ_UPDATE
             } else {
                 0

@@ -62,11 +62,10 @@ pub(crate) struct SendCursor {
     pub(crate) ci: u16,
     /// `pi` when the doorbell last rang: WQEs are pending while they differ.
     db_pi: u16,
-    /// Start of the last WQE posted (its ctrl segment goes to the doorbell).
-    last_pi: u16,
-    signal_every: u32,
-    /// WQEs left until the next one asks for a CQE.
-    until_signal: u32,
+    /// The WQE that reaches this producer counter (ends at or past it) asks for a CQE.
+    signal_at: u16,
+    signal_every: u16,
+    _spare: [u16; 3],
 }
 
 const _: () = assert!(std::mem::size_of::<SendCursor>() == 32);
@@ -158,12 +157,18 @@ impl SendCursor {
         }
     }
 
-    /// Decides whether this WQE asks for a CQE (forced, or every `signal_every`th).
+    /// Decides whether the WQE of `ds` segments in `slot` asks for a CQE: when forced, or
+    /// when it reaches `signal_at`, so that at least one WQE in every `signal_every` WQEBBs
+    /// does (every `signal_every`th WQE when each takes one WQEBB). Counting WQEBBs, not WQEs,
+    /// keeps a ring of large WQEs from filling before any asks. Only a signalled WQE moves
+    /// state: posting stores nothing here.
     #[inline(always)]
-    pub(crate) fn signal(&mut self, force: bool) -> bool {
-        self.until_signal -= 1;
-        if force || self.until_signal == 0 {
-            self.until_signal = self.signal_every;
+    pub(crate) fn signal(&mut self, slot: &WqeSlot, ds: usize, force: bool) -> bool {
+        let end = slot.pi.wrapping_add(ring::wqebbs(ds));
+        // `end` at or past `signal_at`: within half the ring (signal_every is at most half
+        // of a ring of at most 2^15), so the signed difference orders them.
+        if force || end.wrapping_sub(self.signal_at) as i16 >= 0 {
+            self.signal_at = end.wrapping_add(self.signal_every);
             true
         } else {
             false
@@ -190,18 +195,25 @@ impl SendCursor {
             0,
             &ctrl_seg(self.qpn_word, opcode, opmod, slot.pi, ds, fm_ce_se, imm),
         );
-        let s = self.slot(slot.pi);
         let n = ring::wqebbs(ds);
-        shadow.set(s, wr_id, n);
-        self.last_pi = slot.pi;
+        shadow.set(
+            self.slot(slot.pi),
+            self.slot(slot.pi.wrapping_add(n - 1)),
+            wr_id,
+            n,
+        );
         self.pi = slot.pi.wrapping_add(n);
     }
 
     /// Rings the doorbell if WQEs were posted since the last one.
     #[inline]
-    pub(crate) fn doorbell(&mut self, dbr: &DoorbellRecord, uar: &UarPage) {
+    pub(crate) fn doorbell(&mut self, shadow: &Shadow, dbr: &DoorbellRecord, uar: &UarPage) {
         if self.pi != self.db_pi {
-            let off = self.slot(self.last_pi) * WQEBB;
+            // The last WQE ends just before `pi`; its size is at its last slot.
+            let last_pi = self
+                .pi
+                .wrapping_sub(shadow.size_ending_at(self.slot(self.pi.wrapping_sub(1))));
+            let off = self.slot(last_pi) * WQEBB;
             let mut ctrl = [0u8; 8];
             // SAFETY: the first 8 bytes of a WQEBB inside the ring (`slot < 2^log_size`); the
             // driver wrote them in `finish` and the device only reads WQEs.
@@ -253,7 +265,10 @@ fn bad_inline_len(h: usize) -> QueueError {
     ))
 }
 
-/// Per-WQE shadow state: the `wr_id` and the WQEBB count of the WQE starting at each slot.
+/// Per-WQE shadow state: the `wr_id` of the WQE starting at each slot, and the WQEBB count of
+/// each WQE at both its first and its last slot (the same slot for a one-WQEBB WQE): retiring
+/// walks WQEs forward from their first slots, and the doorbell finds the last WQE posted
+/// from its last slot, so posting keeps no "last WQE" counter of its own.
 #[derive(Debug)]
 pub(crate) struct Shadow {
     wr_id: Box<[u64]>,
@@ -262,16 +277,26 @@ pub(crate) struct Shadow {
 
 impl Shadow {
     #[inline(always)]
-    fn set(&mut self, slot: usize, wr_id: u64, nbb: u16) {
-        // Slots come from `ring::slot` with the ring's own log_size: always in range.
-        if let (Some(w), Some(n)) = (self.wr_id.get_mut(slot), self.nbb.get_mut(slot)) {
+    fn set(&mut self, first: usize, last: usize, wr_id: u64, nbb: u16) {
+        // Slots come from `SendCursor::slot` with the ring's own mask: always in range.
+        if let Some(w) = self.wr_id.get_mut(first) {
             *w = wr_id;
-            // Most WQEs have the size the slot's last WQE had: a load and a predictable
-            // branch cost less than a store, and posting is bound by stores.
-            if *n != nbb {
-                *n = nbb;
+        }
+        // Most WQEs have the size the slot's last WQE had: a load and a predictable branch
+        // cost less than a store, and posting is bound by stores.
+        for s in [first, last] {
+            if let Some(n) = self.nbb.get_mut(s) {
+                if *n != nbb {
+                    *n = nbb;
+                }
             }
         }
+    }
+
+    /// The WQEBB count of the WQE whose last slot is `last`.
+    #[inline(always)]
+    fn size_ending_at(&self, last: usize) -> u16 {
+        self.nbb.get(last).copied().unwrap_or(1)
     }
 }
 
@@ -298,9 +323,9 @@ impl SendRing {
                 pi: 0,
                 ci: 0,
                 db_pi: 0,
-                last_pi: 0,
-                signal_every: u32::from(signal_every.max(1)),
-                until_signal: u32::from(signal_every.max(1)),
+                signal_at: signal_every.max(1),
+                signal_every: signal_every.max(1),
+                _spare: [0; 3],
             },
             shadow: Shadow {
                 wr_id: vec![0; n].into_boxed_slice(),
@@ -332,18 +357,20 @@ impl SendRing {
     #[inline(always)]
     pub(crate) fn with<R>(&mut self, f: impl FnOnce(&mut SendCursor, &mut Shadow) -> R) -> R {
         let mut cur = self.cur;
+        let signal_at = cur.signal_at;
         let r = f(&mut cur, &mut self.shadow);
-        // Posting moves only these.
+        // Posting moves only these, and `signal_at` only on a signalled WQE.
         self.cur.pi = cur.pi;
-        self.cur.last_pi = cur.last_pi;
-        self.cur.until_signal = cur.until_signal;
+        if cur.signal_at != signal_at {
+            self.cur.signal_at = cur.signal_at;
+        }
         r
     }
 
     /// Rings the doorbell if WQEs were posted since the last one.
     #[inline]
     pub(crate) fn doorbell(&mut self, dbr: &DoorbellRecord, uar: &UarPage) {
-        self.cur.doorbell(dbr, uar);
+        self.cur.doorbell(&self.shadow, dbr, uar);
     }
 
     /// Retires WQEs up to and including the one at `wqe_counter`; returns its `wr_id` and how
@@ -388,7 +415,7 @@ impl SendRing {
         self.cur.ci = 0;
         self.cur.limit = self.cur.mask.wrapping_add(1);
         self.cur.db_pi = 0;
-        self.cur.until_signal = self.cur.signal_every;
+        self.cur.signal_at = self.cur.signal_every;
     }
 
     /// WQEBBs posted and not yet retired by a completion.
@@ -425,7 +452,11 @@ fn eth_send(
     for (i, g) in gather.iter().enumerate() {
         cur.seg(&slot, 2 + hdr_segs + i, &data_seg(g));
     }
-    let ce = if cur.signal(force) { CTRL_CQ_UPDATE } else { 0 };
+    let ce = if cur.signal(&slot, ds, force) {
+        CTRL_CQ_UPDATE
+    } else {
+        0
+    };
     cur.finish(shadow, slot, wqe_opcode::SEND, 0, ds, ce, 0, wr_id);
     Ok(())
 }
@@ -438,7 +469,7 @@ fn eth_nop(
     signaled: bool,
 ) -> Result<(), QueueError> {
     let slot = cur.begin("Ethernet SQ", 1)?;
-    let ce = if cur.signal(signaled) {
+    let ce = if cur.signal(&slot, 1, signaled) {
         CTRL_CQ_UPDATE
     } else {
         0
@@ -523,7 +554,7 @@ impl EthBurst<'_> {
 impl Drop for EthBurst<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.cur.doorbell(self.dbr, self.uar);
+        self.cur.doorbell(self.shadow, self.dbr, self.uar);
         *self.home = self.cur;
     }
 }
@@ -671,7 +702,9 @@ impl RecvRing {
 pub struct EthSqConfig {
     /// log2 of the number of WQEBBs.
     pub log_size: u8,
-    /// Ask for a CQE every this many WQEs (1 = every WQE); at most half the ring.
+    /// Ask for a CQE at least once every this many WQEBBs: the first WQE that ends
+    /// `signal_every` WQEBBs or more past the end of the last signalled one asks (1 = every
+    /// WQE; with one-WQEBB WQEs, every `signal_every`th). At most half the ring.
     pub signal_every: u16,
 }
 

@@ -29,7 +29,7 @@ pub struct Eth {
     pub tis: Arc<Tis>,
 }
 
-/// CQs of `2^log_cq`, an SQ of `2^log_sq` WQEBBs signalling every `signal_every`th WQE, an RQ of
+/// CQs of `2^log_cq`, an SQ of `2^log_sq` WQEBBs signalling every `signal_every` WQEBBs, an RQ of
 /// `2^log_rq`, and buffers of `2^log_rq` slots of `slot` bytes.
 pub fn eth(
     log_cq: u8,
