@@ -76,6 +76,7 @@ fn main() {
             .iter()
             .map(|r| r.stats().expect("stats").activations)
             .sum();
+        let instr_before = d.dpa_stats().instructions;
         // Warm-ups of both paths (with the JIT, what they run gets compiled here).
         host.run(FRAMES / 10, WINDOW);
         host.run(2_000, 1);
@@ -83,6 +84,7 @@ fn main() {
         let many = median((0..ROUNDS).map(|_| host.run(FRAMES, WINDOW)).collect());
         let stats: Vec<pp::Stats> = rigs.iter().map(|r| r.stats().expect("stats")).collect();
         let frames_seen: u64 = stats.iter().map(|s| s.rx_packets).sum();
+        let instructions = d.dpa_stats().instructions - instr_before;
         let activations: u64 = stats.iter().map(|s| s.activations).sum::<u64>() - before;
         for (k, s) in stats.iter().enumerate() {
             assert!(s.rx_packets > 0, "thread {k} took no frame");
@@ -93,15 +95,17 @@ fn main() {
             one,
             many,
             frames_seen as f64 / activations.max(1) as f64,
+            instructions as f64 / frames_seen.max(1) as f64,
         ));
         drop(host);
         drop(rigs);
     }
     summary!("summary throughput: device model, {}", ctx.describe());
-    for (threads, one, many, per_act) in rows {
+    for (threads, one, many, per_act, per_frame) in rows {
         summary!(
             "summary throughput: {threads} DPA thread(s): {many:>10.0} frames/s with {WINDOW} in \
-             flight, {one:>8.0} with one (x{:.1}); {per_act:.1} frames per activation",
+             flight, {one:>8.0} with one (x{:.1}); {per_act:.1} frames per activation, \
+             {per_frame:.0} DPA instructions per frame",
             many / one
         );
     }
