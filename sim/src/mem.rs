@@ -27,6 +27,9 @@ pub(crate) struct Umem {
     pub(crate) refs: u32,
 }
 
+/// Host writes of at most this many bytes store each byte exactly once (see [`Dma::write`]).
+const SCALAR_MAX: usize = 16;
+
 /// A checked, DMA-able host range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Dma {
@@ -91,9 +94,46 @@ impl Dma {
                 }
                 true
             }
+            Some(end) if end <= self.len && data.len() <= SCALAR_MAX => {
+                // Small writes (counters, records, event values the host also writes) store
+                // every byte exactly once, as one DMA write does. `copy_nonoverlapping` does
+                // not: the C library copies 8 to 15 bytes with two overlapping 8-byte stores
+                // (both at the same address for 8), and a thread preempted between them stores
+                // the value again later, over whatever the host wrote meanwhile. A DPA kernel
+                // setting a sync event did that to the next event given the same slot
+                // (`tests/doca_dpa_v26.rs::external_pointers_take_an_offset`, about once in
+                // ten thousand runs under load).
+                let p = self.addr + offset;
+                // SAFETY: as in `read`: a checked range of a live registration that the driver
+                // handed to the device for DMA; each pointer below is inside it and, for the
+                // wider stores, aligned to its size (checked).
+                unsafe {
+                    match (data.len(), p % data.len().max(1)) {
+                        (8, 0) => std::ptr::write_volatile(
+                            p as *mut u64,
+                            u64::from_ne_bytes(data.try_into().unwrap_or_default()),
+                        ),
+                        (4, 0) => std::ptr::write_volatile(
+                            p as *mut u32,
+                            u32::from_ne_bytes(data.try_into().unwrap_or_default()),
+                        ),
+                        (2, 0) => std::ptr::write_volatile(
+                            p as *mut u16,
+                            u16::from_ne_bytes(data.try_into().unwrap_or_default()),
+                        ),
+                        _ => {
+                            for (i, b) in data.iter().enumerate() {
+                                std::ptr::write_volatile((p + i) as *mut u8, *b);
+                            }
+                        }
+                    }
+                }
+                true
+            }
             Some(end) if end <= self.len => {
                 // SAFETY: as in `read`: a checked range of a live registration that the driver
-                // handed to the device for DMA.
+                // handed to the device for DMA. Bulk data: a byte the copy stores twice (with
+                // the same value) is one the host does not write while the device owns it.
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         data.as_ptr(),
@@ -428,5 +468,41 @@ impl Drop for UarPage {
         // SAFETY: the mapping was made in `new` with this length and is unmapped once; the
         // DevX layer revokes the driver's access (its `Uar`) before the page is freed.
         let _ = unsafe { nix::sys::mman::munmap(self.base.cast(), UAR_PAGE_SIZE) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exactly-once path writes what it is given, at every size and alignment it takes,
+    /// and nothing around it; the bulk path likewise.
+    #[test]
+    fn host_writes_store_their_bytes_and_only_those() {
+        let mut buf = vec![0xeeu8; 64];
+        let over = |buf: &mut Vec<u8>| Dma {
+            addr: buf.as_mut_ptr() as usize,
+            len: buf.len(),
+            atomic: false,
+        };
+        for len in [1usize, 2, 3, 4, 7, 8, 12, 16, 17, 40] {
+            for at in [0usize, 1, 2, 4, 8] {
+                buf.fill(0xee);
+                let data: Vec<u8> = (0..len).map(|i| i as u8 + 1).collect();
+                assert!(over(&mut buf).write(at, &data));
+                assert_eq!(&buf[at..at + len], &data[..], "len {len} at {at}");
+                assert!(
+                    buf[..at].iter().all(|&b| b == 0xee),
+                    "before: len {len} at {at}"
+                );
+                assert!(
+                    buf[at + len..].iter().all(|&b| b == 0xee),
+                    "after: len {len} at {at}"
+                );
+            }
+        }
+        let dma = over(&mut buf);
+        assert!(!dma.write(60, &[0; 8]), "out of range");
+        assert_eq!(buf[60..], [0xee; 4]);
     }
 }
