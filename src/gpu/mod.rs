@@ -41,6 +41,42 @@ pub use sem::{GpuSemaphore, Semaphore, SemaphoreStatus};
 pub use txq::{EthTxq, ExportError, GpuEthTxq, NicHandler};
 pub use verbs::{GpuVerbsCq, GpuVerbsQp, VerbsExportError, VerbsQp};
 
+/// The CPU proxy's step shared by [`EthTxq`] and [`VerbsQp`] (DOCA's
+/// `doca_eth_txq_gpu_cpu_proxy_progress` / `doca_gpu_verbs_cpu_proxy_progress`): when the
+/// producer index a kernel handed over in the word at `at` of `page` is past `rung`, rings
+/// send queue `qn`'s doorbell for it through `uar` (the kernel wrote the doorbell record
+/// already). Returns whether it rang.
+pub(crate) fn proxy_progress(
+    rung: &mut u64,
+    page: &crate::mem::DmaBuf,
+    at: usize,
+    qn: u32,
+    uar: &crate::uar::UarPage,
+) -> bool {
+    let Ok(slot) = page.atomic_u64(at) else {
+        return false;
+    };
+    // ORDERING: acquire: the kernel wrote the doorbell record, then (after a system fence)
+    // this slot; the doorbell below must follow the record.
+    let pi = slot.load(std::sync::atomic::Ordering::Acquire);
+    if pi <= *rung {
+        return false;
+    }
+    *rung = pi;
+    crate::uar::barrier::dma_wmb();
+    uar.doorbell(doorbell_value(qn, pi));
+    true
+}
+
+/// The doorbell for producer index `pi` of send queue `qn`: a control segment's first 8 bytes
+/// with the index (`doca_gpu_dev_eth_txq_prepare_db` of the header).
+fn doorbell_value(qn: u32, pi: u64) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&(((pi & 0xffff) as u32) << 8).to_be_bytes());
+    b[4..].copy_from_slice(&(qn << 8).to_be_bytes());
+    b
+}
+
 /// The device-side headers: (file name, contents). Kernels include
 /// `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh`, `doca_gpunetio_dev_sem.cuh`,
 /// `doca_gpunetio_dev_verbs_onesided.cuh` or `doca_gpunetio_dev_verbs_twosided.cuh`.
@@ -120,4 +156,17 @@ pub enum GpuError {
     /// A CUDA or NVRTC call failed.
     #[error("CUDA: {0}")]
     Cuda(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_doorbell_carries_the_index_and_the_sq() {
+        assert_eq!(
+            doorbell_value(0x1234, 0x1_0005),
+            [0x00, 0x00, 0x05, 0x00, 0x00, 0x12, 0x34, 0x00]
+        );
+    }
 }

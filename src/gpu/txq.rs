@@ -6,7 +6,6 @@ use std::sync::Arc;
 use super::GpuError;
 use crate::mem::DmaBuf;
 use crate::queues::{Cq, EthSq};
-use crate::uar::barrier;
 
 /// Who rings the SQ's doorbell (`enum doca_gpu_dev_eth_nic_handler`; AUTO is the kernel's
 /// template default, resolved to what the queue was exported with).
@@ -262,29 +261,14 @@ impl EthTxq {
     /// (the kernel wrote the doorbell record already). Returns whether it rang. Call it in a
     /// loop on a CPU thread while the kernel runs; cheap when there is nothing new.
     pub fn cpu_proxy_progress(&mut self) -> bool {
-        let Ok(slot) = self.page.atomic_u64(PROXY_AT) else {
-            return false;
-        };
-        // ORDERING: acquire: the kernel wrote the doorbell record, then (after a system fence)
-        // this slot; the doorbell below must follow the record.
-        let pi = slot.load(Ordering::Acquire);
-        if pi <= self.rung {
-            return false;
-        }
-        self.rung = pi;
-        barrier::dma_wmb();
-        self.sq.uar().doorbell(doorbell_value(self.sq.sqn().0, pi));
-        true
+        super::proxy_progress(
+            &mut self.rung,
+            &self.page,
+            PROXY_AT,
+            self.sq.sqn().0,
+            self.sq.uar(),
+        )
     }
-}
-
-/// The doorbell for producer index `pi` of SQ `sqn`: a control segment's first 8 bytes with
-/// the index (`doca_gpu_dev_eth_txq_prepare_db` of the header).
-fn doorbell_value(sqn: u32, pi: u64) -> [u8; 8] {
-    let mut b = [0u8; 8];
-    b[..4].copy_from_slice(&(((pi & 0xffff) as u32) << 8).to_be_bytes());
-    b[4..].copy_from_slice(&(sqn << 8).to_be_bytes());
-    b
 }
 
 #[cfg(test)]
@@ -309,13 +293,5 @@ mod tests {
         assert_eq!(b[104], 2);
         assert_eq!(std::mem::offset_of!(GpuEthTxq, cq_lock), 112);
         assert_eq!(&b[112..116], &[0xff; 4]);
-    }
-
-    #[test]
-    fn the_doorbell_carries_the_index_and_the_sq() {
-        assert_eq!(
-            doorbell_value(0x1234, 0x1_0005),
-            [0x00, 0x00, 0x05, 0x00, 0x00, 0x12, 0x34, 0x00]
-        );
     }
 }

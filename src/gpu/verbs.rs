@@ -7,7 +7,6 @@ use std::sync::Arc;
 use super::{GpuError, NicHandler};
 use crate::mem::DmaBuf;
 use crate::queues::{Cq, RcQp};
-use crate::uar::barrier;
 
 /// `struct doca_gpu_dev_verbs_cq` of `doca_gpunetio_verbs_def.h`. 48 bytes.
 #[repr(C)]
@@ -303,21 +302,13 @@ impl VerbsQp {
     /// doorbell when the kernel handed over a producer index past the last one rung. Returns
     /// whether it rang.
     pub fn cpu_proxy_progress(&mut self) -> bool {
-        let Ok(slot) = self.page.atomic_u64(PROXY_AT) else {
-            return false;
-        };
-        // ORDERING: as `EthTxq::cpu_proxy_progress`: the kernel wrote the record first.
-        let pi = slot.load(Ordering::Acquire);
-        if pi <= self.rung {
-            return false;
-        }
-        self.rung = pi;
-        barrier::dma_wmb();
-        let mut db = [0u8; 8];
-        db[..4].copy_from_slice(&(((pi & 0xffff) as u32) << 8).to_be_bytes());
-        db[4..].copy_from_slice(&(self.qp.qpn().0 << 8).to_be_bytes());
-        self.qp.uar().doorbell(db);
-        true
+        super::proxy_progress(
+            &mut self.rung,
+            &self.page,
+            PROXY_AT,
+            self.qp.qpn().0,
+            self.qp.uar(),
+        )
     }
 }
 
