@@ -57,6 +57,10 @@ pub struct CodeCache {
     /// [`JIT_COMPILED`] with the region's index.
     #[cfg(feature = "jit")]
     pub(crate) jit_state: Vec<u32>,
+    /// Grows whenever a page is added or all are dropped: what [`CodeCache::holds_no_code`]
+    /// answered stays true while it stays the same.
+    #[cfg(feature = "jit")]
+    generation: u64,
 }
 
 impl std::fmt::Debug for CodeCache {
@@ -80,6 +84,8 @@ impl Default for CodeCache {
             jit: None,
             #[cfg(feature = "jit")]
             jit_state: Vec::new(),
+            #[cfg(feature = "jit")]
+            generation: 0,
         }
     }
 }
@@ -133,6 +139,10 @@ impl CodeCache {
         self.live.clear();
         self.index.clear();
         self.filter = [0; FILTER_WORDS];
+        #[cfg(feature = "jit")]
+        {
+            self.generation += 1;
+        }
     }
 
     /// Number of pages the cache tracks.
@@ -200,6 +210,24 @@ impl CodeCache {
         self.filter[bit / 64] & (1 << (bit % 64)) != 0
     }
 
+    /// Whether no cached page can hold an instruction that a store into guest bytes
+    /// `base .. base + len` would change (exact: the page index, not the filter). The
+    /// answer holds while [`CodeCache::generation`] stays the same (invalidating keeps a
+    /// page in the index, so it only makes the answer more careful than it needs to be).
+    #[cfg(feature = "jit")]
+    pub(crate) fn holds_no_code(&self, base: u64, len: u64) -> bool {
+        // As in `may_hold`: an instruction may start 2 bytes before the first byte.
+        let first = base.saturating_sub(2) >> PAGE_SHIFT;
+        let last = base.saturating_add(len.saturating_sub(1)) >> PAGE_SHIFT;
+        len > 0 && !self.index.keys().any(|&v| first <= v && v <= last)
+    }
+
+    /// See [`CodeCache::holds_no_code`].
+    #[cfg(feature = "jit")]
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// The cached page of `vpn`, creating it (possibly after emptying a full cache).
     pub(crate) fn page(&mut self, vpn: u64) -> usize {
         if let Some(&p) = self.index.get(&vpn) {
@@ -212,6 +240,10 @@ impl CodeCache {
         self.entries.resize((p + 1) * SLOTS, 0);
         self.live.push((u16::MAX, 0));
         self.index.insert(vpn, p as u32);
+        #[cfg(feature = "jit")]
+        {
+            self.generation += 1;
+        }
         let bit = filter_bit(vpn);
         self.filter[bit / 64] |= 1 << (bit % 64);
         p

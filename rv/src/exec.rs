@@ -33,9 +33,23 @@ struct Exec<'a, B: Bus> {
     resv: Option<(u64, u64)>,
     /// Set when a store dropped decoded code: the current block must not go on.
     code_changed: bool,
+    /// The regions handed to compiled code (`JitCtx::rd`) and the code cache's generation
+    /// they were gathered at; `None` after one of the regions above changed. (Only for speed:
+    /// every region stays valid for the whole run, so a stale set is still a safe one.)
+    #[cfg(feature = "jit")]
+    jit_rd: Option<(JitRegions, u64)>,
 }
 
 impl<B: Bus> Exec<'_, B> {
+    /// Notes that the last load / store region or the recent ones changed.
+    #[inline(always)]
+    fn regions_changed(&mut self) {
+        #[cfg(feature = "jit")]
+        {
+            self.jit_rd = None;
+        }
+    }
+
     /// The bus's RAM region containing `addr`, if any.
     #[cold]
     #[inline(never)]
@@ -51,6 +65,7 @@ impl<B: Bus> Exec<'_, B> {
             Some(r) if r.contains(addr) => {
                 self.recent[self.recent_next] = r;
                 self.recent_next = (self.recent_next + 1) % RECENT;
+                self.regions_changed();
                 Some(r)
             }
             _ => {
@@ -77,6 +92,7 @@ impl<B: Bus> Exec<'_, B> {
             if r.perms().read {
                 if let Some(v) = r.load(addr, size) {
                     self.rd_region = r;
+                    self.regions_changed();
                     return Ok(v);
                 }
             }
@@ -101,6 +117,7 @@ impl<B: Bus> Exec<'_, B> {
         if let Some(r) = self.find_region(addr) {
             if r.perms().write && r.store(addr, size, value) {
                 self.wr_region = r;
+                self.regions_changed();
                 return Ok(());
             }
         }
@@ -146,6 +163,7 @@ impl<B: Bus> Exec<'_, B> {
             if r.perms().read && r.perms().write {
                 if let Some(old) = r.amo(addr, size, op, value) {
                     self.wr_region = r;
+                    self.regions_changed();
                     return Ok(old);
                 }
             }
@@ -276,25 +294,19 @@ impl<B: Bus> Exec<'_, B> {
         let Some(f) = self.cache.jit.as_ref().and_then(|j| j.func(index)) else {
             return JitStep::Interpret;
         };
-        // The readable regions compiled loads may use: the last load's, the last store's,
-        // the recent ones, without repeats.
-        let mut rd = [0u64; 3 * crate::jit::LOAD_REGIONS];
-        let mut k = 0;
-        let candidates = [self.rd_region, self.wr_region]
-            .into_iter()
-            .chain(self.recent.iter().copied());
-        for r in candidates {
-            let raw = r.raw();
-            if k < crate::jit::LOAD_REGIONS
-                && r.perms().read
-                && raw[1] > 0
-                && !rd
-                    .chunks(3)
-                    .take(k)
-                    .any(|c| c[0] == raw[0] && c[1] == raw[1])
-            {
-                rd[3 * k..3 * k + 3].copy_from_slice(&raw);
-                k += 1;
+        let generation = self.cache.generation();
+        let mut rd = match self.jit_rd {
+            Some((rd, g)) if g == generation => rd,
+            _ => {
+                let rd = self.load_regions();
+                self.jit_rd = Some((rd, generation));
+                rd
+            }
+        };
+        if self.resv.is_some() {
+            // A store must end the reservation: all of them through `jit_store`.
+            for r in rd.chunks_mut(crate::jit::REGION_WORDS) {
+                r[3] = 0;
             }
         }
         let mut ctx = crate::jit::JitCtx {
@@ -309,15 +321,45 @@ impl<B: Bus> Exec<'_, B> {
         // SAFETY: `f` is compiled code for the guest code at `pc` (kept in the cache's JIT,
         // whose host code is freed only at a safe point, not during this call). It reads and
         // writes the 64 registers behind `ctx.x`, `ctx` itself, and host memory only inside
-        // the two RAM regions `ctx.rd` describes (their `RamRegion::new` contract makes them
-        // valid for the whole run); stores go through `jit_store` with `ctx.exec`, which
-        // points to this `Exec`, not otherwise used until the call returns.
+        // the RAM regions `ctx.rd` describes, with aligned accesses (their `RamRegion::new`
+        // contract makes them valid for atomic reads and writes for the whole run); other
+        // stores go through `jit_store` with `ctx.exec`, which points to this `Exec`, not
+        // otherwise used until the call returns.
         let kind = unsafe { f(&mut ctx) };
         JitStep::Ran {
             retired: left - ctx.left,
             next: ctx.pc,
             interpret: kind == crate::jit::EXIT_INTERPRET,
         }
+    }
+
+    /// The readable regions compiled loads may use: the last store's, the last load's, the
+    /// recent ones, without repeats (compiled stores try them in this order); each with its
+    /// length for inline stores when it is writable and holds no decoded code, else 0.
+    fn load_regions(&self) -> JitRegions {
+        const W: usize = crate::jit::REGION_WORDS;
+        let mut rd = [0u64; W * crate::jit::LOAD_REGIONS];
+        let mut k = 0;
+        let candidates = [self.wr_region, self.rd_region]
+            .into_iter()
+            .chain(self.recent.iter().copied());
+        for r in candidates {
+            let raw = r.raw();
+            if k < crate::jit::LOAD_REGIONS
+                && r.perms().read
+                && raw[1] > 0
+                && !rd
+                    .chunks(W)
+                    .take(k)
+                    .any(|c| c[0] == raw[0] && c[1] == raw[1])
+            {
+                let stores = r.perms().write && self.cache.holds_no_code(raw[0], raw[1]);
+                rd[W * k..W * k + 3].copy_from_slice(&raw);
+                rd[W * k + 3] = if stores { raw[1] } else { 0 };
+                k += 1;
+            }
+        }
+        rd
     }
 
     /// The blocks of the region starting at `entry`: reachable from it by direct jumps and
@@ -375,6 +417,10 @@ impl<B: Bus> Exec<'_, B> {
     }
 }
 
+/// `JitCtx::rd`.
+#[cfg(feature = "jit")]
+type JitRegions = [u64; crate::jit::REGION_WORDS * crate::jit::LOAD_REGIONS];
+
 /// What [`Exec::jit_block`] did.
 #[cfg(feature = "jit")]
 enum JitStep {
@@ -412,6 +458,7 @@ extern "C" fn jit_store<B: Bus>(exec: *mut u8, addr: u64, value: u64, size: u64)
             return 2;
         }
         ex.wr_region = r;
+        ex.regions_changed();
     }
     ex.after_store(addr, size);
     if ex.code_changed {
@@ -522,6 +569,8 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         recent_next: 0,
         resv: hart.reservation,
         code_changed: false,
+        #[cfg(feature = "jit")]
+        jit_rd: None,
     };
     let mut x = [0u64; 64];
     x[1..32].copy_from_slice(&hart.x[1..32]);

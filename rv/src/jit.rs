@@ -10,10 +10,14 @@
 //! - **Faults stay exact.** A load goes inline only when it falls, naturally aligned (as
 //!   [`crate::RamRegion::load`] checks), in one of the RAM regions the interpreter has met in
 //!   this run; anything else exits *before* the load and the interpreter performs it, faulting
-//!   or going through the bus as it would have. Stores call back into the interpreter's own
-//!   store path (region fast path, reservation, code-cache invalidation); a store the fast
-//!   path cannot do exits before it the same way, and a store that dropped decoded code ends
-//!   the region after it. `fence` calls the bus's fence.
+//!   or going through the bus as it would have. A store goes inline the same way when its
+//!   region needs none of the interpreter's after-store work: the code cache holds no
+//!   decoded instruction there and no LR reservation is held (checked on entry; neither can
+//!   appear inside compiled code, which decodes nothing and takes no reservation).
+//!   Other stores call back into the interpreter's own store path (region fast path,
+//!   reservation, code-cache invalidation); a store the fast path cannot do exits before it
+//!   the same way, and a store that dropped decoded code ends the region after it. `fence`
+//!   calls the bus's fence.
 //! - **What is compiled:** RV64I loads, stores, ALU, branches and jumps, `fence` (not `pause`),
 //!   M (`mulhsu` aside), and the Zbb / Zbs operations with a one-to-one Cranelift
 //!   instruction. Everything else (`ecall`, `ebreak`, `pause`, `fence.i`, counters, atomics,
@@ -73,8 +77,12 @@ pub(crate) struct JitCtx {
     pub left: u64,
     /// Out: where the interpreter goes on.
     pub pc: u64,
-    /// Readable RAM regions: guest base, length, host pointer each (length 0 when none).
-    pub rd: [u64; 3 * LOAD_REGIONS],
+    /// Readable RAM regions: guest base, length, host pointer, and the length within which
+    /// compiled code stores there itself (the length, or 0) each; length 0 when none. A
+    /// region takes stores inline only when it is writable, the code cache holds no decoded
+    /// instruction in it and no LR reservation is held: a store there needs none of the
+    /// interpreter's after-store work.
+    pub rd: [u64; REGION_WORDS * LOAD_REGIONS],
     /// The interpreter's state, for the callbacks.
     pub exec: *mut u8,
     /// `extern "C" fn(exec, addr, value, size) -> u64`: 0 stored, 1 stored and decoded code
@@ -84,14 +92,16 @@ pub(crate) struct JitCtx {
     pub fence: usize,
 }
 
-/// Readable RAM regions a compiled load looks in (the interpreter's last ones).
+/// Readable RAM regions a compiled load (or store) looks in (the interpreter's last ones).
 pub(crate) const LOAD_REGIONS: usize = 4;
+/// Words per region in [`JitCtx::rd`].
+pub(crate) const REGION_WORDS: usize = 4;
 
 const OFF_X: i32 = 0;
 const OFF_LEFT: i32 = 8;
 const OFF_PC: i32 = 16;
 const OFF_RD: i32 = 24;
-const OFF_EXEC: i32 = OFF_RD + 24 * LOAD_REGIONS as i32;
+const OFF_EXEC: i32 = OFF_RD + 8 * (REGION_WORDS * LOAD_REGIONS) as i32;
 const OFF_STORE: i32 = OFF_EXEC + 8;
 const OFF_FENCE: i32 = OFF_STORE + 8;
 
@@ -476,6 +486,8 @@ struct Gen<'a> {
     ctxp: Value,
     xp: Value,
     /// The readable regions (base, length, host address), loaded once on entry.
+    /// Base, length and host pointer of each region (its store length is loaded where a
+    /// store needs it).
     regions: Vec<[Value; 3]>,
     /// In the guest block being emitted: register values known, and the changed ones.
     cur: [Option<Value>; 32],
@@ -496,12 +508,8 @@ impl<'a> Gen<'a> {
         let xp = b.ins().load(types::I64, f, ctxp, OFF_X);
         let regions = (0..LOAD_REGIONS as i32)
             .map(|k| {
-                let at = OFF_RD + 24 * k;
-                [
-                    b.ins().load(types::I64, f, ctxp, at),
-                    b.ins().load(types::I64, f, ctxp, at + 8),
-                    b.ins().load(types::I64, f, ctxp, at + 16),
-                ]
+                let at = OFF_RD + 8 * REGION_WORDS as i32 * k;
+                [0, 8, 16].map(|o| b.ins().load(types::I64, f, ctxp, at + o))
             })
             .collect();
         let l = b.ins().load(types::I64, f, ctxp, OFF_LEFT);
@@ -756,6 +764,45 @@ impl<'a> Gen<'a> {
                     _ => 8,
                 };
                 let addr = self.b.ins().iadd_imm_s(v1, imm);
+                // Inline when naturally aligned in a region that takes stores inline
+                // (regions in order, the last store's first; bases are 8-aligned, so the
+                // offset's alignment is the address's).
+                let fl = MemFlagsData::trusted();
+                let slow = self.b.create_block();
+                let done = self.b.create_block();
+                if size > 1 {
+                    let low = self.b.ins().band_imm_s(addr, size - 1);
+                    let aligned = self.b.create_block();
+                    self.b.ins().brif(low, slow, &[], aligned, &[]);
+                    self.b.switch_to_block(aligned);
+                }
+                for (k, [base, _, host]) in self.regions.clone().into_iter().enumerate() {
+                    let at = OFF_RD + 8 * (REGION_WORDS * k) as i32 + 24;
+                    let store_len = self.b.ins().load(types::I64, fl, self.ctxp, at);
+                    let off = self.b.ins().isub(addr, base);
+                    let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, store_len);
+                    let hit = self.b.create_block();
+                    let next = if k + 1 < LOAD_REGIONS {
+                        self.b.create_block()
+                    } else {
+                        slow
+                    };
+                    self.b.ins().brif(inside, hit, &[], next, &[]);
+                    self.b.switch_to_block(hit);
+                    let p = self.b.ins().iadd(host, off);
+                    // A plain aligned store: what the interpreter's relaxed atomic store is.
+                    match size {
+                        1 => self.b.ins().istore8(fl, v2, p, 0),
+                        2 => self.b.ins().istore16(fl, v2, p, 0),
+                        4 => self.b.ins().istore32(fl, v2, p, 0),
+                        _ => self.b.ins().store(fl, v2, p, 0),
+                    };
+                    self.b.ins().jump(done, &[]);
+                    if next != slow {
+                        self.b.switch_to_block(next);
+                    }
+                }
+                self.b.switch_to_block(slow);
                 let exec =
                     self.b
                         .ins()
@@ -778,6 +825,8 @@ impl<'a> Gen<'a> {
                 let stored = self.b.ins().icmp_imm_s(IntCC::Equal, res, 1);
                 self.b.ins().brif(stored, after, &[], before, &[]);
                 self.b.switch_to_block(ok);
+                self.b.ins().jump(done, &[]);
+                self.b.switch_to_block(done);
                 return Some(false);
             }
             Fence => {

@@ -1045,6 +1045,72 @@ fn stores_into_decoded_code_take_effect_without_fence_i() {
     }
 }
 
+/// Compiled code stores inline only where that needs none of the interpreter's after-store
+/// work. Here the loop's region is compiled at first sight, and from the second iteration on
+/// the last store's region is the read-write-execute page that holds the loop: a store there
+/// must still drop the instruction it rewrites (each iteration adds one more to x10).
+#[cfg(feature = "jit")]
+#[test]
+fn compiled_stores_into_a_page_with_code_drop_what_they_overwrite() {
+    const RWX: u64 = 0x20_0000;
+    let mut bus = TestBus::new(true);
+    let mut cache = CodeCache::new();
+    assert!(cache.set_jit(Some(1)));
+    bus.cache = Some(cache);
+    bus.code(
+        RWX,
+        &[
+            addi(7, 0, 5),              // loop count
+            lui(5, (RWX >> 12) as u32), // x5: the page
+            lui(8, 1),                  // x8: 1 << 12, shifted below into the immediate
+            i(8, 8, 1, 8, 0x13),        // slli x8, x8, 8: 1 << 20, one more in addi's imm
+            s(512, 0, 5, 2),            // RWX + 16, loop: sw x0, 512(x5) (data beside code)
+            r(0, 8, 6, 0, 6, 0x33),     // add x6, x6, x8: the next encoding
+            s(32, 6, 5, 2),             // sw x6, 32(x5): rewrite RWX + 32
+            addi(0, 0, 0),              // nop
+            addi(10, 10, 0),            // RWX + 32: the rewritten instruction
+            addi(7, 7, -1),
+            b(-24, 0, 7, 1), // bne x7, x0, loop
+            ECALL,
+        ],
+    );
+    let mut h = Hart::new(RWX);
+    h.x[6] = u64::from(addi(10, 10, 0));
+    assert_eq!(run(&mut h, &mut bus, 1000), Stop::Ecall);
+    assert_eq!(h.x[10], 1 + 2 + 3 + 4 + 5);
+    assert_eq!(bus.peek(RWX + 32, 4), u64::from(addi(10, 10, 5)));
+}
+
+/// A store by compiled code ends a reservation on its doubleword, as the interpreter's does:
+/// the store goes to a page without code, but the reservation taken by `lr.d` (interpreted)
+/// is live when the compiled block after it is entered. The store writes the very value LR
+/// read, so only the ended reservation makes the SC fail.
+#[cfg(feature = "jit")]
+#[test]
+fn compiled_stores_end_a_reservation() {
+    let lr_d = |rd| amo(0b00010, 3, rd, 5, 0);
+    let sc_d = |rd| amo(0b00011, 3, rd, 5, 6);
+    let mut bus = TestBus::new(true);
+    bus.poke(DATA, 8, 41);
+    let (h, stop) = exec_with(
+        &mut bus,
+        &[(5, DATA), (6, 41), (7, 4)],
+        &[
+            s(64, 0, 5, 3), // loop: sd x0, 64(x5) (the last store's region is DATA's)
+            lr_d(1),
+            jal(0, 4),                // a block of its own for the store after LR
+            s(0, 6, 5, 3),            // sd x6, 0(x5): the value LR read
+            sc_d(2),                  // fails: 1
+            r(0, 2, 11, 0, 11, 0x33), // add x11, x11, x2
+            addi(7, 7, -1),
+            b(-28, 0, 7, 1), // bne x7, x0, loop
+        ],
+    );
+    assert_eq!(stop, Stop::Ecall);
+    assert_eq!(h.x[11], 4, "every SC after a store fails");
+    assert_eq!(bus.peek(DATA, 8), 41);
+}
+
 #[test]
 fn fence_i_and_fences_execute() {
     let h = exec(

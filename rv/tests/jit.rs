@@ -2,7 +2,10 @@
 //! JIT compiles (ALU, M, Zbb / Zbs, loads and stores, branches and jumps, with a few it does not
 //! compile mixed in), run with random budgets by the interpreter alone, by the JIT compiling at
 //! first sight and by the JIT compiling at the second entry. Every register, the pc, the
-//! retired count, the stop and the memory must be the same.
+//! retired count, the stop and the memory must be the same. Loads and stores go to three
+//! places: data beside the code (stores the JIT hands back to the interpreter, which checks
+//! them against decoded code), the code itself, and the stack, a segment that holds no code
+//! (stores the JIT makes inline).
 //!
 //! The fuzz entry (`tests/fuzz.rs`, `fuzz_exec`) and the corpus
 //! (`corpus_programs_match_qemu_through_the_jit`) run the JIT too; this test reaches the
@@ -16,9 +19,11 @@ const BASE: u64 = 0x1000;
 /// Data the programs load and store: the page after the code's, in the same read-write-execute
 /// segment (one store kind writes into the code page instead: self-modifying code).
 const DATA: u64 = 0x2800;
-/// The registers holding `DATA` and `BASE` (never written by the programs).
+/// The registers holding `DATA`, `BASE` and 1 KiB below the initial `sp` (never written by
+/// the programs).
 const DATA_REG: u32 = 31;
 const CODE_REG: u32 = 30;
+const STACK_REG: u32 = 29;
 /// Bytes of the segment (two pages).
 const SEGMENT: usize = 0x2000;
 
@@ -146,7 +151,7 @@ fn reg() -> impl Strategy<Value = u32> {
 }
 
 fn rd() -> impl Strategy<Value = u32> {
-    0u32..30
+    0u32..STACK_REG
 }
 
 /// One instruction; `at` is its index (branch targets stay near the program).
@@ -174,6 +179,14 @@ fn insn(at: usize, len: usize) -> impl Strategy<Value = u32> {
             i(off * 4 - 512 + (off & 1), DATA_REG, f3, rd, 0x03)
         }),
         3 => (0u32..4, 0i32..256, reg()).prop_map(|(f3, off, rs2)| s(off * 4 - 512, rs2, DATA_REG, f3)),
+        // Loads and stores on the stack, 2 KiB below `sp` (a segment without code).
+        2 => (0u32..7, 0i32..512, rd()).prop_map(|(f3, off, rd)| {
+            i(off * 4 - 1024 + (off & 1), STACK_REG, f3, rd, 0x03)
+        }),
+        3 => (0u32..4, 0i32..512, reg()).prop_map(|(f3, off, rs2)| {
+            // Sometimes misaligned (odd offsets for halfword and wider stores).
+            s(off * 4 - 1024 + (off & 2) / 2, rs2, STACK_REG, f3)
+        }),
         // A store into the code page (maybe over the program itself).
         1 => (0u32..4, 0i32..2048, reg()).prop_map(|(f3, off, rs2)| s(off & !7, rs2, CODE_REG, f3)),
         3 => (0u32..8, back..fwd, reg(), reg()).prop_map(|(f3, d, rs2, rs1)| {
@@ -190,7 +203,14 @@ fn program() -> impl Strategy<Value = Vec<u32>> {
     (8usize..120).prop_flat_map(|len| (0..len).map(|at| insn(at, len).boxed()).collect::<Vec<_>>())
 }
 
-type Outcome = (String, [u64; 32], u64, u64, Option<Vec<u8>>);
+type Outcome = (
+    String,
+    [u64; 32],
+    u64,
+    u64,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+);
 
 fn run(code: &[u32], data: &[u8], budget: u64, jit: Option<u32>) -> Outcome {
     let mut bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -216,6 +236,7 @@ fn run(code: &[u32], data: &[u8], budget: u64, jit: Option<u32>) -> Outcome {
             r.hart.pc,
             r.instret,
             m.read(BASE, SEGMENT as u64),
+            m.read(m.stack_top() - 4096, 4096),
         ));
     }
     outcome.expect("ran")
@@ -230,14 +251,15 @@ proptest! {
         data in proptest::collection::vec(any::<u8>(), 1024),
         budget in 1u64..3000,
     ) {
-        // x31 and x30 point at the data and the code: they are only read.
+        // x31, x30 and x29 point at the data, the code and the stack: they are only read.
         let mut code = code;
-        code.insert(0, (((DATA + 0x800) >> 12) << 12) as u32 | (DATA_REG << 7) | 0x37);
-        code.insert(1, i((DATA & 0xfff) as i32, DATA_REG, 0, DATA_REG, 0x13));
-        code.insert(2, (BASE as u32) | (CODE_REG << 7) | 0x37);
+        code.insert(0, i(-1024, 2, 0, STACK_REG, 0x13)); // addi x29, sp, -1024
+        code.insert(1, (((DATA + 0x800) >> 12) << 12) as u32 | (DATA_REG << 7) | 0x37);
+        code.insert(2, i((DATA & 0xfff) as i32, DATA_REG, 0, DATA_REG, 0x13));
+        code.insert(3, (BASE as u32) | (CODE_REG << 7) | 0x37);
         // Every other register from the random data (ld xN, 8N - 512(x31)).
-        for n in 1..30u32 {
-            code.insert(2 + n as usize, i(8 * n as i32 - 512, DATA_REG, 3, n, 0x03));
+        for n in 1..STACK_REG {
+            code.insert(3 + n as usize, i(8 * n as i32 - 512, DATA_REG, 3, n, 0x03));
         }
         let budget = budget + 32;
         let interp = run(&code, &data, budget, None);
