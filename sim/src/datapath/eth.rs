@@ -47,6 +47,9 @@ pub(crate) fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
     let mut done = 0;
     let mut budget = SQ_BUDGET;
     let mut frame = std::mem::take(&mut dp.frame);
+    // One WQE at a time: its WQEBBs are read into the front, and only they are used (not
+    // zeroed again per WQE: 1 KiB of memset per small frame showed in the profiles).
+    let mut wqe = [0u8; 16 * WQEBB];
     while budget > 0 {
         let Some(sq) = fw.sqs.get(sqn) else { break };
         if sq.ci == pi || sq.state != wq_state::RDY {
@@ -55,7 +58,6 @@ pub(crate) fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
         let wq = sq.wq;
         let (ci, cqn, tis) = (sq.ci, sq.cqn, sq.tis);
         let mask = (1u32 << wq.log_size) - 1;
-        let mut wqe = [0u8; 16 * WQEBB];
         let bb = |i: u16| ((u32::from(ci.wrapping_add(i)) & mask) as usize) * WQEBB;
         wq.ring.read(bb(0), &mut wqe[..WQEBB]);
         let ctrl = CtrlSegRepr::parse(&CtrlSeg::new_unchecked(&wqe[..SEG]));

@@ -90,12 +90,20 @@ fn match_image(frame: &[u8]) -> [u8; 64] {
     m
 }
 
+/// Whether every byte of `image` under `mask` equals `value` (a byte of `value` outside its
+/// mask never matches). Eight bytes at a time, without a branch per byte: steering runs
+/// this for every entry it tries of every frame.
 fn matches(value: &[u8; 64], mask: &[u8; 64], image: &[u8; 64]) -> bool {
-    value
-        .iter()
-        .zip(mask)
-        .zip(image)
-        .all(|((v, m), i)| i & m == *v)
+    let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
+    let mut differ = 0u64;
+    for ((v, m), i) in value
+        .chunks_exact(8)
+        .zip(mask.chunks_exact(8))
+        .zip(image.chunks_exact(8))
+    {
+        differ |= (word(i) & word(m)) ^ word(v);
+    }
+    differ == 0
 }
 
 /// What steering decided.
@@ -304,6 +312,44 @@ mod tests {
         assert_eq!(toeplitz(&key, &input), 0x323e_8fc2);
         let with_ports = [66, 9, 149, 187, 161, 142, 100, 80, 0x0a, 0xea, 0x06, 0xe6];
         assert_eq!(toeplitz(&key, &with_ports), 0x51cc_c178);
+    }
+
+    proptest::proptest! {
+        /// `matches` against its definition, byte by byte; `image` is mostly `value` with a
+        /// few flipped bits (so that matches happen), `mask` and `value` random.
+        #[test]
+        fn matching_compares_every_masked_byte(
+            value in proptest::array::uniform32(proptest::prelude::any::<u16>()),
+            mask in proptest::array::uniform32(proptest::prelude::any::<u16>()),
+            flips in proptest::collection::vec((0usize..64, 0u8..8), 0..3),
+            exact_value in proptest::prelude::any::<bool>(),
+        ) {
+            let bytes = |a: [u16; 32]| -> [u8; 64] {
+                let mut out = [0u8; 64];
+                for (k, w) in a.iter().enumerate() {
+                    out[2 * k..2 * k + 2].copy_from_slice(&w.to_le_bytes());
+                }
+                out
+            };
+            let mask = bytes(mask);
+            let mut value = bytes(value);
+            if exact_value {
+                // A value within its mask, as a well-formed rule has.
+                for (v, m) in value.iter_mut().zip(&mask) {
+                    *v &= m;
+                }
+            }
+            let mut image = value;
+            for (at, bit) in flips {
+                image[at] ^= 1 << bit;
+            }
+            let by_byte = value
+                .iter()
+                .zip(&mask)
+                .zip(&image)
+                .all(|((v, m), i)| i & m == *v);
+            proptest::prop_assert_eq!(matches(&value, &mask, &image), by_byte);
+        }
     }
 
     #[test]
