@@ -486,9 +486,6 @@ struct Gen<'a> {
     ctxp: Value,
     xp: Value,
     /// The readable regions (base, length, host address), loaded once on entry.
-    /// Base, length and host pointer of each region (its store length is loaded where a
-    /// store needs it).
-    regions: Vec<[Value; 3]>,
     /// In the guest block being emitted: register values known, and the changed ones.
     cur: [Option<Value>; 32],
     dirty: u32,
@@ -506,12 +503,6 @@ impl<'a> Gen<'a> {
         let ctxp = b.block_params(entry)[0];
         let f = MemFlagsData::trusted();
         let xp = b.ins().load(types::I64, f, ctxp, OFF_X);
-        let regions = (0..LOAD_REGIONS as i32)
-            .map(|k| {
-                let at = OFF_RD + 8 * REGION_WORDS as i32 * k;
-                [0, 8, 16].map(|o| b.ins().load(types::I64, f, ctxp, at + o))
-            })
-            .collect();
         let l = b.ins().load(types::I64, f, ctxp, OFF_LEFT);
         b.def_var(left, l);
         Gen {
@@ -521,7 +512,6 @@ impl<'a> Gen<'a> {
             left,
             ctxp,
             xp,
-            regions,
             cur: [None; 32],
             dirty: 0,
             targets: HashMap::new(),
@@ -776,9 +766,10 @@ impl<'a> Gen<'a> {
                     self.b.ins().brif(low, slow, &[], aligned, &[]);
                     self.b.switch_to_block(aligned);
                 }
-                for (k, [base, _, host]) in self.regions.clone().into_iter().enumerate() {
-                    let at = OFF_RD + 8 * (REGION_WORDS * k) as i32 + 24;
-                    let store_len = self.b.ins().load(types::I64, fl, self.ctxp, at);
+                for k in 0..LOAD_REGIONS {
+                    let at = OFF_RD + 8 * (REGION_WORDS * k) as i32;
+                    let base = self.b.ins().load(types::I64, fl, self.ctxp, at);
+                    let store_len = self.b.ins().load(types::I64, fl, self.ctxp, at + 24);
                     let off = self.b.ins().isub(addr, base);
                     let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, store_len);
                     let hit = self.b.create_block();
@@ -789,6 +780,7 @@ impl<'a> Gen<'a> {
                     };
                     self.b.ins().brif(inside, hit, &[], next, &[]);
                     self.b.switch_to_block(hit);
+                    let host = self.b.ins().load(types::I64, fl, self.ctxp, at + 16);
                     let p = self.b.ins().iadd(host, off);
                     // A plain aligned store: what the interpreter's relaxed atomic store is.
                     match size {
@@ -993,38 +985,43 @@ impl<'a> Gen<'a> {
     /// readable regions; leaves for the interpreter otherwise. The regions are tried in
     /// order, a compare and a branch each (a load site mostly hits the same one, which the
     /// branch predictor learns), after one alignment test (region bases are 8-aligned, so the
-    /// address's alignment is the offset's).
+    /// address's alignment is the offset's). Their words are loaded from `JitCtx` where they
+    /// are used (cache hits), not held in host registers across the region.
     fn host_address(&mut self, addr: Value, size: i64, pc: u64, rest: u64) -> Value {
         let out = self.bail(pc, rest);
         let join = self.b.create_block();
-        let at = self.b.declare_var(types::I64);
+        let found = self.b.declare_var(types::I64);
         if size > 1 {
             let low = self.b.ins().band_imm_s(addr, size - 1);
             let aligned = self.b.create_block();
             self.b.ins().brif(low, out, &[], aligned, &[]);
             self.b.switch_to_block(aligned);
         }
-        let regions = self.regions.clone();
-        for (k, [base, len, host]) in regions.iter().copied().enumerate() {
+        let fl = MemFlagsData::trusted();
+        for k in 0..LOAD_REGIONS {
+            let at = OFF_RD + 8 * (REGION_WORDS * k) as i32;
+            let base = self.b.ins().load(types::I64, fl, self.ctxp, at);
+            let len = self.b.ins().load(types::I64, fl, self.ctxp, at + 8);
             let off = self.b.ins().isub(addr, base);
             let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, len);
             let hit = self.b.create_block();
-            let next = if k + 1 < regions.len() {
+            let next = if k + 1 < LOAD_REGIONS {
                 self.b.create_block()
             } else {
                 out
             };
             self.b.ins().brif(inside, hit, &[], next, &[]);
             self.b.switch_to_block(hit);
+            let host = self.b.ins().load(types::I64, fl, self.ctxp, at + 16);
             let p = self.b.ins().iadd(host, off);
-            self.b.def_var(at, p);
+            self.b.def_var(found, p);
             self.b.ins().jump(join, &[]);
             if next != out {
                 self.b.switch_to_block(next);
             }
         }
         self.b.switch_to_block(join);
-        self.b.use_var(at)
+        self.b.use_var(found)
     }
 
     /// RISC-V signed division / remainder (by zero: all ones / the dividend; overflow: the
