@@ -306,7 +306,7 @@ impl<B: Bus> Exec<'_, B> {
         if self.resv.is_some() {
             // A store must end the reservation: all of them through `jit_store`.
             for r in rd.chunks_mut(crate::jit::REGION_WORDS) {
-                r[3] = 0;
+                r[crate::jit::STORE_LEN] = 0;
             }
         }
         let mut ctx = crate::jit::JitCtx {
@@ -355,7 +355,7 @@ impl<B: Bus> Exec<'_, B> {
             {
                 let stores = r.perms().write && self.cache.holds_no_code(raw[0], raw[1]);
                 rd[W * k..W * k + 3].copy_from_slice(&raw);
-                rd[W * k + 3] = if stores { raw[1] } else { 0 };
+                rd[W * k + crate::jit::STORE_LEN] = if stores { raw[1] } else { 0 };
                 k += 1;
             }
         }

@@ -94,8 +94,10 @@ pub(crate) struct JitCtx {
 
 /// Readable RAM regions a compiled load (or store) looks in (the interpreter's last ones).
 pub(crate) const LOAD_REGIONS: usize = 4;
-/// Words per region in [`JitCtx::rd`].
+/// Words per region in [`JitCtx::rd`]: base, length, host pointer, store length.
 pub(crate) const REGION_WORDS: usize = 4;
+/// The store length's word in a region of [`JitCtx::rd`].
+pub(crate) const STORE_LEN: usize = 3;
 
 const OFF_X: i32 = 0;
 const OFF_LEFT: i32 = 8;
@@ -104,6 +106,16 @@ const OFF_RD: i32 = 24;
 const OFF_EXEC: i32 = OFF_RD + 8 * (REGION_WORDS * LOAD_REGIONS) as i32;
 const OFF_STORE: i32 = OFF_EXEC + 8;
 const OFF_FENCE: i32 = OFF_STORE + 8;
+
+/// Which length of a `JitCtx::rd` region an access must fall within: its byte offset in the
+/// region's words.
+#[derive(Clone, Copy)]
+enum RegionLen {
+    /// The region's length (loads).
+    Load = 8,
+    /// Its store length (the length, or 0 where stores go through the interpreter).
+    Store = 8 * STORE_LEN as isize,
+}
 
 /// How compiled code left: go on at `ctx.pc` (look for compiled code there), or run one
 /// instruction at `ctx.pc` in the interpreter first.
@@ -754,46 +766,20 @@ impl<'a> Gen<'a> {
                     _ => 8,
                 };
                 let addr = self.b.ins().iadd_imm_s(v1, imm);
-                // Inline when naturally aligned in a region that takes stores inline
-                // (regions in order, the last store's first; bases are 8-aligned, so the
-                // offset's alignment is the address's).
+                // Inline when naturally aligned in a region that takes stores inline (its
+                // store length covers it); else the interpreter's store path.
                 let fl = MemFlagsData::trusted();
                 let slow = self.b.create_block();
                 let done = self.b.create_block();
-                if size > 1 {
-                    let low = self.b.ins().band_imm_s(addr, size - 1);
-                    let aligned = self.b.create_block();
-                    self.b.ins().brif(low, slow, &[], aligned, &[]);
-                    self.b.switch_to_block(aligned);
-                }
-                for k in 0..LOAD_REGIONS {
-                    let at = OFF_RD + 8 * (REGION_WORDS * k) as i32;
-                    let base = self.b.ins().load(types::I64, fl, self.ctxp, at);
-                    let store_len = self.b.ins().load(types::I64, fl, self.ctxp, at + 24);
-                    let off = self.b.ins().isub(addr, base);
-                    let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, store_len);
-                    let hit = self.b.create_block();
-                    let next = if k + 1 < LOAD_REGIONS {
-                        self.b.create_block()
-                    } else {
-                        slow
-                    };
-                    self.b.ins().brif(inside, hit, &[], next, &[]);
-                    self.b.switch_to_block(hit);
-                    let host = self.b.ins().load(types::I64, fl, self.ctxp, at + 16);
-                    let p = self.b.ins().iadd(host, off);
-                    // A plain aligned store: what the interpreter's relaxed atomic store is.
-                    match size {
-                        1 => self.b.ins().istore8(fl, v2, p, 0),
-                        2 => self.b.ins().istore16(fl, v2, p, 0),
-                        4 => self.b.ins().istore32(fl, v2, p, 0),
-                        _ => self.b.ins().store(fl, v2, p, 0),
-                    };
-                    self.b.ins().jump(done, &[]);
-                    if next != slow {
-                        self.b.switch_to_block(next);
-                    }
-                }
+                let p = self.region_address(addr, size, RegionLen::Store, slow);
+                // A plain aligned store: what the interpreter's relaxed atomic store is.
+                match size {
+                    1 => self.b.ins().istore8(fl, v2, p, 0),
+                    2 => self.b.ins().istore16(fl, v2, p, 0),
+                    4 => self.b.ins().istore32(fl, v2, p, 0),
+                    _ => self.b.ins().store(fl, v2, p, 0),
+                };
+                self.b.ins().jump(done, &[]);
                 self.b.switch_to_block(slow);
                 let exec =
                     self.b
@@ -982,33 +968,43 @@ impl<'a> Gen<'a> {
     }
 
     /// The host address of a naturally aligned `size`-byte load at `addr` in one of the
-    /// readable regions; leaves for the interpreter otherwise. The regions are tried in
-    /// order, a compare and a branch each (a load site mostly hits the same one, which the
-    /// branch predictor learns), after one alignment test (region bases are 8-aligned, so the
-    /// address's alignment is the offset's). Their words are loaded from `JitCtx` where they
-    /// are used (cache hits), not held in host registers across the region.
+    /// readable regions; leaves for the interpreter otherwise.
     fn host_address(&mut self, addr: Value, size: i64, pc: u64, rest: u64) -> Value {
         let out = self.bail(pc, rest);
+        self.region_address(addr, size, RegionLen::Load, out)
+    }
+
+    /// The host address of a naturally aligned `size`-byte access at `addr` inside one of the
+    /// regions of `JitCtx::rd` (within the length `len` names); goes to `miss` otherwise.
+    /// The regions are tried in order, a compare and a branch each (an access site mostly
+    /// hits the same one, which the branch predictor learns), after one alignment test
+    /// (region bases are 8-aligned, so the address's alignment is the offset's). Their words
+    /// are loaded from `JitCtx` where they are used (cache hits), not held in host registers
+    /// across the region.
+    fn region_address(&mut self, addr: Value, size: i64, len: RegionLen, miss: Block) -> Value {
         let join = self.b.create_block();
         let found = self.b.declare_var(types::I64);
         if size > 1 {
             let low = self.b.ins().band_imm_s(addr, size - 1);
             let aligned = self.b.create_block();
-            self.b.ins().brif(low, out, &[], aligned, &[]);
+            self.b.ins().brif(low, miss, &[], aligned, &[]);
             self.b.switch_to_block(aligned);
         }
         let fl = MemFlagsData::trusted();
         for k in 0..LOAD_REGIONS {
             let at = OFF_RD + 8 * (REGION_WORDS * k) as i32;
             let base = self.b.ins().load(types::I64, fl, self.ctxp, at);
-            let len = self.b.ins().load(types::I64, fl, self.ctxp, at + 8);
+            let limit = self
+                .b
+                .ins()
+                .load(types::I64, fl, self.ctxp, at + len as i32);
             let off = self.b.ins().isub(addr, base);
-            let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, len);
+            let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, limit);
             let hit = self.b.create_block();
             let next = if k + 1 < LOAD_REGIONS {
                 self.b.create_block()
             } else {
-                out
+                miss
             };
             self.b.ins().brif(inside, hit, &[], next, &[]);
             self.b.switch_to_block(hit);
@@ -1016,7 +1012,7 @@ impl<'a> Gen<'a> {
             let p = self.b.ins().iadd(host, off);
             self.b.def_var(found, p);
             self.b.ins().jump(join, &[]);
-            if next != out {
+            if next != miss {
                 self.b.switch_to_block(next);
             }
         }
