@@ -258,6 +258,93 @@ fn large_wqes_are_signalled_by_wqebbs_and_rung_with_the_last_ones_ctrl() -> Resu
     Ok(())
 }
 
+/// `Cq::poll`, `Cq::poll_raw` and `Cq::poll_batch` share one consumer position: mixed in
+/// every order across many wraps of a small ring, with 64- and 128-byte CQEs, they hand over
+/// every completion once and in order, and none finds an entry after the CQ runs empty.
+#[test]
+fn poll_poll_raw_and_poll_batch_share_the_consumer_position() -> Result<(), QueueError> {
+    use std::sync::Arc;
+
+    use mlx5_dpa::devx::{Devx, UarKind};
+    use mlx5_dpa::mem::Pd;
+    use mlx5_dpa::queues::cq::CqeSize;
+    use mlx5_dpa::queues::steering::{Tis, TransportDomain};
+    use mlx5_dpa::queues::{Cq, CqConfig, EthSq, EthSqConfig, HostQueueMem};
+    use mlx5_dpa::uar::UarPage;
+
+    for cqe_size in [CqeSize::B64, CqeSize::B128] {
+        let dev = mlx5_sim::Device::with_profile("bf3").expect("bf3 profile");
+        let ctx: Arc<dyn Devx> = dev.open_devx();
+        let pd = Pd::alloc(&ctx)?;
+        let uar = UarPage::alloc(&ctx, UarKind::NonCached)?;
+        let td = TransportDomain::alloc(&ctx)?;
+        let tis = Tis::create(&ctx, &td, &pd)?;
+        // 4 CQEs, 3 completions a round: each round starts at another offset and most wrap.
+        let cqc = CqConfig {
+            cqe_size,
+            ..CqConfig::new(2)
+        };
+        let mut cq = Cq::create(
+            &ctx,
+            &uar,
+            HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
+            &cqc,
+        )?;
+        let sqc = EthSqConfig {
+            log_size: 4,
+            signal_every: 1,
+        };
+        let mem = HostQueueMem::alloc(&ctx, sqc.ring_bytes())?;
+        let mut sq = EthSq::create(&ctx, &pd, &uar, &tis, &cq, mem, &sqc)?;
+        let mut next_id = 0u64;
+        let mut seen = 0u64;
+        // Every order of the three methods, one completion each (the batch takes at most 1).
+        let orders = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
+        for round in 0..48u32 {
+            for _ in 0..3 {
+                sq.post_nop(next_id, true)?;
+                next_id += 1;
+            }
+            sq.ring_doorbell();
+            dev.run_until_idle();
+            for (step, how) in orders[round as usize % 6].into_iter().enumerate() {
+                let c = match how {
+                    0 => cq.poll().expect("a completion").expect("NOP completion"),
+                    1 => cq
+                        .poll_raw()
+                        .expect("a CQE")
+                        .decode()
+                        .expect("NOP completion"),
+                    _ => {
+                        let mut got = None;
+                        assert_eq!(cq.poll_batch(1, |c| got = Some(c)), 1);
+                        got.expect("handed over").expect("NOP completion")
+                    }
+                };
+                let (id, k) = sq.complete(&c)?;
+                assert_eq!(
+                    (id, k),
+                    (seen, 1),
+                    "{cqe_size:?} round {round} step {step}: in order, once"
+                );
+                seen += 1;
+            }
+            assert!(cq.poll().is_none(), "{cqe_size:?} round {round}: empty");
+            assert!(cq.poll_raw().is_none());
+            assert_eq!(cq.poll_batch(4, |_| ()), 0);
+            assert_eq!(cq.consumer_index(), (round + 1) * 3);
+        }
+    }
+    Ok(())
+}
+
 /// `Cq::poll_batch` walks the ring in runs up to the wrap: across many wraps, with batch
 /// limits that do not divide the ring, and with 64- and 128-byte CQEs, it hands over every
 /// completion once, in order, and leaves the consumer index where `Cq::poll` would.

@@ -185,6 +185,26 @@ impl CqeRef {
         unsafe { std::ptr::read_volatile(self.0.as_ptr().cast::<u8>().add(at::OP_OWN)) }
     }
 
+    /// The big-endian 32-bit field at byte `at` (a multiple of 4 below 64).
+    #[inline(always)]
+    pub(crate) fn be32(self, at: usize) -> u32 {
+        debug_assert!(at.is_multiple_of(4) && at < CQE_SIZE);
+        // SAFETY: 4 bytes inside the 64-byte, 8-byte aligned CQE, 4-byte aligned.
+        u32::from_be(unsafe {
+            std::ptr::read_volatile(self.0.as_ptr().cast::<u8>().add(at & 60).cast::<u32>())
+        })
+    }
+
+    /// The big-endian 16-bit field at byte `at` (a multiple of 2 below 64).
+    #[inline(always)]
+    pub(crate) fn be16(self, at: usize) -> u16 {
+        debug_assert!(at.is_multiple_of(2) && at < CQE_SIZE);
+        // SAFETY: 2 bytes inside the 64-byte, 8-byte aligned CQE, 2-byte aligned.
+        u16::from_be(unsafe {
+            std::ptr::read_volatile(self.0.as_ptr().cast::<u8>().add(at & 62).cast::<u16>())
+        })
+    }
+
     /// 8-byte word `i` (0..8) of the CQE, as bytes in memory order.
     #[inline(always)]
     pub(crate) fn word(self, i: usize) -> [u8; 8] {
@@ -194,30 +214,79 @@ impl CqeRef {
 }
 
 /// The ring of a CQ: `2^log_size` entries of 64 or 128 bytes; the 64-byte CQE of an entry is
-/// its last 64 bytes.
-#[derive(Debug, Clone, Copy)]
+/// its last 64 bytes. It keeps the consumer's cursor: the entry of the consumer index and the
+/// owner bit of its pass, so that reading the next CQE costs no index arithmetic.
+#[derive(Debug)]
 pub(crate) struct CqRing {
     ring: HostRing,
     log_size: u8,
     /// log2 of the entry size (6 or 7).
     entry_shift: u32,
+    /// The 64-byte CQE of entry 0 (the entry's last 64 bytes).
+    first_cqe: NonNull<u8>,
+    /// The entry size in bytes.
+    stride: usize,
+    /// `(entry size << log_size) - 1`: the cursor's wrap mask.
+    bytes_mask: usize,
+    /// Byte offset of the cursor's entry: a multiple of the entry size, below `bytes_mask`.
+    cursor: usize,
+    /// The owner bit the device writes in the cursor's pass.
+    parity: u8,
 }
+
+// SAFETY: `first_cqe` points into the ring's `HostRing`, which is `Send` for the reason given
+// there: the owning queue's `&mut self` methods are its only users.
+unsafe impl Send for CqRing {}
 
 impl CqRing {
     /// The CQ ring over `ring`, which must hold `2^log_size` entries of `cqe_bytes` (64 or
-    /// 128); `None` otherwise.
+    /// 128); `None` otherwise. The cursor is at consumer index 0.
     pub(crate) fn new(ring: HostRing, log_size: u8, cqe_bytes: usize) -> Option<CqRing> {
         if !(cqe_bytes == 64 || cqe_bytes == 128) || log_size > 24 {
             return None;
         }
-        if ring.len() < (cqe_bytes << log_size) {
+        let bytes = cqe_bytes << log_size;
+        if ring.len() < bytes {
             return None;
         }
+        // SAFETY: `cqe_bytes - 64 < bytes <= ring.len()`: inside the ring.
+        let first_cqe =
+            unsafe { NonNull::new_unchecked(ring.base().as_ptr().add(cqe_bytes - CQE_SIZE)) };
         Some(CqRing {
             ring,
             log_size,
             entry_shift: cqe_bytes.trailing_zeros(),
+            first_cqe,
+            stride: cqe_bytes,
+            bytes_mask: bytes - 1,
+            cursor: 0,
+            parity: 0,
         })
+    }
+
+    /// Moves the cursor to consumer index `ci`.
+    pub(crate) fn seek(&mut self, ci: u32) {
+        self.cursor = ring::slot(ci, self.log_size) << self.entry_shift;
+        self.parity = ring::owner_parity(ci, self.log_size);
+    }
+
+    /// The CQE at the cursor, and the owner bit of its pass.
+    #[inline(always)]
+    pub(crate) fn at_cursor(&self) -> (CqeRef, u8) {
+        // SAFETY: `cursor` is the offset of one of the `2^log_size` entries (`seek` and
+        // `advance` keep it so), so its CQE (`first_cqe + cursor`, 64 bytes, the entry's last)
+        // is inside the ring; 64-byte aligned like the ring and the entry size.
+        let cqe = unsafe { NonNull::new_unchecked(self.first_cqe.as_ptr().add(self.cursor)) };
+        (CqeRef(cqe.cast::<u64>()), self.parity)
+    }
+
+    /// Moves the cursor one entry on, into the next pass after the last entry.
+    #[inline(always)]
+    pub(crate) fn advance(&mut self) {
+        self.cursor = (self.cursor + self.stride) & self.bytes_mask;
+        if self.cursor == 0 {
+            self.parity ^= 1;
+        }
     }
 
     /// Zeroes the ring and marks every CQE hardware-owned (`op_own`).
@@ -227,16 +296,6 @@ impl CqRing {
             self.ring
                 .store_u8(cqe64_offset(i, 1 << self.entry_shift) + at::OP_OWN, op_own);
         }
-    }
-
-    /// The CQE of consumer index `ci`.
-    #[inline(always)]
-    pub(crate) fn entry(&self, ci: u32) -> CqeRef {
-        let idx = ring::slot(ci, self.log_size);
-        let off = (idx << self.entry_shift) + ((1usize << self.entry_shift) - CQE_SIZE);
-        // SAFETY: `idx < 2^log_size` and the ring holds `2^log_size` entries (checked in
-        // `new`), so the 64 bytes at `off` are inside it; 64-byte aligned.
-        CqeRef(unsafe { NonNull::new_unchecked(self.ring.base().as_ptr().add(off).cast::<u64>()) })
     }
 
     /// The entries from consumer index `ci` up to the end of the ring (the wrap), at most
@@ -305,5 +364,23 @@ impl Iterator for CqRun {
         // SAFETY: a CQE of the run, 64-byte aligned (`CqRing::run` made `next` and `end` from
         // ring entries).
         Some(CqeRef(unsafe { NonNull::new_unchecked(cqe.cast::<u64>()) }))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_ring {
+    use super::*;
+
+    /// Heap memory for a test ring: 64-byte aligned words.
+    #[repr(C, align(64))]
+    pub(crate) struct Line(pub(crate) [u64; 8]);
+
+    /// A [`HostRing`] over `lines` (a power of two of them), used only while `lines` lives.
+    pub(crate) fn over(lines: &mut [Line]) -> HostRing {
+        assert!(lines.len().is_power_of_two());
+        let base = NonNull::new(lines.as_mut_ptr().cast::<u8>()).expect("non-null");
+        // SAFETY: `lines` is 64-byte aligned memory of `64 * len` bytes, a power of two; the
+        // tests use the ring only while they hold `lines` mutably borrowed through it.
+        unsafe { HostRing::new(base, lines.len() * 64) }
     }
 }

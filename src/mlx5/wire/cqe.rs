@@ -371,8 +371,19 @@ const _: () = {
 /// word 5 (`byte_cnt` in its second half).
 #[inline(always)]
 pub fn decode_send_recv(w7: [u8; 8], w5: [u8; 8]) -> Completion {
-    let sop_drop_qpn = w32(w7, at::SOP_DROP_QPN);
-    let kind = if w7[at::OP_OWN % 8] >> 4 == opcode::REQ {
+    send_recv(
+        w7[at::OP_OWN % 8],
+        w32(w7, at::SOP_DROP_QPN),
+        w16(w7, at::WQE_COUNTER),
+        w32(w5, at::BYTE_CNT),
+    )
+}
+
+/// A REQ or RESP_SEND completion (the opcode in `op_own` must be one of them) from its fields,
+/// already in host order.
+#[inline(always)]
+pub fn send_recv(op_own: u8, sop_drop_qpn: u32, wqe_counter: u16, byte_cnt: u32) -> Completion {
+    let kind = if op_own >> 4 == opcode::REQ {
         CompletionKind::Send {
             wqe_opcode: (sop_drop_qpn >> 24) as u8,
         }
@@ -382,8 +393,8 @@ pub fn decode_send_recv(w7: [u8; 8], w5: [u8; 8]) -> Completion {
     Completion {
         kind,
         qpn: sop_drop_qpn & 0xff_ffff,
-        wqe_counter: w16(w7, at::WQE_COUNTER),
-        byte_len: w32(w5, at::BYTE_CNT),
+        wqe_counter,
+        byte_len: byte_cnt,
         imm: None,
     }
 }
