@@ -258,44 +258,63 @@ fn large_wqes_are_signalled_by_wqebbs_and_rung_with_the_last_ones_ctrl() -> Resu
     Ok(())
 }
 
+/// A model with a CQ of `2^log_cq` entries of `cqe_size` and an Ethernet SQ of `2^log_sq`
+/// WQEBBs signalling every WQE into it: the queues the NOP tests below post on and poll.
+fn nop_queues(
+    cqe_size: mlx5_dpa::queues::cq::CqeSize,
+    log_cq: u8,
+    log_sq: u8,
+) -> Result<
+    (
+        mlx5_sim::Device,
+        mlx5_dpa::queues::Cq,
+        mlx5_dpa::queues::EthSq,
+    ),
+    QueueError,
+> {
+    use std::sync::Arc;
+
+    use mlx5_dpa::devx::{Devx, UarKind};
+    use mlx5_dpa::mem::Pd;
+    use mlx5_dpa::queues::steering::{Tis, TransportDomain};
+    use mlx5_dpa::queues::{Cq, CqConfig, EthSq, EthSqConfig, HostQueueMem};
+    use mlx5_dpa::uar::UarPage;
+
+    let dev = mlx5_sim::Device::with_profile("bf3").expect("bf3 profile");
+    let ctx: Arc<dyn Devx> = dev.open_devx();
+    let pd = Pd::alloc(&ctx)?;
+    let uar = UarPage::alloc(&ctx, UarKind::NonCached)?;
+    let td = TransportDomain::alloc(&ctx)?;
+    let tis = Tis::create(&ctx, &td, &pd)?;
+    let cqc = CqConfig {
+        cqe_size,
+        ..CqConfig::new(log_cq)
+    };
+    let cq = Cq::create(
+        &ctx,
+        &uar,
+        HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
+        &cqc,
+    )?;
+    let sqc = EthSqConfig {
+        log_size: log_sq,
+        signal_every: 1,
+    };
+    let mem = HostQueueMem::alloc(&ctx, sqc.ring_bytes())?;
+    let sq = EthSq::create(&ctx, &pd, &uar, &tis, &cq, mem, &sqc)?;
+    Ok((dev, cq, sq))
+}
+
 /// `Cq::poll`, `Cq::poll_raw` and `Cq::poll_batch` share one consumer position: mixed in
 /// every order across many wraps of a small ring, with 64- and 128-byte CQEs, they hand over
 /// every completion once and in order, and none finds an entry after the CQ runs empty.
 #[test]
 fn poll_poll_raw_and_poll_batch_share_the_consumer_position() -> Result<(), QueueError> {
-    use std::sync::Arc;
-
-    use mlx5_dpa::devx::{Devx, UarKind};
-    use mlx5_dpa::mem::Pd;
     use mlx5_dpa::queues::cq::CqeSize;
-    use mlx5_dpa::queues::steering::{Tis, TransportDomain};
-    use mlx5_dpa::queues::{Cq, CqConfig, EthSq, EthSqConfig, HostQueueMem};
-    use mlx5_dpa::uar::UarPage;
 
     for cqe_size in [CqeSize::B64, CqeSize::B128] {
-        let dev = mlx5_sim::Device::with_profile("bf3").expect("bf3 profile");
-        let ctx: Arc<dyn Devx> = dev.open_devx();
-        let pd = Pd::alloc(&ctx)?;
-        let uar = UarPage::alloc(&ctx, UarKind::NonCached)?;
-        let td = TransportDomain::alloc(&ctx)?;
-        let tis = Tis::create(&ctx, &td, &pd)?;
         // 4 CQEs, 3 completions a round: each round starts at another offset and most wrap.
-        let cqc = CqConfig {
-            cqe_size,
-            ..CqConfig::new(2)
-        };
-        let mut cq = Cq::create(
-            &ctx,
-            &uar,
-            HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
-            &cqc,
-        )?;
-        let sqc = EthSqConfig {
-            log_size: 4,
-            signal_every: 1,
-        };
-        let mem = HostQueueMem::alloc(&ctx, sqc.ring_bytes())?;
-        let mut sq = EthSq::create(&ctx, &pd, &uar, &tis, &cq, mem, &sqc)?;
+        let (dev, mut cq, mut sq) = nop_queues(cqe_size, 2, 4)?;
         let mut next_id = 0u64;
         let mut seen = 0u64;
         // Every order of the three methods, one completion each (the batch takes at most 1).
@@ -350,39 +369,11 @@ fn poll_poll_raw_and_poll_batch_share_the_consumer_position() -> Result<(), Queu
 /// completion once, in order, and leaves the consumer index where `Cq::poll` would.
 #[test]
 fn poll_batch_across_wraps_for_both_cqe_sizes() -> Result<(), QueueError> {
-    use std::sync::Arc;
-
-    use mlx5_dpa::devx::{Devx, UarKind};
-    use mlx5_dpa::mem::Pd;
     use mlx5_dpa::queues::cq::CqeSize;
-    use mlx5_dpa::queues::steering::{Tis, TransportDomain};
-    use mlx5_dpa::queues::{Cq, CqConfig, EthSq, EthSqConfig, HostQueueMem};
-    use mlx5_dpa::uar::UarPage;
 
     for cqe_size in [CqeSize::B64, CqeSize::B128] {
-        let dev = mlx5_sim::Device::with_profile("bf3").expect("bf3 profile");
-        let ctx: Arc<dyn Devx> = dev.open_devx();
-        let pd = Pd::alloc(&ctx)?;
-        let uar = UarPage::alloc(&ctx, UarKind::NonCached)?;
-        let td = TransportDomain::alloc(&ctx)?;
-        let tis = Tis::create(&ctx, &td, &pd)?;
         // 8 CQEs; 5 completions a round, so runs end at every offset of the ring.
-        let cqc = CqConfig {
-            cqe_size,
-            ..CqConfig::new(3)
-        };
-        let mut cq = Cq::create(
-            &ctx,
-            &uar,
-            HostQueueMem::alloc(&ctx, cqc.ring_bytes())?,
-            &cqc,
-        )?;
-        let sqc = EthSqConfig {
-            log_size: 4,
-            signal_every: 1,
-        };
-        let mem = HostQueueMem::alloc(&ctx, sqc.ring_bytes())?;
-        let mut sq = EthSq::create(&ctx, &pd, &uar, &tis, &cq, mem, &sqc)?;
+        let (dev, mut cq, mut sq) = nop_queues(cqe_size, 3, 4)?;
         let mut next_id = 0u64;
         let mut seen = 0u64;
         for round in 0..40u32 {
