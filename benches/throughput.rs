@@ -1,5 +1,5 @@
 //! Throughput through the DPA on the device model: the packet-processor sample with many frames
-//! in flight, for 1, 2 and 4 DPA threads (each its own process, handler, queues and flow: UDP
+//! in flight, for 1, 2, 4 and 16 DPA threads (each its own process, handler, queues and flow: UDP
 //! destination port 5001 + k).
 //!
 //! `cargo bench --bench throughput` (a bench binary). The host keeps `WINDOW` frames in flight:
@@ -50,7 +50,7 @@ fn main() {
     }
     let (d, ctx) = model();
     let mut rows = Vec::new();
-    for threads in [1usize, 2, 4] {
+    for threads in [1usize, 2, 4, 16] {
         let rigs: Vec<pp::PacketProcessor> = (0..threads)
             .map(|k| {
                 let mac = d.port_address().mac;
@@ -81,8 +81,15 @@ fn main() {
         host.run(FRAMES / 10, WINDOW);
         host.run(2_000, 1);
         let one = host.run(5_000, 1);
+        let acts_before: u64 = rigs
+            .iter()
+            .map(|r| r.stats().expect("stats").activations)
+            .sum();
+        let timed = std::time::Instant::now();
         let many = median((0..ROUNDS).map(|_| host.run(FRAMES, WINDOW)).collect());
+        let secs = timed.elapsed().as_secs_f64();
         let stats: Vec<pp::Stats> = rigs.iter().map(|r| r.stats().expect("stats")).collect();
+        let acts_timed = stats.iter().map(|s| s.activations).sum::<u64>() - acts_before;
         let frames_seen: u64 = stats.iter().map(|s| s.rx_packets).sum();
         let instructions = d.dpa_stats().instructions - instr_before;
         let activations: u64 = stats.iter().map(|s| s.activations).sum::<u64>() - before;
@@ -96,16 +103,17 @@ fn main() {
             many,
             frames_seen as f64 / activations.max(1) as f64,
             instructions as f64 / frames_seen.max(1) as f64,
+            acts_timed as f64 / secs,
         ));
         drop(host);
         drop(rigs);
     }
     summary!("summary throughput: device model, {}", ctx.describe());
-    for (threads, one, many, per_act, per_frame) in rows {
+    for (threads, one, many, per_act, per_frame, acts) in rows {
         summary!(
             "summary throughput: {threads} DPA thread(s): {many:>10.0} frames/s with {WINDOW} in \
-             flight, {one:>8.0} with one (x{:.1}); {per_act:.1} frames per activation, \
-             {per_frame:.0} DPA instructions per frame",
+             flight, {one:>8.0} with one (x{:.1}); {acts:.0} activations/s across the threads' \
+             EUs; {per_act:.1} frames per activation, {per_frame:.0} DPA instructions per frame",
             many / one
         );
     }

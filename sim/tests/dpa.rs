@@ -1298,7 +1298,11 @@ fn affinity_picks_the_eu() {
         ..ThreadSpec::default()
     }));
     assert_eq!(call(&dev, &rig, strict, 1).last_eu, 200);
-    assert_eq!(call(&dev, &rig, any, 1).last_eu, 0, "the lowest free EU");
+    assert_eq!(
+        call(&dev, &rig, any, 1).last_eu,
+        200,
+        "without affinity: the free EU where the process's code is decoded"
+    );
     // Three group threads at once: EUs 17 and 42 in the first pass, the third waits for
     // one of them.
     for &t in &grouped {
@@ -1314,7 +1318,37 @@ fn affinity_picks_the_eu() {
     dev.run_until_idle();
     let third = ok(rig.thread_info(grouped[2]));
     assert_eq!(third.state, ts::FINISHED);
-    assert_eq!(third.last_eu, 17);
+    assert!(eus[..2].contains(&third.last_eu), "{}", third.last_eu);
+}
+
+/// More processes than an EU keeps code caches for (`EU_CODE_CACHES`, 8), their threads
+/// without affinity, activated one at a time in turn: each finds its code where it ran
+/// before instead of all taking turns on EU 0 and evicting each other's decoded code.
+#[test]
+fn many_processes_taking_turns_keep_their_code_decoded() {
+    const PROCESSES: usize = 12;
+    let (dev, ctx) = device();
+    let mut rigs: Vec<DpaRig> = (0..PROCESSES).map(|_| selftest(&ctx)).collect();
+    let threads: Vec<u32> = rigs.iter_mut().map(|r| thread(r, "st_add")).collect();
+    for (rig, &t) in rigs.iter().zip(&threads) {
+        assert_eq!(call(&dev, rig, t, 1).return_value, 2);
+    }
+    let first = dev.dpa_stats().code_caches_made;
+    assert_eq!(
+        first, PROCESSES as u64,
+        "one per process at its first activation"
+    );
+    for round in 0..3u64 {
+        for (rig, &t) in rigs.iter().zip(&threads) {
+            let info = call(&dev, rig, t, round);
+            assert_eq!(info.return_value, round + 1);
+        }
+    }
+    assert_eq!(
+        dev.dpa_stats().code_caches_made,
+        first,
+        "later activations found their code decoded"
+    );
 }
 
 #[test]

@@ -80,14 +80,15 @@ pub fn table(dev: &mlx5_sim::Device, marks: Marks<'_>) -> Vec<String> {
     let s = dev.dpa_stats();
     v.push(format!(
         "DPA counters: {} activations, {} instructions, {} faults, {} watchdogs, {} doorbells, \
-         {} RTOS calls, {} dropped events",
+         {} RTOS calls, {} dropped events, {} code caches made",
         s.activations,
         s.instructions,
         s.faults,
         s.watchdogs,
         s.doorbells,
         s.rtos_calls,
-        s.dropped_events
+        s.dropped_events,
+        s.code_caches_made
     ));
     v
 }

@@ -19,12 +19,37 @@ use crate::state::State;
 
 impl Firmware {
     /// The EU for `affinity`: `Ok(Some)` a free one, `Ok(None)` none free now, `Err` none
-    /// can ever match.
-    fn dpa_choose_eu(&self, affinity: Affinity, eus: usize) -> Result<Option<u16>, ()> {
-        let free = |e: usize| self.dpa.eus.get(e).is_some_and(|x| !x.busy);
+    /// can ever match. Among the free EUs the affinity allows: `warm` (the EU that last kept
+    /// a code cache of the program of text version `text`) when it still holds it; else the
+    /// lowest with room for one more code cache; else the lowest. Many processes sharing the
+    /// low EUs would otherwise evict each other's decoded (and compiled) code at every
+    /// activation once more than [`EU_CODE_CACHES`] take turns on one EU.
+    ///
+    /// [`EU_CODE_CACHES`]: crate::state::dpa::EU_CODE_CACHES
+    fn dpa_choose_eu(
+        &self,
+        affinity: Affinity,
+        eus: usize,
+        warm: Option<u16>,
+        text: u64,
+    ) -> Result<Option<u16>, ()> {
+        let eu = |e: usize| self.dpa.eus.get(e).filter(|x| !x.busy);
+        let pick = |allowed: &dyn Fn(usize) -> bool| -> Option<u16> {
+            if let Some(w) = warm.map(usize::from) {
+                if allowed(w) && eu(w).is_some_and(|x| x.caches.iter().any(|(v, _)| *v == text)) {
+                    return Some(w as u16);
+                }
+            }
+            let room = (0..eus).find(|&e| {
+                allowed(e)
+                    && eu(e).is_some_and(|x| x.caches.len() < crate::state::dpa::EU_CODE_CACHES)
+            });
+            room.or_else(|| (0..eus).find(|&e| allowed(e) && eu(e).is_some()))
+                .map(|e| e as u16)
+        };
         match affinity {
-            Affinity::None => Ok((0..eus).find(|&e| free(e)).map(|e| e as u16)),
-            Affinity::Eu(e) if usize::from(e) < eus => Ok(free(usize::from(e)).then_some(e)),
+            Affinity::None => Ok(pick(&|e| e < eus)),
+            Affinity::Eu(e) if usize::from(e) < eus => Ok(eu(usize::from(e)).map(|_| e)),
             Affinity::Eu(_) => Err(()),
             Affinity::Group(g) => {
                 let d = self.eugs.get(&g).ok_or(())?;
@@ -33,17 +58,16 @@ impl Firmware {
                     d.get(0x40 + (eu / 32) * 4 + (3 - (eu % 32) / 8))
                         .is_some_and(|b| b >> (eu % 8) & 1 == 1)
                 };
-                let members: Vec<usize> = (0..eus).filter(|&e| member(e)).collect();
-                if members.is_empty() {
+                if !(0..eus).any(member) {
                     return Err(());
                 }
-                Ok(members.into_iter().find(|&e| free(e)).map(|e| e as u16))
+                Ok(pick(&|e| e < eus && member(e)))
             }
         }
     }
 
     /// Starts every queued thread that has a free EU matching its affinity (in arrival
-    /// order; the lowest free EU). Returns how many were dispatched.
+    /// order; the EU [`Firmware::dpa_choose_eu`] picks). Returns how many were dispatched.
     pub(crate) fn dpa_dispatch(
         &mut self,
         pool: &Exec,
@@ -75,7 +99,7 @@ impl Firmware {
                 self.dpa_sync_thread_ctx(id);
                 continue;
             }
-            let eu = match self.dpa_choose_eu(t.affinity, eus) {
+            let eu = match self.dpa_choose_eu(t.affinity, eus, p.warm_eu, p.mem.text_version()) {
                 Ok(Some(eu)) => eu,
                 Ok(None) => {
                     waiting.push_back(id);
@@ -107,6 +131,7 @@ impl Firmware {
             let cache = match e.caches.iter().position(|(v, _)| *v == text_version) {
                 Some(i) => e.caches.remove(i).1,
                 None => {
+                    self.dpa.stats.code_caches_made += 1;
                     #[cfg(feature = "jit")]
                     let share = jit_share_for(&mut self.dpa.jit_programs, &p.mem, text_version);
                     #[cfg(not(feature = "jit"))]
@@ -272,6 +297,9 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
             }
             e.caches
                 .push((d.text_version, std::mem::take(&mut d.cache)));
+            if let Some(p) = fw.dpa.processes.get_mut(&d.process) {
+                p.warm_eu = Some(d.eu);
+            }
         }
         let Some(t) = fw.dpa.threads.get_mut(&d.thread) else {
             continue;

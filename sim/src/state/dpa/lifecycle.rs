@@ -66,6 +66,7 @@ impl Firmware {
                 heap_end: dumem_used,
                 nic_counters: None,
                 debug: None,
+                warm_eu: None,
             },
         );
     }

@@ -201,6 +201,9 @@ pub struct DpaStats {
     /// Events (CQ completions, runs) not turned into an activation: thread finished or in
     /// error, process failed or exited, no EU for the thread's affinity.
     pub dropped_events: u64,
+    /// Activations that found no code cache of their program on their EU, and so decoded
+    /// (and, with the `jit` feature, warmed up) its code again.
+    pub code_caches_made: u64,
 }
 
 /// One DPA process as [`crate::Device::dpa_processes`] lists it.
@@ -295,6 +298,10 @@ pub(crate) struct ProcessRt {
     pub(crate) nic_counters: Option<NicCounterConfig>,
     /// An attached debugger ([`crate::Device::dpa_debug`]).
     pub(crate) debug: Option<Arc<debug::DebugState>>,
+    /// The EU that last kept a code cache of the process's program: where its next
+    /// activation finds its code decoded (and, with the `jit` feature, warm), when that EU
+    /// is free and its affinity allows.
+    pub(crate) warm_eu: Option<u16>,
 }
 
 /// Where a thread may run.
