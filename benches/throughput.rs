@@ -72,19 +72,18 @@ fn main() {
             .collect();
         let frames = (0..threads).map(|k| frame(rigs[0].port_mac, k)).collect();
         let mut host = Host::new(&ctx, frames, pp::PEER_MAC);
-        let before: u64 = rigs
-            .iter()
-            .map(|r| r.stats().expect("stats").activations)
-            .sum();
+        let activations_so_far = || -> u64 {
+            rigs.iter()
+                .map(|r| r.stats().expect("stats").activations)
+                .sum()
+        };
+        let before = activations_so_far();
         let instr_before = d.dpa_stats().instructions;
         // Warm-ups of both paths (with the JIT, what they run gets compiled here).
         host.run(FRAMES / 10, WINDOW);
         host.run(2_000, 1);
         let one = host.run(5_000, 1);
-        let acts_before: u64 = rigs
-            .iter()
-            .map(|r| r.stats().expect("stats").activations)
-            .sum();
+        let acts_before = activations_so_far();
         let timed = std::time::Instant::now();
         let many = median((0..ROUNDS).map(|_| host.run(FRAMES, WINDOW)).collect());
         let secs = timed.elapsed().as_secs_f64();

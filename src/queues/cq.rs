@@ -144,6 +144,7 @@ pub struct Cq {
     ring: CqRing,
     log_size: u8,
     cqe_bytes: usize,
+    /// The consumer index; `ring`'s cursor is kept at it (`CqRing::advance` / `seek`).
     ci: u32,
     arm_sn: u32,
     dbr: DoorbellRecord,
@@ -249,8 +250,9 @@ impl Cq {
         &self.shared.obj
     }
 
-    /// Loads word 7 of entry `ci` (bytes 0x38..0x40, `op_own` last) and returns it if the
-    /// entry is software's; then the rest of the entry may be loaded.
+    /// Loads word 7 of `entry` (bytes 0x38..0x40, `op_own` last) and returns it if the entry
+    /// is software's in the pass whose owner bit is `parity`; then the rest of the entry may be
+    /// loaded.
     #[inline(always)]
     fn owned_word7(entry: CqeRef, parity: u8) -> Option<[u8; 8]> {
         let w7 = entry.word(word::QPN);
@@ -296,8 +298,8 @@ impl Cq {
             // `ring::cqe_is_sw_owned`, with the pass parity given: another opcode. Both arms
             // are marked cold: with the hints, the register allocator puts the spills around
             // the out-of-line call here instead of in the hot loop of a caller polling one CQE
-            // at a time (`benches/queues.rs` "summary poll": 1.7x of the floor without, 1.35x
-            // with).
+            // at a time (`benches/queues.rs` "summary poll": 1.35x of the floor with them and
+            // the ring's cursor; about 1.7x with either alone).
             std::hint::cold_path();
             barrier::dma_rmb();
             let w7 = entry.word(word::QPN);
