@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use mlx5_dpa::devx::{self, Devx, UarKind};
 use mlx5_dpa::mem::{Access, MemoryRegion, Pd};
-use mlx5_dpa::mlx5::cmd::{QueryNicVportContext, QueryRoceAddress};
+use mlx5_dpa::mlx5::cmd::QueryNicVportContext;
 use mlx5_dpa::queues::{
     Completion, CompletionKind, Cq, CqConfig, HostQueueMem, QpConfig, RcConnect, RcPeer, RcQp,
     RemoteAddr, SendOp, SendWr,
@@ -119,23 +119,25 @@ impl Side {
 /// # Errors
 /// Driver or device errors.
 pub fn connect(a: &mut Side, b: &mut Side, same_device: bool) -> Result<(), Box<dyn Error>> {
-    let peer_of = |to: &Side| -> Result<RcPeer, Box<dyn Error>> {
+    // Each side sends from its RoCE v2 IPv4 GID to the other's.
+    let peer_of = |from: &Side, to: &Side| -> Result<RcPeer, Box<dyn Error>> {
         if same_device {
             return Ok(RcPeer::Loopback {
                 remote_qpn: to.qp.qpn(),
             });
         }
-        let gid = devx::exec(to.ctx.as_ref(), &QueryRoceAddress(0))?;
+        let (gid_index, _) = devx::roce_v2_ipv4_address(from.ctx.as_ref())?;
+        let (_, remote) = devx::roce_v2_ipv4_address(to.ctx.as_ref())?;
         let mac = devx::exec(to.ctx.as_ref(), &QueryNicVportContext)?.mac;
         Ok(RcPeer::Remote {
             remote_qpn: to.qp.qpn(),
             mac,
-            gid: gid.gid,
-            gid_index: 0,
+            gid: remote.gid,
+            gid_index,
             hop_limit: 64,
         })
     };
-    let (pa, pb) = (peer_of(b)?, peer_of(a)?);
+    let (pa, pb) = (peer_of(a, b)?, peer_of(b, a)?);
     let mut ca = RcConnect::new(pa);
     let mut cb = RcConnect::new(pb);
     ca.send_psn = 0x100;

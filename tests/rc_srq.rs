@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mlx5_dpa::devx::{self, Devx, UarKind};
 use mlx5_dpa::mem::{Access, MemoryRegion, Pd};
-use mlx5_dpa::mlx5::cmd::{QueryNicVportContext, QueryRoceAddress};
+use mlx5_dpa::mlx5::cmd::QueryNicVportContext;
 use mlx5_dpa::queues::{
     CompletionKind, Cq, CqConfig, HostQueueMem, QpConfig, QueueError, RcConnect, RcPeer, RcQp,
     RqConfig, SendOp, SendWr, Srq,
@@ -106,13 +106,14 @@ fn peer(to_ctx: &Arc<dyn Devx>, qpn: mlx5_dpa::queues::Qpn, same: bool) -> Resul
     if same {
         return Ok(RcPeer::Loopback { remote_qpn: qpn });
     }
-    let gid = devx::exec(to_ctx.as_ref(), &QueryRoceAddress(0))?.gid;
+    // Both models list their GIDs alike: the index found on the peer is this side's too.
+    let (gid_index, entry) = devx::roce_v2_ipv4_address(to_ctx.as_ref())?;
     let mac = devx::exec(to_ctx.as_ref(), &QueryNicVportContext)?.mac;
     Ok(RcPeer::Remote {
         remote_qpn: qpn,
         mac,
-        gid,
-        gid_index: 0,
+        gid: entry.gid,
+        gid_index,
         hop_limit: 64,
     })
 }

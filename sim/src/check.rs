@@ -125,8 +125,8 @@ checks! {
     BAD_HASH_FN = 0x5131_021f, BAD_PARAM, "rx_hash_fn is not a valid hash function";
     BAD_HEAP_SIZE = 0x5131_0220, BAD_PARAM, "DPA process heap size zero or above the process memory";
     BAD_PORT = 0x5131_0221, BAD_PARAM, "port number names no port of this device (ports are 1-based)";
-    BAD_GID_INDEX = 0x5131_0222, BAD_PARAM, "RoCE address (GID) table index not populated (the model fills index 0 only)";
-    GID_NOT_IPV4 = 0x5131_0223, BAD_PARAM, "remote GID is not IPv4-mapped (the model carries RoCE v2 over IPv4 only)";
+    BAD_GID_INDEX = 0x5131_0222, BAD_PARAM, "RoCE address (GID) table index past the table (the model fills indexes 0 and 1)";
+    GID_NOT_IPV4 = 0x5131_0223, BAD_PARAM, "remote GID is not IPv4-mapped, or the source GID is the link-local one (the model carries RoCE v2 over IPv4 only: source index 1)";
     OTHER_VPORT = 0x5131_0224, BAD_PARAM, "other_vport set: a function may query only its own vport";
     ELF_MALFORMED = 0x5131_0225, BAD_PARAM, "DPA process image is not a well-formed ELF64 executable";
     ELF_NOT_RISCV = 0x5131_0226, BAD_PARAM, "DPA process image is not a little-endian 64-bit RISC-V (EM_RISCV) executable";

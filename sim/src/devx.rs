@@ -331,15 +331,7 @@ impl Devx for SimDevx {
     }
 
     fn event_channel(&self) -> Result<Box<dyn EventChannel>, DevxError> {
-        let handles = Arc::clone(&self.handles);
-        Ok(Box::new(crate::events::SimEventChannel {
-            dev: self.dev.clone(),
-            resolve: Box::new(move |h| {
-                let table = lock(&handles);
-                table.objs.get(&h.0).copied()
-            }),
-            queue: Arc::default(),
-        }))
+        Ok(Box::new(self.sim_event_channel()))
     }
 
     fn retain_until_close(&self, mem: Box<dyn std::any::Any + Send + Sync>) {
@@ -351,6 +343,24 @@ impl Devx for SimDevx {
 }
 
 impl SimDevx {
+    fn sim_event_channel(&self) -> crate::events::SimEventChannel {
+        let handles = Arc::clone(&self.handles);
+        crate::events::SimEventChannel {
+            dev: self.dev.clone(),
+            resolve: Box::new(move |h| {
+                let table = lock(&handles);
+                table.objs.get(&h.0).copied()
+            }),
+            queue: Arc::default(),
+        }
+    }
+
+    /// An event channel one thread may wait on while others subscribe through it (what a
+    /// server of the kernel's DevX event fds needs); otherwise as [`Devx::event_channel`].
+    pub fn shared_event_channel(&self) -> Arc<dyn EventChannel + Send + Sync> {
+        Arc::new(self.sim_event_channel())
+    }
+
     fn on_handle(
         &self,
         op: &'static str,

@@ -14,7 +14,7 @@ use crate::Device;
 
 /// The model's event channel.
 /// The object an object handle of the channel's context names, if it is one.
-pub(crate) type ResolveHandle = Box<dyn Fn(ObjHandle) -> Option<ObjRef> + Send>;
+pub(crate) type ResolveHandle = Box<dyn Fn(ObjHandle) -> Option<ObjRef> + Send + Sync>;
 
 pub(crate) struct SimEventChannel {
     pub(crate) dev: Device,

@@ -125,7 +125,8 @@ pub struct PortAddress {
     pub mac: [u8; 6],
     /// The IPv4 address RoCE v2 packets come from.
     pub ipv4: [u8; 4],
-    /// GID table entry 0 (QUERY_ROCE_ADDRESS index 0): `::ffff:a.b.c.d`.
+    /// GID table entry 1 (QUERY_ROCE_ADDRESS index 1, [`fw::vport::IPV4_GID_INDEX`]):
+    /// `::ffff:a.b.c.d`.
     pub gid: [u8; 16],
 }
 

@@ -88,7 +88,7 @@ impl Side {
             fl: self.fl,
             rmac: peer.map_or([0; 6], |p| p.mac),
             rgid: peer.map_or([0; 16], |p| p.gid),
-            src_addr_index: 0,
+            src_addr_index: 1,
             hop_limit: 64,
             next_send_psn: send_psn,
             log_sra_max: self.log_sra_max,
@@ -1260,7 +1260,7 @@ fn qp_context_follows_each_transition() {
         fl: false,
         rmac: peer.mac,
         rgid: peer.gid,
-        src_addr_index: 0,
+        src_addr_index: 1,
         hop_limit: 33,
         next_send_psn: 0xab_cdef,
         log_sra_max: 1,
@@ -1361,11 +1361,22 @@ fn qp_context_follows_each_transition() {
         rig.modify(
             Init2Rtr,
             QpAttr {
-                src_addr_index: 1,
+                src_addr_index: 2,
                 ..attr
             },
         ),
         check::BAD_GID_INDEX,
+    );
+    // The link-local entry: not carried (RoCE v2 over IPv4 only).
+    refused(
+        rig.modify(
+            Init2Rtr,
+            QpAttr {
+                src_addr_index: 0,
+                ..attr
+            },
+        ),
+        check::GID_NOT_IPV4,
     );
     refused(
         rig.modify(
@@ -1428,18 +1439,43 @@ fn port_address_commands() {
     assert_eq!(v.mac, Profile::bf3().mac);
     assert_eq!(v.mtu, 1500);
     assert!(v.roce_en);
-    let r = devx::exec(&*ctx, &QueryRoceAddress(0)).unwrap();
+    let r = devx::exec(&*ctx, &QueryRoceAddress(1)).unwrap();
     assert_eq!(r.mac, Profile::bf3().mac);
     assert_eq!(&r.gid[..12], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
     assert_eq!(&r.gid[12..], &Profile::bf3().ipv4);
     assert_eq!((r.roce_version, r.roce_l3_type, r.vlan), (2, 0, None));
-    // Only index 0 is populated.
-    let e = devx::exec(&*ctx, &QueryRoceAddress(1)).unwrap_err();
+    // Index 0: the link-local GID of the MAC's EUI-64, RoCE v2 over IPv6.
+    let ll = devx::exec(&*ctx, &QueryRoceAddress(0)).unwrap();
+    let m = Profile::bf3().mac;
+    assert_eq!(
+        ll.gid,
+        [
+            0xfe,
+            0x80,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            m[0] ^ 2,
+            m[1],
+            m[2],
+            0xff,
+            0xfe,
+            m[3],
+            m[4],
+            m[5]
+        ]
+    );
+    assert_eq!((ll.roce_version, ll.roce_l3_type), (2, 1));
+    // Indexes 0 and 1 are populated.
+    let e = devx::exec(&*ctx, &QueryRoceAddress(2)).unwrap_err();
     assert_eq!(
         refusal(e),
         (check::BAD_GID_INDEX.status, check::BAD_GID_INDEX.syndrome)
     );
-    let mut inbox = mlx5_dpa::mlx5::cmd::encode_inbox(&QueryRoceAddress(1)).unwrap();
+    let mut inbox = mlx5_dpa::mlx5::cmd::encode_inbox(&QueryRoceAddress(2)).unwrap();
     let mut out = vec![0u8; 0x30];
     assert_eq!(
         dev.kernel_command(&inbox, &mut out),
@@ -1459,7 +1495,7 @@ fn port_address_commands() {
     assert_eq!((a.mac, a.ipv4), (MAC_B, IP_B));
     let v = devx::exec(&*ctx, &QueryNicVportContext).unwrap();
     assert_eq!(v.mac, MAC_B);
-    let r = devx::exec(&*ctx, &QueryRoceAddress(0)).unwrap();
+    let r = devx::exec(&*ctx, &QueryRoceAddress(1)).unwrap();
     assert_eq!((r.gid, r.mac), (a.gid, MAC_B));
 }
 

@@ -450,6 +450,36 @@ pub fn query_caps(dev: &dyn Devx) -> Result<crate::mlx5::caps::Caps, DevxError> 
         .map_err(|e| DevxError::BadMailbox(e.to_string()))
 }
 
+/// GID table entries [`roce_v2_ipv4_address`] looks through.
+pub const GID_SCAN: u16 = 256;
+
+/// The first entry of the port's GID table that carries RoCE v2 over IPv4 (`roce_version` 2,
+/// `roce_l3_type` IPv4, a non-zero GID): its index (what a QP's `src_addr_index` names) and the
+/// entry. A BlueField-3 lists each address for RoCE v1 and v2, and its link-local GIDs first, so
+/// the index depends on the device; the model has the link-local entry at 0 and IPv4 at 1.
+///
+/// # Errors
+/// No such entry among the first [`GID_SCAN`] (the scan stops at the first index firmware
+/// refuses), or a transport error.
+pub fn roce_v2_ipv4_address(
+    dev: &dyn Devx,
+) -> Result<(u8, crate::mlx5::cmd::RoceAddress), DevxError> {
+    use crate::mlx5::cmd::QueryRoceAddress;
+    for i in 0..GID_SCAN {
+        let a = match exec(dev, &QueryRoceAddress(i)) {
+            Ok(a) => a,
+            Err(DevxError::Command { .. }) => break,
+            Err(e) => return Err(e),
+        };
+        if a.roce_version == 2 && a.roce_l3_type == 0 && a.gid != [0; 16] {
+            return Ok((i as u8, a));
+        }
+    }
+    Err(DevxError::Unsupported(
+        "no RoCE v2 IPv4 address in the port's GID table".into(),
+    ))
+}
+
 /// The longest mailbox (inbox or outbox) DevX carries: the kernel passes each as one ioctl
 /// attribute, whose length is a `__u16` (`struct ib_uverbs_attr`,
 /// include/uapi/rdma/rdma_user_ioctl_cmds.h).

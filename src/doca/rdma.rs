@@ -419,7 +419,7 @@ impl DpaRdma {
     /// address query, naming the step.
     pub fn export(&mut self) -> Result<RdmaConnection, DocaError> {
         let i = self.next_free()?;
-        let (gid, mac) = local_address(&self.process)?;
+        let (gid, mac, _) = local_address(&self.process)?;
         self.conns[i].link = Link::Exported;
         Ok(RdmaConnection {
             id: i as u32,
@@ -454,7 +454,7 @@ impl DpaRdma {
                 conn.id
             )));
         }
-        let (gid, mac) = local_address(&self.process)?;
+        let (gid, mac, gid_index) = local_address(&self.process)?;
         let remote_qpn = crate::queues::Qpn(peer.qpn);
         let to = if (peer.gid, peer.mac) == (gid, mac) {
             RcPeer::Loopback { remote_qpn }
@@ -463,7 +463,7 @@ impl DpaRdma {
                 remote_qpn,
                 mac: peer.mac,
                 gid: peer.gid,
-                gid_index: 0,
+                gid_index,
                 hop_limit: 64,
             }
         };
@@ -557,20 +557,20 @@ impl RdmaConnDetails {
     }
 }
 
-/// This device's GID table entry 0 and MAC.
-fn local_address(process: &Process) -> Result<([u8; 16], [u8; 6]), DocaError> {
-    use crate::mlx5::cmd::{QueryNicVportContext, QueryRoceAddress};
+/// This device's RoCE v2 IPv4 GID, its MAC and the GID's index.
+fn local_address(process: &Process) -> Result<([u8; 16], [u8; 6], u8), DocaError> {
+    use crate::mlx5::cmd::QueryNicVportContext;
     const A: &str = "querying the device's address";
     let dev = process.dev().as_ref();
-    let gid = crate::devx::exec(dev, &QueryRoceAddress(0))
+    let (gid_index, entry) = crate::devx::roce_v2_ipv4_address(dev)
         .map_err(crate::dpa::DpaError::from)
-        .step(A)?
-        .gid;
+        .step(A)?;
+    let gid = entry.gid;
     let mac = crate::devx::exec(dev, &QueryNicVportContext)
         .map_err(crate::dpa::DpaError::from)
         .step(A)?
         .mac;
-    Ok((gid, mac))
+    Ok((gid, mac, gid_index))
 }
 
 impl Drop for DpaRdma {

@@ -33,6 +33,7 @@ mod eu;
 mod gdb;
 mod input;
 mod ps;
+mod runner;
 mod signals;
 mod vm;
 
@@ -201,6 +202,10 @@ enum Cmd {
     /// Run the device model as a small host: its port on a TAP interface (or in loopback),
     /// answering ARP and ping for `--ip` through the model's queues, until `--seconds` pass.
     Sim(SimArgs),
+    /// Run a program (rdma-core's tools, perftest, any verbs or DevX program, this tool with
+    /// `--device mlx5_0`) on its own device model, which it opens as mlx5_0 through the
+    /// kernel's uverbs ABI: a private mount namespace (needs root) and a preloaded library.
+    Run(runner::RunArgs),
 }
 
 /// `mlx5-dpa sim`'s arguments.
@@ -299,6 +304,8 @@ enum ToolError {
     Cc(#[from] cc::CcError),
     #[error(transparent)]
     Ps(#[from] ps::PsError),
+    #[error("{0}")]
+    Run(#[from] runner::RunError),
     #[error(transparent)]
     File(#[from] input::InputError),
     /// A global option the command does not take.
@@ -393,6 +400,7 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         }
         Cmd::Cc(_) => ("cc", false, false),
         Cmd::Ps { .. } => ("ps", false, false),
+        Cmd::Run(_) => ("run", true, false),
     };
     if cli.capture.is_some() && !takes_sim && !takes_device {
         return Err(ToolError::Usage(format!(
@@ -487,6 +495,10 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Sim(args) => done(sim(cli, args)),
+        Cmd::Run(args) => Ok(runner::run(
+            args,
+            cli.sim.as_deref().unwrap_or(DEFAULT_PROFILE),
+        )?),
     }
 }
 

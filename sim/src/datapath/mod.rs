@@ -155,14 +155,16 @@ pub(crate) fn poll_port(fw: &mut Firmware, dp: &mut Datapath) -> usize {
         n += 1;
     }
     dp.incoming = incoming;
-    if matches!(dp.port.mode, PortMode::Tap(_)) {
+    if matches!(dp.port.mode, PortMode::Tap(_) | PortMode::Udp(_)) {
         let mut buf = std::mem::take(&mut dp.rx_buf);
         buf.resize(MAX_FRAME + 64, 0);
         for _ in 0..256 {
-            let PortMode::Tap(tap) = &dp.port.mode else {
-                break;
+            let got = match &dp.port.mode {
+                PortMode::Tap(tap) => tap.try_recv(&mut buf).ok().flatten(),
+                PortMode::Udp(port) => port.try_recv(&mut buf).ok().flatten(),
+                _ => None,
             };
-            let Ok(Some(len)) = tap.try_recv(&mut buf) else {
+            let Some(len) = got else {
                 break;
             };
             capture(dp, &buf[..len]);

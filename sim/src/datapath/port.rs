@@ -52,6 +52,16 @@ pub(crate) fn transmit(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], td: O
                 dp.port.stats.tx_dropped += 1;
             }
         }
+        // RoCE frames for this port itself loop back inside the NIC, as on hardware; the rest
+        // goes on the wire.
+        PortMode::Udp(_) if roce::is_for(frame, &fw.profile.mac, &fw.profile.ipv4) => {
+            dp.enqueue_local(frame)
+        }
+        PortMode::Udp(port) => {
+            if port.send(frame).is_err() {
+                dp.port.stats.tx_dropped += 1;
+            }
+        }
         PortMode::Down => dp.port.stats.tx_dropped += 1,
     }
 }

@@ -672,8 +672,12 @@ impl Firmware {
                         return Err(check::BAD_PORT);
                     }
                     if !ctx.fl {
-                        if ctx.src_addr_index != 0 {
+                        if u64::from(ctx.src_addr_index) >= super::vport::GID_TABLE_SIZE {
                             return Err(check::BAD_GID_INDEX);
+                        }
+                        // The link-local (IPv6) entry: the model carries RoCE v2 over IPv4 only.
+                        if ctx.src_addr_index != super::vport::IPV4_GID_INDEX {
+                            return Err(check::GID_NOT_IPV4);
                         }
                         if super::vport::gid_ipv4(&ctx.rgid).is_none() {
                             return Err(check::GID_NOT_IPV4);

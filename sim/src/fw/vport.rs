@@ -1,13 +1,30 @@
 //! Port addressing commands: QUERY_NIC_VPORT_CONTEXT and QUERY_ROCE_ADDRESS.
 //!
 //! The model has one port with one address (the profile's MAC and IPv4 address); its GID
-//! table has one entry, index 0: the IPv4-mapped address `::ffff:a.b.c.d`, RoCE v2, IPv4.
+//! table has two entries, both RoCE v2: index 0 the link-local `fe80::` GID of the MAC's EUI-64
+//! (IPv6), index 1 the IPv4-mapped address `::ffff:a.b.c.d` ([`IPV4_GID_INDEX`]). RC traffic runs
+//! from index 1: the model carries RoCE v2 over IPv4 only. (A BlueField-3 lists each address
+//! for RoCE v1 too; the model has no RoCE v1 datapath, so it lists none.)
 
 use mlx5_dpa::mlx5::layouts as l;
 
 use super::{inbox, outbox, Firmware};
 use crate::check::{self, Check};
 pub(crate) use crate::port::roce::{gid_ipv4, ipv4_gid};
+
+/// Entries of the GID table.
+pub const GID_TABLE_SIZE: u64 = 2;
+/// The entry holding the port's IPv4 address (`::ffff:a.b.c.d`), the one RC QPs send from.
+pub const IPV4_GID_INDEX: u8 = 1;
+
+/// The link-local GID of a MAC: `fe80::` and its EUI-64.
+pub(crate) fn link_local_gid(mac: [u8; 6]) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[0] = 0xfe;
+    g[1] = 0x80;
+    g[8..].copy_from_slice(&eui64(mac).to_be_bytes());
+    g
+}
 
 /// The port MTU the vport context reports (Ethernet payload bytes).
 pub(crate) const PORT_MTU: u64 = 1500;
@@ -64,12 +81,18 @@ impl Firmware {
         if v.get(m::op_mod) != 0 {
             return Err(check::BAD_OP_MOD);
         }
-        if v.get(m::roce_address_index) != 0 {
+        let index = v.get(m::roce_address_index);
+        if index >= GID_TABLE_SIZE {
             return Err(check::BAD_GID_INDEX);
         }
         let mut o = outbox::<l::query_roce_address_out::Layout>(out)?;
         let a = l::query_roce_address_out::roce_address;
-        let gid = ipv4_gid(self.profile.ipv4);
+        let ipv4 = index == u64::from(IPV4_GID_INDEX);
+        let gid = if ipv4 {
+            ipv4_gid(self.profile.ipv4)
+        } else {
+            link_local_gid(self.profile.mac)
+        };
         for (i, b) in gid.iter().enumerate() {
             if let Some(f) = r::source_l3_address.at(i as u32) {
                 o.set(a.at(f), u64::from(*b));
@@ -85,7 +108,14 @@ impl Firmware {
             u64::from(u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]])),
         );
         o.set(a.at(r::roce_version), l::roce_version::V2);
-        o.set(a.at(r::roce_l3_type), l::roce_l3_type::IPV4);
+        o.set(
+            a.at(r::roce_l3_type),
+            if ipv4 {
+                l::roce_l3_type::IPV4
+            } else {
+                l::roce_l3_type::IPV6
+            },
+        );
         Ok(())
     }
 }

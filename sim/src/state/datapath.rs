@@ -45,6 +45,8 @@ pub enum PortMode {
     Link(LinkEnd),
     /// A Linux TAP interface.
     Tap(Tap),
+    /// Another process's model, by UDP datagrams ([`crate::port::udp`]).
+    Udp(crate::port::udp::UdpPort),
     /// Nothing: frames sent are dropped and counted.
     Down,
 }

@@ -21,68 +21,11 @@ pub const HDR_LEN: usize = 24;
 /// Size of `ib_uverbs_attr`.
 pub const ATTR_LEN: usize = 16;
 
-/// Core object / method / attribute ids.
-pub mod core_ids {
-    pub const UVERBS_OBJECT_DEVICE: u16 = 0;
-    pub const UVERBS_METHOD_GET_CONTEXT: u16 = 3;
-    pub const UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS: u16 = 0;
-    pub const UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT: u16 = 1;
-    /// Driver-specific input / output (`UVERBS_ATTR_UHW_IN` / `_OUT`).
-    pub const UVERBS_ATTR_UHW_IN: u16 = 0x1000;
-    pub const UVERBS_ATTR_UHW_OUT: u16 = 0x1001;
-}
+pub mod ids;
+pub mod mlx5;
+pub mod write;
 
-/// mlx5 DevX object / method / attribute ids (`mlx5_user_ioctl_cmds.h`).
-pub mod mlx5_ids {
-    pub const MLX5_IB_OBJECT_DEVX: u16 = 0x1000;
-    pub const MLX5_IB_METHOD_DEVX_OTHER: u16 = 0x1000;
-    pub const MLX5_IB_METHOD_DEVX_QUERY_UAR: u16 = 0x1001;
-    pub const MLX5_IB_METHOD_DEVX_QUERY_EQN: u16 = 0x1002;
-    pub const MLX5_IB_METHOD_DEVX_SUBSCRIBE_EVENT: u16 = 0x1003;
-    pub const MLX5_IB_ATTR_DEVX_OTHER_CMD_IN: u16 = 0x1000;
-    pub const MLX5_IB_ATTR_DEVX_OTHER_CMD_OUT: u16 = 0x1001;
-    pub const MLX5_IB_ATTR_DEVX_QUERY_EQN_USER_VEC: u16 = 0x1000;
-    pub const MLX5_IB_ATTR_DEVX_QUERY_EQN_DEV_EQN: u16 = 0x1001;
-    pub const MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_FD_HANDLE: u16 = 0x1000;
-    pub const MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_OBJ_HANDLE: u16 = 0x1001;
-    pub const MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_TYPE_NUM_LIST: u16 = 0x1002;
-    pub const MLX5_IB_ATTR_DEVX_SUBSCRIBE_EVENT_COOKIE: u16 = 0x1004;
-
-    pub const MLX5_IB_OBJECT_DEVX_OBJ: u16 = 0x1001;
-    pub const MLX5_IB_METHOD_DEVX_OBJ_CREATE: u16 = 0x1000;
-    pub const MLX5_IB_METHOD_DEVX_OBJ_DESTROY: u16 = 0x1001;
-    pub const MLX5_IB_METHOD_DEVX_OBJ_MODIFY: u16 = 0x1002;
-    pub const MLX5_IB_METHOD_DEVX_OBJ_QUERY: u16 = 0x1003;
-    pub const MLX5_IB_ATTR_DEVX_OBJ_HANDLE: u16 = 0x1000;
-    pub const MLX5_IB_ATTR_DEVX_OBJ_CMD_IN: u16 = 0x1001;
-    pub const MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT: u16 = 0x1002;
-
-    pub const MLX5_IB_OBJECT_DEVX_UMEM: u16 = 0x1002;
-    pub const MLX5_IB_METHOD_DEVX_UMEM_REG: u16 = 0x1000;
-    pub const MLX5_IB_METHOD_DEVX_UMEM_DEREG: u16 = 0x1001;
-    pub const MLX5_IB_ATTR_DEVX_UMEM_REG_HANDLE: u16 = 0x1000;
-    pub const MLX5_IB_ATTR_DEVX_UMEM_REG_ADDR: u16 = 0x1001;
-    pub const MLX5_IB_ATTR_DEVX_UMEM_REG_LEN: u16 = 0x1002;
-    pub const MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS: u16 = 0x1003;
-    pub const MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID: u16 = 0x1004;
-    pub const MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP: u16 = 0x1005;
-    pub const MLX5_IB_ATTR_DEVX_UMEM_DEREG_HANDLE: u16 = 0x1000;
-
-    pub const MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD: u16 = 0x1005;
-    pub const MLX5_IB_METHOD_DEVX_ASYNC_EVENT_FD_ALLOC: u16 = 0x1000;
-    pub const MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_HANDLE: u16 = 0x1000;
-    pub const MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_FLAGS: u16 = 0x1001;
-
-    pub const MLX5_IB_OBJECT_UAR: u16 = 0x1008;
-    pub const MLX5_IB_METHOD_UAR_OBJ_ALLOC: u16 = 0x1000;
-    pub const MLX5_IB_METHOD_UAR_OBJ_DESTROY: u16 = 0x1001;
-    pub const MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE: u16 = 0x1000;
-    pub const MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE: u16 = 0x1001;
-    pub const MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET: u16 = 0x1002;
-    pub const MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH: u16 = 0x1003;
-    pub const MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID: u16 = 0x1004;
-    pub const MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE: u16 = 0x1000;
-}
+pub use ids::{core_ids, mlx5_ids};
 
 /// How one attribute is filled (rdma-core `cmd_ioctl.h` `fill_attr_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,23 +146,121 @@ impl IoctlBuf {
     }
 }
 
-/// `struct mlx5_ib_alloc_ucontext_req_v2` (32 bytes), as rdma-core sends it for DevX:
-/// 16 bfregs, 4 low-latency, CQE version 1, `MLX5_IB_ALLOC_UCTX_DEVX` flag, 4K UAR and dynamic
-/// UAR library capabilities (FACTS.md §1).
+/// `struct ib_uverbs_ioctl_hdr` (24 bytes), as the kernel reads it from the ioctl's argument.
+#[allow(non_camel_case_types)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    zerocopy::FromBytes,
+    zerocopy::IntoBytes,
+    zerocopy::Immutable,
+    zerocopy::KnownLayout,
+)]
+#[repr(C)]
+pub struct ib_uverbs_ioctl_hdr {
+    pub length: u16,
+    pub object_id: u16,
+    pub method_id: u16,
+    pub num_attrs: u16,
+    pub reserved1: u64,
+    pub driver_id: u32,
+    pub reserved2: u32,
+}
+const _: () = assert!(core::mem::size_of::<ib_uverbs_ioctl_hdr>() == HDR_LEN);
+
+/// `struct ib_uverbs_attr` (16 bytes): `attr_data` is the union of `enum_data` (`elem_id` in the
+/// low byte) and `reserved`.
+#[allow(non_camel_case_types)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    zerocopy::FromBytes,
+    zerocopy::IntoBytes,
+    zerocopy::Immutable,
+    zerocopy::KnownLayout,
+)]
+#[repr(C)]
+pub struct ib_uverbs_attr {
+    pub attr_id: u16,
+    pub len: u16,
+    pub flags: u16,
+    pub attr_data: u16,
+    pub data: u64,
+}
+const _: () = assert!(core::mem::size_of::<ib_uverbs_attr>() == ATTR_LEN);
+
+/// Largest `RDMA_VERBS_IOCTL` argument the kernel takes (`hdr.length > PAGE_SIZE` is refused).
+pub const MAX_IOCTL_LEN: usize = 4096;
+
+/// Why the kernel refuses an ioctl header before it looks at the method (`ib_uverbs_ioctl` in
+/// Linux `drivers/infiniband/core/uverbs_ioctl.c`), with the errno it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderError {
+    /// `length` is over a page or is not 24 + 16 * `num_attrs`: `EINVAL`.
+    Length,
+    /// `reserved1` or `reserved2` is set: `EPROTONOSUPPORT`.
+    Reserved,
+    /// `driver_id` is not the device's (`ib_uverbs_cmd_verbs`): `EINVAL`.
+    Driver,
+}
+
+impl ib_uverbs_ioctl_hdr {
+    /// Reads a header and checks it as `ib_uverbs_ioctl` / `ib_uverbs_cmd_verbs` do.
+    ///
+    /// # Errors
+    /// [`HeaderError`]; a buffer shorter than the header is [`HeaderError::Length`].
+    pub fn parse(bytes: &[u8]) -> Result<ib_uverbs_ioctl_hdr, HeaderError> {
+        use zerocopy::FromBytes;
+        let (h, _) =
+            ib_uverbs_ioctl_hdr::read_from_prefix(bytes).map_err(|_| HeaderError::Length)?;
+        if usize::from(h.length) > MAX_IOCTL_LEN
+            || usize::from(h.length) != HDR_LEN + ATTR_LEN * usize::from(h.num_attrs)
+        {
+            return Err(HeaderError::Length);
+        }
+        if h.reserved1 != 0 || h.reserved2 != 0 {
+            return Err(HeaderError::Reserved);
+        }
+        if h.driver_id != RDMA_DRIVER_MLX5 {
+            return Err(HeaderError::Driver);
+        }
+        Ok(h)
+    }
+}
+
+/// The attributes that follow a header (`num_attrs` of them, 16 bytes each).
+///
+/// # Errors
+/// `None` when `bytes` holds fewer than `n` attributes.
+pub fn parse_attrs(bytes: &[u8], n: usize) -> Option<Vec<ib_uverbs_attr>> {
+    use zerocopy::FromBytes;
+    let need = n.checked_mul(ATTR_LEN)?;
+    let b = bytes.get(..need)?;
+    b.chunks_exact(ATTR_LEN)
+        .map(|c| ib_uverbs_attr::read_from_bytes(c).ok())
+        .collect()
+}
+
+/// `struct mlx5_ib_alloc_ucontext_req_v2` (32 bytes) as rdma-core sends it for DevX
+/// ([`mlx5::devx_ucontext_req`]).
 pub fn alloc_ucontext_req() -> [u8; 32] {
+    use zerocopy::IntoBytes;
     let mut r = [0u8; 32];
-    r[0..4].copy_from_slice(&16u32.to_ne_bytes()); // total_num_bfregs
-    r[4..8].copy_from_slice(&4u32.to_ne_bytes()); // num_low_latency_bfregs
-    r[8..12].copy_from_slice(&1u32.to_ne_bytes()); // flags = MLX5_IB_ALLOC_UCTX_DEVX
-    r[12..16].copy_from_slice(&0u32.to_ne_bytes()); // comp_mask
-    r[16] = 1; // max_cqe_version
-               // r[17] reserved0, r[18..20] reserved1, r[20..24] reserved2
-    r[24..32].copy_from_slice(&(1u64 | 2u64).to_ne_bytes()); // lib_caps: 4K_UAR | DYN_UAR
+    r.copy_from_slice(mlx5::devx_ucontext_req().as_bytes());
     r
 }
 
 /// Size of `struct mlx5_ib_alloc_ucontext_resp` (rdma-core `kernel-headers/rdma/mlx5-abi.h`).
-pub const ALLOC_UCONTEXT_RESP_LEN: usize = 72;
+pub const ALLOC_UCONTEXT_RESP_LEN: usize =
+    core::mem::size_of::<mlx5::mlx5_ib_alloc_ucontext_resp>();
 
 /// `struct mlx5_ib_uapi_devx_async_event_hdr`: a u64 cookie, then the EQE.
 pub const ASYNC_EVENT_HDR_LEN: usize = 8;
@@ -228,6 +269,86 @@ pub const ASYNC_EVENT_HDR_LEN: usize = 8;
 mod tests {
     use super::mlx5_ids::*;
     use super::*;
+
+    /// What the kernel backend emits, the server parses back: every kind of attribute.
+    #[test]
+    fn built_buffers_parse_back() {
+        let payload = [7u8; 40];
+        let attrs = [
+            Attr::Obj {
+                id: MLX5_IB_ATTR_DEVX_OBJ_HANDLE,
+                handle: 0,
+            },
+            Attr::input(MLX5_IB_ATTR_DEVX_OBJ_CMD_IN, &payload),
+            Attr::input(0x1003, &[1, 2, 3]),
+            Attr::Out {
+                id: MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT,
+                addr: 0x5000,
+                len: 0x100,
+            },
+            Attr::U32 {
+                id: 7,
+                value: 0xdead_beef,
+            },
+            Attr::U64 {
+                id: 8,
+                value: u64::MAX,
+            },
+            Attr::Fd { id: 9, fd: 3 },
+        ];
+        let buf = IoctlBuf::build(
+            MLX5_IB_OBJECT_DEVX_OBJ,
+            MLX5_IB_METHOD_DEVX_OBJ_CREATE,
+            &attrs,
+        );
+        let bytes = buf.bytes();
+        let h = ib_uverbs_ioctl_hdr::parse(&bytes).unwrap();
+        assert_eq!(
+            (h.object_id, h.method_id, h.num_attrs, usize::from(h.length)),
+            (
+                MLX5_IB_OBJECT_DEVX_OBJ,
+                MLX5_IB_METHOD_DEVX_OBJ_CREATE,
+                7,
+                bytes.len()
+            )
+        );
+        let got = parse_attrs(&bytes[HDR_LEN..], 7).unwrap();
+        assert_eq!(got[0].attr_id, MLX5_IB_ATTR_DEVX_OBJ_HANDLE);
+        assert_eq!((got[0].len, got[0].data), (0, 0));
+        assert_eq!((got[1].len, got[1].data), (40, payload.as_ptr() as u64));
+        // Three bytes are inlined, little-endian in `data`.
+        assert_eq!((got[2].len, got[2].data), (3, 0x03_02_01));
+        assert_eq!((got[3].len, got[3].data), (0x100, 0x5000));
+        assert_eq!((got[4].len, got[4].data), (4, 0xdead_beef));
+        assert_eq!((got[5].len, got[5].data), (8, u64::MAX));
+        assert_eq!((got[6].len, got[6].data), (0, 3));
+        assert!(got.iter().all(|a| a.flags == UVERBS_ATTR_F_MANDATORY));
+        assert!(parse_attrs(&bytes[HDR_LEN..], 8).is_none());
+    }
+
+    #[test]
+    fn headers_the_kernel_refuses() {
+        let ok = IoctlBuf::build(0, 3, &[]).bytes();
+        assert!(ib_uverbs_ioctl_hdr::parse(&ok).is_ok());
+        let mut b = ok.clone();
+        b[0] = 23; // length not 24 + 16 n
+        assert_eq!(ib_uverbs_ioctl_hdr::parse(&b), Err(HeaderError::Length));
+        let mut b = ok.clone();
+        b[8] = 1; // reserved1
+        assert_eq!(ib_uverbs_ioctl_hdr::parse(&b), Err(HeaderError::Reserved));
+        let mut b = ok.clone();
+        b[16] = 4; // driver_id
+        assert_eq!(ib_uverbs_ioctl_hdr::parse(&b), Err(HeaderError::Driver));
+        assert_eq!(
+            ib_uverbs_ioctl_hdr::parse(&ok[..10]),
+            Err(HeaderError::Length)
+        );
+        // 300 attributes would be over a page.
+        let mut b = ok.clone();
+        b[0..2].copy_from_slice(&((24 + 16 * 300) as u16).to_ne_bytes());
+        b[6..8].copy_from_slice(&300u16.to_ne_bytes());
+        assert_eq!(ib_uverbs_ioctl_hdr::parse(&b), Err(HeaderError::Length));
+    }
 
     /// Hand-derived little-endian bytes (x86_64 and aarch64 are both little-endian).
     fn le16(v: u16) -> [u8; 2] {

@@ -1,0 +1,1081 @@
+//! The verbs write commands, done on the model's firmware as Linux's `mlx5_ib` does them on a
+//! NIC's: each function names the kernel function it follows (Linux
+//! `drivers/infiniband/hw/mlx5/{main,cq,qp,mr,srq,ah}.c`, `drivers/infiniband/core/uverbs_cmd.c`).
+//! Objects are created with the driver's typed PRM commands (`mlx5_dpa::mlx5::cmd`) through the
+//! context's DevX handle, so they carry the context's uid as a kernel-created object does.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use mlx5_dpa::devx::kernel::abi::mlx5 as m;
+use mlx5_dpa::devx::kernel::abi::write::{self as w, access, qp_attr_mask as mask, qp_state};
+use mlx5_dpa::devx::{self, Devx, UmemAccess};
+use mlx5_dpa::mlx5::cmd::{
+    AllocPd, CqEventTarget, CreateCq, CreateMkey, CreateQp, Init2Rtr, MkeyAccess, ModifyQp, Qp2Err,
+    Qp2Rst, QpAttr, RingMem, Rst2Init, Rtr2Rts, Rts2Rts,
+};
+use mlx5_dpa::mlx5::{Cqn, Pdn};
+use nix::errno::Errno;
+use zerocopy::IntoBytes;
+
+use crate::context::{errno_of, CompRouter, Cq, Mr, Obj, Pd, Qp, QpAttrs, Ucontext, UserUmem};
+use crate::device::{self, PortInfo};
+use crate::event::EventFile;
+use crate::fds;
+use crate::wio::WriteIo;
+
+fn pd_of(ctx: &Ucontext, h: u32) -> Result<Arc<Pd>, Errno> {
+    match ctx.get(u64::from(h)) {
+        Some(Obj::Pd(p)) => Ok(p),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn cq_of(ctx: &Ucontext, h: u32) -> Result<Arc<Cq>, Errno> {
+    match ctx.get(u64::from(h)) {
+        Some(Obj::Cq(c)) => Ok(c),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn qp_of(ctx: &Ucontext, h: u32) -> Result<Arc<Qp>, Errno> {
+    match ctx.get(u64::from(h)) {
+        Some(Obj::Qp(q)) => Ok(q),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Creates the DevX context of a uverbs context and answers the mlx5 request
+/// (`mlx5_ib_alloc_ucontext`). Shared by the write command and the ioctl method.
+pub(crate) fn alloc_ucontext(
+    ctx: &Ucontext,
+    req: &m::mlx5_ib_alloc_ucontext_req_v2,
+    resp_room: usize,
+) -> Result<m::mlx5_ib_alloc_ucontext_resp, Errno> {
+    let mut s = ctx.lock();
+    if s.devx.is_some() {
+        return Err(Errno::EINVAL);
+    }
+    // mlx5_ib_alloc_ucontext: unknown request flags and lib caps are refused.
+    if req.flags & !m::MLX5_IB_ALLOC_UCTX_DEVX != 0 || req.comp_mask != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if req.lib_caps & !(m::MLX5_LIB_CAP_4K_UAR | m::MLX5_LIB_CAP_DYN_UAR) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let sim = Arc::new(ctx.dev.open());
+    let devx: Arc<dyn Devx> = Arc::clone(&sim) as Arc<dyn Devx>;
+    let caps = devx::query_caps(&*devx).map_err(errno_of)?;
+    let g = &caps.general;
+    let resp = m::mlx5_ib_alloc_ucontext_resp {
+        qp_tab_size: 1 << g.log_max_qp,
+        bf_reg_size: 1 << g.log_bf_reg_size,
+        // No static bfregs: UARs are allocated dynamically (`MLX5_IB_OBJECT_UAR`).
+        tot_bfregs: 0,
+        cache_line_size: 64,
+        max_sq_desc_sz: device::MAX_WQE_SZ as u16,
+        max_rq_desc_sz: device::MAX_WQE_SZ as u16,
+        max_send_wqebb: 1 << g.log_max_qp_sz,
+        max_recv_wr: 1 << g.log_max_qp_sz,
+        max_srq_recv_wr: 1 << device::LOG_MAX_SRQ_SZ,
+        num_ports: 1,
+        flow_action_flags: 0,
+        comp_mask: 0,
+        response_length: resp_room.min(core::mem::size_of::<m::mlx5_ib_alloc_ucontext_resp>())
+            as u32,
+        cqe_version: req.max_cqe_version.min(g.cqe_version),
+        cmds_supp_uhw: 1 | 2, // QUERY_DEVICE | CREATE_AH
+        // MLX5_USER_INLINE_MODE_L2 (min_wqe_inline_mode L2, plus one).
+        eth_min_inline: 2,
+        clock_info_versions: 0,
+        hca_core_clock_offset: 0,
+        log_uar_size: 12,
+        num_uars_per_page: 1,
+        num_dyn_bfregs: 0,
+        dump_fill_mkey: 0,
+    };
+    s.devx = Some(devx);
+    s.sim = Some(sim);
+    s.devx_enabled = req.flags & m::MLX5_IB_ALLOC_UCTX_DEVX != 0;
+    Ok(resp)
+}
+
+/// The context's async event file (created once).
+pub(crate) fn async_file(ctx: &Ucontext) -> Result<Arc<EventFile>, Errno> {
+    if let Some(f) = ctx.lock().async_file.clone() {
+        return Ok(f);
+    }
+    let f = EventFile::new(true)?;
+    fds::add_event(&f)?;
+    ctx.lock().async_file = Some(Arc::clone(&f));
+    Ok(f)
+}
+
+/// GET_CONTEXT (`ib_uverbs_get_context`).
+pub(crate) fn get_context(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: m::mlx5_ib_alloc_ucontext_req_v2 = io.uhw();
+    if io.uhw_len() < 8 {
+        return Err(Errno::EINVAL);
+    }
+    let resp = alloc_ucontext(ctx, &req, io.uhw_out_len())?;
+    let f = async_file(ctx)?;
+    let n = ctx.dev.with_profile_mut(|p| p.comp_vectors);
+    io.resp(
+        w::ib_uverbs_get_context_resp {
+            async_fd: f.fd() as u32,
+            num_comp_vectors: n,
+        }
+        .as_bytes(),
+    )?;
+    io.uhw_resp(resp.as_bytes())
+}
+
+/// QUERY_DEVICE (`ib_uverbs_query_device`, `mlx5_ib_query_device`).
+pub(crate) fn query_device(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let r = device::device_attr(ctx)?;
+    io.resp(r.as_bytes())
+}
+
+/// EX_QUERY_DEVICE (`ib_uverbs_ex_query_device`).
+pub(crate) fn ex_query_device(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_ex_query_device = io.req()?;
+    if req.comp_mask != 0 || req.reserved != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut r = device::device_attr_ex(ctx)?;
+    r.response_length =
+        io.core_out_len()
+            .min(core::mem::size_of::<w::ib_uverbs_ex_query_device_resp>()) as u32;
+    io.resp(r.as_bytes())?;
+    let mut d = m::mlx5_ib_query_device_resp::default();
+    d.response_length = io
+        .uhw_out_len()
+        .min(core::mem::size_of::<m::mlx5_ib_query_device_resp>()) as u32;
+    io.uhw_resp(d.as_bytes())
+}
+
+/// QUERY_PORT (`ib_uverbs_query_port`).
+pub(crate) fn query_port(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_query_port = io.req()?;
+    let p = PortInfo::of(ctx, req.port_num)?;
+    io.resp(p.resp().as_bytes())
+}
+
+/// ALLOC_PD (`mlx5_ib_alloc_pd`).
+pub(crate) fn alloc_pd(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let devx = ctx.devx()?;
+    let (obj, pdn) = devx::create(&devx, &AllocPd).map_err(errno_of)?;
+    let h = ctx.insert(Obj::Pd(Arc::new(Pd {
+        _obj: obj,
+        pdn: pdn.0,
+    })));
+    io.resp(w::ib_uverbs_alloc_pd_resp { pd_handle: h }.as_bytes())?;
+    io.uhw_resp(m::mlx5_ib_alloc_pd_resp { pdn: pdn.0 }.as_bytes())
+}
+
+/// DEALLOC_PD: `EBUSY` while an MR, QP or SRQ uses it.
+pub(crate) fn dealloc_pd(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_dealloc_pd = io.req()?;
+    ctx.remove(u64::from(req.pd_handle), |o| matches!(o, Obj::Pd(_)))
+        .map(drop)
+}
+
+/// A key byte for the next mkey: the kernel rotates `mkey_key` per device so a stale key of a
+/// destroyed MR does not match its successor at the same index.
+fn next_key() -> u8 {
+    static KEY: AtomicU32 = AtomicU32::new(0);
+    KEY.fetch_add(1, Ordering::Relaxed) as u8
+}
+
+/// REG_MR (`mlx5_ib_reg_user_mr`): pins the range (a UMEM) and makes an mkey over it.
+pub(crate) fn reg_mr(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_reg_mr = io.req()?;
+    let a = req.access_flags;
+    // ib_check_mr_access: unknown flags; remote write or atomic without local write.
+    if a & !access::SUPPORTED != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if a & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0 && a & access::LOCAL_WRITE == 0 {
+        return Err(Errno::EINVAL);
+    }
+    // No on-demand paging on this device (its ODP caps are clear).
+    if a & access::ON_DEMAND != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if req.length == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let pd = pd_of(ctx, req.pd_handle)?;
+    let devx = ctx.devx()?;
+    let mut ua = UmemAccess::empty();
+    if a & access::LOCAL_WRITE != 0 {
+        ua |= UmemAccess::LOCAL_WRITE;
+    }
+    if a & access::REMOTE_WRITE != 0 {
+        ua |= UmemAccess::REMOTE_WRITE;
+    }
+    if a & access::REMOTE_READ != 0 {
+        ua |= UmemAccess::REMOTE_READ;
+    }
+    if a & access::REMOTE_ATOMIC != 0 {
+        ua |= UmemAccess::REMOTE_ATOMIC;
+    }
+    let umem = UserUmem::register(&devx, req.start, req.length, ua)?;
+    let (mkey, key) = devx::create(
+        &devx,
+        &CreateMkey {
+            pd: Pdn(pd.pdn),
+            start_addr: req.hca_va,
+            len: req.length,
+            access: MkeyAccess {
+                local_read: true,
+                local_write: a & access::LOCAL_WRITE != 0,
+                remote_read: a & access::REMOTE_READ != 0,
+                remote_write: a & access::REMOTE_WRITE != 0,
+                atomic: a & access::REMOTE_ATOMIC != 0,
+            },
+            umem_id: umem.umem_id,
+            umem_offset: umem.offset_of(req.start),
+            key: next_key(),
+            log_page_size: 12,
+        },
+    )
+    .map_err(errno_of)?;
+    let h = ctx.insert(Obj::Mr(Arc::new(Mr {
+        _mkey: mkey,
+        _umem: umem,
+        _pd: pd,
+    })));
+    io.resp(
+        w::ib_uverbs_reg_mr_resp {
+            mr_handle: h,
+            lkey: key,
+            rkey: key,
+        }
+        .as_bytes(),
+    )
+}
+
+/// DEREG_MR.
+pub(crate) fn dereg_mr(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_dereg_mr = io.req()?;
+    ctx.remove(u64::from(req.mr_handle), |o| matches!(o, Obj::Mr(_)))
+        .map(drop)
+}
+
+/// CREATE_COMP_CHANNEL (`ib_uverbs_create_comp_channel`): an event file.
+pub(crate) fn create_comp_channel(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let f = EventFile::new(true)?;
+    fds::add_event(&f)?;
+    ctx.lock().channels.insert(f.fd(), Arc::clone(&f));
+    io.resp(w::ib_uverbs_create_comp_channel_resp { fd: f.fd() as u32 }.as_bytes())
+}
+
+/// The context's router of completion events, started with its first CQ on a channel.
+fn comp_router(ctx: &Ucontext) -> Result<Arc<CompRouter>, Errno> {
+    if let Some(r) = ctx.lock().comp.clone() {
+        return Ok(r);
+    }
+    let chan = ctx
+        .lock()
+        .sim
+        .clone()
+        .ok_or(Errno::EINVAL)?
+        .shared_event_channel();
+    let r = Arc::new(CompRouter {
+        chan,
+        routes: Default::default(),
+        stop: Default::default(),
+    });
+    crate::pump::start_comp(Arc::clone(&r))?;
+    ctx.lock().comp = Some(Arc::clone(&r));
+    Ok(r)
+}
+
+struct CqReq {
+    user_handle: u64,
+    cqe: u32,
+    comp_vector: u32,
+    comp_channel: i32,
+}
+
+/// CREATE_CQ (`mlx5_ib_create_cq`, `create_cq_user`).
+fn create_cq_common(ctx: &Ucontext, r: CqReq, io: &WriteIo<'_>) -> Result<(u32, u32, u32), Errno> {
+    // create_cq_user: at least up to `flags` of the driver data.
+    if io.uhw_len() < 22 {
+        return Err(Errno::EINVAL);
+    }
+    let u: m::mlx5_ib_create_cq = io.uhw();
+    if (u.cqe_size != 64 && u.cqe_size != 128) || u.reserved0 != 0 || u.reserved1 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if u.cqe_comp_en != 0 {
+        // No CQE compression on this device (`cqe_compression` clear).
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let known = m::MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD
+        | m::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX
+        | m::MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS;
+    if u.flags & !known != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if u.flags & (m::MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD | m::MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS)
+        != 0
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let devx = ctx.devx()?;
+    let caps = devx::query_caps(&*devx).map_err(errno_of)?;
+    let max = 1u64 << caps.general.log_max_cq_sz;
+    if u64::from(r.cqe) > max {
+        return Err(Errno::EINVAL);
+    }
+    let entries = (u64::from(r.cqe) + 1).next_power_of_two();
+    if entries > max {
+        return Err(Errno::EINVAL);
+    }
+    let comp_vectors = ctx.dev.with_profile_mut(|p| p.comp_vectors);
+    if r.comp_vector >= comp_vectors {
+        return Err(Errno::EINVAL);
+    }
+    let channel = if r.comp_channel >= 0 {
+        Some(
+            ctx.lock()
+                .channels
+                .get(&r.comp_channel)
+                .cloned()
+                .ok_or(Errno::EINVAL)?,
+        )
+    } else {
+        None
+    };
+    let uar = if u.flags & m::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX != 0 {
+        ctx.uar_by_page(u32::from(u.uar_page_index))
+            .ok_or(Errno::EINVAL)?
+    } else {
+        ctx.default_uar()?
+    };
+    let bytes = entries * u64::from(u.cqe_size);
+    let umem = UserUmem::register(&devx, u.buf_addr, bytes, UmemAccess::LOCAL_WRITE)?;
+    let db = ctx.db_page(u.db_addr)?;
+    let eqn = devx.query_eqn(r.comp_vector).map_err(errno_of)?;
+    let (obj, cqn) = devx::create(
+        &devx,
+        &CreateCq {
+            log_cq_size: entries.trailing_zeros() as u8,
+            cqe_sz: u8::from(u.cqe_size == 128),
+            uar_page: uar.page_id,
+            target: CqEventTarget::Eq(eqn),
+            mem: RingMem {
+                umem_id: umem.umem_id,
+                umem_offset: umem.offset_of(u.buf_addr),
+                dbr_umem_id: db.umem.umem_id,
+                dbr_offset: db.umem.offset_of(u.db_addr),
+            },
+            cq_period: 0,
+            cq_max_count: 0,
+            oi: false,
+        },
+    )
+    .map_err(errno_of)?;
+    let comp_reported = Arc::new(AtomicU32::new(0));
+    let obj_handle = obj.handle();
+    let cq = Arc::new(Cq {
+        obj,
+        cqn: cqn.0,
+        _umem: umem,
+        _db: db,
+        channel: channel.clone(),
+        comp_reported: Arc::clone(&comp_reported),
+    });
+    let h = ctx.insert(Obj::Cq(cq));
+    if let Some(file) = channel {
+        let router = match comp_router(ctx) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = ctx.remove(u64::from(h), |_| true);
+                return Err(e);
+            }
+        };
+        mlx5_dpa::sync::lock(&router.routes)
+            .insert(u64::from(h), (file, r.user_handle, comp_reported));
+        if let Err(e) = router.chan.subscribe(
+            Some(obj_handle),
+            &[mlx5_sim::event_type::COMP],
+            u64::from(h),
+        ) {
+            mlx5_dpa::sync::lock(&router.routes).remove(&u64::from(h));
+            let _ = ctx.remove(u64::from(h), |_| true);
+            return Err(errno_of(e));
+        }
+    }
+    Ok((h, entries as u32 - 1, cqn.0))
+}
+
+/// CREATE_CQ.
+pub(crate) fn create_cq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_create_cq = io.req()?;
+    let (h, cqe, cqn) = create_cq_common(
+        ctx,
+        CqReq {
+            user_handle: req.user_handle,
+            cqe: req.cqe,
+            comp_vector: req.comp_vector,
+            comp_channel: req.comp_channel,
+        },
+        io,
+    )?;
+    io.resp(w::ib_uverbs_create_cq_resp { cq_handle: h, cqe }.as_bytes())?;
+    io.uhw_resp(m::mlx5_ib_create_cq_resp { cqn, reserved: 0 }.as_bytes())
+}
+
+/// EX_CREATE_CQ.
+pub(crate) fn ex_create_cq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_ex_create_cq = io.req()?;
+    if req.comp_mask != 0 || req.reserved != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION | IGNORE_OVERRUN: neither on this device.
+    if req.flags != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let (h, cqe, cqn) = create_cq_common(
+        ctx,
+        CqReq {
+            user_handle: req.user_handle,
+            cqe: req.cqe,
+            comp_vector: req.comp_vector,
+            comp_channel: req.comp_channel,
+        },
+        io,
+    )?;
+    let resp = w::ib_uverbs_ex_create_cq_resp {
+        base: w::ib_uverbs_create_cq_resp { cq_handle: h, cqe },
+        comp_mask: 0,
+        response_length: io.core_out_len().min(16) as u32,
+    };
+    io.resp(resp.as_bytes())?;
+    io.uhw_resp(m::mlx5_ib_create_cq_resp { cqn, reserved: 0 }.as_bytes())
+}
+
+/// DESTROY_CQ: `EBUSY` while a QP uses it; its unread events go with it.
+pub(crate) fn destroy_cq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_destroy_cq = io.req()?;
+    let o = ctx.remove(u64::from(req.cq_handle), |o| matches!(o, Obj::Cq(_)))?;
+    let Obj::Cq(cq) = o else {
+        return Err(Errno::EINVAL);
+    };
+    if let Some(r) = ctx.lock().comp.clone() {
+        mlx5_dpa::sync::lock(&r.routes).remove(&u64::from(req.cq_handle));
+    }
+    if let Some(f) = &cq.channel {
+        f.remove_tag(u64::from(req.cq_handle));
+    }
+    let reported = cq.comp_reported.load(Ordering::Acquire);
+    drop(cq);
+    io.resp(
+        w::ib_uverbs_destroy_cq_resp {
+            comp_events_reported: reported,
+            async_events_reported: 0,
+        }
+        .as_bytes(),
+    )
+}
+
+struct QpReq {
+    user_handle: u64,
+    pd_handle: u32,
+    send_cq_handle: u32,
+    recv_cq_handle: u32,
+    srq_handle: u32,
+    caps: [u32; 5],
+    sq_sig_all: u8,
+    qp_type: u8,
+    is_srq: u8,
+}
+
+/// CREATE_QP (`mlx5_ib_create_qp`, `create_user_qp`): an RC QP on the client's buffer.
+fn create_qp_common(ctx: &Ucontext, r: QpReq, io: &WriteIo<'_>) -> Result<(u32, u32), Errno> {
+    let _ = r.user_handle;
+    match r.qp_type {
+        w::qp_type::RC => {}
+        // The model has no UD, UC, raw-packet or XRC datapath yet: refused as a device without
+        // them refuses them (`mlx5_ib_create_qp`'s type check).
+        w::qp_type::UD
+        | w::qp_type::UC
+        | w::qp_type::RAW_PACKET
+        | w::qp_type::XRC_INI
+        | w::qp_type::XRC_TGT
+        | w::qp_type::DRIVER => return Err(Errno::EOPNOTSUPP),
+        _ => return Err(Errno::EINVAL),
+    }
+    if io.uhw_len() < 40 {
+        return Err(Errno::EINVAL);
+    }
+    let u: m::mlx5_ib_create_qp = io.uhw();
+    if u.flags & !m::MLX5_QP_FLAGS_KNOWN != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let devx = ctx.devx()?;
+    let caps = devx::query_caps(&*devx).map_err(errno_of)?;
+    let max = 1u32 << caps.general.log_max_qp_sz;
+    let pow2 = |n: u32| n == 0 || n.is_power_of_two();
+    if !pow2(u.sq_wqe_count)
+        || !pow2(u.rq_wqe_count)
+        || u.sq_wqe_count > max
+        || u.rq_wqe_count > max
+    {
+        return Err(Errno::EINVAL);
+    }
+    if u.sq_wqe_count == 0 {
+        return Err(Errno::EINVAL);
+    }
+    if u.rq_wqe_count > 0 && !(4..=9).contains(&u.rq_wqe_shift) {
+        return Err(Errno::EINVAL);
+    }
+    let pd = pd_of(ctx, r.pd_handle)?;
+    let send_cq = cq_of(ctx, r.send_cq_handle)?;
+    let recv_cq = cq_of(ctx, r.recv_cq_handle)?;
+    let srq = if r.is_srq != 0 {
+        match ctx.get(u64::from(r.srq_handle)) {
+            Some(Obj::Srq(s)) => Some(s),
+            _ => return Err(Errno::EINVAL),
+        }
+    } else {
+        None
+    };
+    let uar = if u.flags & m::MLX5_QP_FLAG_UAR_PAGE_INDEX != 0 {
+        ctx.uar_by_page(u.bfreg_index).ok_or(Errno::EINVAL)?
+    } else if u.flags & m::MLX5_QP_FLAG_BFREG_INDEX != 0 {
+        // No static bfregs in this context (`tot_bfregs` 0).
+        return Err(Errno::EINVAL);
+    } else {
+        ctx.default_uar()?
+    };
+    let rq_bytes = if srq.is_some() {
+        0
+    } else {
+        u64::from(u.rq_wqe_count) << u.rq_wqe_shift
+    };
+    let bytes = rq_bytes + u64::from(u.sq_wqe_count) * 64;
+    let umem = UserUmem::register(&devx, u.buf_addr, bytes, UmemAccess::LOCAL_WRITE)?;
+    let db = ctx.db_page(u.db_addr)?;
+    let log_rq =
+        (srq.is_none() && u.rq_wqe_count > 0).then(|| u.rq_wqe_count.trailing_zeros() as u8);
+    let (obj, qpn) = devx::create(
+        &devx,
+        &CreateQp {
+            pd: Pdn(pd.pdn),
+            uar_page: uar.page_id,
+            cqn_snd: Cqn(send_cq.cqn),
+            cqn_rcv: Cqn(recv_cq.cqn),
+            log_sq_size: u.sq_wqe_count.trailing_zeros() as u8,
+            log_rq_size: log_rq,
+            log_rq_stride: u.rq_wqe_shift.saturating_sub(4) as u8,
+            srqn: srq.as_ref().map(|s| s.srqn),
+            mem: RingMem {
+                umem_id: umem.umem_id,
+                umem_offset: umem.offset_of(u.buf_addr),
+                dbr_umem_id: db.umem.umem_id,
+                dbr_offset: db.umem.offset_of(u.db_addr),
+            },
+        },
+    )
+    .map_err(errno_of)?;
+    let qp = Arc::new(Qp {
+        obj,
+        qpn: qpn.0,
+        _umem: umem,
+        _db: db,
+        _send_cq: send_cq,
+        _recv_cq: recv_cq,
+        _srq: srq,
+        _pd: pd,
+        sq_sig_all: r.sq_sig_all != 0,
+        caps: r.caps,
+        attrs: Default::default(),
+    });
+    let h = ctx.insert(Obj::Qp(qp));
+    let _ = u.bfreg_index;
+    Ok((h, qpn.0))
+}
+
+fn qp_resp(h: u32, qpn: u32, caps: [u32; 5]) -> w::ib_uverbs_create_qp_resp {
+    w::ib_uverbs_create_qp_resp {
+        qp_handle: h,
+        qpn,
+        max_send_wr: caps[0],
+        max_recv_wr: caps[1],
+        max_send_sge: caps[2],
+        max_recv_sge: caps[3],
+        max_inline_data: caps[4],
+        reserved: 0,
+    }
+}
+
+/// CREATE_QP.
+pub(crate) fn create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_create_qp = io.req()?;
+    let caps = [
+        req.max_send_wr,
+        req.max_recv_wr,
+        req.max_send_sge,
+        req.max_recv_sge,
+        req.max_inline_data,
+    ];
+    let (h, qpn) = create_qp_common(
+        ctx,
+        QpReq {
+            user_handle: req.user_handle,
+            pd_handle: req.pd_handle,
+            send_cq_handle: req.send_cq_handle,
+            recv_cq_handle: req.recv_cq_handle,
+            srq_handle: req.srq_handle,
+            caps,
+            sq_sig_all: req.sq_sig_all,
+            qp_type: req.qp_type,
+            is_srq: req.is_srq,
+        },
+        io,
+    )?;
+    io.resp(qp_resp(h, qpn, caps).as_bytes())?;
+    let u: m::mlx5_ib_create_qp = io.uhw();
+    io.uhw_resp(
+        m::mlx5_ib_create_qp_resp {
+            bfreg_index: u.bfreg_index,
+            ..Default::default()
+        }
+        .as_bytes(),
+    )
+}
+
+/// EX_CREATE_QP.
+pub(crate) fn ex_create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_ex_create_qp = io.req()?;
+    if req.comp_mask != 0 || req.create_flags != 0 || req.source_qpn != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let caps = [
+        req.max_send_wr,
+        req.max_recv_wr,
+        req.max_send_sge,
+        req.max_recv_sge,
+        req.max_inline_data,
+    ];
+    let (h, qpn) = create_qp_common(
+        ctx,
+        QpReq {
+            user_handle: req.user_handle,
+            pd_handle: req.pd_handle,
+            send_cq_handle: req.send_cq_handle,
+            recv_cq_handle: req.recv_cq_handle,
+            srq_handle: req.srq_handle,
+            caps,
+            sq_sig_all: req.sq_sig_all,
+            qp_type: req.qp_type,
+            is_srq: req.is_srq,
+        },
+        io,
+    )?;
+    let resp = w::ib_uverbs_ex_create_qp_resp {
+        base: qp_resp(h, qpn, caps),
+        comp_mask: 0,
+        response_length: io.core_out_len().min(40) as u32,
+    };
+    io.resp(resp.as_bytes())?;
+    let u: m::mlx5_ib_create_qp = io.uhw();
+    io.uhw_resp(
+        m::mlx5_ib_create_qp_resp {
+            bfreg_index: u.bfreg_index,
+            ..Default::default()
+        }
+        .as_bytes(),
+    )
+}
+
+/// DESTROY_QP.
+pub(crate) fn destroy_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_destroy_qp = io.req()?;
+    ctx.remove(u64::from(req.qp_handle), |o| matches!(o, Obj::Qp(_)))?;
+    io.resp(w::ib_uverbs_destroy_qp_resp { events_reported: 0 }.as_bytes())
+}
+
+/// The attributes each RC transition requires and allows (IBA 10.3.1 and Linux
+/// `drivers/infiniband/core/verbs.c` `qp_state_table`, RC column).
+fn rc_transition(cur: u8, new: u8) -> Option<(u32, u32)> {
+    use qp_state::*;
+    Some(match (cur, new) {
+        (RESET, RESET) | (_, ERR) => (0, 0),
+        (_, RESET) => (0, 0),
+        (RESET, INIT) => (mask::PKEY_INDEX | mask::PORT | mask::ACCESS_FLAGS, 0),
+        (INIT, INIT) => (0, mask::PKEY_INDEX | mask::PORT | mask::ACCESS_FLAGS),
+        (INIT, RTR) => (
+            mask::AV
+                | mask::PATH_MTU
+                | mask::DEST_QPN
+                | mask::RQ_PSN
+                | mask::MAX_DEST_RD_ATOMIC
+                | mask::MIN_RNR_TIMER,
+            mask::ALT_PATH | mask::ACCESS_FLAGS | mask::PKEY_INDEX | mask::RATE_LIMIT,
+        ),
+        (RTR, RTS) => (
+            mask::TIMEOUT
+                | mask::RETRY_CNT
+                | mask::RNR_RETRY
+                | mask::SQ_PSN
+                | mask::MAX_QP_RD_ATOMIC,
+            mask::CUR_STATE
+                | mask::ALT_PATH
+                | mask::ACCESS_FLAGS
+                | mask::MIN_RNR_TIMER
+                | mask::PATH_MIG_STATE
+                | mask::RATE_LIMIT,
+        ),
+        (RTS, RTS) => (
+            0,
+            mask::CUR_STATE
+                | mask::ACCESS_FLAGS
+                | mask::ALT_PATH
+                | mask::PATH_MIG_STATE
+                | mask::MIN_RNR_TIMER
+                | mask::RATE_LIMIT,
+        ),
+        _ => return None,
+    })
+}
+
+fn log2_ceil(n: u8) -> u8 {
+    if n <= 1 {
+        0
+    } else {
+        (u32::from(n) - 1).ilog2() as u8 + 1
+    }
+}
+
+/// MODIFY_QP (`mlx5_ib_modify_qp`, `__mlx5_ib_modify_qp`): checks the transition and its
+/// attributes as `ib_modify_qp_is_ok` does, then sends the PRM transition.
+fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), Errno> {
+    let qp = qp_of(ctx, req.qp_handle)?;
+    let mut a = mlx5_dpa::sync::lock(&qp.attrs);
+    let cur = if req.attr_mask & mask::CUR_STATE != 0 {
+        req.cur_qp_state
+    } else {
+        a.state
+    };
+    let new = if req.attr_mask & mask::STATE != 0 {
+        req.qp_state
+    } else {
+        cur
+    };
+    if cur > qp_state::ERR || new > qp_state::ERR {
+        return Err(Errno::EINVAL);
+    }
+    let (required, optional) = rc_transition(cur, new).ok_or(Errno::EINVAL)?;
+    let given = req.attr_mask & !(mask::STATE | mask::CUR_STATE);
+    if given & required != required || given & !(required | optional) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let devx = ctx.devx()?;
+    let caps = device::Caps::query(&*devx)?;
+    let ra_res = caps.get(mlx5_dpa::mlx5::layouts::cmd_hca_cap::log_max_ra_res_qp);
+    let ra_req = caps.get(mlx5_dpa::mlx5::layouts::cmd_hca_cap::log_max_ra_req_qp);
+    let mut next = a.clone();
+    let m_ = req.attr_mask;
+    if m_ & mask::PORT != 0 {
+        if req.port_num != 1 {
+            return Err(Errno::EINVAL);
+        }
+        next.port = req.port_num;
+    }
+    if m_ & mask::PKEY_INDEX != 0 {
+        if req.pkey_index >= device::PKEY_TABLE_LEN {
+            return Err(Errno::EINVAL);
+        }
+        next.pkey_index = req.pkey_index;
+    }
+    if m_ & mask::ACCESS_FLAGS != 0 {
+        next.access = req.qp_access_flags;
+    }
+    if m_ & mask::PATH_MTU != 0 {
+        if !(1..=5).contains(&req.path_mtu) {
+            return Err(Errno::EINVAL);
+        }
+        next.path_mtu = req.path_mtu;
+    }
+    if m_ & mask::DEST_QPN != 0 {
+        next.dest_qp_num = req.dest_qp_num & 0xff_ffff;
+    }
+    if m_ & mask::RQ_PSN != 0 {
+        next.rq_psn = req.rq_psn & 0xff_ffff;
+    }
+    if m_ & mask::SQ_PSN != 0 {
+        next.sq_psn = req.sq_psn & 0xff_ffff;
+    }
+    if m_ & mask::MAX_DEST_RD_ATOMIC != 0 {
+        if u64::from(req.max_dest_rd_atomic) > 1u64 << ra_res.min(32) {
+            return Err(Errno::EINVAL);
+        }
+        next.max_dest_rd_atomic = req.max_dest_rd_atomic;
+    }
+    if m_ & mask::MAX_QP_RD_ATOMIC != 0 {
+        if u64::from(req.max_rd_atomic) > 1u64 << ra_req.min(32) {
+            return Err(Errno::EINVAL);
+        }
+        next.max_rd_atomic = req.max_rd_atomic;
+    }
+    if m_ & mask::MIN_RNR_TIMER != 0 {
+        next.min_rnr_timer = req.min_rnr_timer & 0x1f;
+    }
+    if m_ & mask::TIMEOUT != 0 {
+        next.timeout = req.timeout & 0x1f;
+    }
+    if m_ & mask::RETRY_CNT != 0 {
+        next.retry_cnt = req.retry_cnt & 7;
+    }
+    if m_ & mask::RNR_RETRY != 0 {
+        next.rnr_retry = req.rnr_retry & 7;
+    }
+    let mut rmac = [0u8; 6];
+    if m_ & mask::AV != 0 {
+        // RoCE needs a GRH (`IB_UVERBS_QPF_GRH_REQUIRED`).
+        if req.dest.is_global == 0 {
+            return Err(Errno::EINVAL);
+        }
+        if u32::from(req.dest.sgid_index) >= device::GID_TABLE_LEN {
+            return Err(Errno::EINVAL);
+        }
+        next.dest = req.dest;
+    }
+    if m_ & mask::AV != 0 || new == qp_state::RTR {
+        rmac = device::resolve_dmac(ctx, &next.dest.dgid).ok_or(Errno::EHOSTUNREACH)?;
+    }
+    let attr = QpAttr {
+        rre: next.access & access::REMOTE_READ != 0,
+        rwe: next.access & access::REMOTE_WRITE != 0,
+        rae: next.access & access::REMOTE_ATOMIC != 0,
+        vhca_port_num: next.port.max(1),
+        mtu: next.path_mtu,
+        remote_qpn: next.dest_qp_num,
+        next_rcv_psn: next.rq_psn,
+        log_rra_max: log2_ceil(next.max_dest_rd_atomic),
+        min_rnr_nak: next.min_rnr_timer,
+        fl: false,
+        rmac,
+        rgid: next.dest.dgid,
+        src_addr_index: next.dest.sgid_index,
+        hop_limit: next.dest.hop_limit,
+        next_send_psn: next.sq_psn,
+        log_sra_max: log2_ceil(next.max_rd_atomic),
+        retry_count: next.retry_cnt,
+        rnr_retry: next.rnr_retry,
+        ack_timeout: next.timeout,
+    };
+    let qpn = mlx5_dpa::mlx5::Qpn(qp.qpn);
+    let o = &qp.obj;
+    let r = match (cur, new) {
+        (_, qp_state::RESET) => devx::modify(
+            o,
+            &ModifyQp {
+                qpn,
+                attr,
+                transition: Qp2Rst,
+            },
+        ),
+        (_, qp_state::ERR) => devx::modify(
+            o,
+            &ModifyQp {
+                qpn,
+                attr,
+                transition: Qp2Err,
+            },
+        ),
+        (qp_state::RESET, qp_state::INIT) => devx::modify(
+            o,
+            &ModifyQp {
+                qpn,
+                attr,
+                transition: Rst2Init,
+            },
+        ),
+        (qp_state::INIT, qp_state::INIT) => Ok(()),
+        (qp_state::INIT, qp_state::RTR) => devx::modify(
+            o,
+            &ModifyQp {
+                qpn,
+                attr,
+                transition: Init2Rtr,
+            },
+        ),
+        (qp_state::RTR, qp_state::RTS) => devx::modify(
+            o,
+            &ModifyQp {
+                qpn,
+                attr,
+                transition: Rtr2Rts,
+            },
+        ),
+        (qp_state::RTS, qp_state::RTS) => devx::modify(
+            o,
+            &ModifyQp {
+                qpn,
+                attr,
+                transition: Rts2Rts,
+            },
+        ),
+        _ => return Err(Errno::EINVAL),
+    };
+    r.map_err(errno_of)?;
+    next.state = new;
+    if new == qp_state::RESET {
+        next = QpAttrs::default();
+    }
+    *a = next;
+    Ok(())
+}
+
+/// MODIFY_QP.
+pub(crate) fn modify_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_modify_qp = io.req()?;
+    modify_qp_common(ctx, &req)
+}
+
+/// EX_MODIFY_QP.
+pub(crate) fn ex_modify_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_ex_modify_qp = io.req()?;
+    if req.reserved != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if req.base.attr_mask & mask::RATE_LIMIT != 0 && req.rate_limit != 0 {
+        // No packet pacing on this device.
+        return Err(Errno::EOPNOTSUPP);
+    }
+    modify_qp_common(ctx, &req.base)?;
+    io.resp(
+        w::ib_uverbs_ex_modify_qp_resp {
+            comp_mask: 0,
+            response_length: io.core_out_len().min(8) as u32,
+        }
+        .as_bytes(),
+    )
+}
+
+/// QUERY_QP (`mlx5_ib_query_qp`): the state from firmware, the rest as last set.
+pub(crate) fn query_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_query_qp = io.req()?;
+    let qp = qp_of(ctx, req.qp_handle)?;
+    let a = mlx5_dpa::sync::lock(&qp.attrs).clone();
+    let fw_state = devx::query(
+        &qp.obj,
+        &mlx5_dpa::mlx5::cmd::QueryQp(mlx5_dpa::mlx5::Qpn(qp.qpn)),
+    )
+    .ok()
+    .and_then(|ctxb| {
+        mlx5_dpa::mlx5::View::<mlx5_dpa::mlx5::layouts::qpc::Layout>::new(&ctxb)
+            .ok()
+            .map(|v| v.get(mlx5_dpa::mlx5::layouts::qpc::state))
+    });
+    // PRM states (RST 0, INIT 1, RTR 2, RTS 3, SQER 4, ERR 6) to IB states.
+    let state = match fw_state {
+        Some(4) => qp_state::SQE,
+        Some(6) => qp_state::ERR,
+        Some(s @ 0..=3) => s as u8,
+        _ => a.state,
+    };
+    let resp = w::ib_uverbs_query_qp_resp {
+        dest: a.dest,
+        max_send_wr: qp.caps[0],
+        max_recv_wr: qp.caps[1],
+        max_send_sge: qp.caps[2],
+        max_recv_sge: qp.caps[3],
+        max_inline_data: qp.caps[4],
+        qkey: a.qkey,
+        rq_psn: a.rq_psn,
+        sq_psn: a.sq_psn,
+        dest_qp_num: a.dest_qp_num,
+        qp_access_flags: a.access,
+        pkey_index: a.pkey_index,
+        qp_state: state,
+        cur_qp_state: state,
+        path_mtu: a.path_mtu,
+        path_mig_state: 3, // IB_MIG_MIGRATED
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        port_num: a.port,
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        sq_sig_all: u8::from(qp.sq_sig_all),
+        ..Default::default()
+    };
+    io.resp(resp.as_bytes())
+}
+
+/// CREATE_SRQ: shared receive queues need the linked-list WQ format libmlx5 posts, which the
+/// model's RMPs do not take yet: refused as unsupported.
+pub(crate) fn create_srq(_: &Ucontext, _: &WriteIo<'_>) -> Result<(), Errno> {
+    Err(Errno::EOPNOTSUPP)
+}
+
+/// CREATE_XSRQ: as [`create_srq`].
+pub(crate) fn create_xsrq(_: &Ucontext, _: &WriteIo<'_>) -> Result<(), Errno> {
+    Err(Errno::EOPNOTSUPP)
+}
+
+/// MODIFY_SRQ.
+pub(crate) fn modify_srq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_modify_srq = io.req()?;
+    match ctx.get(u64::from(req.srq_handle)) {
+        Some(Obj::Srq(s)) => {
+            // IB_SRQ_LIMIT (2) arms the limit; IB_SRQ_MAX_WR (1) resizing is not supported.
+            if req.attr_mask & 1 != 0 {
+                return Err(Errno::EINVAL);
+            }
+            if req.attr_mask & 2 != 0 {
+                if req.srq_limit > s.max_wr {
+                    return Err(Errno::EINVAL);
+                }
+                s.limit.store(req.srq_limit, Ordering::Release);
+            }
+            Ok(())
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// QUERY_SRQ.
+pub(crate) fn query_srq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_query_srq = io.req()?;
+    match ctx.get(u64::from(req.srq_handle)) {
+        Some(Obj::Srq(s)) => io.resp(
+            w::ib_uverbs_query_srq_resp {
+                max_wr: s.max_wr,
+                max_sge: s.max_sge,
+                srq_limit: s.limit.load(Ordering::Acquire),
+                reserved: 0,
+            }
+            .as_bytes(),
+        ),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// DESTROY_SRQ.
+pub(crate) fn destroy_srq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_destroy_srq = io.req()?;
+    ctx.remove(u64::from(req.srq_handle), |o| matches!(o, Obj::Srq(_)))?;
+    io.resp(w::ib_uverbs_destroy_srq_resp { events_reported: 0 }.as_bytes())
+}
+
+/// CREATE_AH: address handles serve UD QPs, which this device does not carry yet.
+pub(crate) fn create_ah(_: &Ucontext, _: &WriteIo<'_>) -> Result<(), Errno> {
+    Err(Errno::EOPNOTSUPP)
+}
+
+/// DESTROY_AH.
+pub(crate) fn destroy_ah(_ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_destroy_ah = io.req()?;
+    // No address handle can exist (CREATE_AH is refused).
+    let _ = req.ah_handle;
+    Err(Errno::EINVAL)
+}
