@@ -741,6 +741,7 @@ impl Sim {
                     log_rq_stride: 1,
                     srqn: None,
                     mem: self.ring(umem, page),
+                    user_index: 0,
                 };
                 self.create(&cmd);
             }
@@ -1045,6 +1046,7 @@ impl Sim {
             log_rq_stride: 1,
             srqn: None,
             mem: ring(3),
+            user_index: 0,
         });
         self.create(&CreateGeneralObject(DpaProcessAttr {
             pd: Pdn(pd),

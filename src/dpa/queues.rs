@@ -617,6 +617,7 @@ impl DpaSrq {
             process.dev(),
             &CreateRmp {
                 wq: cfg.wq_attr(pdn, uar.page_id(), ring_mem(&mem)),
+                linked_list: false,
             },
         )?;
         Ok(DpaSrq {
@@ -770,6 +771,7 @@ impl DpaRcQp {
                 log_rq_stride: (cfg.rq_stride().trailing_zeros() - 4) as u8,
                 srqn: srq.map(DpaSrq::srqn),
                 mem: rm,
+                user_index: 0,
             },
         )?;
         Ok(DpaRcQp {

@@ -369,6 +369,7 @@ impl RcQp {
                     dbr_umem_id: dbr_place.umem_id,
                     dbr_offset: dbr_place.umem_offset,
                 },
+                user_index: 0,
             },
         )?;
         let rq_bytes = cfg.rq_bytes();

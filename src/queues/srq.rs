@@ -74,6 +74,7 @@ impl Srq {
             dev,
             &CreateRmp {
                 wq: cfg.wq_attr(pd.pdn(), uar.page_id(), ring_mem(&ring_place, &dbr_place)),
+                linked_list: false,
             },
         )?;
         Ok(Srq {

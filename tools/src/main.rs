@@ -100,6 +100,11 @@ struct Cli {
     /// signed under it (`mlx5-dpa sign`).
     #[arg(long, global = true, value_name = "CERT")]
     sim_trust: Vec<std::path::PathBuf>,
+    /// How `--device` reaches the kernel's DevX interface: `kernel` (this crate's own ioctls,
+    /// no C library) or `rdma-core` (libibverbs / libmlx5 loaded at run time; a build with
+    /// `--features rdma-core`).
+    #[arg(long, global = true, value_enum, default_value_t = Backend::Kernel)]
+    backend: Backend,
     /// Print every firmware command (opcode, status, syndrome, duration) on stderr.
     /// `RUST_LOG` overrides the filter (default: `mlx5_sim=debug,mlx5_dpa=debug`). Commands
     /// that send none (`prm`, `elf`, `vm`, `cc`, `devices`) print nothing more.
@@ -239,6 +244,13 @@ struct SimArgs {
     /// `monitor ps`), as `dpa-gdbserver` serves a device's.
     #[arg(long, value_name = "HOST:PORT")]
     gdb: Option<String>,
+}
+
+/// The DevX transports `--backend` picks between.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    Kernel,
+    RdmaCore,
 }
 
 /// DPA applications `mlx5-dpa sim --app` runs.
@@ -402,6 +414,11 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Ps { .. } => ("ps", false, false),
         Cmd::Run(_) => ("run", true, false),
     };
+    if cli.backend != Backend::Kernel && !takes_device {
+        return Err(ToolError::Usage(format!(
+            "--backend does not apply to `{name}`, which opens no hardware device"
+        )));
+    }
     if cli.capture.is_some() && !takes_sim && !takes_device {
         return Err(ToolError::Usage(format!(
             "--capture does not apply to `{name}`, which talks to no device"
@@ -714,7 +731,22 @@ fn open_device_plain(cli: &Cli) -> Result<Opened, ToolError> {
     if let Some(profile) = &cli.sim {
         return Opened::model(profile);
     }
-    match devx::kernel::KernelDevx::open(cli.device.as_deref()) {
+    let opened: Result<Arc<dyn Devx>, DevxError> = match cli.backend {
+        Backend::Kernel => {
+            devx::kernel::KernelDevx::open(cli.device.as_deref()).map(|d| d as Arc<dyn Devx>)
+        }
+        #[cfg(feature = "rdma-core")]
+        Backend::RdmaCore => {
+            devx::rdma_core::RdmaCoreDevx::open(cli.device.as_deref()).map(|d| d as Arc<dyn Devx>)
+        }
+        #[cfg(not(feature = "rdma-core"))]
+        Backend::RdmaCore => {
+            return Err(ToolError::Usage(
+                "--backend rdma-core needs a build with --features rdma-core".into(),
+            ))
+        }
+    };
+    match opened {
         Ok(dev) => Ok(Opened {
             devx: dev,
             model: None,

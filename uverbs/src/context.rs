@@ -320,11 +320,15 @@ impl Obj {
     }
 }
 
+/// Where one CQ's completion events go: its channel, the `user_handle` the records carry, and
+/// the count of records read.
+pub(crate) type CompRoute = (Arc<EventFile>, u64, Arc<AtomicU32>);
+
 /// Routes the model's completion events of this context to the CQs' completion channels.
 pub(crate) struct CompRouter {
     pub(crate) chan: SharedChannel,
     /// cookie (the CQ's handle) -> where its events go
-    pub(crate) routes: Mutex<HashMap<u64, (Arc<EventFile>, u64, Arc<AtomicU32>)>>,
+    pub(crate) routes: Mutex<HashMap<u64, CompRoute>>,
     pub(crate) stop: Arc<AtomicBool>,
 }
 
@@ -470,7 +474,7 @@ impl Ucontext {
 
     /// The doorbell page holding `addr`, registered once for all the records in it.
     pub(crate) fn db_page(&self, addr: u64) -> Result<Arc<DbPage>, Errno> {
-        if addr % 4 != 0 {
+        if !addr.is_multiple_of(4) {
             return Err(Errno::EINVAL);
         }
         let page = crate::user::page_size() as u64;
@@ -496,7 +500,7 @@ impl Ucontext {
         offset: i64,
     ) -> Result<usize, Errno> {
         let page = crate::user::page_size();
-        if offset < 0 || offset as usize % page != 0 {
+        if offset < 0 || !(offset as usize).is_multiple_of(page) {
             return Err(Errno::EINVAL);
         }
         if flags & libc::MAP_SHARED == 0 || flags & libc::MAP_FIXED != 0 {

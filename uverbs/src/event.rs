@@ -10,7 +10,7 @@
 //! it as reported (`comp_events_reported` of DESTROY_CQ).
 
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -71,25 +71,23 @@ impl EventFile {
     fn add_token(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a local to an eventfd this file created; a failure (the
-        // client closed it) only means nobody will read.
-        let _ = unsafe { libc::write(self.fd, (&raw const one).cast(), 8) };
+        // client closed it) only means nobody will read. A raw system call: the interposed
+        // `write` would hand this descriptor back to the server.
+        let _ = unsafe { crate::real::write(self.fd, (&raw const one).cast(), 8) };
     }
 
     fn take_token_nonblocking(&self) -> bool {
         let mut v: u64 = 0;
-        // SAFETY: reads 8 bytes into a local. A non-blocking read of a semaphore eventfd via
-        // recv-style flags is not available, so the fd's flags are switched around it only
-        // when it is blocking.
-        let was = unsafe { libc::fcntl(self.fd, libc::F_GETFL) };
+        // A non-blocking read of a blocking eventfd: its flags are switched around the read
+        // (an eventfd has no per-call non-blocking read).
+        let was = crate::real::fcntl(self.fd, libc::F_GETFL, 0);
         if was >= 0 && was & libc::O_NONBLOCK == 0 {
-            // SAFETY: as above; restores the flags after.
-            unsafe { libc::fcntl(self.fd, libc::F_SETFL, was | libc::O_NONBLOCK) };
+            crate::real::fcntl(self.fd, libc::F_SETFL, i64::from(was | libc::O_NONBLOCK));
         }
-        // SAFETY: 8 bytes into a local.
-        let n = unsafe { libc::read(self.fd, (&raw mut v).cast(), 8) };
+        // SAFETY: reads 8 bytes into a local (a raw system call, as in `add_token`).
+        let n = unsafe { crate::real::read(self.fd, (&raw mut v).cast(), 8) };
         if was >= 0 && was & libc::O_NONBLOCK == 0 {
-            // SAFETY: restores the flags read above.
-            unsafe { libc::fcntl(self.fd, libc::F_SETFL, was) };
+            crate::real::fcntl(self.fd, libc::F_SETFL, i64::from(was));
         }
         n == 8
     }
@@ -141,8 +139,9 @@ impl EventFile {
         loop {
             let mut v: u64 = 0;
             // SAFETY: reads 8 bytes into a local from the eventfd: blocks or fails with EAGAIN
-            // according to the flags the client set on it.
-            let n = unsafe { libc::read(self.fd, (&raw mut v).cast(), 8) };
+            // according to the flags the client set on it (a raw system call: the interposed
+            // `read` would hand this descriptor back to the server).
+            let n = unsafe { crate::real::read(self.fd, (&raw mut v).cast(), 8) };
             if n < 0 {
                 return Err(Errno::last());
             }
@@ -179,29 +178,19 @@ impl EventFile {
     }
 }
 
-/// Closes an event file's descriptor when the file is forgotten without the client closing it
-/// (the server's own handles in tests).
-pub struct OwnedEventFd(pub OwnedFd);
-
-impl OwnedEventFd {
-    /// Takes ownership of `fd`.
-    ///
-    /// # Safety
-    /// `fd` must be open and owned by nobody else.
-    pub unsafe fn from_raw(fd: RawFd) -> OwnedEventFd {
-        // SAFETY: per this function's contract.
-        OwnedEventFd(unsafe { OwnedFd::from_raw_fd(fd) })
-    }
-
-    /// The descriptor.
-    pub fn raw(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Closes a test's event file descriptor (in a program the client closes it).
+    struct Closer(RawFd);
+
+    impl Drop for Closer {
+        fn drop(&mut self) {
+            // SAFETY: the descriptor of an event file this test made and nothing else uses.
+            unsafe { crate::real::close(self.0) };
+        }
+    }
 
     fn read_into(f: &EventFile, n: usize) -> Result<Vec<u8>, Errno> {
         let mut b = vec![0u8; n];
@@ -221,7 +210,7 @@ mod tests {
     #[test]
     fn records_come_out_whole_in_order_and_are_counted() {
         let f = EventFile::new(true).unwrap();
-        let _owner = unsafe { OwnedEventFd::from_raw(f.fd()) };
+        let _owner = Closer(f.fd());
         set_nonblocking(f.fd());
         assert_eq!(read_into(&f, 8), Err(Errno::EAGAIN));
         let c = Arc::new(AtomicU32::new(0));
@@ -241,7 +230,7 @@ mod tests {
     #[test]
     fn removing_an_objects_records_keeps_the_count_right() {
         let f = EventFile::new(true).unwrap();
-        let _owner = unsafe { OwnedEventFd::from_raw(f.fd()) };
+        let _owner = Closer(f.fd());
         set_nonblocking(f.fd());
         f.push(vec![1; 8], 1, None);
         f.push(vec![2; 8], 2, None);
@@ -262,7 +251,7 @@ mod tests {
     #[test]
     fn a_full_queue_drops_the_oldest() {
         let f = EventFile::new(true).unwrap();
-        let _owner = unsafe { OwnedEventFd::from_raw(f.fd()) };
+        let _owner = Closer(f.fd());
         set_nonblocking(f.fd());
         for i in 0..MAX_QUEUED + 3 {
             f.push((i as u64).to_ne_bytes().to_vec(), 0, None);

@@ -277,10 +277,9 @@ pub(crate) fn dispatch(ctx: &Ucontext, arg: u64) -> Result<i32, Errno> {
         return Err(Errno::EPROTONOSUPPORT);
     };
     let r = call.check(m.spec).and_then(|()| {
-        if mth != UVERBS_METHOD_GET_CONTEXT || o != UVERBS_OBJECT_DEVICE {
-            if ctx.lock().devx.is_none() {
-                return Err(Errno::EINVAL);
-            }
+        let opens = mth == UVERBS_METHOD_GET_CONTEXT && o == UVERBS_OBJECT_DEVICE;
+        if !opens && ctx.lock().devx.is_none() {
+            return Err(Errno::EINVAL);
         }
         (m.run)(ctx, &call)
     });

@@ -29,3 +29,27 @@ pub unsafe fn munmap(addr: *mut libc::c_void, len: usize) -> i32 {
     // SAFETY: per this function's contract.
     unsafe { libc::syscall(libc::SYS_munmap, addr, len) as i32 }
 }
+
+/// `read(fd, buf, len)`.
+///
+/// # Safety
+/// `buf` must be writable for `len` bytes.
+pub unsafe fn read(fd: i32, buf: *mut libc::c_void, len: usize) -> isize {
+    // SAFETY: per this function's contract.
+    unsafe { libc::syscall(libc::SYS_read, fd, buf, len) as isize }
+}
+
+/// `write(fd, buf, len)`.
+///
+/// # Safety
+/// `buf` must be readable for `len` bytes.
+pub unsafe fn write(fd: i32, buf: *const libc::c_void, len: usize) -> isize {
+    // SAFETY: per this function's contract.
+    unsafe { libc::syscall(libc::SYS_write, fd, buf, len) as isize }
+}
+
+/// `fcntl(fd, cmd, arg)` for the integer commands (`F_GETFL`, `F_SETFL`).
+pub fn fcntl(fd: i32, cmd: i32, arg: i64) -> i32 {
+    // SAFETY: F_GETFL / F_SETFL take an integer argument and touch no memory.
+    unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) as i32 }
+}

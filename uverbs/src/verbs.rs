@@ -11,14 +11,14 @@ use mlx5_dpa::devx::kernel::abi::mlx5 as m;
 use mlx5_dpa::devx::kernel::abi::write::{self as w, access, qp_attr_mask as mask, qp_state};
 use mlx5_dpa::devx::{self, Devx, UmemAccess};
 use mlx5_dpa::mlx5::cmd::{
-    AllocPd, CqEventTarget, CreateCq, CreateMkey, CreateQp, Init2Rtr, MkeyAccess, ModifyQp, Qp2Err,
-    Qp2Rst, QpAttr, RingMem, Rst2Init, Rtr2Rts, Rts2Rts,
+    AllocPd, CqEventTarget, CreateCq, CreateMkey, CreateQp, CreateRmp, Init2Rtr, MkeyAccess,
+    ModifyQp, Qp2Err, Qp2Rst, QpAttr, RingMem, Rst2Init, Rtr2Rts, Rts2Rts, WqAttr,
 };
 use mlx5_dpa::mlx5::{Cqn, Pdn};
 use nix::errno::Errno;
 use zerocopy::IntoBytes;
 
-use crate::context::{errno_of, CompRouter, Cq, Mr, Obj, Pd, Qp, QpAttrs, Ucontext, UserUmem};
+use crate::context::{errno_of, CompRouter, Cq, Mr, Obj, Pd, Qp, QpAttrs, Srq, Ucontext, UserUmem};
 use crate::device::{self, PortInfo};
 use crate::event::EventFile;
 use crate::fds;
@@ -147,10 +147,13 @@ pub(crate) fn ex_query_device(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Er
         io.core_out_len()
             .min(core::mem::size_of::<w::ib_uverbs_ex_query_device_resp>()) as u32;
     io.resp(r.as_bytes())?;
-    let mut d = m::mlx5_ib_query_device_resp::default();
-    d.response_length = io
-        .uhw_out_len()
-        .min(core::mem::size_of::<m::mlx5_ib_query_device_resp>()) as u32;
+    let d = m::mlx5_ib_query_device_resp {
+        response_length: io
+            .uhw_out_len()
+            .min(core::mem::size_of::<m::mlx5_ib_query_device_resp>())
+            as u32,
+        ..Default::default()
+    };
     io.uhw_resp(d.as_bytes())
 }
 
@@ -516,6 +519,10 @@ fn create_qp_common(ctx: &Ucontext, r: QpReq, io: &WriteIo<'_>) -> Result<(u32, 
     if u.flags & !m::MLX5_QP_FLAGS_KNOWN != 0 {
         return Err(Errno::EINVAL);
     }
+    // get_qp_user_index: 24 bits.
+    if u.uidx > 0xff_ffff {
+        return Err(Errno::EINVAL);
+    }
     let devx = ctx.devx()?;
     let caps = devx::query_caps(&*devx).map_err(errno_of)?;
     let max = 1u32 << caps.general.log_max_qp_sz;
@@ -579,6 +586,8 @@ fn create_qp_common(ctx: &Ucontext, r: QpReq, io: &WriteIo<'_>) -> Result<(u32, 
                 dbr_umem_id: db.umem.umem_id,
                 dbr_offset: db.umem.offset_of(u.db_addr),
             },
+            // The user index libmlx5 finds the QP by in CQEs (`get_qp_user_index`).
+            user_index: u.uidx,
         },
     )
     .map_err(errno_of)?;
@@ -1011,15 +1020,137 @@ pub(crate) fn query_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
     io.resp(resp.as_bytes())
 }
 
-/// CREATE_SRQ: shared receive queues need the linked-list WQ format libmlx5 posts, which the
-/// model's RMPs do not take yet: refused as unsupported.
-pub(crate) fn create_srq(_: &Ucontext, _: &WriteIo<'_>) -> Result<(), Errno> {
-    Err(Errno::EOPNOTSUPP)
+struct SrqReq {
+    pd_handle: u32,
+    max_wr: u32,
+    max_sge: u32,
+    srq_limit: u32,
 }
 
-/// CREATE_XSRQ: as [`create_srq`].
-pub(crate) fn create_xsrq(_: &Ucontext, _: &WriteIo<'_>) -> Result<(), Errno> {
-    Err(Errno::EOPNOTSUPP)
+/// CREATE_SRQ (`mlx5_ib_create_srq`, `create_srq_user`): an RMP over the client's buffer, its
+/// WQEs a linked list (`MLX5_WQ_TYPE_LINKED_LIST`), as libmlx5 lays them out.
+fn create_srq_common(
+    ctx: &Ucontext,
+    r: SrqReq,
+    io: &WriteIo<'_>,
+) -> Result<(u32, u32, u32, u32), Errno> {
+    if io.uhw_len() < 16 {
+        return Err(Errno::EINVAL);
+    }
+    let u: m::mlx5_ib_create_srq = io.uhw();
+    // MLX5_SRQ_FLAG_SIGNATURE is the only flag; the model checks no WQE signatures.
+    if u.flags & !1 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if r.max_wr == 0 || r.max_wr >= 1 << device::LOG_MAX_SRQ_SZ {
+        return Err(Errno::EINVAL);
+    }
+    let max_gs = r.max_sge;
+    if max_gs > device::MAX_WQE_SZ / 16 - 1 {
+        return Err(Errno::EINVAL);
+    }
+    // desc_size: the next segment and the data segments, a power of two of at least 32.
+    let desc = (16 + 16 * max_gs).next_power_of_two().max(32);
+    let max = (r.max_wr + 1).next_power_of_two();
+    if r.srq_limit > max - 1 {
+        return Err(Errno::EINVAL);
+    }
+    let pd = pd_of(ctx, r.pd_handle)?;
+    let devx = ctx.devx()?;
+    let uar = ctx.default_uar()?;
+    let umem = UserUmem::register(
+        &devx,
+        u.buf_addr,
+        u64::from(max) * u64::from(desc),
+        UmemAccess::LOCAL_WRITE,
+    )?;
+    let db = ctx.db_page(u.db_addr)?;
+    let (obj, srqn) = devx::create(
+        &devx,
+        &CreateRmp {
+            wq: WqAttr {
+                pd: Pdn(pd.pdn),
+                uar_page: uar.page_id,
+                log_wq_stride: desc.trailing_zeros() as u8,
+                log_wq_sz: max.trailing_zeros() as u8,
+                mem: RingMem {
+                    umem_id: umem.umem_id,
+                    umem_offset: umem.offset_of(u.buf_addr),
+                    dbr_umem_id: db.umem.umem_id,
+                    dbr_offset: db.umem.offset_of(u.db_addr),
+                },
+            },
+            linked_list: true,
+        },
+    )
+    .map_err(errno_of)?;
+    let gathers = (desc - 16) / 16;
+    let srq = Arc::new(Srq {
+        obj,
+        srqn,
+        _umem: umem,
+        _db: db,
+        _pd: pd,
+        max_wr: max - 1,
+        max_sge: gathers,
+        limit: AtomicU32::new(r.srq_limit),
+    });
+    let h = ctx.insert(Obj::Srq(srq));
+    Ok((h, max - 1, gathers, srqn))
+}
+
+fn srq_resp(
+    io: &WriteIo<'_>,
+    (h, max_wr, max_sge, srqn): (u32, u32, u32, u32),
+) -> Result<(), Errno> {
+    io.resp(
+        w::ib_uverbs_create_srq_resp {
+            srq_handle: h,
+            max_wr,
+            max_sge,
+            srqn,
+        }
+        .as_bytes(),
+    )?;
+    io.uhw_resp(m::mlx5_ib_create_srq_resp { srqn, reserved: 0 }.as_bytes())
+}
+
+/// CREATE_SRQ.
+pub(crate) fn create_srq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_create_srq = io.req()?;
+    let r = create_srq_common(
+        ctx,
+        SrqReq {
+            pd_handle: req.pd_handle,
+            max_wr: req.max_wr,
+            max_sge: req.max_sge,
+            srq_limit: req.srq_limit,
+        },
+        io,
+    )?;
+    srq_resp(io, r)
+}
+
+/// CREATE_XSRQ: basic SRQs (`IB_SRQT_BASIC`); XRC and tag-matching SRQs are not on this
+/// device (`EOPNOTSUPP`, as `mlx5_ib_create_srq` answers for types it lacks).
+pub(crate) fn create_xsrq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_create_xsrq = io.req()?;
+    match req.srq_type {
+        0 => {}
+        1 | 2 => return Err(Errno::EOPNOTSUPP),
+        _ => return Err(Errno::EINVAL),
+    }
+    let r = create_srq_common(
+        ctx,
+        SrqReq {
+            pd_handle: req.pd_handle,
+            max_wr: req.max_wr,
+            max_sge: req.max_sge,
+            srq_limit: req.srq_limit,
+        },
+        io,
+    )?;
+    srq_resp(io, r)
 }
 
 /// MODIFY_SRQ.

@@ -206,12 +206,16 @@ impl Firmware {
         v: View<'_, l::wq::Layout>,
         min_log_stride: u64,
         max_log_stride: u64,
+        linked_ok: bool,
     ) -> Result<WqRing, Check> {
         use l::wq;
-        // wq_type: 1 = cyclic (PRM); the only type the model implements.
-        if v.get(wq::wq_type) != 1 {
-            return Err(check::BAD_WQ_TYPE);
-        }
+        // wq_type (PRM): 1 = cyclic; 0 = linked list, which only a shared receive queue (an
+        // RMP, as a verbs SRQ) takes in the model.
+        let linked = match v.get(wq::wq_type) {
+            1 => false,
+            0 if linked_ok => true,
+            _ => return Err(check::BAD_WQ_TYPE),
+        };
         let log_stride = v.get(wq::log_wq_stride);
         if log_stride < min_log_stride || log_stride > max_log_stride {
             return Err(check::BAD_STRIDE);
@@ -257,6 +261,7 @@ impl Firmware {
             log_size: log_size as u8,
             pd,
             uar_page,
+            linked,
         })
     }
 
@@ -299,7 +304,7 @@ impl Firmware {
         owned(&t.meta, uid)?;
         let wqv = v.nested(c.nested(sqc::wq));
         // Send WQEs are 64-byte basic blocks.
-        let wq = self.take_wq(uid, wqv, 6, 6)?;
+        let wq = self.take_wq(uid, wqv, 6, 6, false)?;
         let raw: Box<[u8]> = v.bytes()[size::<l::mbox_in::Layout>()..size::<m::Layout>()].into();
         let Some(sqn) = self.sqs.insert(Sq {
             meta: Meta::new(uid),
@@ -390,7 +395,7 @@ impl Firmware {
         let wqv = v.nested(c.nested(rqc::wq));
         let lo = self.profile.cap(l::cmd_hca_cap::log_min_stride_sz_rq);
         let hi = self.profile.cap(l::cmd_hca_cap::log_max_stride_sz_rq);
-        let wq = self.take_wq(uid, wqv, lo, hi)?;
+        let wq = self.take_wq(uid, wqv, lo, hi, false)?;
         let raw: Box<[u8]> = v.bytes()[size::<l::mbox_in::Layout>()..size::<m::Layout>()].into();
         let Some(rqn) = self.rqs.insert(Rq {
             meta: Meta::new(uid),
@@ -462,11 +467,12 @@ impl Firmware {
         let wqv = v.nested(m::ctx.nested(l::rmpc::wq));
         let lo = self.profile.cap(l::cmd_hca_cap::log_min_stride_sz_rq);
         let hi = self.profile.cap(l::cmd_hca_cap::log_max_stride_sz_rq);
-        let wq = self.take_wq(uid, wqv, lo, hi)?;
+        let wq = self.take_wq(uid, wqv, lo, hi, true)?;
         let Some(rmpn) = self.rmps.insert(Rmp {
             meta: Meta::new(uid),
             wq,
             ci: 0,
+            head: 0,
         }) else {
             self.release_wq(&wq);
             return Err(check::TOO_MANY_OBJECTS);
@@ -564,6 +570,7 @@ impl Firmware {
                 meta: Meta::new(uid),
                 state: qp_state::RST,
                 st,
+                user_index: g(qpc::user_index) as u32,
                 pd,
                 cqn_snd,
                 cqn_rcv,

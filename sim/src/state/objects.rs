@@ -187,6 +187,8 @@ pub(crate) struct WqRing {
     pub(crate) log_size: u8,
     pub(crate) pd: u32,
     pub(crate) uar_page: u32,
+    /// Linked-list WQEs (`wq_type` 0): each begins with a next segment naming its successor.
+    pub(crate) linked: bool,
 }
 
 #[derive(Debug)]
@@ -222,9 +224,12 @@ pub(crate) struct Rq {
 pub(crate) struct Rmp {
     pub(crate) meta: Meta,
     pub(crate) wq: WqRing,
-    /// Receive WQEs taken (by any QP of the pool), in ring order: the cyclic pool hands out
-    /// its WQEs one after the other.
+    /// Receive WQEs taken (by any QP of the pool): the cyclic pool hands out its WQEs one
+    /// after the other; against the doorbell record's counter it says whether any is posted.
     pub(crate) ci: u16,
+    /// A linked-list pool: the WQE it hands out next; each taken WQE's next segment names the
+    /// one after it (the software keeps the list, `mlx5_wqe_srq_next_seg`).
+    pub(crate) head: u16,
 }
 
 #[derive(Debug)]
@@ -326,6 +331,8 @@ pub(crate) struct Qp {
     pub(crate) meta: Meta,
     pub(crate) state: u8,
     pub(crate) st: u8,
+    /// `qpc.user_index`: written to `srqn_uidx` of the QP's CQEs (CQE version 1).
+    pub(crate) user_index: u32,
     pub(crate) pd: u32,
     pub(crate) cqn_snd: Option<u32>,
     pub(crate) cqn_rcv: Option<u32>,

@@ -580,6 +580,7 @@ impl Harness {
             }),
             7 => encoded(&CreateRmp {
                 wq: self.wq(input, 5),
+                linked_list: input.b() & 1 == 1,
             }),
             8 => {
                 let sel = input.b();
@@ -648,6 +649,7 @@ impl Harness {
                     log_rq_stride: (sel >> 4) % 4,
                     srqn: None,
                     mem: self.ring(input),
+                    user_index: u32::from(input.b()),
                 })
             }
             14 => {

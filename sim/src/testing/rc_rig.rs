@@ -40,6 +40,8 @@ pub struct RcRigConfig {
     pub data_len: usize,
     /// Rights of the data area's memory key.
     pub access: MkeyAccess,
+    /// The QP's `user_index` (what its CQEs carry in `srqn_uidx`).
+    pub user_index: u32,
 }
 
 impl Default for RcRigConfig {
@@ -57,6 +59,7 @@ impl Default for RcRigConfig {
                 remote_write: true,
                 atomic: true,
             },
+            user_index: 0,
         }
     }
 }
@@ -192,6 +195,8 @@ pub struct RcCompletion {
     pub qpn: u32,
     /// `imm_inval_pkey` as a big-endian word (the immediate as sent).
     pub imm: u32,
+    /// `srqn_uidx`: the QP's user index.
+    pub user_index: u32,
 }
 
 /// CQE opcodes the rig's users look at (`MLX5_CQE_*`), declared with the CQE format.
@@ -355,6 +360,7 @@ impl RcRig {
                 log_rq_stride: cfg.log_rq_stride,
                 srqn: None,
                 mem: ring(self.off.qp, DBR_QP),
+                user_index: cfg.user_index,
             },
         )?;
         self.qpn = self.keep(qp).0;
@@ -694,6 +700,7 @@ impl RcRig {
             wqe_opcode: (c.sop_drop_qpn() >> 24) as u8,
             qpn: c.qpn(),
             imm: c.imm_inval_pkey(),
+            user_index: c.srqn_uidx(),
         };
         let ci = ci.wrapping_add(1);
         if rcv {

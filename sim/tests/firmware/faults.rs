@@ -225,6 +225,7 @@ fn inventory_counts_and_context_drop_releases_everything() {
             log_rq_stride: 0,
             srqn: None,
             mem: ring(0x3000),
+            user_index: 0,
         },
     ));
     ok(mk(

@@ -253,6 +253,7 @@ impl Kit {
             log_rq_stride: 0,
             srqn: None,
             mem: self.ring(4096),
+            user_index: 0,
         }
     }
 

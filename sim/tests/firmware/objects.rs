@@ -478,10 +478,20 @@ fn rq_create_checks_and_state_machine() {
     );
 
     // RMP: created ready (or reset), over the same wq checks.
-    let (rmp, _) = ok(devx::create(&ctx, &CreateRmp { wq: kit.wq(4, 6) }));
-    let inbox = patched(&CreateRmp { wq: kit.wq(4, 6) }, |v| {
-        v.set(l::create_rmp_in::ctx.at(l::rmpc::state), 3)
-    });
+    let (rmp, _) = ok(devx::create(
+        &ctx,
+        &CreateRmp {
+            wq: kit.wq(4, 6),
+            linked_list: false,
+        },
+    ));
+    let inbox = patched(
+        &CreateRmp {
+            wq: kit.wq(4, 6),
+            linked_list: false,
+        },
+        |v| v.set(l::create_rmp_in::ctx.at(l::rmpc::state), 3),
+    );
     expect_check(raw_create(&*ctx, &inbox), check::BAD_STATE_FIELD);
     expect_check(
         devx::create(
@@ -491,6 +501,7 @@ fn rq_create_checks_and_state_machine() {
                     log_wq_stride: 2,
                     ..kit.wq(4, 6)
                 },
+                linked_list: false,
             },
         ),
         check::BAD_STRIDE,
@@ -650,7 +661,13 @@ fn qp_create_and_state_machine() {
         ),
         check::NO_SUCH_RMP,
     );
-    let (rmp, rmpn) = ok(devx::create(&ctx, &CreateRmp { wq: kit.wq(4, 6) }));
+    let (rmp, rmpn) = ok(devx::create(
+        &ctx,
+        &CreateRmp {
+            wq: kit.wq(4, 6),
+            linked_list: false,
+        },
+    ));
     let (srq_qp, _) = ok(devx::create(
         &ctx,
         &CreateQp {

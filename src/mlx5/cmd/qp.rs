@@ -57,6 +57,9 @@ pub struct CreateQp {
     /// the QP's own; `log_rq_size` is then ignored and the ring holds the send queue only.
     pub srqn: Option<u32>,
     pub mem: RingMem,
+    /// `qpc.user_index`: what the QP's CQEs carry in `srqn_uidx` (CQE version 1), for software
+    /// that finds its QP by an index of its own (libmlx5's `uidx`).
+    pub user_index: u32,
 }
 
 command! {
@@ -119,6 +122,13 @@ command! {
         v.set(create_qp_in::wq_umem_valid, 1);
         v.set(create_qp_in::wq_umem_id, u64::from(self.mem.umem_id));
         v.set(create_qp_in::wq_umem_offset, self.mem.umem_offset);
+        put(
+            v,
+            op,
+            q.at(qpc::user_index),
+            u64::from(self.user_index),
+            "user_index",
+        )?;
         Ok(())
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<Qpn, CmdError> {

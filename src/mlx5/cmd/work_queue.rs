@@ -40,6 +40,9 @@ pub struct WqAttr {
 
 /// `wq_type` cyclic (PRM `MLX5_WQ_TYPE_CYCLIC`).
 pub const WQ_TYPE_CYCLIC: u64 = 0x1;
+/// `wq_type` linked list (PRM `MLX5_WQ_TYPE_LINKED_LIST`): each WQE begins with a 16-byte next
+/// segment naming the WQE after it (`mlx5_wqe_srq_next_seg`), as verbs SRQs are laid out.
+pub const WQ_TYPE_LINKED_LIST: u64 = 0x0;
 
 fn encode_wq<L: Layout>(
     v: &mut ViewMut<'_, L>,
@@ -47,7 +50,17 @@ fn encode_wq<L: Layout>(
     w: crate::mlx5::layout::Nested<L, wq::Layout>,
     a: &WqAttr,
 ) -> Result<(), CmdError> {
-    v.set(w.at(wq::wq_type), WQ_TYPE_CYCLIC);
+    encode_wq_typed(v, op, w, a, WQ_TYPE_CYCLIC)
+}
+
+fn encode_wq_typed<L: Layout>(
+    v: &mut ViewMut<'_, L>,
+    op: Opcode,
+    w: crate::mlx5::layout::Nested<L, wq::Layout>,
+    a: &WqAttr,
+    wq_type: u64,
+) -> Result<(), CmdError> {
+    v.set(w.at(wq::wq_type), wq_type);
     put(v, op, w.at(wq::pd), u64::from(a.pd), "pd")?;
     put(v, op, w.at(wq::uar_page), u64::from(a.uar_page), "uar_page")?;
     put(
@@ -178,17 +191,24 @@ command! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreateRmp {
     pub wq: WqAttr,
+    /// Linked-list WQEs (a verbs SRQ's layout) instead of a cyclic ring.
+    pub linked_list: bool,
 }
 
 command! {
     CreateRmp: CREATE_RMP, create_rmp_in -> create_rmp_out => u32;
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
         v.set(create_rmp_in::ctx.at(rmpc::state), WqState::Rdy as u64);
-        encode_wq(
+        encode_wq_typed(
             v,
             Self::OPCODE,
             create_rmp_in::ctx.nested(rmpc::wq),
             &self.wq,
+            if self.linked_list {
+                WQ_TYPE_LINKED_LIST
+            } else {
+                WQ_TYPE_CYCLIC
+            },
         )
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {

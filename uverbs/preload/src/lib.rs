@@ -284,7 +284,10 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
     if is_ours(fd) {
-        let r = catch_unwind(|| server().ioctl(fd, request as u64, arg as u64));
+        // `unsigned long` is 64 bits on the LP64 targets this library builds for.
+        #[allow(clippy::useless_conversion)]
+        let request = u64::from(request);
+        let r = catch_unwind(|| server().ioctl(fd, request, arg as u64));
         return errno_result(r, -1);
     }
     let f = IOCTL.get();

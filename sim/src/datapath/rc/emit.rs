@@ -62,9 +62,16 @@ pub(crate) fn err_cqe(
     .to_cqe()
 }
 
-pub(crate) fn post(fw: &mut Firmware, dp: &mut Datapath, cqn: Option<u32>, cqe: [u8; 64]) {
-    if Cqe64::new_unchecked(&cqe[..]).opcode() >= cqe_op::REQ_ERR {
+/// Posts a CQE of a QP (named in its `sop_drop_qpn`), stamped with the QP's `user_index` in
+/// `srqn_uidx`, as CQE version 1 has it: software finds the QP (and, for a shared receive
+/// queue, the WQE's owner) by that index (rdma-core's `mlx5_parse_cqe`).
+pub(crate) fn post(fw: &mut Firmware, dp: &mut Datapath, cqn: Option<u32>, mut cqe: [u8; 64]) {
+    let mut v = Cqe64::new_unchecked(&mut cqe[..]);
+    if v.opcode() >= cqe_op::REQ_ERR {
         dp.rc_stats.error_completions += 1;
+    }
+    if let Some(qp) = fw.qps.get(v.qpn()) {
+        v.set_srqn_uidx(qp.user_index);
     }
     if let Some(cqn) = cqn {
         crate::datapath::cq::post_cqe(fw, dp, cqn, cqe);

@@ -628,18 +628,30 @@ pub(super) fn requester_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &P
                 dp.rc_stats.duplicates += 1;
                 return;
             }
-            let want = if r.npsn == 1 {
-                bth::RDMA_READ_RESPONSE_ONLY
-            } else if k == 0 {
-                bth::RDMA_READ_RESPONSE_FIRST
-            } else if k + 1 == r.npsn {
-                bth::RDMA_READ_RESPONSE_LAST
-            } else {
-                bth::RDMA_READ_RESPONSE_MIDDLE
+            // A READ resent after a loss asks for the rest of the message from the first
+            // packet that did not land, and the responder answers it as a new request: FIRST
+            // (or ONLY) at that PSN (IBA 9.7.5.1.2). Packets of an earlier response may still
+            // arrive with their stream's opcodes: inside the message MIDDLE and FIRST are both
+            // in order, at its end LAST and ONLY.
+            let (first, middle, last, only) = (
+                p.opcode == bth::RDMA_READ_RESPONSE_FIRST,
+                p.opcode == bth::RDMA_READ_RESPONSE_MIDDLE,
+                p.opcode == bth::RDMA_READ_RESPONSE_LAST,
+                p.opcode == bth::RDMA_READ_RESPONSE_ONLY,
+            );
+            let fits = match (r.npsn == 1, k == 0, k + 1 == r.npsn) {
+                // One packet: ONLY.
+                (true, ..) => only,
+                // The first of several: FIRST.
+                (false, true, _) => first,
+                // The last: LAST of a stream, or ONLY of a request resent for it alone.
+                (false, false, true) => last || only,
+                // Inside: MIDDLE of a stream, or FIRST of a resent request.
+                (false, false, false) => middle || first,
             };
             let off = u64::from(k) * u64::from(mtu);
             let n = (u64::from(r.len) - off.min(u64::from(r.len))).min(u64::from(mtu));
-            let res = if p.opcode != want || p.payload.len() as u64 != n {
+            let res = if !fits || p.payload.len() as u64 != n {
                 Err(syndrome::BAD_RESP_ERR)
             } else {
                 scatter_local(fw, qp, &r, off, p.payload)

@@ -364,6 +364,8 @@ struct RecvRing {
     ring: crate::mem::Dma,
     log_size: u8,
     log_stride: u8,
+    /// Linked-list WQEs: the data segments follow a 16-byte next segment.
+    linked: bool,
 }
 
 fn recv_ring(fw: &Firmware, qp: &Qp) -> Option<RecvRing> {
@@ -372,6 +374,7 @@ fn recv_ring(fw: &Firmware, qp: &Qp) -> Option<RecvRing> {
             ring: qp.ring,
             log_size: rq.log_size,
             log_stride: rq.log_stride,
+            linked: false,
         });
     }
     let r = fw.rmps.get(qp.srq?)?;
@@ -379,6 +382,7 @@ fn recv_ring(fw: &Firmware, qp: &Qp) -> Option<RecvRing> {
         ring: r.wq.ring,
         log_size: r.wq.log_size,
         log_stride: r.wq.log_stride,
+        linked: r.wq.linked,
     })
 }
 
@@ -410,6 +414,18 @@ pub(super) fn recv_claim(fw: &mut Firmware, qpn: u32) -> u16 {
         return qp.rc.rq_ci;
     }
     match qp.srq.and_then(|n| fw.rmps.get_mut(n)) {
+        Some(r) if r.wq.linked => {
+            // The WQE at the head; its next segment (`next_wqe_index`, big-endian at byte 2)
+            // names the new head.
+            let index = r.head;
+            let slot = (usize::from(index) & ((1usize << r.wq.log_size) - 1)) << r.wq.log_stride;
+            let mut next = [0u8; 2];
+            if r.wq.ring.read(slot + 2, &mut next) {
+                r.head = u16::from_be_bytes(next);
+            }
+            r.ci = r.ci.wrapping_add(1);
+            index
+        }
         Some(r) => {
             let index = r.ci;
             r.ci = index.wrapping_add(1);
@@ -444,7 +460,8 @@ pub(super) fn scatter_rq(
     let mut rest = data;
     let mut want = off;
     let mut seg = [0u8; SEG];
-    for s in 0..stride / SEG {
+    let first = usize::from(rq.linked);
+    for s in first..stride / SEG {
         if rest.is_empty() {
             break;
         }
