@@ -41,6 +41,27 @@ pub fn try_server() -> Option<&'static Server> {
     SERVER.get()
 }
 
+/// The process's device lives until the process ends (the program never closes the server):
+/// its captures are flushed when the program exits.
+fn flush_captures_at_exit() {
+    extern "C" fn flush() {
+        if let Some(s) = try_server() {
+            let dev = lock(&s.device).as_ref().map(|(_, d)| d.clone());
+            if let Some(d) = dev {
+                if let Err(e) = d.stop_captures() {
+                    eprintln!("mlx5-sim uverbs: pcap: {e}");
+                }
+            }
+        }
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a function without arguments that runs once at exit; it takes the
+        // server's lock and the model's briefly and panics nowhere (errors are printed).
+        unsafe { libc::atexit(flush) };
+    });
+}
+
 /// Whether `path` names a served uverbs device; its index.
 pub fn uverbs_index(path: &[u8]) -> Option<u32> {
     let rest = path.strip_prefix(b"/dev/infiniband/uverbs")?;
@@ -98,6 +119,7 @@ impl Server {
                     if let Err(e) = dev.capture(std::io::BufWriter::new(f)) {
                         eprintln!("mlx5-sim uverbs: pcap {}: {e}", p.display());
                     }
+                    flush_captures_at_exit();
                 }
                 Err(e) => eprintln!("mlx5-sim uverbs: pcap {}: {e}", p.display()),
             }

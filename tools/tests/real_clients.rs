@@ -1,0 +1,649 @@
+//! Unmodified clients of an mlx5 device on the model, through `mlx5-dpa run`: rdma-core's
+//! programs (`ibv_devices`, `ibv_devinfo`, the pingpongs), perftest, rdma-core's own test suite
+//! (pyverbs), and this project's driver on its pure-Rust kernel backend (and on rdma-core, in a
+//! build with `--features rdma-core`). Each test checks the client's own success output.
+//!
+//! What a test needs is looked for when the binary starts: the right to make a mount namespace
+//! (root), the preloaded library (built here with cargo if missing), and the client programs
+//! (Debian's `ibverbs-utils`, `perftest`, `python3-pyverbs`, `tshark`). A test whose needs are
+//! missing is reported *ignored* and listed, with the reason, in a skip summary on standard
+//! error; it never passes without running. `.ci/run` installs the packages.
+//!
+//! Two-process tests run two runners whose ports are linked by UDP on 127.0.0.1 (`--link`), each
+//! with its own IPv4 address (its GID 1); the pair exchange QP numbers over TCP on loopback as
+//! the programs always do. Every wait is bounded: a process that outlives its limit is killed
+//! (with its process group) and the test fails saying so.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// How long one client process may run.
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn mlx5_dpa() -> &'static str {
+    env!("CARGO_BIN_EXE_mlx5-dpa")
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Builds the preloaded library with cargo (a no-op when it is up to date) into this profile's
+/// target directory, and returns its path.
+fn preload() -> Result<PathBuf, String> {
+    let exe = PathBuf::from(mlx5_dpa());
+    let dir = exe.parent().ok_or("no target directory")?.to_path_buf();
+    let release = dir.file_name().is_some_and(|n| n == "release");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.current_dir(repo())
+        .args(["build", "-q", "-p", "mlx5-sim-preload"]);
+    if release {
+        c.arg("--release");
+    }
+    let out = c.output().map_err(|e| format!("cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo build -p mlx5-sim-preload failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let p = dir.join("libmlx5_sim_preload.so");
+    p.is_file()
+        .then_some(p)
+        .ok_or_else(|| "libmlx5_sim_preload.so was not built".into())
+}
+
+fn which(prog: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// What this machine offers the tests.
+struct Env {
+    preload: PathBuf,
+    /// Why nothing can run (no namespace, no library), if so.
+    blocked: Option<String>,
+}
+
+impl Env {
+    fn probe() -> Env {
+        let preload = match preload() {
+            Ok(p) => p,
+            Err(e) => {
+                return Env {
+                    preload: PathBuf::new(),
+                    blocked: Some(e),
+                }
+            }
+        };
+        let mut env = Env {
+            preload,
+            blocked: None,
+        };
+        match env.run(&Runner::single(), &["true"]) {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                env.blocked = Some(format!(
+                    "mlx5-dpa run cannot set up its namespace here: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ))
+            }
+            Err(e) => env.blocked = Some(e.message().unwrap_or("mlx5-dpa run failed").to_string()),
+        }
+        env
+    }
+
+    fn command(&self, r: &Runner, program: &[&str]) -> Command {
+        let mut c = Command::new(mlx5_dpa());
+        c.env("MLX5_SIM_PRELOAD", &self.preload)
+            .env_remove("RUST_LOG")
+            .arg("run")
+            .args(r.args())
+            .arg("--")
+            .args(program)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own process group, so a process that outlives its limit goes with its children.
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
+        c
+    }
+
+    fn run(&self, r: &Runner, program: &[&str]) -> Result<Output, Failed> {
+        let child = self
+            .command(r, program)
+            .spawn()
+            .map_err(|e| format!("spawn {program:?}: {e}"))?;
+        wait(child, LIMIT, program)
+    }
+}
+
+/// Waits for a child at most `limit`; past it the whole process group is killed.
+fn wait(mut child: Child, limit: Duration, what: &[&str]) -> Result<Output, Failed> {
+    let end = Instant::now() + limit;
+    // Drain both pipes on threads, so a chatty child never blocks on a full pipe.
+    let mut so = child.stdout.take();
+    let mut se = child.stderr.take();
+    let t1 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(s) = so.as_mut() {
+            let _ = s.read_to_end(&mut v);
+        }
+        v
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(s) = se.as_mut() {
+            let _ = s.read_to_end(&mut v);
+        }
+        v
+    });
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            let stdout = t1.join().unwrap_or_default();
+            let stderr = t2.join().unwrap_or_default();
+            return Ok(Output {
+                status,
+                stdout,
+                stderr,
+            });
+        }
+        if Instant::now() > end {
+            // SAFETY: kill(2) of the child's own process group (made with process_group(0)).
+            unsafe { libc_kill(-(child.id() as i32)) };
+            let _ = child.wait();
+            return Err(format!("{what:?} still running after {limit:?}: killed").into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+/// SIGKILL to a process group.
+///
+/// # Safety
+/// `pgid` must name a process group of this test's own children.
+unsafe fn libc_kill(pgid: i32) {
+    // SAFETY: per this function's contract; signal 9 is SIGKILL.
+    unsafe {
+        kill(pgid, 9);
+    }
+}
+
+/// One runner's settings.
+#[derive(Clone)]
+struct Runner {
+    ip: String,
+    link: Option<(u16, u16)>,
+    pcap: Option<PathBuf>,
+}
+
+impl Runner {
+    fn single() -> Runner {
+        Runner {
+            ip: "10.7.0.1".into(),
+            link: None,
+            pcap: None,
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        let mut v = vec!["--ip".to_string(), self.ip.clone()];
+        if let Some((l, p)) = self.link {
+            v.push("--link".into());
+            v.push(format!("udp:127.0.0.1:{l},127.0.0.1:{p}"));
+        }
+        if let Some(p) = &self.pcap {
+            v.push("--pcap".into());
+            v.push(p.display().to_string());
+        }
+        v
+    }
+
+    /// Two runners linked to each other.
+    fn pair() -> (Runner, Runner, u16) {
+        let a = port();
+        let b = port();
+        let tcp = port();
+        (
+            Runner {
+                ip: "10.7.0.1".into(),
+                link: Some((a, b)),
+                pcap: None,
+            },
+            Runner {
+                ip: "10.7.0.2".into(),
+                link: Some((b, a)),
+                pcap: None,
+            },
+            tcp,
+        )
+    }
+}
+
+/// A port number of this test process (UDP links and the programs' TCP exchange).
+fn port() -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20_000 + (std::process::id() % 2_000) as u16 * 10;
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    20_000 + (base - 20_000 + n) % 40_000
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn check(cond: bool, what: &str, o: &Output) -> Result<(), Failed> {
+    if cond {
+        Ok(())
+    } else {
+        Err(format!("{what}; exit {:?}, output:\n{}", o.status, text(o)).into())
+    }
+}
+
+/// A server and a client: the server starts first; the client retries while the server is
+/// not listening yet (a connection refused ends it at once).
+fn client_server(
+    env: &Env,
+    server: (&Runner, Vec<String>),
+    client: (&Runner, Vec<String>),
+) -> Result<(Output, Output), Failed> {
+    let sargs: Vec<&str> = server.1.iter().map(String::as_str).collect();
+    let cargs: Vec<&str> = client.1.iter().map(String::as_str).collect();
+    let s = env
+        .command(server.0, &sargs)
+        .spawn()
+        .map_err(|e| format!("spawn server: {e}"))?;
+    let end = Instant::now() + Duration::from_secs(30);
+    let c = loop {
+        let c = env.run(client.0, &cargs)?;
+        let t = text(&c);
+        let refused = !c.status.success()
+            && (t.contains("Couldn't connect") || t.contains("Unable to open file descriptor"));
+        if !refused || Instant::now() > end {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let s = wait(s, LIMIT, &sargs)?;
+    Ok((s, c))
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tests.
+
+fn ibv_devices(env: &Env) -> Result<(), Failed> {
+    let o = env.run(&Runner::single(), &["ibv_devices"])?;
+    check(o.status.success(), "ibv_devices failed", &o)?;
+    // The GUID is the EUI-64 of the MAC 02:00:10.7.0.1.
+    check(
+        text(&o).contains("mlx5_0") && text(&o).contains("00000afffe070001"),
+        "mlx5_0 with its node GUID listed",
+        &o,
+    )
+}
+
+fn ibv_devinfo(env: &Env) -> Result<(), Failed> {
+    let o = env.run(&Runner::single(), &["ibv_devinfo", "-v"])?;
+    check(o.status.success(), "ibv_devinfo -v failed", &o)?;
+    let t = text(&o);
+    for want in [
+        "hca_id:\tmlx5_0",
+        "vendor_id:\t\t\t0x02c9",
+        "vendor_part_id:\t\t\t41692",
+        "state:\t\t\tPORT_ACTIVE (4)",
+        "link_layer:\t\tEthernet",
+        "GID[  0]:\t\tfe80::aff:fe07:1, RoCE v2",
+        "GID[  1]:\t\t::ffff:10.7.0.1, RoCE v2",
+        "phys_state:\t\tLINK_UP (5)",
+    ] {
+        check(t.contains(want), &format!("ibv_devinfo shows {want:?}"), &o)?;
+    }
+    Ok(())
+}
+
+fn pingpong(env: &Env, prog: &str, extra: &[&str], done: &str) -> Result<(), Failed> {
+    let (a, b, tcp) = Runner::pair();
+    let tcp = tcp.to_string();
+    let mut common = vec![prog, "-g", "1", "-n", "50", "-p", &tcp];
+    common.extend_from_slice(extra);
+    let mut client = common.clone();
+    client.push("localhost");
+    let (s, c) = client_server(env, (&a, strings(&common)), (&b, strings(&client)))?;
+    check(
+        s.status.success() && text(&s).contains(done),
+        "server done",
+        &s,
+    )?;
+    check(
+        c.status.success() && text(&c).contains(done),
+        "client done",
+        &c,
+    )?;
+    Ok(())
+}
+
+fn perftest(env: &Env, prog: &str) -> Result<(), Failed> {
+    let (a, b, tcp) = Runner::pair();
+    let tcp = tcp.to_string();
+    let common = vec![prog, "-x", "1", "-d", "mlx5_0", "-n", "200", "-p", &tcp];
+    let mut client = common.clone();
+    client.push("localhost");
+    let (s, c) = client_server(env, (&a, strings(&common)), (&b, strings(&client)))?;
+    for (o, who) in [(&s, "server"), (&c, "client")] {
+        let t = text(o);
+        // The result table: a header, then a row that starts with the message size.
+        let row = t
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("#bytes"))
+            .nth(1)
+            .unwrap_or("");
+        let ok = o.status.success()
+            && row
+                .split_whitespace()
+                .next()
+                .is_some_and(|n| n.parse::<u64>().is_ok())
+            && !t.contains("error");
+        check(ok, &format!("{prog} {who}: a result row"), o)?;
+    }
+    Ok(())
+}
+
+fn driver(env: &Env, backend: &str, args: &[&str], want: &[&str]) -> Result<(), Failed> {
+    // `devices` lists what sysfs shows, through no backend.
+    let mut program = if args.first() == Some(&"devices") {
+        vec![mlx5_dpa()]
+    } else {
+        vec![mlx5_dpa(), "--backend", backend, "--device", "mlx5_0"]
+    };
+    program.extend_from_slice(args);
+    let o = env.run(&Runner::single(), &program)?;
+    check(o.status.success(), &format!("mlx5-dpa {args:?}"), &o)?;
+    for w in want {
+        check(
+            text(&o).contains(w),
+            &format!("mlx5-dpa {args:?} says {w:?}"),
+            &o,
+        )?;
+    }
+    Ok(())
+}
+
+/// Where cargo puts the crate's example `name` (`cargo test --workspace` builds them).
+fn example_path(name: &str) -> PathBuf {
+    PathBuf::from(mlx5_dpa())
+        .parent()
+        .map(|d| d.join("examples").join(name))
+        .unwrap_or_default()
+}
+
+fn example(env: &Env, name: &str, want: &str) -> Result<(), Failed> {
+    let exe = example_path(name).display().to_string();
+    let o = env.run(&Runner::single(), &[&exe, "--device", "mlx5_0"])?;
+    check(o.status.success(), &format!("example {name}"), &o)?;
+    check(
+        text(&o).contains(want),
+        &format!("example {name} says {want:?}"),
+        &o,
+    )
+}
+
+fn rc_capture(env: &Env) -> Result<(), Failed> {
+    let (a, mut b, tcp) = Runner::pair();
+    let pcap = std::env::temp_dir().join(format!("mlx5-rc-{}-{tcp}.pcap", std::process::id()));
+    b.pcap = Some(pcap.clone());
+    let tcp = tcp.to_string();
+    let common = ["ibv_rc_pingpong", "-g", "1", "-n", "5", "-p", &tcp];
+    let mut client = common.to_vec();
+    client.push("localhost");
+    let (s, c) = client_server(env, (&a, strings(&common)), (&b, strings(&client)))?;
+    check(s.status.success() && c.status.success(), "the exchange", &c)?;
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(&pcap)
+        .output()
+        .map_err(|e| format!("tshark: {e}"))?;
+    let _ = std::fs::remove_file(&pcap);
+    let t = String::from_utf8_lossy(&o.stdout);
+    check(o.status.success(), "tshark reads the capture", &o)?;
+    check(
+        t.contains("RRoCE") && t.contains("RC Send Last") && t.contains("RC Acknowledge"),
+        "RoCEv2 SENDs (4 KiB: First, Middle, Last) and ACKs dissected",
+        &o,
+    )?;
+    check(!t.contains("Malformed"), "nothing malformed", &o)
+}
+
+/// One file of rdma-core's test suite: it ran, and nothing failed. Prints its counts.
+fn pyverbs(env: &Env, suite: &Path, module: &str) -> Result<(), Failed> {
+    let py = suite.join("run_tests.py").display().to_string();
+    let o = env.run(
+        &Runner::single(),
+        &[
+            "/usr/bin/python3",
+            &py,
+            "--dev",
+            "mlx5_0",
+            "--gid",
+            "1",
+            "-v",
+            &format!("tests.{module}"),
+        ],
+    )?;
+    let t = text(&o);
+    let count = |suffix: &str| {
+        t.lines()
+            .filter(|l| l.contains(" ... ") && l.trim_end().ends_with(suffix))
+            .count()
+    };
+    let (ok, skipped, failed) = (
+        count("ok"),
+        t.lines().filter(|l| l.contains(" ... skipped")).count(),
+        count("FAIL") + count("ERROR"),
+    );
+    eprintln!("pyverbs {module}: {ok} passed, {failed} failed, {skipped} skipped");
+    check(
+        t.contains("\nOK") && failed == 0 && ok + skipped > 0,
+        &format!("{module}: no failures"),
+        &o,
+    )
+}
+
+/// rdma-core's test files, unpacked (Debian ships some gzipped) into a scratch folder.
+fn pyverbs_suite() -> Option<PathBuf> {
+    let src = Path::new("/usr/share/doc/rdma-core/tests");
+    if !src.join("run_tests.py").is_file() {
+        return None;
+    }
+    let dst = std::env::temp_dir().join(format!("mlx5-pyverbs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dst);
+    std::fs::create_dir_all(&dst).ok()?;
+    for e in std::fs::read_dir(src).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".gz") {
+            let out = Command::new("gzip")
+                .arg("-dc")
+                .arg(e.path())
+                .output()
+                .ok()?;
+            std::fs::write(dst.join(stem), out.stdout).ok()?;
+        } else {
+            std::fs::copy(e.path(), dst.join(&name)).ok()?;
+        }
+    }
+    Some(dst)
+}
+
+/// A test's body.
+type TestFn = Box<dyn FnOnce(&Env) -> Result<(), Failed> + Send>;
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // Each test starts processes that spin on two cores: one at a time unless asked.
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    let env = std::sync::Arc::new(Env::probe());
+    let mut trials: Vec<Trial> = Vec::new();
+    let mut skipped: Vec<(String, String)> = Vec::new();
+    let mut add = |name: &str, needs: &[&str], f: TestFn| {
+        // A need is a program on PATH, or (with a '/') a file.
+        let found = |p: &str| {
+            if p.contains('/') {
+                Path::new(p).is_file()
+            } else {
+                which(p).is_some()
+            }
+        };
+        let missing: Vec<&str> = needs.iter().copied().filter(|p| !found(p)).collect();
+        let why = env.blocked.clone().or_else(|| {
+            (!missing.is_empty()).then(|| format!("not installed: {}", missing.join(", ")))
+        });
+        let e = std::sync::Arc::clone(&env);
+        let t = Trial::test(name, move || f(&e));
+        match why {
+            Some(w) => {
+                skipped.push((name.to_string(), w));
+                trials.push(t.with_ignored_flag(true));
+            }
+            None => trials.push(t),
+        }
+    };
+    add("ibv_devices", &["ibv_devices"], Box::new(ibv_devices));
+    add("ibv_devinfo_v", &["ibv_devinfo"], Box::new(ibv_devinfo));
+    add(
+        "ibv_rc_pingpong",
+        &["ibv_rc_pingpong"],
+        Box::new(|e| pingpong(e, "ibv_rc_pingpong", &[], "iters in")),
+    );
+    add(
+        "ibv_rc_pingpong_events",
+        &["ibv_rc_pingpong"],
+        Box::new(|e| pingpong(e, "ibv_rc_pingpong", &["-e"], "iters in")),
+    );
+    add(
+        "ibv_srq_pingpong",
+        &["ibv_srq_pingpong"],
+        Box::new(|e| pingpong(e, "ibv_srq_pingpong", &["-q", "4"], "iters in")),
+    );
+    for p in ["ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_send_bw"] {
+        add(p, &[p], Box::new(move |e| perftest(e, p)));
+    }
+    add(
+        "rc_pcap_dissected_by_tshark",
+        &["ibv_rc_pingpong", "tshark"],
+        Box::new(rc_capture),
+    );
+    let mut backends = vec!["kernel"];
+    if cfg!(feature = "rdma-core") {
+        backends.push("rdma-core");
+    }
+    for b in backends {
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            (
+                "devices",
+                &["devices"],
+                &["mlx5_0", "/dev/infiniband/uverbs0", "0000:08:00.0"],
+            ),
+            ("caps", &["caps"], &["log_max_qp", "apu"]),
+            ("doctor", &["doctor"], &["11 of 11 steps passed"]),
+            (
+                "eth_loopback",
+                &["demo", "eth-loopback"],
+                &["verified 16 frames"],
+            ),
+            ("rdma", &["demo", "rdma"], &["7 operations, 7 verified"]),
+            ("rpc", &["demo", "rpc", "44", "55"], &["Result: 99"]),
+            (
+                "packet_processor",
+                &["demo", "packet-processor"],
+                &["verified: MACs swapped"],
+            ),
+            (
+                "doca_dpa_kernel_launch",
+                &["demo", "doca-dpa", "kernel-launch"],
+                &["Kernel completion event has been signaled"],
+            ),
+        ];
+        for &(name, a, want) in cases {
+            let a: Vec<&'static str> = a.to_vec();
+            let want: Vec<&'static str> = want.to_vec();
+            add(
+                &format!("driver_{}_{name}", b.replace('-', "_")),
+                &[],
+                Box::new(move |e| driver(e, b, &a, &want)),
+            );
+        }
+    }
+    for (name, want) in [
+        ("eth_loopback", "verified"),
+        ("rdma_rc", "verified"),
+        ("flexio_rpc", "Result: 99"),
+        ("flexio_window", "Hello from DPA"),
+        ("doca_dpa", "Kernel completion event has been signaled"),
+    ] {
+        let exe = example_path(name);
+        let exe: &'static str = Box::leak(exe.display().to_string().into_boxed_str());
+        add(
+            &format!("example_{name}_on_the_kernel_backend"),
+            &[exe],
+            Box::new(move |e| example(e, name, want)),
+        );
+    }
+    let suite = pyverbs_suite();
+    for m in [
+        "test_device",
+        "test_pd",
+        "test_mr",
+        "test_cq",
+        "test_cqex",
+        "test_cq_events",
+        "test_qp",
+        "test_qpex",
+        "test_atomic",
+        "test_mlx5_uar",
+        "test_mlx5_query_port",
+        "test_mlx5_cq",
+        "test_mlx5_devx",
+        "test_mlx5_raw_wqe",
+        "test_mlx5_udp_sport",
+    ] {
+        let s = suite.clone();
+        let needs: &[&str] = if s.is_some() {
+            &["python3"]
+        } else {
+            &["pyverbs-tests"]
+        };
+        add(
+            &format!("pyverbs_{m}"),
+            needs,
+            Box::new(move |e| pyverbs(e, s.as_deref().unwrap_or(Path::new("/nonexistent")), m)),
+        );
+    }
+    if !skipped.is_empty() {
+        eprintln!("real_clients: {} test(s) skipped:", skipped.len());
+        for (n, w) in &skipped {
+            eprintln!("  {n}: {w}");
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
