@@ -343,6 +343,24 @@ impl Devx for SimDevx {
 }
 
 impl SimDevx {
+    /// Changes the PD and rights of this context's mkey `key` in place (the key stays): the
+    /// model's stand-in for the kernel's UMR work request when a verbs MR is re-registered
+    /// with a new PD or access (Linux mlx5_ib `umr_rereg_pd_access`).
+    ///
+    /// # Errors
+    /// The check that refused it: no such mkey or PD of this context, or rights beyond what
+    /// the MR's memory was registered with.
+    pub fn umr_rereg_mkey(
+        &self,
+        key: u32,
+        pd: u32,
+        rights: mlx5_dpa::mlx5::cmd::MkeyAccess,
+    ) -> Result<(), crate::Check> {
+        let uid = self.uid;
+        self.dev
+            .with_state(|st| st.fw.umr_rereg_mkey(uid, key, pd, rights))
+    }
+
     fn sim_event_channel(&self) -> crate::events::SimEventChannel {
         let handles = Arc::clone(&self.handles);
         crate::events::SimEventChannel {

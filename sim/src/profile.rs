@@ -129,6 +129,8 @@ impl Profile {
                 (c::log_max_klm_list_size, 16),
                 (c::log_max_ra_req_qp, 4),
                 (c::log_max_ra_res_qp, 4),
+                // RTS2RTS takes a UDP source port (opt_param_mask_95_32; fw/queues.rs).
+                (c::rts2rts_qp_udp_sport, 1),
                 (c::cq_oi, 1),
                 (c::cq_moderation, 1),
                 (c::cq_period_mode_modify, 1),

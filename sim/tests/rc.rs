@@ -95,6 +95,7 @@ impl Side {
             retry_count: self.retry_count,
             rnr_retry: self.rnr_retry,
             ack_timeout: self.ack_timeout,
+            opt_param_mask: 0,
         }
     }
 }
@@ -1267,6 +1268,7 @@ fn qp_context_follows_each_transition() {
         retry_count: 5,
         rnr_retry: 6,
         ack_timeout: 17,
+        opt_param_mask: 0,
     };
     let q = |rig: &RcRig| rig.query().unwrap();
     let get = |b: &[u8], f| View::<l::qpc::Layout>::new(b).unwrap().get(f);
@@ -1334,6 +1336,23 @@ fn qp_context_follows_each_transition() {
     let b = q(&rig);
     assert_eq!(get(&b, qpc::retry_count), 1);
     assert_eq!(get(&b, qpc::next_send_psn), 0xab_cdef);
+    // RTS2RTS changes only what its opt_param_mask names: here the retry count, not the RNR
+    // retry count or the ACK timeout given beside it.
+    rig.modify(
+        Rts2Rts,
+        QpAttr {
+            retry_count: 2,
+            rnr_retry: 0,
+            ack_timeout: 3,
+            opt_param_mask: mlx5_dpa::mlx5::cmd::opt_param::RETRY_COUNT,
+            ..attr
+        },
+    )
+    .unwrap();
+    let b = q(&rig);
+    assert_eq!(get(&b, qpc::retry_count), 2);
+    assert_eq!(get(&b, qpc::rnr_retry), 6);
+    assert_eq!(get(&b, path(ads::ack_timeout)), 17);
 
     // INIT2RTR refusals: a GID that is not IPv4-mapped, a GID index not populated, a port
     // that does not exist.

@@ -136,7 +136,19 @@ pub(crate) struct Pd {
 pub(crate) struct Mr {
     pub(crate) _mkey: DevxObj,
     pub(crate) _umem: UserUmem,
-    pub(crate) _pd: Arc<Pd>,
+    /// Its lkey and rkey (one value).
+    pub(crate) key: u32,
+    /// What it was registered as; REREG_MR may change the PD and access in place.
+    pub(crate) start: u64,
+    pub(crate) length: u64,
+    pub(crate) hca_va: u64,
+    pub(crate) rights: Mutex<MrRights>,
+}
+
+/// The part of an MR that REREG_MR can change without a new key.
+pub(crate) struct MrRights {
+    pub(crate) pd: Arc<Pd>,
+    pub(crate) access: u32,
 }
 
 /// A completion queue.

@@ -574,18 +574,23 @@ fn devx_obj_cmd(ctx: &Ucontext, call: &Call, query: bool) -> Result<i32, Errno> 
     let h = call
         .handle(MLX5_IB_ATTR_DEVX_OBJ_HANDLE)
         .ok_or(Errno::EINVAL)?;
-    let Some(Obj::Devx(raw)) = ctx.get(h) else {
-        return Err(Errno::ENOENT);
-    };
+    // Any object of the context with a firmware object behind it: raw DevX objects and the
+    // verbs CQs, QPs and SRQs (`UVERBS_IDR_ANY_OBJECT`; mlx5dv_devx_qp_modify and its kin). The
+    // model checks that the mailbox names that object (`devx_is_valid_obj_id`).
+    let target = ctx
+        .get(h)
+        .as_ref()
+        .and_then(model_handle)
+        .ok_or(Errno::ENOENT)?;
     mailbox(
         call,
         MLX5_IB_ATTR_DEVX_OBJ_CMD_IN,
         MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT,
         |i, o| {
             if query {
-                devx.obj_query(raw.handle, i, o)
+                devx.obj_query(target, i, o)
             } else {
-                devx.obj_modify(raw.handle, i, o)
+                devx.obj_modify(target, i, o)
             }
         },
     )

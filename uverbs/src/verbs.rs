@@ -5,7 +5,7 @@
 //! context's DevX handle, so they carry the context's uid as a kernel-created object does.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use mlx5_dpa::devx::kernel::abi::mlx5 as m;
 use mlx5_dpa::devx::kernel::abi::write::{self as w, access, qp_attr_mask as mask, qp_state};
@@ -15,10 +15,13 @@ use mlx5_dpa::mlx5::cmd::{
     ModifyQp, Qp2Err, Qp2Rst, QpAttr, RingMem, Rst2Init, Rtr2Rts, Rts2Rts, WqAttr,
 };
 use mlx5_dpa::mlx5::{Cqn, Pdn};
+use mlx5_dpa::sync::lock;
 use nix::errno::Errno;
 use zerocopy::IntoBytes;
 
-use crate::context::{errno_of, CompRouter, Cq, Mr, Obj, Pd, Qp, QpAttrs, Srq, Ucontext, UserUmem};
+use crate::context::{
+    errno_of, CompRouter, Cq, Mr, MrRights, Obj, Pd, Qp, QpAttrs, Srq, Ucontext, UserUmem,
+};
 use crate::device::{self, PortInfo};
 use crate::event::EventFile;
 use crate::fds;
@@ -190,68 +193,198 @@ fn next_key() -> u8 {
     KEY.fetch_add(1, Ordering::Relaxed) as u8
 }
 
-/// REG_MR (`mlx5_ib_reg_user_mr`): pins the range (a UMEM) and makes an mkey over it.
-pub(crate) fn reg_mr(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
-    let req: w::ib_uverbs_reg_mr = io.req()?;
-    let a = req.access_flags;
-    // ib_check_mr_access: unknown flags; remote write or atomic without local write.
+/// What an MR is made of, as REG_MR (or REREG_MR) names it.
+#[derive(Clone, Copy)]
+struct MrParams {
+    start: u64,
+    length: u64,
+    hca_va: u64,
+    access: u32,
+}
+
+/// `ib_check_mr_access`, and what this device refuses (on-demand paging: its ODP caps are
+/// clear).
+fn check_mr_access(a: u32) -> Result<(), Errno> {
     if a & !access::SUPPORTED != 0 {
         return Err(Errno::EINVAL);
     }
     if a & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0 && a & access::LOCAL_WRITE == 0 {
         return Err(Errno::EINVAL);
     }
-    // No on-demand paging on this device (its ODP caps are clear).
     if a & access::ON_DEMAND != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    if req.length == 0 {
+    Ok(())
+}
+
+/// The mkey rights of verbs access flags.
+fn mkey_access(a: u32) -> MkeyAccess {
+    MkeyAccess {
+        local_read: true,
+        local_write: a & access::LOCAL_WRITE != 0,
+        remote_read: a & access::REMOTE_READ != 0,
+        remote_write: a & access::REMOTE_WRITE != 0,
+        atomic: a & access::REMOTE_ATOMIC != 0,
+    }
+}
+
+/// Pins the range (a UMEM) and makes an mkey over it (`mlx5_ib_reg_user_mr`).
+fn make_mr(ctx: &Ucontext, pd: Arc<Pd>, p: MrParams) -> Result<(Mr, u32), Errno> {
+    check_mr_access(p.access)?;
+    if p.length == 0 {
         return Err(Errno::EINVAL);
     }
-    let pd = pd_of(ctx, req.pd_handle)?;
+    let a = p.access;
     let devx = ctx.devx()?;
-    let mut ua = UmemAccess::empty();
-    if a & access::LOCAL_WRITE != 0 {
-        ua |= UmemAccess::LOCAL_WRITE;
-    }
-    if a & access::REMOTE_WRITE != 0 {
-        ua |= UmemAccess::REMOTE_WRITE;
-    }
-    if a & access::REMOTE_READ != 0 {
-        ua |= UmemAccess::REMOTE_READ;
-    }
-    if a & access::REMOTE_ATOMIC != 0 {
-        ua |= UmemAccess::REMOTE_ATOMIC;
-    }
-    let umem = UserUmem::register(&devx, req.start, req.length, ua)?;
+    // The pin is writable or not (`ib_access_writable`); over writable memory any rights may
+    // be granted later by REREG_MR without a new key, as the kernel's UMR does.
+    let writable = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC;
+    let ua = if a & writable != 0 {
+        UmemAccess::LOCAL_WRITE
+            | UmemAccess::REMOTE_WRITE
+            | UmemAccess::REMOTE_READ
+            | UmemAccess::REMOTE_ATOMIC
+    } else {
+        UmemAccess::REMOTE_READ
+    };
+    let umem = UserUmem::register(&devx, p.start, p.length, ua)?;
     let (mkey, key) = devx::create(
         &devx,
         &CreateMkey {
             pd: Pdn(pd.pdn),
-            start_addr: req.hca_va,
-            len: req.length,
-            access: MkeyAccess {
-                local_read: true,
-                local_write: a & access::LOCAL_WRITE != 0,
-                remote_read: a & access::REMOTE_READ != 0,
-                remote_write: a & access::REMOTE_WRITE != 0,
-                atomic: a & access::REMOTE_ATOMIC != 0,
-            },
+            start_addr: p.hca_va,
+            len: p.length,
+            access: mkey_access(a),
             umem_id: umem.umem_id,
-            umem_offset: umem.offset_of(req.start),
+            umem_offset: umem.offset_of(p.start),
             key: next_key(),
             log_page_size: 12,
         },
     )
     .map_err(errno_of)?;
-    let h = ctx.insert(Obj::Mr(Arc::new(Mr {
-        _mkey: mkey,
-        _umem: umem,
-        _pd: pd,
-    })));
+    Ok((
+        Mr {
+            _mkey: mkey,
+            _umem: umem,
+            key,
+            start: p.start,
+            length: p.length,
+            hca_va: p.hca_va,
+            rights: Mutex::new(MrRights {
+                pd,
+                access: p.access,
+            }),
+        },
+        key,
+    ))
+}
+
+/// REG_MR.
+pub(crate) fn reg_mr(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_reg_mr = io.req()?;
+    check_mr_access(req.access_flags)?;
+    let pd = pd_of(ctx, req.pd_handle)?;
+    let (mr, key) = make_mr(
+        ctx,
+        pd,
+        MrParams {
+            start: req.start,
+            length: req.length,
+            hca_va: req.hca_va,
+            access: req.access_flags,
+        },
+    )?;
+    let h = ctx.insert(Obj::Mr(Arc::new(mr)));
     io.resp(
         w::ib_uverbs_reg_mr_resp {
             mr_handle: h,
+            lkey: key,
+            rkey: key,
+        }
+        .as_bytes(),
+    )
+}
+
+/// `IB_MR_REREG_TRANS`, `_PD`, `_ACCESS` (`enum ib_mr_rereg_flags`).
+const REREG_TRANS: u32 = 1;
+const REREG_PD: u32 = 2;
+const REREG_ACCESS: u32 = 4;
+
+/// REREG_MR (`ib_uverbs_rereg_mr`, `mlx5_ib_rereg_user_mr`): the MR gets a new translation, PD
+/// or access rights. As mlx5_ib may, it is made anew (a new key) and the old one destroyed; the
+/// handle stays.
+pub(crate) fn rereg_mr(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_rereg_mr = io.req()?;
+    let all = REREG_TRANS | REREG_PD | REREG_ACCESS;
+    if req.flags == 0 || req.flags & !all != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let h = req.mr_handle;
+    let Some(Obj::Mr(old)) = ctx.get(u64::from(h)) else {
+        return Err(Errno::EINVAL);
+    };
+    let (old_pd, old_access) = {
+        let r = lock(&old.rights);
+        (Arc::clone(&r.pd), r.access)
+    };
+    let mut p = MrParams {
+        start: old.start,
+        length: old.length,
+        hca_va: old.hca_va,
+        access: old_access,
+    };
+    if req.flags & REREG_TRANS != 0 {
+        // ib_uverbs_rereg_mr: start and hca_va in the same page offset.
+        if req.start & 0xfff != req.hca_va & 0xfff {
+            return Err(Errno::EINVAL);
+        }
+        p.start = req.start;
+        p.length = req.length;
+        p.hca_va = req.hca_va;
+    }
+    if req.flags & REREG_ACCESS != 0 {
+        check_mr_access(req.access_flags)?;
+        p.access = req.access_flags;
+    }
+    let pd = if req.flags & REREG_PD != 0 {
+        pd_of(ctx, req.pd_handle)?
+    } else {
+        old_pd
+    };
+    // Same memory: the key stays and only the PD and rights change, as mlx5_ib does with a
+    // UMR (`umr_rereg_pd_access`); the model refuses when the pin is not writable enough,
+    // and then the MR is made anew, as the kernel does too.
+    if req.flags & REREG_TRANS == 0 {
+        let sim = ctx.lock().sim.clone().ok_or(Errno::EINVAL)?;
+        if sim
+            .umr_rereg_mkey(old.key, pd.pdn, mkey_access(p.access))
+            .is_ok()
+        {
+            *lock(&old.rights) = MrRights {
+                pd,
+                access: p.access,
+            };
+            let key = old.key;
+            return io.resp(
+                w::ib_uverbs_rereg_mr_resp {
+                    lkey: key,
+                    rkey: key,
+                }
+                .as_bytes(),
+            );
+        }
+    }
+    let (mr, key) = make_mr(ctx, pd, p)?;
+    drop(old);
+    {
+        let mut s = ctx.lock();
+        // The old MR goes (its mkey, then its memory) as the new one takes the handle.
+        let was = s.objs.insert(h, Obj::Mr(Arc::new(mr)));
+        drop(s);
+        drop(was);
+    }
+    io.resp(
+        w::ib_uverbs_rereg_mr_resp {
             lkey: key,
             rkey: key,
         }
@@ -753,6 +886,36 @@ fn rc_transition(cur: u8, new: u8) -> Option<(u32, u32)> {
     })
 }
 
+/// The PRM optional-parameter mask of the verbs attributes a modify names (Linux mlx5_ib
+/// `ib_mask_to_mlx5_opt`).
+fn opt_mask(attr_mask: u32) -> u32 {
+    use mlx5_dpa::mlx5::cmd::opt_param as o;
+    let map: [(u32, u32); 11] = [
+        (mask::ACCESS_FLAGS, o::RWE | o::RRE | o::RAE),
+        (mask::PKEY_INDEX, o::PKEY_INDEX),
+        (mask::PORT, o::PRI_PORT),
+        (mask::QKEY, o::Q_KEY),
+        (mask::AV, o::PRIMARY_ADDR_PATH | o::PRI_PORT),
+        (mask::TIMEOUT, o::ACK_TIMEOUT),
+        (mask::RETRY_CNT, o::RETRY_COUNT),
+        (mask::RNR_RETRY, o::RNR_RETRY),
+        (mask::MAX_QP_RD_ATOMIC, o::SRA_MAX),
+        (mask::MIN_RNR_TIMER, o::RNR_TIMEOUT),
+        (mask::PATH_MIG_STATE, o::PM_STATE),
+    ];
+    let mut m = map
+        .iter()
+        .filter(|(ib, _)| attr_mask & ib != 0)
+        .fold(0, |m, (_, p)| m | p);
+    if attr_mask & mask::MAX_DEST_RD_ATOMIC != 0 {
+        m |= o::RRA_MAX | o::RWE | o::RRE | o::RAE;
+    }
+    if attr_mask & mask::ALT_PATH != 0 {
+        m |= o::ALT_ADDR_PATH;
+    }
+    m
+}
+
 fn log2_ceil(n: u8) -> u8 {
     if n <= 1 {
         0
@@ -878,6 +1041,7 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
         retry_count: next.retry_cnt,
         rnr_retry: next.rnr_retry,
         ack_timeout: next.timeout,
+        opt_param_mask: opt_mask(req.attr_mask),
     };
     let qpn = mlx5_dpa::mlx5::Qpn(qp.qpn);
     let o = &qp.obj;

@@ -110,6 +110,12 @@ pub(crate) static COMMANDS: &[Command] = &[
         crate::verbs::reg_mr,
     ),
     legacy(
+        cmd::REREG_MR,
+        sz::<w::ib_uverbs_rereg_mr>(),
+        sz::<w::ib_uverbs_rereg_mr_resp>(),
+        crate::verbs::rereg_mr,
+    ),
+    legacy(
         cmd::DEREG_MR,
         sz::<w::ib_uverbs_dereg_mr>(),
         0,

@@ -236,28 +236,80 @@ impl Firmware {
         if v.get(l::query_hca_cap_in::other_function) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        let page = match op_mod >> 1 {
-            0x0 => &self.profile.general,
-            0x20 => &self.profile.general_2,
-            t if t == u64::from(l::dpa::DPA_CAP_TYPE) => {
-                self.profile.dpa.as_ref().ok_or(check::UNKNOWN_CAP_TYPE)?
-            }
+        // The page is the 4 KiB capability union; the outbox must hold the header and the
+        // capability's own layout, and what lies past it is cut to the outbox. rdma-core's
+        // test suite (`tests/mlx5_prm_structs.py`, `QueryCmdHcaCapOut`) asks for the general
+        // capabilities with 0x800 bytes of room, and real firmware answers it.
+        let (page, layout) = match op_mod >> 1 {
+            0x0 => (&self.profile.general, size::<l::cmd_hca_cap::Layout>()),
+            0x20 => (&self.profile.general_2, size::<l::cmd_hca_cap_2::Layout>()),
+            t if t == u64::from(l::dpa::DPA_CAP_TYPE) => (
+                self.profile.dpa.as_ref().ok_or(check::UNKNOWN_CAP_TYPE)?,
+                size::<l::dpa::dpa_cap::Layout>(),
+            ),
             _ => return Err(check::UNKNOWN_CAP_TYPE),
         };
-        outbox::<l::query_hca_cap_out::Layout>(out)?;
         let at = l::query_hca_cap_out::capability
             .at(0)
             .map_or(0x10, |f| (f.offset() / 8) as usize);
-        let dst = out
-            .get_mut(at..at + page.len())
-            .ok_or(check::OUTBOX_TOO_SHORT)?;
-        dst.copy_from_slice(page);
+        if out.len() < at + layout.min(page.len()) {
+            return Err(check::OUTBOX_TOO_SHORT);
+        }
+        let n = page.len().min(out.len() - at);
+        out[at..at + n].copy_from_slice(&page[..n]);
+        let dst = &mut out[at..at + n];
         // A sub-function reports its own vhca_id.
         let vhca = self.vhca_of(uid);
         if op_mod >> 1 == 0 && vhca != self.profile.vhca_id {
             let mut v = mlx5_dpa::mlx5::ViewMut::<l::cmd_hca_cap::Layout>::new(dst)
                 .map_err(|_| check::OUTBOX_TOO_SHORT)?;
             v.set(l::cmd_hca_cap::vhca_id, u64::from(vhca));
+        }
+        Ok(())
+    }
+
+    /// Changes an mkey's PD and rights in place, its key kept: what the kernel does with a
+    /// UMR work request on its own QP when a verbs MR is re-registered with a new PD or access
+    /// (Linux mlx5_ib `umr_rereg_pd_access`). The model has no UMR datapath; this is its stand-in
+    /// for that privileged path. The new rights must be within what the MR's UMEM was registered
+    /// with (else the kernel re-registers the MR: a new key).
+    pub(crate) fn umr_rereg_mkey(
+        &mut self,
+        uid: u16,
+        key: u32,
+        pd: u32,
+        rights: mlx5_dpa::mlx5::cmd::MkeyAccess,
+    ) -> Result<(), Check> {
+        use mlx5_dpa::devx::UmemAccess as A;
+        let m = self
+            .mkeys
+            .get(key >> 8)
+            .filter(|m| m.key == key)
+            .ok_or(check::NO_SUCH_MKEY)?;
+        owned(&m.meta, uid)?;
+        self.check_owned_pd(uid, pd)?;
+        let granted = self.mem.access(m.umem).ok_or(check::NO_SUCH_UMEM)?;
+        if (rights.local_write && !granted.contains(A::LOCAL_WRITE))
+            || (rights.remote_write && !granted.contains(A::REMOTE_WRITE))
+            || (rights.remote_read && !granted.contains(A::REMOTE_READ))
+            || (rights.atomic && !granted.contains(A::REMOTE_ATOMIC))
+        {
+            return Err(check::ACCESS_NOT_GRANTED);
+        }
+        let old_pd = m.pd;
+        if let Some(p) = self.pds.get_mut(old_pd) {
+            p.meta.refs = p.meta.refs.saturating_sub(1);
+        }
+        if let Some(p) = self.pds.get_mut(pd) {
+            p.meta.refs += 1;
+        }
+        if let Some(m) = self.mkeys.get_mut(key >> 8) {
+            m.pd = pd;
+            m.lr = rights.local_read;
+            m.lw = rights.local_write;
+            m.rr = rights.remote_read;
+            m.rw = rights.remote_write;
+            m.a = rights.atomic;
         }
         Ok(())
     }

@@ -561,7 +561,7 @@ impl Firmware {
         let mut ctx = QpCtx::default();
         if let Ok(q) = View::<qpc::Layout>::new(&qpc_raw) {
             for part in [Part::Init, Part::Rtr, Part::Rts] {
-                read_ctx(&mut ctx, q, part);
+                read_ctx(&mut ctx, q, part, Opt::ALL);
             }
         }
         let qpn = self
@@ -658,9 +658,21 @@ impl Firmware {
         if !from.contains(&qp.state) {
             return Err(check::BAD_QP_TRANSITION);
         }
+        // opt_param_mask (at 0x80 in every transition that carries a context); RTS2RTS's
+        // extended mask, where the mailbox is long enough to hold it.
+        let opt = Opt {
+            mask: inbox::<l::rst2init_qp_in::Layout>(inb)
+                .map_or(0, |v| v.get(l::rst2init_qp_in::opt_param_mask) as u32),
+            mask_95_32: if op == Opcode::RTS2RTS_QP {
+                inbox::<l::rts2rts_qp_in::Layout>(inb)
+                    .map_or(0, |v| v.get(l::rts2rts_qp_in::opt_param_mask_95_32))
+            } else {
+                0
+            },
+        };
         if let (Some(part), Some(cv)) = (part, cv) {
             let mut ctx = qp.ctx;
-            read_ctx(&mut ctx, cv, part);
+            read_ctx(&mut ctx, cv, part, opt);
             match part {
                 Part::Init => {
                     if u64::from(ctx.port) > num_ports {
@@ -775,8 +787,29 @@ enum Part {
     None,
 }
 
-fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part) {
+/// The optional-attribute masks of a transition (PRM `opt_param_mask`, `opt_param_mask_95_32`;
+/// bit values `mlx5_dpa::mlx5::cmd::opt_param`).
+#[derive(Debug, Clone, Copy)]
+struct Opt {
+    mask: u32,
+    mask_95_32: u64,
+}
+
+impl Opt {
+    /// Every attribute (creating a QP reads its whole context).
+    const ALL: Opt = Opt {
+        mask: u32::MAX,
+        mask_95_32: u64::MAX,
+    };
+
+    fn has(&self, bits: u32) -> bool {
+        self.mask & bits != 0
+    }
+}
+
+fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) {
     use l::{ads, qpc};
+    use mlx5_dpa::mlx5::cmd::opt_param as o;
     let p = qpc::primary_address_path;
     let gp = |f: Field<ads::Layout>| q.get(p.at(f));
     match part {
@@ -811,14 +844,49 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part) {
                 ctx.port = port;
             }
         }
-        Part::Rts | Part::RtsChange => {
-            if part == Part::Rts {
-                ctx.next_send_psn = q.get(qpc::next_send_psn) as u32;
-            }
+        Part::Rts => {
+            ctx.next_send_psn = q.get(qpc::next_send_psn) as u32;
             ctx.log_sra_max = q.get(qpc::log_sra_max) as u8;
             ctx.retry_count = q.get(qpc::retry_count) as u8;
             ctx.rnr_retry = q.get(qpc::rnr_retry) as u8;
             ctx.ack_timeout = gp(ads::ack_timeout) as u8;
+        }
+        // RTS2RTS changes only what its masks name (PRM; Linux mlx5_ib builds the mask from
+        // the verbs attributes in `ib_mask_to_mlx5_opt`). The send PSN never changes in RTS.
+        Part::RtsChange => {
+            if opt.has(o::RRE) {
+                ctx.rre = q.get(qpc::rre) == 1;
+            }
+            if opt.has(o::RWE) {
+                ctx.rwe = q.get(qpc::rwe) == 1;
+            }
+            if opt.has(o::RAE) {
+                ctx.rae = q.get(qpc::rae) == 1;
+            }
+            if opt.has(o::RNR_TIMEOUT) {
+                ctx.min_rnr_nak = q.get(qpc::min_rnr_nak) as u8;
+            }
+            if opt.has(o::PM_STATE) {
+                ctx.pm_state = q.get(qpc::pm_state) as u8;
+            }
+            if opt.has(o::SRA_MAX) {
+                ctx.log_sra_max = q.get(qpc::log_sra_max) as u8;
+            }
+            if opt.has(o::RRA_MAX) {
+                ctx.log_rra_max = q.get(qpc::log_rra_max) as u8;
+            }
+            if opt.has(o::RETRY_COUNT) {
+                ctx.retry_count = q.get(qpc::retry_count) as u8;
+            }
+            if opt.has(o::RNR_RETRY) {
+                ctx.rnr_retry = q.get(qpc::rnr_retry) as u8;
+            }
+            if opt.has(o::ACK_TIMEOUT) {
+                ctx.ack_timeout = gp(ads::ack_timeout) as u8;
+            }
+            if opt.mask_95_32 & o::OPT_MASK_32_UDP_SPORT != 0 {
+                ctx.udp_sport = gp(ads::udp_sport) as u16;
+            }
         }
         Part::None => {}
     }

@@ -164,6 +164,35 @@ pub struct QpAttr {
     pub retry_count: u8,
     pub rnr_retry: u8,
     pub ack_timeout: u8,
+    /// RTS2RTS: the attributes it changes, as [`opt_param`] bits (`opt_param_mask`); 0 means
+    /// the RTR2RTS set ([`opt_param::RTS2RTS_DEFAULT`]).
+    pub opt_param_mask: u32,
+}
+
+/// `opt_param_mask` bits of the QP transitions: which optional attributes a transition applies
+/// (Linux `include/linux/mlx5/qp.h` `enum mlx5_qp_optpar`, as `mlx5_ib`'s
+/// `ib_mask_to_mlx5_opt` maps verbs attributes to them).
+pub mod opt_param {
+    pub const ALT_ADDR_PATH: u32 = 1 << 0;
+    pub const RRE: u32 = 1 << 1;
+    pub const RAE: u32 = 1 << 2;
+    pub const RWE: u32 = 1 << 3;
+    pub const PKEY_INDEX: u32 = 1 << 4;
+    pub const Q_KEY: u32 = 1 << 5;
+    pub const RNR_TIMEOUT: u32 = 1 << 6;
+    pub const PRIMARY_ADDR_PATH: u32 = 1 << 7;
+    pub const SRA_MAX: u32 = 1 << 8;
+    pub const RRA_MAX: u32 = 1 << 9;
+    pub const PM_STATE: u32 = 1 << 10;
+    pub const RETRY_COUNT: u32 = 1 << 12;
+    pub const RNR_RETRY: u32 = 1 << 13;
+    pub const ACK_TIMEOUT: u32 = 1 << 14;
+    pub const PRI_PORT: u32 = 1 << 16;
+    /// What [`super::Rts2Rts`] changes when [`super::QpAttr::opt_param_mask`] is 0.
+    pub const RTS2RTS_DEFAULT: u32 = SRA_MAX | RETRY_COUNT | RNR_RETRY | ACK_TIMEOUT;
+    /// `opt_param_mask_95_32` of RTS2RTS: the UDP source port (rdma-core `mlx5_ifc.h`
+    /// `MLX5_QPC_OPT_MASK_32_UDP_SPORT`).
+    pub const OPT_MASK_32_UDP_SPORT: u64 = 1 << 2;
 }
 
 /// One QP state transition command (`rst2init_qp_in`, ... share the same fields).
@@ -172,10 +201,12 @@ pub trait QpTransition {
     type In: Layout;
     fn qpn() -> crate::mlx5::Field<Self::In>;
     fn qpc() -> Option<crate::mlx5::layout::Nested<Self::In, qpc::Layout>>;
+    /// The `opt_param_mask` field, for transitions that carry one.
+    fn opt_param_mask() -> Option<crate::mlx5::Field<Self::In>>;
 }
 
 macro_rules! qp_transition {
-    ($(#[$m:meta])* $ty:ident, $op:ident, $lay:ident, $ctx:expr) => {
+    ($(#[$m:meta])* $ty:ident, $op:ident, $lay:ident, $ctx:expr, $mask:expr) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub struct $ty;
@@ -188,22 +219,29 @@ macro_rules! qp_transition {
             fn qpc() -> Option<crate::mlx5::layout::Nested<Self::In, qpc::Layout>> {
                 $ctx
             }
+            fn opt_param_mask() -> Option<crate::mlx5::Field<Self::In>> {
+                $mask
+            }
         }
     };
 }
 
 qp_transition!(/// RST -> INIT.
-    Rst2Init, RST2INIT_QP, rst2init_qp_in, Some(rst2init_qp_in::qpc));
+    Rst2Init, RST2INIT_QP, rst2init_qp_in, Some(rst2init_qp_in::qpc),
+    Some(rst2init_qp_in::opt_param_mask));
 qp_transition!(/// INIT -> RTR.
-    Init2Rtr, INIT2RTR_QP, init2rtr_qp_in, Some(init2rtr_qp_in::qpc));
+    Init2Rtr, INIT2RTR_QP, init2rtr_qp_in, Some(init2rtr_qp_in::qpc),
+    Some(init2rtr_qp_in::opt_param_mask));
 qp_transition!(/// RTR -> RTS.
-    Rtr2Rts, RTR2RTS_QP, rtr2rts_qp_in, Some(rtr2rts_qp_in::qpc));
-qp_transition!(/// RTS -> RTS (change attributes).
-    Rts2Rts, RTS2RTS_QP, rts2rts_qp_in, Some(rts2rts_qp_in::qpc));
+    Rtr2Rts, RTR2RTS_QP, rtr2rts_qp_in, Some(rtr2rts_qp_in::qpc),
+    Some(rtr2rts_qp_in::opt_param_mask));
+qp_transition!(/// RTS -> RTS (change the attributes `opt_param_mask` names).
+    Rts2Rts, RTS2RTS_QP, rts2rts_qp_in, Some(rts2rts_qp_in::qpc),
+    Some(rts2rts_qp_in::opt_param_mask));
 qp_transition!(/// Any state -> ERR.
-    Qp2Err, QP_2ERR, qp_2err_in, None);
+    Qp2Err, QP_2ERR, qp_2err_in, None, None);
 qp_transition!(/// Any state -> RST.
-    Qp2Rst, QP_2RST, qp_2rst_in, None);
+    Qp2Rst, QP_2RST, qp_2rst_in, None, None);
 
 /// A QP state transition `T` with attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,7 +324,27 @@ impl<T: QpTransition> Command for ModifyQp<T> {
                 }
             }
             _ => {
-                // RTR2RTS and RTS2RTS.
+                // RTR2RTS and RTS2RTS; RTS2RTS applies what its mask names.
+                if op == Opcode::RTS2RTS_QP {
+                    let mask = if a.opt_param_mask == 0 {
+                        opt_param::RTS2RTS_DEFAULT
+                    } else {
+                        a.opt_param_mask
+                    };
+                    if let Some(f) = T::opt_param_mask() {
+                        v.set(f, u64::from(mask));
+                    }
+                    v.set(q.at(qpc::rre), u64::from(a.rre));
+                    v.set(q.at(qpc::rwe), u64::from(a.rwe));
+                    v.set(q.at(qpc::rae), u64::from(a.rae));
+                    put(
+                        v,
+                        op,
+                        q.at(qpc::min_rnr_nak),
+                        u64::from(a.min_rnr_nak),
+                        "min_rnr_nak",
+                    )?;
+                }
                 put(
                     v,
                     op,
