@@ -81,6 +81,9 @@ pub(crate) struct Shared {
     /// The engine is sleeping between passes (idle): a firmware command wakes it
     /// ([`Device::kick`]).
     engine_asleep: AtomicBool,
+    /// While busy, the engine sleeps briefly between passes instead of yielding
+    /// ([`Device::set_engine_wait`]).
+    engine_naps: AtomicBool,
     /// Passes the engine thread made ([`Device::engine_passes`]).
     engine_passes: AtomicU64,
     /// The workers that run DPA activations (outside the state lock).
@@ -141,6 +144,7 @@ impl Device {
             engine_running: AtomicBool::new(false),
             engine_thread: Mutex::new(None),
             engine_asleep: AtomicBool::new(false),
+            engine_naps: AtomicBool::new(false),
             engine_passes: AtomicU64::new(0),
             dpa: dpa::Exec::new(),
         });
@@ -522,6 +526,21 @@ impl Device {
         }
     }
 
+    /// How the engine waits between passes while busy: [`EngineWait::Yield`] (the default)
+    /// passes again as soon as the core is its again, the fastest when the device's users
+    /// leave it a core; [`EngineWait::Nap`] sleeps a few microseconds instead, for programs
+    /// whose threads spin without yielding on as many cores as there are: a yielding engine
+    /// then waits for a spinning thread's whole time slice (milliseconds) before each pass,
+    /// while a sleeping one is let back in as soon as it wakes. The uverbs server naps: two
+    /// perftest processes (two spinning clients, two engines) on 2 cores measured 4.0-4.7 ms
+    /// for half a WRITE ping-pong yielding and 130-142 us napping (`ib_write_lat`,
+    /// 2026-11-28).
+    pub fn set_engine_wait(&self, w: EngineWait) {
+        self.shared
+            .engine_naps
+            .store(w == EngineWait::Nap, Ordering::Relaxed);
+    }
+
     /// Wakes the engine thread if it sleeps between idle passes: called for every firmware
     /// command, the usual start of activity after a pause (a doorbell alone is seen at the
     /// engine's next pass, within its longest sleep).
@@ -618,8 +637,19 @@ impl Device {
     }
 }
 
+/// How a busy engine waits between passes ([`Device::set_engine_wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineWait {
+    /// Gives the core away and passes again when it is back.
+    #[default]
+    Yield,
+    /// Sleeps a few microseconds.
+    Nap,
+}
+
 /// While work came within this long, the engine passes again at once, only yielding its core
-/// (a device engine's busy polling: a doorbell is seen within a pass).
+/// (or napping, [`EngineWait::Nap`]: a device engine's busy polling, a doorbell is seen within
+/// a pass).
 const ENGINE_BUSY: Duration = Duration::from_millis(2);
 /// Then it sleeps between passes, a tenth of the time it has been idle, at least
 /// `ENGINE_MIN_SLEEP` and at most `ENGINE_MAX_SLEEP` (a doorbell after a pause waits at most
@@ -627,6 +657,10 @@ const ENGINE_BUSY: Duration = Duration::from_millis(2);
 /// device then costs about a hundred passes a second, well under 1% of a core). A firmware
 /// command ends any sleep at once ([`Device::kick`]).
 const ENGINE_MIN_SLEEP: Duration = Duration::from_micros(20);
+/// A busy engine's nap ([`EngineWait::Nap`]): asked for 5 us; Linux's default timer slack
+/// (50 us) makes it about 55. Measured against 20 and 100 us asked, it gave the shortest
+/// perftest round trips on 2 cores.
+const ENGINE_NAP: Duration = Duration::from_micros(5);
 const ENGINE_MAX_SLEEP: Duration = Duration::from_millis(1);
 const ENGINE_DOZE: Duration = Duration::from_secs(1);
 const ENGINE_DOZE_SLEEP: Duration = Duration::from_millis(10);
@@ -666,8 +700,13 @@ fn engine_loop(weak: Weak<Shared>) {
         }
         let idle = now - last_work;
         if idle < ENGINE_BUSY {
+            let nap = dev.shared.engine_naps.load(Ordering::Relaxed);
             drop(dev);
-            std::thread::yield_now();
+            if nap {
+                std::thread::sleep(ENGINE_NAP);
+            } else {
+                std::thread::yield_now();
+            }
         } else {
             let most = if idle < ENGINE_DOZE {
                 ENGINE_MAX_SLEEP

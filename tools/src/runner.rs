@@ -93,10 +93,8 @@ pub fn run(args: &RunArgs, profile: &str) -> Result<ExitCode, RunError> {
     let cfg = config(args, profile)?;
     let preload = find_preload().ok_or(RunError::NoPreload)?;
     let preload = std::fs::canonicalize(&preload).unwrap_or(preload);
-    let ns = mlx5_sim_uverbs::ns::enter(&cfg)?;
-    let status = spawn(&args.program, &cfg, &preload);
-    ns.cleanup();
-    let status = status?;
+    mlx5_sim_uverbs::ns::enter(&cfg)?;
+    let status = spawn(&args.program, &cfg, &preload)?;
     use std::os::unix::process::ExitStatusExt;
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,

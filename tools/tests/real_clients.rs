@@ -474,6 +474,90 @@ fn pyverbs(env: &Env, suite: &Path, module: &str, least: usize) -> Result<(), Fa
     )
 }
 
+/// The fork / exit script beside this file.
+fn fork_script() -> String {
+    repo()
+        .join("tools/tests/data/fork_and_exit.py")
+        .display()
+        .to_string()
+}
+
+/// A client that forks: the child's inherited context answers EIO and the child runs on a
+/// device of its own; the parent's device carries traffic before and after.
+fn fork_in_a_client(env: &Env) -> Result<(), Failed> {
+    let script = fork_script();
+    let o = env.run(&Runner::single(), &["/usr/bin/python3", &script, "fork"])?;
+    let t = text(&o);
+    check(
+        o.status.success()
+            && t.contains("child: inherited context answers EIO")
+            && t.contains("child: message on its own device")
+            && t.contains("parent: message after fork"),
+        "fork: the child on its own device, the parent's undisturbed",
+        &o,
+    )
+}
+
+/// A client that leaves with live objects (`_exit`, or SIGKILL): the runner reports its
+/// status, and nothing is left behind: no staging directory, the link's UDP port free.
+fn exit_without_cleanup(env: &Env, how: &[&str], code: i32) -> Result<(), Failed> {
+    let (a, _, _) = Runner::pair();
+    let script = fork_script();
+    let mut argv = vec!["/usr/bin/python3", script.as_str()];
+    argv.extend_from_slice(how);
+    let child = env
+        .command(&a, &argv)
+        .spawn()
+        .map_err(|e| format!("spawn: {e}"))?;
+    let runner_pid = child.id();
+    let o = wait(child, LIMIT, &argv)?;
+    check(
+        o.status.code() == Some(code) && text(&o).contains("two connected QPs; leaving"),
+        &format!("the runner exits with the program's status {code}"),
+        &o,
+    )?;
+    let stage = std::env::temp_dir().join(format!("mlx5-sim-ns-{runner_pid}"));
+    check(!stage.exists(), &format!("{} removed", stage.display()), &o)?;
+    let (local, _) = a.link.ok_or("a linked runner")?;
+    let free = std::net::UdpSocket::bind(("127.0.0.1", local)).is_ok();
+    check(free, &format!("UDP port {local} free again"), &o)
+}
+
+/// The runner itself killed while its program runs: its staging directory is already gone
+/// (the mounts it built live on in the namespace, not under the host's `/tmp`).
+fn runner_killed(env: &Env) -> Result<(), Failed> {
+    use std::io::BufRead;
+    let mut child = env
+        .command(
+            &Runner::single(),
+            &["sh", "-c", "echo ready; exec sleep 60"],
+        )
+        .spawn()
+        .map_err(|e| format!("spawn: {e}"))?;
+    let pid = child.id();
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        // Bounded: the line comes, or the pipe closes when the runner ends.
+        let _ = std::io::BufReader::new(out).read_line(&mut line);
+    }
+    // SAFETY: kill(2) of this test's own child, then of its process group.
+    unsafe {
+        kill(pid as i32, 9);
+    }
+    let _ = child.wait();
+    let stage = std::env::temp_dir().join(format!("mlx5-sim-ns-{pid}"));
+    let left = stage.exists();
+    // SAFETY: as above: the group made with process_group(0) for this child.
+    unsafe { libc_kill(-(pid as i32)) };
+    if line.trim() != "ready" {
+        return Err(format!("the program did not start under the runner: {line:?}").into());
+    }
+    if left {
+        return Err(format!("{} left behind", stage.display()).into());
+    }
+    Ok(())
+}
+
 /// rdma-core's test files, unpacked (Debian ships some gzipped) into a scratch folder.
 fn pyverbs_suite() -> Option<PathBuf> {
     let src = Path::new("/usr/share/doc/rdma-core/tests");
@@ -615,6 +699,23 @@ fn main() {
             Box::new(move |e| example(e, name, want)),
         );
     }
+    add("runner_killed", &["sh", "sleep"], Box::new(runner_killed));
+    let pyverbs_module = "/usr/lib/python3/dist-packages/pyverbs/__init__.py";
+    add(
+        "fork_in_a_client",
+        &["/usr/bin/python3", pyverbs_module],
+        Box::new(fork_in_a_client),
+    );
+    add(
+        "exit_without_cleanup",
+        &["/usr/bin/python3", pyverbs_module],
+        Box::new(|e| exit_without_cleanup(e, &["exit", "3"], 3)),
+    );
+    add(
+        "killed_without_cleanup",
+        &["/usr/bin/python3", pyverbs_module],
+        Box::new(|e| exit_without_cleanup(e, &["kill"], 128 + 9)),
+    );
     let suite = pyverbs_suite();
     // Each file with the least number of its tests that must pass (what passes today): a
     // test that starts to skip, because the device stopped offering something, fails here.
@@ -633,6 +734,7 @@ fn main() {
         ("test_mlx5_cq", 5),
         ("test_mlx5_raw_wqe", 1),
         ("test_mlx5_udp_sport", 1),
+        ("test_fork", 1),
     ] {
         let s = suite.clone();
         let needs: &[&str] = if s.is_some() {

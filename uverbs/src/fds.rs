@@ -132,3 +132,13 @@ pub(crate) fn contexts() -> Vec<Arc<Ucontext>> {
         })
         .unwrap_or_default()
 }
+
+/// Every served descriptor (the fuzz harness closes what a context handed out).
+#[cfg(feature = "test-utils")]
+pub(crate) fn all() -> Vec<RawFd> {
+    table()
+        .fds
+        .as_ref()
+        .map(|m| m.keys().copied().collect())
+        .unwrap_or_default()
+}

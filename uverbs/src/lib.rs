@@ -23,6 +23,8 @@ mod context;
 mod device;
 pub mod event;
 mod fds;
+#[cfg(feature = "test-utils")]
+pub mod fuzzing;
 mod ioctl;
 mod methods;
 pub mod ns;

@@ -59,9 +59,21 @@ fn bind(from: &Path, to: &Path) -> Result<(), NsError> {
     )))
 }
 
-/// The staging directory of a runner: removed by [`Namespace::cleanup`].
-pub struct Namespace {
-    stage: PathBuf,
+/// The staging directory while the trees are built. It is detached and removed when this
+/// goes (also when a step failed): the recursive binds over `/dev` and `/sys/class` keep the
+/// tmpfs alive, so nothing of the runner is left on the host's `/tmp` even if it is killed.
+struct Stage {
+    path: PathBuf,
+    mounted: bool,
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = umount2(&self.path, MntFlags::MNT_DETACH);
+        }
+        let _ = fs::remove_dir(&self.path);
+    }
 }
 
 /// Mirrors every entry of `real` into `stage` (bind mounts; symlinks copied).
@@ -99,7 +111,7 @@ fn mirror(real: &Path, stage: &Path, skip: &[&str]) -> Result<(), NsError> {
 ///
 /// # Errors
 /// [`NsError::Unshare`] without the right to mount; [`NsError::Setup`] for a step that failed.
-pub fn enter(cfg: &Config) -> Result<Namespace, NsError> {
+pub fn enter(cfg: &Config) -> Result<(), NsError> {
     unshare(CloneFlags::CLONE_NEWNS).map_err(NsError::Unshare)?;
     mount(
         None::<&str>,
@@ -110,21 +122,25 @@ pub fn enter(cfg: &Config) -> Result<Namespace, NsError> {
     )
     .map_err(nix_io)
     .map_err(setup("make / private"))?;
-    let stage = std::env::temp_dir().join(format!("mlx5-sim-ns-{}", std::process::id()));
-    fs::create_dir_all(&stage).map_err(setup(format!("mkdir {}", stage.display())))?;
+    let path = std::env::temp_dir().join(format!("mlx5-sim-ns-{}", std::process::id()));
+    fs::create_dir_all(&path).map_err(setup(format!("mkdir {}", path.display())))?;
+    let mut stage = Stage {
+        path,
+        mounted: false,
+    };
     mount(
         Some("tmpfs"),
-        &stage,
+        &stage.path,
         Some("tmpfs"),
         MsFlags::MS_NOSUID,
         Some("mode=755,size=16m"),
     )
     .map_err(nix_io)
-    .map_err(setup(format!("tmpfs on {}", stage.display())))?;
-    let ns = Namespace { stage };
+    .map_err(setup(format!("tmpfs on {}", stage.path.display())))?;
+    stage.mounted = true;
 
     // /dev with infiniband/uverbs0.
-    let dev = ns.stage.join("dev");
+    let dev = stage.path.join("dev");
     fs::create_dir_all(dev.join("infiniband")).map_err(setup("mkdir dev/infiniband"))?;
     mirror(Path::new("/dev"), &dev, &["infiniband"])?;
     let node = dev.join("infiniband/uverbs0");
@@ -132,7 +148,7 @@ pub fn enter(cfg: &Config) -> Result<Namespace, NsError> {
     bind(&dev, Path::new("/dev"))?;
 
     // /sys/class with infiniband, infiniband_verbs and the PCI function.
-    let class = ns.stage.join("class");
+    let class = stage.path.join("class");
     fs::create_dir_all(&class).map_err(setup("mkdir class"))?;
     mirror(
         Path::new("/sys/class"),
@@ -146,7 +162,8 @@ pub fn enter(cfg: &Config) -> Result<Namespace, NsError> {
     )?;
     crate::sysfs::write_tree(&class, cfg, major, minor).map_err(setup("write the sysfs tree"))?;
     bind(&class, Path::new("/sys/class"))?;
-    Ok(ns)
+    drop(stage);
+    Ok(())
 }
 
 /// The device node: `mknod` if allowed, else `/dev/null` bound there. Its number.
@@ -172,12 +189,4 @@ fn make_node(node: &Path) -> Result<(u32, u32), NsError> {
     }
     let r = m.rdev();
     Ok((libc::major(r), libc::minor(r)))
-}
-
-impl Namespace {
-    /// Undoes the staging directory (the namespace itself goes with its last process).
-    pub fn cleanup(self) {
-        let _ = umount2(&self.stage, MntFlags::MNT_DETACH);
-        let _ = fs::remove_dir(&self.stage);
-    }
 }

@@ -106,6 +106,9 @@ impl Server {
         })?;
         let dev = Device::with_profile(&cfg.profile).ok_or(Errno::ENODEV)?;
         dev.set_port_address(cfg.mac(), cfg.ip.octets());
+        // The program's threads poll without yielding (rdma-core's CQ polls, perftest's
+        // loops): a yielding engine would wait out their time slices (`EngineWait`).
+        dev.set_engine_wait(mlx5_sim::EngineWait::Nap);
         if let Some(link) = cfg.link {
             let port = mlx5_sim::port::udp::UdpPort::open(link.local, link.peer).map_err(|e| {
                 eprintln!("mlx5-sim uverbs: link {}: {e}", link.local);

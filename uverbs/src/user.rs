@@ -18,9 +18,36 @@ use nix::errno::Errno;
 /// 64 KiB; a write command at most 256 KiB): anything larger is refused before memory is taken.
 pub const MAX_COPY: usize = 1 << 20;
 
+/// The only client memory the server may touch, when set (`test-utils`: the fuzz harness runs
+/// the server in its own process, where a random pointer could name live memory of the
+/// harness; confined, such a pointer is `EFAULT` like an unmapped one).
+#[cfg(feature = "test-utils")]
+static CONFINED: Mutex<Option<(usize, usize)>> = Mutex::new(None);
+
+/// Confines the server's access to client memory to `start .. start + len` (`test-utils`).
+#[cfg(feature = "test-utils")]
+pub fn confine(start: usize, len: usize) {
+    *lock(&CONFINED) = Some((start, len));
+}
+
+/// `EFAULT` for a range outside the confinement, if any.
+#[cfg(feature = "test-utils")]
+fn within(addr: usize, len: usize) -> Result<(), Errno> {
+    match *lock(&CONFINED) {
+        Some((s, l)) if addr < s || addr.saturating_add(len) > s + l => Err(Errno::EFAULT),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "test-utils"))]
+fn within(_addr: usize, _len: usize) -> Result<(), Errno> {
+    Ok(())
+}
+
 fn iov(addr: u64, len: usize) -> Result<libc::iovec, Errno> {
     let base = usize::try_from(addr).map_err(|_| Errno::EFAULT)?;
     base.checked_add(len).ok_or(Errno::EFAULT)?;
+    within(base, len)?;
     Ok(libc::iovec {
         iov_base: base as *mut libc::c_void,
         iov_len: len,
@@ -115,6 +142,7 @@ pub fn mapped_range(addr: u64, len: u64) -> Result<(usize, usize), Errno> {
     let end = end.checked_add(page - 1).ok_or(Errno::EINVAL)? & !(page - 1);
     let start_u = usize::try_from(start).map_err(|_| Errno::EFAULT)?;
     let len_u = usize::try_from(end - start).map_err(|_| Errno::EFAULT)?;
+    within(start_u, len_u)?;
     // One byte a page for mincore's answer; bounded because the range must be mapped memory of
     // this process (mincore fails first on anything larger than the address space in use).
     let pages = len_u / page as usize;

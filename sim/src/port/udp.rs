@@ -7,6 +7,11 @@
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use nix::sys::socket::{setsockopt, sockopt};
+
+/// The socket buffers asked for (the kernel caps them at `net.core.rmem_max` / `wmem_max`).
+const UDP_BUFFER: usize = 8 << 20;
+
 /// One end of a UDP link.
 #[derive(Debug)]
 pub struct UdpPort {
@@ -24,6 +29,12 @@ impl UdpPort {
     pub fn open(local: SocketAddrV4, peer: SocketAddrV4) -> std::io::Result<UdpPort> {
         let sock = UdpSocket::bind(local)?;
         sock.set_nonblocking(true)?;
+        // Room for a burst: a window of 64 KiB WRITEs is hundreds of frames, and a frame the
+        // socket has no room for is lost (then the RC transport's retransmission, after its
+        // ACK timeout, recovers it). As large as the system allows (`net.core.rmem_max`).
+        // A refusal leaves the default: only speed depends on it.
+        let _ = setsockopt(&sock, sockopt::RcvBuf, &UDP_BUFFER);
+        let _ = setsockopt(&sock, sockopt::SndBuf, &UDP_BUFFER);
         Ok(UdpPort {
             sock,
             peer,
