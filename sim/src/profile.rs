@@ -146,6 +146,9 @@ impl Profile {
                 // RC send queues take WAIT-on-data WQEs (datapath/rc/wqe.rs).
                 (c::wait_on_data, 1),
                 (c::ud, 1),
+                // QPs may block their own multicast loopback: the model has no multicast, so
+                // none ever comes back.
+                (c::block_lb_mc, 1),
                 (c::uar_4k, 1),
                 (c::log_pg_sz, 12),
                 (c::bf, 1),

@@ -96,6 +96,7 @@ impl Side {
             rnr_retry: self.rnr_retry,
             ack_timeout: self.ack_timeout,
             opt_param_mask: 0,
+            q_key: 0,
         }
     }
 }
@@ -1269,6 +1270,7 @@ fn qp_context_follows_each_transition() {
         rnr_retry: 6,
         ack_timeout: 17,
         opt_param_mask: 0,
+        q_key: 0x1111_2222,
     };
     let q = |rig: &RcRig| rig.query().unwrap();
     let get = |b: &[u8], f| View::<l::qpc::Layout>::new(b).unwrap().get(f);
@@ -1288,6 +1290,7 @@ fn qp_context_follows_each_transition() {
     );
     assert_eq!(get(&b, path(ads::vhca_port_num)), 1);
     assert_eq!(get(&b, qpc::pm_state), 3);
+    assert_eq!(get(&b, qpc::q_key), 0x1111_2222);
     assert_eq!(get(&b, qpc::mtu), 0, "INIT2RTR's field not taken yet");
     assert_eq!(get(&b, qpc::next_send_psn), 0);
     // INIT2RTR.

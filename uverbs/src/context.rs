@@ -200,6 +200,11 @@ pub(crate) struct QpAttrs {
 pub(crate) struct Qp {
     pub(crate) obj: DevxObj,
     pub(crate) qpn: u32,
+    /// A UD QP (else RC).
+    pub(crate) ud: bool,
+    /// The receive queue as built: WQEs, and data segments per WQE (`max_recv_wr`,
+    /// `max_recv_sge` of QUERY_QP).
+    pub(crate) rq_caps: (u32, u32),
     pub(crate) _umem: UserUmem,
     pub(crate) _db: Arc<DbPage>,
     pub(crate) _send_cq: Arc<Cq>,
@@ -311,6 +316,13 @@ pub(crate) enum Obj {
     Devx(Arc<DevxRaw>),
     Umem(Arc<UserUmem>),
     Uar(Arc<UarMap>),
+    Ah(Arc<Ah>),
+}
+
+/// An address handle: libmlx5 builds the address vector itself; the kernel's part is the
+/// destination MAC it resolves, and the PD the handle holds.
+pub(crate) struct Ah {
+    pub(crate) _pd: Arc<Pd>,
 }
 
 impl Obj {
@@ -324,6 +336,7 @@ impl Obj {
             Obj::Srq(a) => Arc::strong_count(a),
             Obj::Devx(a) => Arc::strong_count(a),
             Obj::Umem(a) => Arc::strong_count(a),
+            Obj::Ah(a) => Arc::strong_count(a),
             // The context's table of mappings holds UAR pages too; a mapped page outlives its
             // object anyway (`Ucontext::destroy_uar`), and queues on it hold it in firmware.
             Obj::Uar(_) => return 0,

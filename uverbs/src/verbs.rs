@@ -628,23 +628,28 @@ struct QpReq {
     sq_sig_all: u8,
     qp_type: u8,
     is_srq: u8,
+    /// `IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK`.
+    block_lb_mc: bool,
 }
 
-/// CREATE_QP (`mlx5_ib_create_qp`, `create_user_qp`): an RC QP on the client's buffer.
+/// `IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK` (`enum ib_qp_create_flags`).
+const CREATE_BLOCK_MULTICAST_LOOPBACK: u32 = 1 << 1;
+
+/// CREATE_QP (`mlx5_ib_create_qp`, `create_user_qp`): an RC or UD QP on the client's buffer.
 fn create_qp_common(ctx: &Ucontext, r: QpReq, io: &WriteIo<'_>) -> Result<(u32, u32), Errno> {
     let _ = r.user_handle;
-    match r.qp_type {
-        w::qp_type::RC => {}
-        // The model has no UD, UC, raw-packet or XRC datapath yet: refused as a device without
+    let ud = match r.qp_type {
+        w::qp_type::RC => false,
+        w::qp_type::UD => true,
+        // The model has no UC, raw-packet or XRC datapath yet: refused as a device without
         // them refuses them (`mlx5_ib_create_qp`'s type check).
-        w::qp_type::UD
-        | w::qp_type::UC
+        w::qp_type::UC
         | w::qp_type::RAW_PACKET
         | w::qp_type::XRC_INI
         | w::qp_type::XRC_TGT
         | w::qp_type::DRIVER => return Err(Errno::EOPNOTSUPP),
         _ => return Err(Errno::EINVAL),
-    }
+    };
     if io.uhw_len() < 40 {
         return Err(Errno::EINVAL);
     }
@@ -702,8 +707,10 @@ fn create_qp_common(ctx: &Ucontext, r: QpReq, io: &WriteIo<'_>) -> Result<(u32, 
     let db = ctx.db_page(u.db_addr)?;
     let log_rq =
         (srq.is_none() && u.rq_wqe_count > 0).then(|| u.rq_wqe_count.trailing_zeros() as u8);
-    let (obj, qpn) = devx::create(
+    let (obj, qpn) = create_qp_obj(
         &devx,
+        ud,
+        r.block_lb_mc,
         &CreateQp {
             pd: Pdn(pd.pdn),
             uar_page: uar.page_id,
@@ -722,11 +729,18 @@ fn create_qp_common(ctx: &Ucontext, r: QpReq, io: &WriteIo<'_>) -> Result<(u32, 
             // The user index libmlx5 finds the QP by in CQEs (`get_qp_user_index`).
             user_index: u.uidx,
         },
-    )
-    .map_err(errno_of)?;
+    )?;
+    // `set_rq_size` of a user QP: the WQE count it asked for, and what one WQE holds.
+    let rq_caps = if srq.is_some() || u.rq_wqe_count == 0 {
+        (0, 0)
+    } else {
+        (u.rq_wqe_count, (1u32 << u.rq_wqe_shift) / 16)
+    };
     let qp = Arc::new(Qp {
         obj,
-        qpn: qpn.0,
+        qpn,
+        ud,
+        rq_caps,
         _umem: umem,
         _db: db,
         _send_cq: send_cq,
@@ -739,8 +753,45 @@ fn create_qp_common(ctx: &Ucontext, r: QpReq, io: &WriteIo<'_>) -> Result<(u32, 
     });
     let h = ctx.insert(Obj::Qp(qp));
     let _ = u.bfreg_index;
-    Ok((h, qpn.0))
+    Ok((h, qpn))
 }
+
+/// CREATE_QP on the model: the driver's typed command for RC; for UD, or with multicast
+/// loopback blocked, the same mailbox with `qpc.st` UD (`mlx5_ib`'s `create_qp_common` sets
+/// the service type from the verbs type) and `qpc.block_lb_mc`.
+fn create_qp_obj(
+    devx: &Arc<dyn Devx>,
+    ud: bool,
+    block_lb_mc: bool,
+    cmd: &CreateQp,
+) -> Result<(mlx5_dpa::devx::DevxObj, u32), Errno> {
+    use mlx5_dpa::mlx5::layout::{Layout, View, ViewMut};
+    use mlx5_dpa::mlx5::layouts::{create_qp_in, create_qp_out, qpc};
+    if !ud && !block_lb_mc {
+        let (obj, qpn) = devx::create(devx, cmd).map_err(errno_of)?;
+        return Ok((obj, qpn.0));
+    }
+    let mut inbox = mlx5_dpa::mlx5::cmd::encode_inbox(cmd).map_err(|_| Errno::EINVAL)?;
+    {
+        let mut v = ViewMut::<create_qp_in::Layout>::new(&mut inbox).map_err(|_| Errno::EINVAL)?;
+        if ud {
+            v.set(create_qp_in::qpc.at(qpc::st), QPC_ST_UD);
+        }
+        if block_lb_mc {
+            v.set(create_qp_in::qpc.at(qpc::block_lb_mc), 1);
+        }
+    }
+    let (out, obj) =
+        devx::raw_command(devx, &inbox, create_qp_out::Layout::SIZE_BYTES).map_err(errno_of)?;
+    let obj = obj.ok_or(Errno::EINVAL)?;
+    let qpn = View::<create_qp_out::Layout>::new(&out)
+        .map_err(|_| Errno::EINVAL)?
+        .get(create_qp_out::qpn) as u32;
+    Ok((obj, qpn))
+}
+
+/// `qpc.st` of a UD QP (PRM).
+const QPC_ST_UD: u64 = 0x2;
 
 fn qp_resp(h: u32, qpn: u32, caps: [u32; 5]) -> w::ib_uverbs_create_qp_resp {
     w::ib_uverbs_create_qp_resp {
@@ -777,6 +828,7 @@ pub(crate) fn create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
             sq_sig_all: req.sq_sig_all,
             qp_type: req.qp_type,
             is_srq: req.is_srq,
+            block_lb_mc: false,
         },
         io,
     )?;
@@ -794,7 +846,12 @@ pub(crate) fn create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
 /// EX_CREATE_QP.
 pub(crate) fn ex_create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
     let req: w::ib_uverbs_ex_create_qp = io.req()?;
-    if req.comp_mask != 0 || req.create_flags != 0 || req.source_qpn != 0 {
+    // Create flags: blocking multicast loopback only (the model has no multicast, so its
+    // QPs never receive their own; the capability `block_lb_mc` says so).
+    if req.comp_mask != 0
+        || req.create_flags & !CREATE_BLOCK_MULTICAST_LOOPBACK != 0
+        || req.source_qpn != 0
+    {
         return Err(Errno::EOPNOTSUPP);
     }
     let caps = [
@@ -816,6 +873,7 @@ pub(crate) fn ex_create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno
             sq_sig_all: req.sq_sig_all,
             qp_type: req.qp_type,
             is_srq: req.is_srq,
+            block_lb_mc: req.create_flags & CREATE_BLOCK_MULTICAST_LOOPBACK != 0,
         },
         io,
     )?;
@@ -886,6 +944,21 @@ fn rc_transition(cur: u8, new: u8) -> Option<(u32, u32)> {
     })
 }
 
+/// The attributes each UD transition requires and allows (Linux `qp_state_table`, UD
+/// column).
+fn ud_transition(cur: u8, new: u8) -> Option<(u32, u32)> {
+    use qp_state::*;
+    Some(match (cur, new) {
+        (RESET, RESET) | (_, ERR) | (_, RESET) => (0, 0),
+        (RESET, INIT) => (mask::PKEY_INDEX | mask::PORT | mask::QKEY, 0),
+        (INIT, INIT) => (0, mask::PKEY_INDEX | mask::PORT | mask::QKEY),
+        (INIT, RTR) => (0, mask::PKEY_INDEX | mask::QKEY),
+        (RTR, RTS) => (mask::SQ_PSN, mask::CUR_STATE | mask::QKEY),
+        (RTS, RTS) => (0, mask::CUR_STATE | mask::QKEY),
+        _ => return None,
+    })
+}
+
 /// The PRM optional-parameter mask of the verbs attributes a modify names (Linux mlx5_ib
 /// `ib_mask_to_mlx5_opt`).
 fn opt_mask(attr_mask: u32) -> u32 {
@@ -942,7 +1015,8 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
     if cur > qp_state::ERR || new > qp_state::ERR {
         return Err(Errno::EINVAL);
     }
-    let (required, optional) = rc_transition(cur, new).ok_or(Errno::EINVAL)?;
+    let table = if qp.ud { ud_transition } else { rc_transition };
+    let (required, optional) = table(cur, new).ok_or(Errno::EINVAL)?;
     let given = req.attr_mask & !(mask::STATE | mask::CUR_STATE);
     if given & required != required || given & !(required | optional) != 0 {
         return Err(Errno::EINVAL);
@@ -967,6 +1041,9 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
     }
     if m_ & mask::ACCESS_FLAGS != 0 {
         next.access = req.qp_access_flags;
+    }
+    if m_ & mask::QKEY != 0 {
+        next.qkey = req.qkey;
     }
     if m_ & mask::PATH_MTU != 0 {
         if !(1..=5).contains(&req.path_mtu) {
@@ -1018,30 +1095,44 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
         }
         next.dest = req.dest;
     }
-    if m_ & mask::AV != 0 || new == qp_state::RTR {
+    if !qp.ud && (m_ & mask::AV != 0 || new == qp_state::RTR) {
         rmac = device::resolve_dmac(ctx, &next.dest.dgid).ok_or(Errno::EHOSTUNREACH)?;
     }
-    let attr = QpAttr {
-        rre: next.access & access::REMOTE_READ != 0,
-        rwe: next.access & access::REMOTE_WRITE != 0,
-        rae: next.access & access::REMOTE_ATOMIC != 0,
-        vhca_port_num: next.port.max(1),
-        mtu: next.path_mtu,
-        remote_qpn: next.dest_qp_num,
-        next_rcv_psn: next.rq_psn,
-        log_rra_max: log2_ceil(next.max_dest_rd_atomic),
-        min_rnr_nak: next.min_rnr_timer,
-        fl: false,
-        rmac,
-        rgid: next.dest.dgid,
-        src_addr_index: next.dest.sgid_index,
-        hop_limit: next.dest.hop_limit,
-        next_send_psn: next.sq_psn,
-        log_sra_max: log2_ceil(next.max_rd_atomic),
-        retry_count: next.retry_cnt,
-        rnr_retry: next.rnr_retry,
-        ack_timeout: next.timeout,
-        opt_param_mask: opt_mask(req.attr_mask),
+    let attr = if qp.ud {
+        // A UD QP: port, P_Key index and Q_Key, the send PSN; each WQE carries its address.
+        // `mlx5_ib` gives UD the largest MTU (`IB_MTU_4096`).
+        QpAttr {
+            vhca_port_num: next.port.max(1),
+            q_key: next.qkey,
+            mtu: 5,
+            next_send_psn: next.sq_psn,
+            opt_param_mask: opt_mask(req.attr_mask),
+            ..QpAttr::default()
+        }
+    } else {
+        QpAttr {
+            rre: next.access & access::REMOTE_READ != 0,
+            rwe: next.access & access::REMOTE_WRITE != 0,
+            rae: next.access & access::REMOTE_ATOMIC != 0,
+            vhca_port_num: next.port.max(1),
+            mtu: next.path_mtu,
+            remote_qpn: next.dest_qp_num,
+            next_rcv_psn: next.rq_psn,
+            log_rra_max: log2_ceil(next.max_dest_rd_atomic),
+            min_rnr_nak: next.min_rnr_timer,
+            fl: false,
+            rmac,
+            rgid: next.dest.dgid,
+            src_addr_index: next.dest.sgid_index,
+            hop_limit: next.dest.hop_limit,
+            next_send_psn: next.sq_psn,
+            log_sra_max: log2_ceil(next.max_rd_atomic),
+            retry_count: next.retry_cnt,
+            rnr_retry: next.rnr_retry,
+            ack_timeout: next.timeout,
+            opt_param_mask: opt_mask(req.attr_mask),
+            q_key: next.qkey,
+        }
     };
     let qpn = mlx5_dpa::mlx5::Qpn(qp.qpn);
     let o = &qp.obj;
@@ -1156,10 +1247,12 @@ pub(crate) fn query_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
     };
     let resp = w::ib_uverbs_query_qp_resp {
         dest: a.dest,
-        max_send_wr: qp.caps[0],
-        max_recv_wr: qp.caps[1],
-        max_send_sge: qp.caps[2],
-        max_recv_sge: qp.caps[3],
+        // `mlx5_ib_query_qp` of a user QP: the receive queue as built (its WQE count and the
+        // data segments a WQE holds), the send caps 0 (libmlx5 fills them in itself).
+        max_send_wr: 0,
+        max_recv_wr: qp.rq_caps.0,
+        max_send_sge: 0,
+        max_recv_sge: qp.rq_caps.1,
         max_inline_data: qp.caps[4],
         qkey: a.qkey,
         rq_psn: a.rq_psn,
@@ -1362,15 +1455,37 @@ pub(crate) fn destroy_srq(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno>
     io.resp(w::ib_uverbs_destroy_srq_resp { events_reported: 0 }.as_bytes())
 }
 
-/// CREATE_AH: address handles serve UD QPs, which this device does not carry yet.
-pub(crate) fn create_ah(_: &Ucontext, _: &WriteIo<'_>) -> Result<(), Errno> {
-    Err(Errno::EOPNOTSUPP)
+/// CREATE_AH (`ib_uverbs_create_ah`, `mlx5_ib_create_ah`): the handle and the destination MAC.
+pub(crate) fn create_ah(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_create_ah = io.req()?;
+    let pd = pd_of(ctx, req.pd_handle)?;
+    let a = req.attr;
+    if a.port_num != 1 {
+        return Err(Errno::EINVAL);
+    }
+    // RoCE: a GRH is required (`rdma_ah_find_type`), from a GID of the table.
+    if a.is_global == 0 || u32::from(a.grh.sgid_index) >= device::GID_TABLE_LEN {
+        return Err(Errno::EINVAL);
+    }
+    // The destination MAC, as `ib_resolve_eth_dmac` finds it (the model's MACs follow from
+    // the addresses, so no neighbour lookup is needed).
+    let dmac = device::resolve_dmac(ctx, &a.grh.dgid).ok_or(Errno::EHOSTUNREACH)?;
+    let h = ctx.insert(Obj::Ah(Arc::new(crate::context::Ah { _pd: pd })));
+    io.resp(w::ib_uverbs_create_ah_resp { ah_handle: h }.as_bytes())?;
+    io.uhw_resp(
+        m::mlx5_ib_create_ah_resp {
+            // Up to the end of `dmac` (`mlx5_ib_create_ah`'s `min_resp_len`).
+            response_length: 10,
+            dmac,
+            reserved: [0; 6],
+        }
+        .as_bytes(),
+    )
 }
 
 /// DESTROY_AH.
-pub(crate) fn destroy_ah(_ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+pub(crate) fn destroy_ah(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
     let req: w::ib_uverbs_destroy_ah = io.req()?;
-    // No address handle can exist (CREATE_AH is refused).
-    let _ = req.ah_handle;
-    Err(Errno::EINVAL)
+    ctx.remove(u64::from(req.ah_handle), |o| matches!(o, Obj::Ah(_)))
+        .map(drop)
 }

@@ -690,7 +690,8 @@ impl Firmware {
                     if u64::from(ctx.port) > num_ports {
                         return Err(check::BAD_PORT);
                     }
-                    if !ctx.fl {
+                    // A UD QP has no path of its own: each send WQE carries its address.
+                    if !ctx.fl && qp.st == qp_st::RC {
                         if u64::from(ctx.src_addr_index) >= super::vport::GID_TABLE_SIZE {
                             return Err(check::BAD_GID_INDEX);
                         }
@@ -812,6 +813,10 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
     use mlx5_dpa::mlx5::cmd::opt_param as o;
     let p = qpc::primary_address_path;
     let gp = |f: Field<ads::Layout>| q.get(p.at(f));
+    // A UD QP's Q_Key, named as an optional parameter of the transitions after RST2INIT.
+    if matches!(part, Part::Rtr | Part::Rts | Part::RtsChange) && opt.has(o::Q_KEY) {
+        ctx.q_key = q.get(qpc::q_key) as u32;
+    }
     match part {
         Part::Init => {
             ctx.rre = q.get(qpc::rre) == 1;
@@ -820,6 +825,7 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
             ctx.pm_state = q.get(qpc::pm_state) as u8;
             ctx.port = gp(ads::vhca_port_num) as u8;
             ctx.pkey_index = gp(ads::pkey_index) as u16;
+            ctx.q_key = q.get(qpc::q_key) as u32;
         }
         Part::Rtr => {
             ctx.mtu = q.get(qpc::mtu) as u8;
@@ -901,6 +907,7 @@ fn write_ctx(ctx: &QpCtx, q: &mut ViewMut<'_, l::qpc::Layout>) {
     q.set(qpc::pm_state, u64::from(ctx.pm_state));
     q.set(p.at(ads::vhca_port_num), u64::from(ctx.port));
     q.set(p.at(ads::pkey_index), u64::from(ctx.pkey_index));
+    q.set(qpc::q_key, u64::from(ctx.q_key));
     q.set(qpc::mtu, u64::from(ctx.mtu));
     q.set(qpc::log_msg_max, u64::from(ctx.log_msg_max));
     q.set(qpc::remote_qpn, u64::from(ctx.remote_qpn));

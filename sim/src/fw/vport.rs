@@ -14,8 +14,9 @@ pub(crate) use crate::port::roce::{gid_ipv4, ipv4_gid};
 
 /// Entries of the GID table.
 pub const GID_TABLE_SIZE: u64 = 2;
-/// The entry holding the port's IPv4 address (`::ffff:a.b.c.d`), the one RC QPs send from.
-pub const IPV4_GID_INDEX: u8 = 1;
+/// The entry holding the port's IPv4 address (`::ffff:a.b.c.d`), the one RC and UD QPs send
+/// from (declared with the wire format, which the datapath reads too).
+pub use crate::port::roce::IPV4_GID_INDEX;
 
 /// The link-local GID of a MAC: `fe80::` and its EUI-64.
 pub(crate) fn link_local_gid(mac: [u8; 6]) -> [u8; 16] {

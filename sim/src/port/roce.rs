@@ -36,6 +36,11 @@ pub(crate) const AETH: usize = 4;
 pub(crate) const ATOMIC_ETH: usize = 28;
 pub(crate) const ATOMIC_ACK_ETH: usize = 8;
 pub(crate) const IMM: usize = 4;
+/// The port's GID table entry of its IPv4 address (`::ffff:a.b.c.d`; `fw::vport`): the only
+/// source GID the model sends RoCE v2 from.
+pub const IPV4_GID_INDEX: u8 = 1;
+/// DETH: Q_Key (4 bytes), reserved byte, source QP (3 bytes).
+pub(crate) const DETH: usize = 8;
 
 /// RC BTH opcodes (IBA table 38; transport RC = 0b000 in bits 7:5).
 pub mod opcode {
@@ -61,6 +66,9 @@ pub mod opcode {
     pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
     pub const COMPARE_SWAP: u8 = 0x13;
     pub const FETCH_ADD: u8 = 0x14;
+    /// Unreliable datagram (the UD transport's opcode space, 0x60..0x7f).
+    pub const UD_SEND_ONLY: u8 = 0x64;
+    pub const UD_SEND_ONLY_IMM: u8 = 0x65;
 }
 
 /// AETH syndromes (IBA 9.7.5.1): bits 7:5 say ACK (000), RNR NAK (001) or NAK (011).
@@ -86,6 +94,8 @@ struct Extensions {
     aeth: bool,
     atomic_eth: bool,
     atomic_ack_eth: bool,
+    /// The datagram extended transport header (UD): Q_Key and source QP.
+    deth: bool,
     imm: bool,
 }
 
@@ -120,6 +130,12 @@ fn extensions(op: u8) -> Option<Extensions> {
         },
         COMPARE_SWAP | FETCH_ADD => Extensions {
             atomic_eth: true,
+            ..none
+        },
+        UD_SEND_ONLY => Extensions { deth: true, ..none },
+        UD_SEND_ONLY_IMM => Extensions {
+            deth: true,
+            imm: true,
             ..none
         },
         _ => return None,
@@ -255,6 +271,12 @@ pub(crate) fn start(frame: &mut Vec<u8>, path: &Path, bth: &Bth) {
         .extend_from_slice(&((u32::from(bth.ack_req) << 31) | (bth.psn & 0xff_ffff)).to_be_bytes());
 }
 
+/// Appends a DETH.
+pub(crate) fn put_deth(frame: &mut Vec<u8>, qkey: u32, src_qp: u32) {
+    frame.extend_from_slice(&qkey.to_be_bytes());
+    frame.extend_from_slice(&(src_qp & 0xff_ffff).to_be_bytes());
+}
+
 /// Appends a RETH.
 pub(crate) fn put_reth(frame: &mut Vec<u8>, va: u64, rkey: u32, len: u32) {
     frame.extend_from_slice(&va.to_be_bytes());
@@ -328,6 +350,13 @@ pub(crate) struct Reth {
     pub(crate) len: u32,
 }
 
+/// DETH fields (UD).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deth {
+    pub(crate) qkey: u32,
+    pub(crate) src_qp: u32,
+}
+
 /// AtomicETH fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AtomicEth {
@@ -349,6 +378,9 @@ pub(crate) struct Packet<'a> {
     pub(crate) aeth: Option<(u8, u32)>,
     pub(crate) atomic: Option<AtomicEth>,
     pub(crate) atomic_ack: Option<u64>,
+    pub(crate) deth: Option<Deth>,
+    /// The IPv4 header the packet came in (a UD receive places it in the GRH area).
+    pub(crate) ip_header: &'a [u8],
     pub(crate) imm: Option<[u8; 4]>,
     pub(crate) payload: &'a [u8],
 }
@@ -405,6 +437,7 @@ pub(crate) fn parse(frame: &[u8]) -> Result<Packet<'_>, Reject> {
         aeth: aeth_on,
         atomic_eth: atomic,
         atomic_ack_eth: atomic_ack,
+        deth,
         imm,
     } = extensions(op).ok_or(Malformed)?;
     let mut rest = &l3[ihl + UDP + BTH..body];
@@ -416,7 +449,16 @@ pub(crate) fn parse(frame: &[u8]) -> Result<Packet<'_>, Reject> {
         rest = r;
         Ok(h)
     };
-    // Header order (IBA 9.2): RETH or AtomicETH, then AETH, AtomicAckETH, ImmDt.
+    // Header order (IBA 9.2): DETH, RETH or AtomicETH, then AETH, AtomicAckETH, ImmDt.
+    let deth = if deth {
+        let h = take(DETH)?;
+        Some(Deth {
+            qkey: be32(&h[0..4]),
+            src_qp: be32(&h[4..8]) & 0xff_ffff,
+        })
+    } else {
+        None
+    };
     let reth = if reth {
         let h = take(RETH)?;
         Some(Reth {
@@ -468,6 +510,8 @@ pub(crate) fn parse(frame: &[u8]) -> Result<Packet<'_>, Reject> {
         aeth,
         atomic,
         atomic_ack,
+        deth,
+        ip_header: &l3[..ihl],
         imm,
         payload,
     })

@@ -15,6 +15,7 @@ pub(crate) mod qp_state {
 /// `qpc.st` values the model knows (PRM).
 pub(crate) mod qp_st {
     pub(crate) const RC: u8 = 0x0;
+    pub(crate) const UD: u8 = 0x2;
 }
 
 /// The QP context fields the state transitions set, typed (PRM `qpc` / `ads`). Each
@@ -28,6 +29,8 @@ pub(crate) struct QpCtx {
     pub(crate) pm_state: u8,
     pub(crate) port: u8,
     pub(crate) pkey_index: u16,
+    /// A UD QP's Q_Key.
+    pub(crate) q_key: u32,
     // INIT2RTR.
     /// Path MTU, PRM encoding (1 = 256 bytes .. 5 = 4096 bytes).
     pub(crate) mtu: u8,

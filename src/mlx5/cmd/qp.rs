@@ -146,6 +146,9 @@ pub struct QpAttr {
     pub rae: bool,
     /// RST2INIT: physical port (1-based).
     pub vhca_port_num: u8,
+    /// RST2INIT: the Q_Key of a UD QP (`qpc.q_key`; datagrams whose DETH carries another are
+    /// dropped).
+    pub q_key: u32,
     /// INIT2RTR: path MTU (PRM encoding: 1 = 256 B .. 5 = 4096 B).
     pub mtu: u8,
     pub remote_qpn: u32,
@@ -269,6 +272,7 @@ impl<T: QpTransition> Command for ModifyQp<T> {
                 v.set(q.at(qpc::rae), u64::from(a.rae));
                 v.set(q.at(qpc::pm_state), QPC_PM_STATE_MIGRATED);
                 v.set(p.at(ads::vhca_port_num), u64::from(a.vhca_port_num));
+                v.set(q.at(qpc::q_key), u64::from(a.q_key));
             }
             Opcode::INIT2RTR_QP => {
                 put(v, op, q.at(qpc::mtu), u64::from(a.mtu), "mtu")?;
@@ -380,6 +384,15 @@ impl<T: QpTransition> Command for ModifyQp<T> {
                     u64::from(a.ack_timeout),
                     "ack_timeout",
                 )?;
+            }
+        }
+        // A UD QP's Q_Key may change in the later transitions too (an optional parameter).
+        if op != Opcode::RST2INIT_QP && a.opt_param_mask & opt_param::Q_KEY != 0 {
+            v.set(q.at(qpc::q_key), u64::from(a.q_key));
+            if op != Opcode::RTS2RTS_QP {
+                if let Some(f) = T::opt_param_mask() {
+                    v.set(f, u64::from(a.opt_param_mask));
+                }
             }
         }
         Ok(())

@@ -1,4 +1,5 @@
-//! The RC transport: requester and responder of reliable-connected QPs, over RoCE v2.
+//! The RC transport: requester and responder of reliable-connected QPs, over RoCE v2; and
+//! beside it the UD transport (`ud`), which shares its WQE reading, completions and wire.
 //!
 //! Work formats (PRM; rdma-core `mlx5dv.h`): the QP ring holds the RQ first (receive WQEs
 //! of `16 << log_rq_stride` bytes: data segments, ended early by lkey `0x100`), then the SQ
@@ -55,6 +56,7 @@ mod requester;
 mod responder;
 #[cfg(test)]
 mod tests;
+mod ud;
 mod wqe;
 
 pub(crate) use requester::run;
@@ -98,8 +100,12 @@ pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8]) {
     };
     dp.rc_stats.rx_packets += 1;
     let qpn = p.dqpn;
-    match fw.qps.get(qpn) {
-        Some(q) if q.st == qp_st::RC => {}
+    match fw.qps.get(qpn).map(|q| q.st) {
+        Some(qp_st::RC) if !ud::is_ud(p.opcode) => {}
+        Some(qp_st::UD) if ud::is_ud(p.opcode) => {
+            ud::receive(fw, dp, qpn, &p);
+            return;
+        }
         _ => {
             dp.rc_stats.dropped += 1;
             return;

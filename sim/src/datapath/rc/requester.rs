@@ -21,7 +21,8 @@ use super::wqe::*;
 // ---------------------------------------------------------------------------------------------
 // The engine pass.
 
-/// Runs every RC QP: responses waiting, timers, new WQEs, packets, completions, flushes.
+/// Runs every RC QP: responses waiting, timers, new WQEs, packets, completions, flushes; and
+/// every UD QP: its new WQEs, or its flush.
 pub(crate) fn run(fw: &mut Firmware, dp: &mut Datapath, now: Instant) -> usize {
     use qp_state::*;
     let mut ids = std::mem::take(&mut dp.qp_ids);
@@ -29,14 +30,25 @@ pub(crate) fn run(fw: &mut Firmware, dp: &mut Datapath, now: Instant) -> usize {
     ids.extend(
         fw.qps
             .iter()
-            .filter(|(_, q)| q.st == qp_st::RC && matches!(q.state, RTR | RTS | SQER | ERR))
+            .filter(|(_, q)| {
+                (q.st == qp_st::RC || q.st == qp_st::UD)
+                    && matches!(q.state, RTR | RTS | SQER | ERR)
+            })
             .map(|(id, _)| id),
     );
     let mut work = 0;
     for &qpn in &ids {
-        let Some(state) = fw.qps.get(qpn).map(|q| q.state) else {
+        let Some((state, st)) = fw.qps.get(qpn).map(|q| (q.state, q.st)) else {
             continue;
         };
+        if st == qp_st::UD {
+            work += match state {
+                ERR => flush(fw, dp, qpn),
+                RTS => super::ud::send(fw, dp, qpn),
+                _ => 0,
+            };
+            continue;
+        }
         work += match state {
             ERR => flush(fw, dp, qpn),
             RTS => {
@@ -53,16 +65,10 @@ pub(crate) fn run(fw: &mut Firmware, dp: &mut Datapath, now: Instant) -> usize {
     work
 }
 
-/// Takes new WQEs from the send queue.
-pub(super) fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
-    let Some(qp) = fw.qps.get_mut(qpn) else {
-        return 0;
-    };
-    let Some(sq) = qp.sq else { return 0 };
-    // Send doorbell record: dbrec[1], 16-bit WQEBB counter.
-    let Some(dbr_pi) = qp.dbr.read_be32(4).map(|v| v as u16) else {
-        return 0;
-    };
+/// The send queue's producer counter the device may take WQEs up to: the doorbell record
+/// (dbrec[1], a 16-bit WQEBB counter) as of the last doorbell; `None` when it cannot be read.
+pub(super) fn rung_pi(qp: &mut Qp, dp: &mut Datapath) -> Option<u16> {
+    let dbr_pi = qp.dbr.read_be32(4).map(|v| v as u16)?;
     if qp.rc.doorbelled {
         qp.rc.rung_pi = dbr_pi;
     } else if dbr_pi != qp.rc.seen_pi {
@@ -71,7 +77,16 @@ pub(super) fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
     }
     qp.rc.seen_pi = dbr_pi;
     qp.rc.doorbelled = false;
-    let pi = qp.rc.rung_pi;
+    Some(qp.rc.rung_pi)
+}
+
+/// Takes new WQEs from the send queue.
+pub(super) fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
+    let Some(qp) = fw.qps.get_mut(qpn) else {
+        return 0;
+    };
+    let Some(sq) = qp.sq else { return 0 };
+    let Some(pi) = rung_pi(qp, dp) else { return 0 };
     let mut work = 0;
     let mut bbs = 0u32;
     while bbs < WQEBB_BUDGET {
