@@ -504,6 +504,21 @@ fn fork_script() -> String {
         .to_string()
 }
 
+/// UD through pyverbs (`tools/tests/data/ud_checks.py`): a wrong Q_Key dropped; the GRH area,
+/// byte count, source QP and GRH flag of a receive; a datagram above the MTU refused.
+fn ud_checks(env: &Env) -> Result<(), Failed> {
+    let script = repo()
+        .join("tools/tests/data/ud_checks.py")
+        .display()
+        .to_string();
+    let o = env.run(&Runner::single(), &["/usr/bin/python3", &script])?;
+    check(
+        o.status.success() && text(&o).contains("ud: ok"),
+        "every UD check",
+        &o,
+    )
+}
+
 /// A client that forks: the child's inherited context answers EIO and the child runs on a
 /// device of its own; the parent's device carries traffic before and after.
 fn fork_in_a_client(env: &Env) -> Result<(), Failed> {
@@ -734,6 +749,11 @@ fn main() {
     }
     add("runner_killed", &["sh", "sleep"], Box::new(runner_killed));
     let pyverbs_module = "/usr/lib/python3/dist-packages/pyverbs/__init__.py";
+    add(
+        "ud_qkey_grh_and_mtu",
+        &["/usr/bin/python3", pyverbs_module],
+        Box::new(ud_checks),
+    );
     add(
         "fork_in_a_client",
         &["/usr/bin/python3", pyverbs_module],
