@@ -14,6 +14,7 @@
 //! and check status and syndrome in one place. Created objects are [`DevxObj`] handles that
 //! destroy the object when dropped.
 
+pub mod capture;
 pub mod discovery;
 pub mod kernel;
 #[cfg(feature = "rdma-core")]

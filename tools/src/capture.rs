@@ -8,19 +8,15 @@
 //! the inbox's layout; `uid` (which the kernel overwrites) and the fields given with
 //! `--ignore` are left out. Exit status 0 when nothing differs, 1 otherwise.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 
-use mlx5_dpa::devx::{
-    Devx, DevxError, EventChannel, ObjHandle, Uar, UarKind, Umem, UmemAccess, UmemHandle,
-};
 use mlx5_dpa::mlx5::decode::{self, Value};
 use mlx5_dpa::mlx5::layouts;
 use mlx5_dpa::mlx5::{LayoutDesc, Opcode, Status};
-use mlx5_dpa_capture::{Record, Recorder};
+use mlx5_dpa_capture::Record;
 use serde_json::json;
 
 use crate::input::{self, InputError};
@@ -413,170 +409,4 @@ pub fn run(cmd: &CaptureCmd) -> Result<ExitCode, CaptureCmdError> {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Recording this tool's own commands
-
-/// A [`Devx`] that records every mailbox call of the one it wraps, in the capture format.
-pub struct CaptureDevx {
-    inner: Arc<dyn Devx>,
-    rec: Recorder,
-    /// Capture object ids (the create's `seq`) by handle.
-    objects: Mutex<HashMap<u64, u64>>,
-    umems: Mutex<HashMap<u64, u64>>,
-}
-
-impl CaptureDevx {
-    /// Wraps `inner`, recording to `path` (created or truncated).
-    ///
-    /// # Errors
-    /// The file cannot be created.
-    pub fn new(inner: Arc<dyn Devx>, path: &Path) -> std::io::Result<CaptureDevx> {
-        Ok(CaptureDevx {
-            inner,
-            rec: Recorder::create(path)?,
-            objects: Mutex::new(HashMap::new()),
-            umems: Mutex::new(HashMap::new()),
-        })
-    }
-
-    fn errno_of(e: &DevxError) -> i32 {
-        match e {
-            DevxError::Os { errno, .. } => *errno as i32,
-            DevxError::Command { errno, .. } => errno.map_or(0, |e| e as i32),
-            _ => 0,
-        }
-    }
-
-    fn mailbox(
-        &self,
-        call: &str,
-        obj: Option<u64>,
-        inbox: &[u8],
-        outbox: &mut [u8],
-        f: impl FnOnce(&mut [u8]) -> Result<(), DevxError>,
-    ) -> Result<(), DevxError> {
-        let p = self.rec.begin();
-        let r = f(outbox);
-        self.rec.end(
-            p,
-            Record {
-                call: call.into(),
-                inbox: inbox.to_vec(),
-                outbox: outbox.to_vec(),
-                ret: i64::from(r.is_err()),
-                errno: r.as_ref().err().map_or(0, Self::errno_of),
-                obj,
-                ..Default::default()
-            },
-        );
-        r
-    }
-
-    fn lookup(map: &Mutex<HashMap<u64, u64>>, h: u64) -> Option<u64> {
-        map.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&h)
-            .copied()
-    }
-}
-
-impl Devx for CaptureDevx {
-    fn describe(&self) -> String {
-        format!("{} (captured)", self.inner.describe())
-    }
-    fn general_cmd(&self, inbox: &[u8], outbox: &mut [u8]) -> Result<(), DevxError> {
-        self.mailbox("general_cmd", None, inbox, outbox, |o| {
-            self.inner.general_cmd(inbox, o)
-        })
-    }
-    fn obj_create(&self, inbox: &[u8], outbox: &mut [u8]) -> Result<ObjHandle, DevxError> {
-        let p = self.rec.begin();
-        let r = self.inner.obj_create(inbox, outbox);
-        let seq = self.rec.end(
-            p,
-            Record {
-                call: "obj_create".into(),
-                inbox: inbox.to_vec(),
-                outbox: outbox.to_vec(),
-                ret: if r.is_ok() { 0 } else { -1 },
-                errno: r.as_ref().err().map_or(0, Self::errno_of),
-                ..Default::default()
-            },
-        );
-        if let Ok(h) = &r {
-            self.objects
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(h.0, seq);
-        }
-        r
-    }
-    fn obj_modify(&self, obj: ObjHandle, inbox: &[u8], outbox: &mut [u8]) -> Result<(), DevxError> {
-        let id = Self::lookup(&self.objects, obj.0);
-        self.mailbox("obj_modify", id, inbox, outbox, |o| {
-            self.inner.obj_modify(obj, inbox, o)
-        })
-    }
-    fn obj_query(&self, obj: ObjHandle, inbox: &[u8], outbox: &mut [u8]) -> Result<(), DevxError> {
-        let id = Self::lookup(&self.objects, obj.0);
-        self.mailbox("obj_query", id, inbox, outbox, |o| {
-            self.inner.obj_query(obj, inbox, o)
-        })
-    }
-    fn obj_destroy(&self, obj: ObjHandle) -> Result<(), DevxError> {
-        let id = Self::lookup(&self.objects, obj.0);
-        self.mailbox("obj_destroy", id, &[], &mut [], |_| {
-            self.inner.obj_destroy(obj)
-        })
-    }
-    unsafe fn umem_reg(
-        &self,
-        addr: *mut u8,
-        len: usize,
-        access: UmemAccess,
-        pgsz_bitmap: u64,
-    ) -> Result<Umem, DevxError> {
-        let p = self.rec.begin();
-        // SAFETY: the caller's contract for `addr..addr+len`, passed on unchanged.
-        let r = unsafe { self.inner.umem_reg(addr, len, access, pgsz_bitmap) };
-        let seq = self.rec.end(
-            p,
-            Record {
-                call: "umem_reg".into(),
-                ret: if r.is_ok() { 0 } else { -1 },
-                errno: r.as_ref().err().map_or(0, Self::errno_of),
-                size: Some(len as u64),
-                access: Some(access.bits()),
-                ..Default::default()
-            },
-        );
-        if let Ok(u) = &r {
-            self.umems
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(u.handle.0, seq);
-        }
-        r
-    }
-    fn umem_dereg(&self, umem: UmemHandle) -> Result<(), DevxError> {
-        let id = Self::lookup(&self.umems, umem.0);
-        self.mailbox("umem_dereg", id, &[], &mut [], |_| {
-            self.inner.umem_dereg(umem)
-        })
-    }
-    fn uar_alloc(&self, kind: UarKind) -> Result<Uar, DevxError> {
-        self.inner.uar_alloc(kind)
-    }
-    fn uar_free(&self, uar: Uar) -> Result<(), DevxError> {
-        self.inner.uar_free(uar)
-    }
-    fn query_eqn(&self, vector: u32) -> Result<u32, DevxError> {
-        self.inner.query_eqn(vector)
-    }
-    fn event_channel(&self) -> Result<Box<dyn EventChannel>, DevxError> {
-        self.inner.event_channel()
-    }
-    fn retain_until_close(&self, mem: Box<dyn std::any::Any + Send + Sync>) {
-        self.inner.retain_until_close(mem);
-    }
-}
+pub use mlx5_dpa::devx::capture::CaptureDevx;

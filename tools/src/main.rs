@@ -515,6 +515,7 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
         Cmd::Run(args) => Ok(runner::run(
             args,
             cli.sim.as_deref().unwrap_or(DEFAULT_PROFILE),
+            cli.capture.as_deref(),
         )?),
     }
 }

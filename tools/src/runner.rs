@@ -71,7 +71,7 @@ pub fn find_preload() -> Option<PathBuf> {
     candidates.into_iter().find(|p| p.is_file())
 }
 
-fn config(args: &RunArgs, profile: &str) -> Result<Config, RunError> {
+fn config(args: &RunArgs, profile: &str, capture: Option<&Path>) -> Result<Config, RunError> {
     Ok(Config {
         profile: profile.to_string(),
         ip: args.ip,
@@ -82,6 +82,8 @@ fn config(args: &RunArgs, profile: &str) -> Result<Config, RunError> {
             .transpose()
             .map_err(RunError::Config)?,
         pcap: args.pcap.clone(),
+        // Absolute: the program may change its working directory before it opens the device.
+        capture: capture.map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
     })
 }
 
@@ -89,8 +91,8 @@ fn config(args: &RunArgs, profile: &str) -> Result<Config, RunError> {
 ///
 /// # Errors
 /// [`RunError`] when the program could not be started on the model.
-pub fn run(args: &RunArgs, profile: &str) -> Result<ExitCode, RunError> {
-    let cfg = config(args, profile)?;
+pub fn run(args: &RunArgs, profile: &str, capture: Option<&Path>) -> Result<ExitCode, RunError> {
+    let cfg = config(args, profile, capture)?;
     let preload = find_preload().ok_or(RunError::NoPreload)?;
     let preload = std::fs::canonicalize(&preload).unwrap_or(preload);
     mlx5_sim_uverbs::ns::enter(&cfg)?;
@@ -125,6 +127,9 @@ fn spawn(
     }
     if cfg.pcap.is_none() {
         cmd.env_remove(mlx5_sim_uverbs::config::ENV_PCAP);
+    }
+    if cfg.capture.is_none() {
+        cmd.env_remove(mlx5_sim_uverbs::config::ENV_CAPTURE);
     }
     if cfg.link.is_none() {
         cmd.env_remove(mlx5_sim_uverbs::config::ENV_LINK);

@@ -103,6 +103,9 @@ impl Env {
 
     fn command(&self, r: &Runner, program: &[&str]) -> Command {
         let mut c = Command::new(mlx5_dpa());
+        if let Some(f) = &r.capture {
+            c.arg("--capture").arg(f);
+        }
         c.env("MLX5_SIM_PRELOAD", &self.preload)
             .env_remove("RUST_LOG")
             .arg("run")
@@ -187,6 +190,8 @@ struct Runner {
     ip: String,
     link: Option<(u16, u16)>,
     pcap: Option<PathBuf>,
+    /// `mlx5-dpa --capture FILE run ...`: the server's mailboxes.
+    capture: Option<PathBuf>,
 }
 
 impl Runner {
@@ -195,6 +200,7 @@ impl Runner {
             ip: "10.7.0.1".into(),
             link: None,
             pcap: None,
+            capture: None,
         }
     }
 
@@ -221,11 +227,13 @@ impl Runner {
                 ip: "10.7.0.1".into(),
                 link: Some((a, b)),
                 pcap: None,
+                capture: None,
             },
             Runner {
                 ip: "10.7.0.2".into(),
                 link: Some((b, a)),
                 pcap: None,
+                capture: None,
             },
             tcp,
         )
@@ -504,6 +512,59 @@ fn fork_script() -> String {
         .to_string()
 }
 
+/// `--capture` of a verbs client: the PRM mailboxes the server sent for `ibv_rc_pingpong`'s
+/// verbs, as a kernel would: the CQ, the QP and its three transitions, an mkey for the MR; and
+/// no QUERY_HCA_CAP once the context is open (the capabilities are read once, as the kernel
+/// reads them at probe time; libmlx5's own DevX queries come first).
+fn capture_of_a_verbs_client(env: &Env) -> Result<(), Failed> {
+    let (a, mut b, tcp) = Runner::pair();
+    let file = std::env::temp_dir().join(format!("mlx5-run-{}-{tcp}.jsonl", std::process::id()));
+    b.capture = Some(file.clone());
+    let tcp = tcp.to_string();
+    let common = ["ibv_rc_pingpong", "-g", "1", "-n", "5", "-p", &tcp];
+    let mut client = common.to_vec();
+    client.push("localhost");
+    let (s, c) = client_server(env, (&a, strings(&common)), (&b, strings(&client)))?;
+    check(s.status.success() && c.status.success(), "the exchange", &c)?;
+    let shown = Command::new(mlx5_dpa())
+        .args(["capture", "show"])
+        .arg(&file)
+        .output()
+        .map_err(|e| format!("capture show: {e}"))?;
+    let _ = std::fs::remove_file(&file);
+    let t = String::from_utf8_lossy(&shown.stdout).into_owned();
+    check(shown.status.success(), "capture show reads it", &shown)?;
+    let order: Vec<&str> = [
+        "ALLOC_PD",
+        "CREATE_MKEY",
+        "CREATE_CQ",
+        "CREATE_QP",
+        "RST2INIT_QP",
+        "INIT2RTR_QP",
+        "RTR2RTS_QP",
+    ]
+    .into_iter()
+    .collect();
+    let at = |name: &str| t.lines().position(|l| l.contains(&format!(" {name}:")));
+    let found: Vec<Option<usize>> = order.iter().map(|n| at(n)).collect();
+    check(
+        found.iter().all(Option::is_some) && found.windows(2).all(|w| w[0] < w[1]),
+        &format!("the verbs' mailboxes in order: {order:?}"),
+        &shown,
+    )?;
+    let first_pd = found[0].unwrap_or(0);
+    let late_caps = t
+        .lines()
+        .skip(first_pd)
+        .filter(|l| l.contains("QUERY_HCA_CAP"))
+        .count();
+    check(
+        late_caps == 0,
+        "no QUERY_HCA_CAP after the context opened",
+        &shown,
+    )
+}
+
 /// UD through pyverbs (`tools/tests/data/ud_checks.py`): a wrong Q_Key dropped; the GRH area,
 /// byte count, source QP and GRH flag of a receive; a datagram above the MTU refused.
 fn ud_checks(env: &Env) -> Result<(), Failed> {
@@ -685,6 +746,11 @@ fn main() {
         "rc_pcap_dissected_by_tshark",
         &["ibv_rc_pingpong", "tshark"],
         Box::new(rc_capture),
+    );
+    add(
+        "capture_of_a_verbs_client",
+        &["ibv_rc_pingpong"],
+        Box::new(capture_of_a_verbs_client),
     );
     add(
         "ud_pcap_dissected_by_tshark",

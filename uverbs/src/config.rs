@@ -15,6 +15,9 @@ pub const ENV_IP: &str = "MLX5_SIM_IP";
 pub const ENV_LINK: &str = "MLX5_SIM_LINK";
 /// A pcap file of every frame the port sends and receives.
 pub const ENV_PCAP: &str = "MLX5_SIM_PCAP";
+/// A DevX capture (`mlx5-dpa capture show / diff`) of every PRM mailbox the server sends to
+/// the model on the program's behalf: what a kernel would send to firmware for its verbs.
+pub const ENV_CAPTURE: &str = "MLX5_SIM_CAPTURE";
 /// Non-empty: print each uverbs call the server refuses (unknown method, bad argument) to
 /// standard error, for finding what a client needs.
 pub const ENV_TRACE: &str = "MLX5_SIM_TRACE";
@@ -53,6 +56,7 @@ pub struct Config {
     pub ip: Ipv4Addr,
     pub link: Option<UdpLink>,
     pub pcap: Option<PathBuf>,
+    pub capture: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -62,6 +66,7 @@ impl Default for Config {
             ip: DEFAULT_IP,
             link: None,
             pcap: None,
+            capture: None,
         }
     }
 }
@@ -130,6 +135,9 @@ impl Config {
         if let Some(p) = get(ENV_PCAP).filter(|s| !s.is_empty()) {
             c.pcap = Some(PathBuf::from(p));
         }
+        if let Some(p) = get(ENV_CAPTURE).filter(|s| !s.is_empty()) {
+            c.capture = Some(PathBuf::from(p));
+        }
         Ok(c)
     }
 
@@ -145,12 +153,40 @@ impl Config {
         if let Some(p) = &self.pcap {
             v.push((ENV_PCAP, p.display().to_string()));
         }
+        if let Some(p) = &self.capture {
+            v.push((ENV_CAPTURE, p.display().to_string()));
+        }
         v
     }
 
     /// The port's MAC ([`mac_of`]).
     pub fn mac(&self) -> [u8; 6] {
         mac_of(self.ip)
+    }
+}
+
+/// `devx` as a context uses it: recording every mailbox into the program's capture when one is
+/// asked for ([`ENV_CAPTURE`]; one file for all the program's contexts, made on first use; a
+/// file that cannot be made is reported once and nothing is recorded).
+pub(crate) fn captured(
+    devx: std::sync::Arc<dyn mlx5_dpa::devx::Devx>,
+) -> std::sync::Arc<dyn mlx5_dpa::devx::Devx> {
+    use mlx5_dpa::devx::capture::{CaptureDevx, Recorder};
+    use std::sync::{Arc, OnceLock};
+    static REC: OnceLock<Option<Arc<Recorder>>> = OnceLock::new();
+    let rec = REC.get_or_init(|| {
+        let path = Config::from_env().ok()?.capture?;
+        match Recorder::create(&path) {
+            Ok(r) => Some(Arc::new(r)),
+            Err(e) => {
+                eprintln!("mlx5-sim uverbs: capture {}: {e}", path.display());
+                None
+            }
+        }
+    });
+    match rec {
+        Some(r) => Arc::new(CaptureDevx::with_recorder(devx, Arc::clone(r))),
+        None => devx,
     }
 }
 
@@ -166,6 +202,7 @@ mod tests {
             ip: Ipv4Addr::new(10, 9, 0, 2),
             link: Some(Config::parse_link("udp:127.0.0.1:5001,127.0.0.1:5002").unwrap()),
             pcap: Some(PathBuf::from("/tmp/x.pcap")),
+            capture: Some(PathBuf::from("/tmp/x.jsonl")),
         };
         let env: HashMap<_, _> = c.to_env().into_iter().collect();
         let back = Config::from_lookup(|k| env.get(k).cloned()).unwrap();

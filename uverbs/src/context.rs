@@ -370,6 +370,9 @@ pub(crate) struct CtxState {
     /// and as the model's type, for its shareable event channels).
     pub(crate) devx: Option<Arc<dyn Devx>>,
     pub(crate) sim: Option<Arc<mlx5_sim::SimDevx>>,
+    /// The device's capabilities, read once when the context was made (as the kernel reads
+    /// them once when it probes the device: verbs never send QUERY_HCA_CAP of their own).
+    pub(crate) caps: Option<Arc<mlx5_dpa::mlx5::caps::Caps>>,
     /// GET_CONTEXT asked for DevX (`MLX5_IB_ALLOC_UCTX_DEVX`).
     pub(crate) devx_enabled: bool,
     next: u32,
@@ -416,6 +419,11 @@ impl Ucontext {
     /// `ib_uverbs_get_ucontext` answers.
     pub(crate) fn devx(&self) -> Result<Arc<dyn Devx>, Errno> {
         self.lock().devx.clone().ok_or(Errno::EINVAL)
+    }
+
+    /// The device's capabilities (after GET_CONTEXT; `EINVAL` before).
+    pub(crate) fn caps(&self) -> Result<Arc<mlx5_dpa::mlx5::caps::Caps>, Errno> {
+        self.lock().caps.clone().ok_or(Errno::EINVAL)
     }
 
     /// Adds an object; its handle.

@@ -11,13 +11,11 @@
 use std::net::Ipv4Addr;
 
 use mlx5_dpa::devx::kernel::abi::write as w;
-use mlx5_dpa::devx::{self, Devx};
-use mlx5_dpa::mlx5::cmd::QueryHcaCap;
 use mlx5_dpa::mlx5::layouts::cmd_hca_cap as c;
 use mlx5_dpa::mlx5::View;
 use nix::errno::Errno;
 
-use crate::context::{errno_of, Ucontext};
+use crate::context::Ucontext;
 
 /// GIDs in the table.
 pub const GID_TABLE_LEN: u32 = 2;
@@ -43,20 +41,14 @@ pub struct Caps {
 }
 
 impl Caps {
-    /// QUERY_HCA_CAP (general, current) on `devx`.
+    /// The context's general capability page (read once, when it was made).
     ///
     /// # Errors
-    /// The command failed.
-    pub fn query(devx: &dyn Devx) -> Result<Caps, Errno> {
-        let page = devx::exec(
-            devx,
-            &QueryHcaCap {
-                cap_type: QueryHcaCap::GENERAL,
-                current: true,
-            },
-        )
-        .map_err(errno_of)?;
-        Ok(Caps { page })
+    /// `EINVAL` before GET_CONTEXT.
+    pub fn of(ctx: &Ucontext) -> Result<Caps, Errno> {
+        Ok(Caps {
+            page: ctx.caps()?.raw_general.clone(),
+        })
     }
 
     /// A field of `cmd_hca_cap`.
@@ -123,8 +115,7 @@ pub fn resolve_dmac(ctx: &Ucontext, dgid: &[u8; 16]) -> Option<[u8; 6]> {
 
 /// `ib_uverbs_query_device_resp` of the device (`mlx5_ib_query_device`).
 pub fn device_attr(ctx: &Ucontext) -> Result<w::ib_uverbs_query_device_resp, Errno> {
-    let devx = ctx.devx()?;
-    let k = Caps::query(&*devx)?;
+    let k = Caps::of(ctx)?;
     let (_, mac) = port_address(ctx);
     let guid = u64::from_be_bytes(eui64(mac));
     let max_rq_sg = MAX_WQE_SZ / 16;
@@ -184,8 +175,7 @@ pub fn device_attr(ctx: &Ucontext) -> Result<w::ib_uverbs_query_device_resp, Err
 /// `ib_uverbs_ex_query_device_resp` (the base, and what the device has of the extensions).
 pub fn device_attr_ex(ctx: &Ucontext) -> Result<w::ib_uverbs_ex_query_device_resp, Errno> {
     let base = device_attr(ctx)?;
-    let devx = ctx.devx()?;
-    let k = Caps::query(&*devx)?;
+    let k = Caps::of(ctx)?;
     Ok(w::ib_uverbs_ex_query_device_resp {
         base,
         timestamp_mask: (1 << 63) - 1,

@@ -381,8 +381,7 @@ fn mlx5_query_port(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
     if port != 1 {
         return Err(Errno::EINVAL);
     }
-    let devx = ctx.devx()?;
-    let vhca = device::Caps::query(&*devx)?.get(mlx5_dpa::mlx5::layouts::cmd_hca_cap::vhca_id);
+    let vhca = device::Caps::of(ctx)?.get(mlx5_dpa::mlx5::layouts::cmd_hca_cap::vhca_id);
     let q = m::mlx5_ib_uapi_query_port {
         // MLX5_IB_UAPI_QUERY_PORT_VPORT | _VPORT_VHCA_ID | _ESW_OWNER_VHCA_ID
         flags: 1 | 2 | 0x20,

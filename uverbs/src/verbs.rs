@@ -68,7 +68,7 @@ pub(crate) fn alloc_ucontext(
     }
     let sim = Arc::new(ctx.dev.open());
     let devx: Arc<dyn Devx> = Arc::clone(&sim) as Arc<dyn Devx>;
-    let caps = devx::query_caps(&*devx).map_err(errno_of)?;
+    let caps = Arc::new(devx::query_caps(&*devx).map_err(errno_of)?);
     let g = &caps.general;
     let resp = m::mlx5_ib_alloc_ucontext_resp {
         qp_tab_size: 1 << g.log_max_qp,
@@ -97,8 +97,9 @@ pub(crate) fn alloc_ucontext(
         num_dyn_bfregs: 0,
         dump_fill_mkey: 0,
     };
-    s.devx = Some(devx);
+    s.devx = Some(crate::config::captured(devx));
     s.sim = Some(sim);
+    s.caps = Some(caps);
     s.devx_enabled = req.flags & m::MLX5_IB_ALLOC_UCTX_DEVX != 0;
     Ok(resp)
 }
@@ -461,7 +462,7 @@ fn create_cq_common(ctx: &Ucontext, r: CqReq, io: &WriteIo<'_>) -> Result<(u32, 
         return Err(Errno::EOPNOTSUPP);
     }
     let devx = ctx.devx()?;
-    let caps = devx::query_caps(&*devx).map_err(errno_of)?;
+    let caps = ctx.caps()?;
     let max = 1u64 << caps.general.log_max_cq_sz;
     if u64::from(r.cqe) > max {
         return Err(Errno::EINVAL);
@@ -662,7 +663,7 @@ fn create_qp_common(ctx: &Ucontext, r: QpReq, io: &WriteIo<'_>) -> Result<(u32, 
         return Err(Errno::EINVAL);
     }
     let devx = ctx.devx()?;
-    let caps = devx::query_caps(&*devx).map_err(errno_of)?;
+    let caps = ctx.caps()?;
     let max = 1u32 << caps.general.log_max_qp_sz;
     let pow2 = |n: u32| n == 0 || n.is_power_of_two();
     if !pow2(u.sq_wqe_count)
@@ -1021,8 +1022,7 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
     if given & required != required || given & !(required | optional) != 0 {
         return Err(Errno::EINVAL);
     }
-    let devx = ctx.devx()?;
-    let caps = device::Caps::query(&*devx)?;
+    let caps = device::Caps::of(ctx)?;
     let ra_res = caps.get(mlx5_dpa::mlx5::layouts::cmd_hca_cap::log_max_ra_res_qp);
     let ra_req = caps.get(mlx5_dpa::mlx5::layouts::cmd_hca_cap::log_max_ra_req_qp);
     let mut next = a.clone();

@@ -65,21 +65,6 @@ pub(crate) fn run(fw: &mut Firmware, dp: &mut Datapath, now: Instant) -> usize {
     work
 }
 
-/// The send queue's producer counter the device may take WQEs up to: the doorbell record
-/// (dbrec[1], a 16-bit WQEBB counter) as of the last doorbell; `None` when it cannot be read.
-pub(super) fn rung_pi(qp: &mut Qp, dp: &mut Datapath) -> Option<u16> {
-    let dbr_pi = qp.dbr.read_be32(4).map(|v| v as u16)?;
-    if qp.rc.doorbelled {
-        qp.rc.rung_pi = dbr_pi;
-    } else if dbr_pi != qp.rc.seen_pi {
-        // Posted without a doorbell (yet): not the device's to take.
-        dp.port.stats.dbr_without_doorbell += 1;
-    }
-    qp.rc.seen_pi = dbr_pi;
-    qp.rc.doorbelled = false;
-    Some(qp.rc.rung_pi)
-}
-
 /// Takes new WQEs from the send queue.
 pub(super) fn fetch(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
     let Some(qp) = fw.qps.get_mut(qpn) else {

@@ -50,7 +50,7 @@ pub(super) fn send(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
     };
     let Some(sq) = qp.sq else { return 0 };
     // The send doorbell record as the RC requester reads it: taken when rung.
-    let Some(pi) = super::requester::rung_pi(qp, dp) else {
+    let Some(pi) = rung_pi(qp, dp) else {
         return 0;
     };
     let mut frame = std::mem::take(&mut dp.rc_frame);

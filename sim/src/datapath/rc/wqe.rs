@@ -8,6 +8,7 @@ use mlx5_dpa::mlx5::wire::wqe::{
 };
 use mlx5_dpa::queues::ring::wqebbs;
 
+use crate::state::datapath::Datapath;
 use crate::state::objects::{Qp, QpSq};
 use crate::state::rc::*;
 use crate::state::Firmware;
@@ -187,6 +188,21 @@ impl SendWqe {
         }
         Ok(())
     }
+}
+
+/// The send queue's producer counter the device may take WQEs up to: the doorbell record
+/// (dbrec[1], a 16-bit WQEBB counter) as of the last doorbell; `None` when it cannot be read.
+pub(super) fn rung_pi(qp: &mut Qp, dp: &mut Datapath) -> Option<u16> {
+    let dbr_pi = qp.dbr.read_be32(4).map(|v| v as u16)?;
+    if qp.rc.doorbelled {
+        qp.rc.rung_pi = dbr_pi;
+    } else if dbr_pi != qp.rc.seen_pi {
+        // Posted without a doorbell (yet): not the device's to take.
+        dp.port.stats.dbr_without_doorbell += 1;
+    }
+    qp.rc.seen_pi = dbr_pi;
+    qp.rc.doorbelled = false;
+    Some(qp.rc.rung_pi)
 }
 
 /// Checks a fetched WQE; returns the message length.

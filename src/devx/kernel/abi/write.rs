@@ -184,8 +184,7 @@ pub struct WriteFrame {
     pub uhw_out_len: usize,
 }
 
-/// Why a write buffer was refused (the kernel answers `EINVAL` to each, `ENOSYS` to
-/// [`FrameError::Unknown`]).
+/// Why a write buffer was refused (the kernel answers `EINVAL` to each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameError {
     /// Shorter than its headers.
