@@ -65,6 +65,7 @@ use mlx5_dpa::sync::lock;
 pub use check::Check;
 pub use datapath::syndrome;
 pub use devx::SimDevx;
+pub use fw::vport::{eui64, gid_table, GID_TABLE_SIZE, IPV4_GID_INDEX};
 pub use fw::{FwStats, Inventory, ObjRef};
 use profile::Profile;
 pub use state::datapath::{PortMode, PortStats};

@@ -61,32 +61,12 @@ impl Caps {
     }
 }
 
-/// The EUI-64 of a MAC (`addrconf_addr_eui48`): the universal/local bit flipped, `ff:fe` in
-/// the middle.
-pub fn eui64(mac: [u8; 6]) -> [u8; 8] {
-    [
-        mac[0] ^ 2,
-        mac[1],
-        mac[2],
-        0xff,
-        0xfe,
-        mac[3],
-        mac[4],
-        mac[5],
-    ]
-}
+/// The EUI-64 of a MAC (the model's, [`mlx5_sim::eui64`]).
+pub use mlx5_sim::eui64;
 
-/// The port's GIDs.
+/// The port's GIDs: the model's own table ([`mlx5_sim::gid_table`]).
 pub fn gids(ip: Ipv4Addr, mac: [u8; 6]) -> [[u8; 16]; 2] {
-    let mut ll = [0u8; 16];
-    ll[0] = 0xfe;
-    ll[1] = 0x80;
-    ll[8..].copy_from_slice(&eui64(mac));
-    let mut v4 = [0u8; 16];
-    v4[10] = 0xff;
-    v4[11] = 0xff;
-    v4[12..].copy_from_slice(&ip.octets());
-    [ll, v4]
+    mlx5_sim::gid_table(ip.octets(), mac)
 }
 
 /// The port's address (from the model).

@@ -807,33 +807,33 @@ fn qp_resp(h: u32, qpn: u32, caps: [u32; 5]) -> w::ib_uverbs_create_qp_resp {
     }
 }
 
-/// CREATE_QP.
-pub(crate) fn create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
-    let req: w::ib_uverbs_create_qp = io.req()?;
-    let caps = [
-        req.max_send_wr,
-        req.max_recv_wr,
-        req.max_send_sge,
-        req.max_recv_sge,
-        req.max_inline_data,
-    ];
-    let (h, qpn) = create_qp_common(
-        ctx,
+/// The request of CREATE_QP or EX_CREATE_QP (their fields have the same names).
+macro_rules! qp_req {
+    ($req:expr, $block_lb_mc:expr) => {{
+        let r = &$req;
         QpReq {
-            user_handle: req.user_handle,
-            pd_handle: req.pd_handle,
-            send_cq_handle: req.send_cq_handle,
-            recv_cq_handle: req.recv_cq_handle,
-            srq_handle: req.srq_handle,
-            caps,
-            sq_sig_all: req.sq_sig_all,
-            qp_type: req.qp_type,
-            is_srq: req.is_srq,
-            block_lb_mc: false,
-        },
-        io,
-    )?;
-    io.resp(qp_resp(h, qpn, caps).as_bytes())?;
+            user_handle: r.user_handle,
+            pd_handle: r.pd_handle,
+            send_cq_handle: r.send_cq_handle,
+            recv_cq_handle: r.recv_cq_handle,
+            srq_handle: r.srq_handle,
+            caps: [
+                r.max_send_wr,
+                r.max_recv_wr,
+                r.max_send_sge,
+                r.max_recv_sge,
+                r.max_inline_data,
+            ],
+            sq_sig_all: r.sq_sig_all,
+            qp_type: r.qp_type,
+            is_srq: r.is_srq,
+            block_lb_mc: $block_lb_mc,
+        }
+    }};
+}
+
+/// The mlx5 part of a CREATE_QP answer: the bfreg index the request named.
+fn mlx5_qp_resp(io: &WriteIo<'_>) -> Result<(), Errno> {
     let u: m::mlx5_ib_create_qp = io.uhw();
     io.uhw_resp(
         m::mlx5_ib_create_qp_resp {
@@ -842,6 +842,16 @@ pub(crate) fn create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
         }
         .as_bytes(),
     )
+}
+
+/// CREATE_QP.
+pub(crate) fn create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
+    let req: w::ib_uverbs_create_qp = io.req()?;
+    let r = qp_req!(req, false);
+    let caps = r.caps;
+    let (h, qpn) = create_qp_common(ctx, r, io)?;
+    io.resp(qp_resp(h, qpn, caps).as_bytes())?;
+    mlx5_qp_resp(io)
 }
 
 /// EX_CREATE_QP.
@@ -855,43 +865,16 @@ pub(crate) fn ex_create_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno
     {
         return Err(Errno::EOPNOTSUPP);
     }
-    let caps = [
-        req.max_send_wr,
-        req.max_recv_wr,
-        req.max_send_sge,
-        req.max_recv_sge,
-        req.max_inline_data,
-    ];
-    let (h, qpn) = create_qp_common(
-        ctx,
-        QpReq {
-            user_handle: req.user_handle,
-            pd_handle: req.pd_handle,
-            send_cq_handle: req.send_cq_handle,
-            recv_cq_handle: req.recv_cq_handle,
-            srq_handle: req.srq_handle,
-            caps,
-            sq_sig_all: req.sq_sig_all,
-            qp_type: req.qp_type,
-            is_srq: req.is_srq,
-            block_lb_mc: req.create_flags & CREATE_BLOCK_MULTICAST_LOOPBACK != 0,
-        },
-        io,
-    )?;
+    let r = qp_req!(req, req.create_flags & CREATE_BLOCK_MULTICAST_LOOPBACK != 0);
+    let caps = r.caps;
+    let (h, qpn) = create_qp_common(ctx, r, io)?;
     let resp = w::ib_uverbs_ex_create_qp_resp {
         base: qp_resp(h, qpn, caps),
         comp_mask: 0,
         response_length: io.core_out_len().min(40) as u32,
     };
     io.resp(resp.as_bytes())?;
-    let u: m::mlx5_ib_create_qp = io.uhw();
-    io.uhw_resp(
-        m::mlx5_ib_create_qp_resp {
-            bfreg_index: u.bfreg_index,
-            ..Default::default()
-        }
-        .as_bytes(),
-    )
+    mlx5_qp_resp(io)
 }
 
 /// DESTROY_QP.

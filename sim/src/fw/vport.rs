@@ -18,21 +18,24 @@ pub const GID_TABLE_SIZE: u64 = 2;
 /// from (declared with the wire format, which the datapath reads too).
 pub use crate::port::roce::IPV4_GID_INDEX;
 
-/// The link-local GID of a MAC: `fe80::` and its EUI-64.
-pub(crate) fn link_local_gid(mac: [u8; 6]) -> [u8; 16] {
-    let mut g = [0u8; 16];
-    g[0] = 0xfe;
-    g[1] = 0x80;
-    g[8..].copy_from_slice(&eui64(mac).to_be_bytes());
-    g
+/// The port's GID table for its IPv4 address and MAC: index 0 the link-local `fe80::` GID of
+/// the MAC's EUI-64, index [`IPV4_GID_INDEX`] the IPv4-mapped address. The uverbs server shows
+/// the same table in sysfs and answers QUERY_GID from it.
+pub fn gid_table(ipv4: [u8; 4], mac: [u8; 6]) -> [[u8; 16]; GID_TABLE_SIZE as usize] {
+    let mut ll = [0u8; 16];
+    ll[0] = 0xfe;
+    ll[1] = 0x80;
+    ll[8..].copy_from_slice(&eui64(mac));
+    [ll, ipv4_gid(ipv4)]
 }
 
 /// The port MTU the vport context reports (Ethernet payload bytes).
 pub(crate) const PORT_MTU: u64 = 1500;
 
-/// The EUI-64 the model derives from a MAC (node and port GUID).
-fn eui64(mac: [u8; 6]) -> u64 {
-    u64::from_be_bytes([
+/// The EUI-64 of a MAC (Linux `addrconf_addr_eui48`): the universal/local bit flipped,
+/// `ff:fe` in the middle. The model's node and port GUID, and the link-local GID's low half.
+pub fn eui64(mac: [u8; 6]) -> [u8; 8] {
+    [
         mac[0] ^ 2,
         mac[1],
         mac[2],
@@ -41,7 +44,7 @@ fn eui64(mac: [u8; 6]) -> u64 {
         mac[3],
         mac[4],
         mac[5],
-    ])
+    ]
 }
 
 impl Firmware {
@@ -60,7 +63,7 @@ impl Firmware {
         let mac = self.profile.mac;
         o.set(c.at(n::roce_en), 1);
         o.set(c.at(n::mtu), PORT_MTU);
-        let guid = eui64(mac);
+        let guid = u64::from_be_bytes(eui64(mac));
         o.set(c.at(n::system_image_guid), guid);
         o.set(c.at(n::port_guid), guid);
         o.set(c.at(n::node_guid), guid);
@@ -89,11 +92,7 @@ impl Firmware {
         let mut o = outbox::<l::query_roce_address_out::Layout>(out)?;
         let a = l::query_roce_address_out::roce_address;
         let ipv4 = index == u64::from(IPV4_GID_INDEX);
-        let gid = if ipv4 {
-            ipv4_gid(self.profile.ipv4)
-        } else {
-            link_local_gid(self.profile.mac)
-        };
+        let gid = gid_table(self.profile.ipv4, self.profile.mac)[index as usize];
         for (i, b) in gid.iter().enumerate() {
             if let Some(f) = r::source_l3_address.at(i as u32) {
                 o.set(a.at(f), u64::from(*b));
@@ -131,6 +130,9 @@ mod tests {
         assert_eq!(&g[..12], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
         assert_eq!(gid_ipv4(&g), Some([10, 1, 2, 3]));
         assert_eq!(gid_ipv4(&[0; 16]), None);
-        assert_eq!(eui64([0x02, 0, 0x5e, 0, 0, 1]), 0x0000_5eff_fe00_0001);
+        assert_eq!(
+            u64::from_be_bytes(eui64([0x02, 0, 0x5e, 0, 0, 1])),
+            0x0000_5eff_fe00_0001
+        );
     }
 }
