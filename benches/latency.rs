@@ -19,7 +19,7 @@
 //! Then the engine's idle cost: the model's engine thread's CPU time (from
 //! `/proc/self/task/<tid>/schedstat`) over one second, after one second with nothing to do.
 //!
-//! The last lines are the `summary latency:` rows the README quotes.
+//! The last lines are the `summary latency:` rows docs/performance.md quotes.
 
 #[path = "common/summary.rs"]
 #[macro_use]

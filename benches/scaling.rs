@@ -1,6 +1,6 @@
 //! How cost grows on the device model: four curves, each point the median of `ROUNDS` timed
 //! rounds, written as CSV under `target/scaling/` (`tools/plot_scaling.py` draws them as the PNG
-//! charts the README links) and printed as `summary scaling:` rows.
+//! charts docs/performance.md links) and printed as `summary scaling:` rows.
 //!
 //! `cargo bench --bench scaling` (a bench binary).
 //!

@@ -10,7 +10,7 @@
 //! times; the median is reported beside the one-in-flight rate of the same rig (the baseline:
 //! one frame, wait for its answer, next frame), measured in the same run.
 //!
-//! The last lines are the `summary throughput:` rows the README quotes.
+//! The last lines are the `summary throughput:` rows docs/performance.md quotes.
 
 #[path = "common/summary.rs"]
 #[macro_use]

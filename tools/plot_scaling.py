@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Draws the scaling curves `cargo bench --bench scaling` writes (target/scaling/*.csv) as PNG
-charts in docs/scaling/ (the ones the README links). Needs matplotlib (pip install matplotlib);
+charts in docs/scaling/ (the ones docs/performance.md links). Needs matplotlib (pip install matplotlib);
 the bench itself needs nothing of this.
 
     cargo bench --bench scaling && python3 tools/plot_scaling.py

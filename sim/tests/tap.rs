@@ -5,15 +5,17 @@
 //! inherit it), so nothing here touches the host's interfaces, addresses or routes. The
 //! namespace disappears when that thread exits and the TAP descriptor is closed.
 //!
-//! Tests skip (print "skipped: ..." and pass) when the environment cannot host them: no
-//! permission to unshare, no `/dev/net/tun`, or no `ip` binary.
+//! Where the environment cannot host them (no permission to unshare, no `/dev/net/tun`, no
+//! `ip` binary), the tests are reported ignored, with the reason, by this file's own harness.
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mlx5_sim::port::tap::{Tap, TapError};
+use libtest_mimic::{Arguments, Trial};
+
+use mlx5_sim::port::tap::Tap;
 use nix::errno::Errno;
 use nix::sched::{unshare, CloneFlags};
 
@@ -47,36 +49,35 @@ fn ip(bin: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs `body` on a fresh thread in a fresh network namespace holding an up TAP interface
-/// `mlx5sim0` with MAC `TAP_MAC` and address 10.99.0.1/24. Returns without running `body`
-/// (after printing why) if the environment cannot provide that.
-fn in_private_netns(test: &str, body: impl FnOnce(Tap, &str) + Send + 'static) {
-    let Some(ip_bin) = ip_binary() else {
-        eprintln!("{test}: skipped: no `ip` binary (iproute2) found");
-        return;
-    };
-    if !Path::new("/dev/net/tun").exists() {
-        eprintln!("{test}: skipped: /dev/net/tun does not exist");
-        return;
+/// Why this machine cannot host the tests (`None`: it can): an `ip` binary, `/dev/net/tun`, a
+/// network namespace and a TAP interface in it, tried once on a thread of its own.
+fn why_not() -> Option<String> {
+    if ip_binary().is_none() {
+        return Some("no `ip` binary (iproute2) found".into());
     }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun does not exist".into());
+    }
+    std::thread::spawn(|| {
+        if let Err(e) = unshare(CloneFlags::CLONE_NEWNET) {
+            return Some(format!("cannot create a network namespace (unshare: {e})"));
+        }
+        Tap::open(IFNAME).err().map(|e| e.to_string())
+    })
+    .join()
+    .unwrap_or_else(|_| Some("the probe panicked".into()))
+}
+
+/// Runs `body` on a fresh thread in a fresh network namespace holding an up TAP interface
+/// `mlx5sim0` with MAC `TAP_MAC` and address 10.99.0.1/24 (the harness ran [`why_not`] first).
+fn in_private_netns(test: &str, body: impl FnOnce(Tap, &str) + Send + 'static) {
+    let ip_bin = ip_binary().expect("the probe found `ip`");
     let test = test.to_owned();
     let joined = std::thread::spawn(move || {
-        match unshare(CloneFlags::CLONE_NEWNET) {
-            Ok(()) => {}
-            Err(e @ (Errno::EPERM | Errno::EACCES | Errno::EINVAL | Errno::ENOSYS)) => {
-                eprintln!("{test}: skipped: cannot create a network namespace (unshare: {e})");
-                return;
-            }
-            Err(e) => panic!("unshare(CLONE_NEWNET): {e}"),
+        if let Err(e) = unshare(CloneFlags::CLONE_NEWNET) {
+            panic!("{test}: unshare(CLONE_NEWNET): {e}");
         }
-        let tap = match Tap::open(IFNAME) {
-            Ok(tap) => tap,
-            Err(e @ (TapError::NoTunDevice { .. } | TapError::PermissionDenied { .. })) => {
-                eprintln!("{test}: skipped: {e}");
-                return;
-            }
-            Err(e) => panic!("Tap::open({IFNAME}): {e}"),
-        };
+        let tap = Tap::open(IFNAME).unwrap_or_else(|e| panic!("{test}: Tap::open({IFNAME}): {e}"));
         assert_eq!(tap.name(), IFNAME);
 
         // The new namespace holds nothing but a down loopback and our interface.
@@ -239,7 +240,6 @@ fn parse_udp(frame: &[u8]) -> Option<UdpView<'_>> {
 }
 
 /// (a) A datagram the kernel routes out of the interface arrives on the TAP descriptor.
-#[test]
 fn kernel_to_tap_udp() {
     in_private_netns("kernel_to_tap_udp", |tap, ip_bin| {
         // A permanent neighbour entry, so the kernel sends the datagram instead of an ARP
@@ -313,7 +313,6 @@ fn kernel_to_tap_udp() {
 }
 
 /// (b) A frame written to the TAP descriptor is delivered by the kernel to a UDP socket.
-#[test]
 fn tap_to_kernel_udp() {
     in_private_netns("tap_to_kernel_udp", |tap, _ip_bin| {
         let local = SocketAddrV4::new(TAP_IP, 7777);
@@ -340,7 +339,6 @@ fn tap_to_kernel_udp() {
 }
 
 /// Frames the kernel cannot take are reported as errors, not panics or silent drops.
-#[test]
 fn send_rejects_runt_frames() {
     in_private_netns("send_rejects_runt_frames", |tap, _ip_bin| {
         // Shorter than an Ethernet header.
@@ -361,7 +359,6 @@ fn send_rejects_runt_frames() {
 
 /// The model's port on a TAP: a datagram the kernel sends arrives in an RQ, and a frame sent
 /// from an SQ reaches a kernel socket.
-#[test]
 fn model_port_on_a_tap_exchanges_frames_with_the_kernel() {
     use mlx5_dpa::mlx5::cmd::OuterMatch;
     use mlx5_sim::testing::rig::{EthRig, RigConfig};
@@ -432,7 +429,6 @@ fn model_port_on_a_tap_exchanges_frames_with_the_kernel() {
 
 /// The responder behind a TAP answers the kernel's ARP request, so the kernel resolves the
 /// model's address by itself and then sends it the datagram.
-#[test]
 fn responder_answers_the_kernels_arp_through_the_model() {
     use mlx5_sim::responder::Responder;
     use mlx5_sim::{Device, PortMode};
@@ -496,7 +492,6 @@ impl std::io::Write for SharedBuf {
 /// `mlx5-dpa sim --tap NAME --app packet-processor`: a datagram the kernel sends to the model is
 /// taken by the DPA event handler, rewritten (MACs swapped, digits to letters, UDP checksum 0)
 /// and sent back out of the TAP, as the sample does for injected frames.
-#[test]
 fn the_packet_processor_rewrites_the_kernels_datagrams() {
     use mlx5_sim::{Device, PortMode};
     in_private_netns("packet_processor_on_a_tap", |tap, ip_bin| {
@@ -550,4 +545,40 @@ fn the_packet_processor_rewrites_the_kernels_datagrams() {
         assert_eq!(&back[42..], b"kernel says abcdefghij!");
         assert_eq!((stats.rx_packets, stats.rewritten), (1, 1), "{stats:?}");
     });
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let why = why_not();
+    let tests: [(&str, fn()); 6] = [
+        ("kernel_to_tap_udp", kernel_to_tap_udp),
+        ("tap_to_kernel_udp", tap_to_kernel_udp),
+        ("send_rejects_runt_frames", send_rejects_runt_frames),
+        (
+            "model_port_on_a_tap_exchanges_frames_with_the_kernel",
+            model_port_on_a_tap_exchanges_frames_with_the_kernel,
+        ),
+        (
+            "responder_answers_the_kernels_arp_through_the_model",
+            responder_answers_the_kernels_arp_through_the_model,
+        ),
+        (
+            "the_packet_processor_rewrites_the_kernels_datagrams",
+            the_packet_processor_rewrites_the_kernels_datagrams,
+        ),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, f)| {
+            Trial::test(name, move || {
+                f();
+                Ok(())
+            })
+            .with_ignored_flag(why.is_some())
+        })
+        .collect();
+    if let Some(w) = &why {
+        eprintln!("tap: 6 test(s) skipped: {w}");
+    }
+    libtest_mimic::run(&args, trials).exit();
 }

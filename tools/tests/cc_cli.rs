@@ -6,18 +6,6 @@ mod common;
 use common::*;
 use std::process::Output;
 
-fn have_gcc() -> bool {
-    let ok = std::process::Command::new("riscv64-unknown-elf-gcc")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: riscv64-unknown-elf-gcc is not installed");
-    }
-    ok
-}
-
 fn scratch_dir(tag: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("mlx5-dpa-cc-test-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -40,7 +28,12 @@ fn missing_compiler_and_sources_are_clear_errors() {
         err.contains("not found") && err.contains("apt-get install gcc-riscv64-unknown-elf"),
         "{err}"
     );
-    if have_gcc() {
+}
+
+#[test]
+#[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
+fn missing_sources_and_compile_errors_are_clear_errors() {
+    {
         let o = run(&["cc", "-o", "/tmp/x.elf", "/nonexistent/src.c"]);
         assert_eq!(o.status.code(), Some(1));
         assert!(stderr(&o).contains("no such source file"), "{}", stderr(&o));
@@ -64,10 +57,8 @@ fn missing_compiler_and_sources_are_clear_errors() {
 }
 
 #[test]
+#[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
 fn cc_reproduces_the_fw_blobs_build_byte_for_byte() {
-    if !have_gcc() {
-        return;
-    }
     let d = scratch_dir("repro");
     let out = d.join("rpc_calc.elf");
     let o = run(&[
@@ -88,10 +79,8 @@ fn cc_reproduces_the_fw_blobs_build_byte_for_byte() {
 /// built by `mlx5-dpa cc` and run by the RPC demo in place of fw-blobs' build: its own
 /// rpc_calculate (a product here) and its print come back.
 #[test]
+#[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
 fn a_program_built_with_cc_runs_as_the_rpc_demos_device_side() {
-    if !have_gcc() {
-        return;
-    }
     let d = scratch_dir("rpc");
     let src = d.join("my_rpc_dev.c");
     std::fs::write(
@@ -153,19 +142,11 @@ __dpa_rpc__ uint64_t rpc_calculate(uint64_t a, uint64_t b)
 /// DPACC packages device code (here twice, into `/bin/true`: any ELF host program will do);
 /// `elf info` finds both.
 #[test]
+#[cfg_attr(
+    any(no_riscv_gcc, no_objcopy),
+    ignore = "riscv64-unknown-elf-gcc or objcopy is not installed"
+)]
 fn cc_packages_the_device_elf_into_a_host_program() {
-    if !have_gcc() {
-        return;
-    }
-    let objcopy = std::process::Command::new("objcopy")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !objcopy {
-        eprintln!("skipped: objcopy is not installed");
-        return;
-    }
     let d = scratch_dir("pkg");
     let once = d.join("host_one");
     let out = d.join("host_two");
@@ -223,10 +204,8 @@ fn cc_packages_the_device_elf_into_a_host_program() {
 /// The device half of the version API: FLEXIO_DEV_VER_USED below the last supported version
 /// is an error, at it a warning, within the range silent, above the headers' an error.
 #[test]
+#[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
 fn the_device_version_macros_check_at_compile_time() {
-    if !have_gcc() {
-        return;
-    }
     let d = scratch_dir("ver");
     let build = |major: u32, minor: u32| {
         let src = d.join(format!("v{major}_{minor}.c"));
@@ -294,10 +273,8 @@ fn package(out: &std::path::Path, host: &str, app: &str, cpu: Option<&str>, src:
 /// is what `make_models_elf.sh` makes. A repeated model, an unknown one, or several models
 /// without a host program are refused.
 #[test]
+#[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
 fn cc_builds_a_copy_per_hardware_model() {
-    if !have_gcc() {
-        return;
-    }
     let d = scratch_dir("cpu");
     let out = d.join("host");
     let src = repo("tests/data/dpa/which_model.c");
@@ -408,10 +385,11 @@ fn cc_builds_a_copy_per_hardware_model() {
 /// `.dpa_sig_NAME`, named by `.dpa_sig_name_NAME`, and verifies; without packaging it is
 /// OUT.sig. A bad key fails before anything is built.
 #[test]
+#[cfg_attr(
+    any(no_riscv_gcc, no_objcopy),
+    ignore = "riscv64-unknown-elf-gcc or objcopy is not installed"
+)]
 fn cc_signs_what_it_builds() {
-    if !have_gcc() {
-        return;
-    }
     let d = scratch_dir("sign");
     let auth = |f: &str| repo(&format!("tests/data/auth/{f}"));
     let src = repo("fw-blobs/src/rpc_calc.c");
@@ -432,10 +410,6 @@ fn cc_signs_what_it_builds() {
         &auth("leaf.der"),
         &src,
     ]);
-    if stderr(&o).contains("objcopy not found") {
-        eprintln!("skipped: objcopy is not installed");
-        return;
-    }
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run(&["verify", &host, "--app", "calc", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
