@@ -12,8 +12,9 @@ use dpa_common::model;
 use std::time::{Duration, Instant};
 
 use mlx5_dpa::devx::UarKind;
+use mlx5_dpa::dpa::caps::DpaCaps;
 use mlx5_dpa::dpa::coredump::RegionKind;
-use mlx5_dpa::dpa::eu::{EuGroup, EuPartition, EUG_NAME_LEN};
+use mlx5_dpa::dpa::eu::{self, EuGroup, EuPartition, EUG_NAME_LEN};
 use mlx5_dpa::dpa::thread::{Affinity, EventHandler, EventHandlerAttr, ThreadInfo, ThreadState};
 use mlx5_dpa::dpa::window::WINDOW_BUF_ALIGN;
 use mlx5_dpa::dpa::{DpaError, Process, ProcessAttr, ProcessStatus};
@@ -480,7 +481,8 @@ fn eu_sets_are_checked_against_the_topology() -> R {
 fn groups_in_a_partition_keep_it_and_stay_inside_it() -> R {
     let (d, ctx) = model("bf3");
     let members: Vec<u32> = (32..48).collect();
-    let part = EuPartition::create(&ctx, &members, 4, &[0])?;
+    let sf_vhca = DpaCaps::query(&ctx)?.vhca_id + 1;
+    let part = EuPartition::create(&ctx, &members, 4, &[sf_vhca])?;
     assert_eq!(part.members(), &members[..]);
     assert_eq!(part.query_members()?, members);
     assert_eq!(d.inventory().count("EU_PARTITION"), 1);
@@ -507,6 +509,148 @@ fn groups_in_a_partition_keep_it_and_stay_inside_it() -> R {
     assert_eq!(d.inventory().count("EUG"), 0);
     assert_eq!(d.inventory().count("EU_PARTITION"), 0);
     drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
+/// The model's syndrome for `check`, as a refused command carries it.
+fn refused(r: Result<impl std::fmt::Debug, DpaError>, check: mlx5_sim::Check) -> bool {
+    match r {
+        Err(e) => e.syndrome() == Some(check.syndrome),
+        Ok(v) => panic!("accepted, expected {check}: {v:?}"),
+    }
+}
+
+/// Regression (issue 30, defect 1): another context could read, rewrite and destroy a
+/// context's EU group, after which the owner's grouped handler was silently dropped.
+#[test]
+fn eu_groups_belong_to_the_context_that_made_them() -> R {
+    use mlx5_sim::check;
+    let (d, a) = model("bf3");
+    let b = d.open_devx();
+    let g = EuGroup::create(&a, "mine", &[5, 6])?;
+    let p = Process::create(&a, SELFTEST, &ProcessAttr::default())?;
+    let h = p.event_handler(&EventHandlerAttr {
+        affinity: Affinity::Group(g.id()),
+        ..EventHandlerAttr::new("st_add", 1)
+    })?;
+    // Another context neither reads, destroys nor binds a thread to it.
+    assert!(refused(
+        eu::read_group(b.as_ref(), g.id()),
+        check::WRONG_UID
+    ));
+    assert!(refused(
+        eu::destroy_group(b.as_ref(), g.id()),
+        check::WRONG_UID
+    ));
+    let pb = Process::create(&b, SELFTEST, &ProcessAttr::default())?;
+    assert!(refused(
+        pb.event_handler(&EventHandlerAttr {
+            affinity: Affinity::Group(g.id()),
+            ..EventHandlerAttr::new("st_add", 1)
+        }),
+        check::WRONG_UID
+    ));
+    // The owner's handler still runs on a member.
+    h.run(7)?;
+    let info = wait_activations(&h, 1)?;
+    assert_eq!(info.return_value, 8);
+    assert!([5, 6].contains(&info.last_eu), "ran on EU {}", info.last_eu);
+    assert_eq!(d.stats().dpa.dropped_events, 0);
+    // Not even the owner destroys a group a live thread is bound to.
+    assert!(refused(
+        eu::destroy_group(a.as_ref(), g.id()),
+        check::OBJECT_IN_USE
+    ));
+    drop((h, p, pb, b));
+    // A group left behind (kept, or its destroy refused) goes when its context closes.
+    let kept = g.keep();
+    assert_eq!(eu::read_group(a.as_ref(), kept)?.members, vec![5, 6]);
+    drop(a);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+    Ok(())
+}
+
+/// Regression (issue 30, defect 1): any context could create a partition over every EU for
+/// any vHCA, and partitions did not constrain where a function's threads ran.
+#[test]
+fn partitions_are_the_managers_and_confine_a_functions_threads() -> R {
+    use mlx5_sim::check;
+    let (d, pf) = model("bf3");
+    let sf = d.open_function(1).unwrap();
+    let sf_vhca = DpaCaps::query(&sf)?.vhca_id;
+    assert_eq!(sf_vhca, DpaCaps::query(&pf)?.vhca_id + 1);
+    // Only the partition manager (the physical function) writes partitions.
+    assert!(refused(
+        EuPartition::create(&sf, &(0..256).collect::<Vec<_>>(), 0, &[sf_vhca]),
+        check::NOT_PARTITION_MANAGER
+    ));
+    // A function without a partition has no EU to run on.
+    let ps = Process::create(&sf, SELFTEST, &ProcessAttr::default())?;
+    let handler = |affinity| {
+        ps.event_handler(&EventHandlerAttr {
+            affinity,
+            ..EventHandlerAttr::new("st_add", 1)
+        })
+    };
+    assert!(refused(handler(Affinity::None), check::NO_PARTITION));
+    // Partitions name functions of this device and do not overlap.
+    assert!(refused(
+        EuPartition::create(&pf, &[40], 0, &[0x7777]),
+        check::BAD_PARTITION_VHCA
+    ));
+    let members: Vec<u32> = (40..44).collect();
+    let part = EuPartition::create(&pf, &members, 1, &[sf_vhca])?;
+    assert!(refused(
+        EuPartition::create(&pf, &[43, 44], 0, &[sf_vhca]),
+        check::PARTITION_OVERLAP
+    ));
+    // The function reads its partition; its groups stay inside it, at most max_num_eug.
+    assert_eq!(eu::read_partition(sf.as_ref(), part.id())?.members, members);
+    assert!(refused(
+        EuGroup::create(&sf, "out", &[39]),
+        check::BAD_AFFINITY
+    ));
+    let g = EuGroup::create(&sf, "in", &[42])?;
+    assert_eq!(
+        eu::read_group(sf.as_ref(), g.id())?.partition,
+        Some(part.id())
+    );
+    assert!(refused(
+        EuGroup::create(&sf, "second", &[41]),
+        check::TOO_MANY_OBJECTS
+    ));
+    // Its threads run inside the partition; a strict EU is a virtual number in it.
+    let any = handler(Affinity::None)?;
+    let strict = handler(Affinity::Strict(1))?;
+    let grouped = handler(Affinity::Group(g.id()))?;
+    assert!(refused(handler(Affinity::Strict(4)), check::BAD_AFFINITY));
+    for (h, want) in [(&any, None), (&strict, Some(41)), (&grouped, Some(42))] {
+        h.run(1)?;
+        let eu = u32::from(wait_activations(h, 1)?.last_eu);
+        assert!(members.contains(&eu), "ran on EU {eu}");
+        if let Some(w) = want {
+            assert_eq!(eu, w);
+        }
+    }
+    // The partition stays while a group or a thread of its function does.
+    assert!(refused(
+        eu::destroy_partition(pf.as_ref(), part.id()),
+        check::OBJECT_IN_USE
+    ));
+    drop((grouped, g));
+    assert_eq!(d.inventory().count("EUG"), 0, "{}", d.inventory());
+    assert!(refused(
+        eu::destroy_partition(pf.as_ref(), part.id()),
+        check::OBJECT_IN_USE
+    ));
+    drop((any, strict, ps));
+    drop(part);
+    assert_eq!(d.inventory().count("EU_PARTITION"), 0, "{}", d.inventory());
+    assert_eq!(d.stats().dpa.dropped_events, 0);
+    drop((sf, pf));
     d.stop_engine();
     assert!(d.inventory().is_empty(), "{}", d.inventory());
     Ok(())

@@ -136,6 +136,10 @@ checks! {
     DPA_APP_UNSIGNED = 0x5131_022a, BAD_PARAM, "DPA Application Authentication is enabled (the profile trusts a root certificate) and the process image comes without a signature (sig_size 0)";
     DPA_APP_AUTH_FAILED = 0x5131_022b, BAD_PARAM, "DPA Application Authentication: the image's signature does not verify (hash list, RSA_SHA_512 signature, or a certificate chain anchored in a trusted root)";
     BAD_SIG_RANGE = 0x5131_022c, BAD_PARAM, "DPA process signature does not fit its umem, or is over 64 KiB";
+    NOT_PARTITION_MANAGER = 0x5131_022d, BAD_PARAM, "only the DPA partition manager (the physical function, standing for the ECPF, or the kernel) writes EU partitions (provisional)";
+    BAD_PARTITION_VHCA = 0x5131_022e, BAD_PARAM, "an EU partition names no function, or a vHCA id that is not a function of this device";
+    PARTITION_OVERLAP = 0x5131_022f, BAD_PARAM, "an EU partition shares EUs with another partition (partitions are isolated pools)";
+    NO_PARTITION = 0x5131_0230, BAD_PARAM, "a function other than the partition manager has no EU partition naming it: it has no EU to run a DPA thread on or group";
 
     // Capacity.
     TOO_MANY_OBJECTS = 0x5131_0301, NO_RES, "object count limit of the capability reached";

@@ -439,6 +439,8 @@ impl Drop for SimDevx {
                     break;
                 }
             }
+            // EU groups and partitions this context made go with it (`fw::eu`).
+            st.fw.release_eu_registers(uid);
             for (_, id) in h.umems.drain() {
                 let _ = st.fw.mem.deregister(uid, id);
             }

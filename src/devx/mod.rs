@@ -77,6 +77,14 @@ impl DevxError {
             _ => None,
         }
     }
+
+    /// The firmware syndrome, if firmware refused the command.
+    pub fn syndrome(&self) -> Option<u32> {
+        match self {
+            DevxError::Command { source, .. } => source.syndrome(),
+            _ => None,
+        }
+    }
 }
 
 impl From<CmdError> for DevxError {

@@ -212,7 +212,9 @@ impl EuPartition {
 
     /// Leaves the partition on the device when the handle goes (as the DPA management tool's
     /// partitions stay, for other programs to run in); returns its id. [`destroy_partition`]
-    /// removes it later.
+    /// removes it later. How long the device keeps it is the device's rule: the model
+    /// releases what a DevX context made when that context closes (DESIGN.md, "EU partitions
+    /// and groups").
     pub fn keep(self) -> u16 {
         self.inner
             .kept
@@ -399,7 +401,8 @@ impl EuGroup {
     }
 
     /// Leaves the group (and the partition it was made in) on the device when the handle
-    /// goes; returns its id. [`destroy_group`] removes it later.
+    /// goes; returns its id. [`destroy_group`] removes it later (the model releases it with
+    /// the context that made it, as [`EuPartition::keep`] says).
     pub fn keep(mut self) -> u16 {
         self.destroyed = true;
         if let Some(p) = &self._partition {
@@ -433,7 +436,9 @@ impl EuGroup {
 impl Drop for EuGroup {
     fn drop(&mut self) {
         if !self.destroyed {
-            // A refused destroy on drop has nowhere to go; `EuGroup::destroy` reports it.
+            // A refused destroy on drop has nowhere to go (`EuGroup::destroy` reports it); the
+            // group then stays until the context closes. Busy is the usual refusal: a thread
+            // bound to the group is still there.
             let _ = self.write_destroy();
         }
     }

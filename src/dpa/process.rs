@@ -120,6 +120,14 @@ impl DpaError {
         }
     }
 
+    /// The firmware syndrome under any step wrappers, when firmware refused a command.
+    pub fn syndrome(&self) -> Option<u32> {
+        match self.root() {
+            DpaError::Devx(e) => e.syndrome(),
+            _ => None,
+        }
+    }
+
     /// The outermost step name, when the error came from a named step.
     pub fn step(&self) -> Option<&'static str> {
         match self {

@@ -11,10 +11,12 @@
 //! mlx5-dpa --sim eu batch ops.txt       # several operations in one run (one per line)
 //! ```
 //!
-//! What `create` makes stays on the device after the tool exits (as `dpaeumgmt`'s do), until
-//! `destroy`. The device model lives as long as one run of the tool, so on it a sequence of
-//! operations goes through `eu batch` (a file, or `-` for standard input, of `eu` operations,
-//! one per line; `#` starts a comment).
+//! The handles are kept (`keep`): what `create` makes is not destroyed by the tool, only by
+//! `destroy`. How long the device keeps it is the device's rule: the model (provisionally)
+//! releases what a DevX context made when the context closes, and lives one run of the tool
+//! anyway, so on it a sequence of operations goes through `eu batch` (a file, or `-` for
+//! standard input, of `eu` operations, one per line; `#` starts a comment). Partitions are
+//! written by the partition manager (the physical function) only.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;

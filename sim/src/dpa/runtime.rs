@@ -18,52 +18,40 @@ use crate::state::Firmware;
 use crate::state::State;
 
 impl Firmware {
-    /// The EU for `affinity`: `Ok(Some)` a free one, `Ok(None)` none free now, `Err` none
-    /// can ever match. Among the free EUs the affinity allows: `warm` (the EU that last kept
-    /// a code cache of the program of text version `text`) when it still holds it; else the
-    /// lowest with room for one more code cache; else the lowest. Many processes sharing the
-    /// low EUs would otherwise evict each other's decoded (and compiled) code at every
-    /// activation once more than [`EU_CODE_CACHES`] take turns on one EU.
+    /// The EU for a thread of function `vhca` with `affinity`: `Ok(Some)` a free one,
+    /// `Ok(None)` none free now, `Err` none can ever match (the EUs it may use are
+    /// [`Firmware::eus_for`]: its partition's, its group's). Among the free EUs allowed:
+    /// `warm` (the EU that last kept a code cache of the program of text version `text`) when
+    /// it still holds it; else the lowest with room for one more code cache; else the lowest.
+    /// Many processes sharing the low EUs would otherwise evict each other's decoded (and
+    /// compiled) code at every activation once more than [`EU_CODE_CACHES`] take turns on
+    /// one EU.
     ///
     /// [`EU_CODE_CACHES`]: crate::state::dpa::EU_CODE_CACHES
     fn dpa_choose_eu(
         &self,
+        vhca: u16,
         affinity: Affinity,
-        eus: usize,
         warm: Option<u16>,
         text: u64,
     ) -> Result<Option<u16>, ()> {
-        let eu = |e: usize| self.dpa.eus.get(e).filter(|x| !x.busy);
-        let pick = |allowed: &dyn Fn(usize) -> bool| -> Option<u16> {
-            if let Some(w) = warm.map(usize::from) {
-                if allowed(w) && eu(w).is_some_and(|x| x.caches.iter().any(|(v, _)| *v == text)) {
-                    return Some(w as u16);
-                }
-            }
-            let room = (0..eus).find(|&e| {
-                allowed(e)
-                    && eu(e).is_some_and(|x| x.caches.len() < crate::state::dpa::EU_CODE_CACHES)
-            });
-            room.or_else(|| (0..eus).find(|&e| allowed(e) && eu(e).is_some()))
-                .map(|e| e as u16)
-        };
-        match affinity {
-            Affinity::None => Ok(pick(&|e| e < eus)),
-            Affinity::Eu(e) if usize::from(e) < eus => Ok(eu(usize::from(e)).map(|_| e)),
-            Affinity::Eu(_) => Err(()),
-            Affinity::Group(g) => {
-                let d = self.eugs.get(&g).ok_or(())?;
-                // member_mask: 32 dwords at byte 0x40 (nic_dpa_eug_reg), bit N = EU N.
-                let member = |eu: usize| {
-                    d.get(0x40 + (eu / 32) * 4 + (3 - (eu % 32) / 8))
-                        .is_some_and(|b| b >> (eu % 8) & 1 == 1)
-                };
-                if !(0..eus).any(member) {
-                    return Err(());
-                }
-                Ok(pick(&|e| e < eus && member(e)))
+        let allowed = self.eus_for(vhca, affinity).ok_or(())?;
+        let free = |e: u32| self.dpa.eus.get(e as usize).filter(|x| !x.busy);
+        if let Some(w) = warm.map(u32::from) {
+            if allowed.contains(w)
+                && free(w).is_some_and(|x| x.caches.iter().any(|(v, _)| *v == text))
+            {
+                return Ok(Some(w as u16));
             }
         }
+        let eus = self.profile.dpa_eus();
+        let room = (0..eus).find(|&e| {
+            allowed.contains(e)
+                && free(e).is_some_and(|x| x.caches.len() < crate::state::dpa::EU_CODE_CACHES)
+        });
+        Ok(room
+            .or_else(|| (0..eus).find(|&e| allowed.contains(e) && free(e).is_some()))
+            .map(|e| e as u16))
     }
 
     /// Starts every queued thread that has a free EU matching its affinity (in arrival
@@ -99,7 +87,7 @@ impl Firmware {
                 self.dpa_sync_thread_ctx(id);
                 continue;
             }
-            let eu = match self.dpa_choose_eu(t.affinity, eus, p.warm_eu, p.mem.text_version()) {
+            let eu = match self.dpa_choose_eu(p.vhca, t.affinity, p.warm_eu, p.mem.text_version()) {
                 Ok(Some(eu)) => eu,
                 Ok(None) => {
                     waiting.push_back(id);

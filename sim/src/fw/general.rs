@@ -13,6 +13,7 @@ use crate::check::{self, Check};
 use crate::state::objects::*;
 
 use crate::state::dpa::map::{DUMEM_BASE, DUMEM_ID_BASE};
+use crate::state::dpa::Affinity;
 
 const HDR: usize = size::<l::general_obj_in_cmd_hdr::Layout>();
 
@@ -285,14 +286,23 @@ impl Firmware {
                     }
                 }
                 let id = c.get(th::affinity_id) as u32;
-                match c.get(th::affinity_type) {
-                    0 => {}
-                    1 if dpa(d::thread_affinity_single_hart) == 1
-                        && id < self.profile.dpa_eus() => {}
-                    2 if dpa(d::thread_affinity_hart_group) == 1
-                        && self.eugs.contains_key(&(id as u16)) => {}
+                let affinity = match c.get(th::affinity_type) {
+                    0 => Affinity::None,
+                    1 if dpa(d::thread_affinity_single_hart) == 1 && id <= 0xffff => {
+                        Affinity::Eu(id as u16)
+                    }
+                    2 if dpa(d::thread_affinity_hart_group) == 1 && id <= 0xffff => {
+                        Affinity::Group(id as u16)
+                    }
                     _ => return Err(check::BAD_AFFINITY),
-                }
+                };
+                // The process's function must have EUs for it (`fw::eu`).
+                let vhca = self
+                    .dpa
+                    .processes
+                    .get(&process)
+                    .map_or(self.vhca_of(uid), |p| p.vhca);
+                self.affinity_allowed(uid, vhca, affinity)?;
                 if c.get(th::entry_point) == 0 {
                     return Err(check::BAD_ENTRY_POINT);
                 }

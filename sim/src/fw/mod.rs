@@ -10,6 +10,7 @@
 /// model that applies some of them).
 pub use crate::check;
 mod destroy;
+mod eu;
 mod general;
 mod queues;
 pub(crate) mod steering;
@@ -399,84 +400,6 @@ impl Firmware {
         if u.uid != uid {
             return Err(check::WRONG_UID);
         }
-        Ok(())
-    }
-
-    fn access_register(&mut self, _uid: u16, inb: &[u8], out: &mut [u8]) -> Result<(), Check> {
-        use l::access_register_in as a;
-        use l::dpa::reg_id;
-        let v = inbox::<a::Layout>(inb)?;
-        let op_mod = v.get(a::op_mod); // write 0, read 1
-        if op_mod > 1 {
-            return Err(check::BAD_OP_MOD);
-        }
-        let reg = v.get(a::register_id) as u16;
-        let data = &inb[size::<a::Layout>()..];
-        let (len, table) = match reg {
-            reg_id::NIC_DPA_EUG_REG if self.profile.dpa.is_some() => {
-                (size::<l::nic_dpa_eug_reg::Layout>(), 0)
-            }
-            reg_id::NIC_DPA_EU_PARTITION_REG if self.profile.dpa.is_some() => {
-                (size::<l::nic_dpa_eu_partition_reg::Layout>(), 1)
-            }
-            _ => return Err(check::BAD_REGISTER),
-        };
-        if data.len() < len {
-            return Err(check::INBOX_TOO_SHORT);
-        }
-        if out.len() < size::<l::access_register_out::Layout>() + len {
-            return Err(check::OUTBOX_TOO_SHORT);
-        }
-        let data = &data[..len];
-        // Both registers: operation at bit 1 (3 bits), id at bit 0x10 (16 bits); provisional
-        // layouts (FACTS.md §3, mstflint).
-        let operation = (data[0] >> 4) & 0x7;
-        let id = u16::from_be_bytes([data[2], data[3]]);
-        let eus = self.profile.dpa_eus();
-        let members_ok = |d: &[u8]| {
-            // member_mask: 32 dwords at byte 0x40; bit N = EU N.
-            (0..1024u32).all(|eu| {
-                let byte = d[0x40 + (eu / 32) as usize * 4 + (3 - (eu % 32) as usize / 8)];
-                byte >> (eu % 8) & 1 == 0 || eu < eus
-            })
-        };
-        let map = if table == 0 {
-            &mut self.eugs
-        } else {
-            &mut self.partitions
-        };
-        let answer: Vec<u8> = if op_mod == 1 {
-            map.get(&id).cloned().ok_or(check::NO_SUCH_OBJECT)?
-        } else {
-            match operation {
-                0 => {
-                    if !members_ok(data) {
-                        return Err(check::BAD_AFFINITY);
-                    }
-                    let new_id = (1..=u16::MAX)
-                        .find(|i| !map.contains_key(i))
-                        .ok_or(check::TOO_MANY_OBJECTS)?;
-                    let mut stored = data.to_vec();
-                    stored[2..4].copy_from_slice(&new_id.to_be_bytes());
-                    map.insert(new_id, stored.clone());
-                    stored
-                }
-                1 => {
-                    if !map.contains_key(&id) {
-                        return Err(check::NO_SUCH_OBJECT);
-                    }
-                    if !members_ok(data) {
-                        return Err(check::BAD_AFFINITY);
-                    }
-                    map.insert(id, data.to_vec());
-                    data.to_vec()
-                }
-                2 => map.remove(&id).ok_or(check::NO_SUCH_OBJECT)?,
-                _ => return Err(check::BAD_REGISTER_OP),
-            }
-        };
-        let base = size::<l::access_register_out::Layout>();
-        out[base..base + len].copy_from_slice(&answer);
         Ok(())
     }
 

@@ -8,6 +8,7 @@ use mlx5_dpa::sync::lock;
 
 pub(crate) mod datapath;
 pub(crate) mod dpa;
+pub(crate) mod eu;
 pub(crate) mod events;
 pub(crate) mod objects;
 pub(crate) mod qp;

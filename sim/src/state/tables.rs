@@ -70,8 +70,9 @@ pub struct Firmware {
     pub(crate) gen: Slab<GenObj>,
     pub(crate) grants: Vec<Grant>,
     pub(crate) root_table: Option<u32>,
-    pub(crate) eugs: HashMap<u16, Vec<u8>>,
-    pub(crate) partitions: HashMap<u16, Vec<u8>>,
+    /// EU groups and EU partitions (`fw::eu`).
+    pub(crate) eugs: super::eu::EuTable,
+    pub(crate) partitions: super::eu::EuTable,
     /// The DPA's runtime (`crate::dpa`): process memory, threads, EUs.
     pub(crate) dpa: DpaState,
     pub(crate) faults: FaultPlan,
@@ -119,8 +120,8 @@ impl Firmware {
             gen: Slab::new(0x1, 1 << 20),
             grants: Vec::new(),
             root_table: None,
-            eugs: HashMap::new(),
-            partitions: HashMap::new(),
+            eugs: Default::default(),
+            partitions: Default::default(),
             dpa: DpaState::default(),
             faults: FaultPlan::default(),
             stats: FwStats::default(),

@@ -934,7 +934,6 @@ impl Harness {
         self.ctx.take();
         self.uars.clear();
         self.dev.clear_faults();
-        clear_dpa_registers(&self.dev);
         let inv = self.dev.inventory();
         assert!(
             inv.is_empty(),
@@ -952,44 +951,6 @@ fn mutate(mb: &mut [u8], input: &mut Input<'_>) {
         if !mb.is_empty() {
             let i = at % mb.len();
             mb[i] ^= x;
-        }
-    }
-}
-
-/// EU groups and EU partitions are device registers, not objects of a context: closing the
-/// context leaves them. Deletes them through the register interface (ids are handed out from
-/// 1 upwards, lowest free first).
-fn clear_dpa_registers(dev: &Device) {
-    let ctx = dev.open();
-    for (reg, kind, len) in [
-        (
-            l::reg_id::NIC_DPA_EUG_REG,
-            "EUG",
-            l::nic_dpa_eug_reg::Layout::SIZE_BYTES,
-        ),
-        (
-            l::reg_id::NIC_DPA_EU_PARTITION_REG,
-            "EU_PARTITION",
-            l::nic_dpa_eu_partition_reg::Layout::SIZE_BYTES,
-        ),
-    ] {
-        for id in 1..=u16::MAX {
-            if dev.inventory().count(kind) == 0 {
-                break;
-            }
-            let mut data = vec![0u8; len];
-            data[0] = 2 << 4;
-            data[2..4].copy_from_slice(&id.to_be_bytes());
-            let Some((mb, n)) = encoded(&AccessRegisterUser {
-                register_id: reg,
-                argument: 0,
-                write: true,
-                data,
-            }) else {
-                break;
-            };
-            let mut out = vec![0u8; n];
-            let _ = ctx.general_cmd(&mb, &mut out);
         }
     }
 }

@@ -50,6 +50,14 @@ impl CmdError {
             _ => None,
         }
     }
+
+    /// The firmware syndrome, if firmware answered with an error.
+    pub fn syndrome(&self) -> Option<u32> {
+        match self {
+            CmdError::Firmware { syndrome, .. } => Some(*syndrome),
+            _ => None,
+        }
+    }
 }
 
 /// One firmware command.
