@@ -30,6 +30,13 @@ fn moved_fields_are_checked_then_used_by_driver_model_and_decoder() {
             "twice",
         ),
         ("nic_dpa_eug_reg.member_mask 0x0 0x20", "not a scalar"),
+        // Regression (issue 30, defect 3): offset + width wrapped in u32 (a panic in a debug
+        // build, a field reading 0 in a release build); refused with its line.
+        (
+            "# first\ndpa_process.heap_size 0xffffffc0 0x40",
+            "line 2: dpa_process.heap_size at bit 0xffffffc0, 64 bits wide, ends past",
+        ),
+        ("dpa_process.heap_size 0xffffffff 0x1", "ends past"),
     ] {
         let e = overrides::load(text).unwrap_err().to_string();
         assert!(e.contains(why), "{text:?}: {e}");

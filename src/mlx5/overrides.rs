@@ -117,6 +117,16 @@ pub fn parse(text: &str) -> Result<OverrideSet, OverrideError> {
         if !(1..=64).contains(&width) {
             return Err(bad(format!("width {width}: 1 to 64 bits")));
         }
+        // Checked: an offset near u32::MAX must not wrap around to a small end.
+        if offset
+            .checked_add(width)
+            .is_none_or(|end| end > desc.size_bits)
+        {
+            return Err(bad(format!(
+                "{l}.{f} at bit {offset:#x}, {width} bits wide, ends past the layout's {:#x} bits",
+                desc.size_bits
+            )));
+        }
         if set
             .iter()
             .any(|o| o.layout == desc.name && o.field == field.name)
@@ -153,7 +163,7 @@ fn check(desc: &LayoutDesc, fields: &[FieldDesc]) -> Result<(), String> {
         if f.offset < end {
             return Err(format!("{} at {:#x} overlaps {prev}", f.name, f.offset));
         }
-        end = f.offset + f.width;
+        end = f.offset.saturating_add(f.width);
         if end > desc.size_bits {
             return Err(format!(
                 "{} ends at bit {end:#x}, past the layout's {:#x} bits",
