@@ -4,7 +4,8 @@
 //! project's own run of the same sample).
 //!
 //! `capture diff A B` aligns the commands of the two captures (longest common subsequence of
-//! (call, opcode, op_mod, object type)), then compares each aligned pair field by field with
+//! (call, opcode, op_mod, object type), found by Myers' algorithm in linear space with a time
+//! bound, `similar`), then compares each aligned pair field by field with
 //! the inbox's layout; `uid` (which the kernel overwrites) and the fields given with
 //! `--ignore` are left out. Exit status 0 when nothing differs, 1 otherwise.
 
@@ -23,6 +24,47 @@ use crate::input::{self, InputError};
 
 /// Most bytes of a capture file.
 const MAX_CAPTURE: u64 = 256 << 20;
+/// Most time `capture diff` spends looking for the longest alignment.
+const ALIGN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// One step of an alignment of two captures' commands (indexes into each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Both(usize, usize),
+    OnlyA(usize),
+    OnlyB(usize),
+}
+
+/// The steps of a diff's operations, in order; where both sides differ, A's commands first.
+fn alignment(ops: &[similar::DiffOp]) -> Vec<Step> {
+    use similar::DiffOp;
+    let mut steps = Vec::new();
+    for op in ops {
+        match *op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => steps.extend((0..len).map(|k| Step::Both(old_index + k, new_index + k))),
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => steps.extend((old_index..old_index + old_len).map(Step::OnlyA)),
+            DiffOp::Insert {
+                new_index, new_len, ..
+            } => steps.extend((new_index..new_index + new_len).map(Step::OnlyB)),
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                steps.extend((old_index..old_index + old_len).map(Step::OnlyA));
+                steps.extend((new_index..new_index + new_len).map(Step::OnlyB));
+            }
+        }
+    }
+    steps
+}
 
 /// `capture` subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -280,18 +322,23 @@ pub fn run(cmd: &CaptureCmd) -> Result<ExitCode, CaptureCmdError> {
                 ra.iter().filter_map(|r| key(r).map(|k| (r, k))).collect();
             let cb: Vec<(&Record, Key)> =
                 rb.iter().filter_map(|r| key(r).map(|k| (r, k))).collect();
-            // Longest common subsequence of the keys.
+            // Longest common subsequence of the keys: Myers' algorithm in linear space, time
+            // bounded by ALIGN_DEADLINE (past it the alignment is still complete and valid, just
+            // not always the longest; the report says so).
             let (n, m) = (ca.len(), cb.len());
-            let mut l = vec![vec![0u32; m + 1]; n + 1];
-            for i in (0..n).rev() {
-                for j in (0..m).rev() {
-                    l[i][j] = if ca[i].1 == cb[j].1 {
-                        l[i + 1][j + 1] + 1
-                    } else {
-                        l[i + 1][j].max(l[i][j + 1])
-                    };
-                }
-            }
+            let (ka, kb): (Vec<&Key>, Vec<&Key>) = (
+                ca.iter().map(|(_, k)| k).collect(),
+                cb.iter().map(|(_, k)| k).collect(),
+            );
+            let deadline = std::time::Instant::now() + ALIGN_DEADLINE;
+            let ops = similar::capture_diff_slices_deadline(
+                similar::Algorithm::Myers,
+                &ka,
+                &kb,
+                Some(deadline),
+            );
+            let approximate = std::time::Instant::now() >= deadline;
+            let steps = alignment(&ops);
             let ignored = |name: &str| {
                 name == "uid"
                     || name.ends_with(".uid")
@@ -299,49 +346,48 @@ pub fn run(cmd: &CaptureCmd) -> Result<ExitCode, CaptureCmdError> {
                         .iter()
                         .any(|g| name == g || name.ends_with(&format!(".{g}")))
             };
-            let (mut i, mut j) = (0, 0);
             let mut items = Vec::new();
             let (mut matched, mut identical, mut only_a, mut only_b) = (0, 0, 0, 0);
-            while i < n || j < m {
-                if i < n && j < m && ca[i].1 == cb[j].1 {
-                    matched += 1;
-                    let (fa, fb) = (inbox_fields(ca[i].0), inbox_fields(cb[j].0));
-                    let mut names: Vec<&String> = fa.keys().chain(fb.keys()).collect();
-                    names.sort();
-                    names.dedup();
-                    let diffs: Vec<(String, String, String)> = names
-                        .into_iter()
-                        .filter(|nm| !ignored(nm))
-                        .filter_map(|nm| {
-                            let (x, y) = (fa.get(nm), fb.get(nm));
-                            (x != y).then(|| {
-                                (
-                                    nm.clone(),
-                                    x.cloned().unwrap_or_else(|| "-".into()),
-                                    y.cloned().unwrap_or_else(|| "-".into()),
-                                )
+            for step in steps {
+                match step {
+                    Step::Both(i, j) => {
+                        matched += 1;
+                        let (fa, fb) = (inbox_fields(ca[i].0), inbox_fields(cb[j].0));
+                        let mut names: Vec<&String> = fa.keys().chain(fb.keys()).collect();
+                        names.sort();
+                        names.dedup();
+                        let diffs: Vec<(String, String, String)> = names
+                            .into_iter()
+                            .filter(|nm| !ignored(nm))
+                            .filter_map(|nm| {
+                                let (x, y) = (fa.get(nm), fb.get(nm));
+                                (x != y).then(|| {
+                                    (
+                                        nm.clone(),
+                                        x.cloned().unwrap_or_else(|| "-".into()),
+                                        y.cloned().unwrap_or_else(|| "-".into()),
+                                    )
+                                })
                             })
-                        })
-                        .collect();
-                    if diffs.is_empty() {
-                        identical += 1;
-                    } else {
-                        items.push(json!({
-                            "kind": "fields", "a": ca[i].0.seq, "b": cb[j].0.seq,
-                            "command": opcode_text(&ca[i].1),
-                            "differences": diffs.iter().map(|(f, x, y)| json!({"field": f, "a": x, "b": y})).collect::<Vec<_>>(),
-                        }));
+                            .collect();
+                        if diffs.is_empty() {
+                            identical += 1;
+                        } else {
+                            items.push(json!({
+                                "kind": "fields", "a": ca[i].0.seq, "b": cb[j].0.seq,
+                                "command": opcode_text(&ca[i].1),
+                                "differences": diffs.iter().map(|(f, x, y)| json!({"field": f, "a": x, "b": y})).collect::<Vec<_>>(),
+                            }));
+                        }
                     }
-                    i += 1;
-                    j += 1;
-                } else if j == m || (i < n && l[i + 1][j] >= l[i][j + 1]) {
-                    only_a += 1;
-                    items.push(json!({"kind": "only_a", "a": ca[i].0.seq, "command": opcode_text(&ca[i].1)}));
-                    i += 1;
-                } else {
-                    only_b += 1;
-                    items.push(json!({"kind": "only_b", "b": cb[j].0.seq, "command": opcode_text(&cb[j].1)}));
-                    j += 1;
+                    Step::OnlyA(i) => {
+                        only_a += 1;
+                        items.push(json!({"kind": "only_a", "a": ca[i].0.seq, "command": opcode_text(&ca[i].1)}));
+                    }
+                    Step::OnlyB(j) => {
+                        only_b += 1;
+                        items.push(json!({"kind": "only_b", "b": cb[j].0.seq, "command": opcode_text(&cb[j].1)}));
+                    }
                 }
             }
             let same = items.is_empty();
@@ -353,7 +399,7 @@ pub fn run(cmd: &CaptureCmd) -> Result<ExitCode, CaptureCmdError> {
                         "a": a.display().to_string(), "b": b.display().to_string(),
                         "commands_a": n, "commands_b": m, "matched": matched,
                         "identical": identical, "only_a": only_a, "only_b": only_b,
-                        "items": items,
+                        "approximate": approximate, "items": items,
                     })
                 );
             } else {
@@ -399,6 +445,12 @@ pub fn run(cmd: &CaptureCmd) -> Result<ExitCode, CaptureCmdError> {
                     out,
                     "A {n} commands, B {m}: {matched} aligned ({identical} identical), {only_a} only in A, {only_b} only in B"
                 );
+                if approximate {
+                    let _ = writeln!(
+                        out,
+                        "(the search for the longest alignment stopped after {ALIGN_DEADLINE:?}: this one is complete but may not be the longest)"
+                    );
+                }
             }
             Ok(if same {
                 ExitCode::SUCCESS

@@ -439,8 +439,9 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
         None => None,
         Some(key) => {
             let bad = |e: String| CcError::Sign(e);
-            let pem =
-                std::fs::read_to_string(key).map_err(|e| bad(format!("{}: {e}", key.display())))?;
+            // Bounded: a key path naming a device or a huge file is refused before reading.
+            let pem = crate::input::read_text(key, crate::input::MAX_KEY_FILE)
+                .map_err(|e| bad(e.to_string()))?;
             let key = mlx5_dpa::dpa::auth::private_key_from_pem(&pem)
                 .map_err(|e| bad(format!("{}: {e}", key.display())))?;
             let chain = a
@@ -543,7 +544,8 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
             (Some(_), Some((_, d))) => d.clone(),
             _ => std::path::absolute(&a.out).map_err(io(&a.out))?,
         };
-        let elf = std::fs::read(&device).map_err(io(&device))?;
+        let elf = crate::input::read_bounded(&device, crate::input::MAX_ELF_FILE)
+            .map_err(|e| CcError::Sign(e.to_string()))?;
         let blob = mlx5_dpa::dpa::auth::sign(&elf, key, chain)
             .map_err(|e| CcError::Sign(e.to_string()))?;
         match (&a.package_into, &a.app) {

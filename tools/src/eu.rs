@@ -18,7 +18,7 @@
 //! standard input, of `eu` operations, one per line; `#` starts a comment). Partitions are
 //! written by the partition manager (the physical function) only.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -117,11 +117,8 @@ pub enum EuCmdError {
         line: usize,
         reason: String,
     },
-    #[error("cannot read {file}: {source}")]
-    Read {
-        file: String,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Read(#[from] crate::input::InputError),
 }
 
 /// Parses `0-15,20,22-23`.
@@ -297,16 +294,8 @@ pub fn run(cmd: &EuCmd, dev: &Arc<dyn Devx>) -> Result<(), EuCmdError> {
         EuCmd::Batch { file } => {
             drop(out);
             let shown = file.display().to_string();
-            let mut text = String::new();
-            let read = if shown == "-" {
-                std::io::stdin().read_to_string(&mut text)
-            } else {
-                std::fs::File::open(file).and_then(|mut f| f.read_to_string(&mut text))
-            };
-            read.map_err(|source| EuCmdError::Read {
-                file: shown.clone(),
-                source,
-            })?;
+            // Bounded: `eu batch /dev/zero` is refused, an endless pipe stops at the limit.
+            let text = crate::input::read_text(file, crate::input::MAX_BATCH_FILE)?;
             for (i, raw) in text.lines().enumerate() {
                 let line = raw.split('#').next().unwrap_or("").trim();
                 if line.is_empty() {

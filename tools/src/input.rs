@@ -12,6 +12,12 @@ pub const MAX_ELF_FILE: u64 = 256 << 20;
 /// mailbox ([`mlx5_dpa::devx::MAX_MAILBOX_LEN`] bytes) written as spaced hex.
 pub const MAX_HEX_FILE: u64 = 1 << 20;
 
+/// The largest list of operations `eu batch` reads: 16 MiB, some 400 000 lines of `eu`
+/// operations, more than the 65 535 groups and partitions the registers can number.
+pub const MAX_BATCH_FILE: u64 = 16 << 20;
+/// The largest PEM private key `cc --sign-key` reads: 1 MiB (an RSA-4096 key is about 3 KiB).
+pub const MAX_KEY_FILE: u64 = 1 << 20;
+
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
@@ -59,8 +65,66 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     Ok(bytes)
 }
 
+/// Reads standard input to its end, at most `limit` bytes (a pipe has no size to check
+/// first).
+///
+/// # Errors
+/// [`InputError::TooLarge`] past the limit (what was read is dropped), or the read's error.
+pub fn read_bounded_stdin(limit: u64) -> Result<Vec<u8>, InputError> {
+    read_bounded_from(std::io::stdin().lock(), "standard input", limit)
+}
+
+/// Reads `r` to its end, at most `limit` bytes; `shown` names it in errors.
+fn read_bounded_from(r: impl Read, shown: &str, limit: u64) -> Result<Vec<u8>, InputError> {
+    let mut bytes = Vec::new();
+    r.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| InputError::Io {
+            path: shown.to_string(),
+            source,
+        })?;
+    if bytes.len() as u64 > limit {
+        return Err(InputError::TooLarge {
+            path: shown.to_string(),
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Reads `path` (`-`: standard input) as UTF-8 text of at most `limit` bytes.
+///
+/// # Errors
+/// As [`read_bounded`]; text that is not UTF-8 is an [`InputError::Io`] of kind
+/// `InvalidData`.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, InputError> {
+    let shown = path.display().to_string();
+    let bytes = if shown == "-" {
+        read_bounded_stdin(limit)?
+    } else {
+        read_bounded(path, limit)?
+    };
+    String::from_utf8(bytes).map_err(|e| InputError::Io {
+        path: shown,
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_stream_is_read_up_to_its_limit() {
+        let src = [1u8; 64];
+        assert_eq!(read_bounded_from(&src[..], "s", 64).unwrap().len(), 64);
+        // An endless stream stops one byte past the limit.
+        match read_bounded_from(std::io::repeat(0), "zeros", 1000) {
+            Err(InputError::TooLarge { path, limit }) => {
+                assert_eq!((path.as_str(), limit), ("zeros", 1000))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -110,3 +110,54 @@ fn bad_captures_and_misplaced_options_are_refused() {
     let o = run(&["--capture", &bad, "prm", "layouts", "cqc"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// A capture of `ops` as the capture library writes it: one `general_cmd` per opcode.
+fn synthetic(name: &str, ops: &[u16]) -> String {
+    let mut text = String::new();
+    for (i, op) in ops.iter().enumerate() {
+        text.push_str(&format!(
+            "{{\"seq\":{},\"call\":\"general_cmd\",\"t_ns\":0,\"dur_ns\":0,\"ret\":0,\"errno\":0,\
+             \"in\":\"{op:04x}000000000000{}\",\"out\":\"{}\"}}\n",
+            i + 1,
+            "0".repeat(16),
+            "0".repeat(32)
+        ));
+    }
+    scratch("capture", name, text.as_bytes())
+}
+
+/// Regression (issue 30, defect 2): the alignment took an (n+1) x (m+1) table of u32 (20 000
+/// records a side: 1.6 GB); it now runs in linear space. Run under a 768 MiB address-space
+/// limit, which the table alone exceeded.
+#[test]
+fn diffing_large_captures_takes_linear_memory() {
+    let kinds = [0x100u16, 0x101, 0x200, 0x400, 0x800];
+    let a: Vec<u16> = (0..20_000).map(|i| kinds[i % kinds.len()]).collect();
+    let mut b = a.clone();
+    for k in (0..b.len()).step_by(97) {
+        b[k] = 0x900;
+    }
+    let (fa, fb) = (
+        synthetic("large_a.jsonl", &a),
+        synthetic("large_b.jsonl", &b),
+    );
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -v 786432 && exec \"$0\" capture diff \"$1\" \"$2\" --json",
+            env!("CARGO_BIN_EXE_mlx5-dpa"),
+            &fa,
+            &fb,
+        ])
+        .output()
+        .expect("sh");
+    // Differences found: exit status 1, and a whole report.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let changed = b.len().div_ceil(97) as u64;
+    // Each changed command is one only in A and one only in B; everything else aligns.
+    assert_eq!(v["only_a"], changed, "{}", v["only_a"]);
+    assert_eq!(v["only_b"], changed);
+    assert_eq!(v["matched"], a.len() as u64 - changed);
+    assert_eq!(v["approximate"], false);
+}

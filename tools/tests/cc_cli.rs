@@ -30,6 +30,28 @@ fn missing_compiler_and_sources_are_clear_errors() {
     );
 }
 
+/// Regression (issue 30, defect 5): `--sign-key` was read whole, without the tool's bound,
+/// so `/dev/zero` grew until the OOM killer came.
+#[test]
+fn a_sign_key_that_is_no_regular_file_is_refused_before_reading() {
+    let o = run(&[
+        "cc",
+        "-o",
+        "/tmp/x.elf",
+        "--sign-key",
+        "/dev/zero",
+        "--cert",
+        "/dev/null",
+        &repo("fw-blobs/src/rpc_calc.c"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("/dev/zero is not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 #[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
 fn missing_sources_and_compile_errors_are_clear_errors() {

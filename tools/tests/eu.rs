@@ -76,3 +76,43 @@ fn bad_operations_name_their_line_and_why() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("DPA"), "{}", stderr(&o));
 }
+
+/// Regression (issue 30, defect 5): `eu batch` read its file whole, without the tool's bound,
+/// so `eu batch /dev/zero` grew until the OOM killer came; standard input is bounded too.
+#[test]
+fn a_batch_file_is_bounded() {
+    let o = run(&["--sim=bf3", "eu", "batch", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("/dev/zero is not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+    // An endless pipe stops at the limit.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
+        .args(["--sim=bf3", "eu", "batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        let block = vec![b'#'; 1 << 16];
+        // Stops when the tool closes the pipe; 64 MiB at most, four times the limit.
+        for _ in 0..1024 {
+            if stdin.write_all(&block).is_err() {
+                break;
+            }
+        }
+    });
+    let o = child.wait_with_output().expect("wait");
+    feeder.join().expect("feeder");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("standard input has more than 16777216 bytes"),
+        "{}",
+        stderr(&o)
+    );
+}
