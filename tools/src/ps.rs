@@ -110,6 +110,8 @@ pub enum PsError {
     Protocol { addr: String, what: String },
     #[error("ps: no answer from {addr} within {secs} s")]
     Timeout { addr: String, secs: u64 },
+    #[error("ps: the gdbserver at {addr} is busy: another debugger is connected to it")]
+    Busy { addr: String },
 }
 
 /// One remote-protocol packet: `$payload#checksum`.
@@ -119,15 +121,22 @@ fn packet(payload: &str) -> Vec<u8> {
 }
 
 /// A packet's payload with the protocol's run-length encoding (`X*n`: `n - 29` more `X`s)
-/// and escapes (`}` then the byte XOR 0x20) undone.
-fn expand(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(raw.len());
+/// and escapes (`}` then the byte XOR 0x20) undone; `None` past `limit` bytes (the encoding
+/// multiplies up to 98 times).
+fn expand(raw: &[u8], limit: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(raw.len().min(limit));
     let mut i = 0;
     while i < raw.len() {
+        if out.len() > limit {
+            return None;
+        }
         match raw[i] {
             b'*' if i + 1 < raw.len() => {
                 if let Some(&last) = out.last() {
                     let n = usize::from(raw[i + 1].saturating_sub(29));
+                    if out.len() + n > limit {
+                        return None;
+                    }
                     out.extend(std::iter::repeat_n(last, n));
                 }
                 i += 2;
@@ -142,17 +151,34 @@ fn expand(raw: &[u8]) -> Vec<u8> {
             }
         }
     }
-    out
+    (out.len() <= limit).then_some(out)
+}
+
+/// At most this much of an unexpected packet goes into an error message.
+const ECHO: usize = 80;
+
+/// An unexpected packet as an error shows it: its start, and its length when cut.
+fn shown(p: &str) -> String {
+    match p.char_indices().nth(ECHO) {
+        Some((at, _)) => format!("{:?}... ({} bytes)", &p[..at], p.len()),
+        None => format!("{p:?}"),
+    }
 }
 
 /// Reads packets from `conn` (acknowledging each) and hands their payloads to `each` until it
-/// says done; bounded by `deadline` and [`MAX_REPLY`].
+/// says done; bounded by `deadline`, and by [`MAX_REPLY`] bytes in all, received or expanded
+/// (`budget` is what is left of it over the whole exchange).
 fn read_packets(
     conn: &mut TcpStream,
     addr: &str,
     deadline: Instant,
+    budget: &mut usize,
     mut each: impl FnMut(&str) -> Result<bool, PsError>,
 ) -> Result<(), PsError> {
+    let too_much = || PsError::Protocol {
+        addr: addr.to_string(),
+        what: format!("more than {MAX_REPLY} bytes"),
+    };
     let io = |source| PsError::Io {
         addr: addr.to_string(),
         source,
@@ -169,19 +195,18 @@ fn read_packets(
             if buf.len() < end {
                 break;
             }
-            let payload =
-                String::from_utf8_lossy(&expand(&buf[start + 1..start + hash])).into_owned();
+            let raw = &buf[start + 1..start + hash];
+            let expanded = expand(raw, *budget).ok_or_else(too_much)?;
+            *budget -= expanded.len();
+            let payload = String::from_utf8_lossy(&expanded).into_owned();
             buf.drain(..end);
             conn.write_all(b"+").map_err(io)?;
             if each(&payload)? {
                 return Ok(());
             }
         }
-        if buf.len() > MAX_REPLY {
-            return Err(PsError::Protocol {
-                addr: addr.to_string(),
-                what: format!("more than {MAX_REPLY} bytes"),
-            });
+        if buf.len() > *budget {
+            return Err(too_much());
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -234,13 +259,19 @@ pub fn remote_table(addr: &str) -> Result<String, PsError> {
         addr: addr.to_string(),
         source,
     };
-    let unexpected = |what: &str| PsError::Protocol {
-        addr: addr.to_string(),
-        what: format!("{what:?}"),
+    let unexpected = |what: &str| match what.strip_prefix("E.busy") {
+        Some(_) => PsError::Busy {
+            addr: addr.to_string(),
+        },
+        None => PsError::Protocol {
+            addr: addr.to_string(),
+            what: shown(what),
+        },
     };
+    let mut budget = MAX_REPLY;
     // Extended mode: a process waiting for its debugger stays waiting.
     conn.write_all(&packet("!")).map_err(io)?;
-    read_packets(&mut conn, addr, deadline, |p| {
+    read_packets(&mut conn, addr, deadline, &mut budget, |p| {
         if p == "OK" {
             Ok(true)
         } else {
@@ -250,7 +281,7 @@ pub fn remote_table(addr: &str) -> Result<String, PsError> {
     conn.write_all(&packet(&format!("qRcmd,{}", hex(b"ps"))))
         .map_err(io)?;
     let mut text = String::new();
-    read_packets(&mut conn, addr, deadline, |p| match p {
+    read_packets(&mut conn, addr, deadline, &mut budget, |p| match p {
         "OK" => Ok(true),
         p if p.starts_with('O') => {
             let bytes = unhex(&p[1..]).ok_or_else(|| unexpected(p))?;
@@ -261,7 +292,7 @@ pub fn remote_table(addr: &str) -> Result<String, PsError> {
     })?;
     // Leave as GDB does; in extended mode with nothing attached this lets nothing go.
     conn.write_all(&packet("D")).map_err(io)?;
-    read_packets(&mut conn, addr, deadline, |p| Ok(p == "OK"))?;
+    read_packets(&mut conn, addr, deadline, &mut budget, |p| Ok(p == "OK"))?;
     Ok(text)
 }
 
@@ -279,7 +310,13 @@ mod tests {
         assert_eq!(unhex("707"), None);
         assert_eq!(unhex("zz"), None);
         // gdbstub's run-length encoding: "0* " is "0" and 3 more; an escaped '#'.
-        assert_eq!(expand(b"a0* b"), b"a0000b");
-        assert_eq!(expand(b"}\x03x"), b"#x");
+        assert_eq!(expand(b"a0* b", 64).unwrap(), b"a0000b");
+        assert_eq!(expand(b"}\x03x", 64).unwrap(), b"#x");
+        // Bounded: 'a' and 97 more, twice, is 196 bytes.
+        assert_eq!(expand(b"a*~a*~", 196).map(|v| v.len()), Some(196));
+        assert_eq!(expand(b"a*~a*~", 195), None);
+        assert_eq!(shown("OK"), "\"OK\"");
+        let long = "x".repeat(1000);
+        assert_eq!(shown(&long), format!("{:?}... (1000 bytes)", &long[..80]));
     }
 }

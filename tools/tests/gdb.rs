@@ -505,3 +505,80 @@ fn sim_serves_its_running_processes_by_token() {
         "{out}"
     );
 }
+
+/// `mlx5-dpa ps --connect 127.0.0.1:PORT`.
+fn ps(port: u16) -> std::process::Output {
+    run(&["ps", "--connect", &format!("127.0.0.1:{port}")])
+}
+
+/// Regression (issue 30, defect 7): a connection that opened and closed at once (a port scan)
+/// released the process a `--gdb` demo holds at its entry, so it ran without its debugger.
+/// Silent connections now leave it waiting; no GDB is needed to show it.
+#[test]
+fn a_port_scan_leaves_the_waiting_process_waiting() {
+    let (mut child, port, token, _out) = start_server_with_token(&["demo", "rpc", "44", "55"]);
+    for _ in 0..3 {
+        drop(std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect"));
+    }
+    // A connection that says nothing is closed after its wait; nothing is let go either.
+    let silent = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let o = ps(port);
+    drop(silent);
+    let text = stdout(&o);
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    let line = text
+        .lines()
+        .find(|l| l.contains(&format!("token {token:#x}")))
+        .unwrap_or_else(|| panic!("no process with token {token:#x}: {text}"));
+    assert!(line.ends_with(", waiting for its debugger"), "{line}");
+    assert_eq!(child.try_wait().expect("try_wait"), None, "the demo ran on");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Regression (issue 30, defect 7): one connected client blocked every other one forever
+/// (`ps --connect` then said "no answer"). Another connection is now told the server is busy,
+/// at once, and served once the first goes.
+#[test]
+fn a_second_client_is_told_the_server_is_busy() {
+    use std::io::{Read, Write};
+    let (mut child, port, _token, _out) = start_server_with_token(&["demo", "rpc", "44", "55"]);
+    let mut first = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    // Extended mode: a session, attached to nothing, left open.
+    first.write_all(b"$!#21").expect("write");
+    let mut reply = [0u8; 7];
+    first.set_read_timeout(Some(WAIT)).expect("timeout");
+    first.read_exact(&mut reply).expect("the server's answer");
+    assert_eq!(&reply, b"+$OK#9a");
+    let start = Instant::now();
+    let o = ps(port);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("is busy: another debugger is connected"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(first);
+    // Served again once the first session has ended (it notices the close at once).
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let o = ps(port);
+        if o.status.success() {
+            assert!(
+                stdout(&o).contains("waiting for its debugger"),
+                "{}",
+                stdout(&o)
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", stderr(&o));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

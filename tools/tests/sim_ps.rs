@@ -143,3 +143,72 @@ fn ctrl_c_right_after_set_up_ends_sim_with_its_summary() {
         "{text}"
     );
 }
+
+/// A fake GDB server on a free port: answers the first packet with `reply`, then waits for
+/// the client to go. Returns the port.
+fn fake_server(reply: Vec<u8>) -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = l.accept() {
+            let mut b = [0u8; 64];
+            let _ = s.read(&mut b);
+            let _ = s.write_all(&reply);
+            // Until the client closes.
+            let mut sink = [0u8; 4096];
+            while matches!(s.read(&mut sink), Ok(1..)) {}
+        }
+    });
+    port
+}
+
+/// `$payload#sum` with a plus in front (the acknowledgement of the client's packet).
+fn answer(payload: &[u8]) -> Vec<u8> {
+    let sum = payload.iter().fold(0u8, |a, b| a.wrapping_add(*b));
+    let mut v = b"+$".to_vec();
+    v.extend_from_slice(payload);
+    v.extend_from_slice(format!("#{sum:02x}").as_bytes());
+    v
+}
+
+/// Regression (issue 30, defect 4): `ps --connect` bounded each packet, not what the
+/// server's run-length encoding expands to over all of them, and echoed an unexpected packet
+/// whole into its error.
+#[test]
+fn ps_bounds_what_a_server_sends_and_what_it_echoes() {
+    // 2 MiB of "0*~" (each 98 bytes once expanded) in output packets, after the OK.
+    let mut flood = answer(b"OK");
+    for _ in 0..32 {
+        let mut p = b"O".to_vec();
+        p.extend(std::iter::repeat_n(&b"0*~"[..], 20_000).flatten());
+        flood.extend_from_slice(&answer(&p)[1..]);
+    }
+    let o = run(&[
+        "ps",
+        "--connect",
+        &format!("127.0.0.1:{}", fake_server(flood)),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("more than 1048576 bytes"),
+        "{}",
+        stderr(&o)
+    );
+    // A 100 kB unexpected answer is cut in the message.
+    let big = answer(&vec![b'x'; 100_000]);
+    let o = run(&[
+        "ps",
+        "--connect",
+        &format!("127.0.0.1:{}", fake_server(big)),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.len() < 400,
+        "{} bytes: {}",
+        err.len(),
+        &err[..400.min(err.len())]
+    );
+    assert!(err.contains("... (100000 bytes)"), "{err}");
+}

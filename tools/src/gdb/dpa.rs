@@ -18,9 +18,12 @@
 //! registers, memory, software breakpoints, `stepi` (only the stepped thread moves),
 //! continue, Ctrl-C (a halt: every activation stops at its next instruction). Stops on a
 //! breakpoint (SIGTRAP), a step, a halt (SIGINT), a fault (its signal) and the watchdog
-//! (SIGXCPU), each before the process fails of it. `detach`, `kill` or the end of the
-//! connection let the process go on (a debugger does not end a process its host program
-//! owns); the server then takes the next connection. `monitor token` and `monitor ps`.
+//! (SIGXCPU), each before the process fails of it. `detach`, `kill` or the end of a
+//! connection that looked at the process let it go on (a debugger does not end a process its
+//! host program owns); a connection that never did (a port scan, `ps --connect`) leaves a
+//! waiting process waiting. One debugger at a time: another connection meanwhile is answered
+//! `E.busy: ...`; silent or idle connections are closed (10 s before the first byte, 15
+//! minutes between packets). `monitor token` and `monitor ps`.
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -74,6 +77,10 @@ struct DpaTarget {
     waiting: Option<DpaDebugger>,
     /// The thread a `stepi` steps (others stay stopped); `None`: continue all.
     step: Option<u32>,
+    /// The debugger looked at the process (its threads or registers) or resumed it: when the
+    /// connection ends, the process it held goes on. A connection that never did (a port
+    /// scan, `ps --connect`) leaves a waiting process waiting.
+    engaged: bool,
 }
 
 fn tid(thread: u32) -> Option<Tid> {
@@ -155,6 +162,7 @@ impl DpaTarget {
         }
         self.step = None;
         self.dbg = Some(dbg);
+        self.engaged = true;
         Ok(())
     }
 
@@ -209,6 +217,7 @@ impl MultiThreadBase for DpaTarget {
         regs: &mut RiscvCoreRegs<u64>,
         tid: Tid,
     ) -> TargetResult<(), Self> {
+        self.engaged |= self.dbg.is_some();
         let thread = tid.get() as u32;
         match self
             .attached()?
@@ -286,6 +295,7 @@ impl MultiThreadBase for DpaTarget {
         &mut self,
         thread_is_active: &mut dyn FnMut(Tid),
     ) -> Result<(), Self::Error> {
+        self.engaged |= self.dbg.is_some();
         for (id, ..) in self.threads() {
             if let Some(t) = tid(id) {
                 thread_is_active(t);
@@ -305,6 +315,7 @@ impl MultiThreadBase for DpaTarget {
 
 impl MultiThreadResume for DpaTarget {
     fn resume(&mut self) -> Result<(), Self::Error> {
+        self.engaged = true;
         let step = self.step.take();
         let dbg = self.dbg.as_ref().ok_or("no DPA process attached")?;
         match step {
@@ -524,8 +535,84 @@ impl run_blocking::BlockingEventLoop for DpaLoop {
     }
 }
 
+/// How long a new connection may take to send its first byte before it is closed (a port
+/// scan's half-open connection, a client that never speaks).
+const FIRST_BYTE: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a session may wait for its debugger's next packet (the process stopped, the
+/// user away) before the connection is closed and the next client served.
+const IDLE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+/// Most connections waiting for their first byte at once; more are closed as they come.
+const MAX_UNHEARD: usize = 64;
+/// What a connection gets while another debugger holds the server: GDB's `E.text` error,
+/// then the close.
+const BUSY: &str = "E.busy: another debugger is connected to this gdbserver";
+
+/// `$payload#checksum`.
+fn packet(payload: &str) -> Vec<u8> {
+    let sum = payload.bytes().fold(0u8, u8::wrapping_add);
+    format!("${payload}#{sum:02x}").into_bytes()
+}
+
+/// Answers [`BUSY`] and closes gracefully: what the client sent is read first (a second,
+/// bounded), so the close is no reset that could discard the answer before it is read.
+fn say_busy(mut stream: TcpStream) {
+    let _ = stream.write_all(&packet(BUSY));
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(1)));
+    let mut sink = [0u8; 512];
+    for _ in 0..64 {
+        if !matches!(std::io::Read::read(&mut stream, &mut sink), Ok(1..)) {
+            break;
+        }
+    }
+}
+
+/// Whether `stream` sends a byte within [`FIRST_BYTE`] (and has not closed).
+fn speaks(stream: &TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    stream.set_read_timeout(Some(FIRST_BYTE)).is_ok() && matches!(stream.peek(&mut b), Ok(1..))
+}
+
+/// One session: serves `stream` with the waiting process `first`, and returns the process
+/// still waiting afterwards. A session lets its process go on when the debugger detached,
+/// killed, or engaged it (looked at it, resumed it) before the connection ended; otherwise
+/// the process waits on for the next connection.
+fn session(
+    dev: &mlx5_sim::Device,
+    stream: TcpStream,
+    first: Option<DpaDebugger>,
+) -> Option<DpaDebugger> {
+    let _ = stream.set_read_timeout(Some(IDLE));
+    let _ = stream.set_nodelay(true);
+    let mut target = DpaTarget {
+        dev: dev.clone(),
+        dbg: first,
+        waiting: None,
+        step: None,
+        engaged: false,
+    };
+    let explicit = match GdbStub::new(stream).run_blocking::<DpaLoop>(&mut target) {
+        Ok(reason) => matches!(
+            reason,
+            gdbstub::stub::DisconnectReason::Disconnect | gdbstub::stub::DisconnectReason::Kill
+        ),
+        Err(e) => {
+            eprintln!("gdbserver: {e}");
+            false
+        }
+    };
+    if explicit || target.engaged {
+        // Dropping its debugger detaches the attached process: it goes on.
+        target.waiting.take()
+    } else {
+        target.dbg.take().or_else(|| target.waiting.take())
+    }
+}
+
 /// Serves GDB the DPA processes of the model: listens on `addr` (saying where on standard
-/// error) and serves one debugger after another, on a thread of its own. With `process`,
+/// error) and serves one debugger after another, on threads of its own. While one is
+/// connected, another connection is answered `E.busy...` and closed; a connection that says
+/// nothing for [`FIRST_BYTE`], or a session idle for [`IDLE`], is closed. With `process`,
 /// that process waits for its debugger: its activations stop at their first instruction
 /// until GDB continues them; `target remote` attaches it at once, and extended mode
 /// (`target extended-remote`) by its token. Other processes are attached by token, halted
@@ -561,23 +648,43 @@ pub fn serve(
         let _ = err.flush();
     }
     let dev = dev.clone();
+    // The process waiting for its debugger, between sessions, and whether a session runs.
+    let slot = std::sync::Arc::new(std::sync::Mutex::new((first, false)));
+    // Connections not yet heard from, each on a short-lived thread of its own.
+    let unheard = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     Ok(std::thread::spawn(move || {
-        let mut first = first;
         while let Ok((stream, _)) = listener.accept() {
-            let _ = stream.set_nodelay(true);
-            let mut target = DpaTarget {
-                dev: dev.clone(),
-                dbg: first.take(),
-                waiting: None,
-                step: None,
-            };
-            if let Err(e) = GdbStub::new(stream).run_blocking::<DpaLoop>(&mut target) {
-                eprintln!("gdbserver: {e}");
+            use std::sync::atomic::Ordering::SeqCst;
+            if unheard.fetch_add(1, SeqCst) >= MAX_UNHEARD {
+                // A flood of silent connections: closed at once, never held.
+                unheard.fetch_sub(1, SeqCst);
+                continue;
             }
-            // A process still waiting for its debugger waits for the next connection (one
-            // that only asked for `monitor ps`, say); the attached one is let go: dropping
-            // its debugger detaches, and everything goes on.
-            first = target.waiting.take();
+            let (dev, slot, unheard) = (
+                dev.clone(),
+                std::sync::Arc::clone(&slot),
+                std::sync::Arc::clone(&unheard),
+            );
+            std::thread::spawn(move || {
+                let spoke = speaks(&stream);
+                unheard.fetch_sub(1, SeqCst);
+                if !spoke {
+                    return;
+                }
+                let first = {
+                    let mut guard = mlx5_dpa::sync::lock(&slot);
+                    if guard.1 {
+                        drop(guard);
+                        // One debugger at a time: say so rather than leave the client waiting.
+                        say_busy(stream);
+                        return;
+                    }
+                    guard.1 = true;
+                    guard.0.take()
+                };
+                let left = session(&dev, stream, first);
+                *mlx5_dpa::sync::lock(&slot) = (left, false);
+            });
         }
     }))
 }
