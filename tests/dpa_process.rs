@@ -74,6 +74,35 @@ fn process_create_destroy_leaves_nothing() -> R {
     Ok(())
 }
 
+/// Regression (issue 30, defect 9): each created, called and dropped process left its code
+/// cache (~30 KiB) on an EU, so memory grew linearly over the first 2048 processes while
+/// the model reported nothing alive. A destroyed process's caches now go with it
+/// (`examples/process_churn.rs` shows the resident set flat).
+#[test]
+fn a_destroyed_processes_code_caches_go_with_it() -> R {
+    let (d, ctx) = model("bf3");
+    let keep = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    assert_eq!(keep.call_raw("st_add", 1)?, 2);
+    let before = d.dpa_code_caches();
+    assert!(before >= 1, "the live process's code is cached");
+    for i in 0..40u64 {
+        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+        assert_eq!(p.call_raw("st_add", i)?, i + 1);
+        assert!(d.dpa_code_caches() > before);
+    }
+    assert!(d.dpa_stats().code_caches_made >= 41);
+    assert_eq!(
+        d.dpa_code_caches(),
+        before,
+        "caches of destroyed processes are held"
+    );
+    drop(keep);
+    assert_eq!(d.dpa_code_caches(), 0);
+    drop(ctx);
+    d.stop_engine();
+    Ok(())
+}
+
 /// Regression: the model's per-EU decoded-instruction caches were keyed by (process id, text
 /// generation); ids are reused and generations restarted at 0 for every process, so a process
 /// that got a destroyed process's id ran the destroyed process's code on the same EU, even

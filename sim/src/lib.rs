@@ -299,6 +299,12 @@ impl Device {
         self.with_state(|st| st.fw.dpa.stats)
     }
 
+    /// Code caches (a program's decoded, and with the `jit` feature compiled, code) the EUs
+    /// hold now, at most eight per EU; a destroyed process's go with it.
+    pub fn dpa_code_caches(&self) -> usize {
+        self.with_state(|st| st.fw.dpa.eus.iter().map(|e| e.caches.len()).sum())
+    }
+
     /// Reads DPA memory of process `process` (text, data, heap, DPA_MEM blocks, thread
     /// contexts and stacks). Model-only debug access: real hosts reach DPA memory only by DMA.
     ///

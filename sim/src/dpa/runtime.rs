@@ -279,15 +279,18 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
             st.fw.dpa.late_writebacks.push((d.process, bytes));
         }
         let fw = &mut st.fw;
-        if let Some(e) = fw.dpa.eus.get_mut(usize::from(d.eu)) {
+        // The cache goes back to its EU only while its process lives (`dpa_released` drops
+        // a destroyed process's caches; none may come back after).
+        if let (Some(e), Some(p)) = (
+            fw.dpa.eus.get_mut(usize::from(d.eu)),
+            fw.dpa.processes.get_mut(&d.process),
+        ) {
             if e.caches.len() >= crate::state::dpa::EU_CODE_CACHES {
                 e.caches.remove(0);
             }
             e.caches
                 .push((d.text_version, std::mem::take(&mut d.cache)));
-            if let Some(p) = fw.dpa.processes.get_mut(&d.process) {
-                p.warm_eu = Some(d.eu);
-            }
+            p.warm_eu = Some(d.eu);
         }
         let Some(t) = fw.dpa.threads.get_mut(&d.thread) else {
             continue;

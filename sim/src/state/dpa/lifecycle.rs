@@ -170,7 +170,15 @@ impl Firmware {
     pub(crate) fn dpa_released(&mut self, id: u32, g: &GenObj) {
         match g.kind {
             GenKind::DpaProcess { .. } => {
-                self.dpa.processes.remove(&id);
+                if let Some(p) = self.dpa.processes.remove(&id) {
+                    // Its decoded (and compiled) code on every EU goes with it: kept, each
+                    // destroyed process left ~30 KiB on some EU until eight later programs
+                    // had pushed it out (linear growth over the first 2048 processes).
+                    let v = p.mem.text_version();
+                    for e in &mut self.dpa.eus {
+                        e.caches.retain(|(t, _)| *t != v);
+                    }
+                }
                 // Refs were checked by `dpa_check_destroy`.
                 let _ = self.mem.unregister_dumem(dumem_id(id));
             }
