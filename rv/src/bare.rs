@@ -352,6 +352,12 @@ impl BareMachine {
         self.cache.set_jit(hot)
     }
 
+    /// The JIT's compiled code (feature `jit`, with the JIT on): regions, instructions.
+    #[cfg(feature = "jit")]
+    pub fn jit_share(&self) -> Option<crate::jit::JitShare> {
+        self.cache.jit_share()
+    }
+
     /// The ELF entry point.
     pub fn entry(&self) -> u64 {
         self.entry
@@ -649,6 +655,52 @@ pub fn fuzz_image(image: &Image<'_>) {
     if let Some(&(_, f)) = image.symbols.first() {
         let _ = m.call(f, &[], 10_000);
     }
+}
+
+/// Fuzzing entry (the `rv_jit` target, feature `jit`): the JIT against the interpreter. The
+/// first byte chooses how hot a region gets before it is compiled (1, 2, 3 or the default
+/// 32 entries) and the budget (up to 40 000 instructions); the rest is an instruction stream
+/// at 0x1000, as [`fuzz_exec`] runs it. Runs it twice from its start (the second run finds the
+/// first one's compiled code) in the interpreter and with the JIT, and panics if the two
+/// differ in any way (stop, registers, pc, retired count, memory), or if the JIT compiled
+/// more than its bound (8 Ki instructions per program). Must otherwise never panic.
+#[cfg(feature = "jit")]
+#[doc(hidden)]
+pub fn fuzz_jit(data: &[u8]) {
+    const BASE: u64 = 0x1000;
+    let Some((&sel, code)) = data.split_first() else {
+        return;
+    };
+    let hot = [1, 2, 3, crate::jit::DEFAULT_HOT][usize::from(sel & 3)];
+    let budget = 2_500 * (1 + u64::from(sel >> 4));
+    let mut outcomes = Vec::new();
+    for jit in [false, true] {
+        let Ok(mut m) = BareMachine::from_code_with_stack(BASE, code, 16 << 10) else {
+            return;
+        };
+        if jit && !m.set_jit(Some(hot)) {
+            return;
+        }
+        let args: Vec<u64> = (0..8).map(|i| BASE + 8 * i).collect();
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                m.call(BASE, &args, budget)
+                    .map(|r| (r.stop, r.hart, r.instret))
+            })
+            .collect();
+        if let Some(share) = m.jit_share() {
+            assert!(
+                share.compiled_insns() <= crate::jit::MAX_SHARE_INSNS,
+                "{} instructions compiled",
+                share.compiled_insns()
+            );
+        }
+        outcomes.push((runs, m.read(BASE, 4096), m.output().to_vec()));
+    }
+    assert!(
+        outcomes[0] == outcomes[1],
+        "the JIT (hot {hot}) and the interpreter differ: {outcomes:?}"
+    );
 }
 
 /// Fuzzing entry (the `rv_exec` target and `tests/riscv_fuzz.rs`): `data` is an instruction

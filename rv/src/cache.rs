@@ -119,6 +119,12 @@ impl CodeCache {
         self.jit.is_some()
     }
 
+    /// The JIT's compiled code this cache uses (with the `jit` feature and the JIT on).
+    #[cfg(feature = "jit")]
+    pub fn jit_share(&self) -> Option<crate::jit::JitShare> {
+        self.jit.as_ref().map(|j| j.share())
+    }
+
     /// The default number of entries before a region is compiled.
     #[cfg(feature = "jit")]
     pub const JIT_HOT: u32 = crate::jit::DEFAULT_HOT;

@@ -32,8 +32,10 @@
 //!   Compiled regions live in a [`JitShare`], by entry address: the caches of harts running
 //!   one read-only program (the DPA's EUs running a process) share one, so a region is
 //!   compiled once, not once per EU. Host code stays allocated (a region that invalidated
-//!   itself by a store returns safely) until the last cache sharing it goes; a share compiles
-//!   at most 1024 regions.
+//!   itself by a store returns safely) until the last cache sharing it goes. Compile work is
+//!   bounded per program: a share compiles at most 1024 regions and 8 Ki guest instructions
+//!   in all, and one entry address at most 4 times (code that keeps rewriting itself stays
+//!   in the interpreter).
 //!
 //! The differential tests run random programs of the compiled operations (`tests/jit.rs`),
 //! the `rv_exec` fuzz entry, the unit tests and the bare corpus through the JIT and compare
@@ -67,6 +69,15 @@ pub(crate) const MAX_REGION_INSNS: usize = 256;
 /// Most regions one share compiles (bounds its host memory; entries past it run in the
 /// interpreter).
 const MAX_MODULE_REGIONS: usize = 1024;
+/// Most guest instructions one share compiles, over all its regions: bounds compile time and
+/// host memory per program whatever its code does (a program that keeps storing into its own
+/// page and branching back had a 256-instruction region compiled for every two it ran: 43 s
+/// and 398 MB for one fuzz input the interpreter ran in 0.05 s). The DPA programs of this
+/// repository's tests compile at most 791 (measured 2026-11-28), a tenth of this.
+pub(crate) const MAX_SHARE_INSNS: usize = 8 * 1024;
+/// Most times one entry address is compiled (its page's code changed in between): code that
+/// keeps rewriting itself runs in the interpreter after that.
+pub(crate) const MAX_RECOMPILES: u8 = 4;
 
 /// What compiled code reads and writes (layout shared with the generated code: offsets below).
 #[repr(C)]
@@ -141,6 +152,11 @@ struct JitCore {
     entries: HashMap<u64, Option<JitFn>>,
     /// Regions compiled into `module` (at most [`MAX_MODULE_REGIONS`]; then no more).
     regions: usize,
+    /// Guest instructions compiled into `module` (at most [`MAX_SHARE_INSNS`]).
+    insns: usize,
+    /// Entry address -> times a region was compiled there (at most [`MAX_RECOMPILES`]); kept
+    /// across invalidations.
+    compiles: HashMap<u64, u8>,
     ctx: cranelift_codegen::Context,
     fctx: FunctionBuilderContext,
     next_name: u32,
@@ -169,6 +185,7 @@ impl std::fmt::Debug for JitShare {
         let core = lock(&self.0);
         f.debug_struct("JitShare")
             .field("regions", &core.regions)
+            .field("insns", &core.insns)
             .field("entries", &core.entries.len())
             .finish()
     }
@@ -180,6 +197,12 @@ impl JitShare {
         lock(&self.0).regions
     }
 
+    /// Guest instructions compiled into this share so far (at most 8 Ki: past that, code
+    /// runs in the interpreter).
+    pub fn compiled_insns(&self) -> usize {
+        lock(&self.0).insns
+    }
+
     /// An empty share; `None` when the host has no Cranelift backend.
     pub fn new() -> Option<JitShare> {
         let module = new_module()?;
@@ -188,6 +211,8 @@ impl JitShare {
             module: std::mem::ManuallyDrop::new(module),
             entries: HashMap::new(),
             regions: 0,
+            insns: 0,
+            compiles: HashMap::new(),
             ctx,
             fctx: FunctionBuilderContext::new(),
             next_name: 0,
@@ -252,6 +277,11 @@ impl Jit {
         })
     }
 
+    /// The share this JIT compiles into.
+    pub(crate) fn share(&self) -> JitShare {
+        self.share.clone()
+    }
+
     /// Entries into a block before its region is compiled.
     pub(crate) fn hot(&self) -> u32 {
         self.hot
@@ -295,18 +325,23 @@ impl Jit {
                 // Gathered without the lock (gathering decodes into this cache).
                 let blocks = region();
                 let mut core = lock(&self.share.0);
+                let size: usize = blocks.iter().map(|b| b.insns.len()).sum();
                 let f = match core.entries.get(&pc) {
                     // Another cache compiled it meanwhile.
                     Some(found) => *found,
                     None if core.regions >= MAX_MODULE_REGIONS
+                        || core.insns + size > MAX_SHARE_INSNS
+                        || core.compiles.get(&pc).is_some_and(|&n| n >= MAX_RECOMPILES)
                         || blocks.first().is_none_or(|b| compilable_prefix(b) == 0) =>
                     {
                         None
                     }
                     None => {
+                        *core.compiles.entry(pc).or_insert(0) += 1;
                         let f = core.compile(&blocks);
                         if f.is_some() {
                             core.regions += 1;
+                            core.insns += size;
                         }
                         f
                     }
