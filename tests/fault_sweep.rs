@@ -773,3 +773,547 @@ fn doca_dpa_extended_context() {
         assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 30: the flows the sweep lacked.
+
+/// A handler's activation count reaching `n`, bounded.
+fn activations(h: &mlx5_dpa::dpa::thread::EventHandler, n: u64) -> Result<u16, DpaError> {
+    let start = std::time::Instant::now();
+    loop {
+        let info = h.info().step("waiting for the handler")?;
+        if info.activations >= n && info.state != mlx5_dpa::dpa::thread::ThreadState::Running {
+            return Ok(info.last_eu);
+        }
+        if start.elapsed() > T {
+            return Err(DpaError::Timeout {
+                what: "the handler's activation",
+                after: T,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// EU groups and partitions, with handlers bound to them: the physical function makes a
+/// partition for sub-function 1 and a group of its own; a handler of the group runs on it, and
+/// a process of the sub-function runs in the partition. A teardown fault on a register's
+/// destroy (a drop has nowhere to report it) must leave nothing past the context's close
+/// (regression, issue 30, defect 6: `EUG=1` was left).
+#[test]
+fn eu_groups_partitions_and_a_sub_function() {
+    use mlx5_dpa::dpa::caps::DpaCaps;
+    use mlx5_dpa::dpa::eu::{EuGroup, EuPartition};
+    use mlx5_dpa::dpa::thread::{Affinity, EventHandler, EventHandlerAttr};
+    type Flow = (
+        (EventHandler, Process, EventHandler, Process),
+        EuGroup,
+        EuPartition,
+        Arc<dyn Devx>,
+    );
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DpaError> {
+        let sf = mlx5_sim::testing::fault_sweep::running_device()
+            .open_function(1)
+            .map_err(DpaError::BadArgs)?;
+        let sf_vhca = DpaCaps::query(&sf)
+            .step("querying the sub-function")?
+            .vhca_id;
+        let members: Vec<u32> = (64..80).collect();
+        let part =
+            EuPartition::create(ctx, &members, 2, &[sf_vhca]).step("creating the EU partition")?;
+        let group = EuGroup::create(ctx, "pair", &[5, 6]).step("creating the EU group")?;
+        let p = Process::create(ctx, SELFTEST, &ProcessAttr::default())?;
+        let h = p
+            .event_handler(&EventHandlerAttr {
+                affinity: Affinity::Group(group.id()),
+                ..EventHandlerAttr::new("st_add", 1)
+            })
+            .step("creating the grouped handler")?;
+        h.run(1).step("running the grouped handler")?;
+        let eu = activations(&h, 1)?;
+        assert!(eu == 5 || eu == 6, "ran on EU {eu}");
+        let ps = Process::create(&sf, SELFTEST, &ProcessAttr::default())?;
+        let hs = ps
+            .event_handler(&EventHandlerAttr::new("st_add", 1))
+            .step("creating the sub-function's handler")?;
+        hs.run(1).step("running the sub-function's handler")?;
+        let eu = activations(&hs, 1)?;
+        assert!(members.contains(&u32::from(eu)), "ran on EU {eu}");
+        Ok(((hs, ps, h, p), group, part, sf))
+    }
+    let r = run(&Sweep {
+        name: "EU groups, partitions and a sub-function",
+        profile: "bf3",
+        setup: &setup,
+        teardown: &drop_it,
+        judge: &judge,
+        optional: &[CAP_PAGE_2],
+    });
+    for step in [
+        "creating the EU partition",
+        "creating the EU group",
+        "running the grouped handler",
+    ] {
+        assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
+    }
+}
+
+/// A signed image on a device that requires signatures (`--sim-trust`), its NIC counters
+/// configured and sampled, a debugger attached while it is called, and the coredump of a
+/// faulting call retrieved.
+#[test]
+fn signed_image_nic_counters_debugger_and_coredump() {
+    use mlx5_dpa::dpa::auth;
+    const LEAF_KEY: &str = include_str!("data/auth/leaf.key.pem");
+    const LEAF: &[u8] = include_bytes!("data/auth/leaf.der");
+    const ROOT: &[u8] = include_bytes!("data/auth/root.der");
+    /// Signed once (RSA signing is slow in a debug build).
+    fn signature() -> Vec<u8> {
+        static SIG: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        SIG.get_or_init(|| {
+            let key = auth::private_key_from_pem(LEAF_KEY).expect("key");
+            auth::sign(SELFTEST, &key, &[ROOT.to_vec(), LEAF.to_vec()]).expect("sign")
+        })
+        .clone()
+    }
+    type Flow = (Process, mlx5_dpa::dpa::DpaBuf);
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DpaError> {
+        let d = mlx5_sim::testing::fault_sweep::running_device();
+        d.with_profile_mut(|p| p.dpa_auth_roots = vec![ROOT.to_vec()]);
+        let attr = ProcessAttr {
+            signature: Some(signature()),
+            ..ProcessAttr::default()
+        };
+        let p = Process::create(ctx, SELFTEST, &attr)?;
+        // `struct st_nic_args`: op 0 (configure), two counters (port 0 TX / RX bytes).
+        const NIC: &str = "configuring the NIC counters";
+        let a = p.alloc(136).step(NIC)?;
+        let mut args = vec![0u8; 136];
+        args[4..8].copy_from_slice(&2u32.to_le_bytes());
+        args[8..12].copy_from_slice(&0x20u32.to_le_bytes());
+        args[12..16].copy_from_slice(&0x10u32.to_le_bytes());
+        p.copy_to_dev(a.daddr(), &args).step(NIC)?;
+        assert_eq!(p.call_raw("st_nic_counters", a.daddr()).step(NIC)?, 0);
+        const SAMPLE: &str = "sampling the NIC counters";
+        p.copy_to_dev(a.daddr(), &1u32.to_le_bytes()).step(SAMPLE)?;
+        assert_eq!(p.call_raw("st_nic_counters", a.daddr()).step(SAMPLE)?, 0);
+        // A debugger attached (the model's, as GDB's server uses it) while it is called.
+        let dbg = d
+            .dpa_debug(p.id())
+            .map_err(|e| DpaError::BadArgs(e.to_string()))?;
+        assert_eq!(
+            p.call_raw("st_add", 41).step("a call under the debugger")?,
+            42
+        );
+        drop(dbg);
+        // A faulting call, and its coredump.
+        match p.call_raw("st_fault_load", 0x10).step("a faulting call") {
+            Err(DpaError::ProcessFault { .. }) => {}
+            Err(e) => return Err(e),
+            Ok(v) => panic!("st_fault_load returned {v:#x}"),
+        }
+        let dump = p.coredump().step("retrieving the coredump")?;
+        assert_eq!(dump.fault_addr, 0x10);
+        Ok((p, a))
+    }
+    let r = run(&Sweep {
+        name: "signed image, NIC counters, debugger, coredump",
+        profile: "bf3",
+        setup: &setup,
+        teardown: &drop_it,
+        judge: &judge,
+        optional: &[
+            CAP_PAGE_2,
+            (
+                Opcode::MODIFY_GENERAL_OBJECT,
+                Some(0x2b),
+                "withdrawing the thread of a call that failed (the fault): a refusal only \
+                 means the thread's destroy waits for its activation (`dpa::rpc`)",
+            ),
+            (
+                Opcode::DESTROY_GENERAL_OBJECT,
+                Some(0x2b),
+                "destroying the thread of a call that failed (the fault) as the error returns: \
+                 a drop has nowhere to report, the context's close releases the thread",
+            ),
+        ],
+    });
+    assert!(
+        r.setup_steps.contains("retrieving the coredump"),
+        "{:?}",
+        r.setup_steps
+    );
+}
+
+/// Host RC between two linked models, the receiving side (the swept one) taking its messages
+/// from a shared receive queue (the host SRQ API).
+#[test]
+fn linked_rc_into_a_host_srq() {
+    use mlx5_dpa::devx;
+    use mlx5_dpa::queues::Srq;
+    type Flow = (
+        (RcQp, Cq, Cq, Srq, MemoryRegion),
+        RcSide,
+        Arc<dyn Devx>,
+        mlx5_sim::Device,
+    );
+    fn peer(to: &Arc<dyn Devx>, qpn: mlx5_dpa::queues::Qpn) -> Result<RcPeer, DpaError> {
+        const S: &str = "querying the peer's address";
+        let (gid_index, entry) = devx::roce_v2_ipv4_address(to.as_ref()).step(S)?;
+        let mac = devx::exec(to.as_ref(), &QueryNicVportContext).step(S)?.mac;
+        Ok(RcPeer::Remote {
+            remote_qpn: qpn,
+            mac,
+            gid: entry.gid,
+            gid_index,
+            hop_limit: 64,
+        })
+    }
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DpaError> {
+        let d = mlx5_sim::testing::fault_sweep::running_device();
+        d.set_port_address([0x02, 0, 0x5e, 0, 0, 1], [10, 0, 0, 1]);
+        let other = mlx5_sim::Device::with_profile("bf3").expect("bf3");
+        other.set_port_address([0x02, 0, 0x5e, 0, 0, 2], [10, 0, 0, 2]);
+        other.start_engine();
+        mlx5_sim::Device::link(&d, &other);
+        let octx = other.open_devx();
+        let mut sender = rc_side(&octx, "creating the sender")?;
+        const RX: &str = "creating the receiver";
+        let pd = Pd::alloc(ctx).step(RX)?;
+        let uar = UarPage::alloc(ctx, UarKind::NonCached).step(RX)?;
+        let cqc = CqConfig::new(5);
+        let send_cq = Cq::create(
+            ctx,
+            &uar,
+            HostQueueMem::alloc(ctx, cqc.ring_bytes()).step(RX)?,
+            &cqc,
+        )
+        .step(RX)?;
+        let mut recv_cq = Cq::create(
+            ctx,
+            &uar,
+            HostQueueMem::alloc(ctx, cqc.ring_bytes()).step(RX)?,
+            &cqc,
+        )
+        .step(RX)?;
+        let rqc = RqConfig {
+            log_size: 3,
+            max_sge: 1,
+        };
+        const SRQ: &str = "creating the shared receive queue";
+        let mut srq = Srq::create(
+            ctx,
+            &pd,
+            &uar,
+            HostQueueMem::alloc(ctx, rqc.ring_bytes()).step(SRQ)?,
+            &rqc,
+        )
+        .step(SRQ)?;
+        let qpc = QpConfig {
+            log_rq_size: None,
+            ..QpConfig::new(5, 0)
+        };
+        let mut qp = RcQp::create_with_srq(
+            ctx,
+            &pd,
+            &uar,
+            &send_cq,
+            &recv_cq,
+            &srq,
+            HostQueueMem::alloc(ctx, qpc.ring_bytes()).step(RX)?,
+            &qpc,
+        )
+        .step(RX)?;
+        let mr = MemoryRegion::alloc(ctx, &pd, 4096, Access::LOCAL_WRITE).step(RX)?;
+        sender
+            .qp
+            .connect(&RcConnect::new(peer(ctx, qp.qpn())?))
+            .step("connecting the sender")?;
+        qp.connect(&RcConnect::new(peer(&octx, sender.qp.qpn())?))
+            .step("connecting the receiver")?;
+        const SEND: &str = "a SEND into the SRQ";
+        srq.post_recv(&[mr.sge(0, 4096).step(SEND)?], 9)
+            .step(SEND)?;
+        srq.ring_doorbell();
+        sender.mr.buf().write(0, b"over the cable").step(SEND)?;
+        let sg = [sender.mr.sge(0, 14).step(SEND)?];
+        sender
+            .qp
+            .post_send(&SendWr::new(
+                1,
+                SendOp::Send {
+                    sges: &sg,
+                    imm: None,
+                },
+            ))
+            .step(SEND)?;
+        sender.qp.ring_send_doorbell();
+        let c = completion(&mut recv_cq, SEND)?;
+        assert_eq!(srq.complete(c.wqe_counter).step(SEND)?, 9);
+        assert_eq!(mr.buf().to_vec(0, 14).unwrap(), b"over the cable");
+        let c = completion(&mut sender.send_cq, SEND)?;
+        sender.qp.complete_send(c.wqe_counter).step(SEND)?;
+        Ok(((qp, send_cq, recv_cq, srq, mr), sender, octx, other))
+    }
+    fn teardown((local, sender, octx, other): Flow) -> Result<(), DpaError> {
+        drop(local);
+        drop((sender, octx));
+        other.stop_engine();
+        Ok(())
+    }
+    let r = run(&Sweep {
+        name: "linked RC into a host SRQ",
+        profile: "bf3",
+        setup: &setup,
+        teardown: &teardown,
+        judge: &judge,
+        optional: &[],
+    });
+    for step in [
+        "querying the peer's address",
+        "creating the receiver",
+        "creating the shared receive queue",
+        "connecting the receiver",
+    ] {
+        assert!(r.setup_steps.contains(step), "{step}: {:?}", r.setup_steps);
+    }
+}
+
+/// DOCA DPA buffer arrays (over host and DPA memory), a hash table filled by kernel threads,
+/// and a thread group whose members are notified by a kernel.
+#[test]
+fn doca_dpa_buffers_hash_table_and_thread_group() {
+    use mlx5_dpa::doca::{
+        DocaError, Dpa, DpaAttr, DpaBufArray, DpaHashTable, DpaMmap, DpaThread, DpaThreadGroup,
+        KernelArg, NotificationCompletion, SyncEvent, SyncEventAttr,
+    };
+    use mlx5_dpa::dpa::msg_stream::MsgOutput;
+    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+    type Flow = (
+        (DpaBufArray, DpaBufArray, DpaMmap),
+        (DpaHashTable, mlx5_dpa::dpa::DpaBuf, SyncEvent),
+        (
+            DpaThreadGroup,
+            Vec<NotificationCompletion>,
+            Vec<DpaThread>,
+            SyncEvent,
+        ),
+        Dpa,
+    );
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DocaError> {
+        let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
+            .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
+        let attr = DpaAttr {
+            log_output: MsgOutput::Collect,
+            ..DpaAttr::default()
+        };
+        let dpa = Dpa::start(ctx, &app, &attr)?;
+        // Buffer arrays: four buffers over host memory, one left for DPA code to fill.
+        let host = dpa.mmap_host(4096)?;
+        let mut harr = dpa.buf_arr_create(4)?;
+        harr.set_params(&host, 256, 512)?;
+        harr.start()?;
+        let mut darr = dpa.buf_arr_create(1)?;
+        darr.start()?;
+        // A hash table, two kernel threads adding, removing and finding 4 keys each.
+        let ht = dpa.hash_table_create(16)?;
+        let out = dpa.mem_alloc(16)?;
+        let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+        dpa.kernel_launch_update_set(
+            None,
+            Some((&done, 1)),
+            2,
+            "hash_kernel",
+            &[ht.dpa_handle(), 1000, 4, out.daddr()].map(KernelArg::U64),
+        )?;
+        done.wait_gt(0, u64::MAX, T)?;
+        // A thread group of two, each notified once by a kernel.
+        let ev = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
+        let mut tg = dpa.thread_group_create(2)?;
+        let (mut threads, mut ncs) = (Vec::new(), Vec::new());
+        for _ in 0..2 {
+            let mut t = dpa.thread_create();
+            t.set_func_arg("group_thread", ev.dpa_handle()?)?;
+            t.start()?;
+            ncs.push(dpa.notification_completion_create(&mut t)?);
+            threads.push(t);
+        }
+        for (rank, t) in threads.iter().enumerate() {
+            tg.set_thread(t, rank as u32)?;
+        }
+        tg.start()?;
+        for t in &threads {
+            t.run()?;
+        }
+        for nc in &ncs {
+            dpa.kernel_launch_update_set(
+                None,
+                None,
+                1,
+                "notify_kernel",
+                &[nc.dpa_handle(), 1].map(KernelArg::U64),
+            )?;
+        }
+        let want = 0b11 + ((2 * 2) << 32);
+        assert_eq!(ev.wait_gt(want - 1, u64::MAX, T)?, want);
+        Ok((
+            (harr, darr, host),
+            (ht, out, done),
+            (tg, ncs, threads, ev),
+            dpa,
+        ))
+    }
+    fn teardown((arrays, table, (tg, ncs, threads, ev), dpa): Flow) -> Result<(), DocaError> {
+        drop((arrays, table, tg, ncs));
+        for t in threads {
+            t.stop();
+        }
+        drop(ev);
+        dpa.stop()
+    }
+    let r = run_doca(&Sweep {
+        name: "DOCA DPA buffers, hash table, thread group",
+        profile: "bf3",
+        setup: &setup,
+        teardown: &teardown,
+        judge: &judge_doca,
+        optional: &[CAP_PAGE_2],
+    });
+    assert!(!r.setup_steps.is_empty(), "{r:?}");
+}
+
+/// DOCA DPA RDMA between two linked models (`export` / `connect_to`), and a sync event of
+/// the other model set by this one's kernels through it (a remote publisher).
+#[test]
+fn doca_dpa_linked_rdma_and_a_remote_publisher() {
+    use mlx5_dpa::doca::{
+        CompletionContext, DocaError, Dpa, DpaAttr, DpaRdma, KernelArg, RemoteSyncEvent, SyncEvent,
+        SyncEventAttr,
+    };
+    use mlx5_dpa::dpa::msg_stream::MsgOutput;
+    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+    type Side = (DpaRdma, CompletionContext);
+    type Flow = (
+        (RemoteSyncEvent, SyncEvent, SyncEvent),
+        (Side, Dpa),
+        (Side, Dpa, mlx5_sim::Device),
+    );
+    fn start(ctx: &Arc<dyn Devx>) -> Result<Dpa, DocaError> {
+        let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
+            .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
+        let attr = DpaAttr {
+            log_output: MsgOutput::Collect,
+            ..DpaAttr::default()
+        };
+        Dpa::start(ctx, &app, &attr)
+    }
+    fn side(dpa: &Dpa) -> Result<Side, DocaError> {
+        let mut comp = dpa.completion_create(32)?;
+        comp.start()?;
+        let mut rdma = dpa.rdma_create(16)?;
+        rdma.attach(&comp)?;
+        rdma.start()?;
+        Ok((rdma, comp))
+    }
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DocaError> {
+        let d = mlx5_sim::testing::fault_sweep::running_device();
+        d.set_port_address([0x02, 0, 0x5e, 0, 0, 1], [10, 0, 0, 1]);
+        let other = mlx5_sim::Device::with_profile("bf3").expect("bf3");
+        other.set_port_address([0x02, 0, 0x5e, 0, 0, 2], [10, 0, 0, 2]);
+        other.start_engine();
+        mlx5_sim::Device::link(&d, &other);
+        let ob = start(&other.open_devx())?;
+        let (mut orx, ocomp) = side(&ob)?;
+        let a = start(ctx)?;
+        let (mut rdma, comp) = side(&a)?;
+        let (ea, eb) = (rdma.export()?, orx.export()?);
+        rdma.connect_to(&ea, &eb.details())?;
+        orx.connect_to(&eb, &ea.details())?;
+        // The other model's event, set to 40 by this model's kernel over the connection.
+        let ev = ob.sync_event(SyncEventAttr {
+            publisher_remote: true,
+            subscriber_cpu: true,
+            ..SyncEventAttr::default()
+        })?;
+        let remote = a.remote_event(ev.export_remote()?)?;
+        let done = a.sync_event(SyncEventAttr::dpa_to_cpu())?;
+        a.kernel_launch_update_set(
+            None,
+            Some((&done, 1)),
+            1,
+            "rdma_kernel",
+            &[rdma.dpa_handle()?, 7, 0, 0, 0, remote.dpa_handle(), 0, 40].map(KernelArg::U64),
+        )?;
+        done.wait_gt(0, u64::MAX, T)?;
+        assert_eq!(ev.wait_gt(39, u64::MAX, T)?, 40);
+        Ok((
+            (remote, ev, done),
+            ((rdma, comp), a),
+            ((orx, ocomp), ob, other),
+        ))
+    }
+    fn teardown((events, (mine, a), (theirs, ob, other)): Flow) -> Result<(), DocaError> {
+        drop((mine, theirs));
+        drop(events);
+        let r = a.stop();
+        let _ = ob.stop();
+        other.stop_engine();
+        r
+    }
+    let r = run_doca(&Sweep {
+        name: "DOCA DPA linked RDMA and a remote publisher",
+        profile: "bf3",
+        setup: &setup,
+        teardown: &teardown,
+        judge: &judge_doca,
+        optional: &[CAP_PAGE_2],
+    });
+    assert!(!r.setup_steps.is_empty(), "{r:?}");
+}
+
+/// [`run`] for DOCA flows.
+fn run_doca<T>(s: &Sweep<'_, T, mlx5_dpa::doca::DocaError>) -> SweepReport {
+    let r = sweep(s);
+    eprintln!(
+        "{}: {} set-up commands, {} teardown commands, steps {:?}, tolerated {:?}",
+        s.name, r.setup_commands, r.teardown_commands, r.setup_steps, r.tolerated
+    );
+    assert!(r.setup_commands > 0 && r.teardown_commands > 0, "{r:?}");
+    r
+}
+
+/// The Ethernet loopback's queues handed over to a GPU (GPUNetIO exports: the SQ with the CPU
+/// proxy ringing its doorbell, the RQ with its packet buffer cut into strides), a proxy pass,
+/// and the exports' teardown, which destroys the queues in order.
+#[test]
+fn gpu_exports_and_the_cpu_proxy() {
+    use mlx5_dpa::gpu::{EthRxq, EthTxq, NicHandler};
+    type Flow = (EthTxq, EthRxq, RxFlow, MemoryRegion);
+    fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DpaError> {
+        let Eth {
+            _flow: flow,
+            _rq: rq,
+            _sq: sq,
+            _cqs: (tx_cq, rx_cq),
+            _mrs: (tx, rx),
+        } = eth_loopback(ctx)?;
+        let export = |e: String| DpaError::Step {
+            step: "exporting the queues",
+            source: Box::new(DpaError::Device(e)),
+        };
+        let mut txq =
+            EthTxq::export(sq, tx_cq, NicHandler::CpuProxy).map_err(|e| export(e.to_string()))?;
+        let rxq = EthRxq::export(rq, rx_cq, rx, 256).map_err(|e| export(e.to_string()))?;
+        // Nothing posted by the GPU yet: the proxy rings nothing.
+        assert!(!txq.cpu_proxy_progress());
+        Ok((txq, rxq, flow, tx))
+    }
+    run(&Sweep {
+        name: "GPU exports and the CPU proxy",
+        profile: "bf3",
+        setup: &setup,
+        teardown: &drop_it,
+        judge: &judge,
+        optional: &[],
+    });
+}

@@ -469,7 +469,8 @@ pub const GID_SCAN: u16 = 256;
 ///
 /// # Errors
 /// No such entry among the first [`GID_SCAN`] (the scan stops at the first index firmware
-/// refuses), or a transport error.
+/// refuses as a bad parameter, the table's end); any other refusal of a query, or a transport
+/// error.
 pub fn roce_v2_ipv4_address(
     dev: &dyn Devx,
 ) -> Result<(u8, crate::mlx5::cmd::RoceAddress), DevxError> {
@@ -477,7 +478,9 @@ pub fn roce_v2_ipv4_address(
     for i in 0..GID_SCAN {
         let a = match exec(dev, &QueryRoceAddress(i)) {
             Ok(a) => a,
-            Err(DevxError::Command { .. }) => break,
+            // An index past the table is a bad parameter: the scan is over. Any other refusal
+            // is the query failing, and says so (it is no missing address).
+            Err(e) if e.status() == Some(crate::mlx5::Status::BAD_PARAM) => break,
             Err(e) => return Err(e),
         };
         if a.roce_version == 2 && a.roce_l3_type == 0 && a.gid != [0; 16] {
