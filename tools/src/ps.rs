@@ -110,8 +110,8 @@ pub enum PsError {
     Protocol { addr: String, what: String },
     #[error("ps: no answer from {addr} within {secs} s")]
     Timeout { addr: String, secs: u64 },
-    #[error("ps: the gdbserver at {addr} is busy: another debugger is connected to it")]
-    Busy { addr: String },
+    #[error("ps: the gdbserver at {addr} is busy: {why}")]
+    Busy { addr: String, why: String },
 }
 
 /// One remote-protocol packet: `$payload#checksum`.
@@ -259,9 +259,10 @@ pub fn remote_table(addr: &str) -> Result<String, PsError> {
         addr: addr.to_string(),
         source,
     };
-    let unexpected = |what: &str| match what.strip_prefix("E.busy") {
-        Some(_) => PsError::Busy {
+    let unexpected = |what: &str| match what.strip_prefix("E.busy: ") {
+        Some(why) => PsError::Busy {
             addr: addr.to_string(),
+            why: shown(why).trim_matches('"').to_string(),
         },
         None => PsError::Protocol {
             addr: addr.to_string(),

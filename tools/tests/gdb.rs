@@ -554,7 +554,7 @@ fn a_second_client_is_told_the_server_is_busy() {
     let o = ps(port);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("is busy: another debugger is connected"),
+        stderr(&o).contains("is busy: another debugger is connected to this gdbserver"),
         "{}",
         stderr(&o)
     );
@@ -565,6 +565,45 @@ fn a_second_client_is_told_the_server_is_busy() {
     );
     drop(first);
     // Served again once the first session has ended (it notices the close at once).
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let o = ps(port);
+        if o.status.success() {
+            assert!(
+                stdout(&o).contains("waiting for its debugger"),
+                "{}",
+                stdout(&o)
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", stderr(&o));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Regression (issue 30, defect 7): with 200 idle connections `ps --connect` said "refused"
+/// (the backlog was full). Past 64 connections that have not spoken, a new one is told why;
+/// once they go, the server answers again.
+#[test]
+fn a_flood_of_silent_connections_is_named_and_passes() {
+    let (mut child, port, _token, _out) = start_server_with_token(&["demo", "rpc", "44", "55"]);
+    let silent: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    // Every connection is accepted at once; the 64 first wait to speak.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let o = ps(port);
+        let err = stderr(&o);
+        if err.contains("too many connections are waiting to speak to this gdbserver") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{err}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(silent);
     let deadline = Instant::now() + WAIT;
     loop {
         let o = ps(port);

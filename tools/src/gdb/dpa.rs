@@ -546,6 +546,8 @@ const MAX_UNHEARD: usize = 64;
 /// What a connection gets while another debugger holds the server: GDB's `E.text` error,
 /// then the close.
 const BUSY: &str = "E.busy: another debugger is connected to this gdbserver";
+/// What a connection gets while [`MAX_UNHEARD`] others have not spoken yet.
+const FLOODED: &str = "E.busy: too many connections are waiting to speak to this gdbserver";
 
 /// `$payload#checksum`.
 fn packet(payload: &str) -> Vec<u8> {
@@ -553,10 +555,10 @@ fn packet(payload: &str) -> Vec<u8> {
     format!("${payload}#{sum:02x}").into_bytes()
 }
 
-/// Answers [`BUSY`] and closes gracefully: what the client sent is read first (a second,
+/// Answers `why` ([`BUSY`], [`FLOODED`]) and closes gracefully: what the client sent is read first (a second,
 /// bounded), so the close is no reset that could discard the answer before it is read.
-fn say_busy(mut stream: TcpStream) {
-    let _ = stream.write_all(&packet(BUSY));
+fn say_busy(mut stream: TcpStream, why: &str) {
+    let _ = stream.write_all(&packet(why));
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(1)));
     let mut sink = [0u8; 512];
@@ -656,8 +658,10 @@ pub fn serve(
         while let Ok((stream, _)) = listener.accept() {
             use std::sync::atomic::Ordering::SeqCst;
             if unheard.fetch_add(1, SeqCst) >= MAX_UNHEARD {
-                // A flood of silent connections: closed at once, never held.
+                // A flood of silent connections: this one is told so (on a thread of its own,
+                // a second at most), never held.
                 unheard.fetch_sub(1, SeqCst);
+                std::thread::spawn(move || say_busy(stream, FLOODED));
                 continue;
             }
             let (dev, slot, unheard) = (
@@ -676,7 +680,7 @@ pub fn serve(
                     if guard.1 {
                         drop(guard);
                         // One debugger at a time: say so rather than leave the client waiting.
-                        say_busy(stream);
+                        say_busy(stream, BUSY);
                         return;
                     }
                     guard.1 = true;
