@@ -546,6 +546,19 @@ fn packet_processor_flow() {
 
 /// A DOCA DPA flow's failure: a step error, or the context's error state naming the launch
 /// step that failed and the injected status.
+/// A DOCA DPA context of `fw-blobs/src/doca_kernels.c`, its device log collected.
+fn doca_start(ctx: &Arc<dyn Devx>) -> Result<mlx5_dpa::doca::Dpa, mlx5_dpa::doca::DocaError> {
+    use mlx5_dpa::doca::{DocaError, Dpa, DpaAttr};
+    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+    let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
+        .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
+    let attr = DpaAttr {
+        log_output: mlx5_dpa::dpa::msg_stream::MsgOutput::Collect,
+        ..DpaAttr::default()
+    };
+    Dpa::start(ctx, &app, &attr)
+}
+
 fn judge_doca(e: &mlx5_dpa::doca::DocaError, status: Status) -> Result<String, String> {
     use mlx5_dpa::doca::DocaError;
     match e {
@@ -573,13 +586,12 @@ fn judge_doca(e: &mlx5_dpa::doca::DocaError, status: Status) -> Result<String, S
 #[test]
 fn doca_dpa_kernel_launch() {
     use mlx5_dpa::doca::{
-        AsyncOps, CompletionContext, DocaError, Dpa, DpaAttr, DpaMmap, DpaRdma, DpaRdmaSrq,
-        DpaThread, NotificationCompletion, SyncEvent, SyncEventAttr,
+        AsyncOps, CompletionContext, DocaError, Dpa, DpaMmap, DpaRdma, DpaRdmaSrq, DpaThread,
+        NotificationCompletion, SyncEvent, SyncEventAttr,
     };
-    use mlx5_dpa::dpa::msg_stream::MsgOutput;
+
     use mlx5_dpa::dpa::DpaBuf;
 
-    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
     type Copy = (
         AsyncOps,
         (DpaRdma, DpaRdma, DpaRdma, DpaRdmaSrq),
@@ -597,13 +609,7 @@ fn doca_dpa_kernel_launch() {
         Copy,
     );
     fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DocaError> {
-        let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
-            .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
-        let attr = DpaAttr {
-            log_output: MsgOutput::Collect,
-            ..DpaAttr::default()
-        };
-        let dpa = Dpa::start(ctx, &app, &attr)?;
+        let dpa = doca_start(ctx)?;
         let comp = dpa.sync_event(SyncEventAttr::dpa_to_cpu())?;
         dpa.kernel_launch_update_set(None, Some((&comp, 1)), 2, "hello_world", &[])?;
         comp.wait_gt(0, u64::MAX, T)?;
@@ -709,10 +715,8 @@ fn doca_dpa_kernel_launch() {
 /// close.
 #[test]
 fn doca_dpa_extended_context() {
-    use mlx5_dpa::doca::{CompletionContext, DocaError, Dpa, DpaAttr, DpaRdma};
-    use mlx5_dpa::dpa::msg_stream::MsgOutput;
+    use mlx5_dpa::doca::{CompletionContext, DocaError, Dpa, DpaRdma};
 
-    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
     type Flow = (
         (DpaRdma, DpaRdma, CompletionContext, CompletionContext),
         Dpa,
@@ -723,13 +727,7 @@ fn doca_dpa_extended_context() {
         let sf = mlx5_sim::testing::fault_sweep::running_device()
             .open_function(1)
             .map_err(DocaError::InvalidValue)?;
-        let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
-            .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
-        let attr = DpaAttr {
-            log_output: MsgOutput::Collect,
-            ..DpaAttr::default()
-        };
-        let base = Dpa::start(ctx, &app, &attr)?;
+        let base = doca_start(ctx)?;
         let ext = base.device_extend(&sf)?;
         let mut ec = ext.completion_create(8)?;
         ec.start()?;
@@ -1084,11 +1082,10 @@ fn linked_rc_into_a_host_srq() {
 #[test]
 fn doca_dpa_buffers_hash_table_and_thread_group() {
     use mlx5_dpa::doca::{
-        DocaError, Dpa, DpaAttr, DpaBufArray, DpaHashTable, DpaMmap, DpaThread, DpaThreadGroup,
-        KernelArg, NotificationCompletion, SyncEvent, SyncEventAttr,
+        DocaError, Dpa, DpaBufArray, DpaHashTable, DpaMmap, DpaThread, DpaThreadGroup, KernelArg,
+        NotificationCompletion, SyncEvent, SyncEventAttr,
     };
-    use mlx5_dpa::dpa::msg_stream::MsgOutput;
-    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+
     type Flow = (
         (DpaBufArray, DpaBufArray, DpaMmap),
         (DpaHashTable, mlx5_dpa::dpa::DpaBuf, SyncEvent),
@@ -1101,13 +1098,7 @@ fn doca_dpa_buffers_hash_table_and_thread_group() {
         Dpa,
     );
     fn setup(ctx: &Arc<dyn Devx>) -> Result<Flow, DocaError> {
-        let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
-            .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
-        let attr = DpaAttr {
-            log_output: MsgOutput::Collect,
-            ..DpaAttr::default()
-        };
-        let dpa = Dpa::start(ctx, &app, &attr)?;
+        let dpa = doca_start(ctx)?;
         // Buffer arrays: four buffers over host memory, one left for DPA code to fill.
         let host = dpa.mmap_host(4096)?;
         let mut harr = dpa.buf_arr_create(4)?;
@@ -1187,26 +1178,16 @@ fn doca_dpa_buffers_hash_table_and_thread_group() {
 #[test]
 fn doca_dpa_linked_rdma_and_a_remote_publisher() {
     use mlx5_dpa::doca::{
-        CompletionContext, DocaError, Dpa, DpaAttr, DpaRdma, KernelArg, RemoteSyncEvent, SyncEvent,
+        CompletionContext, DocaError, Dpa, DpaRdma, KernelArg, RemoteSyncEvent, SyncEvent,
         SyncEventAttr,
     };
-    use mlx5_dpa::dpa::msg_stream::MsgOutput;
-    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+
     type Side = (DpaRdma, CompletionContext);
     type Flow = (
         (RemoteSyncEvent, SyncEvent, SyncEvent),
         (Side, Dpa),
         (Side, Dpa, mlx5_sim::Device),
     );
-    fn start(ctx: &Arc<dyn Devx>) -> Result<Dpa, DocaError> {
-        let app = mlx5_dpa::dpa::app::App::from_device_elf("doca_kernels", KERNELS)
-            .map_err(|e| DocaError::InvalidValue(e.to_string()))?;
-        let attr = DpaAttr {
-            log_output: MsgOutput::Collect,
-            ..DpaAttr::default()
-        };
-        Dpa::start(ctx, &app, &attr)
-    }
     fn side(dpa: &Dpa) -> Result<Side, DocaError> {
         let mut comp = dpa.completion_create(32)?;
         comp.start()?;
@@ -1222,9 +1203,9 @@ fn doca_dpa_linked_rdma_and_a_remote_publisher() {
         other.set_port_address([0x02, 0, 0x5e, 0, 0, 2], [10, 0, 0, 2]);
         other.start_engine();
         mlx5_sim::Device::link(&d, &other);
-        let ob = start(&other.open_devx())?;
+        let ob = doca_start(&other.open_devx())?;
         let (mut orx, ocomp) = side(&ob)?;
-        let a = start(ctx)?;
+        let a = doca_start(ctx)?;
         let (mut rdma, comp) = side(&a)?;
         let (ea, eb) = (rdma.export()?, orx.export()?);
         rdma.connect_to(&ea, &eb.details())?;

@@ -506,6 +506,25 @@ fn sim_serves_its_running_processes_by_token() {
     );
 }
 
+/// Waits (bounded) until `ps --connect` is served again, and finds the demo's process still
+/// waiting for its debugger.
+fn served_again(port: u16) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let o = ps(port);
+        if o.status.success() {
+            assert!(
+                stdout(&o).contains("waiting for its debugger"),
+                "{}",
+                stdout(&o)
+            );
+            return;
+        }
+        assert!(Instant::now() < deadline, "{}", stderr(&o));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// `mlx5-dpa ps --connect 127.0.0.1:PORT`.
 fn ps(port: u16) -> std::process::Output {
     run(&["ps", "--connect", &format!("127.0.0.1:{port}")])
@@ -565,20 +584,7 @@ fn a_second_client_is_told_the_server_is_busy() {
     );
     drop(first);
     // Served again once the first session has ended (it notices the close at once).
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let o = ps(port);
-        if o.status.success() {
-            assert!(
-                stdout(&o).contains("waiting for its debugger"),
-                "{}",
-                stdout(&o)
-            );
-            break;
-        }
-        assert!(Instant::now() < deadline, "{}", stderr(&o));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    served_again(port);
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -604,20 +610,7 @@ fn a_flood_of_silent_connections_is_named_and_passes() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(silent);
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let o = ps(port);
-        if o.status.success() {
-            assert!(
-                stdout(&o).contains("waiting for its debugger"),
-                "{}",
-                stdout(&o)
-            );
-            break;
-        }
-        assert!(Instant::now() < deadline, "{}", stderr(&o));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    served_again(port);
     let _ = child.kill();
     let _ = child.wait();
 }
