@@ -280,7 +280,7 @@ fn copy_round_trip_and_memset() -> R {
     Ok(())
 }
 
-/// Older snap builds link text at 0x1000_0000 and data at 0x2800_0000 (FACTS.md section 8):
+/// Older snap builds link text at 0x1000_0000 and data at 0x2800_0000 (docs/sources.md section 8):
 /// such a program loads at its link addresses, its DPA memory (data, heap, buffers) starts at
 /// 0x2800_0000, and it runs as the current layout does. (Before: creation was refused with
 /// "a loadable segment outside the text window".)

@@ -141,7 +141,7 @@ fn a_dpa_sq_rung_by_the_dpa_completes_into_a_host_cq() -> R {
     Ok(())
 }
 
-/// Device code often checks only a CQE's owner bit (FlexIO's samples do: FACTS.md section 9).
+/// Device code often checks only a CQE's owner bit (FlexIO's samples do: docs/sources.md section 9).
 /// That works because every CQE starts owner = 1 (`op_own = 0xf1`, DPDK `MLX5_CQE_INVALIDATE`,
 /// FlexIO's `mlx5dv_set_cqe_owner(cqe, 1)`), the opposite of what the device writes on the
 /// first pass. Read as such code reads it, a fresh 4-entry host CQ holds no completion, and

@@ -1,5 +1,5 @@
 //! Feature `gpu`: CUDA through cudarc. Everywhere: the probe answers with a typed error, never
-//! a panic, where there is no driver or no GPU. On a GPU machine (FACTS section 10), CUDA
+//! a panic, where there is no driver or no GPU. On a GPU machine (docs/sources.md section 10), CUDA
 //! kernels compiled with NVRTC against the GPUNetIO headers drive the device model's queues
 //! (`examples/gpunetio.rs`, also `mlx5-dpa demo gpu-send | gpu-recv | gpu-verbs`): frames sent
 //! through an exported SQ (CPU proxy and kernel-rung doorbells), received through an exported

@@ -179,7 +179,7 @@ fn layouts_match_snap_rdma() {
 
 #[test]
 fn dpa_binding_fields_sit_where_public_sources_put_them() {
-    // cqc.apu_cq / apu_element_type / c_eqn_or_apu_element (FACTS.md §3) and cmd_hca_cap.apu.
+    // cqc.apu_cq / apu_element_type / c_eqn_or_apu_element (docs/sources.md §3) and cmd_hca_cap.apu.
     let cqc = flatten(layouts::by_name("cqc").unwrap());
     let at = |n: &str| {
         cqc.iter()
@@ -209,7 +209,7 @@ fn layouts_match_ofed_24_01() {
     );
 }
 
-/// Fields of public sources that are not among the reference JSON files (FACTS.md section 9):
+/// Fields of public sources that are not among the reference JSON files (docs/sources.md section 9):
 /// `dpa_cap` from a public NVIDIA `mlx5_prm.h` (`mlx5_ifc_dpa_capabilities_bits`), the EU
 /// registers from mstflint's adb.
 #[test]

@@ -11,7 +11,7 @@
  * window (reads i, writes o); __DPA_SYSTEM is all of them (iorw). So
  * __dpa_thread_fence(__DPA_MEMORY, __DPA_W, __DPA_W) is `fence w, w` and
  * __dpa_thread_window_read_inv() is `fence i, i`. NVIDIA's own builds use ordinary fence
- * encodings too (FACTS.md section 8). Each fence is a compiler barrier as well.
+ * encodings too (docs/sources.md section 8). Each fence is a compiler barrier as well.
  *
  * Counters: __dpa_thread_cycles / _inst_ret / _time read the `cycle`, `instret` and `time`
  * CSRs (rdcycle, rdinstret, rdtime), meaningful, as the guide says, only while the thread

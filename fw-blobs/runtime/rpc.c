@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
- * RPC as FlexIO does it (FACTS.md section 9): the host packs a call's arguments into an
+ * RPC as FlexIO does it (docs/sources.md section 9): the host packs a call's arguments into an
  * argument buffer in DPA memory, and on the device an unpack function
  * `uint64_t unpack(void *arg_buf, void *func)` reads them and calls the function.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * pp_sample: FlexIO's packet-processor sample, device side, written here against the FlexIO
- * API as a FlexIO user would, speaking the sample's protocol (pp_sample.h; FACTS.md section 9):
+ * API as a FlexIO user would, speaking the sample's protocol (pp_sample.h; docs/sources.md section 9):
  *
  *   flexio_pp_dev(h2d)   the event handler bound to the RQ's CQ. On its first activation it
  *                        takes the queues from `h2d` (a struct host2dev_packet_processor_data

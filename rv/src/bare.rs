@@ -2,7 +2,7 @@
 //! [`Image`]'s segments (an ELF's `PT_LOAD` segments, [`Image::from_elf`]) at their link
 //! addresses with their permissions, a stack, and three ways to end a run.
 //!
-//! - `ecall` with a7 = 4 (FlexIO-OS `EXIT_PROCESS`, FACTS.md section 5) or a7 = 93 (newlib /
+//! - `ecall` with a7 = 4 (FlexIO-OS `EXIT_PROCESS`, docs/sources.md section 5) or a7 = 93 (newlib /
 //!   Linux `exit`): exit with status a0. a7 = 64 (`write`) to fd 1 or 2 appends to
 //!   [`BareMachine::output`] (as qemu-user would print it), so test programs can report.
 //! - A store into the `tohost` symbol (if the image has one) of a value `v` with `v & 1 == 1`:

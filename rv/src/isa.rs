@@ -59,7 +59,7 @@ impl OpcodeSpace {
 
 impl std::fmt::Display for OpcodeSpace {
     /// The space and what is known of it for the DPA: the compiler's ISA string names
-    /// NVIDIA's extensions `xfenceheap`, `xnvcc` and `xrpfxp` (FACTS.md section 8), vendor
+    /// NVIDIA's extensions `xfenceheap`, `xnvcc` and `xrpfxp` (docs/sources.md section 8), vendor
     /// extensions live in the custom spaces, and no public document gives their encodings.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

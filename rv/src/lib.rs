@@ -3,7 +3,7 @@
 //! and its bare machine takes segments as input ([`bare::Image`]).
 //!
 //! [`run`] executes a [`Hart`] against a [`Bus`] until an `ecall`, `ebreak`, a fault or the
-//! instruction budget. The ISA is what the BlueField-3 DPA compiler targets (FACTS.md section 5:
+//! instruction budget. The ISA is what the BlueField-3 DPA compiler targets (docs/sources.md section 5:
 //! `rv64imac_zbb_zbp0p93_zbr0p93_zbs`), user mode only:
 //!
 //! - RV64I, M (the spec's divide-by-zero and overflow results), A (LR/SC with the hart's

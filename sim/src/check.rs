@@ -1,6 +1,6 @@
 //! Every validation the firmware model performs, each with its own syndrome.
 //!
-//! Real firmware answers a refused command with a status (PRM status codes, FACTS.md §2) and a
+//! Real firmware answers a refused command with a status (PRM status codes, docs/sources.md §2) and a
 //! 32-bit syndrome that names the failed check. Real syndromes are opaque numbers; the model's
 //! are its own (`0x5131_xxxx`, "model"), one per check, so that a test or a researcher can tell
 //! exactly which rule refused a mailbox: `mlx5-dpa --sim cmd` prints the description.

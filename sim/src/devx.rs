@@ -1,6 +1,6 @@
 //! The kernel's DevX layer, as the model's front door: one [`SimDevx`] per opened context.
 //!
-//! It applies the rules the kernel applies before firmware sees a mailbox (FACTS.md §1):
+//! It applies the rules the kernel applies before firmware sees a mailbox (docs/sources.md §1):
 //! the method must match the opcode (the OTHER whitelist vs the OBJ_CREATE list), `uid` is
 //! overwritten with the context's, the `*_umem_valid` bits of ring-creating commands are
 //! forced, modify / query name the object of the handle they are sent on, and destroy runs

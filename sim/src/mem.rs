@@ -225,7 +225,7 @@ pub(crate) trait DumemBacking: Send + Sync {
     fn allocated(&self) -> u64;
 }
 
-/// The memory of a DPA process, reachable by queues as a DUMEM (FACTS.md §3: `cq_umem_id` =
+/// The memory of a DPA process, reachable by queues as a DUMEM (docs/sources.md §3: `cq_umem_id` =
 /// the process's DUMEM id). Registered by firmware when the process is created.
 pub(crate) struct Dumem {
     uid: u16,
@@ -424,7 +424,7 @@ impl MemModel {
     }
 
     /// The rights a UMEM was registered with; a DUMEM grants everything (FlexIO keys the
-    /// whole process memory for RDMA, FACTS.md §4).
+    /// whole process memory for RDMA, docs/sources.md §4).
     pub(crate) fn access(&self, id: u32) -> Option<UmemAccess> {
         match self.umems.get(id) {
             Some(u) => Some(u.access),

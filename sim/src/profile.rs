@@ -274,7 +274,7 @@ impl Profile {
         self.dpa_cores * self.dpa_eus_per_core
     }
 
-    /// Bytes of DPA memory one process may use (block size x 2^blocks, FACTS.md §3).
+    /// Bytes of DPA memory one process may use (block size x 2^blocks, docs/sources.md §3).
     pub fn dpa_process_memory(&self) -> u64 {
         self.dpa_cap(dpa_cap::dpa_mem_block_size)
             << self.dpa_cap(dpa_cap::log_max_num_dpa_mem_blocks)

@@ -1,7 +1,7 @@
 //! DevX: how a command mailbox reaches firmware.
 //!
 //! [`Devx`] is the one seam between the driver and a device. It carries exactly what the
-//! kernel's DevX interface offers (FACTS.md §1): general commands, object create / modify /
+//! kernel's DevX interface offers (docs/sources.md §1): general commands, object create / modify /
 //! query / destroy on handles, UMEM registration, UAR pages, EQ numbers and an event channel.
 //! Three implementations exist:
 //!
@@ -152,7 +152,7 @@ unsafe impl Send for Uar {}
 // SAFETY: as above; shared references only hand out the address.
 unsafe impl Sync for Uar {}
 
-/// Offset of the doorbell register in a UAR page (FACTS.md §1).
+/// Offset of the doorbell register in a UAR page (docs/sources.md §1).
 pub const UAR_DOORBELL_OFFSET: usize = 0x800;
 
 /// One event read from an event channel.

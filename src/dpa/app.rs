@@ -1,6 +1,6 @@
 //! DPA applications (FlexIO `flexio_app`): a device program, by name, ready to be loaded.
 //!
-//! An application is a DPA device ELF (FACTS.md section 5: ELF64 little-endian `ET_EXEC`,
+//! An application is a DPA device ELF (docs/sources.md section 5: ELF64 little-endian `ET_EXEC`,
 //! `e_machine` 243 RISC-V, `e_flags` 0x1 = RVC + soft-float lp64, text and data `PT_LOAD`
 //! segments, entry points found by symbol name). It comes either as a file of its own
 //! ([`App::from_device_elf`], [`App::from_device_elf_file`]) or embedded in a host program by
@@ -12,16 +12,16 @@
 //!   does); an unlabelled copy is a BlueField-3 build;
 //! - section `.dpa_sig_name_<app>` (optional): 256 bytes, the NUL-terminated, NUL-padded name of
 //!   the section that holds the application's signature (empty: not signed);
-//! - that signature section: a crypto data section (FACTS.md section 7, `sh_type`
+//! - that signature section: a crypto data section (docs/sources.md section 7, `sh_type`
 //!   [`SHT_DPA_CRYPTO`] = 0x7000_0666) beginning with a 0x40-byte metadata header:
 //!   `metadata_version` at 0x0 and `signature_type` at 0x3c (2 = RSA_SHA_512), followed by the
-//!   hash list, the signature and the certificate chain. FACTS.md does not state the byte order
+//!   hash list, the signature and the certificate chain. docs/sources.md does not state the byte order
 //!   of the two header fields; they are read big-endian, like the hash-list dwords after them
 //!   (unverified), and [`CryptoMetadata::raw`] keeps the header bytes as found.
 //!
 //! A device ELF may also carry a crypto data section itself (a signed device ELF); that is
 //! reported the same way, with [`SignatureLocation::Device`]. Or the signature comes as a file
-//! of its own next to the device ELF (snap ships `dpa_nvme` and `dpa_nvme.sig`, FACTS.md
+//! of its own next to the device ELF (snap ships `dpa_nvme` and `dpa_nvme.sig`, docs/sources.md
 //! section 8): the same crypto data, attached with [`App::with_signature_file`] and reported
 //! with [`SignatureLocation::File`].
 //!
@@ -47,7 +47,7 @@ pub const MODEL_SEPARATOR: char = '@';
 pub const SIG_NAME_PREFIX: &str = ".dpa_sig_name_";
 /// Size of a `.dpa_sig_name_<app>` section.
 pub const SIG_NAME_LEN: usize = 256;
-/// `sh_type` of a DPA crypto data (signature) section (FACTS.md section 7).
+/// `sh_type` of a DPA crypto data (signature) section (docs/sources.md section 7).
 pub const SHT_DPA_CRYPTO: u32 = 0x7000_0666;
 /// Size of the metadata header at the start of a crypto data section.
 pub const CRYPTO_METADATA_LEN: usize = 0x40;

@@ -1,5 +1,5 @@
 //! DPA application authentication (seed: DPA Development guide, "DPA Application
-//! Authentication"; FACTS.md section 7): the crypto data that signs a DPA application, built,
+//! Authentication"; docs/sources.md section 7): the crypto data that signs a DPA application, built,
 //! signed with an RSA key, parsed and verified.
 //!
 //! A crypto data blob (a host ELF's section of type [`SHT_DPA_CRYPTO`](super::app::SHT_DPA_CRYPTO),
@@ -13,7 +13,7 @@
 //! | after it | the certificate chain: a 12-byte header ([`ChainHeader`]), then DER X.509 certificates, leaf last, at most 4 |
 //! | end | 0xFF padding to a multiple of 4 bytes |
 //!
-//! Checked against NVIDIA's signed snap programs (FACTS.md section 8): their hash lists are the
+//! Checked against NVIDIA's signed snap programs (docs/sources.md section 8): their hash lists are the
 //! ones [`HashList::of_elf`] computes, byte for byte (reserved fields filled with 0xFF, as
 //! NVIDIA's tool does); their signatures verify as PKCS#1 v1.5 / SHA-512 over bytes
 //! 0 .. end of the hash list with the leaf certificate's key.

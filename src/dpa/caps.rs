@@ -1,14 +1,14 @@
 //! What the DPA offers (FlexIO reads the same from the device before `flexio_process_create`).
 //!
 //! [`DpaCaps::query`] sends QUERY_HCA_CAP for the general page and, when the general page's
-//! `apu` bit (the PRM's `dpa`, FACTS.md §3) is set, the DPA page (type 0x24). A device without
+//! `apu` bit (the PRM's `dpa`, docs/sources.md §3) is set, the DPA page (type 0x24). A device without
 //! the bit, or without the DPA general object types, is [`DpaError::NotSupported`].
 //!
 //! # EU topology (an assumption)
 //!
 //! No public field of the DPA capability page gives the number of cores or of EUs per core.
 //! FlexIO documents BlueField-3's DPA as 16 cores x 16 EUs (256 EUs, 2 of them reserved for
-//! the OS, FACTS.md §4), and the model's `bf3` profile runs the same 16 x 16. [`EuTopology`]
+//! the OS, docs/sources.md §4), and the model's `bf3` profile runs the same 16 x 16. [`EuTopology`]
 //! is therefore [`EuTopology::BLUEFIELD3`] whenever `dpa_platform_version` is 1 (the only
 //! version seen); a capture of the real page that names the topology corrects this here.
 
@@ -29,7 +29,7 @@ pub struct EuTopology {
 }
 
 impl EuTopology {
-    /// BlueField-3: 16 cores x 16 EUs, 2 reserved (FlexIO; FACTS.md §4). Assumed, see the
+    /// BlueField-3: 16 cores x 16 EUs, 2 reserved (FlexIO; docs/sources.md §4). Assumed, see the
     /// module documentation.
     pub const BLUEFIELD3: EuTopology = EuTopology {
         cores: 16,

@@ -2,7 +2,7 @@
 //! reading back, which FlexIO leaves to the application).
 //!
 //! The host cannot load or store DPA memory; it can only DMA into it. As FlexIO and snap do
-//! (FACTS.md §4), the copier owns two RC QPs of the process's PD connected to each other in
+//! (docs/sources.md §4), the copier owns two RC QPs of the process's PD connected to each other in
 //! force-loopback, a host staging [`MemoryRegion`], and an mkey over the process memory
 //! (DUMEM, starting at `dumem_base`, so a DPA address is its own remote address). A copy to the
 //! device is RDMA WRITEs from the staging buffer; a copy from the device is RDMA READs into it;

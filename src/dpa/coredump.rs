@@ -1,6 +1,6 @@
 //! Decoding a DPA process coredump (DPA_PROCESS_COREDUMP, opcode 0xb2b).
 //!
-//! The command and the image format are **provisional**: the opcode is public (FACTS.md §3)
+//! The command and the image format are **provisional**: the opcode is public (docs/sources.md §3)
 //! but neither its layout nor the dump format is. The format decoded here is the one the
 //! device model writes (`mlx5_sim`, DESIGN.md "The model's DPA"), declared as layouts in
 //! [`crate::mlx5::layouts::dpa`]: a [`dpa_coredump`](crate::mlx5::layouts::dpa_coredump)

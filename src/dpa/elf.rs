@@ -1,6 +1,6 @@
 //! ELF64 little-endian images: DPA device programs, and the host programs that carry them.
 //!
-//! A DPA device program (FACTS.md section 5) is an ELF64 little-endian `ET_EXEC` for RISC-V
+//! A DPA device program (docs/sources.md section 5) is an ELF64 little-endian `ET_EXEC` for RISC-V
 //! (`e_machine` 243), statically linked, with text and data `PT_LOAD` segments; entry points are
 //! found by symbol name. A host program built by DPACC carries the device image in a section
 //! named `.dpa_bin_<app>`. [`Elf::parse`] reads any ELF64 little-endian file (header, program

@@ -1,6 +1,6 @@
 //! Packaging DPA device code into a Rust host program, as DPACC packages it into a C one: a
 //! build-script helper that puts each device ELF into the host binary's `.dpa_bin_<app>`
-//! section (FACTS.md section 5; what [`super::app::App::all_in_host_elf`] and `mlx5-dpa elf
+//! section (docs/sources.md section 5; what [`super::app::App::all_in_host_elf`] and `mlx5-dpa elf
 //! info` read) and gives typed host-side handles to its entry points, checked at build time
 //! against the ELF's symbols.
 //!

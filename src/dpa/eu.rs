@@ -38,7 +38,7 @@ mod operation {
     pub const DESTROY: u64 = 2;
 }
 
-/// Bytes of `eug_name` (0x10: mstflint adb, FACTS.md section 9).
+/// Bytes of `eug_name` (0x10: mstflint adb, docs/sources.md section 9).
 pub const EUG_NAME_LEN: usize = 16;
 /// Most vHCA ids one partition names (`num_vhca_id` is 8 bits wide).
 pub const MAX_PARTITION_VHCAS: usize = 255;

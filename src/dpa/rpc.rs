@@ -1,4 +1,4 @@
-//! RPC (FlexIO `flexio_process_call`) as FlexIO does it (FACTS.md section 9): the host packs
+//! RPC (FlexIO `flexio_process_call`) as FlexIO does it (docs/sources.md section 9): the host packs
 //! the arguments into an argument buffer in DPA memory; on the device an unpack function
 //! `uint64_t unpack(void *arg_buf, void *func)` reads them and calls the function. A call runs
 //! on a thread of its own, created for it and destroyed after it, which starts at the

@@ -4,7 +4,7 @@
 //! starts IDLE: a completion on an armed CQ created with
 //! [`CqEvents::DpaThread`](crate::queues::CqEvents::DpaThread)`(handler.id())` runs it once;
 //! [`EventHandler::run`] (MODIFY `state` = RUNNING, with a new `user_arg`) runs it from the
-//! host. The entry gets `arg` in `a0` (FACTS.md §5).
+//! host. The entry gets `arg` in `a0` (docs/sources.md §5).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! GPU the answer is a [`GpuError`], never a panic.
 //!
 //! Provisional until run on a GPU machine: this module builds and its probe is tested here;
-//! the kernel path (`tests/gpu_cuda.rs`) runs only where a GPU is (FACTS section 10).
+//! the kernel path (`tests/gpu_cuda.rs`) runs only where a GPU is (docs/sources.md section 10).
 
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use cudarc::nvrtc::CompileOptions;
 use super::GpuError;
 use crate::mem::DmaBuf;
 
-/// The CUDA driver library (FACTS section 10: dlopen it before the first cudarc call).
+/// The CUDA driver library (docs/sources.md section 10: dlopen it before the first cudarc call).
 const DRIVER_LIBS: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
 /// NVRTC, newest first (CUDA 13 on the GPU machine).
 const NVRTC_LIBS: [&str; 3] = ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"];

@@ -65,7 +65,7 @@ pub struct DpaCaps {
 
 impl DpaCaps {
     /// DPA memory available to one process: `dpa_mem_block_size << log_max_num_dpa_mem_blocks`
-    /// (snap-rdma `snap_dpa.c`; FACTS.md §3).
+    /// (snap-rdma `snap_dpa.c`; docs/sources.md §3).
     pub fn process_mem_bytes(&self) -> u64 {
         u64::from(self.dpa_mem_block_size) << self.log_max_num_dpa_mem_blocks.min(63)
     }

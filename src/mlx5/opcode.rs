@@ -2,7 +2,7 @@
 //!
 //! Values: the kernel's `include/linux/mlx5/mlx5_ifc.h` (`MLX5_CMD_OP_*`), rdma-core
 //! `providers/mlx5/mlx5_ifc.h`, DPDK `drivers/common/mlx5/mlx5_prm.h`. The DPA partition commands
-//! (0xb26..0xb2b) are named in public material but their layouts are not (see FACTS.md §3).
+//! (0xb26..0xb2b) are named in public material but their layouts are not (see docs/sources.md §3).
 //!
 //! Routing: the kernel (`drivers/infiniband/hw/mlx5/devx.c`, `devx_is_obj_create_cmd`,
 //! `devx_is_obj_modify_cmd`, `devx_is_obj_query_cmd`, `devx_is_general_cmd`) accepts each opcode
@@ -15,7 +15,7 @@ use core::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Opcode(pub u16);
 
-/// Which DevX method carries a command (FACTS.md §1).
+/// Which DevX method carries a command (docs/sources.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DevxMethod {
     /// `MLX5_IB_METHOD_DEVX_OTHER`: 0xb00..0xd00 and a whitelist of queries.
@@ -146,7 +146,7 @@ opcodes! {
     DESTROY_UMEM = 0xa0a => KernelOnly,
     ACCESS_REGISTER_USER = 0xb0c => General,
     ALLOW_OTHER_VHCA_ACCESS = 0xb16 => General,
-    // Named in public material (FACTS.md §3); layouts not public.
+    // Named in public material (docs/sources.md §3); layouts not public.
     CREATE_DPA_PARTITION = 0xb26 => General,
     DESTROY_DPA_PARTITION = 0xb27 => General,
     QUERY_DPA_PARTITION = 0xb28 => General,

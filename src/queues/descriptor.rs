@@ -13,7 +13,7 @@
 //! `dbr_addr + 4`, the receive counter in `dbr_addr + 0`, then the first 8 bytes of the ctrl
 //! segment to `uar_doorbell_addr`; CQEs with the owner bit in byte 63 of each 64-byte CQE (second
 //! half of a 128-byte CQE), the consumer index (24 bits, big-endian) in `cq_dbr_addr + 0`,
-//! arming with `arm_sn << 28 | cmd | ci` and the CQN at `uar_arm_addr` (FACTS.md §6).
+//! arming with `arm_sn << 28 | cmd | ci` and the CQN at `uar_arm_addr` (docs/sources.md §6).
 
 /// A CQ for an external engine. Size 56 bytes.
 ///

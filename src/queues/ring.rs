@@ -14,7 +14,7 @@ pub const CQ_CI_MASK: u32 = 0xff_ffff;
 /// `op_own[7:4]` of a CQE nobody wrote yet (PRM `MLX5_CQE_INVALID`).
 pub const CQE_OPCODE_INVALID: u8 = crate::mlx5::wire::cqe::opcode::INVALID;
 /// `op_own` written into every CQE before the CQ is created: invalid opcode, owner 1 (DPDK's
-/// `MLX5_CQE_INVALIDATE`; FlexIO's host sets owner 1 on every entry, FACTS.md section 9). The
+/// `MLX5_CQE_INVALIDATE`; FlexIO's host sets owner 1 on every entry, docs/sources.md section 9). The
 /// device writes owner 0 on the first pass, so a consumer that checks only the owner bit (as
 /// FlexIO device code does) sees no entry before the device wrote it; on later passes the
 /// owner left by the pass before marks it. The invalid opcode is a second mark for consumers

@@ -6,7 +6,7 @@
 //! side, which is in the *outer shareable* domain on aarch64 and sees write-combining buffers
 //! on x86_64. The choices follow DPDK (`rte_io_wmb`, `rte_io_rmb`, `rte_wmb`) and rdma-core
 //! (`udma_to_device_barrier`, `udma_from_device_barrier`, `mmio_flush_writes`) for the same
-//! hardware; FACTS.md §6.
+//! hardware; docs/sources.md §6.
 //!
 //! Every primitive is also a compiler barrier: `asm!` without `nomem` may read and write any
 //! memory, so the compiler moves no load or store across it.

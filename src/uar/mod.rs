@@ -1,6 +1,6 @@
 //! UAR pages, doorbell records, MMIO doorbell writes and the device barriers that order them.
 //!
-//! A doorbell is three stores in a fixed order (FACTS.md §6; PRM "Doorbells", rdma-core
+//! A doorbell is three stores in a fixed order (docs/sources.md §6; PRM "Doorbells", rdma-core
 //! `mlx5_post_send`, DPDK `mlx5_doorbell_ring`):
 //!
 //! 1. the WQEs themselves, in host memory;

@@ -15,7 +15,7 @@
 //! Flags are those of `fw-blobs/build.sh` (`-march=rv64imac_zbb_zbs -mabi=lp64 -mcmodel=medany
 //! -mno-relax -O2 ...`), so `mlx5-dpa cc -o x.elf fw-blobs/src/rpc_calc.c` gives the bytes of
 //! `fw-blobs/bin/rpc_calc.elf` with the same compiler. `--package-into HOST --app NAME` puts
-//! the device ELF into a copy of host program `HOST` as section `.dpa_bin_NAME` (FACTS.md
+//! the device ELF into a copy of host program `HOST` as section `.dpa_bin_NAME` (docs/sources.md
 //! section 5), with the host's `objcopy` (which refuses a host that already carries a DPA
 //! signature section: objcopy does not know section type 0x70000666).
 //!

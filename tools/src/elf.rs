@@ -1,5 +1,5 @@
 //! `mlx5-dpa elf info FILE [--app NAME] [--json]`: the DPA applications of a device ELF, or of
-//! a host ELF that carries them in `.dpa_bin_<app>` sections (DPACC packaging, FACTS.md
+//! a host ELF that carries them in `.dpa_bin_<app>` sections (DPACC packaging, docs/sources.md
 //! sections 5 and 7; `mlx5_dpa::dpa::app`).
 //!
 //! For each application: its name, size, `e_flags` and ISA string, the signature (present,

@@ -145,7 +145,7 @@ fn demo_packet_processor_prints_as_the_seed_and_writes_a_pcap() {
         (&sent[6..12], &sent[0..6]),
         "MACs swapped"
     );
-    // FACTS.md section 9: "<index> Event demo" then '*', checksums untouched.
+    // docs/sources.md section 9: "<index> Event demo" then '*', checksums untouched.
     assert_eq!(&got[42..], b"1 Event demo***********");
     assert_eq!(&got[12..42], &sent[12..42], "IP and UDP headers kept");
     // The pcap has both frames among the copier's RoCE traffic.

@@ -1,4 +1,4 @@
-//! NVIDIA-built DPA programs (snap's `dpa_nvme`, `dpa_nvme_mp`, `dpa_virtq_split`; FACTS.md
+//! NVIDIA-built DPA programs (snap's `dpa_nvme`, `dpa_nvme_mp`, `dpa_virtq_split`; docs/sources.md
 //! section 8), which are not ours to commit: with `MLX5_DPA_SNAP_DIR` naming a folder that holds
 //! them (`fw-blobs/compat/README.md` says how to fetch them), every instruction decodes
 //! (`elf isa`), their `.sig` files read as RSA_SHA_512 signatures (`elf info`), and their own

@@ -5,7 +5,7 @@
  *
  * Function names and signatures follow NVIDIA FlexIO's libflexio-dev, so a FlexIO sample's
  * device code compiles against this header with few changes; the implementation is our own
- * and targets exactly the ABI in fw-blobs/README.md (FACTS.md §4-§6):
+ * and targets exactly the ABI in fw-blobs/README.md (docs/sources.md §4-§6):
  *
  *  - an activation starts at an entry symbol with a0 = the 64-bit argument, sp = top of a
  *    per-thread stack, tp = the thread context (struct flexio_dev_thread_ctx); returning

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
- * The DPA's machine-level interface as the mlx5-dpa model implements it (FACTS.md §5):
+ * The DPA's machine-level interface as the mlx5-dpa model implements it (docs/sources.md §5):
  * the thread context at `tp`, the FlexIO-OS calls (`ecall`), the outbox doorbell page and
  * the device barriers. Everything above this header (flexio_dev.h and friends) is written
  * in terms of these definitions only.
@@ -173,7 +173,7 @@ static inline __attribute__((noreturn)) void dpa_os_call1_noreturn(uint64_t nr, 
 #define DPA_MASK24 0xffffffu
 
 /* Values of the emulation, MSI-X and congestion-control registers (bit positions of the
- * public BSD-3 flexio_dev_dpa_arch.h register layouts, FACTS.md section 5). */
+ * public BSD-3 flexio_dev_dpa_arch.h register layouts, docs/sources.md section 5). */
 /** EMU_CAP / EMU_CAP_TRIGGER value. */
 #define OUTBOX_V_EMU_CAP(dummy_qpn, emulation_index) \
 	(((uint64_t)((dummy_qpn) & DPA_MASK24)) | ((uint64_t)((emulation_index) & 0x3ffffffu) << 32))

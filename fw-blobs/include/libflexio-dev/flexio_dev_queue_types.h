@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
- * Datapath formats the DPA program reads and writes (PRM; FACTS.md §6): the 64-byte CQE and
+ * Datapath formats the DPA program reads and writes (PRM; docs/sources.md §6): the 64-byte CQE and
  * the 16-byte send / receive WQE segments. All multi-byte fields are big-endian on the wire
  * (typed __be16/__be32/__be64). Structures are naturally aligned (not packed) so the compiler
  * never splits an access into bytes; every offset is checked below.

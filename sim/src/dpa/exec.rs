@@ -779,7 +779,7 @@ pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
         win_pending: Default::default(),
         win_lines: Default::default(),
     };
-    // The thread context (FACTS.md §5), then the thread's default outbox and window.
+    // The thread context (docs/sources.md §5), then the thread's default outbox and window.
     bus.write_ctx(0, 4, 1);
     bus.write_ctx(32, 8, job.tls);
     if paused.is_none() {

@@ -17,7 +17,7 @@ use crate::state::dpa::Affinity;
 
 const HDR: usize = size::<l::general_obj_in_cmd_hdr::Layout>();
 
-/// Alias object types (FACTS.md §2, §3): 0xff01.. .
+/// Alias object types (docs/sources.md §2, §3): 0xff01.. .
 fn is_alias_type(t: u16) -> bool {
     t >= 0xff00
 }
@@ -748,7 +748,7 @@ fn parent_process(k: &GenKind) -> Option<u32> {
 
 /// Whether alias type `alias` can stand for general object type `target` (the model lets an
 /// alias name any general type it was granted for; real firmware ties alias types to
-/// object classes, FACTS.md §2).
+/// object classes, docs/sources.md §2).
 /// An alias object (of any type).
 fn is_alias(g: &GenObj) -> bool {
     matches!(g.kind, GenKind::Alias { .. })

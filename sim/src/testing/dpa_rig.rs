@@ -238,7 +238,7 @@ pub mod asm {
 }
 
 /// A minimal device ELF: text at 0x40000000 (R+X), data at 0x80000000 (R+W, with `.bss`),
-/// and a symbol table, as the FlexIO toolchain links them (FACTS.md §5).
+/// and a symbol table, as the FlexIO toolchain links them (docs/sources.md §5).
 pub mod elf {
     /// What goes into the image.
     #[derive(Debug, Clone)]

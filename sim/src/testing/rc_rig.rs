@@ -3,7 +3,7 @@
 //! The RC counterpart of [`crate::rig::EthRig`]: a PD, a UAR, one UMEM holding the QP ring
 //! (RQ then SQ), two CQs, the doorbell records and a data area covered by a memory key. It
 //! drives the QP state machine with the driver's `ModifyQp` commands and writes WQEs and
-//! doorbells by hand in the formats of rdma-core's `mlx5dv.h` (FACTS.md §6). It works over
+//! doorbells by hand in the formats of rdma-core's `mlx5dv.h` (docs/sources.md §6). It works over
 //! any [`Devx`], so it runs on hardware as well.
 
 use mlx5_dpa::mlx5::{Cqn, Pdn, Qpn};

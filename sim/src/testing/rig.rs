@@ -3,7 +3,7 @@
 //! This is the smallest thing that moves frames through a device: one SQ and one RQ, each
 //! with its CQ, a TIS, a TIR, and a NIC RX flow table that sends matching frames to the TIR.
 //! It exists to test and measure the model (and the `mlx5-dpa sim --tap` demo) before the
-//! driver's queue layer; it writes WQEs and doorbells by hand, with the formats of FACTS.md §6.
+//! driver's queue layer; it writes WQEs and doorbells by hand, with the formats of docs/sources.md §6.
 //! It works over any [`Devx`], so it runs on hardware as well.
 
 use mlx5_dpa::mlx5::{Cqn, Rqn, Sqn};
@@ -441,7 +441,7 @@ impl EthRig {
         Ok(())
     }
 
-    /// Rings the SQ doorbell: doorbell record, barrier, then the UAR register (FACTS.md §6).
+    /// Rings the SQ doorbell: doorbell record, barrier, then the UAR register (docs/sources.md §6).
     pub fn ring_sq(&mut self) {
         if !self.pending_doorbell {
             return;

@@ -3,7 +3,7 @@
 //! # What is public and what is not
 //!
 //! Public, and checked like every other layout:
-//! - the general object type numbers (snap-rdma `src/mlx5_ifc.h` enum; FACTS.md §3);
+//! - the general object type numbers (snap-rdma `src/mlx5_ifc.h` enum; docs/sources.md §3);
 //! - `dpa_db_cq_mapping` (snap-rdma `src/mlx5_ifc.h`);
 //! - `dpa_eq` (newer snap-rdma, `hnaarani/my-snap-rdma` `src/mlx5_ifc.h`);
 //! - the CQ fields that bind a CQ to a DPA thread (`cqc.apu_cq`, `apu_element_type`,
@@ -14,7 +14,7 @@
 //! [`LayoutDesc`](crate::mlx5::layout::LayoutDesc) (`provisional: true`, shown by
 //! `mlx5-dpa prm layouts`). They follow the shape every public general object context has
 //! (`modify_field_select[0x40]` first, dword-aligned fields) and carry exactly the parameters
-//! FlexIO's host API passes when it creates the object (FACTS.md §4, DOCA FlexIO 24.01
+//! FlexIO's host API passes when it creates the object (docs/sources.md §4, DOCA FlexIO 24.01
 //! `flexio.h` attribute structs). Each field's comment says what it is inferred from.
 //!
 //! These declarations are the only place the driver and the device model take these layouts
@@ -24,12 +24,12 @@
 //! The DPA capability page is public in newer snap-rdma; a few of its fields come from mstflint
 //! only. The EU partition / EU group registers come from mstflint's adb files
 //! (`NIC_DPA_EU_PARTITION_REG`, `NIC_DPA_EUG_REG`); the conversion of their bit positions to
-//! mlx5_ifc numbering is our reading (FACTS.md §3), so they are marked provisional.
+//! mlx5_ifc numbering is our reading (docs/sources.md §3), so they are marked provisional.
 
 use super::cmd::general_obj_in_cmd_hdr;
 use crate::layout;
 
-/// General object type numbers of the DPA (snap-rdma `src/mlx5_ifc.h`; FACTS.md §3).
+/// General object type numbers of the DPA (snap-rdma `src/mlx5_ifc.h`; docs/sources.md §3).
 pub mod obj_type {
     /// A block of DPA memory owned by a process (snap: `HEAP_MEM`).
     pub const DPA_MEM: u16 = 0x28;
@@ -58,7 +58,7 @@ layout! {
     /// DPA capability page (QUERY_HCA_CAP type 0x24). Public in newer snap-rdma
     /// (`hnaarani/my-snap-rdma` `src/mlx5_ifc.h`, `mlx5_ifc_dpa_cap_bits`), whose names are used;
     /// fields marked (mstflint) come from mstflint's `embedded_program_capabilities`, converted to
-    /// mlx5_ifc bit numbering by our reading (FACTS.md §3).
+    /// mlx5_ifc bit numbering by our reading (docs/sources.md §3).
     pub dpa_cap: 0x800 {
         thread_affinity_single_hart @ 0x0 : 0x1,
         thread_affinity_hart_group @ 0x1 : 0x1,
@@ -70,7 +70,7 @@ layout! {
         log_max_dpa_mem @ 0xb : 0x5,
         /// (mstflint)
         dpa_auth_supported @ 0x10 : 0x1,
-        /// (a public NVIDIA `mlx5_prm.h`, `mlx5_ifc_dpa_capabilities_bits`; FACTS.md section 9)
+        /// (a public NVIDIA `mlx5_prm.h`, `mlx5_ifc_dpa_capabilities_bits`; docs/sources.md section 9)
         dpa_auth_enabled @ 0x11 : 0x1,
         log_max_dpa_threads_per_process @ 0x13 : 0x5,
         log_max_dpa_process @ 0x1b : 0x5,
@@ -79,7 +79,7 @@ layout! {
         log_max_dpa_outbox @ 0x4b : 0x5,
         max_num_dpa_thread_per_group @ 0x50 : 0x10,
         log_max_dpa_window @ 0x63 : 0x5,
-        /// (the same `mlx5_prm.h`; FACTS.md section 9)
+        /// (the same `mlx5_prm.h`; docs/sources.md section 9)
         log_max_dpa_partitions @ 0x6b : 0x5,
         /// (the same `mlx5_prm.h`)
         log_max_harts_per_partition @ 0x73 : 0x5,
@@ -126,7 +126,7 @@ layout! {
     /// (`app`: an image and its size) reaches firmware as host memory the firmware reads, hence an
     /// ELF UMEM reference; `attr` carries the PD. Queries report the state and error syndrome
     /// (`flexio_err_status_get`) and the DPA memory the process owns (`dumem_id`: the DUMEM alias
-    /// id that `create_cq_in.cq_umem_id` takes for rings in DPA memory, FACTS.md §3).
+    /// id that `create_cq_in.cq_umem_id` takes for rings in DPA memory, docs/sources.md §3).
     #[provisional = "DPA_PROCESS context is not public; fields inferred from FlexIO flexio_process_create / err_status"]
     pub dpa_process: 0x300 {
         modify_field_select @ 0x0 : 0x40,
@@ -165,7 +165,7 @@ layout! {
     /// DPA_MEM object context: a block of DPA memory inside a process's address space.
     ///
     /// Inferred from FlexIO `flexio_buf_dev_alloc(process, size, &daddr)` and the capability
-    /// fields `dpa_mem_block_size` / `log_max_num_dpa_mem_blocks` (FACTS.md §3).
+    /// fields `dpa_mem_block_size` / `log_max_num_dpa_mem_blocks` (docs/sources.md §3).
     #[provisional = "DPA_MEM (HEAP_MEM) context is not public; fields inferred from flexio_buf_dev_alloc"]
     pub dpa_mem: 0x100 {
         modify_field_select @ 0x0 : 0x40,
@@ -252,7 +252,7 @@ pub mod dpa_process_status {
 
 layout! {
     /// DPA_OUTBOX object context: a doorbell page through which DPA code rings the queues of
-    /// one UAR (FACTS.md §4: outboxes are per UAR; `flexio_outbox_create(process, uar, &outbox)`).
+    /// one UAR (docs/sources.md §4: outboxes are per UAR; `flexio_outbox_create(process, uar, &outbox)`).
     #[provisional = "DPA_OUTBOX context is not public; fields inferred from flexio_outbox_create"]
     pub dpa_outbox: 0x100 {
         modify_field_select @ 0x0 : 0x40,
@@ -265,7 +265,7 @@ layout! {
 layout! {
     /// DPA_WINDOW object context: an aperture through which DPA code reads and writes host
     /// memory via an mkey set at run time (`flexio_window_create(process, pd, &window)`; the
-    /// device writes the mkey to `window_config_base`, FACTS.md §4).
+    /// device writes the mkey to `window_config_base`, docs/sources.md §4).
     #[provisional = "DPA_WINDOW context is not public; fields inferred from flexio_window_create"]
     pub dpa_window: 0x100 {
         modify_field_select @ 0x0 : 0x40,
@@ -309,7 +309,7 @@ layout! {
 }
 
 layout! {
-    /// DPA_PROCESS_COREDUMP input (opcode 0xb2b, FACTS.md §3: the opcode is public, its layout
+    /// DPA_PROCESS_COREDUMP input (opcode 0xb2b, docs/sources.md §3: the opcode is public, its layout
     /// is not). The model's design: the process whose first fault or watchdog expiry is dumped.
     #[provisional = "DPA_PROCESS_COREDUMP layout is not public; the model's own design"]
     pub dpa_process_coredump_in: 0x80 {
@@ -422,7 +422,7 @@ layout! {
 
 layout! {
     /// NIC_DPA_EU_PARTITION_REG (register id 0xC015), 0x300 bytes: creates, modifies or
-    /// destroys an EU partition (mstflint `register_access_table.adb`; FACTS.md §3).
+    /// destroys an EU partition (mstflint `register_access_table.adb`; docs/sources.md §3).
     #[provisional = "bit positions converted from mstflint adb by our reading"]
     pub nic_dpa_eu_partition_reg: 0x1800 {
         /// CREATE 0 / MODIFY 1 / DESTROY 2.
@@ -432,30 +432,30 @@ layout! {
         num_vhca_id @ 0x48 : 0x8,
         max_num_eug @ 0x50 : 0x10,
         member_mask @ 0x200 : [0x20; 32],
-        /// 0x200 bytes (mstflint adb; FACTS.md section 9).
+        /// 0x200 bytes (mstflint adb; docs/sources.md section 9).
         vhca_id @ 0x600 : [0x10; 256],
     }
 }
 
 layout! {
     /// NIC_DPA_EUG_REG (register id 0xC012), 0x100 bytes: creates, modifies or destroys an EU
-    /// group (mstflint `register_access_table.adb`; FACTS.md §3).
+    /// group (mstflint `register_access_table.adb`; docs/sources.md §3).
     #[provisional = "bit positions converted from mstflint adb by our reading"]
     pub nic_dpa_eug_reg: 0x800 {
         /// CREATE 0 / MODIFY 1 / DESTROY 2.
         operation @ 0x1 : 0x3,
         partition_id_valid @ 0x4 : 0x1,
         eug_id @ 0x10 : 0x10,
-        /// At byte 0x4 (mstflint adb; FACTS.md section 9): which fields a MODIFY changes.
+        /// At byte 0x4 (mstflint adb; docs/sources.md section 9): which fields a MODIFY changes.
         modify_field_select @ 0x20 : 0x20,
         partition_id @ 0x70 : 0x10,
-        /// 0x10 bytes (mstflint adb; FACTS.md section 9).
+        /// 0x10 bytes (mstflint adb; docs/sources.md section 9).
         eug_name @ 0x80 : [0x8; 16],
         member_mask @ 0x200 : [0x20; 32],
     }
 }
 
-/// Register ids (mstflint `register_access_table.adb`; FACTS.md §3).
+/// Register ids (mstflint `register_access_table.adb`; docs/sources.md §3).
 pub mod reg_id {
     pub const NIC_CAP_EXT_REG: u16 = 0xc011;
     pub const NIC_DPA_EUG_REG: u16 = 0xc012;

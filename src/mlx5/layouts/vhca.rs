@@ -7,7 +7,7 @@ use super::cmd::general_obj_in_cmd_hdr;
 use crate::layout;
 
 /// General-object types of aliases (`obj_type` of CREATE_GENERAL_OBJECT with `alias_object` = 1):
-/// the class of the other function's object an alias stands for (FACTS.md sections 2 and 3;
+/// the class of the other function's object an alias stands for (docs/sources.md sections 2 and 3;
 /// DPDK `mlx5_prm.h`, snap-rdma `mlx5_ifc.h`).
 pub mod alias_type {
     pub const MKEY: u16 = 0xff01;

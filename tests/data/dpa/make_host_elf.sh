@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds tests/data/dpa/host_apps.elf: a small x86-64 host program carrying two DPA
-# applications the way DPACC packages them (FACTS.md sections 5 and 7):
+# applications the way DPACC packages them (docs/sources.md sections 5 and 7):
 #
 #   .dpa_bin_rpc_calc       fw-blobs/bin/rpc_calc.elf (the whole device ELF)
 #   .dpa_bin_selftest       fw-blobs/bin/selftest.elf

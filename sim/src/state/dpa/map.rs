@@ -1,6 +1,6 @@
 //! The address map of a DPA process (see `state::dpa`'s module docs).
 
-/// Where a program's text and data (its DUMEM) live: fixed by how it was linked (FACTS.md
+/// Where a program's text and data (its DUMEM) live: fixed by how it was linked (docs/sources.md
 /// §5 and §8). The model takes the first of [`LINK_LAYOUTS`] that holds every segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkLayout {
@@ -41,7 +41,7 @@ pub const OLDER_LAYOUT: LinkLayout = LinkLayout {
 /// The layouts the loader accepts, in the order it tries them.
 pub const LINK_LAYOUTS: [LinkLayout; 2] = [CURRENT_LAYOUT, OLDER_LAYOUT];
 
-/// Text window (FACTS.md §5: device ELFs link text at 0x40000000).
+/// Text window (docs/sources.md §5: device ELFs link text at 0x40000000).
 pub const TEXT_BASE: u64 = 0x4000_0000;
 /// Size of the text window.
 pub const TEXT_MAX: u64 = 0x4000_0000;

@@ -23,7 +23,7 @@
 //! register work for the window the thread has configured (WINDOW_SET_CFG or its default).
 //!
 //! DUMEM (data, heap, DPA_MEM) is also a UMEM for the datapath: id `DUMEM_ID_BASE + process`,
-//! offset = DPA address - `0x8000_0000` (FACTS.md §3), so rings and doorbell records of queues
+//! offset = DPA address - `0x8000_0000` (docs/sources.md §3), so rings and doorbell records of queues
 //! may live in DPA memory.
 
 pub mod debug;
@@ -37,7 +37,7 @@ use std::sync::Arc;
 use crate::riscv::{CodeCache, Hart};
 use memory::ProcessMem;
 
-/// Outbox page registers (FACTS.md §5), 64-bit stores.
+/// Outbox page registers (docs/sources.md §5), 64-bit stores.
 pub mod outbox_reg {
     pub const CQ_DB: u64 = 0x100;
     pub const EQ_DB_REARM: u64 = 0x140;
@@ -45,7 +45,7 @@ pub mod outbox_reg {
     pub const SXD_DB: u64 = 0x1c0;
 }
 
-/// FlexIO-OS call numbers (`a7`, FACTS.md §5).
+/// FlexIO-OS call numbers (`a7`, docs/sources.md §5).
 pub mod rtos_call {
     pub const DUAR_HANDLER_RETURN: u64 = 0;
     pub const GET_DUAR: u64 = 1;

@@ -320,7 +320,7 @@ pub struct mlx5_ib_uapi_query_port {
 const _: () = assert!(core::mem::size_of::<mlx5_ib_uapi_query_port>() == 40);
 
 /// `struct mlx5_ib_alloc_ucontext_req_v2` as rdma-core sends it for DevX: 16 bfregs, 4
-/// low-latency, CQE version 1, `MLX5_IB_ALLOC_UCTX_DEVX`, 4K and dynamic UARs (FACTS.md §1,
+/// low-latency, CQE version 1, `MLX5_IB_ALLOC_UCTX_DEVX`, 4K and dynamic UARs (docs/sources.md §1,
 /// rdma-core `providers/mlx5/mlx5.c` `mlx5_alloc_context`).
 pub fn devx_ucontext_req() -> mlx5_ib_alloc_ucontext_req_v2 {
     mlx5_ib_alloc_ucontext_req_v2 {

@@ -1,6 +1,6 @@
 //! The uverbs ioctl ABI as data: ids, and the exact bytes of an `RDMA_VERBS_IOCTL` buffer.
 //!
-//! Sources (FACTS.md §1): rdma-core `kernel-headers/rdma/rdma_user_ioctl_cmds.h`
+//! Sources (docs/sources.md §1): rdma-core `kernel-headers/rdma/rdma_user_ioctl_cmds.h`
 //! (`ib_uverbs_ioctl_hdr`, `ib_uverbs_attr`), `kernel-headers/rdma/mlx5_user_ioctl_cmds.h`
 //! (mlx5 object / method / attribute ids), `kernel-headers/rdma/ib_user_ioctl_cmds.h` (core
 //! ids), `libibverbs/cmd_ioctl.h` (how each attribute kind is filled).
