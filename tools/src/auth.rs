@@ -242,6 +242,7 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, AuthCmdError> {
                 "app": app.name(),
                 "signature_from": from,
                 "valid": v.valid(),
+                "trusted": v.trusted(),
                 "hash_list_matches": v.hash_list_matches,
                 "mismatches": v.mismatches,
                 "signature_valid": v.signature_valid,
@@ -279,8 +280,12 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, AuthCmdError> {
             && v.signature_valid
             && v.chain_valid
             && matches!(v.anchor, Anchor::Unknown(_));
-        let verdict = if v.valid() {
+        let verdict = if v.trusted() {
             "VALID"
+        } else if v.valid() {
+            // Anyone can make a self-signed root: without --ca naming it, nothing vouches for
+            // the signer.
+            "UNTRUSTED CHAIN (all else verifies, but its root is self-signed and not given with --ca)"
         } else if only_unanchored {
             "NOT ANCHORED (all else verifies; give the chain's root with --ca)"
         } else {
@@ -289,7 +294,9 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, AuthCmdError> {
         let _ = writeln!(o, "{verdict}: signed by {}", v.signer());
     }
     let _ = o.flush();
-    Ok(if v.valid() {
+    // Success only for a chain anchored in a certificate the caller trusts, as a device with
+    // DPA Application Authentication requires.
+    Ok(if v.trusted() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
