@@ -180,7 +180,7 @@ impl Shared {
             .and_then(|r| crate::dpa::coredump::Coredump::parse(r).ok());
         let mut why = match &dump {
             Some(d) => format!(
-                "DPA thread {:#x} stopped at pc {:#x}: {:?} (process status {:?}, syndrome {:#x})",
+                "DPA thread {:#x} stopped at pc {:#x}: {} (process status {:?}, syndrome {:#x})",
                 d.dpa_thread_id, d.pc, d.cause, st.status, st.error_syndrome
             ),
             None => format!(

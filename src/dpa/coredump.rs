@@ -94,6 +94,66 @@ pub enum Cause {
     Other(u8),
 }
 
+/// "an 8-byte", "an 11-byte", "a 4-byte".
+fn article(size: u8) -> &'static str {
+    if matches!(size, 8 | 11 | 18) || (80..90).contains(&size) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+impl std::fmt::Display for Cause {
+    /// A sentence a person reads (`{:?}` keeps the enum's shape).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let access = |a: &Access| match a {
+            Access::Fetch => "instruction fetch".to_string(),
+            Access::Load => "load".to_string(),
+            Access::Store => "store".to_string(),
+            Access::Other(x) => format!("access of kind {x}"),
+        };
+        match self {
+            Cause::Watchdog => write!(f, "the watchdog: the activation ran past its budget"),
+            Cause::MemoryFault {
+                access: a,
+                size,
+                error,
+            } => {
+                let why = match error {
+                    MemError::Unmapped => "nothing is mapped there".to_string(),
+                    MemError::Denied => "the region does not allow it".to_string(),
+                    MemError::Misaligned => "a device register's size or alignment".to_string(),
+                    MemError::Device(code) => {
+                        format!("a device register refused it (reason {code:#x})")
+                    }
+                    MemError::Other(x) => format!("memory error {x}"),
+                };
+                write!(
+                    f,
+                    "{} {size}-byte {} failed: {why}",
+                    article(*size),
+                    access(a)
+                )
+            }
+            Cause::IllegalInstruction => write!(f, "an illegal instruction"),
+            Cause::MisalignedTarget => write!(f, "a jump to an address not 2-byte aligned"),
+            Cause::Ebreak => write!(f, "an ebreak"),
+            Cause::UnknownRtosCall { number } => write!(f, "an unknown OS call (a7 = {number:#x})"),
+            Cause::StackOverflow { access: a, size } => write!(
+                f,
+                "a stack overflow: {} {size}-byte {} in the guard below the thread's stack",
+                article(*size),
+                access(a)
+            ),
+            Cause::RtosCallRefused { number, reason } => write!(
+                f,
+                "OS call {number:#x} refused its arguments (reason {reason:#x})"
+            ),
+            Cause::Other(x) => write!(f, "cause {x} (not known to this decoder)"),
+        }
+    }
+}
+
 /// Access rights of a region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Perms {
@@ -378,7 +438,7 @@ impl std::fmt::Display for Coredump {
         )?;
         writeln!(
             f,
-            "cause: {:?} at pc {:#x} (fault address {:#x}, instruction {:#010x}, syndrome {:#010x})",
+            "cause: {} at pc {:#x} (fault address {:#x}, instruction {:#010x}, syndrome {:#010x})",
             self.cause, self.pc, self.fault_addr, self.insn, self.error_syndrome
         )?;
         if self.cause == Cause::IllegalInstruction {

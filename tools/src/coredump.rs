@@ -76,6 +76,10 @@ pub enum CoredumpCmd {
 /// Why a `coredump` command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CoredumpCmdError {
+    /// `coredump rpc`: the call faulted, as asked (its coredump was printed and saved); the
+    /// exit status says so.
+    #[error("{function} faulted: {cause} (its coredump is above)")]
+    Faulted { function: String, cause: String },
     #[error(transparent)]
     Read(#[from] InputError),
     #[error("{path}: {source}")]
@@ -133,7 +137,8 @@ fn to_json(d: &Coredump) -> serde_json::Value {
         .collect();
     json!({
         "version": d.version,
-        "cause": format!("{:?}", d.cause),
+        "cause": d.cause.to_string(),
+        "cause_kind": format!("{:?}", d.cause),
         "signal": d.cause.signal(),
         "process": d.dpa_process_id,
         "thread": d.dpa_thread_id,
@@ -173,7 +178,7 @@ pub fn run(
             write_file(path, &d.to_elf_core())?;
             let _ = writeln!(
                 out,
-                "{}: ELF core file of process {:#x} thread {:#x} ({:?} at pc {:#x})",
+                "{}: ELF core file of process {:#x} thread {:#x} ({} at pc {:#x})",
                 path.display(),
                 d.dpa_process_id,
                 d.dpa_thread_id,
@@ -201,6 +206,7 @@ pub fn run(
             let program = crate::demo::device_image(&ctx, elf, app.as_deref())
                 .map_err(|e| CoredumpCmdError::App(e.to_string()))?;
             let process = Process::create(&ctx, &program, &ProcessAttr::default())?;
+            let mut faulted = None;
             match process.call(function, &args) {
                 Ok(v) => {
                     let _ = writeln!(
@@ -212,6 +218,7 @@ pub fn run(
                 Err(DpaError::ProcessFault { .. }) => {
                     let raw = process.coredump_raw()?;
                     let d = Coredump::parse(&raw).map_err(DpaError::from)?;
+                    faulted = Some(d.cause.to_string());
                     let _ = write!(out, "{d}");
                     if let Some(p) = image {
                         write_file(p, &raw)?;
@@ -233,6 +240,13 @@ pub fn run(
             drop(process);
             if let Some(m) = &model {
                 m.stop_engine();
+            }
+            let _ = out.flush();
+            if let Some(cause) = faulted {
+                return Err(CoredumpCmdError::Faulted {
+                    function: function.clone(),
+                    cause,
+                });
             }
         }
     }

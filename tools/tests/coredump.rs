@@ -22,8 +22,18 @@ fn a_faulting_call_gives_an_image_and_a_core_file() {
         &core,
     ]);
     let text = stdout(&o);
-    assert!(o.status.success(), "{text}{}", stderr(&o));
-    assert!(text.contains("MemoryFault"), "{text}");
+    // The call faulted: exit status 1, the cause in words (regression: exit 0, and the cause
+    // printed as a Rust `Debug` dump).
+    assert_eq!(o.status.code(), Some(1), "{text}{}", stderr(&o));
+    assert!(
+        text.contains("cause: an 8-byte load failed: nothing is mapped there at pc"),
+        "{text}"
+    );
+    assert!(
+        stderr(&o).contains("st_fault_load faulted: an 8-byte load failed"),
+        "{}",
+        stderr(&o)
+    );
     assert!(text.contains("fault address 0x10"), "{text}");
 
     // The saved image decodes to the same dump; its pc is in the text region.
@@ -31,6 +41,7 @@ fn a_faulting_call_gives_an_image_and_a_core_file() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["fault_addr"], 0x10);
+    assert_eq!(v["cause"], "an 8-byte load failed: nothing is mapped there");
     assert_eq!(v["signal"], 11);
     assert_eq!(v["registers"]["a0"], 0x10, "the argument, still in a0");
     let pc = v["pc"].as_u64().expect("pc");
