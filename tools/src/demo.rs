@@ -66,11 +66,11 @@ pub enum Demo {
     /// FlexIO's RPC sample: a DPA process from `rpc_calc.elf` adds A and B on the DPA
     /// (`flexio_process_call`) and prints `Result: A+B`.
     Rpc {
-        /// First operand.
-        #[arg(default_value_t = 44)]
+        /// First operand (decimal, 0x hex, or negative).
+        #[arg(value_parser = number, allow_hyphen_values = true)]
         a: u64,
         /// Second operand.
-        #[arg(default_value_t = 55)]
+        #[arg(value_parser = number, allow_hyphen_values = true)]
         b: u64,
         /// Another device build of the sample (e.g. FlexIO's public `flexio_rpc_dev.c` built
         /// with `mlx5-dpa cc`) instead of fw-blobs' `rpc_calc.elf`: a device ELF, or a host
@@ -84,7 +84,7 @@ pub enum Demo {
         /// Debug the DPA process with GDB (device model): prints its debug token, serves GDB's
         /// remote protocol on HOST:PORT (port 0: any; the port is printed on standard error)
         /// and holds the call at its first DPA instruction until GDB continues it.
-        #[arg(long, value_name = "HOST:PORT")]
+        #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
         gdb: Option<String>,
     },
     /// FlexIO's multithread sample: two 5x5 matrices multiplied on the DPA, one command-queue
@@ -94,14 +94,14 @@ pub enum Demo {
         #[arg(long, default_value_t = 4)]
         workers: u32,
         /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
-        #[arg(long, value_name = "HOST:PORT")]
+        #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
         gdb: Option<String>,
     },
     /// FlexIO's window sample: the DPA overwrites a host buffer through a window (an mkey over
     /// host memory); the host prints the buffer before and after.
     Window {
         /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
-        #[arg(long, value_name = "HOST:PORT")]
+        #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
         gdb: Option<String>,
     },
     /// FlexIO's packet-processor sample: a UDP frame is injected; a DPA event handler on an RQ
@@ -121,7 +121,7 @@ pub enum Demo {
         #[arg(long, value_name = "NAME", requires = "app_elf")]
         app: Option<String>,
         /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
-        #[arg(long, value_name = "HOST:PORT")]
+        #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
         gdb: Option<String>,
     },
     /// DOCA DPA's kernel-launch samples (DOCA 2.6 `samples/doca_dpa`): kernels launched with
@@ -143,7 +143,7 @@ pub enum Demo {
         #[arg(long, value_name = "MS", default_value_t = 500)]
         delay_ms: u64,
         /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
-        #[arg(long, value_name = "HOST:PORT")]
+        #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
         gdb: Option<String>,
     },
     /// GPUNetIO: a CUDA kernel sends frames through an SQ of the model (its threads sharing
@@ -298,6 +298,12 @@ pub enum DocaSample {
     /// DOCA 2.6's RDMA copy: a kernel on DOCA 2.6's device API writes one host buffer into
     /// another over a DPA RDMA and signals the host.
     RdmaCopy,
+}
+
+/// A number as the tool takes numbers everywhere: decimal, `0x` hex, or negative (two's
+/// complement).
+fn number(s: &str) -> Result<u64, String> {
+    crate::vm::parse_arg(s).map_err(|e| e.to_string())
 }
 
 /// A demo failure, as a sentence.

@@ -242,7 +242,7 @@ struct SimArgs {
     /// Serve GDB the model's DPA processes (`target extended-remote HOST:PORT`, then
     /// `attach TOKEN` with the token printed for the application, or listed by
     /// `monitor ps`), as `dpa-gdbserver` serves a device's.
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
     gdb: Option<String>,
 }
 

@@ -65,7 +65,7 @@ pub enum VmCmd {
         /// Wait for GDB (`gdb-multiarch`, remote protocol) on HOST:PORT before the first
         /// instruction, and serve it the run: registers, memory, breakpoints, single step
         /// (port 0: any free port; the one taken is printed on standard error).
-        #[arg(long, value_name = "HOST:PORT")]
+        #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
         gdb: Option<String>,
     },
 }

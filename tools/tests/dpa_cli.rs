@@ -26,6 +26,29 @@ fn demo_rpc_adds_on_the_dpa() {
     );
 }
 
+/// Operands as numbers are taken everywhere (hex, negative), and required (regression: `0x10`
+/// was refused, and no operands silently meant 44 + 55).
+#[test]
+fn demo_rpc_takes_hex_and_requires_its_operands() {
+    let o = run(&["--sim", "demo", "rpc", "0x10", "-1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Result: 15"), "{}", stdout(&o));
+    let o = run(&["--sim", "demo", "rpc"]);
+    assert_eq!(o.status.code(), Some(2), "a usage error");
+    assert!(stderr(&o).contains("required arguments"), "{}", stderr(&o));
+    let o = run(&["--sim", "demo", "rpc", "ten", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("'ten'"), "{}", stderr(&o));
+    // A bad --gdb address is refused before anything is set up (regression: after the
+    // process was made).
+    for bad in ["notaport", "127.0.0.1:99999", ":1234"] {
+        let o = run(&["--sim", "demo", "rpc", "1", "2", "--gdb", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stdout(&o).is_empty(), "{bad}: {}", stdout(&o));
+        assert!(stderr(&o).contains("--gdb"), "{}", stderr(&o));
+    }
+}
+
 /// `--app-elf` with a host program: an application built only for a newer hardware model is
 /// refused on the model's BlueField-3, naming the copies there are; a host program with several
 /// applications needs `--app`.
@@ -36,6 +59,8 @@ fn demo_rpc_selects_from_a_host_program_by_hardware_model() {
         "--sim",
         "demo",
         "rpc",
+        "1",
+        "2",
         "--app-elf",
         &models,
         "--app",
@@ -48,7 +73,7 @@ fn demo_rpc_selects_from_a_host_program_by_hardware_model() {
             && err.contains("it has: nv-dpa-cx9"),
         "{err}"
     );
-    let o = run(&["--sim", "demo", "rpc", "--app-elf", &models]);
+    let o = run(&["--sim", "demo", "rpc", "1", "2", "--app-elf", &models]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("carries applications which, newest, legacy: name one with --app"),

@@ -28,6 +28,24 @@
 
 pub mod dpa;
 
+/// `--gdb HOST:PORT`, checked when the command line is read, before any set-up: a host (name
+/// or address) and a port number, as the server will listen on.
+pub fn host_port(s: &str) -> Result<String, String> {
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{s:?} is not HOST:PORT (e.g. 127.0.0.1:1234; port 0: any)"))?;
+    port.parse::<u16>()
+        .map_err(|_| format!("{port:?} is not a port number (0 ..= 65535)"))?;
+    if host.is_empty() {
+        return Err(format!("{s:?} names no host (e.g. 127.0.0.1:{port})"));
+    }
+    std::net::ToSocketAddrs::to_socket_addrs(s)
+        .map_err(|e| format!("{host:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host:?} names no address"))?;
+    Ok(s.to_string())
+}
+
 pub use dpa::debug_token;
 
 use std::collections::BTreeSet;
