@@ -358,6 +358,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     };
+    // A run Ctrl-C cut short (it finished the step in hand, released what it made and printed
+    // its summary) ends as an interrupted process does, 128 + SIGINT, so a script can tell.
+    let code = if signals::was_interrupted() {
+        ExitCode::from(130)
+    } else {
+        code
+    };
     let kept = mlx5_dpa::mem::retained();
     if kept.buffers > 0 {
         eprintln!(

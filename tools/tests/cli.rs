@@ -443,7 +443,8 @@ fn json_outputs_parse() {
 }
 
 /// A long `demo eth-loopback` shows progress with a rate; Ctrl-C stops sending, collects what
-/// is in flight, and prints the summary (exit 0).
+/// is in flight, and prints the summary; the exit status is an interrupted process's, 130
+/// (regression: it was 0).
 #[test]
 fn demo_eth_loopback_reports_progress_and_stops_on_ctrl_c() {
     use std::io::{BufRead, BufReader};
@@ -469,7 +470,7 @@ fn demo_eth_loopback_reports_progress_and_stops_on_ctrl_c() {
     assert!(kill.success());
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().expect("wait");
-    assert!(status.success(), "{status:?}: {rest:?}");
+    assert_eq!(status.code(), Some(130), "{status:?}: {rest:?}");
     let summary = rest
         .iter()
         .find(|l| l.starts_with("sent "))

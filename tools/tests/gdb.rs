@@ -493,7 +493,7 @@ fn sim_serves_its_running_processes_by_token() {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
     let code = wait(&mut server);
     let stdout = stdout.join().expect("server output");
-    assert_eq!(code, Some(0), "{stdout}\n{out}");
+    assert_eq!(code, Some(130), "{stdout}\n{out}");
     assert!(stdout.contains("interrupted"), "{stdout}");
     // The handler's thread, waiting for its next frame, and its code read from DPA memory.
     assert!(

@@ -117,7 +117,7 @@ fn ps_lists_another_programs_processes_through_its_gdb_server() {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(sim.id()).expect("pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
     let status = sim.wait().expect("sim ends");
-    assert!(status.success(), "{status:?}");
+    assert_eq!(status.code(), Some(130), "{status:?}");
     // Nobody there: a clear error.
     let o = run(&["ps", "--connect", &addr]);
     assert!(!o.status.success());
@@ -137,7 +137,7 @@ fn ctrl_c_right_after_set_up_ends_sim_with_its_summary() {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
     let status = sim.wait().expect("sim ends");
     let text = rest.join().expect("output");
-    assert!(status.success(), "{status:?}\n{text}");
+    assert_eq!(status.code(), Some(130), "{status:?}\n{text}");
     assert!(
         text.contains("interrupted") && text.contains("packet processor: rx"),
         "{text}"
