@@ -346,8 +346,10 @@ fn main() -> ExitCode {
                 path.display()
             ),
             Err(e) => {
+                // Bad input (a file missing, unreadable or wrong), as for every file the tool
+                // reads: exit status 1, not a usage error.
                 eprintln!("mlx5-dpa: --layout-overrides {}: {e}", path.display());
-                return ExitCode::from(2);
+                return ExitCode::FAILURE;
             }
         }
     }

@@ -498,3 +498,23 @@ fn gpu_demos_without_a_gpu_say_why() {
         );
     }
 }
+
+/// One mistake, one exit status (regression: a missing `--layout-overrides` file exited 2, a
+/// missing `capture show` file 1): a file that cannot be read is bad input, 1.
+#[test]
+fn a_missing_file_is_bad_input_wherever_it_is_named() {
+    for args in [
+        &["--layout-overrides", "/nonexistent", "prm", "layouts"][..],
+        &["capture", "show", "/nonexistent"][..],
+        &["coredump", "show", "/nonexistent"][..],
+        &["elf", "info", "/nonexistent"][..],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("/nonexistent"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
