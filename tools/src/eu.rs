@@ -66,7 +66,7 @@ pub enum PartitionCmd {
         /// The functions (vHCA ids) it is given to, e.g. 2,3.
         #[arg(long, value_name = "LIST", value_delimiter = ',', required = true)]
         vhca: Vec<u16>,
-        /// Most groups that may be made in it.
+        /// Most groups that may be made in it (0: no limit).
         #[arg(long, default_value_t = 0)]
         max_groups: u16,
     },
@@ -171,13 +171,17 @@ fn show_list(v: &[u32]) -> String {
 
 fn partition_line(p: &PartitionInfo) -> String {
     let vhcas: Vec<String> = p.vhca_ids.iter().map(u16::to_string).collect();
+    // max_num_eug 0 sets no limit (the model's reading, DESIGN.md "EU partitions and groups").
+    let groups = match p.max_groups {
+        0 => "groups without limit".to_string(),
+        n => format!("at most {n} groups"),
+    };
     format!(
-        "partition {}: EUs {} ({}), functions {}, at most {} groups",
+        "partition {}: EUs {} ({}), functions {}, {groups}",
         p.id,
         show_list(&p.members),
         p.members.len(),
         vhcas.join(","),
-        p.max_groups
     )
 }
 

@@ -116,3 +116,19 @@ fn a_batch_file_is_bounded() {
         stderr(&o)
     );
 }
+
+/// Regression: a partition made without --max-groups was shown "at most 0 groups", and then
+/// took a group; 0 sets no limit, and says so.
+#[test]
+fn a_partition_without_a_group_limit_says_so_and_takes_groups() {
+    let o = batch(
+        "partition create --eus 8-11 --vhca 3\n\
+         group create g --eus 8 --partition 1\n\
+         group create h --eus 9 --partition 1\n",
+        "bf3",
+    );
+    let text = stdout(&o);
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    assert!(text.contains("functions 3, groups without limit"), "{text}");
+    assert!(text.contains("created group 2 \"h\""), "{text}");
+}
