@@ -122,7 +122,7 @@ const MASK: u64 = u64::MAX;
 pub fn run(
     dev: &Arc<dyn Devx>,
     sample: Sample,
-    app: Option<&[u8]>,
+    app: Option<&App>,
     delay: Duration,
     out: &mut dyn Write,
 ) -> Result<(), Box<dyn Error>> {
@@ -138,7 +138,7 @@ pub fn run(
 pub fn run_with(
     dev: &Arc<dyn Devx>,
     sample: Sample,
-    app: Option<&[u8]>,
+    app: Option<&App>,
     delay: Duration,
     out: &mut dyn Write,
     on_process: &mut dyn FnMut(
@@ -146,7 +146,10 @@ pub fn run_with(
         &mut dyn Write,
     ) -> Result<(), Box<dyn Error>>,
 ) -> Result<(), Box<dyn Error>> {
-    let app = App::from_device_elf("dpa_sample_app", app.unwrap_or(sample.default_elf()))?;
+    let app = match app {
+        Some(a) => a.clone(),
+        None => App::from_device_elf("dpa_sample_app", sample.default_elf())?,
+    };
     // Device log lines are collected and written out after the step that made them, so that
     // they land among the host's lines where the sample's output has them.
     let log = Arc::new(Mutex::new(Vec::<u8>::new()));

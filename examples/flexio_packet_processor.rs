@@ -741,8 +741,19 @@ impl Sample {
     /// # Errors
     /// [`DpaError::Step`] naming the step that failed; everything made before it is released.
     pub fn setup(dev: &Arc<dyn Devx>, app: &[u8]) -> Result<Sample, DpaError> {
-        let process =
-            Process::create(dev, app, &ProcessAttr::default()).step("creating the DPA process")?;
+        Sample::setup_with(dev, app, &ProcessAttr::default())
+    }
+
+    /// As [`Sample::setup`], the process made with `attr` (a signature, say).
+    ///
+    /// # Errors
+    /// As [`Sample::setup`].
+    pub fn setup_with(
+        dev: &Arc<dyn Devx>,
+        app: &[u8],
+        attr: &ProcessAttr,
+    ) -> Result<Sample, DpaError> {
+        let process = Process::create(dev, app, attr).step("creating the DPA process")?;
         let stream = MsgStream::create(
             &process,
             &MsgStreamAttr {
@@ -927,7 +938,14 @@ pub fn run_sample(
     app: &[u8],
     out: &mut dyn Write,
 ) -> Result<SampleReport, Box<dyn Error>> {
-    run_sample_with(dev, device_name, app, out, &mut |_, _| Ok(()))
+    run_sample_with(
+        dev,
+        device_name,
+        app,
+        &ProcessAttr::default(),
+        out,
+        &mut |_, _| Ok(()),
+    )
 }
 
 /// As [`run_sample`], calling `on_process` with the sample's process (and `out`) once it is
@@ -941,6 +959,7 @@ pub fn run_sample_with(
     dev: &Arc<dyn Devx>,
     device_name: &str,
     app: &[u8],
+    attr: &ProcessAttr,
     out: &mut dyn Write,
     on_process: &mut dyn FnMut(&Process, &mut dyn Write) -> Result<(), Box<dyn Error>>,
 ) -> Result<SampleReport, Box<dyn Error>> {
@@ -950,7 +969,7 @@ pub fn run_sample_with(
     )?;
     writeln!(out, "Registered on device {device_name}")?;
     let port_mac = devx::exec(dev.as_ref(), &QueryNicVportContext)?.mac;
-    let mut sample = Sample::setup(dev, app)?;
+    let mut sample = Sample::setup_with(dev, app, attr)?;
     on_process(sample.process(), out)?;
     let mut host = HostPort::new(dev, PEER_MAC)?;
     let frame = sample_frame(port_mac);

@@ -66,7 +66,16 @@ pub fn run(
     app: &[u8],
     out: &mut dyn Write,
 ) -> Result<u64, Box<dyn Error>> {
-    run_with(dev, device_name, a, b, app, out, &mut |_, _| Ok(()))
+    run_with(
+        dev,
+        device_name,
+        a,
+        b,
+        app,
+        &ProcessAttr::default(),
+        out,
+        &mut |_, _| Ok(()),
+    )
 }
 
 /// As [`run`], calling `on_process` with the process (and `out`) once it exists, before the
@@ -81,13 +90,14 @@ pub fn run_with(
     a: u64,
     b: u64,
     app: &[u8],
+    attr: &ProcessAttr,
     out: &mut dyn Write,
     on_process: &mut dyn FnMut(&Process, &mut dyn Write) -> Result<(), Box<dyn Error>>,
 ) -> Result<u64, Box<dyn Error>> {
     writeln!(out, "Welcome to 'Flex IO RPC' sample")?;
     writeln!(out, "Registered on device {device_name}")?;
     // flexio_process_create(ctx, app, &attr, &process)
-    let process = Process::create(dev, app, &ProcessAttr::default())?;
+    let process = Process::create(dev, app, attr)?;
     on_process(&process, out)?;
     // flexio_msg_stream_create(process, &attr, stdout, NULL, &stream): the device's prints
     // are collected here and written to `out` in order with the host's lines.

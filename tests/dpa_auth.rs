@@ -310,3 +310,30 @@ fn a_device_with_authentication_runs_only_what_its_root_vouches_for() {
     let p = create(&ctx, APP, None).expect("unsigned, no authentication");
     assert_eq!(p.call("rpc_calculate", &[1, 2]).expect("rpc"), 3);
 }
+
+/// Regression: a DOCA DPA context made its process without the application's signature, so
+/// a signed application could not start on a device that requires signatures.
+#[test]
+fn a_doca_context_hands_over_its_apps_signature() {
+    use mlx5_dpa::doca::{Dpa, DpaAttr};
+    use mlx5_dpa::dpa::app::App;
+    const KERNELS: &[u8] = include_bytes!("../fw-blobs/bin/doca_kernels.elf");
+    let (d, ctx) = model_with_auth();
+    let unsigned = App::from_device_elf("doca_kernels", KERNELS).expect("app");
+    let e = Dpa::start(&ctx, &unsigned, &DpaAttr::default()).expect_err("unsigned refused");
+    assert!(
+        e.to_string().contains(&format!(
+            "{:#x}",
+            mlx5_sim::check::DPA_APP_UNSIGNED.syndrome
+        )),
+        "{e}"
+    );
+    let signed_app = unsigned
+        .with_signature_file("doca_kernels.sig", &signed(KERNELS, &[ROOT, LEAF]))
+        .expect("signature");
+    let dpa = Dpa::start(&ctx, &signed_app, &DpaAttr::default()).expect("a signed app starts");
+    dpa.stop().expect("stop");
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "{}", d.inventory());
+}

@@ -153,7 +153,7 @@ impl Dpa {
     /// [`DocaError::InvalidValue`] for an application built without the DOCA DPA runtime.
     /// What was made is released.
     pub fn start(dev: &Arc<dyn Devx>, app: &App, attr: &DpaAttr) -> Result<Dpa, DocaError> {
-        let process = Process::create(dev, app.image(), &ProcessAttr::default())
+        let process = Process::from_app(dev, app, &ProcessAttr::default())
             .step("creating the DPA process")?;
         let rt = process.symbol(RT_SYMBOL).map_err(|_| {
             DocaError::InvalidValue(format!(

@@ -377,6 +377,27 @@ impl Drop for DpaBuf {
 }
 
 impl Process {
+    /// Creates a process running application `app` (FlexIO `flexio_process_create`, which
+    /// takes the app): its image, and its signature (a host program's signature section or a
+    /// `.sig` file attached to it) unless `attr` gives one.
+    ///
+    /// # Errors
+    /// As [`Process::create`].
+    pub fn from_app(
+        dev: &Arc<dyn Devx>,
+        app: &super::app::App,
+        attr: &ProcessAttr,
+    ) -> Result<Process, DpaError> {
+        let attr = ProcessAttr {
+            signature: attr
+                .signature
+                .clone()
+                .or_else(|| app.crypto_data().map(<[u8]>::to_vec)),
+            ..attr.clone()
+        };
+        Process::create(dev, app.image(), &attr)
+    }
+
     /// Creates a process running the device ELF `elf` (FlexIO `flexio_process_create`).
     ///
     /// # Errors

@@ -205,7 +205,7 @@ pub fn run(
             }
             let program = crate::demo::device_image(&ctx, elf, app.as_deref())
                 .map_err(|e| CoredumpCmdError::App(e.to_string()))?;
-            let process = Process::create(&ctx, &program, &ProcessAttr::default())?;
+            let process = Process::from_app(&ctx, &program, &ProcessAttr::default())?;
             let mut faulted = None;
             match process.call(function, &args) {
                 Ok(v) => {

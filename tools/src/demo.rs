@@ -221,15 +221,17 @@ fn gpu_demo(
     ))
 }
 
-/// The device image `--app-elf FILE [--app NAME]` names: the file itself when it is a device
+/// The application `--app-elf FILE [--app NAME]` names: the file itself when it is a device
 /// ELF; from a host program (`.dpa_bin_` sections), the copy of application `NAME` (or of its
 /// only application) for the device's hardware model, as `flexio_app_get` with
-/// `FLEXIO_HW_MODEL_DEF` selects it.
+/// `FLEXIO_HW_MODEL_DEF` selects it. Its signature is the host program's signature section,
+/// or else `FILE.sig` beside the file when there is one (as `verify` finds it), so a device
+/// that requires signed images (`--sim-trust`) runs it.
 pub(crate) fn device_image(
     ctx: &Arc<dyn Devx>,
     path: &std::path::Path,
     name: Option<&str>,
-) -> Result<Vec<u8>, DemoError> {
+) -> Result<App, DemoError> {
     let bytes = crate::input::read_bounded(path, crate::input::MAX_ELF_FILE)
         .map_err(|e| DemoError(e.to_string()))?;
     let shown = path.display();
@@ -247,7 +249,30 @@ pub(crate) fn device_image(
     };
     let app = mlx5_dpa::dpa::app_get(ctx, apps, &AppSelectAttr::new(&name))
         .map_err(|e| DemoError(format!("{shown}: {e}")))?;
-    Ok(app.image().to_vec())
+    if app.crypto_data().is_some() {
+        return Ok(app);
+    }
+    let mut sig = path.as_os_str().to_owned();
+    sig.push(".sig");
+    let sig = std::path::PathBuf::from(sig);
+    if !sig.is_file() {
+        return Ok(app);
+    }
+    let blob =
+        crate::input::read_bounded(&sig, MAX_SIG_FILE).map_err(|e| DemoError(e.to_string()))?;
+    app.with_signature_file(&sig.display().to_string(), &blob)
+        .map_err(|e| DemoError(format!("{}: {e}", sig.display())))
+}
+
+/// The largest `.sig` file read beside an application (firmware takes at most 64 KiB).
+const MAX_SIG_FILE: u64 = 64 << 10;
+
+/// How a demo's process is made from `app`: with its signature, when it has one.
+fn attr_of(app: &App) -> mlx5_dpa::dpa::ProcessAttr {
+    mlx5_dpa::dpa::ProcessAttr {
+        signature: app.crypto_data().map(<[u8]>::to_vec),
+        ..Default::default()
+    }
 }
 
 /// `--gdb ADDR` of a DPA demo: prints the process's debug token as FlexIO's samples do and
@@ -405,15 +430,26 @@ pub fn run(
         } => (|| {
             let app = match app_elf {
                 Some(p) => device_image(ctx, p, app.as_deref())?,
-                None => flexio_rpc::RPC_CALC_ELF.to_vec(),
+                None => App::from_device_elf("rpc_calc", flexio_rpc::RPC_CALC_ELF)
+                    .map_err(|e| DemoError(e.to_string()))?,
             };
             let mut server = None;
             let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
                 gdb_hook(gdb.as_deref(), model, p, out, &mut server)
             };
-            let r = flexio_rpc::run_with(ctx, device_name, *a, *b, &app, out, &mut on_process)
-                .map(|_| ())
-                .map_err(DemoError::from);
+            let attr = attr_of(&app);
+            let r = flexio_rpc::run_with(
+                ctx,
+                device_name,
+                *a,
+                *b,
+                app.image(),
+                &attr,
+                out,
+                &mut on_process,
+            )
+            .map(|_| ())
+            .map_err(DemoError::from);
             drop(server);
             r
         })(),
@@ -468,7 +504,7 @@ pub fn run(
             let r = doca_dpa::run_with(
                 ctx,
                 sample,
-                image.as_deref(),
+                image.as_ref(),
                 std::time::Duration::from_millis(*delay_ms),
                 out,
                 &mut on_process,
@@ -482,8 +518,10 @@ pub fn run(
         } => (|| {
             let app = match app_elf {
                 Some(p) => device_image(ctx, p, app.as_deref())?,
-                None => flexio_packet_processor::PP_SAMPLE_ELF.to_vec(),
+                None => App::from_device_elf("pp_sample", flexio_packet_processor::PP_SAMPLE_ELF)
+                    .map_err(|e| DemoError(e.to_string()))?,
             };
+            let attr = attr_of(&app);
             let mut server = None;
             let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
                 gdb_hook(gdb.as_deref(), model, p, out, &mut server)
@@ -491,7 +529,8 @@ pub fn run(
             let r = flexio_packet_processor::run_sample_with(
                 ctx,
                 device_name,
-                &app,
+                app.image(),
+                &attr,
                 out,
                 &mut on_process,
             )

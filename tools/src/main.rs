@@ -356,7 +356,11 @@ fn main() -> ExitCode {
     let code = match run(&cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mlx5-dpa: {e}");
+            let text = e.to_string();
+            eprintln!("mlx5-dpa: {text}");
+            if let Some(note) = model_check_note(&text) {
+                eprintln!("mlx5-dpa: {note}");
+            }
             ExitCode::FAILURE
         }
     };
@@ -376,6 +380,23 @@ fn main() -> ExitCode {
         );
     }
     code
+}
+
+/// For an error naming a firmware syndrome that is one of the device model's checks (its
+/// syndromes are its own, 0x5131xxxx): which rule refused the command, as `doctor` says it.
+/// Errors come through many layers as text, so the syndrome is read back from the message.
+fn model_check_note(text: &str) -> Option<String> {
+    let at = text.find("syndrome 0x")? + "syndrome 0x".len();
+    let hex: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_hexdigit)
+        .collect();
+    let syndrome = u32::from_str_radix(&hex, 16).ok()?;
+    let check = mlx5_sim::Check::by_syndrome(syndrome)?;
+    Some(format!(
+        "syndrome {syndrome:#010x} is the device model's check: {}",
+        check.what
+    ))
 }
 
 /// `--sim PROFILE` (with a space) as `--sim=PROFILE`: a profile name is never a command, so

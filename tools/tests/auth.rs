@@ -164,3 +164,45 @@ fn nvidia_signed_programs_verify_up_to_their_root() {
         );
     }
 }
+
+/// A device that requires signed images runs a demo's signed application: the `.sig` beside
+/// the ELF is handed over, as `verify` finds it (regression: the demos ignored it); an
+/// unsigned one is refused, and the refusal names the model's check.
+#[test]
+fn a_signed_app_runs_on_a_device_that_requires_signatures() {
+    let app = std::fs::read(repo("fw-blobs/bin/rpc_calc.elf")).expect("app");
+    let elf = scratch("auth-demo", "calc.elf", &app);
+    let trust = data("root.der");
+    let demo = |elf: &str| {
+        run(&[
+            "--sim-trust",
+            &trust,
+            "demo",
+            "rpc",
+            "20",
+            "22",
+            "--app-elf",
+            elf,
+        ])
+    };
+    let o = demo(&elf);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o)
+            .contains("is the device model's check: DPA Application Authentication is enabled"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "sign",
+        &elf,
+        "--key",
+        &data("leaf.key.pem"),
+        "--cert",
+        &data("leaf.der"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = demo(&elf);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Result: 42"), "{}", stdout(&o));
+}
