@@ -58,6 +58,9 @@ answered with a status other than OK (the answer is printed); `vm run`: the prog
 code (0-255, 255 for other codes), 0 when its entry function returned, 1 when it did not \
 finish (fault, ebreak, unknown ecall, instruction budget).";
 
+/// The help heading of the options every command takes.
+const GLOBAL: &str = "Global options";
+
 /// Exit status of `cmd` when firmware's status is not OK.
 const EXIT_FW_STATUS: u8 = 3;
 
@@ -65,20 +68,25 @@ const EXIT_FW_STATUS: u8 = 3;
 #[command(
     name = "mlx5-dpa",
     version,
+    long_version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("MLX5_DPA_BUILD"), ")"),
     about = "Pure-Rust mlx5 / BlueField-3 DPA driver over DevX",
     after_help = EXIT_STATUS
 )]
 struct Cli {
-    /// Use this hardware device (an RDMA device name such as mlx5_0). For `cmd`, `caps` and
-    /// `demo`.
-    #[arg(long, global = true, value_name = "NAME")]
+    /// Use this hardware device (e.g. mlx5_0)
+    ///
+    /// An RDMA device name. For `cmd`, `caps`, `demo`, `doctor`, `eu` and `coredump rpc`.
+    #[arg(long, global = true, value_name = "NAME", help_heading = GLOBAL)]
     device: Option<String>,
-    /// Use the device model (`mlx5-sim`) instead of hardware: `--sim` is profile bf3,
-    /// `--sim=cx7` (or `--sim cx7`) picks another profile. Without hardware the model is used
-    /// anyway. For `cmd`, `caps`, `demo` and `sim`.
+    /// Use the device model (profile bf3, or =cx7)
+    ///
+    /// The model (`mlx5-sim`) instead of hardware: `--sim` is profile bf3, `--sim=cx7` (or
+    /// `--sim cx7`) picks another profile. Without hardware the model is used anyway. For the
+    /// commands that open a device, `sim` and `run`.
     #[arg(
         long,
         global = true,
+        help_heading = GLOBAL,
         value_name = "PROFILE",
         num_args = 0..=1,
         require_equals = true,
@@ -86,29 +94,38 @@ struct Cli {
         conflicts_with = "device"
     )]
     sim: Option<String>,
-    /// Move fields of provisional layouts (DPA object contexts, the coredump, the EU
-    /// registers) for this run: a file of `LAYOUT.FIELD OFFSET WIDTH` lines, checked as the
-    /// compiled layouts are (`mlx5_dpa::mlx5::overrides`).
-    #[arg(long, global = true, value_name = "FILE")]
+    /// Move fields of provisional layouts for this run
+    ///
+    /// The DPA object contexts, the coredump, the EU registers: a file of
+    /// `LAYOUT.FIELD OFFSET WIDTH` lines, checked as the compiled layouts are
+    /// (`mlx5_dpa::mlx5::overrides`).
+    #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]
     layout_overrides: Option<std::path::PathBuf>,
-    /// Record every DevX call this run makes (mailboxes in and out, timing) to FILE, in the
-    /// format of the capture library (`mlx5-dpa capture show / diff`).
-    #[arg(long, global = true, value_name = "FILE")]
+    /// Record every DevX call of this run to FILE
+    ///
+    /// Mailboxes in and out, and timing, in the format of the capture library
+    /// (`mlx5-dpa capture show / diff`).
+    #[arg(long, global = true, value_name = "FILE", help_heading = GLOBAL)]
     capture: Option<std::path::PathBuf>,
-    /// Enable DPA Application Authentication on the device model, trusting this root
-    /// certificate (DER or PEM; repeat for more): DPA processes then load only from images
-    /// signed under it (`mlx5-dpa sign`).
-    #[arg(long, global = true, value_name = "CERT")]
+    /// Make the model require DPA images signed under CERT
+    ///
+    /// DPA Application Authentication on the device model, trusting this root certificate
+    /// (DER or PEM; repeat for more): DPA processes then load only from images signed under
+    /// it (`mlx5-dpa sign`; the demos take `ELF.sig` beside `--app-elf ELF`).
+    #[arg(long, global = true, value_name = "CERT", help_heading = GLOBAL)]
     sim_trust: Vec<std::path::PathBuf>,
-    /// How `--device` reaches the kernel's DevX interface: `kernel` (this crate's own ioctls,
-    /// no C library) or `rdma-core` (libibverbs / libmlx5 loaded at run time; a build with
-    /// `--features rdma-core`).
-    #[arg(long, global = true, value_enum, default_value_t = Backend::Kernel)]
+    /// How --device reaches the kernel's DevX interface
+    ///
+    /// `kernel` (this crate's own ioctls, no C library) or `rdma-core` (libibverbs / libmlx5
+    /// loaded at run time; a build with `--features rdma-core`).
+    #[arg(long, global = true, value_enum, default_value_t = Backend::Kernel, help_heading = GLOBAL)]
     backend: Backend,
-    /// Print every firmware command (opcode, status, syndrome, duration) on stderr.
-    /// `RUST_LOG` overrides the filter (default: `mlx5_sim=debug,mlx5_dpa=debug`). Commands
-    /// that send none (`prm`, `elf`, `vm`, `cc`, `devices`) print nothing more.
-    #[arg(long, global = true)]
+    /// Print every firmware command on stderr
+    ///
+    /// Opcode, status, syndrome and duration. `RUST_LOG` overrides the filter (default:
+    /// `mlx5_sim=debug,mlx5_dpa=debug`). Commands that send none (`prm`, `elf`, `vm`, `cc`,
+    /// `devices`) print nothing more.
+    #[arg(long, global = true, help_heading = GLOBAL)]
     trace: bool,
     #[command(subcommand)]
     cmd: Cmd,
@@ -211,6 +228,14 @@ enum Cmd {
     /// `--device mlx5_0`) on its own device model, which it opens as mlx5_0 through the
     /// kernel's uverbs ABI: a private mount namespace (needs root) and a preloaded library.
     Run(runner::RunArgs),
+    /// Print a shell completion script for this tool (e.g. `mlx5-dpa completions bash >
+    /// /etc/bash_completion.d/mlx5-dpa`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; e.g. `mlx5-dpa man | man -l -`).
+    Man,
 }
 
 /// `mlx5-dpa sim`'s arguments.
@@ -443,6 +468,8 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
         Cmd::Cc(_) => ("cc", false, false),
         Cmd::Ps { .. } => ("ps", false, false),
         Cmd::Run(_) => ("run", true, false),
+        Cmd::Completions { .. } => ("completions", false, false),
+        Cmd::Man => ("man", false, false),
     };
     if cli.backend != Backend::Kernel && !takes_device {
         return Err(ToolError::Usage(format!(
@@ -547,6 +574,18 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
             cli.sim.as_deref().unwrap_or(DEFAULT_PROFILE),
             cli.capture.as_deref(),
         )?),
+        Cmd::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "mlx5-dpa", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map_err(|e| ToolError::Input(format!("writing the manual page: {e}")))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -518,3 +518,40 @@ fn a_missing_file_is_bad_input_wherever_it_is_named() {
         );
     }
 }
+
+/// `--version` names the build (git revision, features); `completions SHELL` and `man` print
+/// what a packager installs; the global options sit under their own heading, one line each
+/// in short help.
+#[test]
+fn version_completions_man_and_global_options() {
+    let o = run(&["--version"]);
+    assert!(o.status.success());
+    let v = stdout(&o);
+    assert!(v.starts_with("mlx5-dpa 0.1.0 (git "), "{v}");
+    assert!(v.contains("features: "), "{v}");
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        assert!(stdout(&o).contains("mlx5-dpa"), "{shell}");
+        assert!(
+            stdout(&o).contains("coredump"),
+            "{shell}: subcommands completed"
+        );
+    }
+    let o = run(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["man"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains(".TH mlx5-dpa 1"), "{}", stdout(&o));
+    let o = run(&["eu", "-h"]);
+    let help = stdout(&o);
+    let globals = help
+        .split("Global options:")
+        .nth(1)
+        .expect("a global heading");
+    assert!(globals.contains("--sim-trust <CERT>"), "{help}");
+    assert!(
+        help.lines().all(|l| l.len() <= 120),
+        "short help has long lines:\n{help}"
+    );
+}
