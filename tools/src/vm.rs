@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use mlx5_sim::riscv::bare::{BareError, BareReport, BareStop};
+use mlx5_sim::riscv::bare::{BareError, BareMachine, BareReport, BareStop};
 use mlx5_sim::vm::VmLoadError;
 use serde_json::json;
 
@@ -140,6 +140,46 @@ pub fn parse_arg(s: &str) -> Result<u64, VmError> {
     }
 }
 
+/// Instructions run between looks at the clock.
+const SLICE: u64 = 20_000_000;
+/// A run longer than this says how far it got, on standard error, every second
+/// (`MLX5_DPA_VM_QUIET_MS` sets another wait, in milliseconds).
+const QUIET_MS: u64 = 2000;
+
+/// Runs `hart` for at most `max_insns` instructions, in slices: once the run has taken
+/// [`QUIET_MS`], a line a second on standard error says how far it got, so a runaway program
+/// is not silent until its budget ends (1e9 instructions by default, 20 s or so).
+fn run_with_progress(
+    machine: &mut BareMachine,
+    hart: &mut mlx5_sim::riscv::Hart,
+    max_insns: u64,
+) -> BareStop {
+    let quiet = std::env::var("MLX5_DPA_VM_QUIET_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(QUIET_MS);
+    let start = Instant::now();
+    let mut next = start + std::time::Duration::from_millis(quiet);
+    loop {
+        let left = max_insns.saturating_sub(hart.instret);
+        let stop = machine.resume(hart, left.min(SLICE));
+        if !matches!(stop, BareStop::Budget) || left <= SLICE {
+            return stop;
+        }
+        let now = Instant::now();
+        if now >= next {
+            next = now + std::time::Duration::from_secs(1);
+            let secs = now.duration_since(start).as_secs_f64().max(1e-3);
+            eprintln!(
+                "vm: {} M of {} M instructions after {secs:.1} s ({:.0} M/s; --max-insns sets the budget)",
+                hart.instret / 1_000_000,
+                max_insns / 1_000_000,
+                hart.instret as f64 / secs / 1e6
+            );
+        }
+    }
+}
+
 /// Runs a `vm` subcommand; the exit status is the program's (see the module's doc).
 pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
     let VmCmd::Run {
@@ -194,7 +234,7 @@ pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
             }
             crate::gdb::Outcome::Killed => return Err(VmError::Killed),
         },
-        None => machine.resume(&mut hart, *max_insns),
+        None => run_with_progress(&mut machine, &mut hart, *max_insns),
     };
     let report = BareReport {
         stop,

@@ -280,3 +280,28 @@ fn a_flexio_program_without_entry_lists_its_entries() {
     assert!(err.contains("rpc_digits8"), "{err}");
     assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
 }
+
+/// A long run says how far it got (regression: a runaway program was silent until its budget
+/// ran out, 20 s or so); the wait before the first line is set to 0 here.
+#[test]
+fn a_long_run_reports_progress() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mlx5-dpa"))
+        .args([
+            "vm",
+            "run",
+            &repo("fw-blobs/bin/selftest.elf"),
+            "--entry",
+            "st_spin_forever",
+            "--max-insns",
+            "50000000",
+        ])
+        .env("MLX5_DPA_VM_QUIET_MS", "0")
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1), "the budget ends it");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("vm: 20 M of 50 M instructions after "),
+        "{err}"
+    );
+}
