@@ -46,7 +46,7 @@ pub enum Demo {
     EthLoopback {
         /// Frames to send (progress and the rate are printed every second; Ctrl-C stops
         /// sending, collects what is in flight and prints the summary).
-        #[arg(long, default_value_t = 16)]
+        #[arg(long, default_value_t = 16, value_parser = crate::input::num::<usize>)]
         packets: usize,
         /// Record the model's port to this pcap file (device model only).
         #[arg(long, value_name = "FILE")]
@@ -91,7 +91,7 @@ pub enum Demo {
     /// task per cell of the product, spread over worker threads; checked against the host.
     Multithread {
         /// Worker threads of the command queue.
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = crate::input::num::<u32>)]
         workers: u32,
         /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
         #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
@@ -140,7 +140,7 @@ pub enum Demo {
         app: Option<String>,
         /// How long the host waits before setting the event that starts the kernels (the
         /// samples sleep 2 or 5 seconds).
-        #[arg(long, value_name = "MS", default_value_t = 500)]
+        #[arg(long, value_name = "MS", default_value_t = 500, value_parser = crate::input::num::<u64>)]
         delay_ms: u64,
         /// Debug the sample's DPA process with GDB (device model), as `demo rpc --gdb`.
         #[arg(long, value_name = "HOST:PORT", value_parser = crate::gdb::host_port)]
@@ -151,7 +151,7 @@ pub enum Demo {
     /// `--features gpu`.
     GpuSend {
         /// Frames (1 to 1024).
-        #[arg(long, default_value_t = 512)]
+        #[arg(long, default_value_t = 512, value_parser = crate::input::num::<usize>)]
         frames: usize,
         /// The CPU proxy rings the doorbells (otherwise the kernel does, when it can reach
         /// the UAR page).
@@ -162,14 +162,14 @@ pub enum Demo {
     /// reports each batch through a semaphore; the CPU checks every packet. Needs a GPU.
     GpuRecv {
         /// Frames (1 to 100000).
-        #[arg(long, default_value_t = 512)]
+        #[arg(long, default_value_t = 512, value_parser = crate::input::num::<usize>)]
         frames: usize,
     },
     /// GPUNetIO Verbs: 16 CUDA threads put 1 KiB chunks with a signal each into a peer's
     /// memory over an RC QP of the model; bytes and counter checked. Needs a GPU.
     GpuVerbs {
         /// Chunks (1 to 48).
-        #[arg(long, default_value_t = 48)]
+        #[arg(long, default_value_t = 48, value_parser = crate::input::num::<usize>)]
         chunks: usize,
         /// The CPU proxy rings the doorbells.
         #[arg(long)]

@@ -35,7 +35,7 @@ pub enum EuCmd {
     /// The DPA's EUs, and the partitions and groups on the device (ids read back up to
     /// --max-id).
     Show {
-        #[arg(long, default_value_t = 64)]
+        #[arg(long, default_value_t = 64, value_parser = crate::input::num::<u16>)]
         max_id: u16,
         /// One JSON object instead of text.
         #[arg(long)]
@@ -64,16 +64,22 @@ pub enum PartitionCmd {
         #[arg(long, value_name = "LIST")]
         eus: String,
         /// The functions (vHCA ids) it is given to, e.g. 2,3.
-        #[arg(long, value_name = "LIST", value_delimiter = ',', required = true)]
+        #[arg(long, value_name = "LIST", value_delimiter = ',', required = true, value_parser = crate::input::num::<u16>)]
         vhca: Vec<u16>,
         /// Most groups that may be made in it (0: no limit).
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = crate::input::num::<u16>)]
         max_groups: u16,
     },
     /// Destroy a partition.
-    Destroy { id: u16 },
+    Destroy {
+        #[arg(value_parser = crate::input::num::<u16>)]
+        id: u16,
+    },
     /// Read a partition back.
-    Show { id: u16 },
+    Show {
+        #[arg(value_parser = crate::input::num::<u16>)]
+        id: u16,
+    },
 }
 
 /// `eu group` subcommands.
@@ -87,13 +93,19 @@ pub enum GroupCmd {
         #[arg(long, value_name = "LIST")]
         eus: String,
         /// Make it in this partition.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::input::num::<u16>)]
         partition: Option<u16>,
     },
     /// Destroy a group.
-    Destroy { id: u16 },
+    Destroy {
+        #[arg(value_parser = crate::input::num::<u16>)]
+        id: u16,
+    },
     /// Read a group back.
-    Show { id: u16 },
+    Show {
+        #[arg(value_parser = crate::input::num::<u16>)]
+        id: u16,
+    },
 }
 
 /// One line of `eu batch`.

@@ -18,6 +18,23 @@ pub const MAX_BATCH_FILE: u64 = 16 << 20;
 /// The largest PEM private key `cc --sign-key` reads: 1 MiB (an RSA-4096 key is about 3 KiB).
 pub const MAX_KEY_FILE: u64 = 1 << 20;
 
+/// A number on the command line, as the tool takes numbers everywhere: decimal or `0x` hex
+/// (`_` between digits allowed), within `T`'s range.
+pub fn num<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
+    let t = s.trim().replace('_', "");
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => t.parse::<u64>(),
+    }
+    .map_err(|_| format!("{s:?} is not a number (decimal or 0x hex)"))?;
+    T::try_from(v).map_err(|_| {
+        format!(
+            "{s} is out of range ({} bits at most)",
+            8 * std::mem::size_of::<T>()
+        )
+    })
+}
+
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {

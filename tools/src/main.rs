@@ -151,7 +151,7 @@ enum Cmd {
         inbox: String,
         /// Output mailbox length in bytes, 16 to 65535 (DevX's limit; default: the opcode's
         /// output layout, at least 16).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::input::num::<usize>)]
         out_len: Option<usize>,
         /// One JSON object (status, syndrome, outbox, decoded fields) instead of text.
         #[arg(long)]
@@ -250,7 +250,7 @@ struct SimArgs {
     #[arg(long, default_value = "10.99.0.2")]
     ip: std::net::Ipv4Addr,
     /// How long to run.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 60, value_parser = crate::input::num::<u64>)]
     seconds: u64,
     /// Record every frame of the port to this pcap file.
     #[arg(long, value_name = "FILE")]

@@ -57,7 +57,7 @@ pub enum VmCmd {
         )]
         args: Vec<String>,
         /// Stop after this many instructions.
-        #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_INSNS)]
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_INSNS, value_parser = crate::input::num::<u64>)]
         max_insns: u64,
         /// One JSON object instead of text (the program's output is a field of it).
         #[arg(long)]

@@ -555,3 +555,25 @@ fn version_completions_man_and_global_options() {
         "short help has long lines:\n{help}"
     );
 }
+
+/// Numbers are taken in decimal or hex wherever the tool takes a number (regression: only
+/// some commands took hex), and refused with the option's name otherwise.
+#[test]
+fn numbers_in_hex_or_decimal_everywhere() {
+    let (out, _) = ok(&["--sim", "demo", "eth-loopback", "--packets", "0x3"]);
+    assert!(out.contains("sent 3"), "{out}");
+    let o = run(&[
+        "vm",
+        "run",
+        &repo("fw-blobs/bare/bin/sort.elf"),
+        "--max-insns",
+        "0x3e8",
+    ]);
+    assert!(stdout(&o).contains("instructions: 1000"), "{}", stdout(&o));
+    let o = run(&["--sim", "demo", "eth-loopback", "--packets", "4k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--packets"), "{}", stderr(&o));
+    let o = run(&["--sim", "eu", "show", "--max-id", "0x10000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("out of range"), "{}", stderr(&o));
+}
