@@ -69,8 +69,7 @@ pub fn run(
     run_with(
         dev,
         device_name,
-        a,
-        b,
+        (a, b),
         app,
         &ProcessAttr::default(),
         out,
@@ -87,8 +86,7 @@ pub fn run(
 pub fn run_with(
     dev: &Arc<dyn Devx>,
     device_name: &str,
-    a: u64,
-    b: u64,
+    (a, b): (u64, u64),
     app: &[u8],
     attr: &ProcessAttr,
     out: &mut dyn Write,

@@ -222,16 +222,8 @@ pub(crate) fn arp_reply(f: &[u8], ip: Ipv4Addr, mac: [u8; 6]) -> Option<Vec<u8>>
     Some(r)
 }
 
-pub(crate) fn checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
+/// The Internet checksum (one for the whole model, `port::internet_checksum`).
+pub(crate) use crate::port::internet_checksum as checksum;
 
 /// The ICMP echo reply to an echo request for `ip`.
 pub(crate) fn echo_reply(f: &[u8], ip: Ipv4Addr, mac: [u8; 6]) -> Option<Vec<u8>> {

@@ -211,7 +211,7 @@ fn inbox_fields(r: &Record) -> BTreeMap<String, String> {
             for f in fields {
                 let v = match f.value {
                     Value::Uint(v) => format!("{v:#x}"),
-                    Value::Bytes(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+                    Value::Bytes(b) => mlx5_dpa::devx::capture::hex(&b),
                 };
                 out.insert(format!("{prefix}{}", f.name), v);
             }

@@ -441,8 +441,7 @@ pub fn run(
             let r = flexio_rpc::run_with(
                 ctx,
                 device_name,
-                *a,
-                *b,
+                (*a, *b),
                 app.image(),
                 &attr,
                 out,

@@ -41,6 +41,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use mlx5_dpa::devx::capture::hex;
 use mlx5_dpa::devx::{self, Devx, DevxError};
 use mlx5_dpa::mlx5::decode::{self, Value};
 use mlx5_dpa::mlx5::layouts;
@@ -956,10 +957,6 @@ fn read_hex(arg: &str) -> Result<Vec<u8>, ToolError> {
             })
         })
         .collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn print_fields(d: &'static mlx5_dpa::mlx5::LayoutDesc, bytes: &[u8]) -> Result<(), ToolError> {

@@ -147,82 +147,35 @@ pub(crate) fn is_response(op: u8) -> bool {
     (opcode::RDMA_READ_RESPONSE_FIRST..=opcode::ATOMIC_ACKNOWLEDGE).contains(&op)
 }
 
-/// The CRC-32 table (reflected polynomial 0xedb88320).
-const CRC_TABLE: [u32; 256] = {
-    let mut t = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xedb8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[i] = c;
-        i += 1;
-    }
-    t
-};
-
-#[inline]
-fn crc_byte(crc: u32, b: u8) -> u32 {
-    CRC_TABLE[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8)
-}
-
-fn crc_update(mut crc: u32, data: &[u8]) -> u32 {
-    for &b in data {
-        crc = crc_byte(crc, b);
-    }
-    crc
-}
-
 /// CRC-32 as zlib and Ethernet compute it.
 pub fn crc32(data: &[u8]) -> u32 {
-    !crc_update(!0, data)
+    crc32fast::hash(data)
 }
 
 /// The ICRC of a RoCE v2 packet: `l3` runs from the IPv4 header to the end of the payload
 /// padding (the ICRC itself excluded). `None` when it is too short for IPv4 + UDP + BTH.
+///
+/// The IBTA's invariant CRC: CRC-32 over 8 bytes of ones, then the headers with the fields
+/// that may change in flight set to ones (IPv4 TOS, TTL and checksum; the UDP checksum; the
+/// BTH's reserved byte), then the payload.
 pub fn icrc(l3: &[u8]) -> Option<u32> {
     let ihl = usize::from(*l3.first()? & 0xf) * 4;
     if ihl < IPV4 || l3.len() < ihl + UDP + BTH {
         return None;
     }
-    let mut c = crc_update(!0, &[0xff; 8]);
-    for (i, &b) in l3[..ihl].iter().enumerate() {
-        // TOS, TTL and the header checksum are masked (they may change in flight).
-        c = crc_byte(
-            c,
-            if matches!(i, 1 | 8 | 10 | 11) {
-                0xff
-            } else {
-                b
-            },
-        );
+    let mut headers = [0u8; 60 + UDP + BTH];
+    let masked = &mut headers[..ihl + UDP + BTH];
+    masked.copy_from_slice(&l3[..ihl + UDP + BTH]);
+    for i in [1, 8, 10, 11] {
+        masked[i] = 0xff;
     }
-    for (i, &b) in l3[ihl..ihl + UDP].iter().enumerate() {
-        c = crc_byte(c, if i >= 6 { 0xff } else { b });
-    }
-    for (i, &b) in l3[ihl + UDP..ihl + UDP + BTH].iter().enumerate() {
-        c = crc_byte(c, if i == 4 { 0xff } else { b });
-    }
-    Some(!crc_update(c, &l3[ihl + UDP + BTH..]))
-}
-
-/// The IPv4 header checksum of `hdr` (whose checksum field is zero).
-fn ip_checksum(hdr: &[u8]) -> u16 {
-    let mut sum: u32 = hdr
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    masked[ihl + 6..ihl + UDP].fill(0xff);
+    masked[ihl + UDP + 4] = 0xff;
+    let mut h = crc32fast::Hasher::new();
+    h.update(&[0xff; 8]);
+    h.update(masked);
+    h.update(&l3[ihl + UDP + BTH..]);
+    Some(h.finalize())
 }
 
 /// Addresses of one direction of a connection.
@@ -309,7 +262,7 @@ pub(crate) fn finish(frame: &mut Vec<u8>) {
     frame[ETH + 2..ETH + 4].copy_from_slice(&ip_len.to_be_bytes());
     let udp_len = ip_len - IPV4 as u16;
     frame[ETH + IPV4 + 4..ETH + IPV4 + 6].copy_from_slice(&udp_len.to_be_bytes());
-    let sum = ip_checksum(&frame[ETH..ETH + IPV4]);
+    let sum = crate::port::internet_checksum(&frame[ETH..ETH + IPV4]);
     frame[ETH + 10..ETH + 12].copy_from_slice(&sum.to_be_bytes());
     let crc = icrc(&frame[ETH..]).unwrap_or(0);
     frame.extend_from_slice(&crc.to_le_bytes());
@@ -607,7 +560,7 @@ mod tests {
         assert_eq!(f.len(), HDRS + RETH + IMM + 8 + ICRC);
         assert!(is_for(&f, &[2, 0, 0, 0, 0, 2], &[192, 0, 2, 2]));
         assert!(!is_for(&f, &[2, 0, 0, 0, 0, 2], &[192, 0, 2, 3]));
-        assert_eq!(ip_checksum(&f[14..34]), 0);
+        assert_eq!(crate::port::internet_checksum(&f[14..34]), 0);
         let p = parse(&f).unwrap();
         assert_eq!(p.opcode, opcode::RDMA_WRITE_ONLY_IMM);
         assert_eq!((p.dqpn, p.psn, p.ack_req), (0x4001, 0xff_fffe, true));
