@@ -49,6 +49,7 @@ pub mod ecall {
 
 /// Why an image cannot be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BareError {
     #[error(transparent)]
     Image(#[from] ImageError),

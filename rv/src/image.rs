@@ -29,6 +29,7 @@ pub struct Image<'a> {
 
 /// Why bytes are not a RISC-V executable the bare machine can load.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ImageError {
     #[error("not an ELF file (magic bytes missing)")]
     BadMagic,

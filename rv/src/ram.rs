@@ -43,6 +43,7 @@ impl Perms {
 
 /// Why a [`RamRegion`] could not be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegionError {
     #[error("region base {base:#x}, length {len:#x} or host pointer not 8-byte aligned")]
     Misaligned { base: u64, len: u64 },

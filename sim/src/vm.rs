@@ -9,6 +9,7 @@ use mlx5_dpa_rv::Perms;
 
 /// Why a device ELF cannot become a bare machine.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum VmLoadError {
     #[error(transparent)]
     Elf(#[from] ElfError),

@@ -30,6 +30,7 @@ pub use discovery::{list_devices, DeviceInfo};
 
 /// Errors of the transport layer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DevxError {
     /// A system call failed.
     #[error("{op}: {errno}")]

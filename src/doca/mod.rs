@@ -128,6 +128,7 @@ pub const MAX_WAIT_THRESHOLD: u64 = 254;
 
 /// Why a DOCA DPA call failed (DOCA's `doca_error_t`, with the reason).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DocaError {
     /// The FlexIO layer below failed (firmware refusal, fault, transport).
     #[error(transparent)]

@@ -65,6 +65,7 @@ const TAG_RISCV_ARCH: u64 = 5;
 
 /// Why bytes are not a usable DPA application.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum AppError {
     #[error("cannot read {path}: {reason}")]
     Read { path: String, reason: String },

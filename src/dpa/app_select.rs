@@ -61,6 +61,7 @@ impl AppSelectAttr {
 
 /// Why no copy was selected.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum SelectError {
     #[error(transparent)]
     App(#[from] AppError),

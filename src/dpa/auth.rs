@@ -52,6 +52,7 @@ const SHT_NOBITS: u32 = 8;
 
 /// Why authentication data could not be built, read or verified.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum AuthError {
     #[error("the application: {0}")]
     Elf(#[from] ElfError),

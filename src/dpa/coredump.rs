@@ -20,6 +20,7 @@ use crate::mlx5::layouts::{
 
 /// Why an image could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CoredumpError {
     /// The image ends before a part its header announces.
     #[error("coredump image of {got} bytes is shorter than the {need} bytes its {what} needs")]

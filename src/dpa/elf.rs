@@ -39,6 +39,7 @@ const PN_XNUM: u16 = 0xffff;
 
 /// Why bytes are not a usable ELF image.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum ElfError {
     #[error("not an ELF file (magic bytes missing)")]
     BadMagic,

@@ -53,6 +53,7 @@ const STT_FUNC: u8 = 2;
 
 /// Why an application cannot be embedded.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum EmbedError {
     #[error("application {app:?}: cannot read {path}: {source}")]
     Read {

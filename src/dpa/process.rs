@@ -58,6 +58,7 @@ pub(crate) const RPC_CALL_HEADER: usize = 32;
 
 /// Errors of the FlexIO layer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DpaError {
     /// The device has no (usable) DPA.
     #[error("DPA not supported: {0}")]

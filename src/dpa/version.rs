@@ -23,6 +23,7 @@ static SET: OnceLock<u64> = OnceLock::new();
 
 /// Why [`version_set`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum VersionError {
     #[error(
         "FlexIO version {0:#x} is older than the oldest supported, {LAST_SUPPORTED_VERSION:#x}"

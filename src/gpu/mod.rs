@@ -137,6 +137,7 @@ pub fn write_headers(dir: &std::path::Path) -> std::io::Result<()> {
 
 /// Why a GPU queue could not be made or used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GpuError {
     /// The queue does not suit a GPU (its CQE size, say).
     #[error("{0}")]

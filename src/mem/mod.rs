@@ -27,6 +27,7 @@ pub use crate::devx::UmemAccess as Access;
 
 /// Errors of the memory layer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MemError {
     /// Mapping memory failed.
     #[error("mapping {len} bytes{}: {source}", if *huge { " of huge pages" } else { "" })]

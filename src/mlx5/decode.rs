@@ -67,6 +67,7 @@ pub struct DecodedField {
 
 /// Why bytes could not be decoded as a layout.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     #[error("{layout}: {got} bytes is shorter than the layout's {need} bytes (truncated input)")]
     Truncated {

@@ -426,6 +426,7 @@ impl<L: Layout> FlexArray<L> {
 
 /// Errors of the layout layer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LayoutError {
     /// The buffer is shorter than the layout.
     #[error("{layout}: buffer of {got} bytes is shorter than the layout's {need} bytes")]

@@ -56,6 +56,7 @@ use super::layouts;
 
 /// Why a set of changes was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum OverrideError {
     #[error("line {line}: {reason}")]
     Line { line: usize, reason: String },

@@ -53,6 +53,7 @@ pub use wq::{EthBurst, EthSq, EthSqConfig, Rq, RqConfig, Rqn, Sqn};
 
 /// Errors of the queue layer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum QueueError {
     /// The device refused a command or the transport failed.
     #[error(transparent)]

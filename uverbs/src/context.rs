@@ -113,6 +113,8 @@ pub(crate) fn errno_of(e: mlx5_dpa::devx::DevxError) -> Errno {
         E::Timeout(..) => Errno::ETIMEDOUT,
         E::WrongMethod { .. } => Errno::EINVAL,
         E::NoDevice { .. } | E::UnknownDevice { .. } => Errno::ENODEV,
+        // A kind of error the driver adds later: an I/O error until it is mapped here.
+        _ => Errno::EIO,
     }
 }
 

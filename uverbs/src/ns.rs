@@ -25,6 +25,7 @@ use crate::config::{self, Config};
 
 /// Why the namespace could not be set up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NsError {
     /// No right to make a mount namespace.
     #[error("a private mount namespace needs root (CAP_SYS_ADMIN): unshare(CLONE_NEWNS): {0}")]

@@ -118,6 +118,7 @@ impl<W: Write> PcapWriter<W> {
 
 /// Why [`read_pcap`] rejected its input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PcapError {
     /// The input is shorter than the 24-byte global header.
     #[error("pcap global header truncated: {len} of {GLOBAL_HEADER_LEN} bytes")]

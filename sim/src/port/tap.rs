@@ -66,6 +66,7 @@ mod ioctl {
 
 /// Why a TAP operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TapError {
     /// The interface name cannot be a Linux interface name.
     #[error("invalid TAP interface name {name:?}: {reason}")]

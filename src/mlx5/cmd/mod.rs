@@ -18,6 +18,7 @@ use super::status::Status;
 
 /// Errors of building, checking or decoding a command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CmdError {
     /// Firmware executed the command and refused it.
     #[error("{opcode} (op_mod {op_mod:#x}) failed: status {status}, syndrome {syndrome:#010x}")]

@@ -240,6 +240,7 @@ pub struct DpaThreadInfo {
 
 /// Why a debug access to DPA memory failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DpaAccessError {
     /// No DPA process with this id.
     #[error("no DPA process {0:#x}")]
