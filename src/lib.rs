@@ -19,6 +19,26 @@
 //!   threads and notifications, completion contexts, async ops, RDMA from the DPA, hash
 //!   tables, traces and fatal-error files.
 //! - [`sync`]: the lock helper every layer uses (below all of them).
+//!
+//! # Example
+//!
+//! FlexIO's RPC sample in a few lines: a DPA process from a device ELF, and one call. Here
+//! on the device model (`mlx5-sim`); on a BlueField-3 the context comes from
+//! `devx::kernel::KernelDevx::open(Some("mlx5_0"))` instead, and the same code runs.
+//!
+//! ```
+//! use mlx5_dpa::dpa::{Process, ProcessAttr};
+//!
+//! let device = mlx5_sim::Device::with_profile("bf3").expect("a profile of the model");
+//! device.start_engine();
+//! let ctx = device.open_devx();
+//! let elf = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/fw-blobs/bin/rpc_calc.elf"));
+//! let process = Process::create(&ctx, elf, &ProcessAttr::default())?;
+//! assert_eq!(process.call("rpc_calculate", &[20, 22])?, 42);
+//! # drop(process);
+//! # device.stop_engine();
+//! # Ok::<(), mlx5_dpa::dpa::DpaError>(())
+//! ```
 
 pub mod devx;
 pub mod doca;

@@ -37,6 +37,21 @@
 //!
 //! [`bare`] is a minimal machine around the engine for `mlx5-dpa vm run`: an image's segments,
 //! a stack, exit by `ecall` or `tohost`, return to a sentinel.
+//!
+//! # Example
+//!
+//! A function of two instructions (`addi a0, a0, 1; ret`) called on the bare machine:
+//!
+//! ```
+//! use mlx5_dpa_rv::bare::{BareMachine, BareStop};
+//!
+//! let code: Vec<u8> = [0x0015_0513u32, 0x0000_8067].iter().flat_map(|w| w.to_le_bytes()).collect();
+//! let mut m = BareMachine::from_code(0x1000, &code)?;
+//! let r = m.call(0x1000, &[41], 100)?;
+//! assert_eq!(r.stop, BareStop::Return { value: 42 });
+//! assert_eq!(r.instret, 2);
+//! # Ok::<(), mlx5_dpa_rv::bare::BareError>(())
+//! ```
 
 pub mod bare;
 mod bitmanip;

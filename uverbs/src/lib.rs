@@ -17,6 +17,22 @@
 //!
 //! The interposed C functions live in the `mlx5-sim-preload` crate (the `cdylib` that is
 //! preloaded), so that linking this crate into a program changes nothing of its libc.
+//!
+//! # Example
+//!
+//! The sysfs tree rdma-core discovers the device by, written into a scratch directory (the
+//! runner bind-mounts it over `/sys/class` in the program's namespace):
+//!
+//! ```
+//! use mlx5_sim_uverbs::{config::Config, sysfs};
+//!
+//! let class = std::env::temp_dir().join(format!("uverbs-doc-{}", std::process::id()));
+//! sysfs::write_tree(&class, &Config::default(), 231, 192)?;
+//! let dev = std::fs::read_to_string(class.join("infiniband_verbs/uverbs0/dev"))?;
+//! assert_eq!(dev.trim(), "231:192");
+//! # std::fs::remove_dir_all(&class)?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 pub mod config;
 mod context;
