@@ -981,6 +981,74 @@ fn no_receive_posted_exhausts_rnr_retries() {
     }
 }
 
+/// `SENDS` SENDs in flight against no receive: 50 RNR episodes, none fatal, then receives
+/// posted and every message delivered. Returns the capture of the exchange (device A's port).
+fn rnr_in_flight(mode: Mode, side: Side) -> Vec<u8> {
+    const SENDS: u16 = 4;
+    let forever = side;
+    let mut p = Pair::new(mode, RcRigConfig::default(), forever, forever);
+    let buf = SharedBuf::default();
+    p.devs[0].capture(buf.clone()).unwrap();
+    let mut msgs = Vec::new();
+    let mut idx = Vec::new();
+    for k in 0..SENDS {
+        let off = usize::from(k) * 0x1000;
+        let msg = pattern(1000, u32::from(k) + 7);
+        p.a.write_data(off, &msg);
+        let sg = [p.a.sge(off, 1000)];
+        idx.push(p.a.send(&SendWr::new(RcOp::Send, &sg)).unwrap());
+        msgs.push(msg);
+    }
+    // 50 RNR episodes, none of them fatal.
+    let episodes = p.wait(Duration::from_secs(10), |p| {
+        assert!(
+            p.a.poll_send().is_none(),
+            "a SEND completed with no receive"
+        );
+        (p.stats().rnr_naks_sent >= 50).then_some(())
+    });
+    assert!(episodes.is_some(), "{:?}", p.stats());
+    assert_eq!(Pair::qp_state(&p.a), 3, "the requester is still in RTS");
+    for k in 0..SENDS {
+        p.b.post_recv(&[p.b.sge(0x1_0000 + usize::from(k) * 0x1000, 4096)])
+            .unwrap();
+    }
+    for (k, &i) in idx.iter().enumerate() {
+        ok_req(p.send_cqe_a(), 0x0a, i, p.a.qpn, 0);
+        let c = p.recv_cqe_b();
+        assert_eq!(c.byte_cnt, 1000);
+        assert_eq!(p.b.read_data(0x1_0000 + k * 0x1000, 1000), msgs[k]);
+    }
+    assert_eq!(p.stats().error_completions, 0, "{:?}", p.stats());
+    p.devs[0].stop_captures().unwrap();
+    let bytes = buf.0.lock().unwrap().clone();
+    bytes
+}
+
+/// The sides of [`rnr_in_flight`]: RNR retries without end, one transport retry.
+fn rnr_forever() -> Side {
+    Side {
+        rnr_retry: 7,
+        retry_count: 1,
+        min_rnr_nak: 1,
+        ..Side::new(1)
+    }
+}
+
+/// The RNR episodes of a linked exchange as tshark dissects them: RNR NAKs, and no sequence
+/// error NAK.
+#[test]
+#[cfg_attr(no_tshark, ignore = "tshark is not installed")]
+fn rnr_episodes_dissect_in_tshark() {
+    let bytes = rnr_in_flight(Mode::Linked, rnr_forever());
+    let text = tshark_clean(&bytes, "rnr");
+    assert!(
+        text.matches("RNR Nak (1)").count() >= 50,
+        "tshark shows the RNR NAKs"
+    );
+    assert!(!text.contains("PSN Sequence Error"), "no sequence NAK");
+}
+
 /// Regression: with no receive posted, the responder sent an RNR NAK and then a PSN sequence
 /// NAK for the packets already in flight behind it, and the requester counted each sequence
 /// NAK against `retry_count`: after a few episodes the QP failed with retries exceeded,
@@ -992,59 +1060,8 @@ fn no_receive_posted_exhausts_rnr_retries() {
 #[test]
 fn rnr_episodes_with_packets_in_flight_are_not_sequence_errors() {
     const SENDS: u16 = 4;
-    let forever = Side {
-        rnr_retry: 7,
-        retry_count: 1,
-        min_rnr_nak: 1,
-        ..Side::new(1)
-    };
     for mode in [Mode::ForceLoopback, Mode::Linked] {
-        let linked = matches!(mode, Mode::Linked);
-        let mut p = Pair::new(mode, RcRigConfig::default(), forever, forever);
-        let buf = SharedBuf::default();
-        p.devs[0].capture(buf.clone()).unwrap();
-        let mut msgs = Vec::new();
-        let mut idx = Vec::new();
-        for k in 0..SENDS {
-            let off = usize::from(k) * 0x1000;
-            let msg = pattern(1000, u32::from(k) + 7);
-            p.a.write_data(off, &msg);
-            let sg = [p.a.sge(off, 1000)];
-            idx.push(p.a.send(&SendWr::new(RcOp::Send, &sg)).unwrap());
-            msgs.push(msg);
-        }
-        // 50 RNR episodes, none of them fatal.
-        let episodes = p.wait(Duration::from_secs(10), |p| {
-            assert!(
-                p.a.poll_send().is_none(),
-                "a SEND completed with no receive"
-            );
-            (p.stats().rnr_naks_sent >= 50).then_some(())
-        });
-        assert!(episodes.is_some(), "{:?}", p.stats());
-        assert_eq!(Pair::qp_state(&p.a), 3, "the requester is still in RTS");
-        for k in 0..SENDS {
-            p.b.post_recv(&[p.b.sge(0x1_0000 + usize::from(k) * 0x1000, 4096)])
-                .unwrap();
-        }
-        for (k, &i) in idx.iter().enumerate() {
-            ok_req(p.send_cqe_a(), 0x0a, i, p.a.qpn, 0);
-            let c = p.recv_cqe_b();
-            assert_eq!(c.byte_cnt, 1000);
-            assert_eq!(p.b.read_data(0x1_0000 + k * 0x1000, 1000), msgs[k]);
-        }
-        assert_eq!(p.stats().error_completions, 0, "{:?}", p.stats());
-        p.devs[0].stop_captures().unwrap();
-        if linked {
-            let bytes = buf.0.lock().unwrap().clone();
-            if let Some(text) = tshark_clean(&bytes, "rnr") {
-                assert!(
-                    text.matches("RNR Nak (1)").count() >= 50,
-                    "tshark shows the RNR NAKs"
-                );
-                assert!(!text.contains("PSN Sequence Error"), "no sequence NAK");
-            }
-        }
+        rnr_in_flight(mode, rnr_forever());
     }
     // rnr_retry 2: the third RNR NAK ends it, with the RNR error, not a transport retry one.
     let twice = Side {
@@ -1619,8 +1636,8 @@ impl std::io::Write for SharedBuf {
 }
 
 /// Dissects a pcap with tshark and checks that no frame is malformed and no dissector reports
-/// an error; returns the verbose text, or `None` (after saying so) when tshark is not there.
-fn tshark_clean(bytes: &[u8], tag: &str) -> Option<String> {
+/// an error; returns the verbose text. Only for tests ignored where tshark is missing.
+fn tshark_clean(bytes: &[u8], tag: &str) -> String {
     let path = std::env::temp_dir().join(format!("mlx5-sim-rc-{tag}-{}.pcap", std::process::id()));
     std::fs::write(&path, bytes).unwrap();
     // The payloads are test patterns, not upper-layer protocols: Wireshark's dissectors of
@@ -1642,13 +1659,7 @@ fn tshark_clean(bytes: &[u8], tag: &str) -> Option<String> {
     }
     let out = cmd.arg("-r").arg(&path).arg("-V").output();
     let _ = std::fs::remove_file(&path);
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("skipping the tshark check: tshark not runnable ({e})");
-            return None;
-        }
-    };
+    let out = out.expect("tshark runs (build.rs found it on PATH)");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -1663,11 +1674,12 @@ fn tshark_clean(bytes: &[u8], tag: &str) -> Option<String> {
         !text.contains("Expert Info (Error"),
         "tshark reported an error"
     );
-    Some(text)
+    text
 }
 
-#[test]
-fn pcap_of_a_linked_exchange_dissects_as_roce() {
+/// A linked exchange of every operation and two NAKs, captured: the frames of the pcap, with
+/// every ICRC right.
+fn linked_capture() -> (Vec<u8>, usize) {
     let mut p = Pair::linked(1);
     let buf = SharedBuf::default();
     p.devs[0].capture(buf.clone()).unwrap();
@@ -1701,9 +1713,23 @@ fn pcap_of_a_linked_exchange_dissects_as_roce() {
     if std::env::var_os("KEEP_PCAP").is_some() {
         std::fs::write("/tmp/rc-keep.pcap", &bytes).unwrap();
     }
-    let Some(text) = tshark_clean(&bytes, "linked") else {
-        return;
-    };
+    let n = frames.len();
+    (bytes, n)
+}
+
+#[test]
+fn pcap_of_a_linked_exchange_has_every_icrc_right() {
+    let (_, frames) = linked_capture();
+    assert!(frames > 100);
+}
+
+/// The capture as Wireshark's RoCE dissector reads it: every opcode and header of the
+/// exchange, one BTH per frame.
+#[test]
+#[cfg_attr(no_tshark, ignore = "tshark is not installed")]
+fn pcap_of_a_linked_exchange_dissects_as_roce() {
+    let (bytes, frames) = linked_capture();
+    let text = tshark_clean(&bytes, "linked");
     for want in [
         "InfiniBand",
         "Base Transport Header",
@@ -1730,11 +1756,12 @@ fn pcap_of_a_linked_exchange_dissects_as_roce() {
         "ATOMICACKETH - Atomic ACK Extended Transport Header",
         "IMMDT - Immediate Data Extended Transport Header",
         "Invariant CRC",
+        "RNR Nak",
     ] {
         assert!(text.contains(want), "tshark output lacks {want:?}");
     }
     // Every frame is RoCE: one BTH per frame.
-    assert_eq!(text.matches("Base Transport Header").count(), frames.len());
+    assert_eq!(text.matches("Base Transport Header").count(), frames);
 }
 
 #[test]
