@@ -7,7 +7,9 @@
 //! Layers, bottom up (each names only the ones below it; see `DESIGN.md`):
 //!
 //! - [`mlx5`]: PRM layouts (mlx5_ifc names, bit offsets), opcodes, status codes, typed commands,
-//!   capabilities. Pure: no I/O, no `unsafe`.
+//!   capabilities. Pure: no I/O, no `unsafe`. [`image`]: the DPA's image formats (the device
+//!   ELF, its signature), beside it. The device model uses these, `sync` and the `devx` trait,
+//!   nothing above.
 //! - [`devx`]: the [`devx::Devx`] trait (how a mailbox reaches firmware) and its backends: the
 //!   kernel's uverbs ioctl interface in pure Rust, and rdma-core through dlopen (feature
 //!   `rdma-core`). The device model (`mlx5-sim`) is a third implementation.
@@ -44,6 +46,7 @@ pub mod devx;
 pub mod doca;
 pub mod dpa;
 pub mod gpu;
+pub mod image;
 pub mod mem;
 pub mod mlx5;
 pub mod queues;

@@ -427,3 +427,58 @@ fn the_checker_sees_an_upward_import_and_a_circle() {
     assert!(!text.contains("low::a (layer 0) imports high"), "{text}");
     assert_eq!(problems.len(), 2, "{text}");
 }
+
+/// The driver's modules the device model may use: its ground floor (the lock helper, the PRM
+/// as data, the DPA image formats, the DevX trait the model implements). Everything above
+/// (memory, doorbells, queues, FlexIO, DOCA, GPU) is a driver the model must not lean on.
+const MODEL_MAY_USE: &[&str] = &["sync", "mlx5", "image", "devx"];
+
+/// Files of the model that are not the device: the host the `sim` command runs on the model's
+/// port (it drives the model through the driver's own queues, as any host would) and the test
+/// support (rigs, fuzz drivers, the fault sweep).
+const MODEL_HOSTS: &[&str] = &["responder.rs", "testing/"];
+
+/// The driver's modules `text` names (`mlx5_dpa::X`), outside comments.
+fn driver_modules(text: &str) -> BTreeSet<String> {
+    let code = code(text);
+    let mut out = BTreeSet::new();
+    for (i, _) in code.match_indices("mlx5_dpa::") {
+        let rest = &code[i + "mlx5_dpa::".len()..];
+        let m: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !m.is_empty() {
+            out.insert(m);
+        }
+    }
+    out
+}
+
+/// Regression (issue 31): the model reached into the driver's upper floors (the ELF reader
+/// and signature check of `dpa`, DOCA's run-time limit, the queues' ring arithmetic).
+#[test]
+fn the_device_model_stands_on_the_drivers_ground_floor() {
+    let dir = root().join("sim/src");
+    let mut problems = Vec::new();
+    let mut read = 0;
+    for (m, path) in modules(&dir) {
+        let rel = path.strip_prefix(&dir).unwrap().display().to_string();
+        if MODEL_HOSTS.iter().any(|h| rel == *h || rel.starts_with(h)) {
+            continue;
+        }
+        read += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        for used in driver_modules(&text) {
+            if !MODEL_MAY_USE.contains(&used.as_str()) {
+                problems.push(format!("{} ({rel}) uses mlx5_dpa::{used}", name(&m)));
+            }
+        }
+    }
+    assert!(read > 50, "only {read} model files read");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The check sees a use of an upper floor (it can fail).
+    let upper =
+        driver_modules("use mlx5_dpa::queues::ring::wqebbs; // mlx5_dpa::doca in a comment");
+    assert_eq!(upper.into_iter().collect::<Vec<_>>(), ["queues"]);
+}

@@ -44,7 +44,7 @@ pub struct Profile {
     /// DPA Application Authentication (seed: "DPA Authentication Enablement"): the root
     /// certificates (DER) the device trusts, as its owner loads them. Empty (the default):
     /// authentication disabled, any image runs; otherwise DPA_PROCESS creation requires a
-    /// signature that [`mlx5_dpa::dpa::auth::verify`] finds valid against one of them.
+    /// signature that [`mlx5_dpa::image::auth::verify`] finds valid against one of them.
     pub dpa_auth_roots: Vec<Vec<u8>>,
 }
 
@@ -217,9 +217,9 @@ impl Profile {
             // TEST-NET-1 (RFC 5737): an address that belongs to no real network.
             ipv4: [192, 0, 2, 1],
             vhca_id: 2,
-            // The watchdog bound DOCA reports (`mlx5_dpa::doca::KERNEL_MAX_RUN_TIME`, provisional),
-            // at one instruction per nanosecond.
-            dpa_insn_budget: mlx5_dpa::doca::KERNEL_MAX_RUN_TIME.as_nanos() as u64,
+            // The watchdog bound DOCA reports (`mlx5_dpa::mlx5::caps::DPA_KERNEL_MAX_RUN_TIME`,
+            // provisional), at one instruction per nanosecond.
+            dpa_insn_budget: mlx5_dpa::mlx5::caps::DPA_KERNEL_MAX_RUN_TIME.as_nanos() as u64,
             dpa_auth_roots: Vec::new(),
         }
     }

@@ -1,9 +1,9 @@
-//! The bare machine of a device ELF as the driver reads it (`mlx5_dpa::dpa::elf`): the
+//! The bare machine of a device ELF as the driver reads it (`mlx5_dpa::image::elf`): the
 //! driver's parser checks the file and names what is wrong with it (which table, at which
 //! offset), then its loadable segments, entry and symbols become the engine's `Image`. What
 //! `mlx5-dpa vm run` loads.
 
-use mlx5_dpa::dpa::elf::{Elf, ElfError};
+use mlx5_dpa::image::elf::{Elf, ElfError};
 use mlx5_dpa_rv::bare::{BareError, BareMachine, Image, LoadSegment};
 use mlx5_dpa_rv::Perms;
 

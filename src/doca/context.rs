@@ -28,11 +28,9 @@ use super::shared::PAGE_LEN;
 /// so that the context's own threads and a second launch still fit.
 pub const MAX_THREADS_PER_KERNEL: u32 = 128;
 
-/// How long a kernel may run before the DPA's watchdog stops it. Provisional: the DPA guide
-/// states a limit exists but no public source gives BlueField-3's value. The model's watchdog
-/// is an instruction budget (`mlx5_sim::Profile::dpa_insn_budget`, 50,000,000), the same bound
-/// at one instruction per nanosecond.
-pub const KERNEL_MAX_RUN_TIME: Duration = Duration::from_millis(50);
+/// How long a kernel may run before the DPA's watchdog stops it
+/// ([`crate::mlx5::caps::DPA_KERNEL_MAX_RUN_TIME`], provisional).
+pub const KERNEL_MAX_RUN_TIME: Duration = crate::mlx5::caps::DPA_KERNEL_MAX_RUN_TIME;
 
 /// The trace records' stream (`MLX5_DPA_DOCA_TRACE_STREAM`, mlx5_dpa_doca.h).
 const TRACE_STREAM: u32 = 1;

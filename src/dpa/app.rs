@@ -47,12 +47,7 @@ pub const MODEL_SEPARATOR: char = '@';
 pub const SIG_NAME_PREFIX: &str = ".dpa_sig_name_";
 /// Size of a `.dpa_sig_name_<app>` section.
 pub const SIG_NAME_LEN: usize = 256;
-/// `sh_type` of a DPA crypto data (signature) section (docs/sources.md section 7).
-pub const SHT_DPA_CRYPTO: u32 = 0x7000_0666;
-/// Size of the metadata header at the start of a crypto data section.
-pub const CRYPTO_METADATA_LEN: usize = 0x40;
-/// `signature_type` of RSA with SHA-512.
-pub const SIGNATURE_TYPE_RSA_SHA_512: u32 = 2;
+pub use crate::image::{CRYPTO_METADATA_LEN, SHT_DPA_CRYPTO, SIGNATURE_TYPE_RSA_SHA_512};
 /// `e_flags` bit: compressed instructions (RVC).
 pub const EF_RISCV_RVC: u32 = 0x1;
 /// `e_flags` field: floating-point ABI (0 soft, 1 single, 2 double, 3 quad).

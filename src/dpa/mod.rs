@@ -37,12 +37,14 @@
 
 pub mod app;
 pub mod app_select;
-pub mod auth;
+/// The signature format ([`crate::image::auth`], re-exported where FlexIO users look).
+pub use crate::image::auth;
 pub mod caps;
 pub mod cmdq;
 pub mod copy;
 pub mod coredump;
-pub mod elf;
+/// The device ELF format ([`crate::image::elf`]).
+pub use crate::image::elf;
 pub mod embed;
 pub mod eu;
 mod extend;

@@ -6,6 +6,13 @@
 //! [`View`].
 
 use super::cmd::QueryHcaCap;
+
+/// How long a DPA activation (a DOCA kernel) may run before the DPA's watchdog stops it.
+/// Provisional: the DPA guide states a limit exists but no public source gives BlueField-3's
+/// value. DOCA reports it (`doca_dpa_get_kernel_max_run_time`); the device model's watchdog
+/// is the matching instruction budget (50,000,000, one instruction a nanosecond). Here, below
+/// both, so that the driver and the model share one number.
+pub const DPA_KERNEL_MAX_RUN_TIME: std::time::Duration = std::time::Duration::from_millis(50);
 use super::layout::{Layout, LayoutError, View};
 use super::layouts::{cmd_hca_cap, cmd_hca_cap_2, dpa_cap, obj_type};
 

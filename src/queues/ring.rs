@@ -6,9 +6,7 @@
 //! doorbell record). Rings have 2^k entries, so the slot is the counter modulo the size and the
 //! *pass* over the ring is the next bit up.
 
-pub use crate::mlx5::wire::wqe::{SEG, WQEBB};
-/// Segments per WQEBB.
-pub const SEGS_PER_WQEBB: usize = WQEBB / SEG;
+pub use crate::mlx5::wire::wqe::{wqebbs, SEG, SEGS_PER_WQEBB, WQEBB};
 /// Mask of a CQ consumer index (24 bits).
 pub const CQ_CI_MASK: u32 = 0xff_ffff;
 /// `op_own[7:4]` of a CQE nobody wrote yet (PRM `MLX5_CQE_INVALID`).
@@ -38,12 +36,6 @@ pub fn owner_parity(counter: u32, log_size: u8) -> u8 {
 #[inline]
 pub fn cqe_is_sw_owned(op_own: u8, ci: u32, log_size: u8) -> bool {
     (op_own & 1) == owner_parity(ci, log_size) && (op_own >> 4) != CQE_OPCODE_INVALID
-}
-
-/// WQEBBs taken by a WQE of `ds` 16-byte segments (at least one).
-#[inline]
-pub fn wqebbs(ds: usize) -> u16 {
-    ds.div_ceil(SEGS_PER_WQEBB).max(1) as u16
 }
 
 /// Entries in use between a 16-bit consumer and producer counter.

@@ -1,11 +1,11 @@
 //! Ethernet send queues: executing send WQEs (NOP and SEND with inline headers and gather
 //! lists) and their completions.
 
+use mlx5_dpa::mlx5::wire::wqe::wqebbs;
 use mlx5_dpa::mlx5::wire::wqe::{
     self as wqe_fmt, opcode, CtrlSeg, CtrlSegRepr, DataSeg, EthSeg, InlineSeg, SEG, WQEBB,
 };
 use mlx5_dpa::mlx5::wire::CompletionKind;
-use mlx5_dpa::queues::ring::wqebbs;
 
 use crate::datapath::cq::post_cqe;
 use crate::datapath::keys::translate;

@@ -1,6 +1,6 @@
 //! Loading a device ELF into a new process's memory (at DPA_PROCESS creation).
 //!
-//! The image is parsed with the driver's parser (`mlx5_dpa::dpa::elf`). Every `PT_LOAD`
+//! The image is parsed with the driver's parser (`mlx5_dpa::image::elf`). Every `PT_LOAD`
 //! segment is copied to its link address: read-only / executable segments into the text
 //! window, writable ones into the data window (the start of DUMEM); `.bss` (memory size past
 //! the file size) is zero because the memory is fresh. Anything else is refused with a named
@@ -10,7 +10,7 @@
 //! ([`check::ELF_NO_TEXT`]), more memory than the process may have
 //! ([`check::DPA_MEMORY_EXHAUSTED`]).
 
-use mlx5_dpa::dpa::elf::{Elf, ElfError};
+use mlx5_dpa::image::elf::{Elf, ElfError};
 
 use crate::check::{self, Check};
 use crate::state::dpa::map;
@@ -40,7 +40,7 @@ pub(crate) fn load(bytes: &[u8], dumem_len: u64, slots: u32) -> Result<Loaded, C
         _ => check::ELF_MALFORMED,
     })?;
     // The parser checked that `vaddr + memsz` does not wrap and `filesz <= memsz`.
-    let spans = |s: &mlx5_dpa::dpa::elf::Segment<'_>| (s.vaddr, s.vaddr.saturating_add(s.memsz));
+    let spans = |s: &mlx5_dpa::image::elf::Segment<'_>| (s.vaddr, s.vaddr.saturating_add(s.memsz));
     let layout = map::LINK_LAYOUTS
         .into_iter()
         .find(|l| {

@@ -190,7 +190,7 @@ impl Firmware {
                     if !sig.read(0, &mut sig_bytes) {
                         return Err(check::BAD_SIG_RANGE);
                     }
-                    let valid = mlx5_dpa::dpa::auth::verify(
+                    let valid = mlx5_dpa::image::auth::verify(
                         &bytes,
                         &sig_bytes,
                         &self.profile.dpa_auth_roots,

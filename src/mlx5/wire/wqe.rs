@@ -90,6 +90,15 @@ layout! {
 pub const SEG: usize = 16;
 /// Bytes in a send WQE basic block (PRM: WQEBB = 64 bytes; rdma-core `MLX5_SEND_WQE_BB`).
 pub const WQEBB: usize = 64;
+/// Segments per WQEBB.
+pub const SEGS_PER_WQEBB: usize = WQEBB / SEG;
+
+/// WQEBBs taken by a WQE of `ds` 16-byte segments (at least one): how far a WQE moves the
+/// producer counter, for the driver posting it and for the device reading it.
+#[inline]
+pub fn wqebbs(ds: usize) -> u16 {
+    ds.div_ceil(SEGS_PER_WQEBB).max(1) as u16
+}
 /// Largest `ds` a control segment can carry (6 bits).
 pub const MAX_DS: usize = 63;
 

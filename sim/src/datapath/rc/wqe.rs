@@ -2,11 +2,11 @@
 //! address and atomic segments, the gather list (data and inline segments), and the scatter
 //! of incoming data into a receive WQE or a READ / atomic's local buffers.
 
+use mlx5_dpa::mlx5::wire::wqe::wqebbs;
 use mlx5_dpa::mlx5::wire::wqe::{
     wait_cond, wait_opmod, AtomicSeg, CtrlSeg, CtrlSegRepr, DataSeg, RaddrSeg, WaitSeg,
     CTRL_CQ_UPDATE, INLINE_SEG, INVALID_LKEY, SEG, WQEBB,
 };
-use mlx5_dpa::queues::ring::wqebbs;
 
 use crate::state::datapath::Datapath;
 use crate::state::objects::{Qp, QpSq};

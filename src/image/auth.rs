@@ -2,7 +2,7 @@
 //! Authentication"; docs/sources.md section 7): the crypto data that signs a DPA application, built,
 //! signed with an RSA key, parsed and verified.
 //!
-//! A crypto data blob (a host ELF's section of type [`SHT_DPA_CRYPTO`](super::app::SHT_DPA_CRYPTO),
+//! A crypto data blob (a host ELF's section of type [`SHT_DPA_CRYPTO`](super::SHT_DPA_CRYPTO),
 //! or a `.sig` file beside a device ELF as snap ships them) is:
 //!
 //! | offset | what |
@@ -32,8 +32,8 @@ use thiserror::Error;
 use x509_cert::der::{Decode, Encode};
 use x509_cert::Certificate;
 
-use super::app::{CRYPTO_METADATA_LEN, SIGNATURE_TYPE_RSA_SHA_512};
 use super::elf::{Elf, ElfError};
+use super::{CRYPTO_METADATA_LEN, SIGNATURE_TYPE_RSA_SHA_512};
 
 /// "HASHLIST", the hash list's magic.
 pub const HASH_LIST_MAGIC: &[u8; 8] = b"HASHLIST";
