@@ -711,6 +711,14 @@ pub fn fuzz_jit(data: &[u8]) {
 /// memory, stop reason). Must otherwise never panic.
 #[doc(hidden)]
 pub fn fuzz_exec(data: &[u8]) {
+    fuzz_exec_with(data, false);
+}
+
+/// [`fuzz_exec`], with (`jit`, feature `jit`) a third run through code compiled at first
+/// sight that must agree too. The `rv_exec` fuzz target leaves it out (compiling every input
+/// slows it thirtyfold; `rv_jit` fuzzes the JIT); the property tests take it.
+#[doc(hidden)]
+pub fn fuzz_exec_with(data: &[u8], jit: bool) {
     const BASE: u64 = 0x1000;
     const FUZZ_STACK: u64 = 16 << 10;
     let pc2 = data.get(..8).map_or(BASE + 2, |b| {
@@ -725,8 +733,9 @@ pub fn fuzz_exec(data: &[u8]) {
         }
     });
     let mut runs = Vec::new();
-    // The fast RAM path, the bus path, and (feature `jit`) compiled code at first sight.
-    let jit_run = cfg!(feature = "jit");
+    // The fast RAM path, the bus path, and (feature `jit`, when asked) compiled code at first
+    // sight.
+    let jit_run = cfg!(feature = "jit") && jit;
     for (fast, jit) in [(true, false), (false, false), (true, true)] {
         if jit && !jit_run {
             continue;

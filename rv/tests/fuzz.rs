@@ -3,9 +3,14 @@
 //! path agree on every one. (Arbitrary bytes as an ELF: `sim/tests/dpa_elf_fuzz.rs`, which
 //! goes through both ELF readers.)
 
-use mlx5_dpa_rv::bare::{fuzz_elf, fuzz_exec, BareMachine};
+use mlx5_dpa_rv::bare::{fuzz_elf, fuzz_exec_with, BareMachine};
 use mlx5_dpa_rv::{run, Fault, Hart, Stop};
 use proptest::prelude::*;
+
+/// The fuzz entry, with its JIT run where the engine has the JIT.
+fn fuzz_exec(data: &[u8]) {
+    fuzz_exec_with(data, cfg!(feature = "jit"));
+}
 
 fn corpus_elf(name: &str) -> Vec<u8> {
     std::fs::read(
