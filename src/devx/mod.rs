@@ -304,7 +304,9 @@ impl DevxObj {
     /// the context).
     pub fn destroy(mut self) -> Result<(), DevxError> {
         self.destroyed = true;
-        self.dev.obj_destroy(self.handle)
+        let r = self.dev.obj_destroy(self.handle);
+        trace_destroy(self.opcode, self.handle, &r);
+        r
     }
 
     /// A placeholder that names no object and destroys nothing (what a handle leaves behind
@@ -327,7 +329,9 @@ impl DevxObj {
         if self.destroyed {
             return Ok(());
         }
-        self.dev.obj_destroy(self.handle)?;
+        let r = self.dev.obj_destroy(self.handle);
+        trace_destroy(self.opcode, self.handle, &r);
+        r?;
         self.destroyed = true;
         Ok(())
     }
@@ -336,8 +340,22 @@ impl DevxObj {
 impl Drop for DevxObj {
     fn drop(&mut self) {
         if !self.destroyed {
-            // A failed destroy on drop has nowhere to go; `destroy()` reports it.
-            let _ = self.dev.obj_destroy(self.handle);
+            // A failed destroy on drop has nowhere to go but the trace; `destroy()` reports it.
+            let r = self.dev.obj_destroy(self.handle);
+            trace_destroy(self.opcode, self.handle, &r);
+        }
+    }
+}
+
+/// The `tracing` event of an object's destroy (target `mlx5_dpa::devx`, debug; a refusal at
+/// warn level, since a drop has no other way to say it).
+fn trace_destroy(opcode: Opcode, handle: ObjHandle, r: &Result<(), DevxError>) {
+    match r {
+        Ok(()) => {
+            tracing::debug!(target: "mlx5_dpa::devx", created_by = %opcode, handle = handle.0, "object destroyed")
+        }
+        Err(e) => {
+            tracing::warn!(target: "mlx5_dpa::devx", created_by = %opcode, handle = handle.0, error = %e, "object destroy refused")
         }
     }
 }
@@ -352,6 +370,31 @@ fn check_method<C: Command>(used: DevxMethod) -> Result<(), DevxError> {
         });
     }
     Ok(())
+}
+
+/// One `tracing` event per firmware command the driver sends (target `mlx5_dpa::devx`,
+/// level debug): opcode, op_mod, the outbox's status and syndrome, how long it took, and a
+/// transport error if there was one. `mlx5-dpa --trace` shows them.
+fn trace_command(
+    opcode: Opcode,
+    op_mod: u16,
+    outbox: &[u8],
+    error: Option<&DevxError>,
+    t0: std::time::Instant,
+) {
+    let status = outbox.first().copied().unwrap_or(0);
+    let syndrome = outbox
+        .get(4..8)
+        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let us = t0.elapsed().as_micros() as u64;
+    match error {
+        None => {
+            tracing::debug!(target: "mlx5_dpa::devx", %opcode, op_mod, status, syndrome = %format_args!("{syndrome:#x}"), us, "command")
+        }
+        Some(e) => {
+            tracing::debug!(target: "mlx5_dpa::devx", %opcode, op_mod, status, syndrome = %format_args!("{syndrome:#x}"), us, error = %e, "command failed")
+        }
+    }
 }
 
 /// Attaches the command's identity to a transport error that carried a firmware status.
@@ -384,7 +427,9 @@ pub fn exec<C: Command>(dev: &dyn Devx, cmd: &C) -> Result<C::Output, DevxError>
     check_method::<C>(DevxMethod::General)?;
     let inbox = cmd::encode_inbox(cmd)?;
     let mut outbox = vec![0u8; cmd::outbox_len(cmd)];
+    let t0 = std::time::Instant::now();
     let res = dev.general_cmd(&inbox, &mut outbox);
+    trace_command(C::OPCODE, cmd.op_mod(), &outbox, res.as_ref().err(), t0);
     finish(cmd, res, &outbox)
 }
 
@@ -397,9 +442,12 @@ pub fn create<C: Command>(dev: &Arc<dyn Devx>, cmd: &C) -> Result<(DevxObj, C::O
     check_method::<C>(DevxMethod::ObjCreate)?;
     let inbox = cmd::encode_inbox(cmd)?;
     let mut outbox = vec![0u8; cmd::outbox_len(cmd)];
+    let t0 = std::time::Instant::now();
     let res = dev.obj_create(&inbox, &mut outbox);
+    trace_command(C::OPCODE, cmd.op_mod(), &outbox, res.as_ref().err(), t0);
     match res {
         Ok(handle) => {
+            tracing::debug!(target: "mlx5_dpa::devx", opcode = %C::OPCODE, handle = handle.0, "object created");
             let obj = DevxObj {
                 dev: Arc::clone(dev),
                 handle,
@@ -426,7 +474,9 @@ pub fn modify<C: Command>(obj: &DevxObj, cmd: &C) -> Result<C::Output, DevxError
     check_method::<C>(DevxMethod::ObjModify)?;
     let inbox = cmd::encode_inbox(cmd)?;
     let mut outbox = vec![0u8; cmd::outbox_len(cmd)];
+    let t0 = std::time::Instant::now();
     let res = obj.dev.obj_modify(obj.handle, &inbox, &mut outbox);
+    trace_command(C::OPCODE, cmd.op_mod(), &outbox, res.as_ref().err(), t0);
     finish(cmd, res, &outbox)
 }
 
@@ -438,7 +488,9 @@ pub fn query<C: Command>(obj: &DevxObj, cmd: &C) -> Result<C::Output, DevxError>
     check_method::<C>(DevxMethod::ObjQuery)?;
     let inbox = cmd::encode_inbox(cmd)?;
     let mut outbox = vec![0u8; cmd::outbox_len(cmd)];
+    let t0 = std::time::Instant::now();
     let res = obj.dev.obj_query(obj.handle, &inbox, &mut outbox);
+    trace_command(C::OPCODE, cmd.op_mod(), &outbox, res.as_ref().err(), t0);
     finish(cmd, res, &outbox)
 }
 

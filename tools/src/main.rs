@@ -14,7 +14,8 @@
 //! the device model (profile bf3) when the machine has none. They apply to the commands that
 //! talk to a device (`cmd`, `caps`, `demo`; `sim` takes `--sim=PROFILE` only); the others
 //! refuse them. `--trace` prints every firmware command (opcode, status, syndrome, duration)
-//! on stderr as the `tracing` events of the model; `RUST_LOG` overrides the filter.
+//! on stderr as the `tracing` events of the driver (`mlx5_dpa::devx`, with object lifetimes)
+//! and, on the model, of its firmware; `RUST_LOG` overrides the filter.
 //!
 //! Scripts: `devices`, `caps`, `cmd`, `prm layouts`, `prm decode`, `elf info` and `vm run`
 //! take `--json`. Exit status ([`EXIT_STATUS`]): 0 success; 1 an error (input, device,
@@ -134,9 +135,10 @@ struct Cli {
     backend: Backend,
     /// Print every firmware command on stderr
     ///
-    /// Opcode, status, syndrome and duration. `RUST_LOG` overrides the filter (default:
-    /// `mlx5_sim=debug,mlx5_dpa=debug`). Commands that send none (`prm`, `elf`, `vm`, `cc`,
-    /// `devices`) print nothing more.
+    /// Opcode, status, syndrome and duration, as the driver sends it (`mlx5_dpa::devx`, with
+    /// the objects it creates and destroys) and, on the model, as firmware answers it
+    /// (`mlx5_sim`). `RUST_LOG` overrides the filter (default: `mlx5_sim=debug,mlx5_dpa=debug`).
+    /// Commands that send none (`prm`, `elf`, `vm`, `cc`, `devices`) print nothing more.
     #[arg(long, global = true, help_heading = GLOBAL)]
     trace: bool,
     #[command(subcommand)]

@@ -577,3 +577,35 @@ fn numbers_in_hex_or_decimal_everywhere() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("out of range"), "{}", stderr(&o));
 }
+
+/// `--trace` shows the driver's side too (issue 31: tracing in the driver): each command it
+/// sends with status and syndrome, and each object it creates and destroys, which balance.
+#[test]
+fn trace_shows_the_drivers_commands_and_object_lifetimes() {
+    let o = run(&["--sim", "--trace", "demo", "rpc", "1", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let driver: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("mlx5_dpa::devx:"))
+        .collect();
+    assert!(
+        driver
+            .iter()
+            .any(|l| l.contains("command opcode=QUERY_HCA_CAP") && l.contains("status=0")),
+        "{err}"
+    );
+    let created = driver
+        .iter()
+        .filter(|l| l.contains("object created"))
+        .count();
+    let destroyed = driver
+        .iter()
+        .filter(|l| l.contains("object destroyed"))
+        .count();
+    assert!(created > 5, "{created} objects: {err}");
+    assert_eq!(
+        created, destroyed,
+        "every object the demo made is destroyed"
+    );
+}
