@@ -202,6 +202,17 @@ pub struct ProcessAttr {
     pub signature: Option<Vec<u8>>,
 }
 
+impl ProcessAttr {
+    /// The attributes of a process of `app`: the defaults, with the app's signature (a host
+    /// program's signature section, or a `.sig` file attached to it) when it has one.
+    pub fn for_app(app: &super::app::App) -> ProcessAttr {
+        ProcessAttr {
+            signature: app.crypto_data().map(<[u8]>::to_vec),
+            ..ProcessAttr::default()
+        }
+    }
+}
+
 impl Default for ProcessAttr {
     fn default() -> Self {
         ProcessAttr {
@@ -393,7 +404,7 @@ impl Process {
             signature: attr
                 .signature
                 .clone()
-                .or_else(|| app.crypto_data().map(<[u8]>::to_vec)),
+                .or_else(|| ProcessAttr::for_app(app).signature),
             ..attr.clone()
         };
         Process::create(dev, app.image(), &attr)

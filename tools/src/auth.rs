@@ -140,11 +140,7 @@ fn one_app(path: &Path, app: Option<&str>) -> Result<App, AuthCmdError> {
     }
 }
 
-fn beside(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".sig");
-    PathBuf::from(p)
-}
+use crate::input::sig_beside as beside;
 
 /// Runs `mlx5-dpa sign`.
 pub fn sign(a: &SignArgs) -> Result<ExitCode, AuthCmdError> {

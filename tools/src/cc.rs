@@ -564,9 +564,7 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
                 ));
             }
             _ => {
-                let mut out = a.out.as_os_str().to_owned();
-                out.push(".sig");
-                let out = PathBuf::from(out);
+                let out = crate::input::sig_beside(&a.out);
                 std::fs::write(&out, &blob).map_err(io(&out))?;
             }
         }

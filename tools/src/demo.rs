@@ -252,9 +252,7 @@ pub(crate) fn device_image(
     if app.crypto_data().is_some() {
         return Ok(app);
     }
-    let mut sig = path.as_os_str().to_owned();
-    sig.push(".sig");
-    let sig = std::path::PathBuf::from(sig);
+    let sig = crate::input::sig_beside(path);
     if !sig.is_file() {
         return Ok(app);
     }
@@ -266,14 +264,6 @@ pub(crate) fn device_image(
 
 /// The largest `.sig` file read beside an application (firmware takes at most 64 KiB).
 const MAX_SIG_FILE: u64 = 64 << 10;
-
-/// How a demo's process is made from `app`: with its signature, when it has one.
-fn attr_of(app: &App) -> mlx5_dpa::dpa::ProcessAttr {
-    mlx5_dpa::dpa::ProcessAttr {
-        signature: app.crypto_data().map(<[u8]>::to_vec),
-        ..Default::default()
-    }
-}
 
 /// `--gdb ADDR` of a DPA demo: prints the process's debug token as FlexIO's samples do and
 /// serves GDB the process (the device model's; its activations wait until GDB continues).
@@ -437,7 +427,7 @@ pub fn run(
             let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
                 gdb_hook(gdb.as_deref(), model, p, out, &mut server)
             };
-            let attr = attr_of(&app);
+            let attr = mlx5_dpa::dpa::ProcessAttr::for_app(&app);
             let r = flexio_rpc::run_with(
                 ctx,
                 device_name,
@@ -520,7 +510,7 @@ pub fn run(
                 None => App::from_device_elf("pp_sample", flexio_packet_processor::PP_SAMPLE_ELF)
                     .map_err(|e| DemoError(e.to_string()))?,
             };
-            let attr = attr_of(&app);
+            let attr = mlx5_dpa::dpa::ProcessAttr::for_app(&app);
             let mut server = None;
             let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
                 gdb_hook(gdb.as_deref(), model, p, out, &mut server)

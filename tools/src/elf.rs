@@ -152,9 +152,7 @@ fn signature_file(path: &Path, sig: Option<&Path>) -> Option<PathBuf> {
     match sig {
         Some(s) => Some(s.to_path_buf()),
         None => {
-            let mut beside = path.as_os_str().to_owned();
-            beside.push(".sig");
-            let beside = PathBuf::from(beside);
+            let beside = crate::input::sig_beside(path);
             beside.is_file().then_some(beside)
         }
     }

@@ -35,6 +35,14 @@ pub fn num<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
     })
 }
 
+/// `FILE.sig`: where a detached signature of `FILE` lies (as `mlx5-dpa sign` writes it and
+/// `verify`, `elf info` and the demos look for it).
+pub fn sig_beside(path: &Path) -> std::path::PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".sig");
+    std::path::PathBuf::from(p)
+}
+
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {

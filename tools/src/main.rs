@@ -375,9 +375,8 @@ fn main() -> ExitCode {
         init_tracing();
     }
     if let Some(path) = &cli.layout_overrides {
-        let loaded = input::read_bounded(path, input::MAX_HEX_FILE)
+        let loaded = input::read_text(path, input::MAX_HEX_FILE)
             .map_err(|e| e.to_string())
-            .and_then(|b| String::from_utf8(b).map_err(|_| "not text".to_string()))
             .and_then(|t| mlx5_dpa::mlx5::overrides::load(&t).map_err(|e| e.to_string()));
         match loaded {
             Ok(n) => eprintln!(
