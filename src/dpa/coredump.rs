@@ -2,7 +2,7 @@
 //!
 //! The command and the image format are **provisional**: the opcode is public (docs/sources.md §3)
 //! but neither its layout nor the dump format is. The format decoded here is the one the
-//! device model writes (`mlx5_sim`, DESIGN.md "The model's DPA"), declared as layouts in
+//! device model writes (`mlx5_sim`, docs/model-dpa.md), declared as layouts in
 //! [`crate::mlx5::layouts::dpa`]: a [`dpa_coredump`](crate::mlx5::layouts::dpa_coredump)
 //! header, `num_regions` [`dpa_coredump_region`](crate::mlx5::layouts::dpa_coredump_region)
 //! entries, then the stack bytes. Everything is read through the layouts, so a correction of

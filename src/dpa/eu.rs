@@ -213,7 +213,7 @@ impl EuPartition {
     /// Leaves the partition on the device when the handle goes (as the DPA management tool's
     /// partitions stay, for other programs to run in); returns its id. [`destroy_partition`]
     /// removes it later. How long the device keeps it is the device's rule: the model
-    /// releases what a DevX context made when that context closes (DESIGN.md, "EU partitions
+    /// releases what a DevX context made when that context closes (docs/model-dpa.md, "EU partitions
     /// and groups").
     pub fn keep(self) -> u16 {
         self.inner

@@ -183,7 +183,7 @@ fn show_list(v: &[u32]) -> String {
 
 fn partition_line(p: &PartitionInfo) -> String {
     let vhcas: Vec<String> = p.vhca_ids.iter().map(u16::to_string).collect();
-    // max_num_eug 0 sets no limit (the model's reading, DESIGN.md "EU partitions and groups").
+    // max_num_eug 0 sets no limit (the model's reading, docs/model-dpa.md "EU partitions and groups").
     let groups = match p.max_groups {
         0 => "groups without limit".to_string(),
         n => format!("at most {n} groups"),

@@ -56,7 +56,7 @@ pub(crate) fn fire(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
             fw.dpa_event(t);
         }
         CqTarget::DpaEq(t) => {
-            // EQEs into a DPA EQ are not modelled (DESIGN.md, "The model's DPA"): the event
+            // EQEs into a DPA EQ are not modelled (docs/model-dpa.md): the event
             // is counted only.
             tracing::trace!(target: "mlx5_sim::engine", cqn, dpa_eq = t, "DPA EQ completion event");
         }

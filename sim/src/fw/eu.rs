@@ -2,7 +2,7 @@
 //! ACCESS_REGISTER_USER, and the rules the model applies to who may use them.
 //!
 //! What NVIDIA documents (the DPA EU management tool's guide, `dpaeumgmt`, and the FlexIO SDK
-//! guide's "Execution Unit Partitions"; summarised in DESIGN.md, "EU partitions and groups"):
+//! guide's "Execution Unit Partitions"; summarised in docs/model-dpa.md, "EU partitions and groups"):
 //! - the *partition manager* is the function that controls all of the system's EUs (the
 //!   ECPF on a BlueField-3); it owns the default partition, which holds every EU;
 //! - any other function needs a partition made for it (a set of EUs given to a list of vHCA

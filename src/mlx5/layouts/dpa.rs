@@ -364,7 +364,7 @@ layout! {
     /// overflow (a memory fault in the guard below the thread's stack).
     /// For memory faults (and stack overflows) `access` is 1 fetch, 2 load, 3 store, `access_size` the bytes
     /// accessed and `mem_error` 1 unmapped, 2 denied (permissions), 3 misaligned, 4 refused by
-    /// a device register (`device_code` says which, see the model's DESIGN.md). For an
+    /// a device register (`device_code` says which, see docs/model-dpa.md). For an
     /// unknown RTOS call the call number is `gpr[17]` (`a7`, all 64 bits); `device_code` is 0.
     #[provisional = "DPA coredump format is not public; the model's own design"]
     pub dpa_coredump: 0xa80 {

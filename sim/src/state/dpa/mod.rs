@@ -1,7 +1,6 @@
 //! The model's DPA, its state: processes and their memory, threads, EUs, the counters, and the
 //! constants of the machine a device program sees (address map, outbox registers, FlexIO-OS
-//! call numbers, error codes). The runtime that acts on it is `crate::dpa` (DESIGN.md, "The
-//! model's DPA").
+//! call numbers, error codes). The runtime that acts on it is `crate::dpa` (docs/model-dpa.md).
 //!
 //! # Address map of a process
 //!
