@@ -1,5 +1,5 @@
 //! Marks the tests whose programs are missing here as ignored (`build-support/tools.rs`): the
-//! GPU header tests build the headers as host C++ with g++; `tests/dpa_auth.rs` checks NVIDIA's
+//! GPU header tests build the headers as host C++ with g++; `tests/dpa/dpa_auth.rs` checks NVIDIA's
 //! signed programs where `MLX5_DPA_SNAP_DIR` names them.
 include!("build-support/tools.rs");
 

@@ -1,5 +1,5 @@
 //! The GPUNetIO headers' data paths on the device model, run by CPU threads (the headers built
-//! as host C++ with g++, as `tests/gpu_headers.rs` and `tests/gpu_verbs.rs` do): what the
+//! as host C++ with g++, as `tests/driver/gpu_headers.rs` and `tests/driver/gpu_verbs.rs` do): what the
 //! driver side and the model cost per operation before any GPU is involved. On a GPU the
 //! kernel's side differs (PCIe reads and writes to host memory); these figures are the
 //! model's and the headers' own.

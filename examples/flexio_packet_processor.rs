@@ -34,7 +34,7 @@
 //! | destroy calls, in reverse                     | dropping [`PacketProcessor`]                |
 //!
 //! [`PacketProcessor::setup`] names each step in its error ([`DpaError::Step`]), and what the
-//! earlier steps made is released when a later one fails: `tests/dpa_packet_processor.rs`
+//! earlier steps made is released when a later one fails: `tests/dpa/dpa_packet_processor.rs`
 //! fails every firmware command of the set-up in turn and checks both.
 //!
 //! The demo ([`run`]) injects one 65-byte UDP frame from a host SQ. On the model's loopback

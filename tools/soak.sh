@@ -20,11 +20,11 @@ case $N in
 	;;
 esac
 
-# The binaries: the driver's DPA and teardown tests, and every test of the model.
+# The binaries: the driver's tests (DPA, queues, teardown), and every test of the model.
 mapfile -t BINS < <(
 	cargo test --workspace --no-run --message-format=json 2>/dev/null |
 		grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//' |
-		grep -E '/(dpa_[a-z_]+|doca_dpa[a-z0-9_]*|teardown|fault_sweep|outside_bytes|rc_queues|rc_srq|eth_queues|dpa|firmware|loopback|rc|corpus|fuzz|dpa_elf_fuzz|sim_properties|mlx5_sim|mlx5_dpa_rv)-[0-9a-f]+$' |
+		grep -E '/(dpa|driver|model|firmware|corpus|fuzz|mlx5_sim|mlx5_dpa_rv)-[0-9a-f]+$' |
 		sort
 )
 if [ ${#BINS[@]} -eq 0 ]; then

@@ -10,8 +10,8 @@ for p in dpa_nvme dpa_nvme_mp dpa_virtq_split; do
     target/release/mlx5-dpa elf isa "$dir/$p" || status=$?
 done
 snap=$(cd "$dir" && pwd)
-MLX5_DPA_SNAP_DIR=$snap cargo test -q --release -p mlx5-dpa-tools --test snap_elfs || status=$?
+MLX5_DPA_SNAP_DIR=$snap cargo test -q --release -p mlx5-dpa-tools --test cmds snap_elfs:: || status=$?
 # Their signatures: the hash lists this project computes, byte for byte, and verification.
-MLX5_DPA_SNAP_DIR=$snap cargo test -q --release -p mlx5-dpa --test dpa_auth nvidia || status=$?
-MLX5_DPA_SNAP_DIR=$snap cargo test -q --release -p mlx5-dpa-tools --test auth nvidia || status=$?
+MLX5_DPA_SNAP_DIR=$snap cargo test -q --release -p mlx5-dpa --test dpa dpa_auth::nvidia || status=$?
+MLX5_DPA_SNAP_DIR=$snap cargo test -q --release -p mlx5-dpa-tools --test cmds auth::nvidia || status=$?
 exit $status

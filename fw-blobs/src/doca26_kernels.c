@@ -2,7 +2,7 @@
 /*
  * DOCA DPA kernels written against DOCA 2.6's device buffer and RDMA API, built with
  * MLX5_DPA_DOCA_DEV_API=206 (build.sh): what DOCA 2.6 device sources call, for the tests
- * (tests/doca_dpa_v26.rs) and `mlx5-dpa demo doca-dpa rdma-copy`.
+ * (tests/dpa/doca_dpa_v26.rs) and `mlx5-dpa demo doca-dpa rdma-copy`.
  *
  *   dpa_rdma_write_and_signal(rdma, remote_arr, local_arr, length, remote_ev, count)
  *                                      the RDMA copy sample's kernel (same name and arguments

@@ -704,7 +704,7 @@ pub fn fuzz_jit(data: &[u8]) {
     );
 }
 
-/// Fuzzing entry (the `rv_exec` target and `tests/riscv_fuzz.rs`): `data` is an instruction
+/// Fuzzing entry (the `rv_exec` target and `rv/tests/fuzz.rs`): `data` is an instruction
 /// stream at 0x1000 in a read-write-execute segment; argument registers point into it. Runs up
 /// to 10 000 instructions from its start and from a data-chosen pc, once with the fast RAM
 /// path and once through the bus only, and panics if the two runs differ in any way (state,

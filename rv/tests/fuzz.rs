@@ -1,6 +1,6 @@
 //! The engine's fuzz target (`fuzz/fuzz_targets/rv_exec.rs`) as property tests, so CI
 //! exercises it: arbitrary instruction streams never panic, and the fast RAM path and the bus
-//! path agree on every one. (Arbitrary bytes as an ELF: `sim/tests/dpa_elf_fuzz.rs`, which
+//! path agree on every one. (Arbitrary bytes as an ELF: `sim/tests/model/dpa_elf_fuzz.rs`, which
 //! goes through both ELF readers.)
 
 use mlx5_dpa_rv::bare::{fuzz_elf, fuzz_exec_with, BareMachine};

@@ -95,7 +95,7 @@ impl Dma {
                 // (both at the same address for 8), and a thread preempted between them stores
                 // the value again later, over whatever the host wrote meanwhile. A DPA kernel
                 // setting a sync event did that to the next event given the same slot
-                // (`tests/doca_dpa_v26.rs::external_pointers_take_an_offset`, about once in
+                // (`tests/dpa/doca_dpa_v26.rs::external_pointers_take_an_offset`, about once in
                 // ten thousand runs under load).
                 let p = self.addr + offset;
                 // SAFETY: as in `read`: a checked range of a live registration that the driver

@@ -28,7 +28,7 @@
 //! An [`App`] owns a copy of its device image; what a loader or a tool needs (entry symbols,
 //! `PT_LOAD` segments, `e_flags`, the ISA string of `.riscv.attributes`) is extracted once, at
 //! construction. Every input gives an [`App`] or an [`AppError`] naming what is wrong, never a
-//! panic (`tests/dpa_app.rs` runs random and corrupted inputs through every constructor).
+//! panic (`tests/dpa/dpa_app.rs` runs random and corrupted inputs through every constructor).
 
 use std::path::Path;
 

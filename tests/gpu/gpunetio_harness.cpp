@@ -1,4 +1,4 @@
-// Host build of the GPUNetIO send headers (src/gpu/include), for tests/gpu_headers.rs: the
+// Host build of the GPUNetIO send headers (src/gpu/include), for tests/driver/gpu_headers.rs: the
 // functions a CUDA kernel would call, run on CPU threads against the device model.
 #include "doca_gpunetio_dev_eth_txq.cuh"
 

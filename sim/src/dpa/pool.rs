@@ -15,7 +15,7 @@
 //! Workers then take only what the engine leaves queued (many activations in flight). An
 //! activation that runs longer than [`exec::STAND_IN_AFTER`] instructions calls a worker to
 //! stand in for the engine meanwhile (the pool's pass hook, [`Exec::set_pass_hook`]), so the
-//! NIC goes on while a DPA thread spins waiting for it, as on hardware (`tests/dpa_window.rs`
+//! NIC goes on while a DPA thread spins waiting for it, as on hardware (`tests/dpa/dpa_window.rs`
 //! `window_stores_are_visible_once_written_back` waits for a host write that needs the NIC).
 
 use std::collections::VecDeque;

@@ -1020,7 +1020,7 @@ pub fn fuzz_responder_frame(data: &[u8]) {
     }
 }
 
-/// Fuzz entry of the `dpa_elf` target (and `tests/dpa_elf_fuzz.rs`): any bytes through the
+/// Fuzz entry of the `dpa_elf` target (and `sim/tests/model/dpa_elf_fuzz.rs`): any bytes through the
 /// driver's ELF parser (`mlx5_dpa::dpa::elf`) and, when it accepts them, through the bare
 /// machine as an image of the segments it found; then the same bytes through the engine
 /// crate's own reader (`Image::from_elf`). Must never panic.

@@ -1,7 +1,7 @@
 //! QUERY_HCA_CAP and the capability pages (general device caps, caps 2).
 //!
 //! Declarations generated once from the named public header by `tools/ifc-check/gen_layout.py`,
-//! then reviewed; `tests/ifc_reference.rs` checks every field against the public headers.
+//! then reviewed; `tests/driver/ifc_reference.rs` checks every field against the public headers.
 
 use crate::layout;
 

@@ -1,7 +1,7 @@
 //! Every PRM layout the crate declares, grouped by topic.
 //!
 //! Layouts that the public headers define are declared with their offsets and widths and
-//! checked against those headers by `tests/ifc_reference.rs`. The DPA objects whose contexts
+//! checked against those headers by `tests/driver/ifc_reference.rs`. The DPA objects whose contexts
 //! are not public live in [`dpa`], each marked provisional.
 
 pub mod caps;

@@ -1,7 +1,7 @@
 //! Port addressing: the NIC vport context (permanent MAC, MTU) and the RoCE address (GID) table.
 //!
 //! Offsets as in the kernel's `include/linux/mlx5/mlx5_ifc.h` (and rdma-core's copy);
-//! `tests/ifc_reference.rs` checks every field the public headers define.
+//! `tests/driver/ifc_reference.rs` checks every field the public headers define.
 
 use crate::layout;
 

@@ -1,7 +1,7 @@
 //! Cross-function access: ALLOW_OTHER_VHCA_ACCESS and alias objects.
 //!
 //! Declarations generated once from the named public header by `tools/ifc-check/gen_layout.py`,
-//! then reviewed; `tests/ifc_reference.rs` checks every field against the public headers.
+//! then reviewed; `tests/driver/ifc_reference.rs` checks every field against the public headers.
 
 use super::cmd::general_obj_in_cmd_hdr;
 use crate::layout;

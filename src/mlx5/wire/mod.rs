@@ -2,7 +2,7 @@
 //! segments of a work queue entry.
 //!
 //! In the manner of smoltcp's `wire`: each format is a `layout!` declaration (so the CLI can
-//! decode it and `tests/ifc_reference.rs` checks it against the public headers), a view over any
+//! decode it and `tests/driver/ifc_reference.rs` checks it against the public headers), a view over any
 //! byte buffer (`Cqe64<T>`, `CtrlSeg<T>`, ...) whose length is checked once by `new_checked`,
 //! with a getter and, for writable buffers, a setter per field; and, where a format carries a
 //! meaning beyond its fields, a representation (`Completion`, `Event`, `CtrlSegRepr`, ...) with

@@ -1,0 +1,469 @@
+//! The GPUNetIO headers (`src/gpu/include`), built as host C++ with g++ and run on CPU threads
+//! against the device model:
+//! - send: the handle's layout is `GpuEthTxq`'s, a WQE they write is `EthSq::post_send`'s byte
+//!   for byte, and frames sent through an exported queue (shared by several threads, doorbells
+//!   rung by the CPU proxy or by the "kernel" itself) arrive byte for byte at an RQ;
+//! - receive and semaphores: frames the host sends arrive in an exported RQ's strides, a
+//!   receive "kernel" tells the CPU through a semaphore, and the strides are used again.
+//!
+//! Without g++ the tests say so and pass without checking.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlx5_dpa::gpu::{
+    EthRxq, EthTxq, GpuError, GpuEthRxq, GpuEthTxq, GpuSemaphore, NicHandler, Semaphore,
+    SemaphoreStatus,
+};
+use mlx5_dpa::mem::{Access, DmaBuf, Umem};
+use mlx5_dpa::queues::wq::ETH_MIN_INLINE;
+use mlx5_dpa::queues::{CompletionKind, EthSq, EthSqConfig, HostQueueMem, QueueError};
+
+use crate::common;
+use crate::gpu;
+use gpu::{harness, sym, WhileKernels, DOCA_ERROR_AGAIN, DOCA_ERROR_INVALID_VALUE, DOCA_SUCCESS};
+
+const SLOT: usize = 2048;
+const WAIT: Duration = Duration::from_secs(30);
+
+type LayoutFn = unsafe extern "C" fn(*mut u64, i32) -> i32;
+type PrepareFn = unsafe extern "C" fn(*const GpuEthTxq, *mut u8, u16, u64, u32, u32, i32) -> i32;
+type SendFn = unsafe extern "C" fn(u64, u64, u32, u32, *const u32, u32, u32, u32) -> i32;
+type PollNbFn = unsafe extern "C" fn(u64) -> i32;
+
+fn frame(mac: [u8; 6], i: usize, len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x66]);
+    f.extend_from_slice(&0x88b5u16.to_be_bytes());
+    f.extend_from_slice(&(i as u32).to_be_bytes());
+    while f.len() < len {
+        f.push((f.len() * 5 + i * 11) as u8);
+    }
+    f
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_handle_layout_is_the_headers() {
+    let lib = harness();
+    let layout: LayoutFn = sym(lib, b"harness_layout");
+    let mut v = [0u64; 32];
+    // SAFETY: `v` holds 32 entries and the harness writes at most that many.
+    let n = unsafe { layout(v.as_mut_ptr(), 32) } as usize;
+    use std::mem::{offset_of, size_of};
+    let ours = [
+        size_of::<GpuEthTxq>(),
+        offset_of!(GpuEthTxq, wqe_addr),
+        offset_of!(GpuEthTxq, wqe_db_rec),
+        offset_of!(GpuEthTxq, wqe_db),
+        offset_of!(GpuEthTxq, cpu_proxy_db),
+        offset_of!(GpuEthTxq, cqe_addr),
+        offset_of!(GpuEthTxq, cq_db_rec),
+        offset_of!(GpuEthTxq, sq_rsvd_index),
+        offset_of!(GpuEthTxq, sq_ready_index),
+        offset_of!(GpuEthTxq, wqe_pi),
+        offset_of!(GpuEthTxq, cqe_ci),
+        offset_of!(GpuEthTxq, cq_rsvd_index),
+        offset_of!(GpuEthTxq, sq_num_shift8),
+        offset_of!(GpuEthTxq, wqe_mask),
+        offset_of!(GpuEthTxq, cqe_num),
+        offset_of!(GpuEthTxq, cqe_mask),
+        offset_of!(GpuEthTxq, nic_handler),
+        offset_of!(GpuEthTxq, lock),
+        offset_of!(GpuEthTxq, cq_lock),
+        offset_of!(GpuEthTxq, reserved),
+    ];
+    let theirs: Vec<usize> = v[..n].iter().map(|&x| x as usize).collect();
+    assert_eq!(theirs, ours, "size, then each field's offset");
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn a_wqe_the_headers_write_is_the_drivers() -> Result<(), QueueError> {
+    let lib = harness();
+    let prepare: PrepareFn = sym(lib, b"harness_prepare");
+    let e = common::eth(6, 6, 5, 1, SLOT)?;
+    // A driver SQ whose ring this test can read: carved from a buffer it keeps.
+    let cfg = EthSqConfig {
+        log_size: 4,
+        signal_every: 1,
+    };
+    let ring_len = cfg.ring_bytes();
+    let buf = DmaBuf::new(ring_len + 4096)?;
+    let umem = Umem::register(&e.ctx, &buf, Access::LOCAL_WRITE)?;
+    // SAFETY: the buffer is this test's alone; the ring and the record do not overlap.
+    let mem = unsafe { HostQueueMem::carve(umem, 0, ring_len, ring_len) }?;
+    let mut sq = EthSq::create(&e.ctx, &e.pd, &e.uar, &e.tis, &e.tx_cq, mem, &cfg)?;
+    let handle = GpuEthTxq {
+        sq_num_shift8: sq.sqn().0 << 8,
+        ..Default::default()
+    };
+    for (i, len) in [60usize, 61, 1514].into_iter().enumerate() {
+        let f = frame(e.mac, i, len);
+        e.tx.write(i * SLOT, &f)?;
+        let rest = e.tx.sge(i * SLOT + ETH_MIN_INLINE, len - ETH_MIN_INLINE)?;
+        sq.post_send(&f[..ETH_MIN_INLINE], &[rest], i as u64)?;
+        let drivers = buf.to_vec(i * 64, 64)?;
+        let mut theirs = [0u8; 64];
+        let addr = e.tx.sge(i * SLOT, len)?.addr;
+        // SAFETY: `theirs` holds one WQEBB; `addr` is the frame's address in `e.tx`, whose
+        // first 18 bytes the function reads.
+        let r = unsafe {
+            prepare(
+                &handle,
+                theirs.as_mut_ptr(),
+                i as u16,
+                addr,
+                e.tx.lkey().0.to_be(),
+                len as u32,
+                1,
+            )
+        };
+        assert_eq!(r, DOCA_SUCCESS);
+        assert_eq!(theirs.to_vec(), drivers, "WQE {i} ({len} bytes)");
+    }
+    // Shorter than the inline L2 header: refused, nothing written.
+    let mut w = [0xeeu8; 64];
+    // SAFETY: as above; the function returns before reading the frame.
+    let r = unsafe { prepare(&handle, w.as_mut_ptr(), 0, 0, 0, 10, 1) };
+    assert_eq!(r, DOCA_ERROR_INVALID_VALUE);
+    assert_eq!(w, [0xee; 64]);
+    Ok(())
+}
+
+/// Sends `n` frames of varied sizes through an exported SQ from `threads` CPU threads running
+/// the header's shared-queue send, with `handler` ringing; checks every frame arrives.
+fn send_through(
+    handler: NicHandler,
+    threads: u32,
+    n: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let lib = harness();
+    let send: SendFn = sym(lib, b"harness_send");
+    let poll_nb: PollNbFn = sym(lib, b"harness_poll_nb");
+    let mut e = common::eth(9, 9, 9, 1, SLOT)?;
+    e.dev.start_engine();
+    for i in 0..n {
+        let sge = e.rx.sge(i * SLOT, SLOT)?;
+        e.rq.post_recv(&[sge], i as u64)?;
+    }
+    e.rq.ring_doorbell();
+    let lens: Vec<u32> = (0..n).map(|i| 60 + ((i * 389) % 1455) as u32).collect();
+    let mut sent = Vec::new();
+    for (i, &len) in lens.iter().enumerate() {
+        let f = frame(e.mac, i, len as usize);
+        e.tx.write(i * SLOT, &f)?;
+        sent.push(f);
+    }
+    let common::Eth {
+        dev,
+        sq,
+        tx_cq,
+        mut rq,
+        mut rx_cq,
+        tx,
+        rx,
+        ..
+    } = e;
+    let mut txq = WhileKernels::new(EthTxq::export(sq, tx_cq, handler)?);
+    let handle = txq.handle_addr();
+    // Nothing sent yet: a non-blocking poll finds nothing.
+    // SAFETY: `handle` is the live handle of `txq`.
+    assert_eq!(unsafe { poll_nb(handle) }, DOCA_ERROR_AGAIN);
+    let base = tx.sge(0, SLOT)?.addr;
+    let mkey = tx.lkey().0.to_be();
+    let lens = Arc::new(lens);
+    let done = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let lens = Arc::clone(&lens);
+            txq.spawn(move || {
+                // SAFETY: the handle, the frames (`base + i * SLOT`, `lens[i]` bytes) and
+                // `lens` outlive the threads (joined below); the harness reads `n` lengths.
+                unsafe {
+                    send(
+                        handle,
+                        base,
+                        mkey,
+                        SLOT as u32,
+                        lens.as_ptr(),
+                        t,
+                        threads,
+                        lens.len() as u32,
+                    )
+                }
+            })
+        })
+        .collect();
+    // The CPU proxy, while the "kernels" run (it has nothing to do for GPU_SM_DB).
+    let mut rang = 0;
+    let start = Instant::now();
+    while !workers.iter().all(|w| w.is_finished()) {
+        rang += usize::from(txq.cpu_proxy_progress());
+        assert!(start.elapsed() < WAIT, "the senders did not finish");
+        std::thread::yield_now();
+    }
+    done.store(true, Ordering::Release);
+    for w in workers {
+        assert_eq!(w.join().expect("sender"), DOCA_SUCCESS, "a sender failed");
+    }
+    assert_eq!(txq.producer_index(), n as u64, "every WQE submitted");
+    match handler {
+        NicHandler::CpuProxy => assert!(rang > 0, "the proxy rang"),
+        NicHandler::GpuSmDb => assert_eq!(rang, 0, "nothing for the proxy"),
+    }
+    // Every frame at the receive queue, byte for byte (threads interleave: by index).
+    let mut seen = vec![false; n];
+    let start = Instant::now();
+    let mut got = 0;
+    while got < n {
+        assert!(start.elapsed() < WAIT, "{got} of {n} frames arrived");
+        let Some(c) = rx_cq.poll() else {
+            std::thread::yield_now();
+            continue;
+        };
+        let c = c.expect("receive completion");
+        assert_eq!(c.kind, CompletionKind::Recv);
+        let slot = rq.complete(c.wqe_counter)? as usize;
+        let mut b = vec![0u8; c.byte_len as usize];
+        rx.read(slot * SLOT, &mut b)?;
+        let i = u32::from_be_bytes([b[14], b[15], b[16], b[17]]) as usize;
+        assert!(i < n && !seen[i], "frame {i} once");
+        assert_eq!(b, sent[i], "frame {i}");
+        seen[i] = true;
+        got += 1;
+    }
+    drop(txq);
+    drop(dev);
+    Ok(())
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn four_threads_share_a_queue_rung_by_the_cpu_proxy() -> Result<(), Box<dyn std::error::Error>> {
+    send_through(NicHandler::CpuProxy, 4, 256)
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_kernel_rings_the_doorbell_itself() -> Result<(), Box<dyn std::error::Error>> {
+    send_through(NicHandler::GpuSmDb, 2, 128)
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn export_refuses_a_foreign_cq_and_outstanding_work() -> Result<(), QueueError> {
+    let e = common::eth(5, 5, 4, 1, SLOT)?;
+    let common::Eth {
+        sq, tx_cq, rx_cq, ..
+    } = e;
+    // Completions of this SQ go to tx_cq: another CQ is refused, and the queues come back.
+    let back = EthTxq::export(sq, rx_cq, NicHandler::CpuProxy).expect_err("a foreign CQ");
+    assert!(
+        matches!(&back.error, GpuError::Unsuitable(m) if m.contains("not the SQ's")),
+        "{back}"
+    );
+    let mut sq = back.sq;
+    // Work outstanding on the SQ: refused too.
+    sq.post_nop(1, true)?;
+    let back = EthTxq::export(sq, tx_cq, NicHandler::CpuProxy).expect_err("outstanding work");
+    assert!(
+        matches!(&back.error, GpuError::Unsuitable(m) if m.contains("outstanding")),
+        "{back}"
+    );
+    Ok(())
+}
+
+type RecvFn = unsafe extern "C" fn(u64, u32, u64, *mut u64, *mut u32, *mut u32) -> i32;
+type RxKernelFn = unsafe extern "C" fn(u64, u64, u64, u32, u64) -> i32;
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_receive_and_semaphore_layouts_are_the_headers() {
+    let lib = harness();
+    let layout: LayoutFn = sym(lib, b"harness_rx_layout");
+    let mut v = [0u64; 32];
+    // SAFETY: `v` holds 32 entries and the harness writes at most that many.
+    let n = unsafe { layout(v.as_mut_ptr(), 32) } as usize;
+    use std::mem::{offset_of, size_of};
+    let ours = [
+        size_of::<GpuEthRxq>(),
+        offset_of!(GpuEthRxq, pkt_addr),
+        offset_of!(GpuEthRxq, pkt_num),
+        offset_of!(GpuEthRxq, max_pkt_sz),
+        offset_of!(GpuEthRxq, wqe_db_rec),
+        offset_of!(GpuEthRxq, wqe_pi),
+        offset_of!(GpuEthRxq, cqe_addr),
+        offset_of!(GpuEthRxq, cq_db_rec),
+        offset_of!(GpuEthRxq, cqe_ci),
+        offset_of!(GpuEthRxq, cqe_num),
+        offset_of!(GpuEthRxq, cqe_mask),
+        offset_of!(GpuEthRxq, pkt_mkey),
+        offset_of!(GpuEthRxq, reserved),
+        size_of::<GpuSemaphore>(),
+        offset_of!(GpuSemaphore, items),
+        offset_of!(GpuSemaphore, custom_info),
+        offset_of!(GpuSemaphore, num_items),
+        offset_of!(GpuSemaphore, custom_info_size),
+        16,
+    ];
+    let theirs: Vec<usize> = v[..n].iter().map(|&x| x as usize).collect();
+    assert_eq!(theirs, ours, "sizes, then each field's offset");
+}
+
+/// Sends frames `range` of `sent` through the host's own SQ (the model loops them back to its
+/// MAC, into the exported RQ), and waits for their send completions.
+fn host_send(
+    sq: &mut EthSq,
+    cq: &mut mlx5_dpa::queues::Cq,
+    tx: &mlx5_dpa::mem::MemoryRegion,
+    sent: &[Vec<u8>],
+    range: std::ops::Range<usize>,
+) -> Result<(), QueueError> {
+    for i in range.clone() {
+        let at = (i % 64) * SLOT;
+        tx.write(at, &sent[i])?;
+        let rest = tx.sge(at + ETH_MIN_INLINE, sent[i].len() - ETH_MIN_INLINE)?;
+        sq.post_send(&sent[i][..ETH_MIN_INLINE], &[rest], i as u64)?;
+    }
+    sq.ring_doorbell();
+    let start = Instant::now();
+    let mut done = 0;
+    while done < range.len() {
+        assert!(start.elapsed() < WAIT, "send completions");
+        match cq.poll() {
+            Some(c) => {
+                sq.complete(&c.expect("send"))?;
+                done += 1;
+            }
+            None => std::thread::yield_now(),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn a_receive_kernel_tells_the_cpu_through_a_semaphore() -> Result<(), Box<dyn std::error::Error>> {
+    let lib = harness();
+    let recv: RecvFn = sym(lib, b"harness_recv");
+    let rx_kernel: RxKernelFn = sym(lib, b"harness_rx_kernel");
+    // An RQ of 64 strides of 2 KiB; 200 frames go through it, so every stride is used again.
+    let e = common::eth(8, 8, 6, 1, SLOT)?;
+    e.dev.start_engine();
+    let common::Eth {
+        dev,
+        mut sq,
+        mut tx_cq,
+        rq,
+        rx_cq,
+        tx,
+        rx,
+        mac,
+        _flow,
+        ..
+    } = e;
+    let rxq = WhileKernels::new((EthRxq::export(rq, rx_cq, rx, SLOT)?, Semaphore::new(8, 16)?));
+    let (rxq_ref, sem) = (&rxq.0, &rxq.1);
+    assert_eq!(rxq_ref.strides(), (64, SLOT));
+    let handle = rxq_ref.handle_addr();
+    // Nothing sent: a receive with a 1 ms timeout returns no packets.
+    let (mut first, mut num, mut bytes) = (u64::MAX, u32::MAX, [0u32; 256]);
+    // SAFETY: `handle` is the live handle of `rxq`; the outputs are this frame's.
+    let r = unsafe {
+        recv(
+            handle,
+            8,
+            1_000_000,
+            &mut first,
+            &mut num,
+            bytes.as_mut_ptr(),
+        )
+    };
+    assert_eq!((r, first, num), (DOCA_SUCCESS, 0, 0));
+
+    let n = 200usize;
+    let sent: Vec<Vec<u8>> = (0..n)
+        .map(|i| frame(mac, i, 60 + (i * 331) % 1455))
+        .collect();
+    let sem_handle = sem.handle_addr();
+    let kernel = rxq.spawn(move || {
+        // SAFETY: the handles outlive the thread (joined below).
+        unsafe { rx_kernel(handle, sem_handle, n as u64, 16, 200_000) }
+    });
+    // Batches of 32: the next goes out once the CPU has read the semaphore items of this one,
+    // so strides are reused only after their packets were checked.
+    let mut idx = 0u32;
+    let mut next = 0usize;
+    while next < n {
+        let end = (next + 32).min(n);
+        host_send(&mut sq, &mut tx_cq, &tx, &sent, next..end)?;
+        let start = Instant::now();
+        let mut seen = next;
+        while seen < end {
+            assert!(start.elapsed() < WAIT, "packets {seen}..{end} not reported");
+            if sem.status(idx)? != SemaphoreStatus::Ready {
+                std::thread::yield_now();
+                continue;
+            }
+            let (count, first) = sem.packet_info(idx)?;
+            assert_eq!(
+                first as usize, seen,
+                "item {idx} starts where the last ended"
+            );
+            let info = sem.custom_info(idx)?;
+            assert_eq!(u32::from_le_bytes(info[..4].try_into()?), count);
+            let mut sum = 0u64;
+            for k in first..first + u64::from(count) {
+                let f = &sent[k as usize];
+                let stride = (k % 64) as usize;
+                let got = rxq_ref.packets().buf().to_vec(stride * SLOT, f.len())?;
+                assert_eq!(&got, f, "packet {k} in stride {stride}");
+                sum += f.iter().map(|&b| u64::from(b)).sum::<u64>();
+            }
+            assert_eq!(
+                u64::from_le_bytes(info[8..16].try_into()?),
+                sum,
+                "item {idx}'s byte sum"
+            );
+            sem.set_status(idx, SemaphoreStatus::Free)?;
+            seen += count as usize;
+            idx = (idx + 1) % sem.len();
+        }
+        next = end;
+    }
+    assert_eq!(kernel.join().expect("kernel"), DOCA_SUCCESS);
+    assert_eq!(rxq_ref.received(), n as u64);
+    assert_eq!(
+        dev.stats().port.rx_no_buffer,
+        0,
+        "every frame found a stride"
+    );
+    drop(rxq);
+    Ok(())
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn rx_export_refuses_what_does_not_fit() -> Result<(), QueueError> {
+    let e = common::eth(5, 5, 4, 1, SLOT)?;
+    let common::Eth {
+        rq,
+        tx_cq,
+        rx_cq,
+        rx,
+        ..
+    } = e;
+    // The SQ's CQ, not the RQ's.
+    let back = EthRxq::export(rq, tx_cq, rx, SLOT).expect_err("a foreign CQ");
+    assert!(matches!(&back.error, GpuError::Unsuitable(_)), "{back}");
+    // Strides larger than the buffer allows.
+    let back = EthRxq::export(back.rq, rx_cq, back.pkts, 4 * SLOT).expect_err("too big");
+    assert!(
+        matches!(&back.error, GpuError::Unsuitable(m) if m.contains("do not fit")),
+        "{back}"
+    );
+    Ok(())
+}
