@@ -157,6 +157,40 @@ impl<B: Bus> Exec<'_, B> {
         Ok(old)
     }
 
+    /// An AMO's old value as rd receives it (a word sign-extended).
+    #[inline(always)]
+    fn amo_rd(&mut self, addr: u64, size: u8, op: AmoOp, value: u64) -> Result<u64, MemError> {
+        let old = self.amo(addr, size, op, value)?;
+        Ok(if size == 4 { sx32(old) } else { old })
+    }
+
+    /// LR: a load that reserves the word with the value it read.
+    fn lr(&mut self, addr: u64, size: u8) -> Result<u64, MemError> {
+        let v = self.load(addr, size)?;
+        self.resv = Some((addr, v));
+        Ok(if size == 4 { sx32(v) } else { v })
+    }
+
+    /// SC: 0 when the store happened, 1 when the reservation was lost. The store happens only
+    /// if the word still holds what LR read, atomically: another hart's SC or store in between
+    /// fails this one.
+    fn sc(&mut self, addr: u64, size: u8, value: u64) -> Result<u64, MemError> {
+        if addr & (u64::from(size) - 1) != 0 {
+            return Err(MemError::Misaligned);
+        }
+        let held = self.resv.take();
+        match held {
+            Some((a, seen)) if a == addr => match self.amo(addr, size, AmoOp::Cas(seen), value) {
+                Ok(old) => Ok(u64::from(old != seen)),
+                Err(e) => {
+                    self.resv = held;
+                    Err(e)
+                }
+            },
+            _ => Ok(1),
+        }
+    }
+
     #[inline(never)]
     fn amo_slow(&mut self, addr: u64, size: u8, op: AmoOp, value: u64) -> Result<u64, MemError> {
         if let Some(r) = self.find_region(addr) {
@@ -583,7 +617,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     #[cfg(feature = "jit")]
     let mut interpret_one = false;
 
-    let stop = 'run: loop {
+    let stop = loop {
         if n >= max_insns {
             break Stop::Budget;
         }
@@ -614,347 +648,27 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
                     n += retired;
                     pc = next;
                     interpret_one = interpret;
-                    continue 'run;
+                    continue;
                 }
                 JitStep::Again => {
                     // Gathering the region may have emptied the cache.
                     cur_vpn = NO_PAGE;
-                    continue 'run;
+                    continue;
                 }
                 JitStep::Interpret => {}
             }
         }
         // Never past the budget: a block may end early.
+        #[cfg_attr(not(feature = "jit"), allow(unused_mut))]
         let mut end = start + len.min(usize::try_from(max_insns - n).unwrap_or(usize::MAX));
         #[cfg(feature = "jit")]
         if std::mem::take(&mut interpret_one) {
             end = end.min(start + 1);
         }
-        let mut i = start;
-        while i < end {
-            let Some(insn) = ex.cache.insn(i) else {
-                // Cannot happen (entries only name decoded blocks); start over to be safe.
-                ex.cache.clear();
-                cur_vpn = NO_PAGE;
-                continue 'run;
-            };
-            i += 1;
-            let rd = usize::from(insn.rd & 63);
-            let v1 = x[usize::from(insn.rs1 & 63)];
-            let v2 = x[usize::from(insn.rs2 & 63)];
-            let imm = insn.imm as i64 as u64;
-            let next = pc.wrapping_add(u64::from(insn.len));
-            let mut npc = next;
-
-            macro_rules! mem_fault {
-                ($addr:expr, $access:expr, $size:expr, $e:expr) => {
-                    break 'run Stop::Fault(Fault::Memory {
-                        pc,
-                        addr: $addr,
-                        access: $access,
-                        size: $size,
-                        error: $e,
-                    })
-                };
-            }
-            // A store dropped decoded code (maybe this block's): after this instruction, look
-            // the pc up again.
-            macro_rules! code_check {
-                () => {
-                    if ex.code_changed {
-                        ex.code_changed = false;
-                        end = i;
-                    }
-                };
-            }
-            macro_rules! load {
-                ($size:expr, $ext:expr) => {{
-                    let a = v1.wrapping_add(imm);
-                    match ex.load(a, $size) {
-                        Ok(v) => x[rd] = $ext(v),
-                        Err(e) => mem_fault!(a, Access::Load, $size, e),
-                    }
-                }};
-            }
-            macro_rules! store {
-                ($size:expr) => {{
-                    let a = v1.wrapping_add(imm);
-                    if let Err(e) = ex.store(a, $size, v2) {
-                        mem_fault!(a, Access::Store, $size, e);
-                    }
-                    code_check!();
-                }};
-            }
-            macro_rules! branch {
-                ($cond:expr) => {
-                    if $cond {
-                        npc = pc.wrapping_add(imm);
-                    }
-                };
-            }
-            macro_rules! amo {
-                ($size:expr, $op:expr) => {{
-                    match ex.amo(v1, $size, $op, v2) {
-                        Ok(old) => x[rd] = if $size == 4 { sx32(old) } else { old },
-                        Err(e) => mem_fault!(v1, Access::Store, $size, e),
-                    }
-                    code_check!();
-                }};
-            }
-            macro_rules! lr {
-                ($size:expr) => {{
-                    match ex.load(v1, $size) {
-                        Ok(v) => {
-                            x[rd] = if $size == 4 { sx32(v) } else { v };
-                            ex.resv = Some((v1, v));
-                        }
-                        Err(e) => mem_fault!(v1, Access::Load, $size, e),
-                    }
-                }};
-            }
-            macro_rules! sc {
-                ($size:expr) => {{
-                    if v1 & ($size - 1) != 0 {
-                        mem_fault!(v1, Access::Store, $size, MemError::Misaligned);
-                    }
-                    let held = ex.resv;
-                    ex.resv = None;
-                    match held {
-                        // The store happens only if the word still holds what LR read,
-                        // atomically: another hart's SC or store in between fails this one.
-                        Some((a, seen)) if a == v1 => {
-                            match ex.amo(v1, $size, AmoOp::Cas(seen), v2) {
-                                Ok(old) => x[rd] = u64::from(old != seen),
-                                Err(e) => {
-                                    ex.resv = held;
-                                    mem_fault!(v1, Access::Store, $size, e);
-                                }
-                            }
-                        }
-                        _ => x[rd] = 1,
-                    }
-                    code_check!();
-                }};
-            }
-
-            match insn.op {
-                Op::Illegal => {
-                    break 'run Stop::Fault(Fault::IllegalInstruction {
-                        pc,
-                        encoding: insn.encoding(),
-                    })
-                }
-                Op::Lui => x[rd] = imm,
-                Op::Auipc => x[rd] = pc.wrapping_add(imm),
-                Op::Jal => {
-                    x[rd] = next;
-                    npc = pc.wrapping_add(imm);
-                }
-                Op::Jalr => {
-                    npc = v1.wrapping_add(imm) & !1;
-                    x[rd] = next;
-                }
-                Op::Beq => branch!(v1 == v2),
-                Op::Bne => branch!(v1 != v2),
-                Op::Blt => branch!((v1 as i64) < (v2 as i64)),
-                Op::Bge => branch!((v1 as i64) >= (v2 as i64)),
-                Op::Bltu => branch!(v1 < v2),
-                Op::Bgeu => branch!(v1 >= v2),
-                Op::Lb => load!(1, |v: u64| v as i8 as i64 as u64),
-                Op::Lh => load!(2, |v: u64| v as i16 as i64 as u64),
-                Op::Lw => load!(4, sx32),
-                Op::Ld => load!(8, |v: u64| v),
-                Op::Lbu => load!(1, |v: u64| v),
-                Op::Lhu => load!(2, |v: u64| v),
-                Op::Lwu => load!(4, |v: u64| v),
-                Op::Sb => store!(1),
-                Op::Sh => store!(2),
-                Op::Sw => store!(4),
-                Op::Sd => store!(8),
-                Op::Addi => x[rd] = v1.wrapping_add(imm),
-                Op::Slti => x[rd] = u64::from((v1 as i64) < (imm as i64)),
-                Op::Sltiu => x[rd] = u64::from(v1 < imm),
-                Op::Xori => x[rd] = v1 ^ imm,
-                Op::Ori => x[rd] = v1 | imm,
-                Op::Andi => x[rd] = v1 & imm,
-                Op::Slli => x[rd] = v1 << (imm & 63),
-                Op::Srli => x[rd] = v1 >> (imm & 63),
-                Op::Srai => x[rd] = ((v1 as i64) >> (imm & 63)) as u64,
-                Op::Add => x[rd] = v1.wrapping_add(v2),
-                Op::Sub => x[rd] = v1.wrapping_sub(v2),
-                Op::Sll => x[rd] = v1 << (v2 & 63),
-                Op::Slt => x[rd] = u64::from((v1 as i64) < (v2 as i64)),
-                Op::Sltu => x[rd] = u64::from(v1 < v2),
-                Op::Xor => x[rd] = v1 ^ v2,
-                Op::Srl => x[rd] = v1 >> (v2 & 63),
-                Op::Sra => x[rd] = ((v1 as i64) >> (v2 & 63)) as u64,
-                Op::Or => x[rd] = v1 | v2,
-                Op::And => x[rd] = v1 & v2,
-                Op::Addiw => x[rd] = sx32(v1.wrapping_add(imm)),
-                Op::Slliw => x[rd] = sx32(u64::from((v1 as u32) << (imm & 31))),
-                Op::Srliw => x[rd] = sx32(u64::from((v1 as u32) >> (imm & 31))),
-                Op::Sraiw => x[rd] = ((v1 as i32) >> (imm & 31)) as i64 as u64,
-                Op::Addw => x[rd] = sx32(v1.wrapping_add(v2)),
-                Op::Subw => x[rd] = sx32(v1.wrapping_sub(v2)),
-                Op::Sllw => x[rd] = sx32(u64::from((v1 as u32) << (v2 & 31))),
-                Op::Srlw => x[rd] = sx32(u64::from((v1 as u32) >> (v2 & 31))),
-                Op::Sraw => x[rd] = ((v1 as i32) >> (v2 & 31)) as i64 as u64,
-                Op::Fence => {
-                    let sets = insn.imm as u32;
-                    ex.bus.fence((sets >> 4) as u8 & 0xf, sets as u8 & 0xf);
-                    // `pause` (Zihintpause) is the fence with predecessor w and no successor.
-                    if sets & 0xff == PAUSE_SETS && ex.bus.pause() {
-                        pc = next;
-                        n += 1;
-                        break 'run Stop::Pause;
-                    }
-                }
-                Op::FenceI => {
-                    ex.cache.clear();
-                    cur_vpn = NO_PAGE;
-                    end = i;
-                }
-                Op::Ecall => {
-                    pc = next;
-                    n += 1;
-                    break 'run Stop::Ecall;
-                }
-                Op::Ebreak => break 'run Stop::Ebreak,
-                Op::Rdcycle | Op::Rdinstret => x[rd] = instret0.wrapping_add(n),
-                Op::Rdtime => x[rd] = ex.bus.time(),
-                Op::Mul => x[rd] = v1.wrapping_mul(v2),
-                Op::Mulh => x[rd] = ((i128::from(v1 as i64) * i128::from(v2 as i64)) >> 64) as u64,
-                Op::Mulhsu => x[rd] = ((i128::from(v1 as i64) * i128::from(v2)) >> 64) as u64,
-                Op::Mulhu => x[rd] = ((u128::from(v1) * u128::from(v2)) >> 64) as u64,
-                Op::Div => {
-                    x[rd] = if v2 == 0 {
-                        u64::MAX
-                    } else {
-                        (v1 as i64).wrapping_div(v2 as i64) as u64
-                    }
-                }
-                Op::Divu => x[rd] = v1.checked_div(v2).unwrap_or(u64::MAX),
-                Op::Rem => {
-                    x[rd] = if v2 == 0 {
-                        v1
-                    } else {
-                        (v1 as i64).wrapping_rem(v2 as i64) as u64
-                    }
-                }
-                Op::Remu => x[rd] = v1.checked_rem(v2).unwrap_or(v1),
-                Op::Mulw => x[rd] = sx32(v1.wrapping_mul(v2)),
-                Op::Divw => {
-                    let (a, b) = (v1 as i32, v2 as i32);
-                    x[rd] = if b == 0 { -1 } else { a.wrapping_div(b) } as i64 as u64;
-                }
-                Op::Divuw => {
-                    let (a, b) = (v1 as u32, v2 as u32);
-                    x[rd] = sx32(u64::from(a.checked_div(b).unwrap_or(u32::MAX)));
-                }
-                Op::Remw => {
-                    let (a, b) = (v1 as i32, v2 as i32);
-                    x[rd] = if b == 0 { a } else { a.wrapping_rem(b) } as i64 as u64;
-                }
-                Op::Remuw => {
-                    let (a, b) = (v1 as u32, v2 as u32);
-                    x[rd] = sx32(u64::from(a.checked_rem(b).unwrap_or(a)));
-                }
-                Op::LrW => lr!(4),
-                Op::LrD => lr!(8),
-                Op::ScW => sc!(4),
-                Op::ScD => sc!(8),
-                Op::AmoswapW => amo!(4, AmoOp::Swap),
-                Op::AmoaddW => amo!(4, AmoOp::Add),
-                Op::AmoxorW => amo!(4, AmoOp::Xor),
-                Op::AmoandW => amo!(4, AmoOp::And),
-                Op::AmoorW => amo!(4, AmoOp::Or),
-                Op::AmominW => amo!(4, AmoOp::Min),
-                Op::AmomaxW => amo!(4, AmoOp::Max),
-                Op::AmominuW => amo!(4, AmoOp::Minu),
-                Op::AmomaxuW => amo!(4, AmoOp::Maxu),
-                Op::AmoswapD => amo!(8, AmoOp::Swap),
-                Op::AmoaddD => amo!(8, AmoOp::Add),
-                Op::AmoxorD => amo!(8, AmoOp::Xor),
-                Op::AmoandD => amo!(8, AmoOp::And),
-                Op::AmoorD => amo!(8, AmoOp::Or),
-                Op::AmominD => amo!(8, AmoOp::Min),
-                Op::AmomaxD => amo!(8, AmoOp::Max),
-                Op::AmominuD => amo!(8, AmoOp::Minu),
-                Op::AmomaxuD => amo!(8, AmoOp::Maxu),
-                Op::Andn => x[rd] = v1 & !v2,
-                Op::Orn => x[rd] = v1 | !v2,
-                Op::Xnor => x[rd] = !(v1 ^ v2),
-                Op::Clz => x[rd] = u64::from(v1.leading_zeros()),
-                Op::Clzw => x[rd] = u64::from((v1 as u32).leading_zeros()),
-                Op::Ctz => x[rd] = u64::from(v1.trailing_zeros()),
-                Op::Ctzw => x[rd] = u64::from((v1 as u32).trailing_zeros()),
-                Op::Cpop => x[rd] = u64::from(v1.count_ones()),
-                Op::Cpopw => x[rd] = u64::from((v1 as u32).count_ones()),
-                Op::Max => x[rd] = (v1 as i64).max(v2 as i64) as u64,
-                Op::Maxu => x[rd] = v1.max(v2),
-                Op::Min => x[rd] = (v1 as i64).min(v2 as i64) as u64,
-                Op::Minu => x[rd] = v1.min(v2),
-                Op::SextB => x[rd] = v1 as i8 as i64 as u64,
-                Op::SextH => x[rd] = v1 as i16 as i64 as u64,
-                Op::ZextH => x[rd] = v1 & 0xffff,
-                Op::Rol => x[rd] = v1.rotate_left((v2 & 63) as u32),
-                Op::Rolw => x[rd] = sx32(u64::from((v1 as u32).rotate_left((v2 & 31) as u32))),
-                Op::Ror => x[rd] = v1.rotate_right((v2 & 63) as u32),
-                Op::Rori => x[rd] = v1.rotate_right((imm & 63) as u32),
-                Op::Roriw => x[rd] = sx32(u64::from((v1 as u32).rotate_right((imm & 31) as u32))),
-                Op::Rorw => x[rd] = sx32(u64::from((v1 as u32).rotate_right((v2 & 31) as u32))),
-                Op::OrcB => {
-                    let mut r = 0u64;
-                    for i in 0..8 {
-                        if (v1 >> (i * 8)) & 0xff != 0 {
-                            r |= 0xff << (i * 8);
-                        }
-                    }
-                    x[rd] = r;
-                }
-                Op::Rev8 => x[rd] = v1.swap_bytes(),
-                Op::Bclr => x[rd] = v1 & !(1u64 << (v2 & 63)),
-                Op::Bclri => x[rd] = v1 & !(1u64 << (imm & 63)),
-                Op::Bext => x[rd] = (v1 >> (v2 & 63)) & 1,
-                Op::Bexti => x[rd] = (v1 >> (imm & 63)) & 1,
-                Op::Binv => x[rd] = v1 ^ (1u64 << (v2 & 63)),
-                Op::Binvi => x[rd] = v1 ^ (1u64 << (imm & 63)),
-                Op::Bset => x[rd] = v1 | (1u64 << (v2 & 63)),
-                Op::Bseti => x[rd] = v1 | (1u64 << (imm & 63)),
-                Op::Grev => x[rd] = bm::grev64(v1, (v2 & 63) as u32),
-                Op::Grevi => x[rd] = bm::grev64(v1, (imm & 63) as u32),
-                Op::Grevw => x[rd] = sx32(u64::from(bm::grev32(v1 as u32, (v2 & 31) as u32))),
-                Op::Greviw => x[rd] = sx32(u64::from(bm::grev32(v1 as u32, (imm & 31) as u32))),
-                Op::Gorc => x[rd] = bm::gorc64(v1, (v2 & 63) as u32),
-                Op::Gorci => x[rd] = bm::gorc64(v1, (imm & 63) as u32),
-                Op::Gorcw => x[rd] = sx32(u64::from(bm::gorc32(v1 as u32, (v2 & 31) as u32))),
-                Op::Gorciw => x[rd] = sx32(u64::from(bm::gorc32(v1 as u32, (imm & 31) as u32))),
-                Op::Shfl => x[rd] = bm::shfl64(v1, (v2 & 31) as u32),
-                Op::Shfli => x[rd] = bm::shfl64(v1, (imm & 31) as u32),
-                Op::Unshfl => x[rd] = bm::unshfl64(v1, (v2 & 31) as u32),
-                Op::Unshfli => x[rd] = bm::unshfl64(v1, (imm & 31) as u32),
-                Op::Shflw => x[rd] = sx32(u64::from(bm::shfl32(v1 as u32, (v2 & 15) as u32))),
-                Op::Unshflw => x[rd] = sx32(u64::from(bm::unshfl32(v1 as u32, (v2 & 15) as u32))),
-                Op::XpermN => x[rd] = bm::xperm(v1, v2, 2),
-                Op::XpermB => x[rd] = bm::xperm(v1, v2, 3),
-                Op::XpermH => x[rd] = bm::xperm(v1, v2, 4),
-                Op::XpermW => x[rd] = bm::xperm(v1, v2, 5),
-                Op::Pack => x[rd] = (v1 & 0xffff_ffff) | (v2 << 32),
-                Op::Packu => x[rd] = (v1 >> 32) | (v2 & 0xffff_ffff_0000_0000),
-                Op::Packh => x[rd] = (v1 & 0xff) | ((v2 & 0xff) << 8),
-                Op::Packw => x[rd] = sx32((v1 & 0xffff) | ((v2 & 0xffff) << 16)),
-                Op::Packuw => x[rd] = sx32(((v1 >> 16) & 0xffff) | (v2 & 0xffff_0000)),
-                Op::Crc32B => x[rd] = bm::crc(v1, 8, bm::CRC32),
-                Op::Crc32H => x[rd] = bm::crc(v1, 16, bm::CRC32),
-                Op::Crc32W => x[rd] = bm::crc(v1, 32, bm::CRC32),
-                Op::Crc32D => x[rd] = bm::crc(v1, 64, bm::CRC32),
-                Op::Crc32cB => x[rd] = bm::crc(v1, 8, bm::CRC32C),
-                Op::Crc32cH => x[rd] = bm::crc(v1, 16, bm::CRC32C),
-                Op::Crc32cW => x[rd] = bm::crc(v1, 32, bm::CRC32C),
-                Op::Crc32cD => x[rd] = bm::crc(v1, 64, bm::CRC32C),
-            }
-            pc = npc;
-            n += 1;
+        match run_block(&mut ex, &mut x, &mut pc, &mut n, instret0, start, end) {
+            BlockEnd::Next => {}
+            BlockEnd::Relookup => cur_vpn = NO_PAGE,
+            BlockEnd::Stop(stop) => break stop,
         }
     };
 
@@ -964,4 +678,349 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     hart.instret = instret0.wrapping_add(n);
     hart.reservation = ex.resv;
     stop
+}
+
+/// What ended a block: the next block, or the same pc looked up again (the code cache changed
+/// under it), or a stop of the run.
+enum BlockEnd {
+    Next,
+    Relookup,
+    Stop(Stop),
+}
+
+/// Runs the decoded instructions `start..end` of one block from `*pc_out`, counting them in
+/// `*n_out` (both written back at every exit). Inlined into [`run_cached`]: one block is one
+/// pass of its loop.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn run_block<B: Bus>(
+    ex: &mut Exec<'_, B>,
+    x: &mut [u64; 64],
+    pc_out: &mut u64,
+    n_out: &mut u64,
+    instret0: u64,
+    start: usize,
+    mut end: usize,
+) -> BlockEnd {
+    let mut pc = *pc_out;
+    let mut n = *n_out;
+    let mut relookup = false;
+    macro_rules! exit {
+        ($stop:expr) => {{
+            *pc_out = pc;
+            *n_out = n;
+            return BlockEnd::Stop($stop);
+        }};
+    }
+    let mut i = start;
+    while i < end {
+        let Some(insn) = ex.cache.insn(i) else {
+            // Cannot happen (entries only name decoded blocks); start over to be safe.
+            ex.cache.clear();
+            *pc_out = pc;
+            *n_out = n;
+            return BlockEnd::Relookup;
+        };
+        i += 1;
+        let rd = usize::from(insn.rd & 63);
+        let v1 = x[usize::from(insn.rs1 & 63)];
+        let v2 = x[usize::from(insn.rs2 & 63)];
+        let imm = insn.imm as i64 as u64;
+        let next = pc.wrapping_add(u64::from(insn.len));
+        let mut npc = next;
+
+        macro_rules! mem_fault {
+            ($addr:expr, $access:expr, $size:expr, $e:expr) => {
+                exit!(Stop::Fault(Fault::Memory {
+                    pc,
+                    addr: $addr,
+                    access: $access,
+                    size: $size,
+                    error: $e,
+                }))
+            };
+        }
+        // A store dropped decoded code (maybe this block's): after this instruction, look
+        // the pc up again.
+        macro_rules! code_check {
+            () => {
+                if ex.code_changed {
+                    ex.code_changed = false;
+                    end = i;
+                }
+            };
+        }
+        macro_rules! load {
+            ($size:expr, $ext:expr) => {{
+                let a = v1.wrapping_add(imm);
+                match ex.load(a, $size) {
+                    Ok(v) => x[rd] = $ext(v),
+                    Err(e) => mem_fault!(a, Access::Load, $size, e),
+                }
+            }};
+        }
+        macro_rules! store {
+            ($size:expr) => {{
+                let a = v1.wrapping_add(imm);
+                if let Err(e) = ex.store(a, $size, v2) {
+                    mem_fault!(a, Access::Store, $size, e);
+                }
+                code_check!();
+            }};
+        }
+        macro_rules! branch {
+            ($cond:expr) => {
+                if $cond {
+                    npc = pc.wrapping_add(imm);
+                }
+            };
+        }
+        macro_rules! amo {
+            ($size:expr, $op:expr) => {{
+                to_rd!(ex.amo_rd(v1, $size, $op, v2), v1, Access::Store, $size);
+                code_check!();
+            }};
+        }
+        // A memory access whose value goes to rd, or its fault.
+        macro_rules! to_rd {
+            ($r:expr, $addr:expr, $access:expr, $size:expr) => {
+                match $r {
+                    Ok(v) => x[rd] = v,
+                    Err(e) => mem_fault!($addr, $access, $size, e),
+                }
+            };
+        }
+
+        match insn.op {
+            Op::Illegal => {
+                exit!(Stop::Fault(Fault::IllegalInstruction {
+                    pc,
+                    encoding: insn.encoding(),
+                }))
+            }
+            Op::Auipc => x[rd] = pc.wrapping_add(imm),
+            Op::Jal => {
+                x[rd] = next;
+                npc = pc.wrapping_add(imm);
+            }
+            Op::Jalr => {
+                npc = v1.wrapping_add(imm) & !1;
+                x[rd] = next;
+            }
+            Op::Beq => branch!(v1 == v2),
+            Op::Bne => branch!(v1 != v2),
+            Op::Blt => branch!((v1 as i64) < (v2 as i64)),
+            Op::Bge => branch!((v1 as i64) >= (v2 as i64)),
+            Op::Bltu => branch!(v1 < v2),
+            Op::Bgeu => branch!(v1 >= v2),
+            Op::Lb => load!(1, |v: u64| v as i8 as i64 as u64),
+            Op::Lh => load!(2, |v: u64| v as i16 as i64 as u64),
+            Op::Lw => load!(4, sx32),
+            Op::Ld => load!(8, |v: u64| v),
+            Op::Lbu => load!(1, |v: u64| v),
+            Op::Lhu => load!(2, |v: u64| v),
+            Op::Lwu => load!(4, |v: u64| v),
+            Op::Sb => store!(1),
+            Op::Sh => store!(2),
+            Op::Sw => store!(4),
+            Op::Sd => store!(8),
+            Op::Fence => {
+                let sets = insn.imm as u32;
+                ex.bus.fence((sets >> 4) as u8 & 0xf, sets as u8 & 0xf);
+                // `pause` (Zihintpause) is the fence with predecessor w and no successor.
+                if sets & 0xff == PAUSE_SETS && ex.bus.pause() {
+                    pc = next;
+                    n += 1;
+                    exit!(Stop::Pause);
+                }
+            }
+            Op::FenceI => {
+                ex.cache.clear();
+                relookup = true;
+                end = i;
+            }
+            Op::Ecall => {
+                pc = next;
+                n += 1;
+                exit!(Stop::Ecall);
+            }
+            Op::Ebreak => exit!(Stop::Ebreak),
+            Op::Rdcycle | Op::Rdinstret => x[rd] = instret0.wrapping_add(n),
+            Op::Rdtime => x[rd] = ex.bus.time(),
+            Op::LrW => to_rd!(ex.lr(v1, 4), v1, Access::Load, 4),
+            Op::LrD => to_rd!(ex.lr(v1, 8), v1, Access::Load, 8),
+            Op::ScW => {
+                to_rd!(ex.sc(v1, 4, v2), v1, Access::Store, 4);
+                code_check!();
+            }
+            Op::ScD => {
+                to_rd!(ex.sc(v1, 8, v2), v1, Access::Store, 8);
+                code_check!();
+            }
+            Op::AmoswapW => amo!(4, AmoOp::Swap),
+            Op::AmoaddW => amo!(4, AmoOp::Add),
+            Op::AmoxorW => amo!(4, AmoOp::Xor),
+            Op::AmoandW => amo!(4, AmoOp::And),
+            Op::AmoorW => amo!(4, AmoOp::Or),
+            Op::AmominW => amo!(4, AmoOp::Min),
+            Op::AmomaxW => amo!(4, AmoOp::Max),
+            Op::AmominuW => amo!(4, AmoOp::Minu),
+            Op::AmomaxuW => amo!(4, AmoOp::Maxu),
+            Op::AmoswapD => amo!(8, AmoOp::Swap),
+            Op::AmoaddD => amo!(8, AmoOp::Add),
+            Op::AmoxorD => amo!(8, AmoOp::Xor),
+            Op::AmoandD => amo!(8, AmoOp::And),
+            Op::AmoorD => amo!(8, AmoOp::Or),
+            Op::AmominD => amo!(8, AmoOp::Min),
+            Op::AmomaxD => amo!(8, AmoOp::Max),
+            Op::AmominuD => amo!(8, AmoOp::Minu),
+            Op::AmomaxuD => amo!(8, AmoOp::Maxu),
+            Op::Lui => x[rd] = imm,
+            Op::Addi => x[rd] = v1.wrapping_add(imm),
+            Op::Slti => x[rd] = u64::from((v1 as i64) < (imm as i64)),
+            Op::Sltiu => x[rd] = u64::from(v1 < imm),
+            Op::Xori => x[rd] = v1 ^ imm,
+            Op::Ori => x[rd] = v1 | imm,
+            Op::Andi => x[rd] = v1 & imm,
+            Op::Slli => x[rd] = v1 << (imm & 63),
+            Op::Srli => x[rd] = v1 >> (imm & 63),
+            Op::Srai => x[rd] = ((v1 as i64) >> (imm & 63)) as u64,
+            Op::Add => x[rd] = v1.wrapping_add(v2),
+            Op::Sub => x[rd] = v1.wrapping_sub(v2),
+            Op::Sll => x[rd] = v1 << (v2 & 63),
+            Op::Slt => x[rd] = u64::from((v1 as i64) < (v2 as i64)),
+            Op::Sltu => x[rd] = u64::from(v1 < v2),
+            Op::Xor => x[rd] = v1 ^ v2,
+            Op::Srl => x[rd] = v1 >> (v2 & 63),
+            Op::Sra => x[rd] = ((v1 as i64) >> (v2 & 63)) as u64,
+            Op::Or => x[rd] = v1 | v2,
+            Op::And => x[rd] = v1 & v2,
+            Op::Addiw => x[rd] = sx32(v1.wrapping_add(imm)),
+            Op::Slliw => x[rd] = sx32(u64::from((v1 as u32) << (imm & 31))),
+            Op::Srliw => x[rd] = sx32(u64::from((v1 as u32) >> (imm & 31))),
+            Op::Sraiw => x[rd] = ((v1 as i32) >> (imm & 31)) as i64 as u64,
+            Op::Addw => x[rd] = sx32(v1.wrapping_add(v2)),
+            Op::Subw => x[rd] = sx32(v1.wrapping_sub(v2)),
+            Op::Sllw => x[rd] = sx32(u64::from((v1 as u32) << (v2 & 31))),
+            Op::Srlw => x[rd] = sx32(u64::from((v1 as u32) >> (v2 & 31))),
+            Op::Sraw => x[rd] = ((v1 as i32) >> (v2 & 31)) as i64 as u64,
+            Op::Mul => x[rd] = v1.wrapping_mul(v2),
+            Op::Mulh => x[rd] = ((i128::from(v1 as i64) * i128::from(v2 as i64)) >> 64) as u64,
+            Op::Mulhsu => x[rd] = ((i128::from(v1 as i64) * i128::from(v2)) >> 64) as u64,
+            Op::Mulhu => x[rd] = ((u128::from(v1) * u128::from(v2)) >> 64) as u64,
+            Op::Div => {
+                x[rd] = if v2 == 0 {
+                    u64::MAX
+                } else {
+                    (v1 as i64).wrapping_div(v2 as i64) as u64
+                };
+            }
+            Op::Divu => x[rd] = v1.checked_div(v2).unwrap_or(u64::MAX),
+            Op::Rem => {
+                x[rd] = if v2 == 0 {
+                    v1
+                } else {
+                    (v1 as i64).wrapping_rem(v2 as i64) as u64
+                };
+            }
+            Op::Remu => x[rd] = v1.checked_rem(v2).unwrap_or(v1),
+            Op::Mulw => x[rd] = sx32(v1.wrapping_mul(v2)),
+            Op::Divw => {
+                let (a, b) = (v1 as i32, v2 as i32);
+                x[rd] = (if b == 0 { -1 } else { a.wrapping_div(b) }) as i64 as u64;
+            }
+            Op::Divuw => {
+                let (a, b) = (v1 as u32, v2 as u32);
+                x[rd] = sx32(u64::from(a.checked_div(b).unwrap_or(u32::MAX)));
+            }
+            Op::Remw => {
+                let (a, b) = (v1 as i32, v2 as i32);
+                x[rd] = (if b == 0 { a } else { a.wrapping_rem(b) }) as i64 as u64;
+            }
+            Op::Remuw => {
+                let (a, b) = (v1 as u32, v2 as u32);
+                x[rd] = sx32(u64::from(a.checked_rem(b).unwrap_or(a)));
+            }
+            Op::Andn => x[rd] = v1 & !v2,
+            Op::Orn => x[rd] = v1 | !v2,
+            Op::Xnor => x[rd] = !(v1 ^ v2),
+            Op::Clz => x[rd] = u64::from(v1.leading_zeros()),
+            Op::Clzw => x[rd] = u64::from((v1 as u32).leading_zeros()),
+            Op::Ctz => x[rd] = u64::from(v1.trailing_zeros()),
+            Op::Ctzw => x[rd] = u64::from((v1 as u32).trailing_zeros()),
+            Op::Cpop => x[rd] = u64::from(v1.count_ones()),
+            Op::Cpopw => x[rd] = u64::from((v1 as u32).count_ones()),
+            Op::Max => x[rd] = (v1 as i64).max(v2 as i64) as u64,
+            Op::Maxu => x[rd] = v1.max(v2),
+            Op::Min => x[rd] = (v1 as i64).min(v2 as i64) as u64,
+            Op::Minu => x[rd] = v1.min(v2),
+            Op::SextB => x[rd] = v1 as i8 as i64 as u64,
+            Op::SextH => x[rd] = v1 as i16 as i64 as u64,
+            Op::ZextH => x[rd] = v1 & 0xffff,
+            Op::Rol => x[rd] = v1.rotate_left((v2 & 63) as u32),
+            Op::Rolw => x[rd] = sx32(u64::from((v1 as u32).rotate_left((v2 & 31) as u32))),
+            Op::Ror => x[rd] = v1.rotate_right((v2 & 63) as u32),
+            Op::Rori => x[rd] = v1.rotate_right((imm & 63) as u32),
+            Op::Roriw => x[rd] = sx32(u64::from((v1 as u32).rotate_right((imm & 31) as u32))),
+            Op::Rorw => x[rd] = sx32(u64::from((v1 as u32).rotate_right((v2 & 31) as u32))),
+            Op::OrcB => {
+                let mut r = 0u64;
+                for i in 0..8 {
+                    if (v1 >> (i * 8)) & 0xff != 0 {
+                        r |= 0xff << (i * 8);
+                    }
+                }
+                x[rd] = r;
+            }
+            Op::Rev8 => x[rd] = v1.swap_bytes(),
+            Op::Bclr => x[rd] = v1 & !(1u64 << (v2 & 63)),
+            Op::Bclri => x[rd] = v1 & !(1u64 << (imm & 63)),
+            Op::Bext => x[rd] = (v1 >> (v2 & 63)) & 1,
+            Op::Bexti => x[rd] = (v1 >> (imm & 63)) & 1,
+            Op::Binv => x[rd] = v1 ^ (1u64 << (v2 & 63)),
+            Op::Binvi => x[rd] = v1 ^ (1u64 << (imm & 63)),
+            Op::Bset => x[rd] = v1 | (1u64 << (v2 & 63)),
+            Op::Bseti => x[rd] = v1 | (1u64 << (imm & 63)),
+            Op::Grev => x[rd] = bm::grev64(v1, (v2 & 63) as u32),
+            Op::Grevi => x[rd] = bm::grev64(v1, (imm & 63) as u32),
+            Op::Grevw => x[rd] = sx32(u64::from(bm::grev32(v1 as u32, (v2 & 31) as u32))),
+            Op::Greviw => x[rd] = sx32(u64::from(bm::grev32(v1 as u32, (imm & 31) as u32))),
+            Op::Gorc => x[rd] = bm::gorc64(v1, (v2 & 63) as u32),
+            Op::Gorci => x[rd] = bm::gorc64(v1, (imm & 63) as u32),
+            Op::Gorcw => x[rd] = sx32(u64::from(bm::gorc32(v1 as u32, (v2 & 31) as u32))),
+            Op::Gorciw => x[rd] = sx32(u64::from(bm::gorc32(v1 as u32, (imm & 31) as u32))),
+            Op::Shfl => x[rd] = bm::shfl64(v1, (v2 & 31) as u32),
+            Op::Shfli => x[rd] = bm::shfl64(v1, (imm & 31) as u32),
+            Op::Unshfl => x[rd] = bm::unshfl64(v1, (v2 & 31) as u32),
+            Op::Unshfli => x[rd] = bm::unshfl64(v1, (imm & 31) as u32),
+            Op::Shflw => x[rd] = sx32(u64::from(bm::shfl32(v1 as u32, (v2 & 15) as u32))),
+            Op::Unshflw => x[rd] = sx32(u64::from(bm::unshfl32(v1 as u32, (v2 & 15) as u32))),
+            Op::XpermN => x[rd] = bm::xperm(v1, v2, 2),
+            Op::XpermB => x[rd] = bm::xperm(v1, v2, 3),
+            Op::XpermH => x[rd] = bm::xperm(v1, v2, 4),
+            Op::XpermW => x[rd] = bm::xperm(v1, v2, 5),
+            Op::Pack => x[rd] = (v1 & 0xffff_ffff) | (v2 << 32),
+            Op::Packu => x[rd] = (v1 >> 32) | (v2 & 0xffff_ffff_0000_0000),
+            Op::Packh => x[rd] = (v1 & 0xff) | ((v2 & 0xff) << 8),
+            Op::Packw => x[rd] = sx32((v1 & 0xffff) | ((v2 & 0xffff) << 16)),
+            Op::Packuw => x[rd] = sx32(((v1 >> 16) & 0xffff) | (v2 & 0xffff_0000)),
+            Op::Crc32B => x[rd] = bm::crc(v1, 8, bm::CRC32),
+            Op::Crc32H => x[rd] = bm::crc(v1, 16, bm::CRC32),
+            Op::Crc32W => x[rd] = bm::crc(v1, 32, bm::CRC32),
+            Op::Crc32D => x[rd] = bm::crc(v1, 64, bm::CRC32),
+            Op::Crc32cB => x[rd] = bm::crc(v1, 8, bm::CRC32C),
+            Op::Crc32cH => x[rd] = bm::crc(v1, 16, bm::CRC32C),
+            Op::Crc32cW => x[rd] = bm::crc(v1, 32, bm::CRC32C),
+            Op::Crc32cD => x[rd] = bm::crc(v1, 64, bm::CRC32C),
+        }
+        pc = npc;
+        n += 1;
+    }
+    *pc_out = pc;
+    *n_out = n;
+    if relookup {
+        BlockEnd::Relookup
+    } else {
+        BlockEnd::Next
+    }
 }

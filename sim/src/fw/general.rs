@@ -15,6 +15,19 @@ use crate::state::objects::*;
 use crate::state::dpa::map::{DUMEM_BASE, DUMEM_ID_BASE};
 use crate::state::dpa::Affinity;
 
+/// What a creation that makes no process gives back.
+fn no_process((kind, refs): (GenKind, Vec<Ref>)) -> (GenKind, Vec<Ref>, Option<NewProcess>) {
+    (kind, refs, None)
+}
+
+/// A new process's loaded image, heap size and DUMEM bytes in use, kept from its checks to
+/// its creation.
+struct NewProcess {
+    loaded: crate::dpa::loader::Loaded,
+    heap: u64,
+    dumem_used: u64,
+}
+
 const HDR: usize = size::<l::general_obj_in_cmd_hdr::Layout>();
 
 /// Alias object types (docs/sources.md §2, §3): 0xff01.. .
@@ -100,362 +113,19 @@ impl Firmware {
             return Err(check::INBOX_TOO_SHORT);
         }
         let mut ctx: Box<[u8]> = inb[HDR..HDR + len].into();
-        // A new process's loaded image, heap size and DUMEM bytes in use.
-        let mut new_process = None;
-        let dpa = |f| self.profile.dpa_cap(f);
-        use l::dpa_cap as d;
-        let (kind, refs): (GenKind, Vec<Ref>) = match t {
-            _ if alias => {
-                use l::alias_context as a;
-                let c = View::<a::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let vhca = c.get(a::vhca_id_to_be_accessed) as u16;
-                if !self.is_function(vhca) {
-                    // Another device's function: not something one model reaches.
-                    return Err(check::NOT_SUPPORTED);
-                }
-                let target = c.get(a::object_id_to_be_accessed) as u32;
-                let key = c
-                    .get_bytes(a::access_key)
-                    .map_err(|_| check::INBOX_TOO_SHORT)?;
-                let grant = self
-                    .grants
-                    .iter()
-                    .find(|g| g.vhca == vhca && g.obj_id == target && g.obj_type == t)
-                    .ok_or(check::NO_SUCH_ALIAS_GRANT)?;
-                if grant.key[..] != key[..32.min(key.len())] {
-                    return Err(check::BAD_ACCESS_KEY);
-                }
-                if t == alias_type::DPA_DUMEM && self.mem.dumem_refs_of(target).is_none() {
-                    return Err(check::NO_SUCH_OBJECT);
-                }
-                (GenKind::Alias { of_type: t, target }, vec![])
-            }
-            obj_type::DPA_PROCESS => {
-                use l::dpa_process as p;
-                let c = View::<p::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let max =
-                    dpa(d::max_dpa_processes).min(u64::from(limit(dpa(d::log_max_dpa_process))));
-                if u64::from(self.count_type(t)) >= max {
-                    return Err(check::TOO_MANY_OBJECTS);
-                }
-                let pd = c.get(p::pd) as u32;
-                self.check_owned_pd(uid, pd)?;
-                let elf_umem = c.get(p::elf_umem_id) as u32;
-                let elf_size = c.get(p::elf_size);
-                if elf_size == 0 {
-                    return Err(check::BAD_LENGTH);
-                }
-                let image = self
-                    .mem
-                    .range(uid, elf_umem, c.get(p::elf_umem_offset), elf_size)
-                    .map_err(|e| {
-                        if e == check::BAD_UMEM_RANGE {
-                            check::BAD_ELF_RANGE
-                        } else {
-                            e
-                        }
-                    })?;
-                let heap = c.get(p::heap_size);
-                let budget = self.profile.dpa_process_memory();
-                elf_size.checked_add(heap).ok_or(check::BAD_HEAP_SIZE)?;
-                if heap > budget || elf_size > crate::state::dpa::map::ELF_MAX {
-                    return Err(check::DPA_MEMORY_EXHAUSTED);
-                }
-                // Load the ELF at its link addresses (what it occupies is accounted below,
-                // not its file size); the heap follows the data segments, DPA_MEM blocks the
-                // heap.
-                let mut bytes = vec![0u8; elf_size as usize];
-                if !image.read(0, &mut bytes) {
-                    return Err(check::BAD_ELF_RANGE);
-                }
-                // DPA Application Authentication, when the profile enables it.
-                if !self.profile.dpa_auth_roots.is_empty() {
-                    let sig_size = c.get(p::sig_size);
-                    if sig_size == 0 {
-                        return Err(check::DPA_APP_UNSIGNED);
-                    }
-                    if sig_size > 64 << 10 {
-                        return Err(check::BAD_SIG_RANGE);
-                    }
-                    let sig = self
-                        .mem
-                        .range(
-                            uid,
-                            c.get(p::sig_umem_id) as u32,
-                            c.get(p::sig_umem_offset),
-                            sig_size,
-                        )
-                        .map_err(|_| check::BAD_SIG_RANGE)?;
-                    let mut sig_bytes = vec![0u8; sig_size as usize];
-                    if !sig.read(0, &mut sig_bytes) {
-                        return Err(check::BAD_SIG_RANGE);
-                    }
-                    let valid = mlx5_dpa::image::auth::verify(
-                        &bytes,
-                        &sig_bytes,
-                        &self.profile.dpa_auth_roots,
-                    )
-                    .is_ok_and(|v| v.trusted());
-                    if !valid {
-                        return Err(check::DPA_APP_AUTH_FAILED);
-                    }
-                }
-                let dumem_len = budget.min(crate::state::dpa::map::DUMEM_MAX);
-                let slots = limit(dpa(d::log_max_dpa_threads_per_process))
-                    .min(crate::state::dpa::map::MAX_SLOTS);
-                let loaded = crate::dpa::loader::load(&bytes, dumem_len, slots)?;
-                let dumem_used = round_up(
-                    loaded
-                        .data_span
-                        .checked_add(heap)
-                        .ok_or(check::BAD_HEAP_SIZE)?,
-                    4096,
-                );
-                let used = loaded.image_bytes.saturating_add(heap);
-                if used > budget || dumem_used > dumem_len {
-                    return Err(check::DPA_MEMORY_EXHAUSTED);
-                }
-                new_process = Some((loaded, heap, dumem_used));
-                (
-                    GenKind::DpaProcess {
-                        pd,
-                        elf_umem,
-                        used,
-                        threads: 0,
-                    },
-                    vec![Ref::Pd(pd), Ref::Umem(elf_umem)],
-                )
-            }
-            obj_type::DPA_MEM => {
-                use l::dpa_mem as m;
-                let c = View::<m::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let process = c.get(m::dpa_process_id) as u32;
-                self.process_of(uid, process)?;
-                let size = c.get(m::size);
-                if size == 0 {
-                    return Err(check::BAD_LENGTH);
-                }
-                if size > 1u64 << dpa(d::log_max_dpa_mem).min(63) {
-                    return Err(check::ABOVE_CAP);
-                }
-                let block = dpa(d::dpa_mem_block_size).max(1);
-                let rounded = size
-                    .div_ceil(block)
-                    .checked_mul(block)
-                    .ok_or(check::BAD_LENGTH)?;
-                let budget = self.profile.dpa_process_memory();
-                // First fit in the DUMEM window after the heap (freed blocks are reused).
-                let free = self.dpa.find_block(process, rounded);
-                let Some(GenObj {
-                    kind: GenKind::DpaProcess { used, .. },
-                    ..
-                }) = self.gen.get_mut(process)
-                else {
-                    return Err(check::NO_SUCH_DPA_PROCESS);
-                };
-                let Some(addr) = free.filter(|_| used.saturating_add(rounded) <= budget) else {
-                    return Err(check::DPA_MEMORY_EXHAUSTED);
-                };
-                *used += rounded;
-                (
-                    GenKind::DpaMem {
-                        process,
-                        size: rounded,
-                        addr,
-                    },
-                    vec![Ref::Gen(process)],
-                )
-            }
-            obj_type::DPA_THREAD => {
-                use l::dpa_thread as th;
-                let c = View::<th::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let process = c.get(th::dpa_process_id) as u32;
-                self.process_of(uid, process)?;
-                if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_thread))) {
-                    return Err(check::TOO_MANY_THREADS);
-                }
-                if let Some(GenObj {
-                    kind: GenKind::DpaProcess { threads, .. },
-                    ..
-                }) = self.gen.get(process)
-                {
-                    if u64::from(*threads)
-                        >= u64::from(limit(dpa(d::log_max_dpa_threads_per_process)))
-                    {
-                        return Err(check::TOO_MANY_THREADS);
-                    }
-                }
-                let id = c.get(th::affinity_id) as u32;
-                let affinity = match c.get(th::affinity_type) {
-                    0 => Affinity::None,
-                    1 if dpa(d::thread_affinity_single_hart) == 1 && id <= 0xffff => {
-                        Affinity::Eu(id as u16)
-                    }
-                    2 if dpa(d::thread_affinity_hart_group) == 1 && id <= 0xffff => {
-                        Affinity::Group(id as u16)
-                    }
-                    _ => return Err(check::BAD_AFFINITY),
-                };
-                // The process's function must have EUs for it (`fw::eu`).
-                let vhca = self
-                    .dpa
-                    .processes
-                    .get(&process)
-                    .map_or(self.vhca_of(uid), |p| p.vhca);
-                self.affinity_allowed(uid, vhca, affinity)?;
-                if c.get(th::entry_point) == 0 {
-                    return Err(check::BAD_ENTRY_POINT);
-                }
-                if !self.dpa.has_slot(process) {
-                    return Err(check::TOO_MANY_THREADS);
-                }
-                let mut refs = vec![Ref::Gen(process)];
-                let mut linked = |field, want, missing| -> Result<Option<u32>, Check> {
-                    let id = c.get(field) as u32;
-                    if id == 0 {
-                        return Ok(None);
-                    }
-                    let g = self.gen.get(id).ok_or(missing)?;
-                    if g.obj_type != want {
-                        return Err(check::WRONG_OBJ_TYPE);
-                    }
-                    owned(&g.meta, uid)?;
-                    if parent_process(&g.kind) != Some(process) {
-                        return Err(check::CROSS_PROCESS);
-                    }
-                    refs.push(Ref::Gen(id));
-                    Ok(Some(id))
-                };
-                let outbox = linked(
-                    th::default_outbox_id,
-                    obj_type::DPA_OUTBOX,
-                    check::NO_SUCH_DPA_OUTBOX,
-                )?;
-                let window = linked(
-                    th::default_window_id,
-                    obj_type::DPA_WINDOW,
-                    check::NO_SUCH_DPA_WINDOW,
-                )?;
-                if let Some(GenObj {
-                    kind: GenKind::DpaProcess { threads, .. },
-                    ..
-                }) = self.gen.get_mut(process)
-                {
-                    *threads += 1;
-                }
-                (
-                    GenKind::DpaThread {
-                        process,
-                        outbox,
-                        window,
-                    },
-                    refs,
-                )
-            }
-            obj_type::DPA_OUTBOX => {
-                use l::dpa_outbox as ob;
-                let c = View::<ob::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let process = c.get(ob::dpa_process_id) as u32;
-                self.process_of(uid, process)?;
-                if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_outbox))) {
-                    return Err(check::TOO_MANY_OBJECTS);
-                }
-                let uar = c.get(ob::uar) as u32;
-                self.check_uar(uid, uar)?;
-                (
-                    GenKind::DpaOutbox { process, uar },
-                    vec![Ref::Gen(process), Ref::Uar(uar)],
-                )
-            }
-            obj_type::DPA_WINDOW => {
-                use l::dpa_window as w;
-                let c = View::<w::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let process = c.get(w::dpa_process_id) as u32;
-                self.process_of(uid, process)?;
-                if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_window))) {
-                    return Err(check::TOO_MANY_OBJECTS);
-                }
-                let pd = c.get(w::pd) as u32;
-                self.check_owned_pd(uid, pd)?;
-                (
-                    GenKind::DpaWindow { process, pd },
-                    vec![Ref::Gen(process), Ref::Pd(pd)],
-                )
-            }
-            obj_type::DPA_UAR => {
-                use l::dpa_uar as u;
-                let c = View::<u::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                // Another function's process, through an alias of it: the UAR extends that
-                // process to this function (FlexIO `flexio_uar_extend`; provisional: how
-                // firmware learns the extension is not public).
-                let named = c.get(u::dpa_process_id) as u32;
-                let process = self.through_alias(uid, named, obj_type::DPA_PROCESS);
-                if process == named {
-                    self.process_of(uid, process)?;
-                } else if self.gen.get(process).map(|g| g.obj_type) != Some(obj_type::DPA_PROCESS) {
-                    return Err(check::NO_SUCH_DPA_PROCESS);
-                }
-                let uar = c.get(u::uar_page) as u32;
-                self.check_uar(uid, uar)?;
-                let vhca = self.vhca_of(uid);
-                (
-                    GenKind::DpaUar { process, uar, vhca },
-                    vec![Ref::Gen(process), Ref::Uar(uar)],
-                )
-            }
-            obj_type::DPA_EQ => {
-                use l::dpa_eq as e;
-                let c = View::<e::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let log = c.get(e::log_umem_size);
-                if !(6..=22).contains(&log) {
-                    return Err(check::BAD_LOG_SIZE);
-                }
-                let umem = self.mem.resolve(uid, c.get(e::umem_id) as u32);
-                let off = c.get(e::umem_offset);
-                self.mem.range(uid, umem, off, 1 << log)?;
-                let uar = c.get(e::uar_page) as u32;
-                self.check_uar(uid, uar)?;
-                (
-                    GenKind::DpaEq { umem, uar },
-                    vec![Ref::Umem(umem), Ref::Uar(uar)],
-                )
-            }
-            obj_type::DB_CQ_MAPPING => {
-                use l::dpa_db_cq_mapping as m;
-                let c = View::<m::Layout>::new(&ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-                let cqn = c.get(m::cqn) as u32;
-                let cq = self.cqs.get(cqn).ok_or(check::NO_SUCH_CQ)?;
-                owned(&cq.meta, uid)?;
-                (GenKind::DbCqMapping { cqn }, vec![Ref::Cq(cqn)])
-            }
+        let (kind, refs, new_process) = match t {
+            _ if alias => self.create_alias(uid, t, &ctx).map(no_process)?,
+            obj_type::DPA_PROCESS => self.create_dpa_process(uid, t, &ctx)?,
+            obj_type::DPA_MEM => self.create_dpa_mem(uid, t, &ctx).map(no_process)?,
+            obj_type::DPA_THREAD => self.create_dpa_thread(uid, t, &ctx).map(no_process)?,
+            obj_type::DPA_OUTBOX => self.create_dpa_outbox(uid, t, &ctx).map(no_process)?,
+            obj_type::DPA_WINDOW => self.create_dpa_window(uid, t, &ctx).map(no_process)?,
+            obj_type::DPA_UAR => self.create_dpa_uar(uid, t, &ctx).map(no_process)?,
+            obj_type::DPA_EQ => self.create_dpa_eq(uid, t, &ctx).map(no_process)?,
+            obj_type::DB_CQ_MAPPING => self.create_db_cq_mapping(uid, t, &ctx).map(no_process)?,
             _ => return Err(check::UNKNOWN_OBJ_TYPE),
         };
-        // Take the references.
-        for r in &refs {
-            match *r {
-                Ref::Pd(p) => {
-                    if let Some(p) = self.pds.get_mut(p) {
-                        p.meta.refs += 1
-                    }
-                }
-                Ref::Umem(u) => self.mem.pin_whole(u),
-                Ref::Uar(u) => {
-                    if let Some(u) = self.uars.get_mut(u) {
-                        u.refs += 1
-                    }
-                }
-                Ref::Gen(g) => {
-                    if let Some(g) = self.gen.get_mut(g) {
-                        g.meta.refs += 1
-                    }
-                }
-                Ref::Cq(c) => {
-                    if let Some(c) = self.cqs.get_mut(c) {
-                        c.meta.refs += 1
-                    }
-                }
-            }
-        }
+        self.take_refs(&refs);
         let id = match self.gen.insert_with(|_| GenObj {
             meta: Meta::new(uid),
             obj_type: t,
@@ -477,7 +147,7 @@ impl Firmware {
                 // Where the program's data was linked (map::LINK_LAYOUTS).
                 let base = new_process
                     .as_ref()
-                    .map_or(DUMEM_BASE, |(loaded, ..)| loaded.mem.dumem_base());
+                    .map_or(DUMEM_BASE, |n| n.loaded.mem.dumem_base());
                 c.set(l::dpa_process::dumem_base, base);
                 c.set(l::dpa_process::dpa_process_status, 0);
             }
@@ -511,7 +181,11 @@ impl Firmware {
             let _ = self.mem.add_dumem_alias(id, uid, target);
         }
         match new_process {
-            Some((loaded, heap, dumem_used)) => {
+            Some(NewProcess {
+                loaded,
+                heap,
+                dumem_used,
+            }) => {
                 self.dpa_add_process(id, uid, loaded.mem, loaded.data_span, heap, dumem_used);
             }
             None => self.dpa_created(id),
@@ -521,6 +195,431 @@ impl Firmware {
         }
         o.set(l::general_obj_out_cmd_hdr::obj_id, u64::from(id));
         Ok(ObjRef::General { obj_type: t, id })
+    }
+
+    /// Takes a reference on each object a new one stands on.
+    fn take_refs(&mut self, refs: &[Ref]) {
+        for r in refs {
+            match *r {
+                Ref::Pd(p) => {
+                    if let Some(p) = self.pds.get_mut(p) {
+                        p.meta.refs += 1
+                    }
+                }
+                Ref::Umem(u) => self.mem.pin_whole(u),
+                Ref::Uar(u) => {
+                    if let Some(u) = self.uars.get_mut(u) {
+                        u.refs += 1
+                    }
+                }
+                Ref::Gen(g) => {
+                    if let Some(g) = self.gen.get_mut(g) {
+                        g.meta.refs += 1
+                    }
+                }
+                Ref::Cq(c) => {
+                    if let Some(c) = self.cqs.get_mut(c) {
+                        c.meta.refs += 1
+                    }
+                }
+            }
+        }
+    }
+
+    /// An alias of another function's object, through the grant its owner made.
+    fn create_alias(
+        &mut self,
+        _uid: u16,
+        t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>), Check> {
+        use l::alias_context as a;
+
+        let c = View::<a::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let vhca = c.get(a::vhca_id_to_be_accessed) as u16;
+        if !self.is_function(vhca) {
+            // Another device's function: not something one model reaches.
+            return Err(check::NOT_SUPPORTED);
+        }
+        let target = c.get(a::object_id_to_be_accessed) as u32;
+        let key = c
+            .get_bytes(a::access_key)
+            .map_err(|_| check::INBOX_TOO_SHORT)?;
+        let grant = self
+            .grants
+            .iter()
+            .find(|g| g.vhca == vhca && g.obj_id == target && g.obj_type == t)
+            .ok_or(check::NO_SUCH_ALIAS_GRANT)?;
+        if grant.key[..] != key[..32.min(key.len())] {
+            return Err(check::BAD_ACCESS_KEY);
+        }
+        if t == alias_type::DPA_DUMEM && self.mem.dumem_refs_of(target).is_none() {
+            return Err(check::NO_SUCH_OBJECT);
+        }
+        Ok((GenKind::Alias { of_type: t, target }, vec![]))
+    }
+
+    /// A DPA process: its image loaded (and authenticated when the profile trusts a root).
+    fn create_dpa_process(
+        &mut self,
+        uid: u16,
+        t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>, Option<NewProcess>), Check> {
+        let dpa = |f| self.profile.dpa_cap(f);
+        use l::dpa_cap as d;
+        use l::dpa_process as p;
+        let c = View::<p::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let max = dpa(d::max_dpa_processes).min(u64::from(limit(dpa(d::log_max_dpa_process))));
+        if u64::from(self.count_type(t)) >= max {
+            return Err(check::TOO_MANY_OBJECTS);
+        }
+        let pd = c.get(p::pd) as u32;
+        self.check_owned_pd(uid, pd)?;
+        let elf_umem = c.get(p::elf_umem_id) as u32;
+        let elf_size = c.get(p::elf_size);
+        if elf_size == 0 {
+            return Err(check::BAD_LENGTH);
+        }
+        let image = self
+            .mem
+            .range(uid, elf_umem, c.get(p::elf_umem_offset), elf_size)
+            .map_err(|e| {
+                if e == check::BAD_UMEM_RANGE {
+                    check::BAD_ELF_RANGE
+                } else {
+                    e
+                }
+            })?;
+        let heap = c.get(p::heap_size);
+        let budget = self.profile.dpa_process_memory();
+        elf_size.checked_add(heap).ok_or(check::BAD_HEAP_SIZE)?;
+        if heap > budget || elf_size > crate::state::dpa::map::ELF_MAX {
+            return Err(check::DPA_MEMORY_EXHAUSTED);
+        }
+        // Load the ELF at its link addresses (what it occupies is accounted below,
+        // not its file size); the heap follows the data segments, DPA_MEM blocks the
+        // heap.
+        let mut bytes = vec![0u8; elf_size as usize];
+        if !image.read(0, &mut bytes) {
+            return Err(check::BAD_ELF_RANGE);
+        }
+        // DPA Application Authentication, when the profile enables it.
+        if !self.profile.dpa_auth_roots.is_empty() {
+            let sig_size = c.get(p::sig_size);
+            if sig_size == 0 {
+                return Err(check::DPA_APP_UNSIGNED);
+            }
+            if sig_size > 64 << 10 {
+                return Err(check::BAD_SIG_RANGE);
+            }
+            let sig = self
+                .mem
+                .range(
+                    uid,
+                    c.get(p::sig_umem_id) as u32,
+                    c.get(p::sig_umem_offset),
+                    sig_size,
+                )
+                .map_err(|_| check::BAD_SIG_RANGE)?;
+            let mut sig_bytes = vec![0u8; sig_size as usize];
+            if !sig.read(0, &mut sig_bytes) {
+                return Err(check::BAD_SIG_RANGE);
+            }
+            let valid =
+                mlx5_dpa::image::auth::verify(&bytes, &sig_bytes, &self.profile.dpa_auth_roots)
+                    .is_ok_and(|v| v.trusted());
+            if !valid {
+                return Err(check::DPA_APP_AUTH_FAILED);
+            }
+        }
+        let dumem_len = budget.min(crate::state::dpa::map::DUMEM_MAX);
+        let slots =
+            limit(dpa(d::log_max_dpa_threads_per_process)).min(crate::state::dpa::map::MAX_SLOTS);
+        let loaded = crate::dpa::loader::load(&bytes, dumem_len, slots)?;
+        let dumem_used = round_up(
+            loaded
+                .data_span
+                .checked_add(heap)
+                .ok_or(check::BAD_HEAP_SIZE)?,
+            4096,
+        );
+        let used = loaded.image_bytes.saturating_add(heap);
+        if used > budget || dumem_used > dumem_len {
+            return Err(check::DPA_MEMORY_EXHAUSTED);
+        }
+        let new = NewProcess {
+            loaded,
+            heap,
+            dumem_used,
+        };
+        Ok((
+            GenKind::DpaProcess {
+                pd,
+                elf_umem,
+                used,
+                threads: 0,
+            },
+            vec![Ref::Pd(pd), Ref::Umem(elf_umem)],
+            Some(new),
+        ))
+    }
+
+    /// A block of a process's DPA memory, first fit after its heap.
+    fn create_dpa_mem(
+        &mut self,
+        uid: u16,
+        _t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>), Check> {
+        let dpa = |f| self.profile.dpa_cap(f);
+        use l::dpa_cap as d;
+        use l::dpa_mem as m;
+        let c = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let process = c.get(m::dpa_process_id) as u32;
+        self.process_of(uid, process)?;
+        let size = c.get(m::size);
+        if size == 0 {
+            return Err(check::BAD_LENGTH);
+        }
+        if size > 1u64 << dpa(d::log_max_dpa_mem).min(63) {
+            return Err(check::ABOVE_CAP);
+        }
+        let block = dpa(d::dpa_mem_block_size).max(1);
+        let rounded = size
+            .div_ceil(block)
+            .checked_mul(block)
+            .ok_or(check::BAD_LENGTH)?;
+        let budget = self.profile.dpa_process_memory();
+        // First fit in the DUMEM window after the heap (freed blocks are reused).
+        let free = self.dpa.find_block(process, rounded);
+        let Some(GenObj {
+            kind: GenKind::DpaProcess { used, .. },
+            ..
+        }) = self.gen.get_mut(process)
+        else {
+            return Err(check::NO_SUCH_DPA_PROCESS);
+        };
+        let Some(addr) = free.filter(|_| used.saturating_add(rounded) <= budget) else {
+            return Err(check::DPA_MEMORY_EXHAUSTED);
+        };
+        *used += rounded;
+        Ok((
+            GenKind::DpaMem {
+                process,
+                size: rounded,
+                addr,
+            },
+            vec![Ref::Gen(process)],
+        ))
+    }
+
+    /// A DPA thread of a process, with its affinity and default outbox / window.
+    fn create_dpa_thread(
+        &mut self,
+        uid: u16,
+        t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>), Check> {
+        let dpa = |f| self.profile.dpa_cap(f);
+        use l::dpa_cap as d;
+        use l::dpa_thread as th;
+        let c = View::<th::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let process = c.get(th::dpa_process_id) as u32;
+        self.process_of(uid, process)?;
+        if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_thread))) {
+            return Err(check::TOO_MANY_THREADS);
+        }
+        if let Some(GenObj {
+            kind: GenKind::DpaProcess { threads, .. },
+            ..
+        }) = self.gen.get(process)
+        {
+            if u64::from(*threads) >= u64::from(limit(dpa(d::log_max_dpa_threads_per_process))) {
+                return Err(check::TOO_MANY_THREADS);
+            }
+        }
+        let id = c.get(th::affinity_id) as u32;
+        let affinity = match c.get(th::affinity_type) {
+            0 => Affinity::None,
+            1 if dpa(d::thread_affinity_single_hart) == 1 && id <= 0xffff => {
+                Affinity::Eu(id as u16)
+            }
+            2 if dpa(d::thread_affinity_hart_group) == 1 && id <= 0xffff => {
+                Affinity::Group(id as u16)
+            }
+            _ => return Err(check::BAD_AFFINITY),
+        };
+        // The process's function must have EUs for it (`fw::eu`).
+        let vhca = self
+            .dpa
+            .processes
+            .get(&process)
+            .map_or(self.vhca_of(uid), |p| p.vhca);
+        self.affinity_allowed(uid, vhca, affinity)?;
+        if c.get(th::entry_point) == 0 {
+            return Err(check::BAD_ENTRY_POINT);
+        }
+        if !self.dpa.has_slot(process) {
+            return Err(check::TOO_MANY_THREADS);
+        }
+        let mut refs = vec![Ref::Gen(process)];
+        let mut linked = |field, want, missing| -> Result<Option<u32>, Check> {
+            let id = c.get(field) as u32;
+            if id == 0 {
+                return Ok(None);
+            }
+            let g = self.gen.get(id).ok_or(missing)?;
+            if g.obj_type != want {
+                return Err(check::WRONG_OBJ_TYPE);
+            }
+            owned(&g.meta, uid)?;
+            if parent_process(&g.kind) != Some(process) {
+                return Err(check::CROSS_PROCESS);
+            }
+            refs.push(Ref::Gen(id));
+            Ok(Some(id))
+        };
+        let outbox = linked(
+            th::default_outbox_id,
+            obj_type::DPA_OUTBOX,
+            check::NO_SUCH_DPA_OUTBOX,
+        )?;
+        let window = linked(
+            th::default_window_id,
+            obj_type::DPA_WINDOW,
+            check::NO_SUCH_DPA_WINDOW,
+        )?;
+        if let Some(GenObj {
+            kind: GenKind::DpaProcess { threads, .. },
+            ..
+        }) = self.gen.get_mut(process)
+        {
+            *threads += 1;
+        }
+        Ok((
+            GenKind::DpaThread {
+                process,
+                outbox,
+                window,
+            },
+            refs,
+        ))
+    }
+
+    /// An outbox of a process over a UAR.
+    fn create_dpa_outbox(
+        &mut self,
+        uid: u16,
+        t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>), Check> {
+        let dpa = |f| self.profile.dpa_cap(f);
+        use l::dpa_cap as d;
+        use l::dpa_outbox as ob;
+        let c = View::<ob::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let process = c.get(ob::dpa_process_id) as u32;
+        self.process_of(uid, process)?;
+        if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_outbox))) {
+            return Err(check::TOO_MANY_OBJECTS);
+        }
+        let uar = c.get(ob::uar) as u32;
+        self.check_uar(uid, uar)?;
+        Ok((
+            GenKind::DpaOutbox { process, uar },
+            vec![Ref::Gen(process), Ref::Uar(uar)],
+        ))
+    }
+
+    /// A window of a process over a PD.
+    fn create_dpa_window(
+        &mut self,
+        uid: u16,
+        t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>), Check> {
+        let dpa = |f| self.profile.dpa_cap(f);
+        use l::dpa_cap as d;
+        use l::dpa_window as w;
+        let c = View::<w::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let process = c.get(w::dpa_process_id) as u32;
+        self.process_of(uid, process)?;
+        if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_window))) {
+            return Err(check::TOO_MANY_OBJECTS);
+        }
+        let pd = c.get(w::pd) as u32;
+        self.check_owned_pd(uid, pd)?;
+        Ok((
+            GenKind::DpaWindow { process, pd },
+            vec![Ref::Gen(process), Ref::Pd(pd)],
+        ))
+    }
+
+    /// A UAR of a process (another function's, through an alias of it).
+    fn create_dpa_uar(
+        &mut self,
+        uid: u16,
+        _t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>), Check> {
+        use l::dpa_uar as u;
+        let c = View::<u::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        // Another function's process, through an alias of it: the UAR extends that
+        // process to this function (FlexIO `flexio_uar_extend`; provisional: how
+        // firmware learns the extension is not public).
+        let named = c.get(u::dpa_process_id) as u32;
+        let process = self.through_alias(uid, named, obj_type::DPA_PROCESS);
+        if process == named {
+            self.process_of(uid, process)?;
+        } else if self.gen.get(process).map(|g| g.obj_type) != Some(obj_type::DPA_PROCESS) {
+            return Err(check::NO_SUCH_DPA_PROCESS);
+        }
+        let uar = c.get(u::uar_page) as u32;
+        self.check_uar(uid, uar)?;
+        let vhca = self.vhca_of(uid);
+        Ok((
+            GenKind::DpaUar { process, uar, vhca },
+            vec![Ref::Gen(process), Ref::Uar(uar)],
+        ))
+    }
+
+    /// A DPA EQ in a UMEM.
+    fn create_dpa_eq(
+        &mut self,
+        uid: u16,
+        _t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>), Check> {
+        use l::dpa_eq as e;
+        let c = View::<e::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let log = c.get(e::log_umem_size);
+        if !(6..=22).contains(&log) {
+            return Err(check::BAD_LOG_SIZE);
+        }
+        let umem = self.mem.resolve(uid, c.get(e::umem_id) as u32);
+        let off = c.get(e::umem_offset);
+        self.mem.range(uid, umem, off, 1 << log)?;
+        let uar = c.get(e::uar_page) as u32;
+        self.check_uar(uid, uar)?;
+        Ok((
+            GenKind::DpaEq { umem, uar },
+            vec![Ref::Umem(umem), Ref::Uar(uar)],
+        ))
+    }
+
+    /// A doorbell-to-CQ mapping.
+    fn create_db_cq_mapping(
+        &mut self,
+        uid: u16,
+        _t: u16,
+        ctx: &[u8],
+    ) -> Result<(GenKind, Vec<Ref>), Check> {
+        use l::dpa_db_cq_mapping as m;
+        let c = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let cqn = c.get(m::cqn) as u32;
+        let cq = self.cqs.get(cqn).ok_or(check::NO_SUCH_CQ)?;
+        owned(&cq.meta, uid)?;
+        Ok((GenKind::DbCqMapping { cqn }, vec![Ref::Cq(cqn)]))
     }
 
     fn drop_ref(&mut self, r: Ref) {
