@@ -730,17 +730,11 @@ pub(crate) mod handler_return {
 /// guest code on the 2-core machine.
 pub(crate) const STAND_IN_AFTER: u64 = 50_000;
 
-/// Runs one activation to its end. `long`, if given, is called once when the activation has
-/// retired [`STAND_IN_AFTER`] instructions in this run and goes on (the budget
-/// stays exact: the engine stops there and resumes the same hart).
-pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
-    use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
-    let cache = std::mem::take(&mut job.cache);
+/// The hart an activation starts with: where a pause left it, where a continuable thread
+/// yielded, or at the entry with the thread's stack, context and argument.
+fn start_hart(job: &mut Job, paused: Option<&Paused>, ctx: u64, instret_start: u64) -> Hart {
     let mut hart = std::mem::replace(&mut job.hart, Hart::new(0));
-    let ctx = map::context(job.slot);
-    let paused = job.paused.take();
-    let instret_start = paused.as_ref().map_or(0, |p| p.hart.instret);
-    if let Some(p) = &paused {
+    if let Some(p) = paused {
         hart.x = p.hart.x;
         hart.pc = p.hart.pc;
     } else {
@@ -763,6 +757,19 @@ pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
     }
     hart.instret = instret_start;
     hart.reservation = None;
+    hart
+}
+
+/// Runs one activation to its end. `long`, if given, is called once when the activation has
+/// retired [`STAND_IN_AFTER`] instructions in this run and goes on (the budget
+/// stays exact: the engine stops there and resumes the same hart).
+pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
+    use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
+    let cache = std::mem::take(&mut job.cache);
+    let ctx = map::context(job.slot);
+    let paused = job.paused.take();
+    let instret_start = paused.as_ref().map_or(0, |p| p.hart.instret);
+    let mut hart = start_hart(&mut job, paused.as_deref(), ctx, instret_start);
     let mut bus = ActBus {
         job: &job,
         cache,
@@ -889,91 +896,26 @@ pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
             }
             Stop::Ecall => {
                 rtos_calls += 1;
-                let a0 = hart.x[reg::A0];
-                let nr = hart.x[reg::A7];
-                let fail = |errno: u32, bus: &ActBus<'_>| {
-                    bus.write_ctx(40, 4, u64::from(errno));
-                    RTOS_FAILED
-                };
-                let ret = match nr {
-                    rtos_call::DUAR_HANDLER_RETURN if a0 == 0 => break Outcome::Reschedule,
-                    rtos_call::DUAR_HANDLER_RETURN if a0 == 1 => break Outcome::Finish(None),
-                    // Yield: without `continuable` it has no effect (FlexIO's documentation);
-                    // the call returns 0 and the thread runs on.
-                    rtos_call::DUAR_HANDLER_RETURN if a0 == handler_return::YIELD => {
-                        if job.continuable {
-                            break Outcome::Yield(Box::new(hart.clone()));
-                        }
-                        0
-                    }
-                    rtos_call::DUAR_HANDLER_RETURN if a0 == handler_return::RETRIGGER => {
-                        break Outcome::Retrigger
-                    }
-                    rtos_call::GET_DUAR => u64::from(job.duar),
-                    rtos_call::OUTBOX_SET_CFG => match u32::try_from(a0) {
-                        Ok(id) if job.outboxes.contains_key(&id) => {
-                            bus.set_outbox(Some(id));
-                            0
-                        }
-                        _ => fail(rtos_errno::NO_SUCH_OBJECT, &bus),
-                    },
-                    rtos_call::WINDOW_SET_CFG => match u32::try_from(a0) {
-                        Ok(id) if job.windows.contains_key(&id) => {
-                            bus.set_window(Some(id));
-                            0
-                        }
-                        _ => fail(rtos_errno::NO_SUCH_OBJECT, &bus),
-                    },
-                    rtos_call::EXIT_PROCESS => break Outcome::Exit(a0),
-                    // The process's own function, or one it was extended to.
-                    rtos_call::OUTBOX_SET_GVMI => match u16::try_from(a0) {
-                        Ok(g) if g == job.vhca_id || job.extensions.contains(&g) => {
-                            bus.gvmi = g;
-                            0
-                        }
-                        _ => fail(rtos_errno::BAD_GVMI, &bus),
-                    },
-                    rtos_call::NIC_COUNTERS_CONFIG | rtos_call::NIC_COUNTERS_SAMPLE => {
-                        let done = if nr == rtos_call::NIC_COUNTERS_CONFIG {
-                            nic_counters_config(&mut bus, a0, hart.x[reg::A1], hart.x[reg::A2])
-                        } else {
-                            nic_counters_sample(&mut bus)
-                        };
-                        match done {
-                            Ok(()) => 0,
-                            Err(code) => {
-                                break Outcome::Failed(Failure {
-                                    device_code: code,
-                                    ..failure(
-                                        cause::RTOS_CALL_REFUSED,
-                                        ps::BAD_RTOS_CALL,
-                                        error_syndrome::RTOS_CALL_REFUSED,
-                                        hart.pc.wrapping_sub(4),
-                                    )
-                                })
-                            }
-                        }
-                    }
-                    // The model runs no programmable-congestion-control processes, so no GVMI
-                    // has a PCC table: 0 (provisional; the table's layout is not public).
-                    rtos_call::GET_PCC_TABLE_BASE => 0,
-                    _ => {
-                        // The number stays whole in the dumped a7 (gpr[17]).
-                        break Outcome::Failed(Failure {
-                            // pc points past the ecall; report the ecall itself.
-                            ..failure(
-                                cause::BAD_RTOS_CALL,
-                                ps::BAD_RTOS_CALL,
-                                error_syndrome::BAD_RTOS_CALL,
-                                hart.pc.wrapping_sub(4),
-                            )
-                        });
-                    }
-                };
-                hart.x[reg::A0] = ret;
+                match rtos_call(&job, &mut bus, &hart) {
+                    Ok(ret) => hart.x[reg::A0] = ret,
+                    Err(end) => break end,
+                }
             }
         }
     };
+    finish(&job, hart, bus, outcome, rtos_calls, instret_start)
+}
+
+/// The activation's end as the engine takes it: the window's stores written back, the stack
+/// kept for a coredump when it failed, the hart, cache and effects handed back.
+fn finish(
+    job: &Job,
+    hart: Hart,
+    mut bus: ActBus<'_>,
+    outcome: Outcome,
+    rtos_calls: u64,
+    instret_start: u64,
+) -> Done {
     // Weak coherency: the window's buffered stores reach the host as the activation ends;
     // DPA-memory stores not written back are committed after the NIC's next pass.
     bus.writeback_window();
@@ -1004,6 +946,93 @@ pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
         stack,
         unwritten,
     }
+}
+
+/// One FlexIO-OS call (`ecall`, number in a7): its return value for a0, or the end of the
+/// activation it asks for (or the failure it causes).
+fn rtos_call(job: &Job, bus: &mut ActBus<'_>, hart: &Hart) -> Result<u64, Outcome> {
+    use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
+    let a0 = hart.x[reg::A0];
+    let nr = hart.x[reg::A7];
+    let fail = |errno: u32, bus: &ActBus<'_>| {
+        bus.write_ctx(40, 4, u64::from(errno));
+        RTOS_FAILED
+    };
+    Ok(match nr {
+        rtos_call::DUAR_HANDLER_RETURN if a0 == 0 => return Err(Outcome::Reschedule),
+        rtos_call::DUAR_HANDLER_RETURN if a0 == 1 => return Err(Outcome::Finish(None)),
+        // Yield: without `continuable` it has no effect (FlexIO's documentation);
+        // the call returns 0 and the thread runs on.
+        rtos_call::DUAR_HANDLER_RETURN if a0 == handler_return::YIELD => {
+            if job.continuable {
+                return Err(Outcome::Yield(Box::new(hart.clone())));
+            }
+            0
+        }
+        rtos_call::DUAR_HANDLER_RETURN if a0 == handler_return::RETRIGGER => {
+            return Err(Outcome::Retrigger)
+        }
+        rtos_call::GET_DUAR => u64::from(job.duar),
+        rtos_call::OUTBOX_SET_CFG => match u32::try_from(a0) {
+            Ok(id) if job.outboxes.contains_key(&id) => {
+                bus.set_outbox(Some(id));
+                0
+            }
+            _ => fail(rtos_errno::NO_SUCH_OBJECT, bus),
+        },
+        rtos_call::WINDOW_SET_CFG => match u32::try_from(a0) {
+            Ok(id) if job.windows.contains_key(&id) => {
+                bus.set_window(Some(id));
+                0
+            }
+            _ => fail(rtos_errno::NO_SUCH_OBJECT, bus),
+        },
+        rtos_call::EXIT_PROCESS => return Err(Outcome::Exit(a0)),
+        // The process's own function, or one it was extended to.
+        rtos_call::OUTBOX_SET_GVMI => match u16::try_from(a0) {
+            Ok(g) if g == job.vhca_id || job.extensions.contains(&g) => {
+                bus.gvmi = g;
+                0
+            }
+            _ => fail(rtos_errno::BAD_GVMI, bus),
+        },
+        rtos_call::NIC_COUNTERS_CONFIG | rtos_call::NIC_COUNTERS_SAMPLE => {
+            let done = if nr == rtos_call::NIC_COUNTERS_CONFIG {
+                nic_counters_config(bus, a0, hart.x[reg::A1], hart.x[reg::A2])
+            } else {
+                nic_counters_sample(bus)
+            };
+            match done {
+                Ok(()) => 0,
+                Err(code) => {
+                    return Err(Outcome::Failed(Failure {
+                        device_code: code,
+                        ..failure(
+                            cause::RTOS_CALL_REFUSED,
+                            ps::BAD_RTOS_CALL,
+                            error_syndrome::RTOS_CALL_REFUSED,
+                            hart.pc.wrapping_sub(4),
+                        )
+                    }))
+                }
+            }
+        }
+        // The model runs no programmable-congestion-control processes, so no GVMI
+        // has a PCC table: 0 (provisional; the table's layout is not public).
+        rtos_call::GET_PCC_TABLE_BASE => 0,
+        _ => {
+            // The number stays whole in the dumped a7 (gpr[17]).
+            return Err(Outcome::Failed(Failure {
+                // pc points past the ecall; report the ecall itself.
+                ..failure(
+                    cause::BAD_RTOS_CALL,
+                    ps::BAD_RTOS_CALL,
+                    error_syndrome::BAD_RTOS_CALL,
+                    hart.pc.wrapping_sub(4),
+                )
+            }));
+        }
+    })
 }
 
 /// `flexio_dev_nic_counters_config(values, ids, n)`: checks the configuration as FlexIO
