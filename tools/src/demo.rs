@@ -383,8 +383,63 @@ pub fn run(
     for m in model.into_iter().chain(extra.iter()) {
         m.start_engine();
     }
-    let out = &mut std::io::stdout();
-    let res: Result<(), DemoError> = match demo {
+    let res = run_on(
+        demo,
+        ctx,
+        model,
+        device_name,
+        &extra,
+        &mut std::io::stdout(),
+    );
+    for m in model.into_iter().chain(extra.iter()) {
+        m.stop_engine();
+    }
+    if let Some(m) = model {
+        m.stop_captures().map_err(|e| {
+            let path = pcap.map(|p| p.display().to_string()).unwrap_or_default();
+            DemoError(format!("pcap {path}: {e}"))
+        })?;
+        if let Some(p) = pcap {
+            println!("pcap written to {}", p.display());
+        }
+    }
+    res
+}
+
+/// What a sample calls once its DPA process exists (the GDB hook of `--gdb`).
+type OnProcess<'a> = dyn FnMut(
+        &mlx5_dpa::dpa::Process,
+        &mut dyn std::io::Write,
+    ) -> Result<(), Box<dyn std::error::Error>>
+    + 'a;
+
+/// Runs `f` with the `--gdb` hook for `gdb`, and ends the GDB server it may have started.
+fn with_gdb<T>(
+    gdb: Option<&str>,
+    model: Option<&mlx5_sim::Device>,
+    f: impl FnOnce(&mut OnProcess<'_>) -> T,
+) -> T {
+    let mut server = None;
+    let r = {
+        let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
+            gdb_hook(gdb, model, p, out, &mut server)
+        };
+        f(&mut on_process)
+    };
+    drop(server);
+    r
+}
+
+/// The demo itself, on started engines; `extra` holds the second model of `rdma --linked`.
+fn run_on(
+    demo: &Demo,
+    ctx: &Arc<dyn Devx>,
+    model: Option<&mlx5_sim::Device>,
+    device_name: &str,
+    extra: &[mlx5_sim::Device],
+    out: &mut std::io::Stdout,
+) -> Result<(), DemoError> {
+    match demo {
         Demo::GpuSend { .. } | Demo::GpuRecv { .. } | Demo::GpuVerbs { .. } => {
             gpu_demo(demo, ctx, model, out)
         }
@@ -417,129 +472,82 @@ pub fn run(
             app_elf,
             app,
             gdb,
-        } => (|| {
+        } => {
             let app = match app_elf {
                 Some(p) => device_image(ctx, p, app.as_deref())?,
                 None => App::from_device_elf("rpc_calc", flexio_rpc::RPC_CALC_ELF)
                     .map_err(|e| DemoError(e.to_string()))?,
             };
-            let mut server = None;
-            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
-                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
-            };
             let attr = mlx5_dpa::dpa::ProcessAttr::for_app(&app);
-            let r = flexio_rpc::run_with(
-                ctx,
-                device_name,
-                (*a, *b),
-                app.image(),
-                &attr,
-                out,
-                &mut on_process,
-            )
+            with_gdb(gdb.as_deref(), model, |hook| {
+                flexio_rpc::run_with(ctx, device_name, (*a, *b), app.image(), &attr, out, hook)
+            })
             .map(|_| ())
-            .map_err(DemoError::from);
-            drop(server);
-            r
-        })(),
-        Demo::Multithread { workers, gdb } => {
-            let mut server = None;
-            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
-                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
-            };
-            let r = flexio_multithread::run_with(ctx, *workers, out, &mut on_process)
-                .map(|_| ())
-                .map_err(Into::into);
-            drop(server);
-            r
+            .map_err(DemoError::from)
         }
-        Demo::Window { gdb } => {
-            let mut server = None;
-            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
-                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
-            };
-            let r = flexio_window::run_with(ctx, out, &mut on_process)
-                .map(|_| ())
-                .map_err(Into::into);
-            drop(server);
-            r
-        }
+        Demo::Multithread { workers, gdb } => with_gdb(gdb.as_deref(), model, |hook| {
+            flexio_multithread::run_with(ctx, *workers, out, hook)
+        })
+        .map(|_| ())
+        .map_err(Into::into),
+        Demo::Window { gdb } => with_gdb(gdb.as_deref(), model, |hook| {
+            flexio_window::run_with(ctx, out, hook)
+        })
+        .map(|_| ())
+        .map_err(Into::into),
         Demo::DocaDpa {
             sample,
             app_elf,
             app,
             delay_ms,
             gdb,
-        } => (|| {
+        } => {
             let image = match app_elf {
                 Some(p) => Some(device_image(ctx, p, app.as_deref())?),
                 None => None,
             };
-            let sample = match sample {
-                DocaSample::KernelLaunch => doca_dpa::Sample::KernelLaunch,
-                DocaSample::WaitKernelLaunch => doca_dpa::Sample::WaitKernelLaunch,
-                DocaSample::BinaryTree => doca_dpa::Sample::BinaryTree,
-                DocaSample::DiamondTree => doca_dpa::Sample::DiamondTree,
-                DocaSample::HelloWorld => doca_dpa::Sample::HelloWorld,
-                DocaSample::PingPong => doca_dpa::Sample::PingPong,
-                DocaSample::BasicInitiatorTarget => doca_dpa::Sample::BasicInitiatorTarget,
-                DocaSample::InitiatorTarget => doca_dpa::Sample::InitiatorTarget,
-                DocaSample::RdmaCopy => doca_dpa::Sample::RdmaCopy,
-            };
-            let mut server = None;
-            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
-                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
-            };
-            let r = doca_dpa::run_with(
-                ctx,
-                sample,
-                image.as_ref(),
-                std::time::Duration::from_millis(*delay_ms),
-                out,
-                &mut on_process,
-            )
-            .map_err(|e| DemoError(e.to_string()));
-            drop(server);
-            r
-        })(),
+            let delay = std::time::Duration::from_millis(*delay_ms);
+            with_gdb(gdb.as_deref(), model, |hook| {
+                doca_dpa::run_with(ctx, doca_sample(*sample), image.as_ref(), delay, out, hook)
+            })
+            .map_err(|e| DemoError(e.to_string()))
+        }
         Demo::PacketProcessor {
             app_elf, app, gdb, ..
-        } => (|| {
+        } => {
             let app = match app_elf {
                 Some(p) => device_image(ctx, p, app.as_deref())?,
                 None => App::from_device_elf("pp_sample", flexio_packet_processor::PP_SAMPLE_ELF)
                     .map_err(|e| DemoError(e.to_string()))?,
             };
             let attr = mlx5_dpa::dpa::ProcessAttr::for_app(&app);
-            let mut server = None;
-            let mut on_process = |p: &mlx5_dpa::dpa::Process, out: &mut dyn std::io::Write| {
-                gdb_hook(gdb.as_deref(), model, p, out, &mut server)
-            };
-            let r = flexio_packet_processor::run_sample_with(
-                ctx,
-                device_name,
-                app.image(),
-                &attr,
-                out,
-                &mut on_process,
-            )
+            with_gdb(gdb.as_deref(), model, |hook| {
+                flexio_packet_processor::run_sample_with(
+                    ctx,
+                    device_name,
+                    app.image(),
+                    &attr,
+                    out,
+                    hook,
+                )
+            })
             .map(|_| ())
-            .map_err(DemoError::from);
-            drop(server);
-            r
-        })(),
-    };
-    for m in model.into_iter().chain(extra.iter()) {
-        m.stop_engine();
-    }
-    if let Some(m) = model {
-        m.stop_captures().map_err(|e| {
-            let path = pcap.map(|p| p.display().to_string()).unwrap_or_default();
-            DemoError(format!("pcap {path}: {e}"))
-        })?;
-        if let Some(p) = pcap {
-            println!("pcap written to {}", p.display());
+            .map_err(DemoError::from)
         }
     }
-    res
+}
+
+/// The DOCA DPA sample a `demo doca-dpa` argument names.
+fn doca_sample(s: DocaSample) -> doca_dpa::Sample {
+    match s {
+        DocaSample::KernelLaunch => doca_dpa::Sample::KernelLaunch,
+        DocaSample::WaitKernelLaunch => doca_dpa::Sample::WaitKernelLaunch,
+        DocaSample::BinaryTree => doca_dpa::Sample::BinaryTree,
+        DocaSample::DiamondTree => doca_dpa::Sample::DiamondTree,
+        DocaSample::HelloWorld => doca_dpa::Sample::HelloWorld,
+        DocaSample::PingPong => doca_dpa::Sample::PingPong,
+        DocaSample::BasicInitiatorTarget => doca_dpa::Sample::BasicInitiatorTarget,
+        DocaSample::InitiatorTarget => doca_dpa::Sample::InitiatorTarget,
+        DocaSample::RdmaCopy => doca_dpa::Sample::RdmaCopy,
+    }
 }
