@@ -998,46 +998,48 @@ impl EventChannel for RdmaCoreEventChannel {
     }
 
     fn read_event(&self, timeout: Duration) -> Result<Option<DevxEvent>, DevxError> {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        let deadline = Instant::now().checked_add(timeout);
-        loop {
-            if let Some(ev) = self.try_read()? {
-                return Ok(Some(ev));
+        crate::sync::traced_wait("a DevX event", || {
+            use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+            let deadline = Instant::now().checked_add(timeout);
+            loop {
+                if let Some(ev) = self.try_read()? {
+                    return Ok(Some(ev));
+                }
+                let remaining = match deadline {
+                    Some(d) => d.saturating_duration_since(Instant::now()),
+                    None => Duration::MAX,
+                };
+                if remaining.is_zero() {
+                    return Ok(None);
+                }
+                // Round up, so that a sub-millisecond remainder still sleeps instead of spinning.
+                let ms = remaining
+                    .as_nanos()
+                    .div_ceil(1_000_000)
+                    .min(u128::from(MAX_POLL_MS));
+                let ms = u16::try_from(ms).unwrap_or(MAX_POLL_MS);
+                let mut fds = [PollFd::new(self.borrow_fd(), PollFlags::POLLIN)];
+                match poll(&mut fds, PollTimeout::from(ms)) {
+                    Ok(_) | Err(Errno::EINTR) => {}
+                    Err(errno) => return Err(DevxError::Os { op: "poll", errno }),
+                }
+                let revents = fds[0].revents().unwrap_or(PollFlags::empty());
+                if revents.contains(PollFlags::POLLNVAL) {
+                    return Err(DevxError::Os {
+                        op: "poll",
+                        errno: Errno::EBADF,
+                    });
+                }
+                if revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP)
+                    && !revents.contains(PollFlags::POLLIN)
+                {
+                    return Err(DevxError::Os {
+                        op: "poll",
+                        errno: Errno::EIO,
+                    });
+                }
             }
-            let remaining = match deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()),
-                None => Duration::MAX,
-            };
-            if remaining.is_zero() {
-                return Ok(None);
-            }
-            // Round up, so that a sub-millisecond remainder still sleeps instead of spinning.
-            let ms = remaining
-                .as_nanos()
-                .div_ceil(1_000_000)
-                .min(u128::from(MAX_POLL_MS));
-            let ms = u16::try_from(ms).unwrap_or(MAX_POLL_MS);
-            let mut fds = [PollFd::new(self.borrow_fd(), PollFlags::POLLIN)];
-            match poll(&mut fds, PollTimeout::from(ms)) {
-                Ok(_) | Err(Errno::EINTR) => {}
-                Err(errno) => return Err(DevxError::Os { op: "poll", errno }),
-            }
-            let revents = fds[0].revents().unwrap_or(PollFlags::empty());
-            if revents.contains(PollFlags::POLLNVAL) {
-                return Err(DevxError::Os {
-                    op: "poll",
-                    errno: Errno::EBADF,
-                });
-            }
-            if revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP)
-                && !revents.contains(PollFlags::POLLIN)
-            {
-                return Err(DevxError::Os {
-                    op: "poll",
-                    errno: Errno::EIO,
-                });
-            }
-        }
+        })
     }
 }
 

@@ -217,41 +217,43 @@ impl SyncEvent {
         what: &str,
         timeout: Duration,
     ) -> Result<u64, DocaError> {
-        if !self.attr.subscriber_cpu {
-            return Err(DocaError::NotPermitted(format!(
-                "{what} on the CPU: the event has no CPU subscriber"
-            )));
-        }
-        let start = Instant::now();
-        let mut looks = 0u32;
-        let mut last_check = start;
-        loop {
-            let v = self.get();
-            if done(v) {
-                return Ok(v);
+        crate::sync::traced_wait("a sync event", || {
+            if !self.attr.subscriber_cpu {
+                return Err(DocaError::NotPermitted(format!(
+                    "{what} on the CPU: the event has no CPU subscriber"
+                )));
             }
-            // What would set it may have failed: the process's status, now and then.
-            if last_check.elapsed() >= HEALTH_EVERY {
-                last_check = Instant::now();
-                self.slot.shared.check()?;
-            } else if let Some(why) = self.slot.shared.failure() {
-                return Err(DocaError::Fatal(why));
+            let start = Instant::now();
+            let mut looks = 0u32;
+            let mut last_check = start;
+            loop {
+                let v = self.get();
+                if done(v) {
+                    return Ok(v);
+                }
+                // What would set it may have failed: the process's status, now and then.
+                if last_check.elapsed() >= HEALTH_EVERY {
+                    last_check = Instant::now();
+                    self.slot.shared.check()?;
+                } else if let Some(why) = self.slot.shared.failure() {
+                    return Err(DocaError::Fatal(why));
+                }
+                if start.elapsed() >= timeout {
+                    return Err(DocaError::Timeout {
+                        what: "a sync event to pass its threshold",
+                        after: timeout,
+                    });
+                }
+                looks = looks.saturating_add(1);
+                if looks < 64 {
+                    std::hint::spin_loop();
+                } else if looks < 256 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(WAIT_SLEEP);
+                }
             }
-            if start.elapsed() >= timeout {
-                return Err(DocaError::Timeout {
-                    what: "a sync event to pass its threshold",
-                    after: timeout,
-                });
-            }
-            looks = looks.saturating_add(1);
-            if looks < 64 {
-                std::hint::spin_loop();
-            } else if looks < 256 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(WAIT_SLEEP);
-            }
-        }
+        })
     }
 
     /// The handle DPA code names the event by (`doca_sync_event_export_to_dpa` /

@@ -496,26 +496,28 @@ impl CmdQueue {
     /// [`DpaError::ProcessFault`] when a task faulted (or the process failed otherwise),
     /// [`DpaError::Timeout`], copy errors.
     pub fn wait_empty(&mut self, timeout: Duration) -> Result<(), DpaError> {
-        if self.state == CmdqState::Pending && self.submitted() != self.device.retired() {
-            return Err(DpaError::BadArgs(
-                "waiting on a pending command queue with tasks (call state_running)".into(),
-            ));
-        }
-        let start = Instant::now();
-        let mut pause = Duration::from_micros(20);
-        loop {
-            if self.is_empty()? {
-                return Ok(());
+        crate::sync::traced_wait("a command queue to empty", || {
+            if self.state == CmdqState::Pending && self.submitted() != self.device.retired() {
+                return Err(DpaError::BadArgs(
+                    "waiting on a pending command queue with tasks (call state_running)".into(),
+                ));
             }
-            if start.elapsed() >= timeout {
-                return Err(DpaError::Timeout {
-                    what: "the command queue's tasks to retire",
-                    after: timeout,
-                });
+            let start = Instant::now();
+            let mut pause = Duration::from_micros(20);
+            loop {
+                if self.is_empty()? {
+                    return Ok(());
+                }
+                if start.elapsed() >= timeout {
+                    return Err(DpaError::Timeout {
+                        what: "the command queue's tasks to retire",
+                        after: timeout,
+                    });
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(2));
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
-        }
+        })
     }
 
     /// The counters, with the device's read now.

@@ -751,26 +751,28 @@ impl MsgStream {
     /// # Errors
     /// As [`MsgStream::poll`].
     pub fn flush(&mut self, timeout: Duration) -> Result<u64, DpaError> {
-        let start = Instant::now();
-        let before = self.delivered();
-        let mut seen = before;
-        let mut last_arrival = start;
-        loop {
-            self.poll()?;
-            let now_delivered = self.delivered();
-            let now = Instant::now();
-            if now_delivered != seen {
-                seen = now_delivered;
-                last_arrival = now;
-            } else if now.duration_since(last_arrival) >= FLUSH_QUIET.min(timeout) {
-                break;
+        crate::sync::traced_wait("a message stream to go quiet", || {
+            let start = Instant::now();
+            let before = self.delivered();
+            let mut seen = before;
+            let mut last_arrival = start;
+            loop {
+                self.poll()?;
+                let now_delivered = self.delivered();
+                let now = Instant::now();
+                if now_delivered != seen {
+                    seen = now_delivered;
+                    last_arrival = now;
+                } else if now.duration_since(last_arrival) >= FLUSH_QUIET.min(timeout) {
+                    break;
+                }
+                if now.duration_since(start) >= timeout {
+                    break;
+                }
+                std::thread::sleep(READER_IDLE_SLEEP);
             }
-            if now.duration_since(start) >= timeout {
-                break;
-            }
-            std::thread::sleep(READER_IDLE_SLEEP);
-        }
-        Ok(seen - before)
+            Ok(seen - before)
+        })
     }
 
     /// Messages delivered to the output so far.
@@ -861,23 +863,25 @@ impl MsgStream {
     /// Stops the reader thread and waits (bounded) for it to end. A thread that does not end
     /// in time is left to end on its own (it holds the receive side until then).
     fn stop_reader(&mut self) -> Result<(), DpaError> {
-        let Some(handle) = self.reader.take() else {
-            return Ok(());
-        };
-        self.shared.stop.store(true, Ordering::Release);
-        let start = Instant::now();
-        while !handle.is_finished() {
-            if start.elapsed() >= READER_JOIN_TIMEOUT {
-                return Err(DpaError::Timeout {
-                    what: "the message stream's reader thread to stop",
-                    after: READER_JOIN_TIMEOUT,
-                });
+        crate::sync::traced_wait("a message stream's reader to stop", || {
+            let Some(handle) = self.reader.take() else {
+                return Ok(());
+            };
+            self.shared.stop.store(true, Ordering::Release);
+            let start = Instant::now();
+            while !handle.is_finished() {
+                if start.elapsed() >= READER_JOIN_TIMEOUT {
+                    return Err(DpaError::Timeout {
+                        what: "the message stream's reader thread to stop",
+                        after: READER_JOIN_TIMEOUT,
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(1));
             }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        handle
-            .join()
-            .map_err(|_| DpaError::Device("the message stream's reader thread panicked".into()))
+            handle
+                .join()
+                .map_err(|_| DpaError::Device("the message stream's reader thread panicked".into()))
+        })
     }
 }
 

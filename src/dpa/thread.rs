@@ -270,26 +270,28 @@ impl EventHandler {
     /// running, waits for it to end and tries again, for at most `timeout`. Other refusals
     /// are returned at once: only this one goes away by itself.
     fn destroy_when_idle(&mut self, timeout: Duration) -> Result<(), DpaError> {
-        let start = Instant::now();
-        let mut pause = Duration::from_micros(20);
-        loop {
-            let refused = match self.obj.try_destroy() {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
-            let running = matches!(self.state(), Ok(ThreadState::Running));
-            if !running {
-                return Err(refused.into());
+        crate::sync::traced_wait("a DPA activation to end", || {
+            let start = Instant::now();
+            let mut pause = Duration::from_micros(20);
+            loop {
+                let refused = match self.obj.try_destroy() {
+                    Ok(()) => return Ok(()),
+                    Err(e) => e,
+                };
+                let running = matches!(self.state(), Ok(ThreadState::Running));
+                if !running {
+                    return Err(refused.into());
+                }
+                if start.elapsed() >= timeout {
+                    return Err(DpaError::Timeout {
+                        what: "a running DPA activation to end before its thread is destroyed",
+                        after: timeout,
+                    });
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(2));
             }
-            if start.elapsed() >= timeout {
-                return Err(DpaError::Timeout {
-                    what: "a running DPA activation to end before its thread is destroyed",
-                    after: timeout,
-                });
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
-        }
+        })
     }
 
     /// Waits, bounded, until the thread leaves RUNNING; FINISHED gives its info, ERROR (or a
@@ -298,39 +300,41 @@ impl EventHandler {
     /// # Errors
     /// [`DpaError::Timeout`] after `timeout`, [`DpaError::ProcessFault`], or a failed query.
     pub fn wait_done(&self, timeout: std::time::Duration) -> Result<ThreadInfo, DpaError> {
-        let start = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_micros(20);
-        let mut polls = 0u32;
-        loop {
-            let info = self.info()?;
-            match info.state {
-                ThreadState::Finished | ThreadState::Idle => return Ok(info),
-                ThreadState::Error => return Err(self.process.fault()?),
-                ThreadState::Running | ThreadState::Unknown(_) => {}
+        crate::sync::traced_wait("a DPA thread to finish", || {
+            let start = std::time::Instant::now();
+            let mut pause = std::time::Duration::from_micros(20);
+            let mut polls = 0u32;
+            loop {
+                let info = self.info()?;
+                match info.state {
+                    ThreadState::Finished | ThreadState::Idle => return Ok(info),
+                    ThreadState::Error => return Err(self.process.fault()?),
+                    ThreadState::Running | ThreadState::Unknown(_) => {}
+                }
+                let st = self.process.err_status()?;
+                if st.status != super::ProcessStatus::Ok {
+                    return Err(DpaError::ProcessFault {
+                        status: st.status,
+                        syndrome: st.error_syndrome,
+                    });
+                }
+                if start.elapsed() >= timeout {
+                    return Err(DpaError::Timeout {
+                        what: "a DPA thread to finish",
+                        after: timeout,
+                    });
+                }
+                // Most calls end within microseconds: look again at once for a while (each look
+                // is two firmware commands), then back off to sleeps.
+                polls += 1;
+                if polls <= WAIT_POLLS {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(2));
+                }
             }
-            let st = self.process.err_status()?;
-            if st.status != super::ProcessStatus::Ok {
-                return Err(DpaError::ProcessFault {
-                    status: st.status,
-                    syndrome: st.error_syndrome,
-                });
-            }
-            if start.elapsed() >= timeout {
-                return Err(DpaError::Timeout {
-                    what: "a DPA thread to finish",
-                    after: timeout,
-                });
-            }
-            // Most calls end within microseconds: look again at once for a while (each look
-            // is two firmware commands), then back off to sleeps.
-            polls += 1;
-            if polls <= WAIT_POLLS {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(2));
-            }
-        }
+        })
     }
 }
 

@@ -400,16 +400,18 @@ impl Cq {
         &mut self,
         timeout: std::time::Duration,
     ) -> Result<Result<Completion, CompletionError>, QueueError> {
-        let start = std::time::Instant::now();
-        loop {
-            if let Some(c) = self.poll() {
-                return Ok(c);
+        crate::sync::traced_wait("a completion", || {
+            let start = std::time::Instant::now();
+            loop {
+                if let Some(c) = self.poll() {
+                    return Ok(c);
+                }
+                if start.elapsed() >= timeout {
+                    return Err(devx::DevxError::Timeout(timeout, "a completion").into());
+                }
+                std::thread::yield_now();
             }
-            if start.elapsed() >= timeout {
-                return Err(devx::DevxError::Timeout(timeout, "a completion").into());
-            }
-            std::thread::yield_now();
-        }
+        })
     }
 
     /// Requests one completion event (PRM CQ arm doorbell).

@@ -609,3 +609,33 @@ fn trace_shows_the_drivers_commands_and_object_lifetimes() {
         "every object the demo made is destroyed"
     );
 }
+
+/// `--trace` shows the driver's waits on the device (issue 31): each names what it waited
+/// for and how long it took, and the RPC demo waits for its copies' completions and for the
+/// DPA thread.
+#[test]
+fn trace_shows_the_drivers_waits() {
+    let o = run(&["--sim", "--trace", "demo", "rpc", "1", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let waits: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("mlx5_dpa::wait:"))
+        .collect();
+    assert!(
+        waits.iter().any(|l| l.contains("what=\"a completion\"")),
+        "{err}"
+    );
+    assert!(
+        waits
+            .iter()
+            .any(|l| l.contains("what=\"a DPA thread to finish\"")),
+        "{err}"
+    );
+    assert!(
+        waits
+            .iter()
+            .all(|l| l.contains("wait ended") && l.contains(" us=")),
+        "{err}"
+    );
+}
