@@ -787,23 +787,24 @@ fn rdma_copy(dpa: &Dpa, out: &mut dyn Write) -> Result<(), Box<dyn Error>> {
     result.map_err(|e| -> Box<dyn Error> { e.to_string().into() })
 }
 
+/// DOCA DPA's public samples.
+#[derive(clap::Parser)]
+struct Args {
+    /// The sample
+    #[arg(default_value = "kernel-launch", value_parser = [
+        "kernel-launch", "wait-kernel-launch", "binary-tree", "diamond-tree", "hello-world",
+        "ping-pong", "basic-initiator-target", "initiator-target", "rdma-copy",
+    ])]
+    sample: String,
+    /// An RDMA device (e.g. mlx5_0); without it, the device model
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo doca-dpa` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut device = None;
-    let mut sample = Sample::KernelLaunch;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--device" => device = Some(args.next().ok_or("--device NAME")?),
-            other => {
-                sample = Sample::from_name(other).ok_or(
-                    "usage: doca_dpa [kernel-launch | wait-kernel-launch | binary-tree | \
-                     diamond-tree | hello-world | ping-pong | basic-initiator-target | \
-                     initiator-target | rdma-copy] [--device NAME]",
-                )?
-            }
-        }
-    }
+    let Args { sample, device } = clap::Parser::parse();
+    let sample = Sample::from_name(&sample).ok_or("unknown sample")?;
     let mut model = None;
     let dev: Arc<dyn Devx> = match device {
         Some(name) => devx::kernel::KernelDevx::open(Some(&name))?,

@@ -296,24 +296,30 @@ fn hex_head(f: &[u8]) -> String {
         + "..."
 }
 
+/// Ethernet loopback through the driver's SQ, RQ and CQs.
+#[derive(clap::Parser)]
+struct Args {
+    /// Frames to send
+    #[arg(long, value_name = "N")]
+    packets: Option<usize>,
+    /// Record the model's port to a pcap file
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<String>,
+    /// An RDMA device (e.g. mlx5_0); without it, the device model
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
+    let Args {
+        packets,
+        pcap,
+        device,
+    } = clap::Parser::parse();
     let mut opts = Options::default();
-    let mut device = None;
-    let mut pcap = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--packets" => opts.packets = args.next().ok_or("--packets N")?.parse()?,
-            "--pcap" => pcap = Some(args.next().ok_or("--pcap FILE")?),
-            "--device" => device = Some(args.next().ok_or("--device NAME")?),
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (--packets N, --pcap FILE, --device NAME)"
-                )
-                .into())
-            }
-        }
+    if let Some(n) = packets {
+        opts.packets = n;
     }
     let (ctx, model) = match device {
         Some(name) => (

@@ -176,27 +176,21 @@ pub fn run_with(
     Ok(c)
 }
 
+/// FlexIO's multithread sample: matrix cells computed by several DPA threads.
+#[derive(clap::Parser)]
+struct Args {
+    /// An RDMA device (e.g. mlx5_0); without it, the device model
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+    /// DPA worker threads
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_WORKERS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    workers: u32,
+}
+
 #[allow(dead_code)] // The CLI includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut device = None;
-    let mut workers = DEFAULT_WORKERS;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--device" => device = Some(args.next().ok_or("--device NAME")?),
-            "--workers" => {
-                workers = args
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .ok_or("--workers N (1 or more)")?;
-            }
-            other => {
-                return Err(
-                    format!("unknown argument {other:?} (--device NAME, --workers N)").into(),
-                )
-            }
-        }
-    }
+    let Args { device, workers } = clap::Parser::parse();
     let mut model = None;
     let dev: Arc<dyn Devx> = match device {
         Some(name) => devx::kernel::KernelDevx::open(Some(&name))?,

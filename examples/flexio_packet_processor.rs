@@ -1009,22 +1009,20 @@ pub fn run_sample_with(
     })
 }
 
+/// FlexIO's packet-processor sample: a DPA event handler swaps the MACs of a UDP frame.
+#[derive(clap::Parser)]
+struct Args {
+    /// An RDMA device (e.g. mlx5_0); without it, the device model
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+    /// Record the model's port to a pcap file
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<String>,
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo packet-processor` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut device = None;
-    let mut pcap = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--device" => device = Some(args.next().ok_or("--device NAME")?),
-            "--pcap" => pcap = Some(args.next().ok_or("--pcap FILE")?),
-            other => {
-                return Err(
-                    format!("unknown argument {other:?} (--pcap FILE, --device NAME)").into(),
-                )
-            }
-        }
-    }
+    let Args { device, pcap } = clap::Parser::parse();
     let mut model = None;
     let dev: Arc<dyn Devx> = match device {
         Some(ref name) => {

@@ -121,24 +121,23 @@ pub fn run_with(
     Ok(result)
 }
 
+/// FlexIO's RPC sample: `rpc_calculate(A, B)` called on the DPA.
+#[derive(clap::Parser)]
+struct Args {
+    /// An RDMA device (e.g. mlx5_0); without it, the device model
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+    /// The two operands (44 and 55 when none are given)
+    #[arg(num_args = 2, value_names = ["A", "B"])]
+    operands: Vec<u64>,
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo rpc` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut device = None;
-    let mut operands = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--device" => device = Some(args.next().ok_or("--device NAME")?),
-            n => operands.push(
-                n.parse::<u64>()
-                    .map_err(|_| format!("unknown argument {n:?} (A B, --device NAME)"))?,
-            ),
-        }
-    }
+    let Args { device, operands } = clap::Parser::parse();
     let (a, b) = match operands[..] {
-        [] => (44, 55),
         [a, b] => (a, b),
-        _ => return Err("give two operands, or none for 44 55".into()),
+        _ => (44, 55),
     };
     let mut model = None;
     let dev: Arc<dyn Devx> = match device {

@@ -118,16 +118,17 @@ pub fn run_with(
     Ok(after)
 }
 
+/// FlexIO's window sample: DPA code writes host memory through a window.
+#[derive(clap::Parser)]
+struct Args {
+    /// An RDMA device (e.g. mlx5_0); without it, the device model
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo window` includes this file for `run` only.
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut device = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--device" => device = Some(args.next().ok_or("--device NAME")?),
-            other => return Err(format!("unknown argument {other:?} (--device NAME)").into()),
-        }
-    }
+    let Args { device } = clap::Parser::parse();
     let mut model = None;
     let dev: Arc<dyn Devx> = match device {
         Some(name) => devx::kernel::KernelDevx::open(Some(&name))?,

@@ -27,11 +27,27 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// Creates, calls and drops DPA processes (or DOCA DPA contexts), printing the resident set.
+#[derive(clap::Parser)]
+struct Args {
+    /// Cycles
+    #[arg(default_value_t = 1000)]
+    cycles: u64,
+    /// Print the resident set every this many cycles
+    #[arg(default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    every: u64,
+    /// Churn DOCA DPA contexts instead of FlexIO processes
+    #[arg(value_parser = ["doca"])]
+    doca: Option<String>,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let cycles: u64 = args.next().map_or(Ok(1000), |a| a.parse())?;
-    let every: u64 = args.next().map_or(Ok(100), |a| a.parse())?.max(1);
-    let doca = args.next().is_some_and(|a| a == "doca");
+    let Args {
+        cycles,
+        every,
+        doca,
+    } = clap::Parser::parse();
+    let doca = doca.is_some();
     let app = App::from_device_elf("doca_kernels", KERNELS)?;
     let d = mlx5_sim::Device::with_profile("bf3").ok_or("no bf3 profile")?;
     d.start_engine();

@@ -355,25 +355,27 @@ pub fn run(a: &mut Side, b: &mut Side, out: &mut dyn Write) -> Result<Report, Bo
     Ok(r)
 }
 
+/// RC queue pairs: SEND, WRITE, READ and atomics between two QPs.
+#[derive(clap::Parser)]
+struct Args {
+    /// Two linked device models talking RoCEv2, instead of force-loopback in one
+    #[arg(long)]
+    linked: bool,
+    /// Record the model's port to a pcap file
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<String>,
+    /// An RDMA device (e.g. mlx5_0); without it, the device model
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+}
+
 #[allow(dead_code)] // `mlx5-dpa demo` includes this file for `run`, `Side` and `connect` only.
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut device = None;
-    let mut pcap = None;
-    let mut linked = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--pcap" => pcap = Some(args.next().ok_or("--pcap FILE")?),
-            "--device" => device = Some(args.next().ok_or("--device NAME")?),
-            "--linked" => linked = true,
-            other => {
-                return Err(format!(
-                    "unknown argument {other:?} (--linked, --pcap FILE, --device NAME)"
-                )
-                .into())
-            }
-        }
-    }
+    let Args {
+        linked,
+        pcap,
+        device,
+    } = clap::Parser::parse();
     let mut models = Vec::new();
     let (ca, cb): (Arc<dyn Devx>, Arc<dyn Devx>) = match device {
         Some(name) => {
