@@ -7,11 +7,17 @@
 //! headers, section headers with their names, the symbol table); [`Elf::parse_device`] also
 //! requires a RISC-V executable.
 //!
-//! The parser borrows the file: segment and section contents are slices of it. Every offset,
-//! size and count read from the file is checked against the file's length before use, so any
+//! The tables are read with the `object` crate (its ELF64 header, program header, section header
+//! and symbol types); this module checks the identification first, so that each mismatch has
+//! its own error, and turns `object`'s refusals into [`ElfError`]s that say what was out of
+//! bounds. The parser borrows the file: segment and section contents are slices of it. Any
 //! input gives either an [`Elf`] or an [`ElfError`], never a panic (the `dpa_elf` fuzz target
 //! exercises this).
 
+use object::elf::{self, FileHeader64, ProgramHeader64, SectionHeader64, Sym64};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
+use object::read::StringTable;
+use object::{LittleEndian as LE, ReadRef};
 use thiserror::Error;
 
 /// `e_machine` of RISC-V.
@@ -29,13 +35,10 @@ pub const PF_X: u32 = 1;
 pub const PF_W: u32 = 2;
 pub const PF_R: u32 = 4;
 
-const EHDR_SIZE: u64 = 64;
 const PHDR_SIZE: u64 = 56;
 const SHDR_SIZE: u64 = 64;
 const SYM_SIZE: u64 = 24;
 const SHN_UNDEF: u16 = 0;
-const SHN_XINDEX: u16 = 0xffff;
-const PN_XNUM: u16 = 0xffff;
 
 /// Why bytes are not a usable ELF image.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -172,30 +175,6 @@ pub struct Elf<'a> {
     symbols: Vec<Symbol>,
 }
 
-fn u16_at(b: &[u8], o: usize) -> u16 {
-    let mut a = [0u8; 2];
-    if let Some(s) = b.get(o..o + 2) {
-        a.copy_from_slice(s);
-    }
-    u16::from_le_bytes(a)
-}
-
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    let mut a = [0u8; 4];
-    if let Some(s) = b.get(o..o + 4) {
-        a.copy_from_slice(s);
-    }
-    u32::from_le_bytes(a)
-}
-
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    let mut a = [0u8; 8];
-    if let Some(s) = b.get(o..o + 8) {
-        a.copy_from_slice(s);
-    }
-    u64::from_le_bytes(a)
-}
-
 /// `size` bytes at `offset` of the file, or the error naming `what`.
 fn range<'a>(
     bytes: &'a [u8],
@@ -203,121 +182,79 @@ fn range<'a>(
     offset: u64,
     size: u64,
 ) -> Result<&'a [u8], ElfError> {
-    let err = ElfError::OutOfBounds {
+    bytes
+        .read_bytes_at(offset, size)
+        .map_err(|()| out_of_bounds(bytes, what, offset, size))
+}
+
+fn out_of_bounds(bytes: &[u8], what: &'static str, offset: u64, size: u64) -> ElfError {
+    ElfError::OutOfBounds {
         what,
         offset,
         size,
         file_len: bytes.len() as u64,
-    };
-    let end = offset.checked_add(size).ok_or(err.clone())?;
-    let (Ok(o), Ok(e)) = (usize::try_from(offset), usize::try_from(end)) else {
-        return Err(err);
-    };
-    bytes.get(o..e).ok_or(err)
-}
-
-/// `count` records of `size` bytes at `offset`.
-fn table<'a>(
-    bytes: &'a [u8],
-    what: &'static str,
-    offset: u64,
-    count: u64,
-    size: u64,
-) -> Result<&'a [u8], ElfError> {
-    let total = count.checked_mul(size).ok_or(ElfError::OutOfBounds {
-        what,
-        offset,
-        size: u64::MAX,
-        file_len: bytes.len() as u64,
-    })?;
-    range(bytes, what, offset, total)
+    }
 }
 
 /// The NUL-terminated name at `offset` of a string table.
-fn name_at(strtab: &[u8], offset: u64) -> Result<String, ElfError> {
-    let bad = ElfError::BadName {
-        offset,
-        table_len: strtab.len() as u64,
-    };
-    let start = usize::try_from(offset).map_err(|_| bad.clone())?;
-    let tail = strtab.get(start..).ok_or(bad.clone())?;
-    let len = tail.iter().position(|&b| b == 0).ok_or(bad)?;
-    // PANIC: `len` is a position inside `tail`.
-    Ok(String::from_utf8_lossy(&tail[..len]).into_owned())
+fn name_at(strings: StringTable<'_>, table_len: u64, offset: u32) -> Result<String, ElfError> {
+    strings
+        .get(offset)
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .map_err(|()| ElfError::BadName {
+            offset: u64::from(offset),
+            table_len,
+        })
 }
 
 impl<'a> Elf<'a> {
     /// Parses any ELF64 little-endian file.
     pub fn parse(bytes: &'a [u8]) -> Result<Elf<'a>, ElfError> {
-        if bytes.get(..4) != Some(b"\x7fELF".as_slice()) {
+        // The identification first, so each mismatch has its own error; `object` then reads
+        // the header and the tables, checking every offset and size against the file.
+        if bytes.get(..4) != Some(&elf::ELFMAG[..]) {
             return Err(ElfError::BadMagic);
         }
-        let h = range(bytes, "ELF header", 0, EHDR_SIZE)?;
-        // PANIC: `h` is 64 bytes long; the identification bytes are at 4..7.
-        if h[4] != 2 {
-            return Err(ElfError::NotElf64(h[4]));
+        let size = std::mem::size_of::<FileHeader64<LE>>() as u64;
+        let h: &FileHeader64<LE> = bytes
+            .read_at(0)
+            .map_err(|()| out_of_bounds(bytes, "ELF header", 0, size))?;
+        if h.e_ident.class != elf::ELFCLASS64 {
+            return Err(ElfError::NotElf64(h.e_ident.class.0));
         }
-        if h[5] != 1 {
-            return Err(ElfError::NotLittleEndian(h[5]));
+        if h.e_ident.data != elf::ELFDATA2LSB {
+            return Err(ElfError::NotLittleEndian(h.e_ident.data.0));
         }
-        let version = u32_at(h, 20);
-        if h[6] != 1 || version != 1 {
+        let version = h.e_version.get(LE);
+        if h.e_ident.version != elf::EV_CURRENT || version != 1 {
             return Err(ElfError::BadVersion(if version != 1 {
                 version
             } else {
-                u32::from(h[6])
+                u32::from(h.e_ident.version.0)
             }));
         }
-        let e_type = u16_at(h, 16);
-        let machine = u16_at(h, 18);
-        let entry = u64_at(h, 24);
-        let phoff = u64_at(h, 32);
-        let shoff = u64_at(h, 40);
-        let flags = u32_at(h, 48);
-        let phentsize = u16_at(h, 54);
-        let phnum16 = u16_at(h, 56);
-        let shentsize = u16_at(h, 58);
-        let shnum16 = u16_at(h, 60);
-        let shstrndx16 = u16_at(h, 62);
-
-        // Section 0 holds the real counts when they do not fit the header (extended numbering).
-        let sh0 = if shoff != 0 {
-            if u64::from(shentsize) != SHDR_SIZE {
-                return Err(ElfError::BadEntrySize {
-                    what: "section header",
-                    size: u64::from(shentsize),
-                    expected: SHDR_SIZE,
-                });
-            }
-            Some(range(bytes, "section header 0", shoff, SHDR_SIZE)?)
+        let shoff = h.e_shoff.get(LE);
+        let shentsize = h.e_shentsize.get(LE);
+        if shoff != 0 && u64::from(shentsize) != SHDR_SIZE {
+            return Err(ElfError::BadEntrySize {
+                what: "section header",
+                size: u64::from(shentsize),
+                expected: SHDR_SIZE,
+            });
+        }
+        let segments = Self::parse_segments(bytes, h)?;
+        let (sections, symbols) = if shoff != 0 {
+            let sections = Self::parse_sections(bytes, h)?;
+            let symbols = Self::parse_symbols(bytes, &sections)?;
+            (sections, symbols)
         } else {
-            None
+            (Vec::new(), Vec::new())
         };
-        let shnum = match (shnum16, sh0) {
-            (0, Some(s0)) => u64_at(s0, 32),
-            (n, _) => u64::from(n),
-        };
-        let phnum = match (phnum16, sh0) {
-            (PN_XNUM, Some(s0)) => u64::from(u32_at(s0, 44)),
-            (n, _) => u64::from(n),
-        };
-        let shstrndx = match (shstrndx16, sh0) {
-            (SHN_XINDEX, Some(s0)) => u32_at(s0, 40),
-            (n, _) => u32::from(n),
-        };
-
-        let segments = Self::parse_segments(bytes, phoff, phnum, phentsize)?;
-        let sections = if sh0.is_some() {
-            Self::parse_sections(bytes, shoff, shnum, shstrndx)?
-        } else {
-            Vec::new()
-        };
-        let symbols = Self::parse_symbols(&sections)?;
         Ok(Elf {
-            e_type,
-            machine,
-            flags,
-            entry,
+            e_type: h.e_type.get(LE).0,
+            machine: h.e_machine.get(LE).0,
+            flags: h.e_flags.get(LE).0,
+            entry: h.e_entry.get(LE),
             segments,
             sections,
             symbols,
@@ -336,15 +273,16 @@ impl<'a> Elf<'a> {
         Ok(elf)
     }
 
-    fn parse_segments(
-        bytes: &'a [u8],
-        phoff: u64,
-        phnum: u64,
-        phentsize: u16,
-    ) -> Result<Vec<Segment<'a>>, ElfError> {
-        if phnum == 0 {
+    fn parse_segments(bytes: &'a [u8], h: &FileHeader64<LE>) -> Result<Vec<Segment<'a>>, ElfError> {
+        let phoff = h.e_phoff.get(LE);
+        // The count, from section 0 when it does not fit the header (extended numbering).
+        let phnum = h
+            .phnum(LE, bytes)
+            .map_err(|_| out_of_bounds(bytes, "section header 0", h.e_shoff.get(LE), SHDR_SIZE))?;
+        if phoff == 0 || phnum == 0 {
             return Ok(Vec::new());
         }
+        let phentsize = h.e_phentsize.get(LE);
         if u64::from(phentsize) != PHDR_SIZE {
             return Err(ElfError::BadEntrySize {
                 what: "program header",
@@ -352,17 +290,19 @@ impl<'a> Elf<'a> {
                 expected: PHDR_SIZE,
             });
         }
-        let tab = table(bytes, "program headers", phoff, phnum, PHDR_SIZE)?;
-        let mut out = Vec::with_capacity(tab.len() / PHDR_SIZE as usize);
-        for (index, p) in tab.chunks_exact(PHDR_SIZE as usize).enumerate() {
-            let p_type = u32_at(p, 0);
-            let flags = u32_at(p, 4);
-            let offset = u64_at(p, 8);
-            let vaddr = u64_at(p, 16);
-            let paddr = u64_at(p, 24);
-            let filesz = u64_at(p, 32);
-            let memsz = u64_at(p, 40);
-            let align = u64_at(p, 48);
+        let table: &[ProgramHeader64<LE>] = h.program_headers(LE, bytes).map_err(|_| {
+            out_of_bounds(
+                bytes,
+                "program headers",
+                phoff,
+                u64::from(phnum) * PHDR_SIZE,
+            )
+        })?;
+        let mut out = Vec::with_capacity(table.len());
+        for (index, p) in table.iter().enumerate() {
+            let (offset, filesz, memsz) = (p.p_offset(LE), p.p_filesz(LE), p.p_memsz(LE));
+            let vaddr = p.p_vaddr(LE);
+            let p_type = p.p_type(LE).0;
             let data = if p_type == PT_LOAD {
                 if filesz > memsz {
                     return Err(ElfError::SegmentFileSize {
@@ -381,74 +321,82 @@ impl<'a> Elf<'a> {
                 range(bytes, "segment contents", offset, filesz)?
             } else {
                 // Other segments are described, not loaded: contents only when inside the file.
-                range(bytes, "segment contents", offset, filesz).unwrap_or(&[])
+                p.data(LE, bytes).unwrap_or(&[])
             };
             out.push(Segment {
                 p_type,
-                flags,
+                flags: p.p_flags(LE).0,
                 offset,
                 vaddr,
-                paddr,
+                paddr: p.p_paddr(LE),
                 filesz,
                 memsz,
-                align,
+                align: p.p_align(LE),
                 data,
             });
         }
         Ok(out)
     }
 
-    fn parse_sections(
-        bytes: &'a [u8],
-        shoff: u64,
-        shnum: u64,
-        shstrndx: u32,
-    ) -> Result<Vec<Section<'a>>, ElfError> {
-        let tab = table(bytes, "section headers", shoff, shnum, SHDR_SIZE)?;
-        let mut raw = Vec::with_capacity(tab.len() / SHDR_SIZE as usize);
-        for s in tab.chunks_exact(SHDR_SIZE as usize) {
-            let sh_type = u32_at(s, 4);
-            let offset = u64_at(s, 24);
-            let size = u64_at(s, 32);
-            let data = if sh_type == SHT_NOBITS || sh_type == 0 {
-                &[][..]
-            } else {
-                range(bytes, "section contents", offset, size)?
+    fn parse_sections(bytes: &'a [u8], h: &FileHeader64<LE>) -> Result<Vec<Section<'a>>, ElfError> {
+        let shoff = h.e_shoff.get(LE);
+        let section_0 = |_| out_of_bounds(bytes, "section header 0", shoff, SHDR_SIZE);
+        let shnum = h.shnum(LE, bytes).map_err(section_0)?;
+        let table: &[SectionHeader64<LE>] = h.section_headers(LE, bytes).map_err(|_| {
+            out_of_bounds(
+                bytes,
+                "section headers",
+                shoff,
+                u64::from(shnum) * SHDR_SIZE,
+            )
+        })?;
+        let mut raw = Vec::with_capacity(table.len());
+        for s in table {
+            let data = match s.sh_type(LE).0 {
+                SHT_NOBITS | 0 => &[][..],
+                _ => range(bytes, "section contents", s.sh_offset(LE), s.sh_size(LE))?,
             };
-            raw.push((u32_at(s, 0), s, data));
+            raw.push((s, data));
         }
-        let names: Option<&[u8]> = if shstrndx == u32::from(SHN_UNDEF) {
-            None
-        } else {
-            let t = raw
-                .get(shstrndx as usize)
-                .ok_or(ElfError::BadShstrndx(shstrndx))?;
-            Some(t.2)
+        // Names from the section-name string table, when there is one (index 0: none).
+        let names: Option<&[u8]> = match h.e_shstrndx.get(LE) {
+            elf::SHN_UNDEF => None,
+            _ => {
+                let shstrndx = h.shstrndx(LE, bytes).map_err(section_0)?;
+                let t = raw
+                    .get(shstrndx as usize)
+                    .ok_or(ElfError::BadShstrndx(shstrndx))?;
+                Some(t.1)
+            }
         };
         raw.iter()
-            .map(|&(name_off, s, data)| {
+            .map(|&(s, data)| {
                 let name = match names {
-                    Some(t) => name_at(t, u64::from(name_off))?,
+                    Some(t) => name_at(
+                        StringTable::new(t, 0, t.len() as u64),
+                        t.len() as u64,
+                        s.sh_name(LE),
+                    )?,
                     None => String::new(),
                 };
                 Ok(Section {
                     name,
-                    sh_type: u32_at(s, 4),
-                    flags: u64_at(s, 8),
-                    addr: u64_at(s, 16),
-                    offset: u64_at(s, 24),
-                    size: u64_at(s, 32),
-                    link: u32_at(s, 40),
-                    info: u32_at(s, 44),
-                    addralign: u64_at(s, 48),
-                    entsize: u64_at(s, 56),
+                    sh_type: s.sh_type(LE).0,
+                    flags: s.sh_flags(LE).0,
+                    addr: s.sh_addr(LE),
+                    offset: s.sh_offset(LE),
+                    size: s.sh_size(LE),
+                    link: s.sh_link(LE),
+                    info: s.sh_info(LE),
+                    addralign: s.sh_addralign(LE),
+                    entsize: s.sh_entsize(LE),
                     data,
                 })
             })
             .collect()
     }
 
-    fn parse_symbols(sections: &[Section<'a>]) -> Result<Vec<Symbol>, ElfError> {
+    fn parse_symbols(bytes: &'a [u8], sections: &[Section<'a>]) -> Result<Vec<Symbol>, ElfError> {
         let mut out = Vec::new();
         for (index, s) in sections.iter().enumerate() {
             if s.sh_type != SHT_SYMTAB {
@@ -467,14 +415,19 @@ impl<'a> Elf<'a> {
                     index,
                     link: s.link,
                 })?;
-            out.reserve(s.data.len() / SYM_SIZE as usize);
-            for e in s.data.chunks_exact(SYM_SIZE as usize) {
+            let strings = StringTable::new(strtab.data, 0, strtab.data.len() as u64);
+            // A table whose size is not a whole number of entries: the whole entries.
+            let whole = s.data.len() - s.data.len() % SYM_SIZE as usize;
+            let syms: &[Sym64<LE>] = object::pod::slice_from_all_bytes(&s.data[..whole])
+                .map_err(|()| out_of_bounds(bytes, "symbol table", s.offset, s.size))?;
+            out.reserve(syms.len());
+            for e in syms {
                 out.push(Symbol {
-                    name: name_at(strtab.data, u64::from(u32_at(e, 0)))?,
-                    info: e.get(4).copied().unwrap_or(0),
-                    shndx: u16_at(e, 6),
-                    value: u64_at(e, 8),
-                    size: u64_at(e, 16),
+                    name: name_at(strings, strtab.data.len() as u64, e.st_name(LE))?,
+                    info: e.st_info.0,
+                    shndx: e.st_shndx.get(LE).0,
+                    value: e.st_value(LE),
+                    size: e.st_size(LE),
                 });
             }
         }
