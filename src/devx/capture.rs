@@ -39,23 +39,42 @@ pub const CALLS: [&str; 7] = [
     "umem_dereg",
 ];
 
-/// One recorded call.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// One recorded call: one JSON line of a capture file (`in` and `out` as hex strings; `size`
+/// and `access` only on `umem_reg`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Record {
     pub seq: u64,
     /// One of [`CALLS`].
     pub call: String,
     pub t_ns: u64,
     pub dur_ns: u64,
+    #[serde(rename = "in", with = "hex_field")]
     pub inbox: Vec<u8>,
+    #[serde(rename = "out", with = "hex_field")]
     pub outbox: Vec<u8>,
     pub ret: i64,
     pub errno: i32,
     /// The object acted on, by the `seq` of its create.
+    #[serde(default)]
     pub obj: Option<u64>,
     /// `umem_reg`: bytes and access flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<u32>,
+}
+
+/// Byte strings as the records write them: hex digits, two a byte.
+mod hex_field {
+    pub fn serialize<S: serde::Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::hex(b))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let s: &str = serde::Deserialize::deserialize(d)?;
+        super::unhex(s)
+            .ok_or_else(|| serde::de::Error::custom(format!("{s:?} is not a hex string")))
+    }
 }
 
 /// Why a capture line could not be read.
@@ -97,24 +116,8 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
 impl Record {
     /// The record as its JSON line (without the newline).
     pub fn to_line(&self) -> String {
-        let mut v = serde_json::json!({
-            "seq": self.seq,
-            "call": self.call,
-            "t_ns": self.t_ns,
-            "dur_ns": self.dur_ns,
-            "in": hex(&self.inbox),
-            "out": hex(&self.outbox),
-            "ret": self.ret,
-            "errno": self.errno,
-            "obj": self.obj,
-        });
-        if let Some(s) = self.size {
-            v["size"] = s.into();
-        }
-        if let Some(a) = self.access {
-            v["access"] = a.into();
-        }
-        v.to_string()
+        // A record holds only strings and numbers: serializing it cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
     }
 
     /// Reads one JSON line.
@@ -126,48 +129,11 @@ impl Record {
             line: line_no,
             reason,
         };
-        let v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
-        let num = |k: &str| {
-            v.get(k)
-                .and_then(serde_json::Value::as_u64)
-                .ok_or_else(|| err(format!("no number {k:?}")))
-        };
-        let bytes = |k: &str| {
-            v.get(k)
-                .and_then(serde_json::Value::as_str)
-                .and_then(unhex)
-                .ok_or_else(|| err(format!("{k:?} is not a hex string")))
-        };
-        let call = v
-            .get("call")
-            .and_then(serde_json::Value::as_str)
-            .filter(|c| CALLS.contains(c))
-            .ok_or_else(|| err("no known \"call\"".into()))?
-            .to_string();
-        Ok(Record {
-            seq: num("seq")?,
-            call,
-            t_ns: num("t_ns")?,
-            dur_ns: num("dur_ns")?,
-            inbox: bytes("in")?,
-            outbox: bytes("out")?,
-            ret: v
-                .get("ret")
-                .and_then(serde_json::Value::as_i64)
-                .ok_or_else(|| err("no number \"ret\"".into()))?,
-            errno: v
-                .get("errno")
-                .and_then(serde_json::Value::as_i64)
-                .and_then(|e| i32::try_from(e).ok())
-                .ok_or_else(|| err("no number \"errno\"".into()))?,
-            obj: v.get("obj").and_then(serde_json::Value::as_u64),
-            size: v.get("size").and_then(serde_json::Value::as_u64),
-            access: v
-                .get("access")
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|a| u32::try_from(a).ok()),
-        })
+        let r: Record = serde_json::from_str(line).map_err(|e| err(e.to_string()))?;
+        if !CALLS.contains(&r.call.as_str()) {
+            return Err(err(format!("no known \"call\" ({:?})", r.call)));
+        }
+        Ok(r)
     }
 }
 

@@ -5,21 +5,34 @@ use super::*;
 pub(crate) fn devices(as_json: bool) -> Result<(), ToolError> {
     let list = devx::list_devices();
     if as_json {
-        let devs: Vec<Json> = list
+        /// One device of `devices --json`.
+        #[derive(serde::Serialize)]
+        struct Device<'a> {
+            name: &'a str,
+            uverbs: String,
+            fw_ver: &'a Option<String>,
+            pci: &'a Option<String>,
+        }
+        /// `devices --json`'s object.
+        #[derive(serde::Serialize)]
+        struct Devices<'a> {
+            devices: Vec<Device<'a>>,
+            model_profiles: &'a [&'a str],
+        }
+        let devices = list
             .iter()
-            .map(|d| {
-                json!({
-                    "name": d.name,
-                    "uverbs": d.uverbs_path.display().to_string(),
-                    "fw_ver": d.fw_ver,
-                    "pci": d.pci,
-                })
+            .map(|d| Device {
+                name: &d.name,
+                uverbs: d.uverbs_path.display().to_string(),
+                fw_ver: &d.fw_ver,
+                pci: &d.pci,
             })
             .collect();
-        println!(
-            "{}",
-            json!({"devices": devs, "model_profiles": Profile::NAMES})
-        );
+        let out = Devices {
+            devices,
+            model_profiles: &Profile::NAMES,
+        };
+        println!("{}", serde_json::to_string(&out).unwrap_or_default());
         return Ok(());
     }
     if list.is_empty() {

@@ -29,7 +29,6 @@ use mlx5_dpa::mlx5::cmd::CmdError;
 use mlx5_dpa::queues::steering::{Tis, TransportDomain};
 use mlx5_dpa::queues::{Cq, CqConfig, EthSq, EthSqConfig, HostQueueMem};
 use mlx5_dpa::uar::UarPage;
-use serde_json::json;
 
 use crate::demo::{eth_loopback, rdma_rc};
 
@@ -42,6 +41,48 @@ struct Bench<'a> {
     uar: Option<Arc<UarPage>>,
     cq: Option<Cq>,
     process: Option<Process>,
+}
+
+/// One step of `--json`'s `steps`: a failed step also carries the firmware's status and
+/// syndrome, the model's check and the hint (null when unknown).
+#[derive(serde::Serialize)]
+struct Row {
+    step: usize,
+    name: &'static str,
+    ok: bool,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    syndrome: Option<Option<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check: Option<Option<&'static str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<&'static str>,
+}
+
+impl Row {
+    fn passed(step: usize, name: &'static str, detail: String) -> Row {
+        Row {
+            step,
+            name,
+            ok: true,
+            detail,
+            status: None,
+            syndrome: None,
+            check: None,
+            hint: None,
+        }
+    }
+}
+
+/// `doctor --json`'s object.
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    device: &'a str,
+    steps: &'a [Row],
+    passed: usize,
+    total: usize,
 }
 
 /// One step: its name, what to look at when it fails, and what it does.
@@ -247,12 +288,7 @@ pub fn run(
         cq: None,
         process: None,
     };
-    let mut rows = vec![json!({
-        "step": 1,
-        "name": "open the device (DevX)",
-        "ok": true,
-        "detail": ctx.describe(),
-    })];
+    let mut rows = vec![Row::passed(1, "open the device (DevX)", ctx.describe())];
     let mut out = std::io::stdout().lock();
     if !as_json {
         let _ = writeln!(out, "mlx5-dpa doctor: {name}");
@@ -273,7 +309,7 @@ pub fn run(
                 if !as_json {
                     let _ = writeln!(out, "{n:>2}. {:<50} ok      {detail}", step.name);
                 }
-                rows.push(json!({"step": n, "name": step.name, "ok": true, "detail": detail}));
+                rows.push(Row::passed(n, step.name, detail));
             }
             Err(e) => {
                 let refusal = firmware_refusal(e.as_ref());
@@ -293,16 +329,16 @@ pub fn run(
                     }
                     let _ = writeln!(out, "    look at: {}", step.hint);
                 }
-                rows.push(json!({
-                    "step": n,
-                    "name": step.name,
-                    "ok": false,
-                    "detail": e.to_string(),
-                    "status": refusal.as_ref().map(|r| r.0.clone()),
-                    "syndrome": refusal.as_ref().map(|r| r.1),
-                    "check": check,
-                    "hint": step.hint,
-                }));
+                rows.push(Row {
+                    step: n,
+                    name: step.name,
+                    ok: false,
+                    detail: e.to_string(),
+                    status: Some(refusal.as_ref().map(|r| r.0.clone())),
+                    syndrome: Some(refusal.as_ref().map(|r| r.1)),
+                    check: Some(check),
+                    hint: Some(step.hint),
+                });
                 break;
             }
         }
@@ -312,7 +348,13 @@ pub fn run(
         let _ = writeln!(
             out,
             "{}",
-            json!({"device": name, "steps": rows, "passed": passed, "total": total})
+            serde_json::to_string(&Report {
+                device: name,
+                steps: &rows,
+                passed,
+                total,
+            })
+            .unwrap_or_default()
         );
     } else if passed == total {
         let _ = writeln!(out, "{passed} of {total} steps passed");
