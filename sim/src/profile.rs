@@ -116,67 +116,67 @@ impl Profile {
             let mut v = ViewMut::<cmd_hca_cap::Layout>::new(&mut general).expect("cap page size");
             use cmd_hca_cap as c;
             for (f, val) in [
-                (c::hca_cap_2, 1),
-                (c::log_max_srq_sz, 15),
-                (c::log_max_qp_sz, 15),
-                (c::log_max_qp, 17),
-                (c::log_max_cq_sz, 22),
-                (c::log_max_cq, 18),
-                (c::log_max_eq_sz, 22),
-                (c::log_max_eq, 7),
-                (c::log_max_mkey, 20),
-                (c::log_max_mrw_sz, 48),
-                (c::log_max_klm_list_size, 16),
-                (c::log_max_ra_req_qp, 4),
-                (c::log_max_ra_res_qp, 4),
+                (c::hca_cap_2.untyped(), 1),
+                (c::log_max_srq_sz.untyped(), 15),
+                (c::log_max_qp_sz.untyped(), 15),
+                (c::log_max_qp.untyped(), 17),
+                (c::log_max_cq_sz.untyped(), 22),
+                (c::log_max_cq.untyped(), 18),
+                (c::log_max_eq_sz.untyped(), 22),
+                (c::log_max_eq.untyped(), 7),
+                (c::log_max_mkey.untyped(), 20),
+                (c::log_max_mrw_sz.untyped(), 48),
+                (c::log_max_klm_list_size.untyped(), 16),
+                (c::log_max_ra_req_qp.untyped(), 4),
+                (c::log_max_ra_res_qp.untyped(), 4),
                 // RTS2RTS takes a UDP source port (opt_param_mask_95_32; fw/queues.rs).
-                (c::rts2rts_qp_udp_sport, 1),
-                (c::cq_oi, 1),
-                (c::cq_moderation, 1),
-                (c::cq_period_mode_modify, 1),
-                (c::max_qp_cnt, 64),
-                (c::nic_flow_table, 1),
-                (c::port_type, 1), // Ethernet
-                (c::num_ports, 1),
-                (c::log_max_msg, 30),
-                (c::cqe_version, 1),
-                (c::eth_net_offloads, 1),
-                (c::roce, 1),
-                (c::rc, 1),
+                (c::rts2rts_qp_udp_sport.untyped(), 1),
+                (c::cq_oi.untyped(), 1),
+                (c::cq_moderation.untyped(), 1),
+                (c::cq_period_mode_modify.untyped(), 1),
+                (c::max_qp_cnt.untyped(), 64),
+                (c::nic_flow_table.untyped(), 1),
+                (c::port_type.untyped(), 1), // Ethernet
+                (c::num_ports.untyped(), 1),
+                (c::log_max_msg.untyped(), 30),
+                (c::cqe_version.untyped(), 1),
+                (c::eth_net_offloads.untyped(), 1),
+                (c::roce.untyped(), 1),
+                (c::rc.untyped(), 1),
                 // RC send queues take WAIT-on-data WQEs (datapath/rc/wqe.rs).
-                (c::wait_on_data, 1),
-                (c::ud, 1),
+                (c::wait_on_data.untyped(), 1),
+                (c::ud.untyped(), 1),
                 // QPs may block their own multicast loopback: the model has no multicast, so
                 // none ever comes back.
-                (c::block_lb_mc, 1),
-                (c::uar_4k, 1),
-                (c::log_pg_sz, 12),
-                (c::bf, 1),
-                (c::log_bf_reg_size, 9),
-                (c::max_wqe_sz_sq, 1024),
-                (c::max_wqe_sz_rq, 1024),
-                (c::log_max_transport_domain, 16),
-                (c::log_max_pd, 20),
-                (c::log_max_rq, 17),
-                (c::log_max_sq, 17),
-                (c::log_max_tir, 16),
-                (c::log_max_tis, 16),
-                (c::basic_cyclic_rcv_wqe, 1),
-                (c::log_max_rmp, 17),
-                (c::log_max_rqt, 16),
-                (c::log_max_rqt_size, 9),
-                (c::log_max_tis_per_sq, 0),
-                (c::log_max_stride_sz_rq, 13),
-                (c::log_min_stride_sz_rq, 4),
-                (c::log_max_stride_sz_sq, 6),
-                (c::log_min_stride_sz_sq, 6),
-                (c::log_max_wq_sz, 17),
-                (c::log_uar_page_sz, 0),
-                (c::num_of_uars_per_page, 1),
-                (c::max_num_eqs, 128),
-                (c::device_frequency_mhz, 1000),
-                (c::vhca_id, 2),
-                (c::apu, u64::from(dpa)),
+                (c::block_lb_mc.untyped(), 1),
+                (c::uar_4k.untyped(), 1),
+                (c::log_pg_sz.untyped(), 12),
+                (c::bf.untyped(), 1),
+                (c::log_bf_reg_size.untyped(), 9),
+                (c::max_wqe_sz_sq.untyped(), 1024),
+                (c::max_wqe_sz_rq.untyped(), 1024),
+                (c::log_max_transport_domain.untyped(), 16),
+                (c::log_max_pd.untyped(), 20),
+                (c::log_max_rq.untyped(), 17),
+                (c::log_max_sq.untyped(), 17),
+                (c::log_max_tir.untyped(), 16),
+                (c::log_max_tis.untyped(), 16),
+                (c::basic_cyclic_rcv_wqe.untyped(), 1),
+                (c::log_max_rmp.untyped(), 17),
+                (c::log_max_rqt.untyped(), 16),
+                (c::log_max_rqt_size.untyped(), 9),
+                (c::log_max_tis_per_sq.untyped(), 0),
+                (c::log_max_stride_sz_rq.untyped(), 13),
+                (c::log_min_stride_sz_rq.untyped(), 4),
+                (c::log_max_stride_sz_sq.untyped(), 6),
+                (c::log_min_stride_sz_sq.untyped(), 6),
+                (c::log_max_wq_sz.untyped(), 17),
+                (c::log_uar_page_sz.untyped(), 0),
+                (c::num_of_uars_per_page.untyped(), 1),
+                (c::max_num_eqs.untyped(), 128),
+                (c::device_frequency_mhz.untyped(), 1000),
+                (c::vhca_id.untyped(), 2),
+                (c::apu.untyped(), u64::from(dpa)),
             ] {
                 v.set(f, val);
             }
@@ -225,21 +225,21 @@ impl Profile {
     }
 
     /// A general capability value.
-    pub fn cap(&self, f: Field<cmd_hca_cap::Layout>) -> u64 {
+    pub fn cap<T>(&self, f: Field<cmd_hca_cap::Layout, T>) -> u64 {
         View::<cmd_hca_cap::Layout>::new(&self.general)
             .map(|v| v.get(f))
             .unwrap_or(0)
     }
 
     /// Changes a general capability value (tests shrink limits with this).
-    pub fn set_general(&mut self, f: Field<cmd_hca_cap::Layout>, value: u64) {
+    pub fn set_general<T>(&mut self, f: Field<cmd_hca_cap::Layout, T>, value: u64) {
         if let Ok(mut v) = ViewMut::<cmd_hca_cap::Layout>::new(&mut self.general) {
             v.set(f, value);
         }
     }
 
     /// A DPA capability value (0 without a DPA).
-    pub fn dpa_cap(&self, f: Field<dpa_cap::Layout>) -> u64 {
+    pub fn dpa_cap<T>(&self, f: Field<dpa_cap::Layout, T>) -> u64 {
         self.dpa
             .as_deref()
             .and_then(|p| View::<dpa_cap::Layout>::new(p).ok())
@@ -248,7 +248,7 @@ impl Profile {
     }
 
     /// Changes a DPA capability value.
-    pub fn set_dpa(&mut self, f: Field<dpa_cap::Layout>, value: u64) {
+    pub fn set_dpa<T>(&mut self, f: Field<dpa_cap::Layout, T>, value: u64) {
         if let Some(p) = self.dpa.as_deref_mut() {
             if let Ok(mut v) = ViewMut::<dpa_cap::Layout>::new(p) {
                 v.set(f, value);

@@ -107,7 +107,12 @@ fn access(
 }
 
 /// A register image with only `operation` and the id set (for DESTROY and reads).
-fn id_only<L: Layout>(operation: Field<L>, op: u64, id_field: Field<L>, id: u16) -> Vec<u8> {
+fn id_only<L: Layout, T, U>(
+    operation: Field<L, T>,
+    op: u64,
+    id_field: Field<L, U>,
+    id: u16,
+) -> Vec<u8> {
     let mut d = vec![0u8; L::SIZE_BYTES];
     // The buffer is exactly the layout's size: `new` cannot fail.
     if let Ok(mut v) = ViewMut::<L>::new(&mut d) {

@@ -194,20 +194,22 @@ pub const fn check_layout(d: &LayoutDesc) {
     }
 }
 
-/// A field of layout `L`: bit offset and width. Always lies inside `L`'s fixed size.
-pub struct Field<L> {
+/// A field of layout `L`: bit offset and width. Always lies inside `L`'s fixed size. `T` is
+/// the integer type its width reads as ([`View::value`]; [`FieldType`]): `bool` for one bit,
+/// else the smallest of `u8`, `u16`, `u32`, `u64` that holds it.
+pub struct Field<L, T = u64> {
     offset: u32,
     width: u32,
-    _layout: PhantomData<fn() -> L>,
+    _layout: PhantomData<fn() -> (L, T)>,
 }
 
-impl<L> Clone for Field<L> {
+impl<L, T> Clone for Field<L, T> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<L> Copy for Field<L> {}
-impl<L> fmt::Debug for Field<L> {
+impl<L, T> Copy for Field<L, T> {}
+impl<L, T> fmt::Debug for Field<L, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -217,7 +219,69 @@ impl<L> fmt::Debug for Field<L> {
     }
 }
 
-impl<L: Layout> Field<L> {
+/// The integer a field's width reads as. Values come from the field's own bits, so they
+/// always fit; a provisional field widened by an override past its type keeps its low bits.
+pub trait FieldType: Copy {
+    /// The value of the field's bits.
+    fn from_bits(bits: u64) -> Self;
+    /// The bits of a value.
+    fn to_bits(self) -> u64;
+}
+
+impl FieldType for bool {
+    fn from_bits(bits: u64) -> Self {
+        bits & 1 != 0
+    }
+    fn to_bits(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+macro_rules! field_types {
+    ($($t:ty),*) => {$(
+        impl FieldType for $t {
+            fn from_bits(bits: u64) -> Self {
+                // Lossless: the field's width is at most this type's.
+                bits as $t
+            }
+            fn to_bits(self) -> u64 {
+                u64::from(self)
+            }
+        }
+    )*};
+}
+field_types!(u8, u16, u32, u64);
+
+/// A width in bits, as a type: [`Width::Type`] is the integer a field of that width reads as.
+pub struct Bits<const N: u32>;
+
+/// The integer type of a width ([`Bits`]).
+pub trait Width {
+    type Type: FieldType;
+}
+
+macro_rules! widths {
+    ($t:ty: $($n:literal)*) => {$( impl Width for Bits<$n> { type Type = $t; } )*};
+}
+widths!(bool: 1);
+widths!(u8: 2 3 4 5 6 7 8);
+widths!(u16: 9 10 11 12 13 14 15 16);
+widths!(u32: 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32);
+widths!(u64: 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59
+    60 61 62 63 64 128 256);
+
+impl<L, T> Field<L, T> {
+    /// The same field read as a plain `u64` (for code handling fields of several widths).
+    pub const fn untyped(self) -> Field<L> {
+        Field {
+            offset: self.offset,
+            width: self.width,
+            _layout: PhantomData,
+        }
+    }
+}
+
+impl<L: Layout, T> Field<L, T> {
     /// Used by [`layout!`](crate::layout); the layout check proves the field in range.
     #[doc(hidden)]
     pub const fn __new(offset: u32, width: u32) -> Self {
@@ -285,7 +349,7 @@ impl<L: Layout, M: Layout> Nested<L, M> {
         self.offset
     }
     /// A field of the nested layout, addressed from the outer one.
-    pub const fn at(self, f: Field<M>) -> Field<L> {
+    pub const fn at<T>(self, f: Field<M, T>) -> Field<L, T> {
         Field {
             offset: self.offset + f.offset,
             width: f.width,
@@ -517,7 +581,7 @@ fn check_len<L: Layout>(len: usize) -> Result<(), LayoutError> {
     Ok(())
 }
 
-fn byte_range<L: Layout>(f: Field<L>) -> Result<core::ops::Range<usize>, LayoutError> {
+fn byte_range<L: Layout, T>(f: Field<L, T>) -> Result<core::ops::Range<usize>, LayoutError> {
     let f = f.resolved();
     if !f.offset.is_multiple_of(8) || !f.width.is_multiple_of(8) {
         return Err(LayoutError::NotByteAligned {
@@ -560,7 +624,7 @@ impl<'a, L: Layout> View<'a, L> {
         self.buf
     }
     /// Value of a field of at most 64 bits; wider fields give their low 64 bits.
-    pub fn get(&self, f: Field<L>) -> u64 {
+    pub fn get<T>(&self, f: Field<L, T>) -> u64 {
         let f = f.resolved();
         if f.width > 64 {
             return read_bits(self.buf, f.offset + f.width - 64, 64);
@@ -571,7 +635,11 @@ impl<'a, L: Layout> View<'a, L> {
     ///
     /// # Errors
     /// [`LayoutError::NotByteAligned`] for fields that do not start and end on a byte.
-    pub fn get_bytes(&self, f: Field<L>) -> Result<&'a [u8], LayoutError> {
+    /// Value of a field as its width's own type (`bool`, `u8`, `u16`, `u32`, `u64`).
+    pub fn value<T: FieldType>(&self, f: Field<L, T>) -> T {
+        T::from_bits(self.get(f))
+    }
+    pub fn get_bytes<T>(&self, f: Field<L, T>) -> Result<&'a [u8], LayoutError> {
         let r = byte_range(f)?;
         // The layout check keeps r inside SIZE_BYTES <= buf.len().
         self.buf.get(r).ok_or(LayoutError::TooShort {
@@ -641,12 +709,16 @@ impl<'a, L: Layout> ViewMut<'a, L> {
         }
     }
     /// Value of a field (see [`View::get`]).
-    pub fn get(&self, f: Field<L>) -> u64 {
+    pub fn get<T>(&self, f: Field<L, T>) -> u64 {
         self.as_view().get(f)
+    }
+    /// Value of a field as its width's own type (see [`View::value`]).
+    pub fn value<T: FieldType>(&self, f: Field<L, T>) -> T {
+        T::from_bits(self.get(f))
     }
     /// Writes the low `width` bits of `value`; bits of `value` above the width are dropped.
     /// No bit outside the field changes. Use [`ViewMut::try_set`] for values from users.
-    pub fn set(&mut self, f: Field<L>, value: u64) {
+    pub fn set<T>(&mut self, f: Field<L, T>, value: u64) {
         let f = f.resolved();
         if f.width > 64 {
             // Wide field: clear it, then write the value into its low 64 bits.
@@ -664,7 +736,7 @@ impl<'a, L: Layout> ViewMut<'a, L> {
     ///
     /// # Errors
     /// [`LayoutError::ValueTooWide`] when `value > f.max()`.
-    pub fn try_set(&mut self, f: Field<L>, value: u64) -> Result<(), LayoutError> {
+    pub fn try_set<T>(&mut self, f: Field<L, T>, value: u64) -> Result<(), LayoutError> {
         let f = f.resolved();
         if value > f.max() {
             return Err(LayoutError::ValueTooWide {
@@ -683,7 +755,7 @@ impl<'a, L: Layout> ViewMut<'a, L> {
     /// # Errors
     /// [`LayoutError::NotByteAligned`]; [`LayoutError::ValueTooWide`] when `src` is longer than
     /// the field.
-    pub fn set_bytes(&mut self, f: Field<L>, src: &[u8]) -> Result<(), LayoutError> {
+    pub fn set_bytes<T>(&mut self, f: Field<L, T>, src: &[u8]) -> Result<(), LayoutError> {
         let r = byte_range(f)?;
         let len = r.len();
         if src.len() > len {
@@ -806,7 +878,9 @@ macro_rules! layout {
     (@ty [$w:literal; flex]) => { $crate::mlx5::layout::FlexArray<Layout> };
     (@ty [$w:literal; $n:literal]) => { $crate::mlx5::layout::ArrayField<Layout> };
     (@ty [$l:ident; $n:literal]) => { $crate::mlx5::layout::NestedArray<Layout, super::$l::Layout> };
-    (@ty $w:literal) => { $crate::mlx5::layout::Field<Layout> };
+    (@ty $w:literal) => {
+        $crate::mlx5::layout::Field<Layout, <$crate::mlx5::layout::Bits<$w> as $crate::mlx5::layout::Width>::Type>
+    };
     (@ty $l:ident) => { $crate::mlx5::layout::Nested<Layout, super::$l::Layout> };
 
     // Field constant values.

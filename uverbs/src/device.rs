@@ -52,11 +52,11 @@ impl Caps {
     }
 
     /// A field of `cmd_hca_cap`.
-    pub fn get(&self, f: mlx5_dpa::mlx5::Field<c::Layout>) -> u64 {
+    pub fn get<T>(&self, f: mlx5_dpa::mlx5::Field<c::Layout, T>) -> u64 {
         View::<c::Layout>::new(&self.page).map_or(0, |v| v.get(f))
     }
 
-    fn pow(&self, f: mlx5_dpa::mlx5::Field<c::Layout>) -> u32 {
+    fn pow<T>(&self, f: mlx5_dpa::mlx5::Field<c::Layout, T>) -> u32 {
         1u32.checked_shl(self.get(f) as u32).unwrap_or(u32::MAX)
     }
 }

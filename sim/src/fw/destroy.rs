@@ -36,7 +36,7 @@ macro_rules! by_number {
 /// # Errors
 /// The inbox is shorter than its layout.
 pub(crate) fn destroyed_object(op: Opcode, inb: &[u8]) -> Option<Result<ObjRef, Check>> {
-    fn num<L: Layout>(inb: &[u8], f: Field<L>) -> Result<u32, Check> {
+    fn num<L: Layout, T>(inb: &[u8], f: Field<L, T>) -> Result<u32, Check> {
         Ok(inbox::<L>(inb)?.get(f) as u32)
     }
     macro_rules! decode {
@@ -82,8 +82,8 @@ fn general(inb: &[u8]) -> Result<ObjRef, Check> {
 
 /// Builds the destroy command the kernel sends for `obj` (what `DEVX_OBJ_DESTROY` runs).
 pub fn destroy_inbox(obj: ObjRef) -> Vec<u8> {
-    fn build<L: Layout>(
-        opcode: Field<L>,
+    fn build<L: Layout, T>(
+        opcode: Field<L, T>,
         op: Opcode,
         set: impl FnOnce(&mut ViewMut<'_, L>),
     ) -> Vec<u8> {

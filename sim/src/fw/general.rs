@@ -266,11 +266,10 @@ impl Firmware {
         t: u16,
         ctx: &[u8],
     ) -> Result<(GenKind, Vec<Ref>, Option<NewProcess>), Check> {
-        let dpa = |f| self.profile.dpa_cap(f);
         use l::dpa_cap as d;
         use l::dpa_process as p;
         let c = View::<p::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-        let max = dpa(d::max_dpa_processes).min(u64::from(limit(dpa(d::log_max_dpa_process))));
+        let max = self.profile.dpa_cap(d::max_dpa_processes).min(u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_process))));
         if u64::from(self.count_type(t)) >= max {
             return Err(check::TOO_MANY_OBJECTS);
         }
@@ -335,7 +334,7 @@ impl Firmware {
         }
         let dumem_len = budget.min(crate::state::dpa::map::DUMEM_MAX);
         let slots =
-            limit(dpa(d::log_max_dpa_threads_per_process)).min(crate::state::dpa::map::MAX_SLOTS);
+            limit(self.profile.dpa_cap(d::log_max_dpa_threads_per_process)).min(crate::state::dpa::map::MAX_SLOTS);
         let loaded = crate::dpa::loader::load(&bytes, dumem_len, slots)?;
         let dumem_used = round_up(
             loaded
@@ -372,7 +371,6 @@ impl Firmware {
         _t: u16,
         ctx: &[u8],
     ) -> Result<(GenKind, Vec<Ref>), Check> {
-        let dpa = |f| self.profile.dpa_cap(f);
         use l::dpa_cap as d;
         use l::dpa_mem as m;
         let c = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
@@ -382,10 +380,10 @@ impl Firmware {
         if size == 0 {
             return Err(check::BAD_LENGTH);
         }
-        if size > 1u64 << dpa(d::log_max_dpa_mem).min(63) {
+        if size > 1u64 << self.profile.dpa_cap(d::log_max_dpa_mem).min(63) {
             return Err(check::ABOVE_CAP);
         }
-        let block = dpa(d::dpa_mem_block_size).max(1);
+        let block = self.profile.dpa_cap(d::dpa_mem_block_size).max(1);
         let rounded = size
             .div_ceil(block)
             .checked_mul(block)
@@ -421,13 +419,12 @@ impl Firmware {
         t: u16,
         ctx: &[u8],
     ) -> Result<(GenKind, Vec<Ref>), Check> {
-        let dpa = |f| self.profile.dpa_cap(f);
         use l::dpa_cap as d;
         use l::dpa_thread as th;
         let c = View::<th::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
         let process = c.get(th::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_thread))) {
+        if u64::from(self.count_type(t)) >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_thread))) {
             return Err(check::TOO_MANY_THREADS);
         }
         if let Some(GenObj {
@@ -435,17 +432,17 @@ impl Firmware {
             ..
         }) = self.gen.get(process)
         {
-            if u64::from(*threads) >= u64::from(limit(dpa(d::log_max_dpa_threads_per_process))) {
+            if u64::from(*threads) >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_threads_per_process))) {
                 return Err(check::TOO_MANY_THREADS);
             }
         }
         let id = c.get(th::affinity_id) as u32;
         let affinity = match c.get(th::affinity_type) {
             0 => Affinity::None,
-            1 if dpa(d::thread_affinity_single_hart) == 1 && id <= 0xffff => {
+            1 if self.profile.dpa_cap(d::thread_affinity_single_hart) == 1 && id <= 0xffff => {
                 Affinity::Eu(id as u16)
             }
-            2 if dpa(d::thread_affinity_hart_group) == 1 && id <= 0xffff => {
+            2 if self.profile.dpa_cap(d::thread_affinity_hart_group) == 1 && id <= 0xffff => {
                 Affinity::Group(id as u16)
             }
             _ => return Err(check::BAD_AFFINITY),
@@ -514,13 +511,12 @@ impl Firmware {
         t: u16,
         ctx: &[u8],
     ) -> Result<(GenKind, Vec<Ref>), Check> {
-        let dpa = |f| self.profile.dpa_cap(f);
         use l::dpa_cap as d;
         use l::dpa_outbox as ob;
         let c = View::<ob::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
         let process = c.get(ob::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_outbox))) {
+        if u64::from(self.count_type(t)) >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_outbox))) {
             return Err(check::TOO_MANY_OBJECTS);
         }
         let uar = c.get(ob::uar) as u32;
@@ -538,13 +534,12 @@ impl Firmware {
         t: u16,
         ctx: &[u8],
     ) -> Result<(GenKind, Vec<Ref>), Check> {
-        let dpa = |f| self.profile.dpa_cap(f);
         use l::dpa_cap as d;
         use l::dpa_window as w;
         let c = View::<w::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
         let process = c.get(w::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t)) >= u64::from(limit(dpa(d::log_max_dpa_window))) {
+        if u64::from(self.count_type(t)) >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_window))) {
             return Err(check::TOO_MANY_OBJECTS);
         }
         let pd = c.get(w::pd) as u32;

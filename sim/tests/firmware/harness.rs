@@ -459,10 +459,10 @@ pub(crate) fn general_inbox<L: Layout>(
     b
 }
 
-pub(crate) fn query_state<L: Layout>(
+pub(crate) fn query_state<L: Layout, T>(
     obj: &DevxObj,
     op: Opcode,
-    id_field: mlx5_dpa::mlx5::Field<L>,
+    id_field: mlx5_dpa::mlx5::Field<L, T>,
     id: u32,
     out_len: usize,
     read: impl FnOnce(&[u8]) -> u64,
@@ -475,7 +475,7 @@ pub(crate) fn query_state<L: Layout>(
 
 pub(crate) fn sq_state(obj: &DevxObj, sqn: u32) -> u64 {
     use l::query_sq_out as o;
-    query_state::<l::query_sq_in::Layout>(
+    query_state::<l::query_sq_in::Layout, _>(
         obj,
         Opcode::QUERY_SQ,
         l::query_sq_in::sqn,
@@ -487,7 +487,7 @@ pub(crate) fn sq_state(obj: &DevxObj, sqn: u32) -> u64 {
 
 pub(crate) fn rq_state(obj: &DevxObj, rqn: u32) -> u64 {
     use l::query_rq_out as o;
-    query_state::<l::query_rq_in::Layout>(
+    query_state::<l::query_rq_in::Layout, _>(
         obj,
         Opcode::QUERY_RQ,
         l::query_rq_in::rqn,

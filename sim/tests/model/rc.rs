@@ -1290,8 +1290,12 @@ fn qp_context_follows_each_transition() {
         q_key: 0x1111_2222,
     };
     let q = |rig: &RcRig| rig.query().unwrap();
-    let get = |b: &[u8], f| View::<l::qpc::Layout>::new(b).unwrap().get(f);
-    let path = |f| l::qpc::primary_address_path.at(f);
+    fn get<T>(b: &[u8], f: mlx5_dpa::mlx5::Field<l::qpc::Layout, T>) -> u64 {
+        View::<l::qpc::Layout>::new(b).unwrap().get(f)
+    }
+    fn path<T>(f: mlx5_dpa::mlx5::Field<l::ads::Layout, T>) -> mlx5_dpa::mlx5::Field<l::qpc::Layout, T> {
+        l::qpc::primary_address_path.at(f)
+    }
     use l::{ads, qpc};
     // RST2INIT takes only its fields.
     rig.modify(Rst2Init, attr).unwrap();
@@ -1449,11 +1453,11 @@ fn query_qp_reports_live_psns_and_counters_and_reset_clears_them() {
     p.b.post_recv(&[p.b.sge(0, 4096)]).unwrap();
     let i = p.a.send(&SendWr::new(RcOp::Send, &sg)).unwrap();
     ok_req(p.send_cqe_a(), 0x0a, i, p.a.qpn, 0);
-    let get = |rig: &RcRig, f| {
+    fn get<T>(rig: &RcRig, f: mlx5_dpa::mlx5::Field<l::qpc::Layout, T>) -> u64 {
         View::<l::qpc::Layout>::new(&rig.query().unwrap())
             .unwrap()
             .get(f)
-    };
+    }
     // 3000 bytes at 1024-byte MTU: three PSNs, across the 24-bit wrap.
     assert_eq!(
         get(&p.a, l::qpc::next_send_psn),

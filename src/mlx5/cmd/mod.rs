@@ -164,10 +164,10 @@ pub fn decode_outbox<C: Command>(cmd: &C, outbox: &[u8]) -> Result<C::Output, Cm
 }
 
 /// Writes a user-supplied value, refusing one that does not fit its field.
-fn put<L: Layout>(
+fn put<L: Layout, T>(
     v: &mut ViewMut<'_, L>,
     opcode: Opcode,
-    f: super::Field<L>,
+    f: super::Field<L, T>,
     value: u64,
     what: &str,
 ) -> Result<(), CmdError> {

@@ -217,13 +217,14 @@ macro_rules! qp_transition {
             const OPCODE: Opcode = Opcode::$op;
             type In = $lay::Layout;
             fn qpn() -> crate::mlx5::Field<Self::In> {
-                $lay::qpn
+                $lay::qpn.untyped()
             }
             fn qpc() -> Option<crate::mlx5::layout::Nested<Self::In, qpc::Layout>> {
                 $ctx
             }
             fn opt_param_mask() -> Option<crate::mlx5::Field<Self::In>> {
-                $mask
+                let mask: Option<crate::mlx5::Field<Self::In, u32>> = $mask;
+                mask.map(crate::mlx5::Field::untyped)
             }
         }
     };

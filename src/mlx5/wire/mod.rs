@@ -51,7 +51,7 @@ pub(crate) fn check_len(what: &'static str, buf: &[u8], need: usize) -> Result<(
 
 /// The byte offset of a byte-aligned field whose width is a whole number of bytes; refuses (at
 /// compile time, since every use is in a `const`) any other.
-pub(crate) const fn byte_at<L: Layout>(f: Field<L>) -> usize {
+pub(crate) const fn byte_at<L: Layout, T>(f: Field<L, T>) -> usize {
     assert!(
         f.offset().is_multiple_of(8) && f.width().is_multiple_of(8),
         "wire fields are whole bytes"
