@@ -78,7 +78,7 @@ pub(crate) fn vhca_id(dev: &dyn Devx) -> Result<u16, DpaError> {
     let page = devx::exec(dev, &crate::mlx5::caps::Caps::QUERIES[0])?;
     let v = crate::mlx5::View::<crate::mlx5::layouts::cmd_hca_cap::Layout>::new(&page)
         .map_err(|e| DpaError::Device(format!("QUERY_HCA_CAP answer: {e}")))?;
-    Ok(v.get(crate::mlx5::layouts::cmd_hca_cap::vhca_id) as u16)
+    Ok(v.value(crate::mlx5::layouts::cmd_hca_cap::vhca_id))
 }
 
 /// A fresh access key (grants are per object; the key only has to be unguessable by other

@@ -147,7 +147,7 @@ impl Caps {
             cqe_version: u8_(g.get(cmd_hca_cap::cqe_version)),
             port_type: u8_(g.get(cmd_hca_cap::port_type)),
             num_ports: u8_(g.get(cmd_hca_cap::num_ports)),
-            vhca_id: g.get(cmd_hca_cap::vhca_id) as u16,
+            vhca_id: g.value(cmd_hca_cap::vhca_id),
             log_max_msg: u8_(g.get(cmd_hca_cap::log_max_msg)),
         };
         let types_hi = match general_2 {
@@ -160,7 +160,7 @@ impl Caps {
             Some(p) if general_caps.apu => {
                 let d = View::<dpa_cap::Layout>::new(p)?;
                 Some(DpaCaps {
-                    max_dpa_processes: d.get(dpa_cap::max_dpa_processes) as u16,
+                    max_dpa_processes: d.value(dpa_cap::max_dpa_processes),
                     log_max_dpa_thread: u8_(d.get(dpa_cap::log_max_dpa_thread)),
                     log_max_dpa_process: u8_(d.get(dpa_cap::log_max_dpa_process)),
                     log_max_dpa_threads_per_process: u8_(
@@ -169,15 +169,15 @@ impl Caps {
                     log_max_dpa_outbox: u8_(d.get(dpa_cap::log_max_dpa_outbox)),
                     log_max_dpa_window: u8_(d.get(dpa_cap::log_max_dpa_window)),
                     log_max_dpa_mem: u8_(d.get(dpa_cap::log_max_dpa_mem)),
-                    dpa_mem_block_size: d.get(dpa_cap::dpa_mem_block_size) as u32,
+                    dpa_mem_block_size: d.value(dpa_cap::dpa_mem_block_size),
                     log_max_num_dpa_mem_blocks: u8_(d.get(dpa_cap::log_max_num_dpa_mem_blocks)),
                     max_num_dpa_thread_per_group: d.get(dpa_cap::max_num_dpa_thread_per_group)
                         as u16,
                     thread_affinity_single_hart: b(d.get(dpa_cap::thread_affinity_single_hart)),
                     thread_affinity_hart_group: b(d.get(dpa_cap::thread_affinity_hart_group)),
                     dpa_coredump_type: u8_(d.get(dpa_cap::dpa_coredump_type)),
-                    dpa_platform_version: d.get(dpa_cap::dpa_platform_version) as u16,
-                    dpa_os_api_version: d.get(dpa_cap::dpa_os_api_version) as u32,
+                    dpa_platform_version: d.value(dpa_cap::dpa_platform_version),
+                    dpa_os_api_version: d.value(dpa_cap::dpa_os_api_version),
                 })
             }
             _ => None,

@@ -220,7 +220,8 @@ impl<L, T> fmt::Debug for Field<L, T> {
 }
 
 /// The integer a field's width reads as. Values come from the field's own bits, so they
-/// always fit; a provisional field widened by an override past its type keeps its low bits.
+/// always fit (typed values are read only from layouts that are not provisional, whose fields
+/// no override moves).
 pub trait FieldType: Copy {
     /// The value of the field's bits.
     fn from_bits(bits: u64) -> Self;
@@ -636,7 +637,25 @@ impl<'a, L: Layout> View<'a, L> {
     /// # Errors
     /// [`LayoutError::NotByteAligned`] for fields that do not start and end on a byte.
     /// Value of a field as its width's own type (`bool`, `u8`, `u16`, `u32`, `u64`).
+    ///
+    /// Only for layouts that are not provisional (a compile-time check): a provisional field
+    /// may be widened at run time by an override, past its declared type; read those with
+    /// [`View::get`] and check the value.
+    ///
+    /// ```compile_fail
+    /// use mlx5_dpa::mlx5::layout::{Layout, View};
+    /// use mlx5_dpa::mlx5::layouts::dpa::dpa_process;
+    /// let b = vec![0u8; dpa_process::Layout::SIZE_BYTES];
+    /// let v = View::<dpa_process::Layout>::new(&b).unwrap();
+    /// let _status: u32 = v.value(dpa_process::exit_status); // provisional: refused
+    /// ```
     pub fn value<T: FieldType>(&self, f: Field<L, T>) -> T {
+        const {
+            assert!(
+                !L::DESC.provisional,
+                "typed values only for layouts that are not provisional"
+            )
+        };
         T::from_bits(self.get(f))
     }
     pub fn get_bytes<T>(&self, f: Field<L, T>) -> Result<&'a [u8], LayoutError> {
@@ -714,7 +733,7 @@ impl<'a, L: Layout> ViewMut<'a, L> {
     }
     /// Value of a field as its width's own type (see [`View::value`]).
     pub fn value<T: FieldType>(&self, f: Field<L, T>) -> T {
-        T::from_bits(self.get(f))
+        self.as_view().value(f)
     }
     /// Writes the low `width` bits of `value`; bits of `value` above the width are dropped.
     /// No bit outside the field changes. Use [`ViewMut::try_set`] for values from users.
@@ -898,6 +917,37 @@ macro_rules! layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A field reads as its width's own type: bool for one bit, u8 up to 8, u16 up to 16, u32
+    /// up to 32, u64 above; the value is the same as `get`'s.
+    #[test]
+    fn fields_read_as_their_widths_type() {
+        use crate::mlx5::layouts::cqc;
+        let mut b = vec![0u8; cqc::Layout::SIZE_BYTES];
+        let mut v = ViewMut::<cqc::Layout>::new(&mut b).unwrap();
+        v.set(cqc::dbr_umem_valid, 1);
+        v.set(cqc::log_cq_size, 0x1f);
+        v.set(cqc::cq_period, 0xabc);
+        v.set(cqc::uar_page, 0xff_fffe);
+        v.set(cqc::dbr_addr, 0x1234_5678_9abc_def0);
+        let v = v.as_view();
+        let valid: bool = v.value(cqc::dbr_umem_valid);
+        let log: u8 = v.value(cqc::log_cq_size);
+        let period: u16 = v.value(cqc::cq_period);
+        let uar: u32 = v.value(cqc::uar_page);
+        let dbr: u64 = v.value(cqc::dbr_addr);
+        assert!(valid);
+        assert_eq!(
+            (u64::from(log), u64::from(period), u64::from(uar), dbr),
+            (
+                v.get(cqc::log_cq_size),
+                v.get(cqc::cq_period),
+                v.get(cqc::uar_page),
+                v.get(cqc::dbr_addr)
+            )
+        );
+        assert_eq!((log, period, uar), (0x1f, 0xabc, 0xff_fffe));
+    }
 
     #[test]
     fn read_write_match_mlx5_ifc_numbering() {

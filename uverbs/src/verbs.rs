@@ -787,7 +787,7 @@ fn create_qp_obj(
     let obj = obj.ok_or(Errno::EINVAL)?;
     let qpn = View::<create_qp_out::Layout>::new(&out)
         .map_err(|_| Errno::EINVAL)?
-        .get(create_qp_out::qpn) as u32;
+        .value(create_qp_out::qpn);
     Ok((obj, qpn))
 }
 

@@ -45,22 +45,22 @@ pub(crate) fn destroyed_object(op: Opcode, inb: &[u8]) -> Option<Result<ObjRef, 
                 $(Opcode::$opc => Some(num($inb, l::$lay::$field).map(ObjRef::$v)),)*
                 Opcode::DESTROY_FLOW_TABLE => Some(inbox::<l::destroy_flow_table_in::Layout>($inb).map(|v| {
                     ObjRef::FlowTable {
-                        table_type: v.get(l::destroy_flow_table_in::table_type) as u8,
-                        id: v.get(l::destroy_flow_table_in::table_id) as u32,
+                        table_type: v.value(l::destroy_flow_table_in::table_type),
+                        id: v.value(l::destroy_flow_table_in::table_id),
                     }
                 })),
                 Opcode::DESTROY_FLOW_GROUP => Some(inbox::<l::destroy_flow_group_in::Layout>($inb).map(|v| {
                     ObjRef::FlowGroup {
-                        table_type: v.get(l::destroy_flow_group_in::table_type) as u8,
-                        table: v.get(l::destroy_flow_group_in::table_id) as u32,
-                        id: v.get(l::destroy_flow_group_in::group_id) as u32,
+                        table_type: v.value(l::destroy_flow_group_in::table_type),
+                        table: v.value(l::destroy_flow_group_in::table_id),
+                        id: v.value(l::destroy_flow_group_in::group_id),
                     }
                 })),
                 Opcode::DELETE_FLOW_TABLE_ENTRY => Some(inbox::<l::delete_fte_in::Layout>($inb).map(|v| {
                     ObjRef::Fte {
-                        table_type: v.get(l::delete_fte_in::table_type) as u8,
-                        table: v.get(l::delete_fte_in::table_id) as u32,
-                        index: v.get(l::delete_fte_in::flow_index) as u32,
+                        table_type: v.value(l::delete_fte_in::table_type),
+                        table: v.value(l::delete_fte_in::table_id),
+                        index: v.value(l::delete_fte_in::flow_index),
                     }
                 })),
                 Opcode::DESTROY_GENERAL_OBJECT => Some(general(&$inb)),
@@ -75,8 +75,8 @@ fn general(inb: &[u8]) -> Result<ObjRef, Check> {
     use l::general_obj_in_cmd_hdr as h;
     let v: View<'_, h::Layout> = inbox(inb)?;
     Ok(ObjRef::General {
-        obj_type: v.get(h::obj_type) as u16,
-        id: v.get(h::obj_id) as u32,
+        obj_type: v.value(h::obj_type),
+        id: v.value(h::obj_id),
     })
 }
 

@@ -166,7 +166,7 @@ impl Firmware {
         if op_mod > 1 {
             return Err(check::BAD_OP_MOD);
         }
-        let reg = v.get(a::register_id) as u16;
+        let reg = v.value(a::register_id);
         let data = &inb[size::<a::Layout>()..];
         let len = match reg {
             reg_id::NIC_DPA_EUG_REG if self.profile.dpa.is_some() => size::<gr::Layout>(),
@@ -220,7 +220,7 @@ impl Firmware {
                 if members.is_empty() || members.iter().any(|&e| e >= eus) {
                     return Err(check::BAD_AFFINITY);
                 }
-                let n = v.get(pr::num_vhca_id) as u32;
+                let n = u32::from(v.get(pr::num_vhca_id) as u8);
                 let vhcas: Vec<u16> = (0..n)
                     .filter_map(|i| pr::vhca_id.at(i).map(|f| v.get(f) as u16))
                     .collect();

@@ -91,7 +91,7 @@ impl Firmware {
         use l::general_obj_in_cmd_hdr as h;
         let v = inbox::<h::Layout>(inb)?;
         let mut o = super::outbox::<l::general_obj_out_cmd_hdr::Layout>(out)?;
-        let t = v.get(h::obj_type) as u16;
+        let t = v.value(h::obj_type);
         if v.get(h::log_obj_range) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
@@ -236,12 +236,12 @@ impl Firmware {
         use l::alias_context as a;
 
         let c = View::<a::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-        let vhca = c.get(a::vhca_id_to_be_accessed) as u16;
+        let vhca = c.value(a::vhca_id_to_be_accessed);
         if !self.is_function(vhca) {
             // Another device's function: not something one model reaches.
             return Err(check::NOT_SUPPORTED);
         }
-        let target = c.get(a::object_id_to_be_accessed) as u32;
+        let target = c.value(a::object_id_to_be_accessed);
         let key = c
             .get_bytes(a::access_key)
             .map_err(|_| check::INBOX_TOO_SHORT)?;
@@ -269,7 +269,12 @@ impl Firmware {
         use l::dpa_cap as d;
         use l::dpa_process as p;
         let c = View::<p::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-        let max = self.profile.dpa_cap(d::max_dpa_processes).min(u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_process))));
+        let max = self
+            .profile
+            .dpa_cap(d::max_dpa_processes)
+            .min(u64::from(limit(
+                self.profile.dpa_cap(d::log_max_dpa_process),
+            )));
         if u64::from(self.count_type(t)) >= max {
             return Err(check::TOO_MANY_OBJECTS);
         }
@@ -333,8 +338,8 @@ impl Firmware {
             }
         }
         let dumem_len = budget.min(crate::state::dpa::map::DUMEM_MAX);
-        let slots =
-            limit(self.profile.dpa_cap(d::log_max_dpa_threads_per_process)).min(crate::state::dpa::map::MAX_SLOTS);
+        let slots = limit(self.profile.dpa_cap(d::log_max_dpa_threads_per_process))
+            .min(crate::state::dpa::map::MAX_SLOTS);
         let loaded = crate::dpa::loader::load(&bytes, dumem_len, slots)?;
         let dumem_used = round_up(
             loaded
@@ -424,7 +429,9 @@ impl Firmware {
         let c = View::<th::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
         let process = c.get(th::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t)) >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_thread))) {
+        if u64::from(self.count_type(t))
+            >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_thread)))
+        {
             return Err(check::TOO_MANY_THREADS);
         }
         if let Some(GenObj {
@@ -432,18 +439,23 @@ impl Firmware {
             ..
         }) = self.gen.get(process)
         {
-            if u64::from(*threads) >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_threads_per_process))) {
+            if u64::from(*threads)
+                >= u64::from(limit(
+                    self.profile.dpa_cap(d::log_max_dpa_threads_per_process),
+                ))
+            {
                 return Err(check::TOO_MANY_THREADS);
             }
         }
-        let id = c.get(th::affinity_id) as u32;
-        let affinity = match c.get(th::affinity_type) {
-            0 => Affinity::None,
-            1 if self.profile.dpa_cap(d::thread_affinity_single_hart) == 1 && id <= 0xffff => {
-                Affinity::Eu(id as u16)
+        // Provisional layout: an override may widen the field past 16 bits.
+        let id = u16::try_from(c.get(th::affinity_id));
+        let affinity = match (c.get(th::affinity_type), id) {
+            (0, _) => Affinity::None,
+            (1, Ok(id)) if self.profile.dpa_cap(d::thread_affinity_single_hart) == 1 => {
+                Affinity::Eu(id)
             }
-            2 if self.profile.dpa_cap(d::thread_affinity_hart_group) == 1 && id <= 0xffff => {
-                Affinity::Group(id as u16)
+            (2, Ok(id)) if self.profile.dpa_cap(d::thread_affinity_hart_group) == 1 => {
+                Affinity::Group(id)
             }
             _ => return Err(check::BAD_AFFINITY),
         };
@@ -516,7 +528,9 @@ impl Firmware {
         let c = View::<ob::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
         let process = c.get(ob::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t)) >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_outbox))) {
+        if u64::from(self.count_type(t))
+            >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_outbox)))
+        {
             return Err(check::TOO_MANY_OBJECTS);
         }
         let uar = c.get(ob::uar) as u32;
@@ -539,7 +553,9 @@ impl Firmware {
         let c = View::<w::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
         let process = c.get(w::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t)) >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_window))) {
+        if u64::from(self.count_type(t))
+            >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_window)))
+        {
             return Err(check::TOO_MANY_OBJECTS);
         }
         let pd = c.get(w::pd) as u32;
@@ -591,10 +607,10 @@ impl Firmware {
         if !(6..=22).contains(&log) {
             return Err(check::BAD_LOG_SIZE);
         }
-        let umem = self.mem.resolve(uid, c.get(e::umem_id) as u32);
+        let umem = self.mem.resolve(uid, c.value(e::umem_id));
         let off = c.get(e::umem_offset);
         self.mem.range(uid, umem, off, 1 << log)?;
-        let uar = c.get(e::uar_page) as u32;
+        let uar = c.value(e::uar_page);
         self.check_uar(uid, uar)?;
         Ok((
             GenKind::DpaEq { umem, uar },
@@ -611,7 +627,7 @@ impl Firmware {
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::dpa_db_cq_mapping as m;
         let c = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
-        let cqn = c.get(m::cqn) as u32;
+        let cqn = c.value(m::cqn);
         let cq = self.cqs.get(cqn).ok_or(check::NO_SUCH_CQ)?;
         owned(&cq.meta, uid)?;
         Ok((GenKind::DbCqMapping { cqn }, vec![Ref::Cq(cqn)]))
@@ -690,8 +706,8 @@ impl Firmware {
     pub(super) fn modify_general(&mut self, uid: u16, inb: &[u8]) -> Result<(), Check> {
         use l::general_obj_in_cmd_hdr as h;
         let v = inbox::<h::Layout>(inb)?;
-        let t = v.get(h::obj_type) as u16;
-        let id = v.get(h::obj_id) as u32;
+        let t = v.value(h::obj_type);
+        let id = v.value(h::obj_id);
         let len = Self::ctx_len(t).ok_or(check::UNKNOWN_OBJ_TYPE)?;
         if inb.len() < HDR + len {
             return Err(check::INBOX_TOO_SHORT);
@@ -752,8 +768,8 @@ impl Firmware {
     ) -> Result<(), Check> {
         use l::general_obj_in_cmd_hdr as h;
         let v = inbox::<h::Layout>(inb)?;
-        let t = v.get(h::obj_type) as u16;
-        let id = v.get(h::obj_id) as u32;
+        let t = v.value(h::obj_type);
+        let id = v.value(h::obj_id);
         let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;
         if g.obj_type != t {
             return Err(check::WRONG_OBJ_TYPE);
@@ -771,8 +787,8 @@ impl Firmware {
     pub(super) fn allow_other_vhca_access(&mut self, uid: u16, inb: &[u8]) -> Result<(), Check> {
         use l::allow_other_vhca_access_in as a;
         let v = inbox::<a::Layout>(inb)?;
-        let obj_type = v.get(a::object_type_to_be_accessed) as u16;
-        let obj_id = v.get(a::object_id_to_be_accessed) as u32;
+        let obj_type = v.value(a::object_type_to_be_accessed);
+        let obj_id = v.value(a::object_id_to_be_accessed);
         let exists = match obj_type {
             // A DPA process's memory, by its DUMEM id.
             alias_type::DPA_DUMEM => {

@@ -330,7 +330,7 @@ impl Firmware {
         if v.get(m::mkey_umem_valid) != 1 {
             return Err(check::UMEM_NOT_VALID);
         }
-        let pd = v.get(c.at(mkc::pd)) as u32;
+        let pd = v.value(c.at(mkc::pd));
         self.check_owned_pd(uid, pd)?;
         if v.get(c.at(mkc::length64)) != 0 {
             return Err(check::BAD_LENGTH);
@@ -341,7 +341,7 @@ impl Firmware {
         }
         let start = v.get(c.at(mkc::start_addr));
         start.checked_add(len).ok_or(check::BAD_LENGTH)?;
-        let umem = self.mem.resolve(uid, v.get(m::mkey_umem_id) as u32);
+        let umem = self.mem.resolve(uid, v.value(m::mkey_umem_id));
         let offset = v.get(m::mkey_umem_offset);
         let bit = |f| v.get(c.at(f)) == 1;
         let rights = mlx5_dpa::mlx5::cmd::MkeyAccess {
@@ -364,7 +364,7 @@ impl Firmware {
             return Err(check::ACCESS_NOT_GRANTED);
         }
         let dma = self.mem.range(uid, umem, offset, len)?;
-        let tag = v.get(c.at(mkc::mkey_7_0)) as u32;
+        let tag = u32::from(v.value(c.at(mkc::mkey_7_0)));
         let idx = self
             .mkeys
             .insert_with(|idx| Mkey {

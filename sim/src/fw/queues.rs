@@ -92,7 +92,7 @@ impl Firmware {
             }
             CqTarget::Eq(element)
         };
-        let ring_umem = self.mem.resolve(uid, v.get(m::cq_umem_id) as u32);
+        let ring_umem = self.mem.resolve(uid, v.value(m::cq_umem_id));
         let ring_off = v.get(m::cq_umem_offset);
         let ring_len = (cqe_bytes as u64) << log_size;
         let dbr_umem = self.mem.resolve(uid, g!(cqc::dbr_umem_id) as u32);
@@ -154,7 +154,7 @@ impl Firmware {
             1 => return Err(check::NOT_SUPPORTED),
             _ => return Err(check::BAD_OP_MOD),
         }
-        let cqn = v.get(m::cqn) as u32;
+        let cqn = v.value(m::cqn);
         let cq = self.cqs.get_mut(cqn).ok_or(check::NO_SUCH_CQ)?;
         owned(&cq.meta, uid)?;
         // modify_field_select: bit 0 cq_period, bit 1 cq_max_count (kernel MLX5_CQ_MODIFY_*).
@@ -167,10 +167,10 @@ impl Firmware {
         }
         let c = m::cq_context;
         if select & 1 != 0 {
-            cq.period = v.get(c.at(cqc::cq_period)) as u16;
+            cq.period = v.value(c.at(cqc::cq_period));
         }
         if select & 2 != 0 {
-            cq.max_count = v.get(c.at(cqc::cq_max_count)) as u16;
+            cq.max_count = v.value(c.at(cqc::cq_max_count));
         }
         Ok(())
     }
@@ -180,7 +180,7 @@ impl Firmware {
         let v = inbox::<l::query_cq_in::Layout>(inb)?;
         let cq = self
             .cqs
-            .get(v.get(l::query_cq_in::cqn) as u32)
+            .get(v.value(l::query_cq_in::cqn))
             .ok_or(check::NO_SUCH_CQ)?;
         owned(&cq.meta, uid)?;
         let mut o = outbox::<l::query_cq_out::Layout>(out)?;
@@ -234,14 +234,14 @@ impl Firmware {
         if v.get(wq::page_offset) != 0 {
             return Err(check::BAD_ALIGNMENT);
         }
-        let pd = v.get(wq::pd) as u32;
+        let pd = v.value(wq::pd);
         self.check_owned_pd(uid, pd)?;
-        let uar_page = v.get(wq::uar_page) as u32;
+        let uar_page = v.value(wq::uar_page);
         self.check_uar(uid, uar_page)?;
-        let ring_umem = self.mem.resolve(uid, v.get(wq::wq_umem_id) as u32);
+        let ring_umem = self.mem.resolve(uid, v.value(wq::wq_umem_id));
         let ring_off = v.get(wq::wq_umem_offset);
         let ring_len = 1u64 << (log_stride + log_size);
-        let dbr_umem = self.mem.resolve(uid, v.get(wq::dbr_umem_id) as u32);
+        let dbr_umem = self.mem.resolve(uid, v.value(wq::dbr_umem_id));
         let dbr_off = v.get(wq::dbr_addr);
         if !dbr_off.is_multiple_of(8) || !ring_off.is_multiple_of(64) {
             return Err(check::BAD_ALIGNMENT);
@@ -342,13 +342,10 @@ impl Firmware {
     pub(super) fn modify_sq(&mut self, uid: u16, inb: &[u8]) -> Result<(), Check> {
         use l::modify_sq_in as m;
         let v = inbox::<m::Layout>(inb)?;
-        let sq = self
-            .sqs
-            .get_mut(v.get(m::sqn) as u32)
-            .ok_or(check::NO_SUCH_SQ)?;
+        let sq = self.sqs.get_mut(v.value(m::sqn)).ok_or(check::NO_SUCH_SQ)?;
         owned(&sq.meta, uid)?;
-        let cur = v.get(m::sq_state) as u8;
-        let next = v.get(m::sq_context.at(l::sqc::state)) as u8;
+        let cur = v.value(m::sq_state);
+        let next = v.value(m::sq_context.at(l::sqc::state));
         transition(sq.state, cur, next, check::BAD_SQ_TRANSITION)?;
         if next == wq_state::RST {
             sq.ci = 0;
@@ -364,7 +361,7 @@ impl Firmware {
         let v = inbox::<l::query_sq_in::Layout>(inb)?;
         let sq = self
             .sqs
-            .get(v.get(l::query_sq_in::sqn) as u32)
+            .get(v.value(l::query_sq_in::sqn))
             .ok_or(check::NO_SUCH_SQ)?;
         owned(&sq.meta, uid)?;
         let mut o = outbox::<l::query_sq_out::Layout>(out)?;
@@ -431,13 +428,10 @@ impl Firmware {
     pub(super) fn modify_rq(&mut self, uid: u16, inb: &[u8]) -> Result<(), Check> {
         use l::modify_rq_in as m;
         let v = inbox::<m::Layout>(inb)?;
-        let rq = self
-            .rqs
-            .get_mut(v.get(m::rqn) as u32)
-            .ok_or(check::NO_SUCH_RQ)?;
+        let rq = self.rqs.get_mut(v.value(m::rqn)).ok_or(check::NO_SUCH_RQ)?;
         owned(&rq.meta, uid)?;
-        let cur = v.get(m::rq_state) as u8;
-        let next = v.get(m::ctx.at(l::rqc::state)) as u8;
+        let cur = v.value(m::rq_state);
+        let next = v.value(m::ctx.at(l::rqc::state));
         transition(rq.state, cur, next, check::BAD_RQ_TRANSITION)?;
         if next == wq_state::RST {
             rq.ci = 0;
@@ -450,7 +444,7 @@ impl Firmware {
         let v = inbox::<l::query_rq_in::Layout>(inb)?;
         let rq = self
             .rqs
-            .get(v.get(l::query_rq_in::rqn) as u32)
+            .get(v.value(l::query_rq_in::rqn))
             .ok_or(check::NO_SUCH_RQ)?;
         owned(&rq.meta, uid)?;
         let mut o = outbox::<l::query_rq_out::Layout>(out)?;
@@ -563,7 +557,7 @@ impl Firmware {
         }
         let uar_page = g!(qpc::uar_page) as u32;
         self.check_uar(uid, uar_page)?;
-        let ring_umem = self.mem.resolve(uid, v.get(m::wq_umem_id) as u32);
+        let ring_umem = self.mem.resolve(uid, v.value(m::wq_umem_id));
         let ring_off = v.get(m::wq_umem_offset);
         let dbr_umem = self.mem.resolve(uid, g!(qpc::dbr_umem_id) as u32);
         let dbr_off = g!(qpc::dbr_addr);
@@ -633,7 +627,7 @@ impl Firmware {
         use qp_state::*;
         // Every QP modify command has qpn at 0x48 (24 bits).
         let v = inbox::<l::qp_2err_in::Layout>(inb)?;
-        let qpn = v.get(l::qp_2err_in::qpn) as u32;
+        let qpn = v.value(l::qp_2err_in::qpn);
         // Which context fields each transition reads (PRM; IBA 11.2.4.2 for the attributes a
         // transition may set). INIT2INIT takes what RST2INIT takes. RTS2RTS takes the RTR2RTS
         // fields except next_send_psn: the send PSN cannot change in RTS (IBA), and a PSN
@@ -678,7 +672,7 @@ impl Firmware {
         // extended mask, where the mailbox is long enough to hold it.
         let opt = Opt {
             mask: inbox::<l::rst2init_qp_in::Layout>(inb)
-                .map_or(0, |v| v.get(l::rst2init_qp_in::opt_param_mask) as u32),
+                .map_or(0, |v| v.value(l::rst2init_qp_in::opt_param_mask)),
             mask_95_32: if op == Opcode::RTS2RTS_QP {
                 inbox::<l::rts2rts_qp_in::Layout>(inb)
                     .map_or(0, |v| v.get(l::rts2rts_qp_in::opt_param_mask_95_32))
@@ -744,7 +738,7 @@ impl Firmware {
         let v = inbox::<l::query_qp_in::Layout>(inb)?;
         let qp = self
             .qps
-            .get(v.get(l::query_qp_in::qpn) as u32)
+            .get(v.value(l::query_qp_in::qpn))
             .ok_or(check::NO_SUCH_QP)?;
         owned(&qp.meta, uid)?;
         let mut o = outbox::<l::query_qp_out::Layout>(out)?;
@@ -835,25 +829,25 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
     }
     // A UD QP's Q_Key, named as an optional parameter of the transitions after RST2INIT.
     if matches!(part, Part::Rtr | Part::Rts | Part::RtsChange) && opt.has(o::Q_KEY) {
-        ctx.q_key = q.get(qpc::q_key) as u32;
+        ctx.q_key = q.value(qpc::q_key);
     }
     match part {
         Part::Init => {
             ctx.rre = q.get(qpc::rre) == 1;
             ctx.rwe = q.get(qpc::rwe) == 1;
             ctx.rae = q.get(qpc::rae) == 1;
-            ctx.pm_state = q.get(qpc::pm_state) as u8;
+            ctx.pm_state = q.value(qpc::pm_state);
             ctx.port = gp!(ads::vhca_port_num) as u8;
             ctx.pkey_index = gp!(ads::pkey_index) as u16;
-            ctx.q_key = q.get(qpc::q_key) as u32;
+            ctx.q_key = q.value(qpc::q_key);
         }
         Part::Rtr => {
-            ctx.mtu = q.get(qpc::mtu) as u8;
-            ctx.log_msg_max = q.get(qpc::log_msg_max) as u8;
-            ctx.remote_qpn = q.get(qpc::remote_qpn) as u32;
-            ctx.next_rcv_psn = q.get(qpc::next_rcv_psn) as u32;
-            ctx.log_rra_max = q.get(qpc::log_rra_max) as u8;
-            ctx.min_rnr_nak = q.get(qpc::min_rnr_nak) as u8;
+            ctx.mtu = q.value(qpc::mtu);
+            ctx.log_msg_max = q.value(qpc::log_msg_max);
+            ctx.remote_qpn = q.value(qpc::remote_qpn);
+            ctx.next_rcv_psn = q.value(qpc::next_rcv_psn);
+            ctx.log_rra_max = q.value(qpc::log_rra_max);
+            ctx.min_rnr_nak = q.value(qpc::min_rnr_nak);
             ctx.fl = gp!(ads::fl) == 1;
             let hi = (gp!(ads::rmac_47_32) as u16).to_be_bytes();
             let lo = (gp!(ads::rmac_31_0) as u32).to_be_bytes();
@@ -871,10 +865,10 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
             }
         }
         Part::Rts => {
-            ctx.next_send_psn = q.get(qpc::next_send_psn) as u32;
-            ctx.log_sra_max = q.get(qpc::log_sra_max) as u8;
-            ctx.retry_count = q.get(qpc::retry_count) as u8;
-            ctx.rnr_retry = q.get(qpc::rnr_retry) as u8;
+            ctx.next_send_psn = q.value(qpc::next_send_psn);
+            ctx.log_sra_max = q.value(qpc::log_sra_max);
+            ctx.retry_count = q.value(qpc::retry_count);
+            ctx.rnr_retry = q.value(qpc::rnr_retry);
             ctx.ack_timeout = gp!(ads::ack_timeout) as u8;
         }
         // RTS2RTS changes only what its masks name (PRM; Linux mlx5_ib builds the mask from
@@ -890,22 +884,22 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
                 ctx.rae = q.get(qpc::rae) == 1;
             }
             if opt.has(o::RNR_TIMEOUT) {
-                ctx.min_rnr_nak = q.get(qpc::min_rnr_nak) as u8;
+                ctx.min_rnr_nak = q.value(qpc::min_rnr_nak);
             }
             if opt.has(o::PM_STATE) {
-                ctx.pm_state = q.get(qpc::pm_state) as u8;
+                ctx.pm_state = q.value(qpc::pm_state);
             }
             if opt.has(o::SRA_MAX) {
-                ctx.log_sra_max = q.get(qpc::log_sra_max) as u8;
+                ctx.log_sra_max = q.value(qpc::log_sra_max);
             }
             if opt.has(o::RRA_MAX) {
-                ctx.log_rra_max = q.get(qpc::log_rra_max) as u8;
+                ctx.log_rra_max = q.value(qpc::log_rra_max);
             }
             if opt.has(o::RETRY_COUNT) {
-                ctx.retry_count = q.get(qpc::retry_count) as u8;
+                ctx.retry_count = q.value(qpc::retry_count);
             }
             if opt.has(o::RNR_RETRY) {
-                ctx.rnr_retry = q.get(qpc::rnr_retry) as u8;
+                ctx.rnr_retry = q.value(qpc::rnr_retry);
             }
             if opt.has(o::ACK_TIMEOUT) {
                 ctx.ack_timeout = gp!(ads::ack_timeout) as u8;

@@ -25,7 +25,7 @@ impl Firmware {
         use l::create_tis_in as m;
         let v = inbox::<m::Layout>(inb)?;
         let mut o = outbox::<l::create_tis_out::Layout>(out)?;
-        let td = v.get(m::ctx.at(l::tisc::transport_domain)) as u32;
+        let td = v.value(m::ctx.at(l::tisc::transport_domain));
         let t = self.tds.get(td).ok_or(check::NO_SUCH_TD)?;
         owned(&t.meta, uid)?;
         if v.get(m::ctx.at(l::tisc::tls_en)) != 0 {
@@ -56,7 +56,7 @@ impl Firmware {
         let v = inbox::<m::Layout>(inb)?;
         let mut o = outbox::<l::create_tir_out::Layout>(out)?;
         let c = m::ctx;
-        let td = v.get(c.at(tirc::transport_domain)) as u32;
+        let td = v.value(c.at(tirc::transport_domain));
         let t = self.tds.get(td).ok_or(check::NO_SUCH_TD)?;
         owned(&t.meta, uid)?;
         if v.get(c.at(tirc::lro_enable_mask)) != 0 || v.get(c.at(tirc::tunneled_offload_en)) != 0 {
@@ -65,13 +65,13 @@ impl Firmware {
         // disp_type: 0 direct (inline_rqn), 1 indirect (RQT) (PRM).
         let dispatch = match v.get(c.at(tirc::disp_type)) {
             0 => {
-                let rqn = v.get(c.at(tirc::inline_rqn)) as u32;
+                let rqn = v.value(c.at(tirc::inline_rqn));
                 let rq = self.rqs.get(rqn).ok_or(check::NO_SUCH_RQ)?;
                 owned(&rq.meta, uid)?;
                 Dispatch::Direct(rqn)
             }
             1 => {
-                let rqtn = v.get(c.at(tirc::indirect_table)) as u32;
+                let rqtn = v.value(c.at(tirc::indirect_table));
                 let rqt = self.rqts.get(rqtn).ok_or(check::NO_SUCH_RQT)?;
                 owned(&rqt.meta, uid)?;
                 // rx_hash_fn: 0 none, 1 xor8, 2 toeplitz (PRM). The model hashes with
@@ -90,7 +90,7 @@ impl Firmware {
                 meta: Meta::new(uid),
                 td,
                 dispatch,
-                self_lb_block: v.get(c.at(tirc::self_lb_block)) as u8,
+                self_lb_block: v.value(c.at(tirc::self_lb_block)),
                 raw,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;
@@ -175,7 +175,7 @@ impl Firmware {
         if v.get(m::other_vport) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        let table_type = v.get(m::table_type) as u8;
+        let table_type = v.value(m::table_type);
         if table_type != TABLE_TYPE_NIC_RX {
             return Err(check::BAD_TABLE_TYPE);
         }
@@ -200,7 +200,7 @@ impl Firmware {
             .insert(FlowTable {
                 meta: Meta::new(uid),
                 table_type,
-                level: v.get(c.at(f::level)) as u8,
+                level: v.value(c.at(f::level)),
                 size: 1 << log_size,
                 groups: Vec::new(),
                 entries: Default::default(),
@@ -230,13 +230,10 @@ impl Firmware {
         use l::create_flow_group_in as m;
         let v = inbox::<m::Layout>(inb)?;
         let mut o = outbox::<l::create_flow_group_out::Layout>(out)?;
-        let table_type = v.get(m::table_type) as u8;
-        let table = v.get(m::table_id) as u32;
+        let table_type = v.value(m::table_type);
+        let table = v.value(m::table_id);
         let t = self.table_of(uid, table_type, table)?;
-        let (start, end) = (
-            v.get(m::start_flow_index) as u32,
-            v.get(m::end_flow_index) as u32,
-        );
+        let (start, end) = (v.value(m::start_flow_index), v.value(m::end_flow_index));
         if start > end || end >= t.size {
             return Err(check::GROUP_RANGE_BAD);
         }
@@ -294,15 +291,15 @@ impl Firmware {
             1 => return Err(check::NOT_SUPPORTED),
             _ => return Err(check::BAD_OP_MOD),
         }
-        let table_type = v.get(m::table_type) as u8;
-        let table = v.get(m::table_id) as u32;
-        let index = v.get(m::flow_index) as u32;
+        let table_type = v.value(m::table_type);
+        let table = v.value(m::table_id);
+        let index = v.value(m::flow_index);
         let t = self.table_of(uid, table_type, table)?;
         if t.entries.contains_key(&index) {
             return Err(check::FLOW_INDEX_TAKEN);
         }
         let c = m::flow_context;
-        let group = v.get(c.at(fc::group_id)) as u32;
+        let group = v.value(c.at(fc::group_id));
         let g = self
             .groups
             .get(group)
@@ -311,7 +308,7 @@ impl Firmware {
         if index < g.start || index > g.end {
             return Err(check::FLOW_INDEX_OUTSIDE_GROUP);
         }
-        let action = v.get(c.at(fc::action)) as u16;
+        let action = v.value(c.at(fc::action));
         let known = action::ALLOW | action::DROP | action::FWD_DEST | action::COUNT;
         if action & !known != 0 || action & action::COUNT != 0 {
             return Err(check::BAD_ACTION);
@@ -373,7 +370,7 @@ impl Firmware {
         if let Some(g) = self.groups.get_mut(group) {
             g.meta.refs += 1;
         }
-        let flow_tag = v.get(c.at(fc::flow_tag)) as u32;
+        let flow_tag = v.value(c.at(fc::flow_tag));
         if let Some(t) = self.tables.get_mut(table) {
             t.entries.insert(
                 index,
@@ -398,8 +395,8 @@ impl Firmware {
     pub(super) fn set_flow_table_root(&mut self, uid: u16, inb: &[u8]) -> Result<(), Check> {
         use l::set_flow_table_root_in as m;
         let v = inbox::<m::Layout>(inb)?;
-        let table_type = v.get(m::table_type) as u8;
-        let id = v.get(m::table_id) as u32;
+        let table_type = v.value(m::table_type);
+        let id = v.value(m::table_id);
         self.table_of(uid, table_type, id)?;
         self.root_table = Some(id);
         Ok(())

@@ -1293,7 +1293,9 @@ fn qp_context_follows_each_transition() {
     fn get<T>(b: &[u8], f: mlx5_dpa::mlx5::Field<l::qpc::Layout, T>) -> u64 {
         View::<l::qpc::Layout>::new(b).unwrap().get(f)
     }
-    fn path<T>(f: mlx5_dpa::mlx5::Field<l::ads::Layout, T>) -> mlx5_dpa::mlx5::Field<l::qpc::Layout, T> {
+    fn path<T>(
+        f: mlx5_dpa::mlx5::Field<l::ads::Layout, T>,
+    ) -> mlx5_dpa::mlx5::Field<l::qpc::Layout, T> {
         l::qpc::primary_address_path.at(f)
     }
     use l::{ads, qpc};

@@ -93,7 +93,7 @@ command! {
         Ok(())
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<Cqn, CmdError> {
-        Ok(Cqn(v.get(create_cq_out::cqn) as u32))
+        Ok(Cqn(v.value(create_cq_out::cqn)))
     }
 }
 

@@ -37,7 +37,7 @@ impl<O: GeneralObject> Command for CreateGeneralObject<O> {
         encode_ctx_after_hdr(v, &self.0)
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(general_obj_out_cmd_hdr::obj_id) as u32)
+        Ok(v.value(general_obj_out_cmd_hdr::obj_id))
     }
 }
 
@@ -152,7 +152,7 @@ command! {
             })
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(general_obj_out_cmd_hdr::obj_id) as u32)
+        Ok(v.value(general_obj_out_cmd_hdr::obj_id))
     }
 }
 

@@ -25,7 +25,7 @@ command! {
         Ok(())
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_flow_table_out::table_id) as u32)
+        Ok(v.value(create_flow_table_out::table_id))
     }
 }
 
@@ -152,7 +152,7 @@ command! {
         )
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_flow_group_out::group_id) as u32)
+        Ok(v.value(create_flow_group_out::group_id))
     }
 }
 

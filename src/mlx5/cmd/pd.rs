@@ -15,7 +15,7 @@ command! {
         Ok(())
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<Pdn, CmdError> {
-        Ok(Pdn(v.get(alloc_pd_out::pd) as u32))
+        Ok(Pdn(v.value(alloc_pd_out::pd)))
     }
 }
 
@@ -29,7 +29,7 @@ command! {
         Ok(())
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(alloc_transport_domain_out::transport_domain) as u32)
+        Ok(v.value(alloc_transport_domain_out::transport_domain))
     }
 }
 
@@ -103,6 +103,6 @@ impl Command for CreateMkey {
         Ok(())
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(((v.get(create_mkey_out::mkey_index) as u32) << 8) | u32::from(self.key))
+        Ok(((v.value(create_mkey_out::mkey_index)) << 8) | u32::from(self.key))
     }
 }

@@ -27,14 +27,14 @@ command! {
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<NicVport, CmdError> {
         let c = query_nic_vport_context_out::nic_vport_context;
-        let hi = v.get(c.at(nic_vport_context::permanent_address_mac_addr_47_32)) as u16;
-        let lo = v.get(c.at(nic_vport_context::permanent_address_mac_addr_31_0)) as u32;
+        let hi = v.value(c.at(nic_vport_context::permanent_address_mac_addr_47_32));
+        let lo = v.value(c.at(nic_vport_context::permanent_address_mac_addr_31_0));
         let mut mac = [0u8; 6];
         mac[..2].copy_from_slice(&hi.to_be_bytes());
         mac[2..].copy_from_slice(&lo.to_be_bytes());
         Ok(NicVport {
             mac,
-            mtu: v.get(c.at(nic_vport_context::mtu)) as u16,
+            mtu: v.value(c.at(nic_vport_context::mtu)),
             roce_en: v.get(c.at(nic_vport_context::roce_en)) == 1,
         })
     }
@@ -72,18 +72,18 @@ command! {
                 *b = v.get(a.at(f)) as u8;
             }
         }
-        let hi = v.get(a.at(roce_addr_layout::source_mac_47_32)) as u16;
-        let lo = v.get(a.at(roce_addr_layout::source_mac_31_0)) as u32;
+        let hi = v.value(a.at(roce_addr_layout::source_mac_47_32));
+        let lo = v.value(a.at(roce_addr_layout::source_mac_31_0));
         let mut mac = [0u8; 6];
         mac[..2].copy_from_slice(&hi.to_be_bytes());
         mac[2..].copy_from_slice(&lo.to_be_bytes());
         Ok(RoceAddress {
             gid,
             mac,
-            roce_version: v.get(a.at(roce_addr_layout::roce_version)) as u8,
-            roce_l3_type: v.get(a.at(roce_addr_layout::roce_l3_type)) as u8,
+            roce_version: v.value(a.at(roce_addr_layout::roce_version)),
+            roce_l3_type: v.value(a.at(roce_addr_layout::roce_l3_type)),
             vlan: (v.get(a.at(roce_addr_layout::vlan_valid)) == 1)
-                .then(|| v.get(a.at(roce_addr_layout::vlan_id)) as u16),
+                .then(|| v.value(a.at(roce_addr_layout::vlan_id))),
         })
     }
 }

@@ -132,7 +132,7 @@ command! {
         Ok(())
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<Qpn, CmdError> {
-        Ok(Qpn(v.get(create_qp_out::qpn) as u32))
+        Ok(Qpn(v.value(create_qp_out::qpn)))
     }
 }
 

@@ -32,7 +32,7 @@ command! {
         )
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_tis_out::tisn) as u32)
+        Ok(v.value(create_tis_out::tisn))
     }
 }
 
@@ -65,7 +65,7 @@ command! {
         )
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_tir_out::tirn) as u32)
+        Ok(v.value(create_tir_out::tirn))
     }
 }
 
@@ -100,6 +100,6 @@ command! {
         put_flex(v, op, create_rqt_in::rq_num, &list)
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_rqt_out::rqtn) as u32)
+        Ok(v.value(create_rqt_out::rqtn))
     }
 }

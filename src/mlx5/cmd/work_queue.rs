@@ -110,7 +110,7 @@ command! {
         encode_wq(v, op, c.nested(sqc::wq), &self.wq)
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<Sqn, CmdError> {
-        Ok(Sqn(v.get(create_sq_out::sqn) as u32))
+        Ok(Sqn(v.value(create_sq_out::sqn)))
     }
 }
 
@@ -159,7 +159,7 @@ command! {
         encode_wq(v, op, c.nested(rqc::wq), &self.wq)
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<Rqn, CmdError> {
-        Ok(Rqn(v.get(create_rq_out::rqn) as u32))
+        Ok(Rqn(v.value(create_rq_out::rqn)))
     }
 }
 
@@ -212,7 +212,7 @@ command! {
         )
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<u32, CmdError> {
-        Ok(v.get(create_rmp_out::rmpn) as u32)
+        Ok(v.value(create_rmp_out::rmpn))
     }
 }
 
