@@ -15,6 +15,11 @@ use crate::state::objects::*;
 use crate::state::dpa::map::{DUMEM_BASE, DUMEM_ID_BASE};
 use crate::state::dpa::Affinity;
 
+/// An object context as its layout, or the inbox is too short for it.
+fn ctx_view<L: mlx5_dpa::mlx5::Layout>(ctx: &[u8]) -> Result<View<'_, L>, Check> {
+    View::<L>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)
+}
+
 /// What a creation that makes no process gives back.
 fn no_process((kind, refs): (GenKind, Vec<Ref>)) -> (GenKind, Vec<Ref>, Option<NewProcess>) {
     (kind, refs, None)
@@ -197,6 +202,20 @@ impl Firmware {
         Ok(ObjRef::General { obj_type: t, id })
     }
 
+    /// Refuses one more object of type `t` when the DPA capability `log_max` (a log2 count)
+    /// says the device holds no more.
+    fn below_limit<T>(
+        &self,
+        t: u16,
+        log_max: mlx5_dpa::mlx5::Field<l::dpa_cap::Layout, T>,
+        err: Check,
+    ) -> Result<(), Check> {
+        if u64::from(self.count_type(t)) >= u64::from(limit(self.profile.dpa_cap(log_max))) {
+            return Err(err);
+        }
+        Ok(())
+    }
+
     /// Takes a reference on each object a new one stands on.
     fn take_refs(&mut self, refs: &[Ref]) {
         for r in refs {
@@ -235,7 +254,7 @@ impl Firmware {
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::alias_context as a;
 
-        let c = View::<a::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<a::Layout>(ctx)?;
         let vhca = c.value(a::vhca_id_to_be_accessed);
         if !self.is_function(vhca) {
             // Another device's function: not something one model reaches.
@@ -268,7 +287,7 @@ impl Firmware {
     ) -> Result<(GenKind, Vec<Ref>, Option<NewProcess>), Check> {
         use l::dpa_cap as d;
         use l::dpa_process as p;
-        let c = View::<p::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<p::Layout>(ctx)?;
         let max = self
             .profile
             .dpa_cap(d::max_dpa_processes)
@@ -378,7 +397,7 @@ impl Firmware {
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::dpa_cap as d;
         use l::dpa_mem as m;
-        let c = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<m::Layout>(ctx)?;
         let process = c.get(m::dpa_process_id) as u32;
         self.process_of(uid, process)?;
         let size = c.get(m::size);
@@ -426,14 +445,10 @@ impl Firmware {
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::dpa_cap as d;
         use l::dpa_thread as th;
-        let c = View::<th::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<th::Layout>(ctx)?;
         let process = c.get(th::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t))
-            >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_thread)))
-        {
-            return Err(check::TOO_MANY_THREADS);
-        }
+        self.below_limit(t, d::log_max_dpa_thread, check::TOO_MANY_THREADS)?;
         if let Some(GenObj {
             kind: GenKind::DpaProcess { threads, .. },
             ..
@@ -525,14 +540,10 @@ impl Firmware {
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::dpa_cap as d;
         use l::dpa_outbox as ob;
-        let c = View::<ob::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<ob::Layout>(ctx)?;
         let process = c.get(ob::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t))
-            >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_outbox)))
-        {
-            return Err(check::TOO_MANY_OBJECTS);
-        }
+        self.below_limit(t, d::log_max_dpa_outbox, check::TOO_MANY_OBJECTS)?;
         let uar = c.get(ob::uar) as u32;
         self.check_uar(uid, uar)?;
         Ok((
@@ -550,14 +561,10 @@ impl Firmware {
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::dpa_cap as d;
         use l::dpa_window as w;
-        let c = View::<w::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<w::Layout>(ctx)?;
         let process = c.get(w::dpa_process_id) as u32;
         self.process_of(uid, process)?;
-        if u64::from(self.count_type(t))
-            >= u64::from(limit(self.profile.dpa_cap(d::log_max_dpa_window)))
-        {
-            return Err(check::TOO_MANY_OBJECTS);
-        }
+        self.below_limit(t, d::log_max_dpa_window, check::TOO_MANY_OBJECTS)?;
         let pd = c.get(w::pd) as u32;
         self.check_owned_pd(uid, pd)?;
         Ok((
@@ -574,7 +581,7 @@ impl Firmware {
         ctx: &[u8],
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::dpa_uar as u;
-        let c = View::<u::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<u::Layout>(ctx)?;
         // Another function's process, through an alias of it: the UAR extends that
         // process to this function (FlexIO `flexio_uar_extend`; provisional: how
         // firmware learns the extension is not public).
@@ -602,7 +609,7 @@ impl Firmware {
         ctx: &[u8],
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::dpa_eq as e;
-        let c = View::<e::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<e::Layout>(ctx)?;
         let log = c.get(e::log_umem_size);
         if !(6..=22).contains(&log) {
             return Err(check::BAD_LOG_SIZE);
@@ -626,7 +633,7 @@ impl Firmware {
         ctx: &[u8],
     ) -> Result<(GenKind, Vec<Ref>), Check> {
         use l::dpa_db_cq_mapping as m;
-        let c = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+        let c = ctx_view::<m::Layout>(ctx)?;
         let cqn = c.value(m::cqn);
         let cq = self.cqs.get(cqn).ok_or(check::NO_SUCH_CQ)?;
         owned(&cq.meta, uid)?;
@@ -732,7 +739,7 @@ impl Firmware {
         }
         if t == obj_type::DPA_THREAD {
             use l::dpa_thread as th;
-            let new = View::<th::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+            let new = ctx_view::<th::Layout>(ctx)?;
             if select & 2 != 0 && new.get(th::state) > 3 {
                 return Err(check::BAD_STATE_FIELD);
             }
@@ -750,7 +757,7 @@ impl Firmware {
             }
         } else if t == obj_type::DB_CQ_MAPPING {
             use l::dpa_db_cq_mapping as m;
-            let new = View::<m::Layout>::new(ctx).map_err(|_| check::INBOX_TOO_SHORT)?;
+            let new = ctx_view::<m::Layout>(ctx)?;
             if let Some(g) = self.gen.get_mut(id) {
                 if let Ok(mut c) = mlx5_dpa::mlx5::ViewMut::<m::Layout>::new(&mut g.ctx) {
                     c.set(m::map_state, new.get(m::map_state));
