@@ -7,10 +7,10 @@
 //! any [`Devx`], so it runs on hardware as well.
 
 use mlx5_dpa::mlx5::{Cqn, Pdn, Qpn};
-use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
+use mlx5_dpa::mem::Lkey;
 use mlx5_dpa::mem::{DmaBuf, Umem as MemUmem};
 use mlx5_dpa::mlx5::cmd::{
     AllocPd, CreateMkey, CreateQp, Init2Rtr, MkeyAccess, ModifyQp, Qp2Rst, QpAttr, QpTransition,
@@ -21,6 +21,7 @@ use mlx5_dpa::mlx5::wire::wqe::{
     atomic_seg, data_seg, end_of_scatter_seg, inline_seg, opcode as wqe_op, raddr_seg, CtrlSeg,
     CtrlSegRepr, CTRL_CQ_UPDATE, CTRL_FENCE, CTRL_SOLICITED, INLINE_FIRST, SEG, WQEBB,
 };
+use mlx5_dpa::uar::barrier;
 
 use crate::testing::rig::RigError;
 use crate::testing::RigMem;
@@ -134,16 +135,8 @@ impl RcOp {
     }
 }
 
-/// One gather / scatter element.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sge {
-    /// Address (in the memory key's address space).
-    pub addr: u64,
-    /// Bytes.
-    pub len: u32,
-    /// Memory key.
-    pub lkey: u32,
-}
+/// A scatter / gather element: the driver's (`mlx5_dpa::mem::Sge`).
+pub use mlx5_dpa::mem::Sge;
 
 /// A send work request.
 #[derive(Debug, Clone, Copy)]
@@ -430,7 +423,7 @@ impl RcRig {
         Sge {
             addr: self.addr(off),
             len,
-            lkey: self.key,
+            lkey: Lkey(self.key),
         }
     }
 
@@ -552,7 +545,7 @@ impl RcRig {
             _ => {}
         }
         for s in wr.sges {
-            w.extend_from_slice(&data_seg(s.len, s.lkey, s.addr));
+            w.extend_from_slice(&data_seg(s.len, s.lkey.0, s.addr));
         }
         if let Some(data) = wr.inline {
             let first = data.len().min(INLINE_FIRST);
@@ -614,7 +607,7 @@ impl RcRig {
     pub fn ring(&mut self) {
         self.mem
             .put_be32(self.off.dbr + DBR_QP + 4, u32::from(self.sq_pi));
-        fence(Ordering::Release);
+        barrier::dma_wmb();
         let ds = self.last_ctrl[7];
         self.last_ctrl[4..8].copy_from_slice(&((self.qpn << 8) | u32::from(ds)).to_be_bytes());
         let Some(uar) = &self.uar else { return };
@@ -658,7 +651,7 @@ impl RcRig {
         }
         let mut w = vec![0u8; stride];
         for (seg, s) in w.chunks_exact_mut(SEG).zip(sges) {
-            seg.copy_from_slice(&data_seg(s.len, s.lkey, s.addr));
+            seg.copy_from_slice(&data_seg(s.len, s.lkey.0, s.addr));
         }
         if sges.len() < stride / SEG {
             let i = sges.len() * SEG;
@@ -668,7 +661,7 @@ impl RcRig {
         let slot = (idx & ((1u16 << self.cfg.log_rq) - 1)) as usize;
         self.mem.put(self.off.qp + slot * stride, &w);
         self.rq_pi = self.rq_pi.wrapping_add(1);
-        fence(Ordering::Release);
+        barrier::dma_wmb();
         self.mem
             .put_be32(self.off.dbr + DBR_QP, u32::from(self.rq_pi));
         Ok(idx)
@@ -687,7 +680,7 @@ impl RcRig {
         if op_own >> 4 == cqe::INVALID || u32::from(op_own & 1) != owner {
             return None;
         }
-        fence(Ordering::Acquire);
+        barrier::dma_rmb();
         let mut c = [0u8; CQE_SIZE];
         self.mem.get(at, &mut c);
         let c = Cqe64::new_unchecked(c);

@@ -7,7 +7,6 @@
 //! It works over any [`Devx`], so it runs on hardware as well.
 
 use mlx5_dpa::mlx5::{Cqn, Rqn, Sqn};
-use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use mlx5_dpa::mem::{DmaBuf, MemError, Umem as MemUmem};
@@ -24,6 +23,7 @@ use mlx5_dpa::mlx5::wire::wqe::{
     data_seg, eth_seg, opcode as wqe_opcode, CtrlSeg, CtrlSegRepr, CTRL_CQ_UPDATE,
     ETH_INLINE_START, SEG, WQEBB,
 };
+use mlx5_dpa::uar::barrier;
 
 /// Sizes and the receive rule.
 #[derive(Debug, Clone, Copy)]
@@ -449,7 +449,7 @@ impl EthRig {
         self.pending_doorbell = false;
         self.mem
             .put_be32(self.off.dbr + DBR_SQ + 4, u32::from(self.sq_pi));
-        fence(Ordering::Release);
+        barrier::dma_wmb();
         self.uar_write(0x800, self.last_ctrl);
     }
 
@@ -487,7 +487,7 @@ impl EthRig {
             n += 1;
         }
         if n > 0 {
-            fence(Ordering::Release);
+            barrier::dma_wmb();
             self.mem
                 .put_be32(self.off.dbr + DBR_RQ, u32::from(self.rq_pi));
         }
@@ -503,7 +503,7 @@ impl EthRig {
         if op_own >> 4 == cqe::opcode::INVALID || u32::from(op_own & 1) != owner {
             return None;
         }
-        fence(Ordering::Acquire);
+        barrier::dma_rmb();
         let mut c = [0u8; CQE_SIZE];
         self.mem.get(at, &mut c);
         let c = Cqe64::new_unchecked(c);
@@ -581,7 +581,7 @@ impl EthRig {
         let word = (self.arm_sn & 3) << 28 | (self.cq_rx_ci & 0xff_ffff);
         self.arm_sn = self.arm_sn.wrapping_add(1);
         self.mem.put_be32(self.off.dbr + DBR_CQ_RX + 4, word);
-        fence(Ordering::Release);
+        barrier::dma_wmb();
         let mut b = [0u8; 8];
         b[0..4].copy_from_slice(&word.to_be_bytes());
         b[4..8].copy_from_slice(&self.cqn_rx.to_be_bytes());

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mlx5_dpa::devx::{self, DevxError};
+use mlx5_dpa::mem::Lkey;
 use mlx5_dpa::mlx5::cmd::{
     CmdError, Init2Rtr, MkeyAccess, Qp2Err, QpAttr, QueryNicVportContext, QueryRoceAddress,
     Rst2Init, Rtr2Rts, Rts2Rts,
@@ -613,7 +614,7 @@ fn bad_lkey_is_a_local_protection_error_then_everything_flushes() {
     let qa = p.a.qpn;
     let good = [p.a.sge(0, 100)];
     let bad = [Sge {
-        lkey: p.a.key ^ 0x100,
+        lkey: Lkey(p.a.key ^ 0x100),
         ..p.a.sge(0, 100)
     }];
     // The WQE before the bad one completes normally; the bad one errs; the rest flush.
@@ -679,14 +680,14 @@ fn bad_lkey_is_a_local_protection_error_then_everything_flushes() {
                 rkey: p.b.key,
             },
             Sge {
-                lkey: ro,
+                lkey: Lkey(ro),
                 ..p.a.sge(0x8_0000, 64)
             },
         ),
         (
             RcOp::Send,
             Sge {
-                lkey: other_pd,
+                lkey: Lkey(other_pd),
                 ..p.a.sge(0x9_0000, 64)
             },
         ),
@@ -1151,7 +1152,7 @@ fn receive_too_small_is_a_length_error_on_both_sides() {
         // the requester.
         p.recover();
         let bad = Sge {
-            lkey: p.b.key ^ 0x300,
+            lkey: Lkey(p.b.key ^ 0x300),
             ..p.b.sge(0, 4096)
         };
         let r3 = p.b.post_recv(&[bad]).unwrap();
