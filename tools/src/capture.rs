@@ -18,7 +18,6 @@ use mlx5_dpa::mlx5::decode::{self, Value};
 use mlx5_dpa::mlx5::layouts;
 use mlx5_dpa::mlx5::{LayoutDesc, Opcode, Status};
 use mlx5_dpa_capture::Record;
-use serde_json::json;
 
 use crate::input::{self, InputError};
 
@@ -258,206 +257,265 @@ fn status_text(r: &Record) -> String {
 
 /// Runs a `capture` subcommand.
 pub fn run(cmd: &CaptureCmd) -> Result<ExitCode, CaptureCmdError> {
-    let mut out = std::io::stdout().lock();
     match cmd {
-        CaptureCmd::Show { file, fields, json } => {
-            let recs = load(file)?;
-            let mut rows = Vec::new();
-            for r in &recs {
-                let what = key(r).map_or_else(
-                    || match r.call.as_str() {
-                        "umem_reg" => format!(
-                            "{} bytes, access {:#x}",
-                            r.size.unwrap_or(0),
-                            r.access.unwrap_or(0)
-                        ),
-                        _ => String::new(),
-                    },
-                    |k| opcode_text(&k),
-                );
-                let decoded = if *fields || *json {
-                    inbox_fields(r)
-                } else {
-                    BTreeMap::new()
-                };
-                if *json {
-                    rows.push(json!({
-                        "seq": r.seq, "call": r.call, "what": what, "status": status_text(r),
-                        "t_ns": r.t_ns, "dur_ns": r.dur_ns, "obj": r.obj, "fields": decoded,
-                    }));
-                    continue;
-                }
-                let obj = r.obj.map(|o| format!(" [object #{o}]")).unwrap_or_default();
-                let _ = writeln!(
-                    out,
-                    "#{:<4} {:>10.1} us {:>8.1} us  {:<11} {what}: {}{obj}",
-                    r.seq,
-                    r.t_ns as f64 / 1e3,
-                    r.dur_ns as f64 / 1e3,
-                    r.call,
-                    status_text(r)
-                );
-                for (n, v) in decoded.iter().filter(|(_, v)| {
-                    !v.trim_start_matches("0x")
-                        .trim_start_matches('0')
-                        .is_empty()
-                }) {
-                    let _ = writeln!(out, "        {n:<44} {v}");
-                }
-            }
-            if *json {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    json!({"file": file.display().to_string(), "calls": rows})
-                );
-            } else {
-                let _ = writeln!(out, "{} calls", recs.len());
-            }
-            Ok(ExitCode::SUCCESS)
+        CaptureCmd::Show { file, fields, json } => show(file, *fields, *json),
+        CaptureCmd::Diff { a, b, ignore, json } => diff(a, b, ignore, *json),
+    }
+}
+
+/// One call of `capture show --json`.
+#[derive(serde::Serialize)]
+struct ShowRow<'a> {
+    seq: u64,
+    call: &'a str,
+    what: String,
+    status: String,
+    t_ns: u64,
+    dur_ns: u64,
+    obj: Option<u64>,
+    fields: BTreeMap<String, String>,
+}
+
+/// `capture show`: each call with its command and status (and its inbox fields).
+fn show(file: &Path, fields: bool, json: bool) -> Result<ExitCode, CaptureCmdError> {
+    let mut out = std::io::stdout().lock();
+    let recs = load(file)?;
+    let mut rows = Vec::new();
+    for r in &recs {
+        let what = key(r).map_or_else(
+            || match r.call.as_str() {
+                "umem_reg" => format!(
+                    "{} bytes, access {:#x}",
+                    r.size.unwrap_or(0),
+                    r.access.unwrap_or(0)
+                ),
+                _ => String::new(),
+            },
+            |k| opcode_text(&k),
+        );
+        let decoded = if fields || json {
+            inbox_fields(r)
+        } else {
+            BTreeMap::new()
+        };
+        if json {
+            rows.push(ShowRow {
+                seq: r.seq,
+                call: &r.call,
+                what,
+                status: status_text(r),
+                t_ns: r.t_ns,
+                dur_ns: r.dur_ns,
+                obj: r.obj,
+                fields: decoded,
+            });
+            continue;
         }
-        CaptureCmd::Diff { a, b, ignore, json } => {
-            let (ra, rb) = (load(a)?, load(b)?);
-            let ca: Vec<(&Record, Key)> =
-                ra.iter().filter_map(|r| key(r).map(|k| (r, k))).collect();
-            let cb: Vec<(&Record, Key)> =
-                rb.iter().filter_map(|r| key(r).map(|k| (r, k))).collect();
-            // Longest common subsequence of the keys: Myers' algorithm in linear space, time
-            // bounded by ALIGN_DEADLINE (past it the alignment is still complete and valid, just
-            // not always the longest; the report says so).
-            let (n, m) = (ca.len(), cb.len());
-            let (ka, kb): (Vec<&Key>, Vec<&Key>) = (
-                ca.iter().map(|(_, k)| k).collect(),
-                cb.iter().map(|(_, k)| k).collect(),
-            );
-            let deadline = std::time::Instant::now() + ALIGN_DEADLINE;
-            let ops = similar::capture_diff_slices_deadline(
-                similar::Algorithm::Myers,
-                &ka,
-                &kb,
-                Some(deadline),
-            );
-            let approximate = std::time::Instant::now() >= deadline;
-            let steps = alignment(&ops);
-            let ignored = |name: &str| {
-                name == "uid"
-                    || name.ends_with(".uid")
-                    || ignore
-                        .iter()
-                        .any(|g| name == g || name.ends_with(&format!(".{g}")))
-            };
-            let mut items = Vec::new();
-            let (mut matched, mut identical, mut only_a, mut only_b) = (0, 0, 0, 0);
-            for step in steps {
-                match step {
-                    Step::Both(i, j) => {
-                        matched += 1;
-                        let (fa, fb) = (inbox_fields(ca[i].0), inbox_fields(cb[j].0));
-                        let mut names: Vec<&String> = fa.keys().chain(fb.keys()).collect();
-                        names.sort();
-                        names.dedup();
-                        let diffs: Vec<(String, String, String)> = names
-                            .into_iter()
-                            .filter(|nm| !ignored(nm))
-                            .filter_map(|nm| {
-                                let (x, y) = (fa.get(nm), fb.get(nm));
-                                (x != y).then(|| {
-                                    (
-                                        nm.clone(),
-                                        x.cloned().unwrap_or_else(|| "-".into()),
-                                        y.cloned().unwrap_or_else(|| "-".into()),
-                                    )
-                                })
-                            })
-                            .collect();
-                        if diffs.is_empty() {
-                            identical += 1;
-                        } else {
-                            items.push(json!({
-                                "kind": "fields", "a": ca[i].0.seq, "b": cb[j].0.seq,
-                                "command": opcode_text(&ca[i].1),
-                                "differences": diffs.iter().map(|(f, x, y)| json!({"field": f, "a": x, "b": y})).collect::<Vec<_>>(),
-                            }));
-                        }
-                    }
-                    Step::OnlyA(i) => {
-                        only_a += 1;
-                        items.push(json!({"kind": "only_a", "a": ca[i].0.seq, "command": opcode_text(&ca[i].1)}));
-                    }
-                    Step::OnlyB(j) => {
-                        only_b += 1;
-                        items.push(json!({"kind": "only_b", "b": cb[j].0.seq, "command": opcode_text(&cb[j].1)}));
-                    }
-                }
-            }
-            let same = items.is_empty();
-            if *json {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    json!({
-                        "a": a.display().to_string(), "b": b.display().to_string(),
-                        "commands_a": n, "commands_b": m, "matched": matched,
-                        "identical": identical, "only_a": only_a, "only_b": only_b,
-                        "approximate": approximate, "items": items,
+        let obj = r.obj.map(|o| format!(" [object #{o}]")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "#{:<4} {:>10.1} us {:>8.1} us  {:<11} {what}: {}{obj}",
+            r.seq,
+            r.t_ns as f64 / 1e3,
+            r.dur_ns as f64 / 1e3,
+            r.call,
+            status_text(r)
+        );
+        for (n, v) in decoded.iter().filter(|(_, v)| {
+            !v.trim_start_matches("0x")
+                .trim_start_matches('0')
+                .is_empty()
+        }) {
+            let _ = writeln!(out, "        {n:<44} {v}");
+        }
+    }
+    if json {
+        #[derive(serde::Serialize)]
+        struct Show<'a> {
+            file: String,
+            calls: Vec<ShowRow<'a>>,
+        }
+        let show = Show {
+            file: file.display().to_string(),
+            calls: rows,
+        };
+        let _ = writeln!(out, "{}", serde_json::to_string(&show).unwrap_or_default());
+    } else {
+        let _ = writeln!(out, "{} calls", recs.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One field that differs between two aligned commands.
+#[derive(serde::Serialize)]
+struct FieldDiff {
+    field: String,
+    a: String,
+    b: String,
+}
+
+/// One difference of `capture diff`: an aligned pair whose fields differ, or a command of one
+/// capture only.
+#[derive(serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Item {
+    Fields {
+        a: u64,
+        b: u64,
+        command: String,
+        differences: Vec<FieldDiff>,
+    },
+    OnlyA {
+        a: u64,
+        command: String,
+    },
+    OnlyB {
+        b: u64,
+        command: String,
+    },
+}
+
+/// `capture diff --json`'s object.
+#[derive(serde::Serialize)]
+struct DiffReport {
+    a: String,
+    b: String,
+    commands_a: usize,
+    commands_b: usize,
+    matched: usize,
+    identical: usize,
+    only_a: usize,
+    only_b: usize,
+    approximate: bool,
+    items: Vec<Item>,
+}
+
+/// `capture diff`: aligns the two captures' commands and lists what differs. Exit status 0
+/// when nothing does.
+fn diff(a: &Path, b: &Path, ignore: &[String], json: bool) -> Result<ExitCode, CaptureCmdError> {
+    let (ra, rb) = (load(a)?, load(b)?);
+    let ca: Vec<(&Record, Key)> = ra.iter().filter_map(|r| key(r).map(|k| (r, k))).collect();
+    let cb: Vec<(&Record, Key)> = rb.iter().filter_map(|r| key(r).map(|k| (r, k))).collect();
+    // Longest common subsequence of the keys: Myers' algorithm in linear space, time bounded
+    // by ALIGN_DEADLINE (past it the alignment is still complete and valid, just not always
+    // the longest; the report says so).
+    let (ka, kb): (Vec<&Key>, Vec<&Key>) = (
+        ca.iter().map(|(_, k)| k).collect(),
+        cb.iter().map(|(_, k)| k).collect(),
+    );
+    let deadline = std::time::Instant::now() + ALIGN_DEADLINE;
+    let ops =
+        similar::capture_diff_slices_deadline(similar::Algorithm::Myers, &ka, &kb, Some(deadline));
+    let approximate = std::time::Instant::now() >= deadline;
+    let ignored = |name: &str| {
+        name == "uid"
+            || name.ends_with(".uid")
+            || ignore
+                .iter()
+                .any(|g| name == g || name.ends_with(&format!(".{g}")))
+    };
+    let mut r = DiffReport {
+        a: a.display().to_string(),
+        b: b.display().to_string(),
+        commands_a: ca.len(),
+        commands_b: cb.len(),
+        matched: 0,
+        identical: 0,
+        only_a: 0,
+        only_b: 0,
+        approximate,
+        items: Vec::new(),
+    };
+    for step in alignment(&ops) {
+        match step {
+            Step::Both(i, j) => {
+                r.matched += 1;
+                let (fa, fb) = (inbox_fields(ca[i].0), inbox_fields(cb[j].0));
+                let mut names: Vec<&String> = fa.keys().chain(fb.keys()).collect();
+                names.sort();
+                names.dedup();
+                let differences: Vec<FieldDiff> = names
+                    .into_iter()
+                    .filter(|nm| !ignored(nm))
+                    .filter_map(|nm| {
+                        let (x, y) = (fa.get(nm), fb.get(nm));
+                        (x != y).then(|| FieldDiff {
+                            field: nm.clone(),
+                            a: x.cloned().unwrap_or_else(|| "-".into()),
+                            b: y.cloned().unwrap_or_else(|| "-".into()),
+                        })
                     })
-                );
-            } else {
-                for it in &items {
-                    match it["kind"].as_str() {
-                        Some("only_a") => {
-                            let _ = writeln!(
-                                out,
-                                "< A#{} {}",
-                                it["a"],
-                                it["command"].as_str().unwrap_or("")
-                            );
-                        }
-                        Some("only_b") => {
-                            let _ = writeln!(
-                                out,
-                                "> B#{} {}",
-                                it["b"],
-                                it["command"].as_str().unwrap_or("")
-                            );
-                        }
-                        _ => {
-                            let _ = writeln!(
-                                out,
-                                "~ A#{} B#{} {}",
-                                it["a"],
-                                it["b"],
-                                it["command"].as_str().unwrap_or("")
-                            );
-                            for d in it["differences"].as_array().into_iter().flatten() {
-                                let _ = writeln!(
-                                    out,
-                                    "    {:<44} {} | {}",
-                                    d["field"].as_str().unwrap_or(""),
-                                    d["a"].as_str().unwrap_or(""),
-                                    d["b"].as_str().unwrap_or("")
-                                );
-                            }
-                        }
-                    }
-                }
-                let _ = writeln!(
-                    out,
-                    "A {n} commands, B {m}: {matched} aligned ({identical} identical), {only_a} only in A, {only_b} only in B"
-                );
-                if approximate {
-                    let _ = writeln!(
-                        out,
-                        "(the search for the longest alignment stopped after {ALIGN_DEADLINE:?}: this one is complete but may not be the longest)"
-                    );
+                    .collect();
+                if differences.is_empty() {
+                    r.identical += 1;
+                } else {
+                    r.items.push(Item::Fields {
+                        a: ca[i].0.seq,
+                        b: cb[j].0.seq,
+                        command: opcode_text(&ca[i].1),
+                        differences,
+                    });
                 }
             }
-            Ok(if same {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Step::OnlyA(i) => {
+                r.only_a += 1;
+                r.items.push(Item::OnlyA {
+                    a: ca[i].0.seq,
+                    command: opcode_text(&ca[i].1),
+                });
+            }
+            Step::OnlyB(j) => {
+                r.only_b += 1;
+                r.items.push(Item::OnlyB {
+                    b: cb[j].0.seq,
+                    command: opcode_text(&cb[j].1),
+                });
+            }
         }
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", serde_json::to_string(&r).unwrap_or_default());
+    } else {
+        print_diff(&mut out, &r);
+    }
+    Ok(if r.items.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `capture diff`'s text: `<` only in A, `>` only in B, `~` an aligned pair and its fields.
+fn print_diff(out: &mut dyn Write, r: &DiffReport) {
+    for it in &r.items {
+        let _ = match it {
+            Item::OnlyA { a, command } => writeln!(out, "< A#{a} {command}"),
+            Item::OnlyB { b, command } => writeln!(out, "> B#{b} {command}"),
+            Item::Fields {
+                a,
+                b,
+                command,
+                differences,
+            } => {
+                let _ = writeln!(out, "~ A#{a} B#{b} {command}");
+                for d in differences {
+                    let _ = writeln!(out, "    {:<44} {} | {}", d.field, d.a, d.b);
+                }
+                Ok(())
+            }
+        };
+    }
+    let _ = writeln!(
+        out,
+        "A {} commands, B {}: {} aligned ({} identical), {} only in A, {} only in B",
+        r.commands_a, r.commands_b, r.matched, r.identical, r.only_a, r.only_b
+    );
+    if r.approximate {
+        let _ = writeln!(
+            out,
+            "(the search for the longest alignment stopped after {ALIGN_DEADLINE:?}: this one is complete but may not be the longest)"
+        );
     }
 }
 
