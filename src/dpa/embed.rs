@@ -274,34 +274,24 @@ fn generate(apps: &[EmbeddedApp]) -> Result<String, EmbedError> {
         if !seen.insert(app.name.clone()) {
             return Err(EmbedError::Duplicate(app.name.clone()));
         }
-        let bytes = check(app)?;
-        let abs = std::fs::canonicalize(&app.elf).map_err(|source| EmbedError::Read {
-            app: app.name.clone(),
-            path: app.elf.display().to_string(),
-            source,
-        })?;
-        let name = &app.name;
-        let (sig_static, crypto_data) = match &app.signature {
-            Some(p) => {
-                let sig_abs = std::fs::canonicalize(p).map_err(|source| EmbedError::Read {
-                    app: app.name.clone(),
-                    path: p.display().to_string(),
-                    source,
-                })?;
-                let len = std::fs::metadata(&sig_abs).map(|m| m.len()).unwrap_or(0);
-                (
-                    format!(
-                        "\n    #[used]\n    #[unsafe(link_section = \"{}\")]\n    static SIG: [u8; {len}] = *include_bytes!({sig_abs:?});\n",
-                        sig_section(name)
-                    ),
-                    "::core::option::Option::Some(&SIG)".to_string(),
-                )
-            }
-            None => (String::new(), "::core::option::Option::None".to_string()),
-        };
-        let _ = write!(
-            out,
-            r#"
+        generate_app(&mut out, app)?;
+    }
+    Ok(out)
+}
+
+/// The module of one application: its ELF and signature sections, and its handles.
+fn generate_app(out: &mut String, app: &EmbeddedApp) -> Result<(), EmbedError> {
+    let bytes = check(app)?;
+    let abs = std::fs::canonicalize(&app.elf).map_err(|source| EmbedError::Read {
+        app: app.name.clone(),
+        path: app.elf.display().to_string(),
+        source,
+    })?;
+    let name = &app.name;
+    let (sig_static, crypto_data) = signature_items(app)?;
+    let _ = write!(
+        out,
+        r#"
 /// DPA application `{name}`: its device ELF is this binary's `{BIN_PREFIX}{name}` section.
 #[allow(dead_code)]
 pub mod {name} {{
@@ -342,17 +332,48 @@ pub mod {name} {{
     /// Its RPC functions ([`::mlx5_dpa::dpa::Process::call`]).
     pub mod rpc {{
 "#,
-            len = bytes.len(),
-            sig_name = sig_name_literal(app),
-            sig_static = sig_static,
-            crypto_data = crypto_data,
-        );
-        for (symbol, args) in &app.rpcs {
-            let params: Vec<String> = (0..*args).map(|i| format!("a{i}: u64")).collect();
-            let values: Vec<String> = (0..*args).map(|i| format!("a{i}")).collect();
-            let _ = write!(
-                out,
-                r#"        /// `{symbol}` on the DPA, `{args}` arguments.
+        len = bytes.len(),
+        sig_name = sig_name_literal(app),
+        sig_static = sig_static,
+        crypto_data = crypto_data,
+    );
+    generate_entry_points(out, app);
+    out.push_str("    }\n}\n");
+    Ok(())
+}
+
+/// The signature's section and the expression giving it, for an app embedded signed; an
+/// empty item and `None` otherwise.
+fn signature_items(app: &EmbeddedApp) -> Result<(String, String), EmbedError> {
+    let name = &app.name;
+    Ok(match &app.signature {
+        Some(p) => {
+            let sig_abs = std::fs::canonicalize(p).map_err(|source| EmbedError::Read {
+                app: app.name.clone(),
+                path: p.display().to_string(),
+                source,
+            })?;
+            let len = std::fs::metadata(&sig_abs).map(|m| m.len()).unwrap_or(0);
+            (
+                format!(
+                    "\n    #[used]\n    #[unsafe(link_section = \"{}\")]\n    static SIG: [u8; {len}] = *include_bytes!({sig_abs:?});\n",
+                    sig_section(name)
+                ),
+                "::core::option::Option::Some(&SIG)".to_string(),
+            )
+        }
+        None => (String::new(), "::core::option::Option::None".to_string()),
+    })
+}
+
+/// The typed handles of the RPC functions and event handlers declared for `app`.
+fn generate_entry_points(out: &mut String, app: &EmbeddedApp) {
+    for (symbol, args) in &app.rpcs {
+        let params: Vec<String> = (0..*args).map(|i| format!("a{i}: u64")).collect();
+        let values: Vec<String> = (0..*args).map(|i| format!("a{i}")).collect();
+        let _ = write!(
+            out,
+            r#"        /// `{symbol}` on the DPA, `{args}` arguments.
         #[allow(clippy::too_many_arguments)]
         pub fn {symbol}(
             process: &::mlx5_dpa::dpa::Process,
@@ -361,24 +382,21 @@ pub mod {name} {{
             process.call({symbol:?}, &[{values}])
         }}
 "#,
-                params = params.join(", "),
-                values = values.join(", "),
-            );
-        }
-        out.push_str("    }\n\n    /// Its event handlers.\n    pub mod handlers {\n");
-        for symbol in &app.handlers {
-            let _ = write!(
-                out,
-                r#"        /// `{symbol}`, with `arg` in its first argument.
+            params = params.join(", "),
+            values = values.join(", "),
+        );
+    }
+    out.push_str("    }\n\n    /// Its event handlers.\n    pub mod handlers {\n");
+    for symbol in &app.handlers {
+        let _ = write!(
+            out,
+            r#"        /// `{symbol}`, with `arg` in its first argument.
         pub fn {symbol}(arg: u64) -> ::mlx5_dpa::dpa::thread::EventHandlerAttr {{
             ::mlx5_dpa::dpa::thread::EventHandlerAttr::new({symbol:?}, arg)
         }}
 "#,
-            );
-        }
-        out.push_str("    }\n}\n");
+        );
     }
-    Ok(out)
 }
 
 /// Checks `apps` and writes [`GENERATED_FILE`] into `dir`; returns its path.
