@@ -423,6 +423,35 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
         std::fs::write(&p, text).map_err(io(&p))?;
     }
 
+    check_args(a)?;
+    let signer = read_signer(a)?;
+    let objcopy = find_objcopy(a)?;
+    let sections = build_copies(a, &cc, &tmp, &sources, &includes)?;
+    // The signature of the (one) build: a section pair when packaged, OUT.sig otherwise.
+    let sig_sections = match signer {
+        Some(sign) => sign_build(a, &tmp, &sections, sign)?,
+        None => Vec::new(),
+    };
+    if let (Some(host), Some(objcopy)) = (&a.package_into, objcopy) {
+        let mut cmd = Command::new(&objcopy);
+        // objcopy places each added section before the ones added after it: name them newest
+        // model first so that the host lists them oldest first.
+        for (section, device) in sections.iter().rev() {
+            cmd.arg("--add-section")
+                .arg(format!("{section}={}", device.display()));
+        }
+        for (section, file) in &sig_sections {
+            cmd.arg("--add-section")
+                .arg(format!("{section}={}", file.display()));
+        }
+        cmd.arg(host).arg(&a.out);
+        run_tool(cmd, "packaging (objcopy)", a.verbose)?;
+    }
+    Ok(())
+}
+
+/// Refuses the argument combinations `cc` cannot build.
+fn check_args(a: &CcArgs) -> Result<(), CcError> {
     for (i, m) in a.cpu.iter().enumerate() {
         if a.cpu[..i].contains(m) {
             return Err(CcError::RepeatedModel(*m));
@@ -434,8 +463,15 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
     if a.sign_key.is_some() && a.cpu.len() > 1 {
         return Err(CcError::SignManyModels(a.cpu.len()));
     }
-    // The signer, read before anything is built: a bad key or certificate fails at once.
-    let signer = match &a.sign_key {
+    Ok(())
+}
+
+/// Signs a device ELF with the key and certificates `--sign-key` / `--cert` name.
+type SignFn = Box<dyn Fn(&[u8]) -> Result<Vec<u8>, CcError>>;
+
+/// The signer, read before anything is built: a bad key or certificate fails at once.
+fn read_signer(a: &CcArgs) -> Result<Option<SignFn>, CcError> {
+    Ok(match &a.sign_key {
         None => None,
         Some(key) => {
             let bad = |e: String| CcError::Sign(e);
@@ -449,10 +485,17 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
                 .iter()
                 .map(|c| crate::auth::cert_der(c).map_err(|e| bad(e.to_string())))
                 .collect::<Result<Vec<_>, _>>()?;
-            Some((key, chain))
+            Some(Box::new(move |elf: &[u8]| {
+                mlx5_dpa::dpa::auth::sign(elf, &key, &chain)
+                    .map_err(|e| CcError::Sign(e.to_string()))
+            }) as SignFn)
         }
-    };
-    let objcopy = match &a.package_into {
+    })
+}
+
+/// objcopy, when the result is packaged into a host program.
+fn find_objcopy(a: &CcArgs) -> Result<Option<PathBuf>, CcError> {
+    Ok(match &a.package_into {
         None => None,
         Some(_) => {
             let objcopy = std::env::var_os("OBJCOPY")
@@ -463,17 +506,27 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
             }
             Some(objcopy)
         }
-    };
+    })
+}
 
+/// Compiles and links one device ELF per hardware model; gives the `.dpa_bin_` section
+/// each goes into (when an app name is given) and its file.
+fn build_copies(
+    a: &CcArgs,
+    cc: &Path,
+    tmp: &Scratch,
+    sources: &[PathBuf],
+    includes: &[PathBuf],
+) -> Result<Vec<(String, PathBuf)>, CcError> {
     let compile = |src: &Path, obj: &Path, relative: bool, model: HwModel| -> Result<(), CcError> {
-        let mut cmd = Command::new(&cc);
+        let mut cmd = Command::new(cc);
         cmd.current_dir(&tmp.0)
             .args(ARCH)
             .arg(format!("-O{}", a.opt))
             .args(CFLAGS)
             .args(model_defines(model))
             .arg("-Iinclude");
-        for d in &includes {
+        for d in includes {
             cmd.arg("-I").arg(d);
         }
         for d in &a.define {
@@ -518,7 +571,7 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
             Some(_) => dir.join("device.elf"),
             None => std::path::absolute(&a.out).map_err(io(&a.out))?,
         };
-        let mut link = Command::new(&cc);
+        let mut link = Command::new(cc);
         link.current_dir(&tmp.0)
             .args(ARCH)
             .args(LDFLAGS)
@@ -537,17 +590,25 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
         }
     }
 
-    // The signature of the (one) build: a section pair when packaged, OUT.sig otherwise.
+    Ok(sections)
+}
+
+/// Signs the (one) build: the signature's section pair when packaged, `OUT.sig` otherwise.
+fn sign_build(
+    a: &CcArgs,
+    tmp: &Scratch,
+    sections: &[(String, PathBuf)],
+    sign: SignFn,
+) -> Result<Vec<(String, PathBuf)>, CcError> {
     let mut sig_sections = Vec::new();
-    if let Some((key, chain)) = &signer {
+    {
         let device = match (&a.package_into, sections.first()) {
             (Some(_), Some((_, d))) => d.clone(),
             _ => std::path::absolute(&a.out).map_err(io(&a.out))?,
         };
         let elf = crate::input::read_bounded(&device, crate::input::MAX_ELF_FILE)
             .map_err(|e| CcError::Sign(e.to_string()))?;
-        let blob = mlx5_dpa::dpa::auth::sign(&elf, key, chain)
-            .map_err(|e| CcError::Sign(e.to_string()))?;
+        let blob = sign(&elf)?;
         match (&a.package_into, &a.app) {
             (Some(_), Some(app)) => {
                 let sig_section = format!(".dpa_sig_{app}");
@@ -569,23 +630,7 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
             }
         }
     }
-
-    if let (Some(host), Some(objcopy)) = (&a.package_into, objcopy) {
-        let mut cmd = Command::new(&objcopy);
-        // objcopy places each added section before the ones added after it: name them newest
-        // model first so that the host lists them oldest first.
-        for (section, device) in sections.iter().rev() {
-            cmd.arg("--add-section")
-                .arg(format!("{section}={}", device.display()));
-        }
-        for (section, file) in &sig_sections {
-            cmd.arg("--add-section")
-                .arg(format!("{section}={}", file.display()));
-        }
-        cmd.arg(host).arg(&a.out);
-        run_tool(cmd, "packaging (objcopy)", a.verbose)?;
-    }
-    Ok(())
+    Ok(sig_sections)
 }
 
 #[cfg(test)]
