@@ -1005,10 +1005,43 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
     if given & required != required || given & !(required | optional) != 0 {
         return Err(Errno::EINVAL);
     }
+    let mut next = a.clone();
+    apply_attrs(ctx, req, &mut next)?;
+    let m_ = req.attr_mask;
+    let mut rmac = [0u8; 6];
+    if m_ & mask::AV != 0 {
+        // RoCE needs a GRH (`IB_UVERBS_QPF_GRH_REQUIRED`).
+        if req.dest.is_global == 0 {
+            return Err(Errno::EINVAL);
+        }
+        if u32::from(req.dest.sgid_index) >= device::GID_TABLE_LEN {
+            return Err(Errno::EINVAL);
+        }
+        next.dest = req.dest;
+    }
+    if !qp.ud && (m_ & mask::AV != 0 || new == qp_state::RTR) {
+        rmac = device::resolve_dmac(ctx, &next.dest.dgid).ok_or(Errno::EHOSTUNREACH)?;
+    }
+    let attr = prm_attr(qp.ud, &next, req.attr_mask, rmac);
+    let qpn = mlx5_dpa::mlx5::Qpn(qp.qpn);
+    send_transition(&qp.obj, qpn, attr, cur, new)?.map_err(errno_of)?;
+    next.state = new;
+    if new == qp_state::RESET {
+        next = QpAttrs::default();
+    }
+    *a = next;
+    Ok(())
+}
+
+/// The attributes `req` sets, checked as `mlx5_ib` checks them, written into `next`.
+fn apply_attrs(
+    ctx: &Ucontext,
+    req: &w::ib_uverbs_modify_qp,
+    next: &mut QpAttrs,
+) -> Result<(), Errno> {
     let caps = device::Caps::of(ctx)?;
     let ra_res = caps.get(mlx5_dpa::mlx5::layouts::cmd_hca_cap::log_max_ra_res_qp);
     let ra_req = caps.get(mlx5_dpa::mlx5::layouts::cmd_hca_cap::log_max_ra_req_qp);
-    let mut next = a.clone();
     let m_ = req.attr_mask;
     if m_ & mask::PORT != 0 {
         if req.port_num != 1 {
@@ -1067,21 +1100,12 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
     if m_ & mask::RNR_RETRY != 0 {
         next.rnr_retry = req.rnr_retry & 7;
     }
-    let mut rmac = [0u8; 6];
-    if m_ & mask::AV != 0 {
-        // RoCE needs a GRH (`IB_UVERBS_QPF_GRH_REQUIRED`).
-        if req.dest.is_global == 0 {
-            return Err(Errno::EINVAL);
-        }
-        if u32::from(req.dest.sgid_index) >= device::GID_TABLE_LEN {
-            return Err(Errno::EINVAL);
-        }
-        next.dest = req.dest;
-    }
-    if !qp.ud && (m_ & mask::AV != 0 || new == qp_state::RTR) {
-        rmac = device::resolve_dmac(ctx, &next.dest.dgid).ok_or(Errno::EHOSTUNREACH)?;
-    }
-    let attr = if qp.ud {
+    Ok(())
+}
+
+/// The PRM QP context of a transition to the attributes `next` (UD or RC).
+fn prm_attr(ud: bool, next: &QpAttrs, attr_mask: u32, rmac: [u8; 6]) -> QpAttr {
+    if ud {
         // A UD QP: port, P_Key index and Q_Key, the send PSN; each WQE carries its address.
         // `mlx5_ib` gives UD the largest MTU (`IB_MTU_4096`).
         QpAttr {
@@ -1089,7 +1113,7 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
             q_key: next.qkey,
             mtu: 5,
             next_send_psn: next.sq_psn,
-            opt_param_mask: opt_mask(req.attr_mask),
+            opt_param_mask: opt_mask(attr_mask),
             ..QpAttr::default()
         }
     } else {
@@ -1113,13 +1137,21 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
             retry_count: next.retry_cnt,
             rnr_retry: next.rnr_retry,
             ack_timeout: next.timeout,
-            opt_param_mask: opt_mask(req.attr_mask),
+            opt_param_mask: opt_mask(attr_mask),
             q_key: next.qkey,
         }
-    };
-    let qpn = mlx5_dpa::mlx5::Qpn(qp.qpn);
-    let o = &qp.obj;
-    let r = match (cur, new) {
+    }
+}
+
+/// Sends the PRM transition from `cur` to `new` (INIT to INIT is no command).
+fn send_transition(
+    o: &mlx5_dpa::devx::DevxObj,
+    qpn: mlx5_dpa::mlx5::Qpn,
+    attr: QpAttr,
+    cur: u8,
+    new: u8,
+) -> Result<Result<(), mlx5_dpa::devx::DevxError>, Errno> {
+    Ok(match (cur, new) {
         (_, qp_state::RESET) => devx::modify(
             o,
             &ModifyQp {
@@ -1170,14 +1202,7 @@ fn modify_qp_common(ctx: &Ucontext, req: &w::ib_uverbs_modify_qp) -> Result<(), 
             },
         ),
         _ => return Err(Errno::EINVAL),
-    };
-    r.map_err(errno_of)?;
-    next.state = new;
-    if new == qp_state::RESET {
-        next = QpAttrs::default();
-    }
-    *a = next;
-    Ok(())
+    })
 }
 
 /// MODIFY_QP.
