@@ -160,23 +160,25 @@ pub fn object_of_inbox(inb: &[u8]) -> Option<ObjRef> {
     })
 }
 
+/// Removes object `id` of `slab` for `uid` when it is the owner's and nothing refers to it.
+fn take<T>(
+    slab: &mut Slab<T>,
+    id: u32,
+    uid: u16,
+    meta: impl Fn(&T) -> &Meta,
+    missing: Check,
+) -> Result<T, Check> {
+    let m = meta(slab.get(id).ok_or(missing)?);
+    owned(m, uid)?;
+    if m.refs != 0 {
+        return Err(check::OBJECT_IN_USE);
+    }
+    slab.remove(id).ok_or(missing)
+}
+
 impl Firmware {
     /// Destroys an object after the reference and ownership checks.
     pub(crate) fn destroy(&mut self, uid: u16, obj: ObjRef) -> Result<(), Check> {
-        fn take<T>(
-            slab: &mut Slab<T>,
-            id: u32,
-            uid: u16,
-            meta: impl Fn(&T) -> &Meta,
-            missing: Check,
-        ) -> Result<T, Check> {
-            let m = meta(slab.get(id).ok_or(missing)?);
-            owned(m, uid)?;
-            if m.refs != 0 {
-                return Err(check::OBJECT_IN_USE);
-            }
-            slab.remove(id).ok_or(missing)
-        }
         match obj {
             ObjRef::Pd(id) => {
                 take(&mut self.pds, id, uid, |o| &o.meta, check::NO_SUCH_PD)?;
@@ -234,6 +236,39 @@ impl Firmware {
                     unref(self.rqs.get_mut(rq).map(|r| &mut r.meta));
                 }
             }
+            ObjRef::FlowTable { .. } | ObjRef::FlowGroup { .. } | ObjRef::Fte { .. } => {
+                self.destroy_steering(uid, obj)?;
+            }
+            ObjRef::Qp(id) => {
+                let q = take(&mut self.qps, id, uid, |o| &o.meta, check::NO_SUCH_QP)?;
+                self.mem.unpin(q.ring_umem);
+                self.mem.unpin(q.dbr_umem);
+                uar_unref(&mut self.uars, q.uar_page);
+                unref(self.pds.get_mut(q.pd).map(|p| &mut p.meta));
+                for c in [q.cqn_snd, q.cqn_rcv].into_iter().flatten() {
+                    unref(self.cqs.get_mut(c).map(|c| &mut c.meta));
+                }
+                if let Some(r) = q.srq {
+                    unref(self.rmps.get_mut(r).map(|r| &mut r.meta));
+                }
+            }
+            ObjRef::General { obj_type, id } => {
+                let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;
+                if g.obj_type != obj_type {
+                    return Err(check::WRONG_OBJ_TYPE);
+                }
+                self.dpa_check_destroy(obj_type, id)?;
+                let g = take(&mut self.gen, id, uid, |o| &o.meta, check::NO_SUCH_OBJECT)?;
+                self.dpa_released(id, &g);
+                self.release_general(id, g);
+            }
+        }
+        Ok(())
+    }
+
+    /// Destroys a flow table, group or entry (a table only empty, a group only of its table).
+    fn destroy_steering(&mut self, uid: u16, obj: ObjRef) -> Result<(), Check> {
+        match obj {
             ObjRef::FlowTable { table_type, id } => {
                 let t = self.tables.get(id).ok_or(check::NO_SUCH_FLOW_TABLE)?;
                 if t.table_type != table_type {
@@ -300,29 +335,7 @@ impl Firmware {
                     }
                 }
             }
-            ObjRef::Qp(id) => {
-                let q = take(&mut self.qps, id, uid, |o| &o.meta, check::NO_SUCH_QP)?;
-                self.mem.unpin(q.ring_umem);
-                self.mem.unpin(q.dbr_umem);
-                uar_unref(&mut self.uars, q.uar_page);
-                unref(self.pds.get_mut(q.pd).map(|p| &mut p.meta));
-                for c in [q.cqn_snd, q.cqn_rcv].into_iter().flatten() {
-                    unref(self.cqs.get_mut(c).map(|c| &mut c.meta));
-                }
-                if let Some(r) = q.srq {
-                    unref(self.rmps.get_mut(r).map(|r| &mut r.meta));
-                }
-            }
-            ObjRef::General { obj_type, id } => {
-                let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;
-                if g.obj_type != obj_type {
-                    return Err(check::WRONG_OBJ_TYPE);
-                }
-                self.dpa_check_destroy(obj_type, id)?;
-                let g = take(&mut self.gen, id, uid, |o| &o.meta, check::NO_SUCH_OBJECT)?;
-                self.dpa_released(id, &g);
-                self.release_general(id, g);
-            }
+            _ => {}
         }
         Ok(())
     }
