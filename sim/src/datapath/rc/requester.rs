@@ -548,71 +548,7 @@ pub(super) fn requester_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &P
             let Some(qp) = fw.qps.get_mut(qpn) else {
                 return;
             };
-            let rc = &mut qp.rc;
-            match syn >> 5 {
-                0b000 => {
-                    ack_before(rc, i);
-                    // A coalesced ACK inside a READ or an atomic means its response was lost:
-                    // the timer resends it.
-                    if !r.read_like() {
-                        if psn == r.last_psn() {
-                            rc.reqs[i].state = ReqState::Done;
-                        }
-                        advance(rc, psn_add(psn, 1), &ctx, now);
-                    } else {
-                        advance(rc, r.first_psn, &ctx, now);
-                    }
-                }
-                0b001 => {
-                    ack_before(rc, i);
-                    advance(rc, psn, &ctx, now);
-                    if rc.rnr_left == 0 {
-                        rc.reqs[i].state = ReqState::Failed(syndrome::RNR_RETRY_EXC_ERR);
-                    } else {
-                        // rnr_retry 7 retries forever (IBA).
-                        if ctx.rnr_retry != 7 {
-                            rc.rnr_left -= 1;
-                        }
-                        rewind(rc, i, psn);
-                        rc.rnr_until = Some(now + rnr_delay(syn & 0x1f));
-                        rc.deadline = None;
-                        dp.rc_stats.retransmits += 1;
-                    }
-                }
-                // A sequence NAK while an RNR timer runs answers packets sent before the RNR
-                // NAK; the resend from the RNR NAK's PSN replaces them: not a retry event.
-                0b011 if syn & 0x1f == 0 && rc.rnr_until.is_some() => {
-                    ack_before(rc, i);
-                    advance(rc, psn, &ctx, now);
-                }
-                0b011 => {
-                    ack_before(rc, i);
-                    advance(rc, psn, &ctx, now);
-                    let fail = match syn & 0x1f {
-                        0 => {
-                            if rc.retry_left == 0 {
-                                Some(syndrome::TRANSPORT_RETRY_EXC_ERR)
-                            } else {
-                                rc.retry_left -= 1;
-                                rewind(rc, i, psn);
-                                dp.rc_stats.retransmits += 1;
-                                None
-                            }
-                        }
-                        1 => Some(syndrome::REMOTE_INVAL_REQ_ERR),
-                        2 => Some(syndrome::REMOTE_ACCESS_ERR),
-                        3 => Some(syndrome::REMOTE_OP_ERR),
-                        _ => Some(syndrome::BAD_RESP_ERR),
-                    };
-                    if let Some(s) = fail {
-                        tracing::debug!(target: "mlx5_sim::rc", qpn, psn, aeth = syn, "NAK");
-                        rc.reqs[i].state = ReqState::Failed(s);
-                    }
-                }
-                _ => {
-                    rc.reqs[i].state = ReqState::Failed(syndrome::BAD_RESP_ERR);
-                }
-            }
+            on_ack(&mut qp.rc, dp, (qpn, i, r), psn, syn, &ctx, now);
         }
         bth::RDMA_READ_RESPONSE_FIRST
         | bth::RDMA_READ_RESPONSE_MIDDLE
@@ -698,6 +634,83 @@ pub(super) fn requester_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &P
         _ => {}
     }
     complete(fw, dp, qpn, now);
+}
+
+/// An ACK or NAK (AETH syndrome `syn`) at `psn` for request `i` (`r`) of QP `qpn`: advances,
+/// rewinds for an RNR or sequence NAK (counting retries), or fails the request.
+fn on_ack(
+    rc: &mut RcState,
+    dp: &mut Datapath,
+    (qpn, i, r): (u32, usize, Req),
+    psn: u32,
+    syn: u8,
+    ctx: &QpCtx,
+    now: Instant,
+) {
+    match syn >> 5 {
+        0b000 => {
+            ack_before(rc, i);
+            // A coalesced ACK inside a READ or an atomic means its response was lost:
+            // the timer resends it.
+            if !r.read_like() {
+                if psn == r.last_psn() {
+                    rc.reqs[i].state = ReqState::Done;
+                }
+                advance(rc, psn_add(psn, 1), ctx, now);
+            } else {
+                advance(rc, r.first_psn, ctx, now);
+            }
+        }
+        0b001 => {
+            ack_before(rc, i);
+            advance(rc, psn, ctx, now);
+            if rc.rnr_left == 0 {
+                rc.reqs[i].state = ReqState::Failed(syndrome::RNR_RETRY_EXC_ERR);
+            } else {
+                // rnr_retry 7 retries forever (IBA).
+                if ctx.rnr_retry != 7 {
+                    rc.rnr_left -= 1;
+                }
+                rewind(rc, i, psn);
+                rc.rnr_until = Some(now + rnr_delay(syn & 0x1f));
+                rc.deadline = None;
+                dp.rc_stats.retransmits += 1;
+            }
+        }
+        // A sequence NAK while an RNR timer runs answers packets sent before the RNR
+        // NAK; the resend from the RNR NAK's PSN replaces them: not a retry event.
+        0b011 if syn & 0x1f == 0 && rc.rnr_until.is_some() => {
+            ack_before(rc, i);
+            advance(rc, psn, ctx, now);
+        }
+        0b011 => {
+            ack_before(rc, i);
+            advance(rc, psn, ctx, now);
+            let fail = match syn & 0x1f {
+                0 => {
+                    if rc.retry_left == 0 {
+                        Some(syndrome::TRANSPORT_RETRY_EXC_ERR)
+                    } else {
+                        rc.retry_left -= 1;
+                        rewind(rc, i, psn);
+                        dp.rc_stats.retransmits += 1;
+                        None
+                    }
+                }
+                1 => Some(syndrome::REMOTE_INVAL_REQ_ERR),
+                2 => Some(syndrome::REMOTE_ACCESS_ERR),
+                3 => Some(syndrome::REMOTE_OP_ERR),
+                _ => Some(syndrome::BAD_RESP_ERR),
+            };
+            if let Some(s) = fail {
+                tracing::debug!(target: "mlx5_sim::rc", qpn, psn, aeth = syn, "NAK");
+                rc.reqs[i].state = ReqState::Failed(s);
+            }
+        }
+        _ => {
+            rc.reqs[i].state = ReqState::Failed(syndrome::BAD_RESP_ERR);
+        }
+    }
 }
 
 pub(super) fn earlier_read_pending(rc: &RcState, i: usize) -> bool {
