@@ -282,3 +282,19 @@ extern "C" int harness_verbs_put_many(struct doca_gpu_dev_verbs_qp *qp, uint64_t
 	}
 	return 0;
 }
+
+// One put posted (not waited for): its ticket, to wait for later with harness_verbs_wait.
+extern "C" uint64_t harness_verbs_put_nowait(struct doca_gpu_dev_verbs_qp *qp, uint64_t raddr, uint32_t rkey_be,
+					     uint64_t laddr, uint32_t lkey_be, uint32_t size)
+{
+	struct doca_gpu_dev_verbs_addr r = {raddr, rkey_be}, l = {laddr, lkey_be};
+	doca_gpu_dev_verbs_ticket_t t = 0;
+	doca_gpu_dev_verbs_put(qp, r, l, size, &t);
+	return t;
+}
+
+// Waits for the send of `ticket`.
+extern "C" int harness_verbs_wait(struct doca_gpu_dev_verbs_qp *qp, uint64_t ticket)
+{
+	return (int)doca_gpu_dev_verbs_wait(qp, ticket);
+}

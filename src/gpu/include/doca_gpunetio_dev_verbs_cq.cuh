@@ -52,18 +52,33 @@ __device__ static __forceinline__ void doca_priv_gpu_dev_verbs_cq_release(struct
 	doca_gpu_dev_eth_unlock<m>(&cq->lock);
 }
 
-/* Waits for CQE `idx` of `cq` and consumes the CQEs up to it. */
+/*
+ * Waits for CQE `idx` of `cq` and consumes the CQEs up to it.
+ *
+ * Threads sharing a send queue wait for their own tickets, each consuming up to its own CQE.
+ * A thread that waits late may find its CQE consumed by another: once the consumer index
+ * passes a CQE, the NIC may overwrite its slot (with the CQE one ring later). So a consumer
+ * index past `idx` is an answer: consumers advance it only past a CQE that completed well,
+ * and the completions of one send queue come in order, so every CQE before that one completed
+ * well too. An error CQE is therefore not consumed (the queue pair is in error; its waiters
+ * see their own error or flush CQEs). A receive wait (`bytes` given) needs its own CQE's byte
+ * count: receive CQEs are not shared between waiting threads.
+ */
 template <enum doca_gpu_dev_verbs_resource_sharing_mode mode>
 __device__ static inline doca_error_t doca_priv_gpu_dev_verbs_cq_wait(struct doca_gpu_dev_verbs_cq *cq, uint64_t idx,
 								     uint32_t *bytes)
 {
 	uint64_t start = 0;
 	for (uint64_t n = 0;; n++) {
+		if (!bytes && DOCA_GPUNETIO_VOLATILE(cq->cqe_ci) > idx)
+			return DOCA_SUCCESS;
 		doca_error_t r = doca_gpu_dev_verbs_poll_one_cq_at(cq, idx, bytes);
-		if (r != DOCA_ERROR_AGAIN) {
+		if (r == DOCA_SUCCESS) {
 			doca_priv_gpu_dev_verbs_cq_release<mode>(cq, idx + 1);
 			return r;
 		}
+		if (r != DOCA_ERROR_AGAIN)
+			return r;
 		if ((n & 255) == 0) {
 			uint64_t now = doca_gpu_dev_eth_now_ns();
 			if (n == 0)
