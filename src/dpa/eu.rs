@@ -449,11 +449,13 @@ impl Drop for EuGroup {
     }
 }
 
-/// A partition as its register reads back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A partition as its register reads back (serialized as `mlx5-dpa eu show --json` prints
+/// it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PartitionInfo {
     pub id: u16,
     /// EUs, ascending.
+    #[serde(rename = "eus")]
     pub members: Vec<u32>,
     /// The functions the partition is given to.
     pub vhca_ids: Vec<u16>,
@@ -461,12 +463,13 @@ pub struct PartitionInfo {
     pub max_groups: u16,
 }
 
-/// A group as its register reads back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A group as its register reads back (serialized as `mlx5-dpa eu show --json` prints it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GroupInfo {
     pub id: u16,
     pub name: String,
     /// EUs, ascending.
+    #[serde(rename = "eus")]
     pub members: Vec<u32>,
     /// The partition it was made in (`partition_id_valid`).
     pub partition: Option<u16>,

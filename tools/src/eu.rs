@@ -27,7 +27,6 @@ use mlx5_dpa::devx::Devx;
 use mlx5_dpa::dpa::caps::DpaCaps;
 use mlx5_dpa::dpa::eu::{self, EuGroup, EuPartition, GroupInfo, PartitionInfo};
 use mlx5_dpa::dpa::DpaError;
-use serde_json::json;
 
 /// `eu` subcommands.
 #[derive(Subcommand, Debug)]
@@ -224,16 +223,25 @@ pub fn run(cmd: &EuCmd, dev: &Arc<dyn Devx>) -> Result<(), EuCmdError> {
                 .filter_map(|id| eu::read_group(dev.as_ref(), id).ok())
                 .collect();
             if *json {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    json!({
-                        "cores": t.cores, "eus_per_core": t.eus_per_core, "eus": t.total_eus(),
-                        "reserved_eus": t.reserved_eus,
-                        "partitions": parts.iter().map(|p| json!({"id": p.id, "eus": p.members, "vhca_ids": p.vhca_ids, "max_groups": p.max_groups})).collect::<Vec<_>>(),
-                        "groups": groups.iter().map(|g| json!({"id": g.id, "name": g.name, "eus": g.members, "partition": g.partition})).collect::<Vec<_>>(),
-                    })
-                );
+                /// `eu show --json`'s object.
+                #[derive(serde::Serialize)]
+                struct Show<'a> {
+                    cores: u32,
+                    eus_per_core: u32,
+                    eus: u32,
+                    reserved_eus: u32,
+                    partitions: &'a [PartitionInfo],
+                    groups: &'a [GroupInfo],
+                }
+                let show = Show {
+                    cores: t.cores,
+                    eus_per_core: t.eus_per_core,
+                    eus: t.total_eus(),
+                    reserved_eus: t.reserved_eus,
+                    partitions: &parts,
+                    groups: &groups,
+                };
+                let _ = writeln!(out, "{}", serde_json::to_string(&show).unwrap_or_default());
             } else {
                 let _ = writeln!(
                     out,
