@@ -23,39 +23,36 @@ impl Firmware {
         let v = inbox::<m::Layout>(inb)?;
         let mut o = outbox::<l::create_cq_out::Layout>(out)?;
         let c = m::cq_context;
-        macro_rules! g {
-            ($f:expr) => {
-                v.get(c.at($f))
-            };
-        }
+        // The context, as its own view.
+        let g = v.nested(c);
         if v.get(m::op_mod) != 0 {
             return Err(check::BAD_OP_MOD);
         }
-        let cqe_bytes = match g!(cqc::cqe_sz) {
+        let cqe_bytes = match g.get(cqc::cqe_sz) {
             0 => 64,
             1 => 128,
             _ => return Err(check::BAD_CQE_SIZE),
         };
-        let log_size = g!(cqc::log_cq_size) as u8;
+        let log_size = g.get(cqc::log_cq_size) as u8;
         if u64::from(log_size) > self.profile.cap(l::cmd_hca_cap::log_max_cq_sz) {
             return Err(check::BAD_LOG_SIZE);
         }
-        if g!(cqc::cc) != 0 || g!(cqc::cqe_comp_en) != 0 {
+        if g.get(cqc::cc) != 0 || g.get(cqc::cqe_comp_en) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        if g!(cqc::oi) != 0 && self.profile.cap(l::cmd_hca_cap::cq_oi) == 0 {
+        if g.get(cqc::oi) != 0 && self.profile.cap(l::cmd_hca_cap::cq_oi) == 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        if g!(cqc::page_offset) != 0 {
+        if g.get(cqc::page_offset) != 0 {
             return Err(check::BAD_ALIGNMENT);
         }
-        if v.get(m::cq_umem_valid) != 1 || g!(cqc::dbr_umem_valid) != 1 {
+        if v.get(m::cq_umem_valid) != 1 || g.get(cqc::dbr_umem_valid) != 1 {
             return Err(check::UMEM_NOT_VALID);
         }
-        let uar_page = g!(cqc::uar_page) as u32;
+        let uar_page = g.get(cqc::uar_page) as u32;
         self.check_uar(uid, uar_page)?;
-        let element = g!(cqc::c_eqn_or_apu_element) as u32;
-        let target = if g!(cqc::apu_cq) == 1 {
+        let element = g.get(cqc::c_eqn_or_apu_element) as u32;
+        let target = if g.get(cqc::apu_cq) == 1 {
             if self.profile.dpa.is_none() {
                 return Err(check::NOT_SUPPORTED);
             }
@@ -64,7 +61,7 @@ impl Firmware {
             }
             // Another function's DPA thread is named by an alias of it this context holds.
             let thread = self.through_alias(uid, element, l::dpa::obj_type::DPA_THREAD);
-            let (want, t) = match g!(cqc::apu_element_type) as u8 {
+            let (want, t) = match g.get(cqc::apu_element_type) as u8 {
                 apu_element_type::THREAD => {
                     (l::dpa::obj_type::DPA_THREAD, CqTarget::DpaThread(thread))
                 }
@@ -84,7 +81,7 @@ impl Firmware {
             }
             t
         } else {
-            if g!(cqc::apu_element_type) != 0 {
+            if g.get(cqc::apu_element_type) != 0 {
                 return Err(check::BAD_CQ_TARGET);
             }
             if element < EQN_BASE || element >= EQN_BASE + self.profile.comp_vectors {
@@ -95,8 +92,8 @@ impl Firmware {
         let ring_umem = self.mem.resolve(uid, v.value(m::cq_umem_id));
         let ring_off = v.get(m::cq_umem_offset);
         let ring_len = (cqe_bytes as u64) << log_size;
-        let dbr_umem = self.mem.resolve(uid, g!(cqc::dbr_umem_id) as u32);
-        let dbr_off = g!(cqc::dbr_addr);
+        let dbr_umem = self.mem.resolve(uid, g.get(cqc::dbr_umem_id) as u32);
+        let dbr_off = g.get(cqc::dbr_addr);
         if dbr_off % 8 != 0 || ring_off % 64 != 0 {
             return Err(check::BAD_ALIGNMENT);
         }
@@ -115,9 +112,9 @@ impl Firmware {
                 dbr_umem,
                 uar_page,
                 target,
-                oi: g!(cqc::oi) == 1,
-                period: g!(cqc::cq_period) as u16,
-                max_count: g!(cqc::cq_max_count) as u16,
+                oi: g.get(cqc::oi) == 1,
+                period: g.get(cqc::cq_period) as u16,
+                max_count: g.get(cqc::cq_max_count) as u16,
                 status: CqStatus::Ok,
                 pi: 0,
                 armed: None,
@@ -285,29 +282,26 @@ impl Firmware {
         let v = inbox::<m::Layout>(inb)?;
         let mut o = outbox::<l::create_sq_out::Layout>(out)?;
         let c = m::ctx;
-        macro_rules! g {
-            ($f:expr) => {
-                v.get(c.at($f))
-            };
-        }
+        // The context, as its own view.
+        let g = v.nested(c);
         if u64::from(self.sqs.len() as u32)
             >= u64::from(super::limit(self.profile.cap(l::cmd_hca_cap::log_max_sq)))
         {
             return Err(check::TOO_MANY_OBJECTS);
         }
-        if g!(sqc::state) != u64::from(wq_state::RST) {
+        if g.get(sqc::state) != u64::from(wq_state::RST) {
             return Err(check::BAD_STATE_FIELD);
         }
-        if g!(sqc::hairpin) != 0 || g!(sqc::non_wire) != 0 {
+        if g.get(sqc::hairpin) != 0 || g.get(sqc::non_wire) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        let cqn = g!(sqc::cqn) as u32;
+        let cqn = g.get(sqc::cqn) as u32;
         self.check_cq_ref(uid, cqn)?;
         // tis_lst_sz: exactly one TIS (log_max_tis_per_sq 0).
-        if g!(sqc::tis_lst_sz) != 1 {
+        if g.get(sqc::tis_lst_sz) != 1 {
             return Err(check::ABOVE_CAP);
         }
-        let tis = g!(sqc::tis_num_0) as u32;
+        let tis = g.get(sqc::tis_num_0) as u32;
         let t = self.tises.get(tis).ok_or(check::NO_SUCH_TIS)?;
         owned(&t.meta, uid)?;
         let wqv = v.nested(c.nested(sqc::wq));
@@ -384,22 +378,19 @@ impl Firmware {
         let v = inbox::<m::Layout>(inb)?;
         let mut o = outbox::<l::create_rq_out::Layout>(out)?;
         let c = m::ctx;
-        macro_rules! g {
-            ($f:expr) => {
-                v.get(c.at($f))
-            };
-        }
-        if g!(rqc::state) != u64::from(wq_state::RST) {
+        // The context, as its own view.
+        let g = v.nested(c);
+        if g.get(rqc::state) != u64::from(wq_state::RST) {
             return Err(check::BAD_STATE_FIELD);
         }
         // mem_rq_type 0: inline (the RQ has its own ring); 1 = RMP, not implemented.
-        if g!(rqc::mem_rq_type) != 0 {
+        if g.get(rqc::mem_rq_type) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        if g!(rqc::hairpin) != 0 {
+        if g.get(rqc::hairpin) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        let cqn = g!(rqc::cqn) as u32;
+        let cqn = g.get(rqc::cqn) as u32;
         self.check_cq_ref(uid, cqn)?;
         let wqv = v.nested(c.nested(rqc::wq));
         let lo = self.profile.cap(l::cmd_hca_cap::log_min_stride_sz_rq);
@@ -498,36 +489,33 @@ impl Firmware {
         let v = inbox::<m::Layout>(inb)?;
         let mut o = outbox::<l::create_qp_out::Layout>(out)?;
         let c = m::qpc;
-        macro_rules! g {
-            ($f:expr) => {
-                v.get(c.at($f))
-            };
-        }
+        // The context, as its own view.
+        let g = v.nested(c);
         if v.get(m::input_qpn) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        if g!(qpc::state) != 0 {
+        if g.get(qpc::state) != 0 {
             return Err(check::BAD_STATE_FIELD);
         }
         // st: RC 0x0, UD 0x2 (PRM qpc.st); the model carries RC (and UD objects).
-        let st = g!(qpc::st) as u8;
+        let st = g.get(qpc::st) as u8;
         if st != 0x0 && st != 0x2 {
             return Err(check::BAD_QP_TYPE);
         }
-        let pd = g!(qpc::pd) as u32;
+        let pd = g.get(qpc::pd) as u32;
         self.check_owned_pd(uid, pd)?;
         let max = self.profile.cap(l::cmd_hca_cap::log_max_qp_sz);
-        let no_sq = g!(qpc::no_sq) == 1;
-        let log_sq = g!(qpc::log_sq_size);
-        let log_rq = g!(qpc::log_rq_size);
+        let no_sq = g.get(qpc::no_sq) == 1;
+        let log_sq = g.get(qpc::log_sq_size);
+        let log_rq = g.get(qpc::log_rq_size);
         // rq_type (PRM): 0 = regular RQ in the QP's ring, 1 = a shared receive queue (an
         // RMP of the same user, named by srqn_rmpn_xrqn), 3 = no RQ (zero-length).
-        let rq_type = g!(qpc::rq_type);
+        let rq_type = g.get(qpc::rq_type);
         if rq_type != 0 && rq_type != 1 && rq_type != 3 {
             return Err(check::NOT_SUPPORTED);
         }
         let srq = if rq_type == 1 {
-            let rmpn = g!(qpc::srqn_rmpn_xrqn) as u32;
+            let rmpn = g.get(qpc::srqn_rmpn_xrqn) as u32;
             let rmp = self.rmps.get(rmpn).ok_or(check::NO_SUCH_RMP)?;
             owned(&rmp.meta, uid)?;
             if rmp.wq.pd != pd {
@@ -540,27 +528,27 @@ impl Firmware {
         if log_sq > max || (rq_type == 0 && log_rq > max) {
             return Err(check::BAD_LOG_SIZE);
         }
-        let log_rq_stride = g!(qpc::log_rq_stride) + 4;
+        let log_rq_stride = g.get(qpc::log_rq_stride) + 4;
         let rq_bytes = if rq_type == 0 {
             1u64 << (log_rq + log_rq_stride)
         } else {
             0
         };
         let sq_bytes = if no_sq { 0 } else { (WQEBB as u64) << log_sq };
-        let cqn_snd = (!no_sq).then(|| g!(qpc::cqn_snd) as u32);
-        let cqn_rcv = (rq_type != 3).then(|| g!(qpc::cqn_rcv) as u32);
+        let cqn_snd = (!no_sq).then(|| g.get(qpc::cqn_snd) as u32);
+        let cqn_rcv = (rq_type != 3).then(|| g.get(qpc::cqn_rcv) as u32);
         for cq in [cqn_snd, cqn_rcv].into_iter().flatten() {
             self.check_cq_ref(uid, cq)?;
         }
-        if v.get(m::wq_umem_valid) != 1 || g!(qpc::dbr_umem_valid) != 1 {
+        if v.get(m::wq_umem_valid) != 1 || g.get(qpc::dbr_umem_valid) != 1 {
             return Err(check::UMEM_NOT_VALID);
         }
-        let uar_page = g!(qpc::uar_page) as u32;
+        let uar_page = g.get(qpc::uar_page) as u32;
         self.check_uar(uid, uar_page)?;
         let ring_umem = self.mem.resolve(uid, v.value(m::wq_umem_id));
         let ring_off = v.get(m::wq_umem_offset);
-        let dbr_umem = self.mem.resolve(uid, g!(qpc::dbr_umem_id) as u32);
-        let dbr_off = g!(qpc::dbr_addr);
+        let dbr_umem = self.mem.resolve(uid, g.get(qpc::dbr_umem_id) as u32);
+        let dbr_off = g.get(qpc::dbr_addr);
         if dbr_off % 8 != 0 || ring_off % 64 != 0 {
             return Err(check::BAD_ALIGNMENT);
         }
@@ -580,7 +568,7 @@ impl Firmware {
                 meta: Meta::new(uid),
                 state: qp_state::RST,
                 st,
-                user_index: g!(qpc::user_index) as u32,
+                user_index: g.get(qpc::user_index) as u32,
                 pd,
                 cqn_snd,
                 cqn_rcv,
@@ -822,11 +810,8 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
     use l::{ads, qpc};
     use mlx5_dpa::mlx5::cmd::opt_param as o;
     let p = qpc::primary_address_path;
-    macro_rules! gp {
-        ($f:expr) => {
-            q.get(p.at($f))
-        };
-    }
+    // The context, as its own view.
+    let gp = q.nested(p);
     // A UD QP's Q_Key, named as an optional parameter of the transitions after RST2INIT.
     if matches!(part, Part::Rtr | Part::Rts | Part::RtsChange) && opt.has(o::Q_KEY) {
         ctx.q_key = q.value(qpc::q_key);
@@ -837,8 +822,8 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
             ctx.rwe = q.get(qpc::rwe) == 1;
             ctx.rae = q.get(qpc::rae) == 1;
             ctx.pm_state = q.value(qpc::pm_state);
-            ctx.port = gp!(ads::vhca_port_num) as u8;
-            ctx.pkey_index = gp!(ads::pkey_index) as u16;
+            ctx.port = gp.get(ads::vhca_port_num) as u8;
+            ctx.pkey_index = gp.get(ads::pkey_index) as u16;
             ctx.q_key = q.value(qpc::q_key);
         }
         Part::Rtr => {
@@ -848,18 +833,18 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
             ctx.next_rcv_psn = q.value(qpc::next_rcv_psn);
             ctx.log_rra_max = q.value(qpc::log_rra_max);
             ctx.min_rnr_nak = q.value(qpc::min_rnr_nak);
-            ctx.fl = gp!(ads::fl) == 1;
-            let hi = (gp!(ads::rmac_47_32) as u16).to_be_bytes();
-            let lo = (gp!(ads::rmac_31_0) as u32).to_be_bytes();
+            ctx.fl = gp.get(ads::fl) == 1;
+            let hi = (gp.get(ads::rmac_47_32) as u16).to_be_bytes();
+            let lo = (gp.get(ads::rmac_31_0) as u32).to_be_bytes();
             ctx.rmac = [hi[0], hi[1], lo[0], lo[1], lo[2], lo[3]];
             for (i, b) in ctx.rgid.iter_mut().enumerate() {
-                *b = ads::rgid_rip.at(i as u32).map_or(0, |f| gp!(f) as u8);
+                *b = ads::rgid_rip.at(i as u32).map_or(0, |f| gp.get(f) as u8);
             }
-            ctx.src_addr_index = gp!(ads::src_addr_index) as u8;
-            ctx.hop_limit = gp!(ads::hop_limit) as u8;
-            ctx.udp_sport = gp!(ads::udp_sport) as u16;
+            ctx.src_addr_index = gp.get(ads::src_addr_index) as u8;
+            ctx.hop_limit = gp.get(ads::hop_limit) as u8;
+            ctx.udp_sport = gp.get(ads::udp_sport) as u16;
             // The driver names the port again on INIT2RTR; a zero leaves RST2INIT's.
-            let port = gp!(ads::vhca_port_num) as u8;
+            let port = gp.get(ads::vhca_port_num) as u8;
             if port != 0 {
                 ctx.port = port;
             }
@@ -869,7 +854,7 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
             ctx.log_sra_max = q.value(qpc::log_sra_max);
             ctx.retry_count = q.value(qpc::retry_count);
             ctx.rnr_retry = q.value(qpc::rnr_retry);
-            ctx.ack_timeout = gp!(ads::ack_timeout) as u8;
+            ctx.ack_timeout = gp.get(ads::ack_timeout) as u8;
         }
         // RTS2RTS changes only what its masks name (PRM; Linux mlx5_ib builds the mask from
         // the verbs attributes in `ib_mask_to_mlx5_opt`). The send PSN never changes in RTS.
@@ -902,10 +887,10 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
                 ctx.rnr_retry = q.value(qpc::rnr_retry);
             }
             if opt.has(o::ACK_TIMEOUT) {
-                ctx.ack_timeout = gp!(ads::ack_timeout) as u8;
+                ctx.ack_timeout = gp.get(ads::ack_timeout) as u8;
             }
             if opt.mask_95_32 & o::OPT_MASK_32_UDP_SPORT != 0 {
-                ctx.udp_sport = gp!(ads::udp_sport) as u16;
+                ctx.udp_sport = gp.get(ads::udp_sport) as u16;
             }
         }
         Part::None => {}
