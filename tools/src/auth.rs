@@ -21,7 +21,6 @@ use std::process::ExitCode;
 use mlx5_dpa::dpa::app::App;
 use mlx5_dpa::dpa::app::SignatureStatus;
 use mlx5_dpa::dpa::auth::{self, Anchor, AuthError, CryptoData};
-use serde_json::json;
 
 use crate::input::{self, InputError};
 
@@ -142,6 +141,24 @@ fn one_app(path: &Path, app: Option<&str>) -> Result<App, AuthCmdError> {
 
 use crate::input::sig_beside as beside;
 
+/// `verify --json`: every check and what it found.
+#[derive(serde::Serialize)]
+struct VerifyJson<'a> {
+    file: &'a str,
+    app: &'a str,
+    signature_from: &'a str,
+    valid: bool,
+    trusted: bool,
+    hash_list_matches: bool,
+    mismatches: &'a [String],
+    signature_valid: bool,
+    chain: &'a [String],
+    chain_valid: bool,
+    anchor: &'a str,
+    signer: &'a str,
+    chain_crc: u16,
+}
+
 /// Runs `mlx5-dpa sign`.
 pub fn sign(a: &SignArgs) -> Result<ExitCode, AuthCmdError> {
     let app = one_app(&a.elf, a.app.as_deref())?;
@@ -233,20 +250,20 @@ pub fn verify(a: &VerifyArgs) -> Result<ExitCode, AuthCmdError> {
         let _ = writeln!(
             o,
             "{}",
-            json!({
-                "file": shown,
-                "app": app.name(),
-                "signature_from": from,
-                "valid": v.valid(),
-                "trusted": v.trusted(),
-                "hash_list_matches": v.hash_list_matches,
-                "mismatches": v.mismatches,
-                "signature_valid": v.signature_valid,
-                "chain": v.chain,
-                "chain_valid": v.chain_valid,
-                "anchor": anchor,
-                "signer": v.signer(),
-                "chain_crc": v.chain_crc,
+            crate::json::line(&VerifyJson {
+                file: &shown,
+                app: app.name(),
+                signature_from: &from,
+                valid: v.valid(),
+                trusted: v.trusted(),
+                hash_list_matches: v.hash_list_matches,
+                mismatches: &v.mismatches,
+                signature_valid: v.signature_valid,
+                chain: &v.chain,
+                chain_valid: v.chain_valid,
+                anchor: &anchor,
+                signer: v.signer(),
+                chain_crc: v.chain_crc,
             })
         );
     } else {

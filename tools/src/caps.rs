@@ -23,14 +23,53 @@ impl Cap {
             Cap::Flag(b) => if b { "yes" } else { "no" }.to_string(),
         }
     }
+}
 
-    fn json(&self) -> Json {
+/// In `--json` a capability is its raw value: the number, the log2 field, or the bit.
+impl serde::Serialize for Cap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self {
-            Cap::Num(v) => json!(v),
-            Cap::Log(l) => json!(l),
-            Cap::Flag(b) => json!(b),
+            Cap::Num(v) => s.serialize_u64(v),
+            Cap::Log(l) => s.serialize_u8(l),
+            Cap::Flag(b) => s.serialize_bool(b),
         }
     }
+}
+
+/// Capability rows as one JSON object, by name.
+fn obj<'a>(rows: &'a [(&'static str, Cap)]) -> json::Object<&'static str, &'a Cap> {
+    json::Object(rows.iter().map(|(n, v)| (*n, v)).collect())
+}
+
+/// `caps --json`.
+#[derive(serde::Serialize)]
+struct CapsJson<'a> {
+    device: String,
+    general: json::Object<&'static str, &'a Cap>,
+    general_obj_types: String,
+    general_obj_types_127_64: String,
+    obj_types: Vec<String>,
+    dpa: Option<DpaJson<'a>>,
+    model: Option<ModelJson>,
+}
+
+/// The DPA capabilities by name, then what they add up to.
+#[derive(serde::Serialize)]
+struct DpaJson<'a> {
+    #[serde(flatten)]
+    caps: json::Object<&'static str, &'a Cap>,
+    process_mem_bytes: u64,
+    usable: bool,
+}
+
+/// The model's profile, when the device is the model.
+#[derive(serde::Serialize)]
+struct ModelJson {
+    profile: &'static str,
+    dpa_cores: u32,
+    dpa_eus_per_core: u32,
+    comp_vectors: u32,
+    mac: String,
 }
 
 /// The general capabilities this driver reads, by their mlx5_ifc names.
@@ -164,40 +203,29 @@ pub(crate) fn caps(cli: &Cli, as_json: bool) -> Result<(), ToolError> {
             .join(":")
     };
     if as_json {
-        let obj = |rows: &[(&str, Cap)]| {
-            Json::Object(
-                rows.iter()
-                    .map(|(n, v)| ((*n).to_string(), v.json()))
-                    .collect(),
-            )
+        let doc = CapsJson {
+            device: dev.describe(),
+            general: obj(&general),
+            general_obj_types: format!("{:#018x}", c.general.general_obj_types),
+            general_obj_types_127_64: format!("{:#018x}", c.general_obj_types_127_64),
+            obj_types: types,
+            dpa: match (&c.dpa, &dpa) {
+                (Some(d), Some(rows)) => Some(DpaJson {
+                    caps: obj(rows),
+                    process_mem_bytes: d.process_mem_bytes(),
+                    usable: c.has_dpa(),
+                }),
+                _ => None,
+            },
+            model: model.map(|(name, cores, eus, vectors, m)| ModelJson {
+                profile: name,
+                dpa_cores: cores,
+                dpa_eus_per_core: eus,
+                comp_vectors: vectors,
+                mac: mac(m),
+            }),
         };
-        let dpa_json = match (&c.dpa, &dpa) {
-            (Some(d), Some(rows)) => {
-                let mut o = obj(rows);
-                if let Json::Object(m) = &mut o {
-                    m.insert("process_mem_bytes".into(), json!(d.process_mem_bytes()));
-                    m.insert("usable".into(), json!(c.has_dpa()));
-                }
-                o
-            }
-            _ => Json::Null,
-        };
-        let model_json = model.map(|(name, cores, eus, vectors, m)| {
-            json!({"profile": name, "dpa_cores": cores, "dpa_eus_per_core": eus,
-                   "comp_vectors": vectors, "mac": mac(m)})
-        });
-        println!(
-            "{}",
-            json!({
-                "device": dev.describe(),
-                "general": obj(&general),
-                "general_obj_types": format!("{:#018x}", c.general.general_obj_types),
-                "general_obj_types_127_64": format!("{:#018x}", c.general_obj_types_127_64),
-                "obj_types": types,
-                "dpa": dpa_json,
-                "model": model_json,
-            })
-        );
+        println!("{}", json::line(&doc));
         return Ok(());
     }
     println!("device: {}", dev.describe());

@@ -56,29 +56,43 @@ pub(crate) fn raw_cmd(
         None => false,
     };
     if as_json {
-        let fields = if decoded {
-            fields_json(out_desc, shown)?
-        } else {
-            Json::Null
+        /// `cmd --json`: the command, the firmware's answer and the decoded outbox.
+        #[derive(serde::Serialize)]
+        struct CmdJson {
+            device: String,
+            opcode: u16,
+            opcode_name: Option<&'static str>,
+            op_mod: u16,
+            method: String,
+            status: u8,
+            status_name: Option<&'static str>,
+            syndrome: u32,
+            model_check: Option<String>,
+            outbox: String,
+            layout: Option<&'static str>,
+            fields: Option<json::Object<String, prm::FieldJson>>,
+            created_object_destroyed: bool,
+        }
+        let doc = CmdJson {
+            device: dev.describe(),
+            opcode: op.0,
+            opcode_name: op.name(),
+            op_mod,
+            method: format!("{:?}", op.devx_method()),
+            status: status.0,
+            status_name: status.name(),
+            syndrome,
+            model_check,
+            outbox: hex(&outbox),
+            layout: decoded.then_some(out_desc.name),
+            fields: if decoded {
+                Some(fields_json(out_desc, shown)?)
+            } else {
+                None
+            },
+            created_object_destroyed: destroyed,
         };
-        println!(
-            "{}",
-            json!({
-                "device": dev.describe(),
-                "opcode": op.0,
-                "opcode_name": op.name(),
-                "op_mod": op_mod,
-                "method": format!("{:?}", op.devx_method()),
-                "status": status.0,
-                "status_name": status.name(),
-                "syndrome": syndrome,
-                "model_check": model_check,
-                "outbox": hex(&outbox),
-                "layout": decoded.then_some(out_desc.name),
-                "fields": fields,
-                "created_object_destroyed": destroyed,
-            })
-        );
+        println!("{}", json::line(&doc));
     } else {
         println!("device:  {}", dev.describe());
         println!(

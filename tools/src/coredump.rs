@@ -19,7 +19,6 @@ use std::sync::Arc;
 use mlx5_dpa::devx::Devx;
 use mlx5_dpa::dpa::coredump::{Coredump, GPR_NAMES};
 use mlx5_dpa::dpa::{DpaError, Process, ProcessAttr};
-use serde_json::json;
 
 use crate::input::{self, InputError};
 
@@ -115,47 +114,77 @@ fn read_image(path: &std::path::Path) -> Result<Coredump, CoredumpCmdError> {
     })
 }
 
+/// `coredump show --json`: the dump's header, registers by ABI name and its memory regions.
+#[derive(serde::Serialize)]
+struct DumpJson {
+    version: u16,
+    cause: String,
+    cause_kind: String,
+    signal: u16,
+    process: u32,
+    thread: u32,
+    eu: u16,
+    pc: u64,
+    fault_addr: u64,
+    insn: u32,
+    device_code: u32,
+    instructions: u64,
+    activation: u64,
+    error_syndrome: u32,
+    /// Keyed by ABI name (`zero`, `ra`, ...), in register order.
+    registers: serde_json::Map<String, serde_json::Value>,
+    regions: Vec<RegionJson>,
+    regions_truncated: bool,
+    stack_addr: u64,
+    stack_len: usize,
+}
+
+#[derive(serde::Serialize)]
+struct RegionJson {
+    base: u64,
+    size: u64,
+    perms: String,
+    kind: String,
+    object: u32,
+}
+
 /// The dump as one JSON object.
-fn to_json(d: &Coredump) -> serde_json::Value {
-    let regs: serde_json::Map<String, serde_json::Value> = GPR_NAMES
-        .iter()
-        .zip(d.gpr.iter())
-        .map(|(n, v)| ((*n).to_string(), json!(v)))
-        .collect();
-    let regions: Vec<serde_json::Value> = d
-        .regions
-        .iter()
-        .map(|r| {
-            json!({
-                "base": r.base,
-                "size": r.size,
-                "perms": r.perms.to_string(),
-                "kind": format!("{:?}", r.kind),
-                "object": r.obj_id,
+fn to_json(d: &Coredump) -> DumpJson {
+    DumpJson {
+        version: d.version,
+        cause: d.cause.to_string(),
+        cause_kind: format!("{:?}", d.cause),
+        signal: d.cause.signal(),
+        process: d.dpa_process_id,
+        thread: d.dpa_thread_id,
+        eu: d.eu,
+        pc: d.pc,
+        fault_addr: d.fault_addr,
+        insn: d.insn,
+        device_code: d.device_code,
+        instructions: d.instret,
+        activation: d.activation,
+        error_syndrome: d.error_syndrome,
+        registers: GPR_NAMES
+            .iter()
+            .zip(d.gpr.iter())
+            .map(|(n, v)| ((*n).to_string(), serde_json::Value::from(*v)))
+            .collect(),
+        regions: d
+            .regions
+            .iter()
+            .map(|r| RegionJson {
+                base: r.base,
+                size: r.size,
+                perms: r.perms.to_string(),
+                kind: format!("{:?}", r.kind),
+                object: r.obj_id,
             })
-        })
-        .collect();
-    json!({
-        "version": d.version,
-        "cause": d.cause.to_string(),
-        "cause_kind": format!("{:?}", d.cause),
-        "signal": d.cause.signal(),
-        "process": d.dpa_process_id,
-        "thread": d.dpa_thread_id,
-        "eu": d.eu,
-        "pc": d.pc,
-        "fault_addr": d.fault_addr,
-        "insn": d.insn,
-        "device_code": d.device_code,
-        "instructions": d.instret,
-        "activation": d.activation,
-        "error_syndrome": d.error_syndrome,
-        "registers": regs,
-        "regions": regions,
-        "regions_truncated": d.regions_truncated,
-        "stack_addr": d.stack_addr,
-        "stack_len": d.stack.len(),
-    })
+            .collect(),
+        regions_truncated: d.regions_truncated,
+        stack_addr: d.stack_addr,
+        stack_len: d.stack.len(),
+    }
 }
 
 /// Runs a `coredump` subcommand on `ctx` (opened only for `rpc`).
@@ -168,7 +197,11 @@ pub fn run(
         CoredumpCmd::Show { image, json } => {
             let d = read_image(image)?;
             if *json {
-                let _ = writeln!(out, "{}", to_json(&d));
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string(&to_json(&d)).unwrap_or_default()
+                );
             } else {
                 let _ = write!(out, "{d}");
             }

@@ -50,7 +50,7 @@ use mlx5_dpa::dpa::app::{
 };
 use mlx5_dpa::dpa::elf::Elf;
 use mlx5_sim::riscv::isa::{Sweep, Undecodable};
-use serde_json::{json, Value as Json};
+use serde::Serialize;
 
 /// `elf` subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -185,11 +185,8 @@ fn info(
         );
     }
     let out = if as_json {
-        let list: Vec<Json> = apps.iter().map(app_json).collect();
-        format!(
-            "{}\n",
-            json!({"file": path.display().to_string(), "apps": list})
-        )
+        let list: Vec<AppJson<'_>> = apps.iter().map(app_json).collect();
+        file_json(path, &list)
     } else {
         apps.iter().map(app_text).collect::<Vec<_>>().join("\n")
     };
@@ -268,46 +265,155 @@ fn app_text(a: &App) -> String {
     s
 }
 
-/// One application as JSON.
-fn app_json(a: &App) -> Json {
-    let signature = match a.signature() {
-        SignatureStatus::Unsigned => json!({"present": false}),
-        SignatureStatus::Missing { section } => {
-            json!({"present": false, "section": section, "missing": true})
-        }
-        SignatureStatus::Present(sig) => json!({
-            "present": true,
-            "section": sig.section,
-            "location": location(sig.location),
-            "sh_type": sig.sh_type,
-            "size": sig.size,
-            "metadata_version": sig.metadata.metadata_version(),
-            "signature_type": sig.metadata.signature_type(),
-            "signature_type_name": sig.metadata.signature_type_name(),
-        }),
+/// The `--json` document of both subcommands: the file and one object per application.
+fn file_json<T: Serialize>(path: &Path, apps: &[T]) -> String {
+    #[derive(Serialize)]
+    struct FileJson<'a, T> {
+        file: String,
+        apps: &'a [T],
+    }
+    let doc = FileJson {
+        file: path.display().to_string(),
+        apps,
     };
-    let segments: Vec<Json> = a
-        .segments()
-        .iter()
-        .map(|s| json!({"vaddr": s.vaddr, "filesz": s.filesz, "memsz": s.memsz, "flags": s.flags_str()}))
-        .collect();
-    let entries: Vec<Json> = a
-        .entries()
-        .iter()
-        .map(|e| json!({"name": e.name, "addr": e.addr, "size": e.size}))
-        .collect();
-    json!({
-        "name": a.name(),
-        "hw_model": a.hw_model().mcpu(),
-        "hw_model_labelled": a.hw_model_label().is_some(),
-        "size": a.image().len(),
-        "e_flags": a.e_flags(),
-        "e_flags_text": a.e_flags_str(),
-        "isa": a.isa(),
-        "signature": signature,
-        "segments": segments,
-        "entries": entries,
-    })
+    format!("{}\n", serde_json::to_string(&doc).unwrap_or_default())
+}
+
+/// `elf info --json`: one application.
+#[derive(Serialize)]
+struct AppJson<'a> {
+    name: &'a str,
+    hw_model: &'static str,
+    hw_model_labelled: bool,
+    size: usize,
+    e_flags: u32,
+    e_flags_text: String,
+    isa: Option<&'a str>,
+    signature: SignatureJson<'a>,
+    segments: Vec<SegmentJson>,
+    entries: Vec<EntryJson<'a>>,
+}
+
+/// The signature of an application; absent fields are left out.
+#[derive(Serialize)]
+struct SignatureJson<'a> {
+    present: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    section: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    missing: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    location: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sh_type: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata_version: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature_type: Option<u32>,
+    /// `null` for a type this tool does not name, so present whenever the signature is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature_type_name: Option<Option<&'static str>>,
+}
+
+#[derive(Serialize)]
+struct SegmentJson {
+    vaddr: u64,
+    filesz: u64,
+    memsz: u64,
+    flags: String,
+}
+
+#[derive(Serialize)]
+struct EntryJson<'a> {
+    name: &'a str,
+    addr: u64,
+    size: u64,
+}
+
+/// One application as JSON.
+fn app_json(a: &App) -> AppJson<'_> {
+    let absent = SignatureJson {
+        present: false,
+        section: None,
+        missing: None,
+        location: None,
+        sh_type: None,
+        size: None,
+        metadata_version: None,
+        signature_type: None,
+        signature_type_name: None,
+    };
+    let signature = match a.signature() {
+        SignatureStatus::Unsigned => absent,
+        SignatureStatus::Missing { section } => SignatureJson {
+            section: Some(section),
+            missing: Some(true),
+            ..absent
+        },
+        SignatureStatus::Present(sig) => SignatureJson {
+            present: true,
+            section: Some(&sig.section),
+            location: Some(location(sig.location)),
+            sh_type: Some(sig.sh_type),
+            size: Some(sig.size),
+            metadata_version: Some(sig.metadata.metadata_version()),
+            signature_type: Some(sig.metadata.signature_type()),
+            signature_type_name: Some(sig.metadata.signature_type_name()),
+            ..absent
+        },
+    };
+    AppJson {
+        name: a.name(),
+        hw_model: a.hw_model().mcpu(),
+        hw_model_labelled: a.hw_model_label().is_some(),
+        size: a.image().len(),
+        e_flags: a.e_flags(),
+        e_flags_text: a.e_flags_str(),
+        isa: a.isa(),
+        signature,
+        segments: a
+            .segments()
+            .iter()
+            .map(|s| SegmentJson {
+                vaddr: s.vaddr,
+                filesz: s.filesz,
+                memsz: s.memsz,
+                flags: s.flags_str(),
+            })
+            .collect(),
+        entries: a
+            .entries()
+            .iter()
+            .map(|e| EntryJson {
+                name: &e.name,
+                addr: e.addr,
+                size: e.size,
+            })
+            .collect(),
+    }
+}
+
+/// `elf isa --json`: one application's sweep.
+#[derive(Serialize)]
+struct IsaJson<'a> {
+    name: &'a str,
+    hw_model: &'static str,
+    isa: Option<&'a str>,
+    instructions: u64,
+    bytes: u64,
+    functions: usize,
+    undecodable: Vec<UndecodableJson>,
+}
+
+#[derive(Serialize)]
+struct UndecodableJson {
+    addr: u64,
+    encoding: u32,
+    len: u8,
+    function: Option<String>,
+    opcode_space: Option<&'static str>,
 }
 
 /// What `elf isa` found in one application.
@@ -404,29 +510,27 @@ fn isa(path: &Path, app: Option<&str>, as_json: bool) -> Result<ExitCode, ElfCmd
         let r = sweep_app(&elf);
         any |= !r.sweep.undecodable.is_empty();
         if as_json {
-            let found: Vec<Json> = r
+            let undecodable = r
                 .sweep
                 .undecodable
                 .iter()
-                .map(|u| {
-                    json!({
-                        "addr": u.addr,
-                        "encoding": u.encoding,
-                        "len": u.len,
-                        "function": where_in(&r.symbols, u.addr),
-                        "opcode_space": u.opcode_space().map(|o| o.name()),
-                    })
+                .map(|u| UndecodableJson {
+                    addr: u.addr,
+                    encoding: u.encoding,
+                    len: u.len,
+                    function: where_in(&r.symbols, u.addr),
+                    opcode_space: u.opcode_space().map(|o| o.name()),
                 })
                 .collect();
-            list.push(json!({
-                "name": a.name(),
-                "hw_model": a.hw_model().mcpu(),
-                "isa": a.isa(),
-                "instructions": r.sweep.instructions,
-                "bytes": r.sweep.bytes,
-                "functions": r.functions,
-                "undecodable": found,
-            }));
+            list.push(IsaJson {
+                name: a.name(),
+                hw_model: a.hw_model().mcpu(),
+                isa: a.isa(),
+                instructions: r.sweep.instructions,
+                bytes: r.sweep.bytes,
+                functions: r.functions,
+                undecodable,
+            });
         } else {
             text += &format!(
                 "app {}: isa {}\n",
@@ -454,10 +558,7 @@ fn isa(path: &Path, app: Option<&str>, as_json: bool) -> Result<ExitCode, ElfCmd
         }
     }
     let out = if as_json {
-        format!(
-            "{}\n",
-            json!({"file": path.display().to_string(), "apps": list})
-        )
+        file_json(path, &list)
     } else {
         text
     };

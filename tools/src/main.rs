@@ -36,6 +36,7 @@ mod elf;
 mod eu;
 mod gdb;
 mod input;
+mod json;
 mod prm;
 mod ps;
 mod runner;
@@ -59,7 +60,6 @@ use mlx5_dpa::mlx5::decode::{self, Value};
 use mlx5_dpa::mlx5::layouts;
 use mlx5_dpa::mlx5::{Opcode, Status};
 use mlx5_sim::profile::Profile;
-use serde_json::{json, Map, Value as Json};
 
 /// The profile `--sim` without a value, and the hardware fallback, use.
 const DEFAULT_PROFILE: &str = "bf3";

@@ -2,12 +2,40 @@
 
 use super::*;
 
-pub(crate) fn layout_json(d: &mlx5_dpa::mlx5::LayoutDesc) -> Json {
-    let mut fields = Map::new();
-    for f in decode::flatten(d) {
-        fields.insert(f.name, json!([f.offset, f.width]));
+/// `prm layouts --json`: one layout, its fields as `name: [offset, width]` in bits.
+#[derive(serde::Serialize)]
+pub(crate) struct LayoutJson {
+    size_bits: u32,
+    provisional: bool,
+    fields: json::Object<String, (u32, u32)>,
+}
+
+pub(crate) fn layout_json(d: &mlx5_dpa::mlx5::LayoutDesc) -> LayoutJson {
+    LayoutJson {
+        size_bits: d.size_bits,
+        provisional: d.provisional,
+        fields: json::Object(
+            decode::flatten(d)
+                .into_iter()
+                .map(|f| (f.name, (f.offset, f.width)))
+                .collect(),
+        ),
     }
-    json!({"size_bits": d.size_bits, "provisional": d.provisional, "fields": fields})
+}
+
+/// A decoded field's value: a number, or hex for a byte array.
+pub(crate) enum FieldJson {
+    Uint(u64),
+    Hex(String),
+}
+
+impl serde::Serialize for FieldJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FieldJson::Uint(v) => s.serialize_u64(*v),
+            FieldJson::Hex(h) => s.serialize_str(h),
+        }
+    }
 }
 
 pub(crate) fn prm_layouts(as_json: bool, name: Option<&str>) -> Result<(), ToolError> {
@@ -18,11 +46,8 @@ pub(crate) fn prm_layouts(as_json: bool, name: Option<&str>) -> Result<(), ToolE
         None => layouts::ALL.to_vec(),
     };
     if as_json {
-        let mut all = Map::new();
-        for d in &chosen {
-            all.insert(d.name.to_string(), layout_json(d));
-        }
-        println!("{}", Json::Object(all));
+        let all = json::Object(chosen.iter().map(|d| (d.name, layout_json(d))).collect());
+        println!("{}", json::line(&all));
         return Ok(());
     }
     for d in chosen {
@@ -93,16 +118,19 @@ pub(crate) fn print_fields(
 pub(crate) fn fields_json(
     d: &'static mlx5_dpa::mlx5::LayoutDesc,
     bytes: &[u8],
-) -> Result<Json, ToolError> {
-    let mut m = Map::new();
-    for f in decode::decode(d, bytes)? {
-        let v = match f.value {
-            Value::Uint(v) => json!(v),
-            Value::Bytes(b) => json!(hex(&b)),
-        };
-        m.insert(f.name, v);
-    }
-    Ok(Json::Object(m))
+) -> Result<json::Object<String, FieldJson>, ToolError> {
+    Ok(json::Object(
+        decode::decode(d, bytes)?
+            .into_iter()
+            .map(|f| {
+                let v = match f.value {
+                    Value::Uint(v) => FieldJson::Uint(v),
+                    Value::Bytes(b) => FieldJson::Hex(hex(&b)),
+                };
+                (f.name, v)
+            })
+            .collect(),
+    ))
 }
 
 pub(crate) fn prm_decode(layout: &str, bytes: &str, as_json: bool) -> Result<(), ToolError> {
@@ -110,10 +138,18 @@ pub(crate) fn prm_decode(layout: &str, bytes: &str, as_json: bool) -> Result<(),
     let b = read_hex(bytes)?;
     if as_json {
         let fields = fields_json(d, &b)?;
-        println!(
-            "{}",
-            json!({"layout": d.name, "bytes": b.len(), "fields": fields})
-        );
+        #[derive(serde::Serialize)]
+        struct DecodeJson {
+            layout: &'static str,
+            bytes: usize,
+            fields: json::Object<String, FieldJson>,
+        }
+        let doc = DecodeJson {
+            layout: d.name,
+            bytes: b.len(),
+            fields,
+        };
+        println!("{}", json::line(&doc));
         return Ok(());
     }
     println!("{} ({} bytes):", d.name, b.len());

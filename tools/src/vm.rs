@@ -30,7 +30,6 @@ use std::time::Instant;
 
 use mlx5_sim::riscv::bare::{BareError, BareMachine, BareReport, BareStop};
 use mlx5_sim::vm::VmLoadError;
-use serde_json::json;
 
 use crate::input::{self, InputError};
 
@@ -254,19 +253,37 @@ pub fn run(cmd: &VmCmd) -> Result<ExitCode, VmError> {
     };
     let mut out = std::io::stdout().lock();
     if *json {
-        let mut o = json!({
-            "stop": report.stop.to_string(),
-            "finished": matches!(report.stop, BareStop::Exit { .. } | BareStop::Return { .. }),
-            "instructions": report.instret,
-            "seconds": seconds,
-            "mips": mips,
-            "output": String::from_utf8_lossy(machine.output()),
-        });
-        match report.stop {
-            BareStop::Exit { code, .. } => o["exit_code"] = json!(code as i64),
-            BareStop::Return { value } => o["return_value"] = json!(value),
-            _ => {}
+        /// `vm run --json`; the exit code or return value only when the program ended so.
+        #[derive(serde::Serialize)]
+        struct RunJson<'a> {
+            stop: String,
+            finished: bool,
+            instructions: u64,
+            seconds: f64,
+            mips: f64,
+            output: std::borrow::Cow<'a, str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            exit_code: Option<i64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            return_value: Option<u64>,
         }
+        let o = RunJson {
+            stop: report.stop.to_string(),
+            finished: matches!(report.stop, BareStop::Exit { .. } | BareStop::Return { .. }),
+            instructions: report.instret,
+            seconds,
+            mips,
+            output: String::from_utf8_lossy(machine.output()),
+            exit_code: match report.stop {
+                BareStop::Exit { code, .. } => Some(code as i64),
+                _ => None,
+            },
+            return_value: match report.stop {
+                BareStop::Return { value } => Some(value),
+                _ => None,
+            },
+        };
+        let o = serde_json::to_string(&o).unwrap_or_default();
         let _ = writeln!(out, "{o}");
         let _ = out.flush();
         return Ok(status);
