@@ -22,6 +22,9 @@
 #[macro_use]
 mod summary;
 
+#[path = "common/args.rs"]
+mod args;
+
 #[path = "../tests/gpu/mod.rs"]
 mod gpu;
 
@@ -302,7 +305,7 @@ fn driver_put_rate(size: usize, count: usize) -> f64 {
 }
 
 fn main() {
-    if !common_selected("gpu_host") {
+    if !args::selected("gpu_host") {
         return;
     }
     if cfg!(no_gxx) {
@@ -350,11 +353,4 @@ fn main() {
             bw / base_put
         );
     }
-}
-fn common_selected(name: &str) -> bool {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    args.is_empty() || args.iter().any(|a| name.contains(a.as_str()))
 }

@@ -36,16 +36,10 @@ pub fn activate(h: &EventHandler, arg: u64) {
     }
 }
 
-/// Whether a bench binary (not criterion) named `name` runs: `cargo bench` passes `--bench`,
-/// and a filter that names nothing of this bench skips it.
 #[allow(dead_code)] // the criterion benches filter themselves
-pub fn selected(name: &str) -> bool {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    args.is_empty() || args.iter().any(|a| name.contains(a.as_str()))
-}
+mod args;
+#[allow(unused_imports)] // the criterion benches filter themselves
+pub use args::selected;
 
 /// The median of `v` (the upper one of an even count).
 #[allow(dead_code)] // not every bench takes medians

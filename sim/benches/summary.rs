@@ -10,6 +10,9 @@
 //! marked with their age.
 
 use std::path::{Path, PathBuf};
+
+#[path = "../../benches/common/args.rs"]
+mod args;
 use std::time::SystemTime;
 
 fn target_dir() -> Option<PathBuf> {
@@ -84,11 +87,7 @@ fn criterion(dir: &Path) -> Vec<Figure> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    if !args.is_empty() && !args.iter().any(|a| "summary".contains(a.as_str())) {
+    if !args::selected("summary") {
         return;
     }
     let Some(target) = target_dir() else {
