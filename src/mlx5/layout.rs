@@ -219,17 +219,25 @@ impl<L, T> fmt::Debug for Field<L, T> {
     }
 }
 
-/// The integer a field's width reads as. Values come from the field's own bits, so they
-/// always fit (typed values are read only from layouts that are not provisional, whose fields
-/// no override moves).
+/// The type a field reads as: its width's own integer, or a PRM enumeration
+/// ([`enums`](super::enums)). Integer values come from the field's own bits, so they always fit
+/// (typed values are read only from layouts that are not provisional, whose fields no
+/// override moves); an enumeration's value is a `Result`, as the bits may name no variant.
 pub trait FieldType: Copy {
+    /// What [`View::value`] returns: `Self` for integers, `Result<Self, UnknownValue>` for
+    /// enumerations.
+    type Value;
+    /// The widest field this type holds.
+    const BITS: u32;
     /// The value of the field's bits.
-    fn from_bits(bits: u64) -> Self;
+    fn from_bits(bits: u64) -> Self::Value;
     /// The bits of a value.
     fn to_bits(self) -> u64;
 }
 
 impl FieldType for bool {
+    type Value = bool;
+    const BITS: u32 = 1;
     fn from_bits(bits: u64) -> Self {
         bits & 1 != 0
     }
@@ -241,6 +249,8 @@ impl FieldType for bool {
 macro_rules! field_types {
     ($($t:ty),*) => {$(
         impl FieldType for $t {
+            type Value = $t;
+            const BITS: u32 = <$t>::BITS;
             fn from_bits(bits: u64) -> Self {
                 // Lossless: the field's width is at most this type's.
                 bits as $t
@@ -632,11 +642,8 @@ impl<'a, L: Layout> View<'a, L> {
         }
         read_bits(self.buf, f.offset, f.width)
     }
-    /// The bytes of a byte-aligned field (MAC and GID fields, keys, wide values).
-    ///
-    /// # Errors
-    /// [`LayoutError::NotByteAligned`] for fields that do not start and end on a byte.
-    /// Value of a field as its width's own type (`bool`, `u8`, `u16`, `u32`, `u64`).
+    /// Value of a field as its declared type: its width's own integer (`bool`, `u8`, `u16`,
+    /// `u32`, `u64`), or `Result<E, UnknownValue>` for a field that holds enumeration `E`.
     ///
     /// Only for layouts that are not provisional (a compile-time check): a provisional field
     /// may be widened at run time by an override, past its declared type; read those with
@@ -649,7 +656,7 @@ impl<'a, L: Layout> View<'a, L> {
     /// let v = View::<dpa_process::Layout>::new(&b).unwrap();
     /// let _status: u32 = v.value(dpa_process::exit_status); // provisional: refused
     /// ```
-    pub fn value<T: FieldType>(&self, f: Field<L, T>) -> T {
+    pub fn value<T: FieldType>(&self, f: Field<L, T>) -> T::Value {
         const {
             assert!(
                 !L::DESC.provisional,
@@ -658,6 +665,10 @@ impl<'a, L: Layout> View<'a, L> {
         };
         T::from_bits(self.get(f))
     }
+    /// The bytes of a byte-aligned field (MAC and GID fields, keys, wide values).
+    ///
+    /// # Errors
+    /// [`LayoutError::NotByteAligned`] for fields that do not start and end on a byte.
     pub fn get_bytes<T>(&self, f: Field<L, T>) -> Result<&'a [u8], LayoutError> {
         let r = byte_range(f)?;
         // The layout check keeps r inside SIZE_BYTES <= buf.len().
@@ -732,8 +743,13 @@ impl<'a, L: Layout> ViewMut<'a, L> {
         self.as_view().get(f)
     }
     /// Value of a field as its width's own type (see [`View::value`]).
-    pub fn value<T: FieldType>(&self, f: Field<L, T>) -> T {
+    pub fn value<T: FieldType>(&self, f: Field<L, T>) -> T::Value {
         self.as_view().value(f)
+    }
+    /// Writes a value of the field's declared type (an integer of its width, or an
+    /// enumeration); it always fits.
+    pub fn set_value<T: FieldType>(&mut self, f: Field<L, T>, value: T) {
+        self.set(f, value.to_bits());
     }
     /// Writes the low `width` bits of `value`; bits of `value` above the width are dropped.
     /// No bit outside the field changes. Use [`ViewMut::try_set`] for values from users.
@@ -835,7 +851,7 @@ macro_rules! layout {
         $(#[doc = $doc:literal])*
         $(#[provisional = $why:literal])?
         $vis:vis $name:ident : $size:literal {
-            $( $(#[$fmeta:meta])* $field:ident @ $off:literal : $spec:tt ),* $(,)?
+            $( $(#[$fmeta:meta])* $field:ident @ $off:literal : $spec:tt $(as $enum:ty)? ),* $(,)?
         }
     ) => {
         $(#[doc = $doc])*
@@ -860,7 +876,11 @@ macro_rules! layout {
             );
             $(
                 $(#[$fmeta])*
-                pub const $field: $crate::layout!(@ty $spec) = $crate::layout!(@val $off, $spec);
+                pub const $field: $crate::layout!(@ty $spec $(as $enum)?) = $crate::layout!(@val $off, $spec);
+                $( const _: () = assert!(
+                    $spec <= <$enum as $crate::mlx5::layout::FieldType>::BITS,
+                    "the enumeration is narrower than its field"
+                ); )?
             )*
         }
     };
@@ -901,6 +921,7 @@ macro_rules! layout {
         $crate::mlx5::layout::Field<Layout, <$crate::mlx5::layout::Bits<$w> as $crate::mlx5::layout::Width>::Type>
     };
     (@ty $l:ident) => { $crate::mlx5::layout::Nested<Layout, super::$l::Layout> };
+    (@ty $w:literal as $e:ty) => { $crate::mlx5::layout::Field<Layout, $e> };
 
     // Field constant values.
     (@val $off:literal, [$w:literal; flex]) => { $crate::mlx5::layout::FlexArray::__new($w) };

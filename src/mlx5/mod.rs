@@ -8,6 +8,7 @@
 pub mod caps;
 pub mod cmd;
 pub mod decode;
+pub mod enums;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ids;
@@ -18,6 +19,7 @@ pub mod overrides;
 pub mod status;
 pub mod wire;
 
+pub use enums::{PortType, QpServiceType, QpState, UnknownValue, WqState, WqType};
 pub use ids::{Cqn, Pdn, Qpn, Rqn, Sqn};
 pub use layout::{Field, Layout, LayoutDesc, LayoutError, View, ViewMut};
 pub use opcode::{DevxMethod, Opcode};

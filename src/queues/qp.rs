@@ -418,9 +418,8 @@ impl RcQp {
         let ctx = devx::query(&self.obj, &QueryQp(self.qpn))?;
         let v = crate::mlx5::View::<qpc::Layout>::new(&ctx)
             .map_err(|e| QueueError::Config(format!("QUERY_QP answer: {e}")))?;
-        let raw = v.get(qpc::state);
-        QpState::from_raw(raw)
-            .ok_or_else(|| QueueError::Config(format!("unknown QP state {raw:#x}")))
+        v.value(qpc::state)
+            .map_err(|e| QueueError::Config(format!("QUERY_QP answer: {e}")))
     }
 
     /// Moves the QP to ERR (outstanding WQEs are flushed).

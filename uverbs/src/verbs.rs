@@ -1244,14 +1244,19 @@ pub(crate) fn query_qp(ctx: &Ucontext, io: &WriteIo<'_>) -> Result<(), Errno> {
     .and_then(|ctxb| {
         mlx5_dpa::mlx5::View::<mlx5_dpa::mlx5::layouts::qpc::Layout>::new(&ctxb)
             .ok()
-            .map(|v| v.get(mlx5_dpa::mlx5::layouts::qpc::state))
+            .and_then(|v| v.value(mlx5_dpa::mlx5::layouts::qpc::state).ok())
     });
-    // PRM states (RST 0, INIT 1, RTR 2, RTS 3, SQER 4, ERR 6) to IB states.
+    // PRM states to IB states (`enum ib_qp_state`).
+    use mlx5_dpa::mlx5::QpState as Prm;
     let state = match fw_state {
-        Some(4) => qp_state::SQE,
-        Some(6) => qp_state::ERR,
-        Some(s @ 0..=3) => s as u8,
-        _ => a.state,
+        Some(Prm::Rst) => qp_state::RESET,
+        Some(Prm::Init) => qp_state::INIT,
+        Some(Prm::Rtr) => qp_state::RTR,
+        Some(Prm::Rts) => qp_state::RTS,
+        Some(Prm::SqEr) => qp_state::SQE,
+        Some(Prm::Err) => qp_state::ERR,
+        Some(Prm::Sqd) => qp_state::SQD,
+        Some(Prm::Suspended) | None => a.state,
     };
     let resp = w::ib_uverbs_query_qp_resp {
         dest: a.dest,

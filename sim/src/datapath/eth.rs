@@ -24,7 +24,7 @@ pub(crate) fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
     let Some(sq) = fw.sqs.get_mut(sqn) else {
         return 0;
     };
-    if sq.state != wq_state::RDY {
+    if sq.state != WqState::Rdy {
         return 0;
     }
     // Send doorbell record: dbrec[1] (MLX5_SND_DBR), 16-bit WQEBB counter.
@@ -52,7 +52,7 @@ pub(crate) fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
     let mut wqe = [0u8; 16 * WQEBB];
     while budget > 0 {
         let Some(sq) = fw.sqs.get(sqn) else { break };
-        if sq.ci == pi || sq.state != wq_state::RDY {
+        if sq.ci == pi || sq.state != WqState::Rdy {
             break;
         }
         let wq = sq.wq;
@@ -97,7 +97,7 @@ pub(crate) fn run_sq(fw: &mut Firmware, dp: &mut Datapath, sqn: u32) -> usize {
                 dp.port.stats.wqe_errors += 1;
                 post_cqe(fw, dp, cqn, eth_err_cqe(true, syn, sqn, wqe_index));
                 if let Some(sq) = fw.sqs.get_mut(sqn) {
-                    sq.state = wq_state::ERR;
+                    sq.state = WqState::Err;
                 }
                 tracing::debug!(target: "mlx5_sim::engine", sqn, wqe_index, syndrome = syn, "send WQE error");
                 break;

@@ -98,7 +98,7 @@ pub(crate) fn step(st: &mut State) -> usize {
     for &sqn in &ids {
         work += run_sq(fw, dp, sqn);
         if let Some(sq) = fw.sqs.get(sqn) {
-            if sq.state == crate::state::objects::wq_state::RDY
+            if sq.state == crate::state::objects::WqState::Rdy
                 && (sq.doorbelled || sq.rung_pi != sq.ci)
             {
                 dp.active_sqs.push(sqn);

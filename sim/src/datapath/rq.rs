@@ -48,7 +48,7 @@ pub(crate) fn deliver_rq(
         dp.port.stats.rx_no_buffer += 1;
         return;
     };
-    if rq.state != wq_state::RDY {
+    if rq.state != WqState::Rdy {
         dp.port.stats.rx_no_buffer += 1;
         return;
     }

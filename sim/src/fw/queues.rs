@@ -210,11 +210,11 @@ impl Firmware {
         linked_ok: bool,
     ) -> Result<WqRing, Check> {
         use l::wq;
-        // wq_type (PRM): 1 = cyclic; 0 = linked list, which only a shared receive queue (an
-        // RMP, as a verbs SRQ) takes in the model.
-        let linked = match v.get(wq::wq_type) {
-            1 => false,
-            0 if linked_ok => true,
+        // A linked list only for a shared receive queue (an RMP, as a verbs SRQ); the model
+        // has no striding RQs.
+        let linked = match v.value(wq::wq_type) {
+            Ok(WqType::Cyclic) => false,
+            Ok(WqType::LinkedList) if linked_ok => true,
             _ => return Err(check::BAD_WQ_TYPE),
         };
         let log_stride = v.get(wq::log_wq_stride);
@@ -289,7 +289,7 @@ impl Firmware {
         {
             return Err(check::TOO_MANY_OBJECTS);
         }
-        if g.get(sqc::state) != u64::from(wq_state::RST) {
+        if g.value(sqc::state) != Ok(WqState::Rst) {
             return Err(check::BAD_STATE_FIELD);
         }
         if g.get(sqc::hairpin) != 0 || g.get(sqc::non_wire) != 0 {
@@ -310,7 +310,7 @@ impl Firmware {
         let raw: Box<[u8]> = v.bytes()[size::<l::mbox_in::Layout>()..size::<m::Layout>()].into();
         let Some(sqn) = self.sqs.insert(Sq {
             meta: Meta::new(uid),
-            state: wq_state::RST,
+            state: WqState::Rst,
             cqn,
             tis,
             wq,
@@ -340,8 +340,8 @@ impl Firmware {
         owned(&sq.meta, uid)?;
         let cur = v.value(m::sq_state);
         let next = v.value(m::sq_context.at(l::sqc::state));
-        transition(sq.state, cur, next, check::BAD_SQ_TRANSITION)?;
-        if next == wq_state::RST {
+        let next = transition(sq.state, cur, next, check::BAD_SQ_TRANSITION)?;
+        if next == WqState::Rst {
             sq.ci = 0;
             sq.doorbelled = false;
             sq.rung_pi = 0;
@@ -362,7 +362,7 @@ impl Firmware {
         let base = size::<l::mbox_in::Layout>();
         o.bytes_mut()[base..base + sq.raw.len()].copy_from_slice(&sq.raw);
         let c = l::query_sq_out::sq_context;
-        o.set(c.at(l::sqc::state), u64::from(sq.state));
+        o.set_value(c.at(l::sqc::state), sq.state);
         o.set(c.nested(l::sqc::wq).at(l::wq::hw_counter), u64::from(sq.ci));
         Ok(())
     }
@@ -380,7 +380,7 @@ impl Firmware {
         let c = m::ctx;
         // The context, as its own view.
         let g = v.nested(c);
-        if g.get(rqc::state) != u64::from(wq_state::RST) {
+        if g.value(rqc::state) != Ok(WqState::Rst) {
             return Err(check::BAD_STATE_FIELD);
         }
         // mem_rq_type 0: inline (the RQ has its own ring); 1 = RMP, not implemented.
@@ -399,7 +399,7 @@ impl Firmware {
         let raw: Box<[u8]> = v.bytes()[size::<l::mbox_in::Layout>()..size::<m::Layout>()].into();
         let Some(rqn) = self.rqs.insert(Rq {
             meta: Meta::new(uid),
-            state: wq_state::RST,
+            state: WqState::Rst,
             cqn,
             wq,
             ci: 0,
@@ -423,8 +423,8 @@ impl Firmware {
         owned(&rq.meta, uid)?;
         let cur = v.value(m::rq_state);
         let next = v.value(m::ctx.at(l::rqc::state));
-        transition(rq.state, cur, next, check::BAD_RQ_TRANSITION)?;
-        if next == wq_state::RST {
+        let next = transition(rq.state, cur, next, check::BAD_RQ_TRANSITION)?;
+        if next == WqState::Rst {
             rq.ci = 0;
         }
         rq.state = next;
@@ -442,7 +442,7 @@ impl Firmware {
         let base = size::<l::mbox_in::Layout>();
         o.bytes_mut()[base..base + rq.raw.len()].copy_from_slice(&rq.raw);
         let c = l::query_rq_out::rq_context;
-        o.set(c.at(l::rqc::state), u64::from(rq.state));
+        o.set_value(c.at(l::rqc::state), rq.state);
         o.set(c.nested(l::rqc::wq).at(l::wq::hw_counter), u64::from(rq.ci));
         Ok(())
     }
@@ -456,9 +456,10 @@ impl Firmware {
         use l::create_rmp_in as m;
         let v = inbox::<m::Layout>(inb)?;
         let mut o = outbox::<l::create_rmp_out::Layout>(out)?;
-        if v.get(m::ctx.at(l::rmpc::state)) != u64::from(wq_state::RST)
-            && v.get(m::ctx.at(l::rmpc::state)) != u64::from(wq_state::RDY)
-        {
+        if !matches!(
+            v.value(m::ctx.at(l::rmpc::state)),
+            Ok(WqState::Rst | WqState::Rdy)
+        ) {
             return Err(check::BAD_STATE_FIELD);
         }
         let wqv = v.nested(m::ctx.nested(l::rmpc::wq));
@@ -494,14 +495,14 @@ impl Firmware {
         if v.get(m::input_qpn) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        if g.get(qpc::state) != 0 {
+        if g.value(qpc::state) != Ok(QpState::Rst) {
             return Err(check::BAD_STATE_FIELD);
         }
-        // st: RC 0x0, UD 0x2 (PRM qpc.st); the model carries RC (and UD objects).
-        let st = g.get(qpc::st) as u8;
-        if st != 0x0 && st != 0x2 {
-            return Err(check::BAD_QP_TYPE);
-        }
+        // The model carries RC (and UD objects).
+        let st = match g.value(qpc::st) {
+            Ok(st @ (QpServiceType::Rc | QpServiceType::Ud)) => st,
+            _ => return Err(check::BAD_QP_TYPE),
+        };
         let pd = g.get(qpc::pd) as u32;
         self.check_owned_pd(uid, pd)?;
         let max = self.profile.cap(l::cmd_hca_cap::log_max_qp_sz);
@@ -566,7 +567,7 @@ impl Firmware {
             .qps
             .insert(Qp {
                 meta: Meta::new(uid),
-                state: qp_state::RST,
+                state: QpState::Rst,
                 st,
                 user_index: g.get(qpc::user_index) as u32,
                 pd,
@@ -612,7 +613,15 @@ impl Firmware {
     }
 
     pub(super) fn modify_qp(&mut self, uid: u16, op: Opcode, inb: &[u8]) -> Result<(), Check> {
-        use qp_state::*;
+        // The states the model's QPs take (never SQD or SUSPENDED).
+        const ANY_STATE: &[QpState] = &[
+            QpState::Rst,
+            QpState::Init,
+            QpState::Rtr,
+            QpState::Rts,
+            QpState::SqEr,
+            QpState::Err,
+        ];
         // Every QP modify command has qpn at 0x48 (24 bits).
         let v = inbox::<l::qp_2err_in::Layout>(inb)?;
         let qpn = v.value(l::qp_2err_in::qpn);
@@ -620,15 +629,15 @@ impl Firmware {
         // transition may set). INIT2INIT takes what RST2INIT takes. RTS2RTS takes the RTR2RTS
         // fields except next_send_psn: the send PSN cannot change in RTS (IBA), and a PSN
         // moved under outstanding requests would break the connection.
-        let (from, to, part): (&[u8], u8, Option<Part>) = match op {
-            Opcode::RST2INIT_QP => (&[RST], INIT, Some(Part::Init)),
-            Opcode::INIT2INIT_QP => (&[INIT], INIT, Some(Part::Init)),
-            Opcode::INIT2RTR_QP => (&[INIT], RTR, Some(Part::Rtr)),
-            Opcode::RTR2RTS_QP => (&[RTR], RTS, Some(Part::Rts)),
-            Opcode::RTS2RTS_QP => (&[RTS], RTS, Some(Part::RtsChange)),
-            Opcode::SQERR2RTS_QP => (&[SQER], RTS, Some(Part::None)),
-            Opcode::QP_2ERR => (&[RST, INIT, RTR, RTS, SQER, ERR], ERR, None),
-            Opcode::QP_2RST => (&[RST, INIT, RTR, RTS, SQER, ERR], RST, None),
+        let (from, to, part): (&[QpState], QpState, Option<Part>) = match op {
+            Opcode::RST2INIT_QP => (&[QpState::Rst], QpState::Init, Some(Part::Init)),
+            Opcode::INIT2INIT_QP => (&[QpState::Init], QpState::Init, Some(Part::Init)),
+            Opcode::INIT2RTR_QP => (&[QpState::Init], QpState::Rtr, Some(Part::Rtr)),
+            Opcode::RTR2RTS_QP => (&[QpState::Rtr], QpState::Rts, Some(Part::Rts)),
+            Opcode::RTS2RTS_QP => (&[QpState::Rts], QpState::Rts, Some(Part::RtsChange)),
+            Opcode::SQERR2RTS_QP => (&[QpState::SqEr], QpState::Rts, Some(Part::None)),
+            Opcode::QP_2ERR => (ANY_STATE, QpState::Err, None),
+            Opcode::QP_2RST => (ANY_STATE, QpState::Rst, None),
             _ => return Err(check::UNKNOWN_OPCODE),
         };
         // Transitions that carry a QP context need the full mailbox.
@@ -689,7 +698,7 @@ impl Firmware {
                         return Err(check::BAD_PORT);
                     }
                     // A UD QP has no path of its own: each send WQE carries its address.
-                    if !ctx.fl && qp.st == qp_st::RC {
+                    if !ctx.fl && qp.st == QpServiceType::Rc {
                         if u64::from(ctx.src_addr_index) >= super::vport::GID_TABLE_SIZE {
                             return Err(check::BAD_GID_INDEX);
                         }
@@ -710,8 +719,8 @@ impl Firmware {
             }
         }
         qp.state = to;
-        // The transport follows the state (crate::rc): RST forgets everything, RTR starts the
-        // responder at next_rcv_psn, RTS the requester at next_send_psn; ERR flushes.
+        // The transport follows the state (crate::rc): QpState::Rst forgets everything, QpState::Rtr starts the
+        // responder at next_rcv_psn, QpState::Rts the requester at next_send_psn; QpState::Err flushes.
         match op {
             Opcode::QP_2RST => qp.rc.reset(),
             Opcode::INIT2RTR_QP => qp.rc.start_responder(&qp.ctx),
@@ -733,7 +742,7 @@ impl Firmware {
         let at = (l::query_qp_out::qpc.offset() / 8) as usize;
         o.bytes_mut()[at..at + qp.qpc.len()].copy_from_slice(&qp.qpc);
         let c = l::query_qp_out::qpc;
-        o.set(c.at(l::qpc::state), u64::from(qp.state));
+        o.set_value(c.at(l::qpc::state), qp.state);
         // Live transport values, as firmware reports them: the PSNs the QP is at and the
         // ring counters it consumed.
         let live = qp.rc.live(qp.state);
@@ -750,21 +759,24 @@ impl Firmware {
 }
 
 /// SQ/RQ state machine (PRM): RST->RDY, RDY->RDY, RDY->ERR, RDY->RST, ERR->RST. The inbox's
-/// current state must be the object's.
-fn transition(state: u8, cur: u8, next: u8, bad: Check) -> Result<(), Check> {
-    use wq_state::*;
-    if ![RST, RDY, ERR].contains(&next) {
-        return Err(check::BAD_STATE_FIELD);
-    }
-    if cur != state {
+/// current state must be the object's. Gives the state to move to.
+fn transition(
+    state: WqState,
+    cur: Result<WqState, UnknownValue>,
+    next: Result<WqState, UnknownValue>,
+    bad: Check,
+) -> Result<WqState, Check> {
+    use WqState::{Rdy, Rst};
+    let next = next.map_err(|_| check::BAD_STATE_FIELD)?;
+    if cur != Ok(state) {
         return Err(check::CURRENT_STATE_MISMATCH);
     }
     let ok = matches!(
         (state, next),
-        (RST, RDY) | (RDY, RDY) | (RDY, ERR) | (RDY, RST) | (ERR, RST)
+        (Rst, Rdy) | (Rdy, Rdy) | (Rdy, WqState::Err) | (Rdy, Rst) | (WqState::Err, Rst)
     );
     if ok {
-        Ok(())
+        Ok(next)
     } else {
         Err(bad)
     }

@@ -1,7 +1,8 @@
 //! The objects firmware keeps, with the runtime state the datapath needs.
 
 use crate::mem::Dma;
-pub(crate) use crate::state::qp::{qp_st, qp_state, QpCtx};
+pub(crate) use crate::state::qp::QpCtx;
+pub(crate) use mlx5_dpa::mlx5::enums::{QpServiceType, QpState, UnknownValue, WqState, WqType};
 
 /// Names one firmware object: what a DevX handle stands for, and what the kernel's destroy
 /// command names.
@@ -169,13 +170,6 @@ pub(crate) struct Cq {
     pub(crate) events: u64,
 }
 
-/// SQ / RQ states (PRM `sqc.state`, `rqc.state`).
-pub(crate) mod wq_state {
-    pub(crate) const RST: u8 = 0;
-    pub(crate) const RDY: u8 = 1;
-    pub(crate) const ERR: u8 = 3;
-}
-
 /// The ring of a work queue.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WqRing {
@@ -194,7 +188,7 @@ pub(crate) struct WqRing {
 #[derive(Debug)]
 pub(crate) struct Sq {
     pub(crate) meta: Meta,
-    pub(crate) state: u8,
+    pub(crate) state: WqState,
     pub(crate) cqn: u32,
     pub(crate) tis: u32,
     pub(crate) wq: WqRing,
@@ -211,7 +205,7 @@ pub(crate) struct Sq {
 #[derive(Debug)]
 pub(crate) struct Rq {
     pub(crate) meta: Meta,
-    pub(crate) state: u8,
+    pub(crate) state: WqState,
     pub(crate) cqn: u32,
     pub(crate) wq: WqRing,
     /// WQEs consumed (16-bit wrapping).
@@ -329,8 +323,8 @@ pub(crate) struct QpSq {
 #[derive(Debug)]
 pub(crate) struct Qp {
     pub(crate) meta: Meta,
-    pub(crate) state: u8,
-    pub(crate) st: u8,
+    pub(crate) state: QpState,
+    pub(crate) st: QpServiceType,
     /// `qpc.user_index`: written to `srqn_uidx` of the QP's CQEs (CQE version 1).
     pub(crate) user_index: u32,
     pub(crate) pd: u32,

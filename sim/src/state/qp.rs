@@ -1,22 +1,6 @@
-//! A QP's context as the state transitions leave it (PRM `qpc` / `ads`, typed), and the QP
-//! state and service type values: shared by firmware's QP table and the RC transport's
-//! per-QP state.
-
-/// QP states (PRM `qpc.state`).
-pub(crate) mod qp_state {
-    pub(crate) const RST: u8 = 0;
-    pub(crate) const INIT: u8 = 1;
-    pub(crate) const RTR: u8 = 2;
-    pub(crate) const RTS: u8 = 3;
-    pub(crate) const SQER: u8 = 4;
-    pub(crate) const ERR: u8 = 6;
-}
-
-/// `qpc.st` values the model knows (PRM).
-pub(crate) mod qp_st {
-    pub(crate) const RC: u8 = 0x0;
-    pub(crate) const UD: u8 = 0x2;
-}
+//! A QP's context as the state transitions leave it (PRM `qpc` / `ads`, typed): shared by
+//! firmware's QP table and the RC transport's per-QP state. The QP states and service types
+//! are the driver's (`mlx5_dpa::mlx5::enums`).
 
 /// The QP context fields the state transitions set, typed (PRM `qpc` / `ads`). Each
 /// transition takes only its own fields (`fw::queues`); the stored `qpc` mirrors them.

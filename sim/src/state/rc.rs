@@ -5,7 +5,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::state::qp::{qp_state, QpCtx};
+use crate::state::qp::QpCtx;
+use mlx5_dpa::mlx5::enums::QpState;
 
 pub(crate) const PSN_MASK: u32 = 0xff_ffff;
 /// Packets the requester keeps unacknowledged before it waits for ACKs (the model's window).
@@ -226,11 +227,11 @@ impl RcState {
         self.rnr_left = ctx.rnr_retry;
     }
 
-    pub(crate) fn live(&self, state: u8) -> Live {
-        use qp_state::*;
+    pub(crate) fn live(&self, state: QpState) -> Live {
         Live {
-            next_send_psn: matches!(state, RTS | SQER).then_some(self.next_psn),
-            next_rcv_psn: matches!(state, RTR | RTS | SQER).then_some(self.epsn),
+            next_send_psn: matches!(state, QpState::Rts | QpState::SqEr).then_some(self.next_psn),
+            next_rcv_psn: matches!(state, QpState::Rtr | QpState::Rts | QpState::SqEr)
+                .then_some(self.epsn),
             sq_wqebbs: self.sq_ci,
             rq_wqes: self.rq_ci,
         }

@@ -5,34 +5,8 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Queue pairs.
 
-/// QP states (PRM `MLX5_QPC_STATE_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum QpState {
-    Rst = 0x0,
-    Init = 0x1,
-    Rtr = 0x2,
-    Rts = 0x3,
-    SqEr = 0x4,
-    Err = 0x6,
-}
+pub use crate::mlx5::enums::{QpServiceType, QpState};
 
-impl QpState {
-    pub fn from_raw(v: u64) -> Option<QpState> {
-        Some(match v {
-            0 => QpState::Rst,
-            1 => QpState::Init,
-            2 => QpState::Rtr,
-            3 => QpState::Rts,
-            4 => QpState::SqEr,
-            6 => QpState::Err,
-            _ => return None,
-        })
-    }
-}
-
-/// `qpc.st` RC (PRM `MLX5_QPC_ST_RC`).
-pub const QPC_ST_RC: u64 = 0x0;
 /// `qpc.rq_type` for a QP receiving from a shared receive queue (PRM; the kernel's
 /// `MLX5_SRQ_RQ`); `qpc.srqn_rmpn_xrqn` names it.
 pub const QPC_RQ_TYPE_SRQ: u64 = 0x1;
@@ -67,7 +41,7 @@ command! {
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
         let op = Self::OPCODE;
         let q = create_qp_in::qpc;
-        v.set(q.at(qpc::st), QPC_ST_RC);
+        v.set_value(q.at(qpc::st), QpServiceType::Rc);
         v.set(q.at(qpc::pm_state), QPC_PM_STATE_MIGRATED);
         put(v, op, q.at(qpc::pd), u64::from(self.pd), "pd")?;
         put(

@@ -5,26 +5,7 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Work queues.
 
-/// Queue states of SQ / RQ / RMP (PRM; `MLX5_SQC_STATE_*`, `MLX5_RQC_STATE_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum WqState {
-    Rst = 0x0,
-    Rdy = 0x1,
-    Err = 0x3,
-}
-
-impl WqState {
-    /// Decodes a `state` field.
-    pub fn from_raw(v: u64) -> Option<WqState> {
-        match v {
-            0 => Some(WqState::Rst),
-            1 => Some(WqState::Rdy),
-            3 => Some(WqState::Err),
-            _ => None,
-        }
-    }
-}
+pub use crate::mlx5::enums::{WqState, WqType};
 
 /// The `wq` part of an SQ / RQ / RMP: cyclic ring in a UMEM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,19 +19,13 @@ pub struct WqAttr {
     pub mem: RingMem,
 }
 
-/// `wq_type` cyclic (PRM `MLX5_WQ_TYPE_CYCLIC`).
-pub const WQ_TYPE_CYCLIC: u64 = 0x1;
-/// `wq_type` linked list (PRM `MLX5_WQ_TYPE_LINKED_LIST`): each WQE begins with a 16-byte next
-/// segment naming the WQE after it (`mlx5_wqe_srq_next_seg`), as verbs SRQs are laid out.
-pub const WQ_TYPE_LINKED_LIST: u64 = 0x0;
-
 fn encode_wq<L: Layout>(
     v: &mut ViewMut<'_, L>,
     op: Opcode,
     w: crate::mlx5::layout::Nested<L, wq::Layout>,
     a: &WqAttr,
 ) -> Result<(), CmdError> {
-    encode_wq_typed(v, op, w, a, WQ_TYPE_CYCLIC)
+    encode_wq_typed(v, op, w, a, WqType::Cyclic)
 }
 
 fn encode_wq_typed<L: Layout>(
@@ -58,9 +33,9 @@ fn encode_wq_typed<L: Layout>(
     op: Opcode,
     w: crate::mlx5::layout::Nested<L, wq::Layout>,
     a: &WqAttr,
-    wq_type: u64,
+    wq_type: WqType,
 ) -> Result<(), CmdError> {
-    v.set(w.at(wq::wq_type), wq_type);
+    v.set_value(w.at(wq::wq_type), wq_type);
     put(v, op, w.at(wq::pd), u64::from(a.pd), "pd")?;
     put(v, op, w.at(wq::uar_page), u64::from(a.uar_page), "uar_page")?;
     put(
@@ -132,8 +107,8 @@ command! {
             u64::from(self.sqn),
             "sqn",
         )?;
-        v.set(modify_sq_in::sq_state, self.from as u64);
-        v.set(modify_sq_in::sq_context.at(sqc::state), self.to as u64);
+        v.set_value(modify_sq_in::sq_state, self.from);
+        v.set_value(modify_sq_in::sq_context.at(sqc::state), self.to);
         Ok(())
     }
 }
@@ -181,8 +156,8 @@ command! {
             u64::from(self.rqn),
             "rqn",
         )?;
-        v.set(modify_rq_in::rq_state, self.from as u64);
-        v.set(modify_rq_in::ctx.at(rqc::state), self.to as u64);
+        v.set_value(modify_rq_in::rq_state, self.from);
+        v.set_value(modify_rq_in::ctx.at(rqc::state), self.to);
         Ok(())
     }
 }
@@ -198,16 +173,18 @@ pub struct CreateRmp {
 command! {
     CreateRmp: CREATE_RMP, create_rmp_in -> create_rmp_out => u32;
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
-        v.set(create_rmp_in::ctx.at(rmpc::state), WqState::Rdy as u64);
+        v.set_value(create_rmp_in::ctx.at(rmpc::state), WqState::Rdy);
         encode_wq_typed(
             v,
             Self::OPCODE,
             create_rmp_in::ctx.nested(rmpc::wq),
             &self.wq,
+            // Linked-list WQEs begin with a 16-byte next segment naming their successor
+            // (`mlx5_wqe_srq_next_seg`), as verbs SRQs are laid out.
             if self.linked_list {
-                WQ_TYPE_LINKED_LIST
+                WqType::LinkedList
             } else {
-                WQ_TYPE_CYCLIC
+                WqType::Cyclic
             },
         )
     }

@@ -4,6 +4,7 @@
 //! then reviewed; `tests/driver/ifc_reference.rs` checks every field against the public headers.
 
 use crate::layout;
+use crate::mlx5::enums::PortType;
 
 layout! {
     /// `query_hca_cap_in`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
@@ -113,7 +114,7 @@ layout! {
         pulse_gen_control @ 0x1b3 : 0x1,
         disable_link_up_by_init_hca @ 0x1b4 : 0x1,
         beacon_led @ 0x1b5 : 0x1,
-        port_type @ 0x1b6 : 0x2,
+        port_type @ 0x1b6 : 0x2 as PortType,
         num_ports @ 0x1b8 : 0x8,
         pps @ 0x1c1 : 0x1,
         pps_modify @ 0x1c2 : 0x1,

@@ -4,6 +4,7 @@
 //! then reviewed; `tests/driver/ifc_reference.rs` checks every field against the public headers.
 
 use crate::layout;
+use crate::mlx5::enums::{QpServiceType, QpState};
 
 layout! {
     /// `ads`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
@@ -39,9 +40,9 @@ layout! {
 layout! {
     /// `qpc`; offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
     pub qpc: 0x740 {
-        state @ 0x0 : 0x4,
+        state @ 0x0 : 0x4 as QpState,
         lag_tx_port_affinity @ 0x4 : 0x4,
-        st @ 0x8 : 0x8,
+        st @ 0x8 : 0x8 as QpServiceType,
         isolate_vl_tc @ 0x12 : 0x1,
         pm_state @ 0x13 : 0x2,
         req_e2e_credit_mode @ 0x16 : 0x2,

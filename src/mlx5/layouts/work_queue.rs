@@ -4,11 +4,12 @@
 //! then reviewed; `tests/driver/ifc_reference.rs` checks every field against the public headers.
 
 use crate::layout;
+use crate::mlx5::enums::{WqState, WqType};
 
 layout! {
     /// `wq`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub wq: 0x600 {
-        wq_type @ 0x0 : 0x4,
+        wq_type @ 0x0 : 0x4 as WqType,
         wq_signature @ 0x4 : 0x1,
         end_padding_mode @ 0x5 : 0x2,
         cd_slave @ 0x7 : 0x1,
@@ -46,7 +47,7 @@ layout! {
         flush_in_error_en @ 0x3 : 0x1,
         allow_multi_pkt_send_wqe @ 0x4 : 0x1,
         min_wqe_inline_mode @ 0x5 : 0x3,
-        state @ 0x8 : 0x4,
+        state @ 0x8 : 0x4 as WqState,
         reg_umr @ 0xc : 0x1,
         allow_swp @ 0xd : 0x1,
         hairpin @ 0xe : 0x1,
@@ -90,7 +91,7 @@ layout! {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
         op_mod @ 0x30 : 0x10,
-        sq_state @ 0x40 : 0x4,
+        sq_state @ 0x40 : 0x4 as WqState,
         sqn @ 0x48 : 0x18,
         modify_bitmask @ 0x80 : 0x40,
         sq_context @ 0x100 : sqc,
@@ -133,7 +134,7 @@ layout! {
         scatter_fcs @ 0x2 : 0x1,
         vsd @ 0x3 : 0x1,
         mem_rq_type @ 0x4 : 0x4,
-        state @ 0x8 : 0x4,
+        state @ 0x8 : 0x4 as WqState,
         flush_in_error_en @ 0xd : 0x1,
         hairpin @ 0xe : 0x1,
         hairpin_data_buffer_type @ 0x15 : 0x3,
@@ -173,7 +174,7 @@ layout! {
         opcode @ 0x0 : 0x10,
         uid @ 0x10 : 0x10,
         op_mod @ 0x30 : 0x10,
-        rq_state @ 0x40 : 0x4,
+        rq_state @ 0x40 : 0x4 as WqState,
         rqn @ 0x48 : 0x18,
         modify_bitmask @ 0x80 : 0x40,
         ctx @ 0x100 : rqc,
@@ -211,7 +212,7 @@ layout! {
 layout! {
     /// `rmpc`; offsets and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
     pub rmpc: 0x780 {
-        state @ 0x8 : 0x4,
+        state @ 0x8 : 0x4 as WqState,
         basic_cyclic_rcv_wqe @ 0x20 : 0x1,
         wq @ 0x180 : wq,
     }

@@ -63,7 +63,7 @@ pub(crate) use requester::run;
 
 use crate::port::roce::{self};
 use crate::state::datapath::Datapath;
-use crate::state::objects::qp_st;
+use crate::state::objects::QpServiceType;
 use crate::state::rc::*;
 use crate::state::Firmware;
 
@@ -101,8 +101,8 @@ pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8]) {
     dp.rc_stats.rx_packets += 1;
     let qpn = p.dqpn;
     match fw.qps.get(qpn).map(|q| q.st) {
-        Some(qp_st::RC) if !ud::is_ud(p.opcode) => {}
-        Some(qp_st::UD) if ud::is_ud(p.opcode) => {
+        Some(QpServiceType::Rc) if !ud::is_ud(p.opcode) => {}
+        Some(QpServiceType::Ud) if ud::is_ud(p.opcode) => {
             ud::receive(fw, dp, qpn, &p);
             return;
         }

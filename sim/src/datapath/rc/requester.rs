@@ -8,7 +8,7 @@ use mlx5_dpa::mlx5::wire::wqe::CTRL_SOLICITED;
 
 use crate::port::roce::{self, opcode as bth, Bth, Packet};
 use crate::state::datapath::Datapath;
-use crate::state::objects::{qp_st, qp_state, Qp, QpCtx};
+use crate::state::objects::{Qp, QpCtx, QpServiceType, QpState};
 use crate::state::rc::*;
 use crate::state::Firmware;
 use mlx5_dpa::mlx5::wire::cqe::syndrome;
@@ -24,15 +24,17 @@ use super::wqe::*;
 /// Runs every RC QP: responses waiting, timers, new WQEs, packets, completions, flushes; and
 /// every UD QP: its new WQEs, or its flush.
 pub(crate) fn run(fw: &mut Firmware, dp: &mut Datapath, now: Instant) -> usize {
-    use qp_state::*;
     let mut ids = std::mem::take(&mut dp.qp_ids);
     ids.clear();
     ids.extend(
         fw.qps
             .iter()
             .filter(|(_, q)| {
-                (q.st == qp_st::RC || q.st == qp_st::UD)
-                    && matches!(q.state, RTR | RTS | SQER | ERR)
+                (q.st == QpServiceType::Rc || q.st == QpServiceType::Ud)
+                    && matches!(
+                        q.state,
+                        QpState::Rtr | QpState::Rts | QpState::SqEr | QpState::Err
+                    )
             })
             .map(|(id, _)| id),
     );
@@ -41,17 +43,17 @@ pub(crate) fn run(fw: &mut Firmware, dp: &mut Datapath, now: Instant) -> usize {
         let Some((state, st)) = fw.qps.get(qpn).map(|q| (q.state, q.st)) else {
             continue;
         };
-        if st == qp_st::UD {
+        if st == QpServiceType::Ud {
             work += match state {
-                ERR => flush(fw, dp, qpn),
-                RTS => super::ud::send(fw, dp, qpn),
+                QpState::Err => flush(fw, dp, qpn),
+                QpState::Rts => super::ud::send(fw, dp, qpn),
                 _ => 0,
             };
             continue;
         }
         work += match state {
-            ERR => flush(fw, dp, qpn),
-            RTS => {
+            QpState::Err => flush(fw, dp, qpn),
+            QpState::Rts => {
                 run_jobs(fw, dp, qpn, PKT_BUDGET)
                     + timers(fw, dp, qpn, now)
                     + fetch(fw, dp, qpn)
@@ -404,7 +406,7 @@ pub(super) fn complete(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, now: Inst
         match r.state {
             ReqState::Failed(syn) => {
                 tracing::debug!(target: "mlx5_sim::rc", qpn, wqe_index = r.wqe_index, syndrome = syn, "requester error; QP to ERR");
-                qp.state = qp_state::ERR;
+                qp.state = QpState::Err;
                 post(fw, dp, cqn, err_cqe(true, syn, r.opcode, qpn, r.wqe_index));
                 break;
             }
@@ -525,7 +527,7 @@ pub(super) fn flush(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
 pub(super) fn requester_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &Packet<'_>) {
     let now = Instant::now();
     let Some(qp) = fw.qps.get(qpn) else { return };
-    if !matches!(qp.state, qp_state::RTS | qp_state::SQER) {
+    if !matches!(qp.state, QpState::Rts | QpState::SqEr) {
         dp.rc_stats.dropped += 1;
         return;
     }

@@ -5,7 +5,7 @@ use mlx5_dpa::mlx5::wire::CompletionKind;
 
 use crate::port::roce::{self, aeth, opcode as bth, Bth, Packet};
 use crate::state::datapath::Datapath;
-use crate::state::objects::qp_state;
+use crate::state::objects::QpState;
 use crate::state::rc::*;
 use crate::state::Firmware;
 use mlx5_dpa::mlx5::wire::cqe::syndrome;
@@ -178,7 +178,7 @@ pub(super) fn responder_fail(
         },
     );
     if let Some(qp) = fw.qps.get_mut(qpn) {
-        qp.state = qp_state::ERR;
+        qp.state = QpState::Err;
         qp.rc.in_msg = InMsg::Idle;
     }
 }
@@ -200,7 +200,7 @@ pub(super) fn responder_rx(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &P
         return;
     };
     // RST, INIT and ERR drop requests silently (IBA).
-    if !matches!(qp.state, qp_state::RTR | qp_state::RTS | qp_state::SQER) {
+    if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::SqEr) {
         dp.rc_stats.dropped += 1;
         return;
     }

@@ -23,7 +23,7 @@ use mlx5_dpa::mlx5::wire::{CompletionKind, Cqe64};
 
 use crate::port::roce::{self, opcode as bth, Bth, Packet, Path};
 use crate::state::datapath::Datapath;
-use crate::state::objects::{qp_state, Qp};
+use crate::state::objects::{Qp, QpState};
 use crate::state::rc::*;
 use crate::state::Firmware;
 
@@ -58,7 +58,7 @@ pub(super) fn send(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
     let mut bbs = 0u32;
     while bbs < WQEBB_BUDGET {
         let Some(qp) = fw.qps.get(qpn) else { break };
-        if qp.state != qp_state::RTS || qp.rc.sq_ci == pi {
+        if qp.state != QpState::Rts || qp.rc.sq_ci == pi {
             break;
         }
         let mut w = SendWqe::read(qp, sq, qp.rc.sq_ci);
@@ -85,7 +85,7 @@ pub(super) fn send(fw: &mut Firmware, dp: &mut Datapath, qpn: u32) -> usize {
             }
             Err(syn) => {
                 tracing::debug!(target: "mlx5_sim::ud", qpn, wqe_index = w.wqe_index, syndrome = syn, "UD send WQE refused");
-                qp.state = qp_state::SQER;
+                qp.state = QpState::SqEr;
                 post(fw, dp, cqn, err_cqe(true, syn, w.opcode, qpn, w.wqe_index));
                 break;
             }
@@ -204,10 +204,13 @@ pub(super) fn is_ud(op: u8) -> bool {
 
 /// A datagram for UD QP `qpn`.
 pub(super) fn receive(fw: &mut Firmware, dp: &mut Datapath, qpn: u32, p: &Packet<'_>) {
-    use qp_state::*;
     let Some(qp) = fw.qps.get(qpn) else { return };
     let qkey_ok = p.deth.is_some_and(|d| d.qkey == qp.ctx.q_key);
-    if !matches!(qp.state, RTR | RTS | SQER) || !qkey_ok || !has_recv(qp) || !recv_posted(fw, qp) {
+    if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::SqEr)
+        || !qkey_ok
+        || !has_recv(qp)
+        || !recv_posted(fw, qp)
+    {
         dp.rc_stats.dropped += 1;
         return;
     }
