@@ -517,11 +517,10 @@ impl Harness {
         cell.store(value, Ordering::Release);
     }
 
-    fn template_create(&mut self, input: &mut Input<'_>) {
+    /// Templates 0-7 and 13: PD, transport domain, mkey, CQ, TIS, SQ, RQ, RMP, QP.
+    fn queue_template(&mut self, t: u8, input: &mut Input<'_>) -> Option<(Vec<u8>, usize)> {
         use l::obj_type as ot;
-        let t = input.b() % 25;
-        let general = matches!(t, 21 | 22);
-        let built: Option<(Vec<u8>, usize)> = match t {
+        match t {
             0 => encoded(&AllocPd),
             1 => encoded(&AllocTransportDomain),
             2 => {
@@ -582,6 +581,28 @@ impl Harness {
                 wq: self.wq(input, 5),
                 linked_list: input.b() & 1 == 1,
             }),
+            13 => {
+                let sel = input.b();
+                encoded(&CreateQp {
+                    pd: Pdn(self.pick(input, Kind::Pd)),
+                    uar_page: self.uar(input),
+                    cqn_snd: Cqn(self.pick(input, Kind::Cq)),
+                    cqn_rcv: Cqn(self.pick(input, Kind::Cq)),
+                    log_sq_size: sel % 8,
+                    log_rq_size: (sel & 0x80 == 0).then_some((sel >> 3) % 8),
+                    log_rq_stride: (sel >> 4) % 4,
+                    srqn: None,
+                    mem: self.ring(input),
+                    user_index: u32::from(input.b()),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Templates 8-12: TIR, RQT, flow table, flow group, flow entry.
+    fn steering_template(&mut self, t: u8, input: &mut Input<'_>) -> Option<(Vec<u8>, usize)> {
+        match t {
             8 => {
                 let sel = input.b();
                 let td = self.pick(input, Kind::Td);
@@ -637,21 +658,14 @@ impl Harness {
                 value: OuterMatch::default(),
                 tirn: self.pick(input, Kind::Tir),
             }),
-            13 => {
-                let sel = input.b();
-                encoded(&CreateQp {
-                    pd: Pdn(self.pick(input, Kind::Pd)),
-                    uar_page: self.uar(input),
-                    cqn_snd: Cqn(self.pick(input, Kind::Cq)),
-                    cqn_rcv: Cqn(self.pick(input, Kind::Cq)),
-                    log_sq_size: sel % 8,
-                    log_rq_size: (sel & 0x80 == 0).then_some((sel >> 3) % 8),
-                    log_rq_stride: (sel >> 4) % 4,
-                    srqn: None,
-                    mem: self.ring(input),
-                    user_index: u32::from(input.b()),
-                })
-            }
+            _ => None,
+        }
+    }
+
+    /// Templates 14-24: the DPA and cross-function general objects.
+    fn general_template(&mut self, t: u8, input: &mut Input<'_>) -> Option<(Vec<u8>, usize)> {
+        use l::obj_type as ot;
+        match t {
             14 => {
                 let pd = self.pick(input, Kind::Pd);
                 let (elf_umem_id, len) = self.umem(input);
@@ -772,7 +786,7 @@ impl Harness {
                     access_key: [input.b() % 2; 32],
                 })
             }
-            _ => {
+            24 => {
                 let hdr = l::general_obj_in_cmd_hdr::Layout::SIZE_BYTES;
                 let mut b = header(
                     Opcode::CREATE_GENERAL_OBJECT,
@@ -788,6 +802,17 @@ impl Harness {
                 }
                 Some((b, 16))
             }
+            _ => None,
+        }
+    }
+
+    fn template_create(&mut self, input: &mut Input<'_>) {
+        let t = input.b() % 25;
+        let general = matches!(t, 21 | 22);
+        let built: Option<(Vec<u8>, usize)> = match t {
+            0..=7 | 13 => self.queue_template(t, input),
+            8..=12 => self.steering_template(t, input),
+            _ => self.general_template(t, input),
         };
         let Some((mut mb, out_len)) = built else {
             return;
