@@ -33,7 +33,7 @@ impl Firmware {
             1 => 128,
             _ => return Err(check::BAD_CQE_SIZE),
         };
-        let log_size = g.get(cqc::log_cq_size) as u8;
+        let log_size = g.value(cqc::log_cq_size);
         if u64::from(log_size) > self.profile.cap(l::cmd_hca_cap::log_max_cq_sz) {
             return Err(check::BAD_LOG_SIZE);
         }
@@ -49,9 +49,9 @@ impl Firmware {
         if v.get(m::cq_umem_valid) != 1 || g.get(cqc::dbr_umem_valid) != 1 {
             return Err(check::UMEM_NOT_VALID);
         }
-        let uar_page = g.get(cqc::uar_page) as u32;
+        let uar_page = g.value(cqc::uar_page);
         self.check_uar(uid, uar_page)?;
-        let element = g.get(cqc::c_eqn_or_apu_element) as u32;
+        let element = g.value(cqc::c_eqn_or_apu_element);
         let target = if g.get(cqc::apu_cq) == 1 {
             if self.profile.dpa.is_none() {
                 return Err(check::NOT_SUPPORTED);
@@ -61,7 +61,7 @@ impl Firmware {
             }
             // Another function's DPA thread is named by an alias of it this context holds.
             let thread = self.through_alias(uid, element, l::dpa::obj_type::DPA_THREAD);
-            let (want, t) = match g.get(cqc::apu_element_type) as u8 {
+            let (want, t) = match g.value(cqc::apu_element_type) {
                 apu_element_type::THREAD => {
                     (l::dpa::obj_type::DPA_THREAD, CqTarget::DpaThread(thread))
                 }
@@ -92,7 +92,7 @@ impl Firmware {
         let ring_umem = self.mem.resolve(uid, v.value(m::cq_umem_id));
         let ring_off = v.get(m::cq_umem_offset);
         let ring_len = (cqe_bytes as u64) << log_size;
-        let dbr_umem = self.mem.resolve(uid, g.get(cqc::dbr_umem_id) as u32);
+        let dbr_umem = self.mem.resolve(uid, g.value(cqc::dbr_umem_id));
         let dbr_off = g.get(cqc::dbr_addr);
         if dbr_off % 8 != 0 || ring_off % 64 != 0 {
             return Err(check::BAD_ALIGNMENT);
@@ -113,8 +113,8 @@ impl Firmware {
                 uar_page,
                 target,
                 oi: g.get(cqc::oi) == 1,
-                period: g.get(cqc::cq_period) as u16,
-                max_count: g.get(cqc::cq_max_count) as u16,
+                period: g.value(cqc::cq_period),
+                max_count: g.value(cqc::cq_max_count),
                 status: CqStatus::Ok,
                 pi: 0,
                 armed: None,
@@ -295,13 +295,13 @@ impl Firmware {
         if g.get(sqc::hairpin) != 0 || g.get(sqc::non_wire) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        let cqn = g.get(sqc::cqn) as u32;
+        let cqn = g.value(sqc::cqn);
         self.check_cq_ref(uid, cqn)?;
         // tis_lst_sz: exactly one TIS (log_max_tis_per_sq 0).
         if g.get(sqc::tis_lst_sz) != 1 {
             return Err(check::ABOVE_CAP);
         }
-        let tis = g.get(sqc::tis_num_0) as u32;
+        let tis = g.value(sqc::tis_num_0);
         let t = self.tises.get(tis).ok_or(check::NO_SUCH_TIS)?;
         owned(&t.meta, uid)?;
         let wqv = v.nested(c.nested(sqc::wq));
@@ -390,7 +390,7 @@ impl Firmware {
         if g.get(rqc::hairpin) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
-        let cqn = g.get(rqc::cqn) as u32;
+        let cqn = g.value(rqc::cqn);
         self.check_cq_ref(uid, cqn)?;
         let wqv = v.nested(c.nested(rqc::wq));
         let lo = self.profile.cap(l::cmd_hca_cap::log_min_stride_sz_rq);
@@ -503,7 +503,7 @@ impl Firmware {
             Ok(st @ (QpServiceType::Rc | QpServiceType::Ud)) => st,
             _ => return Err(check::BAD_QP_TYPE),
         };
-        let pd = g.get(qpc::pd) as u32;
+        let pd = g.value(qpc::pd);
         self.check_owned_pd(uid, pd)?;
         let max = self.profile.cap(l::cmd_hca_cap::log_max_qp_sz);
         let no_sq = g.get(qpc::no_sq) == 1;
@@ -516,7 +516,7 @@ impl Firmware {
             return Err(check::NOT_SUPPORTED);
         }
         let srq = if rq_type == 1 {
-            let rmpn = g.get(qpc::srqn_rmpn_xrqn) as u32;
+            let rmpn = g.value(qpc::srqn_rmpn_xrqn);
             let rmp = self.rmps.get(rmpn).ok_or(check::NO_SUCH_RMP)?;
             owned(&rmp.meta, uid)?;
             if rmp.wq.pd != pd {
@@ -536,19 +536,19 @@ impl Firmware {
             0
         };
         let sq_bytes = if no_sq { 0 } else { (WQEBB as u64) << log_sq };
-        let cqn_snd = (!no_sq).then(|| g.get(qpc::cqn_snd) as u32);
-        let cqn_rcv = (rq_type != 3).then(|| g.get(qpc::cqn_rcv) as u32);
+        let cqn_snd = (!no_sq).then(|| g.value(qpc::cqn_snd));
+        let cqn_rcv = (rq_type != 3).then(|| g.value(qpc::cqn_rcv));
         for cq in [cqn_snd, cqn_rcv].into_iter().flatten() {
             self.check_cq_ref(uid, cq)?;
         }
         if v.get(m::wq_umem_valid) != 1 || g.get(qpc::dbr_umem_valid) != 1 {
             return Err(check::UMEM_NOT_VALID);
         }
-        let uar_page = g.get(qpc::uar_page) as u32;
+        let uar_page = g.value(qpc::uar_page);
         self.check_uar(uid, uar_page)?;
         let ring_umem = self.mem.resolve(uid, v.value(m::wq_umem_id));
         let ring_off = v.get(m::wq_umem_offset);
-        let dbr_umem = self.mem.resolve(uid, g.get(qpc::dbr_umem_id) as u32);
+        let dbr_umem = self.mem.resolve(uid, g.value(qpc::dbr_umem_id));
         let dbr_off = g.get(qpc::dbr_addr);
         if dbr_off % 8 != 0 || ring_off % 64 != 0 {
             return Err(check::BAD_ALIGNMENT);
@@ -569,7 +569,7 @@ impl Firmware {
                 meta: Meta::new(uid),
                 state: QpState::Rst,
                 st,
-                user_index: g.get(qpc::user_index) as u32,
+                user_index: g.value(qpc::user_index),
                 pd,
                 cqn_snd,
                 cqn_rcv,
@@ -834,8 +834,8 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
             ctx.rwe = q.get(qpc::rwe) == 1;
             ctx.rae = q.get(qpc::rae) == 1;
             ctx.pm_state = q.value(qpc::pm_state);
-            ctx.port = gp.get(ads::vhca_port_num) as u8;
-            ctx.pkey_index = gp.get(ads::pkey_index) as u16;
+            ctx.port = gp.value(ads::vhca_port_num);
+            ctx.pkey_index = gp.value(ads::pkey_index);
             ctx.q_key = q.value(qpc::q_key);
         }
         Part::Rtr => {
@@ -846,17 +846,17 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
             ctx.log_rra_max = q.value(qpc::log_rra_max);
             ctx.min_rnr_nak = q.value(qpc::min_rnr_nak);
             ctx.fl = gp.get(ads::fl) == 1;
-            let hi = (gp.get(ads::rmac_47_32) as u16).to_be_bytes();
-            let lo = (gp.get(ads::rmac_31_0) as u32).to_be_bytes();
+            let hi = (gp.value(ads::rmac_47_32)).to_be_bytes();
+            let lo = (gp.value(ads::rmac_31_0)).to_be_bytes();
             ctx.rmac = [hi[0], hi[1], lo[0], lo[1], lo[2], lo[3]];
             for (i, b) in ctx.rgid.iter_mut().enumerate() {
                 *b = ads::rgid_rip.at(i as u32).map_or(0, |f| gp.get(f) as u8);
             }
-            ctx.src_addr_index = gp.get(ads::src_addr_index) as u8;
-            ctx.hop_limit = gp.get(ads::hop_limit) as u8;
-            ctx.udp_sport = gp.get(ads::udp_sport) as u16;
+            ctx.src_addr_index = gp.value(ads::src_addr_index);
+            ctx.hop_limit = gp.value(ads::hop_limit);
+            ctx.udp_sport = gp.value(ads::udp_sport);
             // The driver names the port again on INIT2RTR; a zero leaves RST2INIT's.
-            let port = gp.get(ads::vhca_port_num) as u8;
+            let port = gp.value(ads::vhca_port_num);
             if port != 0 {
                 ctx.port = port;
             }
@@ -866,7 +866,7 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
             ctx.log_sra_max = q.value(qpc::log_sra_max);
             ctx.retry_count = q.value(qpc::retry_count);
             ctx.rnr_retry = q.value(qpc::rnr_retry);
-            ctx.ack_timeout = gp.get(ads::ack_timeout) as u8;
+            ctx.ack_timeout = gp.value(ads::ack_timeout);
         }
         // RTS2RTS changes only what its masks name (PRM; Linux mlx5_ib builds the mask from
         // the verbs attributes in `ib_mask_to_mlx5_opt`). The send PSN never changes in RTS.
@@ -899,10 +899,10 @@ fn read_ctx(ctx: &mut QpCtx, q: View<'_, l::qpc::Layout>, part: Part, opt: Opt) 
                 ctx.rnr_retry = q.value(qpc::rnr_retry);
             }
             if opt.has(o::ACK_TIMEOUT) {
-                ctx.ack_timeout = gp.get(ads::ack_timeout) as u8;
+                ctx.ack_timeout = gp.value(ads::ack_timeout);
             }
             if opt.mask_95_32 & o::OPT_MASK_32_UDP_SPORT != 0 {
-                ctx.udp_sport = gp.get(ads::udp_sport) as u16;
+                ctx.udp_sport = gp.value(ads::udp_sport);
             }
         }
         Part::None => {}
