@@ -680,6 +680,90 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     stop
 }
 
+/// The value of a bit-manipulation instruction (Zba, Zbb, Zbc, Zbs and the draft Zbp / Zbr the
+/// DPA toolchain emits): a pure function of its operands. The interpreter hands it only those
+/// (its own match names every other instruction).
+#[inline(always)]
+fn bitmanip(op: Op, v1: u64, v2: u64, imm: u64) -> u64 {
+    match op {
+        Op::Andn => v1 & !v2,
+        Op::Orn => v1 | !v2,
+        Op::Xnor => !(v1 ^ v2),
+        Op::Clz => u64::from(v1.leading_zeros()),
+        Op::Clzw => u64::from((v1 as u32).leading_zeros()),
+        Op::Ctz => u64::from(v1.trailing_zeros()),
+        Op::Ctzw => u64::from((v1 as u32).trailing_zeros()),
+        Op::Cpop => u64::from(v1.count_ones()),
+        Op::Cpopw => u64::from((v1 as u32).count_ones()),
+        Op::Max => (v1 as i64).max(v2 as i64) as u64,
+        Op::Maxu => v1.max(v2),
+        Op::Min => (v1 as i64).min(v2 as i64) as u64,
+        Op::Minu => v1.min(v2),
+        Op::SextB => v1 as i8 as i64 as u64,
+        Op::SextH => v1 as i16 as i64 as u64,
+        Op::ZextH => v1 & 0xffff,
+        Op::Rol => v1.rotate_left((v2 & 63) as u32),
+        Op::Rolw => sx32(u64::from((v1 as u32).rotate_left((v2 & 31) as u32))),
+        Op::Ror => v1.rotate_right((v2 & 63) as u32),
+        Op::Rori => v1.rotate_right((imm & 63) as u32),
+        Op::Roriw => sx32(u64::from((v1 as u32).rotate_right((imm & 31) as u32))),
+        Op::Rorw => sx32(u64::from((v1 as u32).rotate_right((v2 & 31) as u32))),
+        Op::OrcB => {
+            let mut r = 0u64;
+            for i in 0..8 {
+                if (v1 >> (i * 8)) & 0xff != 0 {
+                    r |= 0xff << (i * 8);
+                }
+        }
+            r
+        }
+        Op::Rev8 => v1.swap_bytes(),
+        Op::Bclr => v1 & !(1u64 << (v2 & 63)),
+        Op::Bclri => v1 & !(1u64 << (imm & 63)),
+        Op::Bext => (v1 >> (v2 & 63)) & 1,
+        Op::Bexti => (v1 >> (imm & 63)) & 1,
+        Op::Binv => v1 ^ (1u64 << (v2 & 63)),
+        Op::Binvi => v1 ^ (1u64 << (imm & 63)),
+        Op::Bset => v1 | (1u64 << (v2 & 63)),
+        Op::Bseti => v1 | (1u64 << (imm & 63)),
+        Op::Grev => bm::grev64(v1, (v2 & 63) as u32),
+        Op::Grevi => bm::grev64(v1, (imm & 63) as u32),
+        Op::Grevw => sx32(u64::from(bm::grev32(v1 as u32, (v2 & 31) as u32))),
+        Op::Greviw => sx32(u64::from(bm::grev32(v1 as u32, (imm & 31) as u32))),
+        Op::Gorc => bm::gorc64(v1, (v2 & 63) as u32),
+        Op::Gorci => bm::gorc64(v1, (imm & 63) as u32),
+        Op::Gorcw => sx32(u64::from(bm::gorc32(v1 as u32, (v2 & 31) as u32))),
+        Op::Gorciw => sx32(u64::from(bm::gorc32(v1 as u32, (imm & 31) as u32))),
+        Op::Shfl => bm::shfl64(v1, (v2 & 31) as u32),
+        Op::Shfli => bm::shfl64(v1, (imm & 31) as u32),
+        Op::Unshfl => bm::unshfl64(v1, (v2 & 31) as u32),
+        Op::Unshfli => bm::unshfl64(v1, (imm & 31) as u32),
+        Op::Shflw => sx32(u64::from(bm::shfl32(v1 as u32, (v2 & 15) as u32))),
+        Op::Unshflw => sx32(u64::from(bm::unshfl32(v1 as u32, (v2 & 15) as u32))),
+        Op::XpermN => bm::xperm(v1, v2, 2),
+        Op::XpermB => bm::xperm(v1, v2, 3),
+        Op::XpermH => bm::xperm(v1, v2, 4),
+        Op::XpermW => bm::xperm(v1, v2, 5),
+        Op::Pack => (v1 & 0xffff_ffff) | (v2 << 32),
+        Op::Packu => (v1 >> 32) | (v2 & 0xffff_ffff_0000_0000),
+        Op::Packh => (v1 & 0xff) | ((v2 & 0xff) << 8),
+        Op::Packw => sx32((v1 & 0xffff) | ((v2 & 0xffff) << 16)),
+        Op::Packuw => sx32(((v1 >> 16) & 0xffff) | (v2 & 0xffff_0000)),
+        Op::Crc32B => bm::crc(v1, 8, bm::CRC32),
+        Op::Crc32H => bm::crc(v1, 16, bm::CRC32),
+        Op::Crc32W => bm::crc(v1, 32, bm::CRC32),
+        Op::Crc32D => bm::crc(v1, 64, bm::CRC32),
+        Op::Crc32cB => bm::crc(v1, 8, bm::CRC32C),
+        Op::Crc32cH => bm::crc(v1, 16, bm::CRC32C),
+        Op::Crc32cW => bm::crc(v1, 32, bm::CRC32C),
+        Op::Crc32cD => bm::crc(v1, 64, bm::CRC32C),
+        _ => {
+            debug_assert!(false, "{op:?} is not a bit-manipulation instruction");
+            0
+        }
+    }
+}
+
 /// What ended a block: the next block, or the same pc looked up again (the code cache changed
 /// under it), or a stop of the run.
 enum BlockEnd {
@@ -941,77 +1025,8 @@ fn run_block<B: Bus>(
                 let (a, b) = (v1 as u32, v2 as u32);
                 x[rd] = sx32(u64::from(a.checked_rem(b).unwrap_or(a)));
             }
-            Op::Andn => x[rd] = v1 & !v2,
-            Op::Orn => x[rd] = v1 | !v2,
-            Op::Xnor => x[rd] = !(v1 ^ v2),
-            Op::Clz => x[rd] = u64::from(v1.leading_zeros()),
-            Op::Clzw => x[rd] = u64::from((v1 as u32).leading_zeros()),
-            Op::Ctz => x[rd] = u64::from(v1.trailing_zeros()),
-            Op::Ctzw => x[rd] = u64::from((v1 as u32).trailing_zeros()),
-            Op::Cpop => x[rd] = u64::from(v1.count_ones()),
-            Op::Cpopw => x[rd] = u64::from((v1 as u32).count_ones()),
-            Op::Max => x[rd] = (v1 as i64).max(v2 as i64) as u64,
-            Op::Maxu => x[rd] = v1.max(v2),
-            Op::Min => x[rd] = (v1 as i64).min(v2 as i64) as u64,
-            Op::Minu => x[rd] = v1.min(v2),
-            Op::SextB => x[rd] = v1 as i8 as i64 as u64,
-            Op::SextH => x[rd] = v1 as i16 as i64 as u64,
-            Op::ZextH => x[rd] = v1 & 0xffff,
-            Op::Rol => x[rd] = v1.rotate_left((v2 & 63) as u32),
-            Op::Rolw => x[rd] = sx32(u64::from((v1 as u32).rotate_left((v2 & 31) as u32))),
-            Op::Ror => x[rd] = v1.rotate_right((v2 & 63) as u32),
-            Op::Rori => x[rd] = v1.rotate_right((imm & 63) as u32),
-            Op::Roriw => x[rd] = sx32(u64::from((v1 as u32).rotate_right((imm & 31) as u32))),
-            Op::Rorw => x[rd] = sx32(u64::from((v1 as u32).rotate_right((v2 & 31) as u32))),
-            Op::OrcB => {
-                let mut r = 0u64;
-                for i in 0..8 {
-                    if (v1 >> (i * 8)) & 0xff != 0 {
-                        r |= 0xff << (i * 8);
-                    }
-                }
-                x[rd] = r;
-            }
-            Op::Rev8 => x[rd] = v1.swap_bytes(),
-            Op::Bclr => x[rd] = v1 & !(1u64 << (v2 & 63)),
-            Op::Bclri => x[rd] = v1 & !(1u64 << (imm & 63)),
-            Op::Bext => x[rd] = (v1 >> (v2 & 63)) & 1,
-            Op::Bexti => x[rd] = (v1 >> (imm & 63)) & 1,
-            Op::Binv => x[rd] = v1 ^ (1u64 << (v2 & 63)),
-            Op::Binvi => x[rd] = v1 ^ (1u64 << (imm & 63)),
-            Op::Bset => x[rd] = v1 | (1u64 << (v2 & 63)),
-            Op::Bseti => x[rd] = v1 | (1u64 << (imm & 63)),
-            Op::Grev => x[rd] = bm::grev64(v1, (v2 & 63) as u32),
-            Op::Grevi => x[rd] = bm::grev64(v1, (imm & 63) as u32),
-            Op::Grevw => x[rd] = sx32(u64::from(bm::grev32(v1 as u32, (v2 & 31) as u32))),
-            Op::Greviw => x[rd] = sx32(u64::from(bm::grev32(v1 as u32, (imm & 31) as u32))),
-            Op::Gorc => x[rd] = bm::gorc64(v1, (v2 & 63) as u32),
-            Op::Gorci => x[rd] = bm::gorc64(v1, (imm & 63) as u32),
-            Op::Gorcw => x[rd] = sx32(u64::from(bm::gorc32(v1 as u32, (v2 & 31) as u32))),
-            Op::Gorciw => x[rd] = sx32(u64::from(bm::gorc32(v1 as u32, (imm & 31) as u32))),
-            Op::Shfl => x[rd] = bm::shfl64(v1, (v2 & 31) as u32),
-            Op::Shfli => x[rd] = bm::shfl64(v1, (imm & 31) as u32),
-            Op::Unshfl => x[rd] = bm::unshfl64(v1, (v2 & 31) as u32),
-            Op::Unshfli => x[rd] = bm::unshfl64(v1, (imm & 31) as u32),
-            Op::Shflw => x[rd] = sx32(u64::from(bm::shfl32(v1 as u32, (v2 & 15) as u32))),
-            Op::Unshflw => x[rd] = sx32(u64::from(bm::unshfl32(v1 as u32, (v2 & 15) as u32))),
-            Op::XpermN => x[rd] = bm::xperm(v1, v2, 2),
-            Op::XpermB => x[rd] = bm::xperm(v1, v2, 3),
-            Op::XpermH => x[rd] = bm::xperm(v1, v2, 4),
-            Op::XpermW => x[rd] = bm::xperm(v1, v2, 5),
-            Op::Pack => x[rd] = (v1 & 0xffff_ffff) | (v2 << 32),
-            Op::Packu => x[rd] = (v1 >> 32) | (v2 & 0xffff_ffff_0000_0000),
-            Op::Packh => x[rd] = (v1 & 0xff) | ((v2 & 0xff) << 8),
-            Op::Packw => x[rd] = sx32((v1 & 0xffff) | ((v2 & 0xffff) << 16)),
-            Op::Packuw => x[rd] = sx32(((v1 >> 16) & 0xffff) | (v2 & 0xffff_0000)),
-            Op::Crc32B => x[rd] = bm::crc(v1, 8, bm::CRC32),
-            Op::Crc32H => x[rd] = bm::crc(v1, 16, bm::CRC32),
-            Op::Crc32W => x[rd] = bm::crc(v1, 32, bm::CRC32),
-            Op::Crc32D => x[rd] = bm::crc(v1, 64, bm::CRC32),
-            Op::Crc32cB => x[rd] = bm::crc(v1, 8, bm::CRC32C),
-            Op::Crc32cH => x[rd] = bm::crc(v1, 16, bm::CRC32C),
-            Op::Crc32cW => x[rd] = bm::crc(v1, 32, bm::CRC32C),
-            Op::Crc32cD => x[rd] = bm::crc(v1, 64, bm::CRC32C),
+            // Zba / Zbb / Zbc / Zbp / Zbr / Zbs: register results only.
+            _ => x[rd] = bitmanip(insn.op, v1, v2, imm),
         }
         pc = npc;
         n += 1;
