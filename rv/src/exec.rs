@@ -714,7 +714,7 @@ fn bitmanip(op: Op, v1: u64, v2: u64, imm: u64) -> u64 {
                 if (v1 >> (i * 8)) & 0xff != 0 {
                     r |= 0xff << (i * 8);
                 }
-        }
+            }
             r
         }
         Op::Rev8 => v1.swap_bytes(),

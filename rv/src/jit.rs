@@ -772,88 +772,13 @@ impl<'a> Gen<'a> {
                 self.b.ins().brif(c, taken, &[], fall, &[]);
                 return Some(true);
             }
-            Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu => {
-                let (ty, size, signed) = match i.op {
-                    Lb => (types::I8, 1, true),
-                    Lh => (types::I16, 2, true),
-                    Lw => (types::I32, 4, true),
-                    Ld => (types::I64, 8, false),
-                    Lbu => (types::I8, 1, false),
-                    Lhu => (types::I16, 2, false),
-                    _ => (types::I32, 4, false),
-                };
-                let addr = self.b.ins().iadd_imm_s(v1, imm);
-                let p = self.host_address(addr, size, pc, rest);
-                let v = self.b.ins().load(ty, MemFlagsData::trusted(), p, 0);
-                if ty == types::I64 {
-                    v
-                } else if signed {
-                    sx(self, v)
-                } else {
-                    self.b.ins().uextend(types::I64, v)
-                }
-            }
+            Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu => self.load(pc, i, v1, imm, rest),
             Sb | Sh | Sw | Sd => {
-                let size = match i.op {
-                    Sb => 1,
-                    Sh => 2,
-                    Sw => 4,
-                    _ => 8,
-                };
-                let addr = self.b.ins().iadd_imm_s(v1, imm);
-                // Inline when naturally aligned in a region that takes stores inline (its
-                // store length covers it); else the interpreter's store path.
-                let fl = MemFlagsData::trusted();
-                let slow = self.b.create_block();
-                let done = self.b.create_block();
-                let p = self.region_address(addr, size, RegionLen::Store, slow);
-                // A plain aligned store: what the interpreter's relaxed atomic store is.
-                match size {
-                    1 => self.b.ins().istore8(fl, v2, p, 0),
-                    2 => self.b.ins().istore16(fl, v2, p, 0),
-                    4 => self.b.ins().istore32(fl, v2, p, 0),
-                    _ => self.b.ins().store(fl, v2, p, 0),
-                };
-                self.b.ins().jump(done, &[]);
-                self.b.switch_to_block(slow);
-                let exec =
-                    self.b
-                        .ins()
-                        .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_EXEC);
-                let f =
-                    self.b
-                        .ins()
-                        .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_STORE);
-                let size = self.b.ins().iconst(types::I64, size);
-                let sig = self.b.import_signature(self.store_sig.clone());
-                let call = self.b.ins().call_indirect(sig, f, &[exec, addr, v2, size]);
-                let res = self.b.inst_results(call)[0];
-                // 0: go on; 1: leave after the store (decoded code dropped); 2: leave before.
-                let ok = self.b.create_block();
-                let not_ok = self.b.create_block();
-                self.b.ins().brif(res, not_ok, &[], ok, &[]);
-                self.b.switch_to_block(not_ok);
-                let before = self.bail(pc, rest);
-                let after = self.exit_block(next, EXIT_GO_ON, rest - 1);
-                let stored = self.b.ins().icmp_imm_s(IntCC::Equal, res, 1);
-                self.b.ins().brif(stored, after, &[], before, &[]);
-                self.b.switch_to_block(ok);
-                self.b.ins().jump(done, &[]);
-                self.b.switch_to_block(done);
+                self.store(pc, i, v1, v2, imm, rest);
                 return Some(false);
             }
             Fence => {
-                let exec =
-                    self.b
-                        .ins()
-                        .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_EXEC);
-                let f =
-                    self.b
-                        .ins()
-                        .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_FENCE);
-                let sets = self.b.ins().iconst(types::I64, imm & 0xff);
-                let sig = self.b.import_signature(self.fence_sig.clone());
-                self.b.ins().call_indirect(sig, f, &[exec, sets]);
+                self.fence(imm);
                 return Some(false);
             }
             Addi => self.b.ins().iadd_imm_s(v1, imm),
@@ -934,6 +859,112 @@ impl<'a> Gen<'a> {
                 let q = self.unsigned_div(a, b, types::I32, i.op == Remuw);
                 sx(self, q)
             }
+            // Zba / Zbb / Zbs, or what `compilable_prefix` cut off.
+            _ => self.bitmanip(i, v1, v2, imm)?,
+        };
+        self.set(i.rd, r);
+        Some(false)
+    }
+
+    /// A load's value, extended to 64 bits as the instruction says.
+    fn load(&mut self, pc: u64, i: Insn, v1: Value, imm: i64, rest: u64) -> Value {
+        use Op::*;
+        let sx = |g: &mut Gen<'_>, v: Value| g.b.ins().sextend(types::I64, v);
+        let (ty, size, signed) = match i.op {
+            Lb => (types::I8, 1, true),
+            Lh => (types::I16, 2, true),
+            Lw => (types::I32, 4, true),
+            Ld => (types::I64, 8, false),
+            Lbu => (types::I8, 1, false),
+            Lhu => (types::I16, 2, false),
+            _ => (types::I32, 4, false),
+        };
+        let addr = self.b.ins().iadd_imm_s(v1, imm);
+        let p = self.host_address(addr, size, pc, rest);
+        let v = self.b.ins().load(ty, MemFlagsData::trusted(), p, 0);
+        if ty == types::I64 {
+            v
+        } else if signed {
+            sx(self, v)
+        } else {
+            self.b.ins().uextend(types::I64, v)
+        }
+    }
+
+    /// A fence: the bus's fence hook, with the predecessor and successor sets of `imm`.
+    fn fence(&mut self, imm: i64) {
+        let exec = self
+            .b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_EXEC);
+        let f = self
+            .b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_FENCE);
+        let sets = self.b.ins().iconst(types::I64, imm & 0xff);
+        let sig = self.b.import_signature(self.fence_sig.clone());
+        self.b.ins().call_indirect(sig, f, &[exec, sets]);
+    }
+
+    /// A store: inline when naturally aligned in a region that takes stores inline (its store
+    /// length covers it); else the interpreter's store path, leaving the block when that says
+    /// so.
+    fn store(&mut self, pc: u64, i: Insn, v1: Value, v2: Value, imm: i64, rest: u64) {
+        use Op::*;
+        let next = pc.wrapping_add(u64::from(i.len));
+        let size = match i.op {
+            Sb => 1,
+            Sh => 2,
+            Sw => 4,
+            _ => 8,
+        };
+        let addr = self.b.ins().iadd_imm_s(v1, imm);
+        let fl = MemFlagsData::trusted();
+        let slow = self.b.create_block();
+        let done = self.b.create_block();
+        let p = self.region_address(addr, size, RegionLen::Store, slow);
+        // A plain aligned store: what the interpreter's relaxed atomic store is.
+        match size {
+            1 => self.b.ins().istore8(fl, v2, p, 0),
+            2 => self.b.ins().istore16(fl, v2, p, 0),
+            4 => self.b.ins().istore32(fl, v2, p, 0),
+            _ => self.b.ins().store(fl, v2, p, 0),
+        };
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(slow);
+        let exec = self
+            .b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_EXEC);
+        let f = self
+            .b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_STORE);
+        let size = self.b.ins().iconst(types::I64, size);
+        let sig = self.b.import_signature(self.store_sig.clone());
+        let call = self.b.ins().call_indirect(sig, f, &[exec, addr, v2, size]);
+        let res = self.b.inst_results(call)[0];
+        // 0: go on; 1: leave after the store (decoded code dropped); 2: leave before.
+        let ok = self.b.create_block();
+        let not_ok = self.b.create_block();
+        self.b.ins().brif(res, not_ok, &[], ok, &[]);
+        self.b.switch_to_block(not_ok);
+        let before = self.bail(pc, rest);
+        let after = self.exit_block(next, EXIT_GO_ON, rest - 1);
+        let stored = self.b.ins().icmp_imm_s(IntCC::Equal, res, 1);
+        self.b.ins().brif(stored, after, &[], before, &[]);
+        self.b.switch_to_block(ok);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+    }
+
+    /// The value of a bit-manipulation instruction (Zba, Zbb, Zbs); `None` for one the JIT
+    /// does not compile (`compilable_prefix` cuts those off before).
+    fn bitmanip(&mut self, i: Insn, v1: Value, v2: Value, imm: i64) -> Option<Value> {
+        use Op::*;
+        let w = |g: &mut Gen<'_>, v: Value| g.b.ins().ireduce(types::I32, v);
+        let sx = |g: &mut Gen<'_>, v: Value| g.b.ins().sextend(types::I64, v);
+        Some(match i.op {
             Andn => self.b.ins().band_not(v1, v2),
             Orn => self.b.ins().bor_not(v1, v2),
             Xnor => self.b.ins().bxor_not(v1, v2),
@@ -982,11 +1013,8 @@ impl<'a> Gen<'a> {
                 let sh = self.b.ins().iconst(types::I64, imm & 63);
                 self.bit_op(i.op, v1, sh, bit)
             }
-            // Everything else was cut off by `compilable_prefix`.
             _ => return None,
-        };
-        self.set(i.rd, r);
-        Some(false)
+        })
     }
 
     fn bit_op(&mut self, op: Op, v1: Value, sh: Value, bit: Value) -> Value {
