@@ -291,6 +291,110 @@ fn imm_j(raw: u32) -> i32 {
     sext(v, 21)
 }
 
+/// OP (0x33): RV64I, M and the bit-manipulation register forms, by funct7 and funct3.
+fn op_reg(f7: u32, f3: u32) -> Option<Op> {
+    Some(match (f7, f3) {
+        (0x00, 0) => Op::Add,
+        (0x00, 1) => Op::Sll,
+        (0x00, 2) => Op::Slt,
+        (0x00, 3) => Op::Sltu,
+        (0x00, 4) => Op::Xor,
+        (0x00, 5) => Op::Srl,
+        (0x00, 6) => Op::Or,
+        (0x00, 7) => Op::And,
+        (0x20, 0) => Op::Sub,
+        (0x20, 5) => Op::Sra,
+        (0x20, 4) => Op::Xnor,
+        (0x20, 6) => Op::Orn,
+        (0x20, 7) => Op::Andn,
+        (0x01, 0) => Op::Mul,
+        (0x01, 1) => Op::Mulh,
+        (0x01, 2) => Op::Mulhsu,
+        (0x01, 3) => Op::Mulhu,
+        (0x01, 4) => Op::Div,
+        (0x01, 5) => Op::Divu,
+        (0x01, 6) => Op::Rem,
+        (0x01, 7) => Op::Remu,
+        (0x05, 4) => Op::Min,
+        (0x05, 5) => Op::Minu,
+        (0x05, 6) => Op::Max,
+        (0x05, 7) => Op::Maxu,
+        (0x30, 1) => Op::Rol,
+        (0x30, 5) => Op::Ror,
+        (0x24, 1) => Op::Bclr,
+        (0x24, 5) => Op::Bext,
+        (0x34, 1) => Op::Binv,
+        (0x14, 1) => Op::Bset,
+        (0x34, 5) => Op::Grev,
+        (0x14, 5) => Op::Gorc,
+        (0x04, 1) => Op::Shfl,
+        (0x04, 5) => Op::Unshfl,
+        (0x14, 2) => Op::XpermN,
+        (0x14, 4) => Op::XpermB,
+        (0x14, 6) => Op::XpermH,
+        (0x14, 0) => Op::XpermW,
+        (0x04, 4) => Op::Pack,
+        (0x24, 4) => Op::Packu,
+        (0x04, 7) => Op::Packh,
+        _ => return None,
+    })
+}
+
+/// OP-32 (0x3b): the word forms, by funct7 and funct3 (`zext.h` is `packw` with rs2 0).
+fn op_32(f7: u32, f3: u32, rs2: u32) -> Option<Op> {
+    Some(match (f7, f3) {
+        (0x00, 0) => Op::Addw,
+        (0x00, 1) => Op::Sllw,
+        (0x00, 5) => Op::Srlw,
+        (0x20, 0) => Op::Subw,
+        (0x20, 5) => Op::Sraw,
+        (0x01, 0) => Op::Mulw,
+        (0x01, 4) => Op::Divw,
+        (0x01, 5) => Op::Divuw,
+        (0x01, 6) => Op::Remw,
+        (0x01, 7) => Op::Remuw,
+        (0x04, 4) if rs2 == 0 => Op::ZextH,
+        (0x04, 4) => Op::Packw,
+        (0x24, 4) => Op::Packuw,
+        (0x30, 1) => Op::Rolw,
+        (0x30, 5) => Op::Rorw,
+        (0x34, 5) => Op::Grevw,
+        (0x14, 5) => Op::Gorcw,
+        (0x04, 1) => Op::Shflw,
+        (0x04, 5) => Op::Unshflw,
+        _ => return None,
+    })
+}
+
+/// AMO (0x2f): A, by width (funct3) and funct5; `lr` needs rs2 0.
+fn op_amo(f3: u32, funct5: u32, rs2: u32) -> Option<Op> {
+    Some(match (f3, funct5) {
+        (2, 0b00010) if rs2 == 0 => Op::LrW,
+        (2, 0b00011) => Op::ScW,
+        (2, 0b00001) => Op::AmoswapW,
+        (2, 0b00000) => Op::AmoaddW,
+        (2, 0b00100) => Op::AmoxorW,
+        (2, 0b01100) => Op::AmoandW,
+        (2, 0b01000) => Op::AmoorW,
+        (2, 0b10000) => Op::AmominW,
+        (2, 0b10100) => Op::AmomaxW,
+        (2, 0b11000) => Op::AmominuW,
+        (2, 0b11100) => Op::AmomaxuW,
+        (3, 0b00010) if rs2 == 0 => Op::LrD,
+        (3, 0b00011) => Op::ScD,
+        (3, 0b00001) => Op::AmoswapD,
+        (3, 0b00000) => Op::AmoaddD,
+        (3, 0b00100) => Op::AmoxorD,
+        (3, 0b01100) => Op::AmoandD,
+        (3, 0b01000) => Op::AmoorD,
+        (3, 0b10000) => Op::AmominD,
+        (3, 0b10100) => Op::AmomaxD,
+        (3, 0b11000) => Op::AmominuD,
+        (3, 0b11100) => Op::AmomaxuD,
+        _ => return None,
+    })
+}
+
 /// Decodes a 32-bit instruction (bits 1:0 == 0b11).
 pub(crate) fn decode32(raw: u32) -> Insn {
     let opcode = raw & 0x7f;
@@ -403,79 +507,8 @@ pub(crate) fn decode32(raw: u32) -> Insn {
             (5, 0b0010100, _) => sh5(Op::Gorciw),
             _ => ill,
         },
-        0x33 => {
-            let op = match (f7, f3) {
-                (0x00, 0) => Op::Add,
-                (0x00, 1) => Op::Sll,
-                (0x00, 2) => Op::Slt,
-                (0x00, 3) => Op::Sltu,
-                (0x00, 4) => Op::Xor,
-                (0x00, 5) => Op::Srl,
-                (0x00, 6) => Op::Or,
-                (0x00, 7) => Op::And,
-                (0x20, 0) => Op::Sub,
-                (0x20, 5) => Op::Sra,
-                (0x20, 4) => Op::Xnor,
-                (0x20, 6) => Op::Orn,
-                (0x20, 7) => Op::Andn,
-                (0x01, 0) => Op::Mul,
-                (0x01, 1) => Op::Mulh,
-                (0x01, 2) => Op::Mulhsu,
-                (0x01, 3) => Op::Mulhu,
-                (0x01, 4) => Op::Div,
-                (0x01, 5) => Op::Divu,
-                (0x01, 6) => Op::Rem,
-                (0x01, 7) => Op::Remu,
-                (0x05, 4) => Op::Min,
-                (0x05, 5) => Op::Minu,
-                (0x05, 6) => Op::Max,
-                (0x05, 7) => Op::Maxu,
-                (0x30, 1) => Op::Rol,
-                (0x30, 5) => Op::Ror,
-                (0x24, 1) => Op::Bclr,
-                (0x24, 5) => Op::Bext,
-                (0x34, 1) => Op::Binv,
-                (0x14, 1) => Op::Bset,
-                (0x34, 5) => Op::Grev,
-                (0x14, 5) => Op::Gorc,
-                (0x04, 1) => Op::Shfl,
-                (0x04, 5) => Op::Unshfl,
-                (0x14, 2) => Op::XpermN,
-                (0x14, 4) => Op::XpermB,
-                (0x14, 6) => Op::XpermH,
-                (0x14, 0) => Op::XpermW,
-                (0x04, 4) => Op::Pack,
-                (0x24, 4) => Op::Packu,
-                (0x04, 7) => Op::Packh,
-                _ => return ill,
-            };
-            r(op)
-        }
-        0x3b => {
-            let op = match (f7, f3) {
-                (0x00, 0) => Op::Addw,
-                (0x00, 1) => Op::Sllw,
-                (0x00, 5) => Op::Srlw,
-                (0x20, 0) => Op::Subw,
-                (0x20, 5) => Op::Sraw,
-                (0x01, 0) => Op::Mulw,
-                (0x01, 4) => Op::Divw,
-                (0x01, 5) => Op::Divuw,
-                (0x01, 6) => Op::Remw,
-                (0x01, 7) => Op::Remuw,
-                (0x04, 4) if rs2 == 0 => Op::ZextH,
-                (0x04, 4) => Op::Packw,
-                (0x24, 4) => Op::Packuw,
-                (0x30, 1) => Op::Rolw,
-                (0x30, 5) => Op::Rorw,
-                (0x34, 5) => Op::Grevw,
-                (0x14, 5) => Op::Gorcw,
-                (0x04, 1) => Op::Shflw,
-                (0x04, 5) => Op::Unshflw,
-                _ => return ill,
-            };
-            r(op)
-        }
+        0x33 => op_reg(f7, f3).map_or(ill, r),
+        0x3b => op_32(f7, f3, rs2).map_or(ill, r),
         // MISC-MEM: every FENCE variant (fence.tso, pause) orders nothing in this
         // single-issue model; FENCE.I empties the code cache.
         0x0f => match f3 {
@@ -496,35 +529,7 @@ pub(crate) fn decode32(raw: u32) -> Insn {
             },
             _ => ill,
         },
-        0x2f => {
-            let funct5 = bits(raw, 31, 27);
-            let op = match (f3, funct5) {
-                (2, 0b00010) if rs2 == 0 => Op::LrW,
-                (2, 0b00011) => Op::ScW,
-                (2, 0b00001) => Op::AmoswapW,
-                (2, 0b00000) => Op::AmoaddW,
-                (2, 0b00100) => Op::AmoxorW,
-                (2, 0b01100) => Op::AmoandW,
-                (2, 0b01000) => Op::AmoorW,
-                (2, 0b10000) => Op::AmominW,
-                (2, 0b10100) => Op::AmomaxW,
-                (2, 0b11000) => Op::AmominuW,
-                (2, 0b11100) => Op::AmomaxuW,
-                (3, 0b00010) if rs2 == 0 => Op::LrD,
-                (3, 0b00011) => Op::ScD,
-                (3, 0b00001) => Op::AmoswapD,
-                (3, 0b00000) => Op::AmoaddD,
-                (3, 0b00100) => Op::AmoxorD,
-                (3, 0b01100) => Op::AmoandD,
-                (3, 0b01000) => Op::AmoorD,
-                (3, 0b10000) => Op::AmominD,
-                (3, 0b10100) => Op::AmomaxD,
-                (3, 0b11000) => Op::AmominuD,
-                (3, 0b11100) => Op::AmomaxuD,
-                _ => return ill,
-            };
-            r(op)
-        }
+        0x2f => op_amo(f3, bits(raw, 31, 27), rs2).map_or(ill, r),
         // custom-0 (0x0b) and custom-1 (0x2b) carry NVIDIA's DPA extensions (xfenceheap's
         // `fence.heap`, xnvcc's `cinva`, xrpfxp's `fxprcp` / `fxppw2` / `fxplog2`). Their
         // encodings are not public (only the mnemonics are: DOCA `dpaintrin.h` and
@@ -532,6 +537,20 @@ pub(crate) fn decode32(raw: u32) -> Insn {
         // carrying the encoding rather than being guessed.
         _ => ill,
     }
+}
+
+/// The register-register operations of quadrant 1 (C.SUB, C.XOR, C.OR, C.AND, C.SUBW, C.ADDW),
+/// by bit 12 and bits 6:5; the rest is reserved (Zcb's space, not supported).
+fn c_arith(b12: u32, b65: u32) -> Option<Op> {
+    Some(match (b12, b65) {
+        (0, 0b00) => Op::Sub,
+        (0, 0b01) => Op::Xor,
+        (0, 0b10) => Op::Or,
+        (0, 0b11) => Op::And,
+        (1, 0b00) => Op::Subw,
+        (1, 0b01) => Op::Addw,
+        _ => return None,
+    })
 }
 
 /// Decodes a 16-bit compressed instruction (bits 1:0 != 0b11) into its 32-bit operation.
@@ -616,16 +635,7 @@ pub(crate) fn decode16(c: u16) -> Insn {
             0b01 => n(Op::Srai, r_hi, r_hi, 0, shamt as i32),
             0b10 => n(Op::Andi, r_hi, r_hi, 0, imm6),
             _ => {
-                let op = match (bits(c, 12, 12), bits(c, 6, 5)) {
-                    (0, 0b00) => Op::Sub,
-                    (0, 0b01) => Op::Xor,
-                    (0, 0b10) => Op::Or,
-                    (0, 0b11) => Op::And,
-                    (1, 0b00) => Op::Subw,
-                    (1, 0b01) => Op::Addw,
-                    _ => return ill, // reserved (Zcb space, not supported)
-                };
-                n(op, r_hi, r_hi, r_lo, 0)
+                c_arith(bits(c, 12, 12), bits(c, 6, 5)).map_or(ill, |op| n(op, r_hi, r_hi, r_lo, 0))
             }
         },
         (1, 0b101) => {
