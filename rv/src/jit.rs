@@ -891,16 +891,17 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// A word of the context the compiled code runs with (`OFF_*`).
+    fn ctx_word(&mut self, off: i32) -> Value {
+        self.b
+            .ins()
+            .load(types::I64, MemFlagsData::trusted(), self.ctxp, off)
+    }
+
     /// A fence: the bus's fence hook, with the predecessor and successor sets of `imm`.
     fn fence(&mut self, imm: i64) {
-        let exec = self
-            .b
-            .ins()
-            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_EXEC);
-        let f = self
-            .b
-            .ins()
-            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_FENCE);
+        let exec = self.ctx_word(OFF_EXEC);
+        let f = self.ctx_word(OFF_FENCE);
         let sets = self.b.ins().iconst(types::I64, imm & 0xff);
         let sig = self.b.import_signature(self.fence_sig.clone());
         self.b.ins().call_indirect(sig, f, &[exec, sets]);
@@ -932,14 +933,8 @@ impl<'a> Gen<'a> {
         };
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(slow);
-        let exec = self
-            .b
-            .ins()
-            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_EXEC);
-        let f = self
-            .b
-            .ins()
-            .load(types::I64, MemFlagsData::trusted(), self.ctxp, OFF_STORE);
+        let exec = self.ctx_word(OFF_EXEC);
+        let f = self.ctx_word(OFF_STORE);
         let size = self.b.ins().iconst(types::I64, size);
         let sig = self.b.import_signature(self.store_sig.clone());
         let call = self.b.ins().call_indirect(sig, f, &[exec, addr, v2, size]);
