@@ -13,7 +13,7 @@ samples=$doca/doca-dpu-repo-ubuntu2204-local/flexio-samples_24.01.2011_all.deb_d
 apps=$doca/doca-dpu-repo-ubuntu2204-local/doca-apps-dev_2.6.0058-1_arm64.deb_dir/opt/mellanox/doca/applications
 [ -d "$samples" ] || { echo "check.sh: no FlexIO samples under $doca" >&2; exit 2; }
 
-(cd "$root" && cargo build -q --release -p mlx5-dpa-tools) || exit 2
+(cd "$root" && cargo build -q --release -p mlx5-dpa-tools -p mlx5-sim-preload) || exit 2
 tool=$root/target/release/mlx5-dpa
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -77,6 +77,37 @@ models_check() {
 }
 step "run flexio_rpc from the two-model host program" models_check
 grep '^app' "$out/log" 2>/dev/null | sed 's/^/      /'
+
+# The RPC sample's two halves, both unmodified, as its build makes them: the device half by
+# NVIDIA's doca_build_dpacc.sh, which runs /opt/mellanox/doca/tools/dpacc (this project's,
+# put there by tools/install-dpacc.sh: needs the right to write there), the host half by gcc
+# with `-DDEV_APP_NAME` and the flags `pkg-config libflexio` gives (flexio/install.sh); run
+# under `mlx5-dpa run` (as root, for its namespace).
+dpacc=/opt/mellanox/doca/tools/dpacc
+host_setup() {
+	PROFILE=release "$root/flexio/install.sh" "$out/prefix" &&
+		MLX5_DPA="$tool" "$root/tools/install-dpacc.sh" "$dpacc"
+}
+step "install libflexio and dpacc ($dpacc)" host_setup
+rpc_host() {
+	(cd "$out" && bash "$samples/doca_build_dpacc.sh" --application --app_name flexio_rpc_dev \
+		--srcs "$samples/flexio_rpc/dev/flexio_rpc_dev.c" --dpacc_build_dir "$out/dpacc" \
+		--external_cc_options -Wall --hostcc_args -Wall) &&
+		gcc -Wall -DDEV_APP_NAME=flexio_rpc_dev -o "$out/flexio_rpc" \
+			"$samples/flexio_rpc/host/flexio_rpc.c" "$out/dpacc/flexio_rpc_dev.a" \
+			$(PKG_CONFIG_PATH="$out/prefix/lib/pkgconfig" pkg-config --cflags --libs libflexio) \
+			-Wl,-rpath,"$out/prefix/lib"
+}
+step "build flexio_rpc, host and device halves (doca_build_dpacc.sh, gcc)" rpc_host
+rpc_run() {
+	"$tool" run -- "$out/flexio_rpc" mlx5_0 44 55 | tee "$out/rpc_host.txt" &&
+		grep -qx "Welcome to 'Flex IO RPC' sample" "$out/rpc_host.txt" &&
+		grep -qx "Calculate: 44 + 55 = 99" "$out/rpc_host.txt" &&
+		grep -qx "Result: 99" "$out/rpc_host.txt" &&
+		grep -qx "Flex IO RPC sample is done" "$out/rpc_host.txt"
+}
+step "run flexio_rpc mlx5_0 44 55 (mlx5-dpa run)" rpc_run
+sed 's/^/      /' "$out/rpc_host.txt" 2>/dev/null
 
 # DOCA DPA 2.6's kernel-launch samples: their device sources built unmodified, run by this
 # project's host side of each sample (`demo doca-dpa NAME --app-elf`), with the samples' own

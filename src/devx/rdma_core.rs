@@ -584,33 +584,11 @@ impl RdmaCoreDevx {
                 }
                 continue;
             }
-            let mut attr = Mlx5dvContextAttr {
-                flags: MLX5DV_CONTEXT_FLAGS_DEVX,
-                comp_mask: 0,
-                fds: ptr::null_mut(),
-            };
-            // SAFETY: `dev` is a listed mlx5 device and `attr` a valid attribute structure; the
-            // context keeps its own reference to the device, so the list may be freed after.
-            let ctx = unsafe { (lib.open_device)(*dev, &mut attr) };
-            match CPtr::new(ctx) {
-                Some(ctx) => {
-                    return Ok(Arc::new(RdmaCoreDevx {
-                        ctx: Arc::new(Ctx {
-                            lib,
-                            ctx,
-                            name: dev_name.clone(),
-                            next_handle: AtomicU64::new(1),
-                            objs: Mutex::new(HashMap::new()),
-                            umems: Mutex::new(HashMap::new()),
-                            uars: Mutex::new(HashMap::new()),
-                        }),
-                    }))
-                }
-                None => {
-                    let err = DevxError::Os {
-                        op: "mlx5dv_open_device",
-                        errno: Errno::last(),
-                    };
+            // SAFETY: `dev` is a listed mlx5 device; the context keeps its own reference to
+            // the device, so the list may be freed after.
+            match unsafe { Self::open_devx(lib, *dev, dev_name) } {
+                Ok(d) => return Ok(d),
+                Err(err) => {
                     if name.is_some() {
                         return Err(err);
                     }
@@ -633,6 +611,83 @@ impl RdmaCoreDevx {
                 searched: "rdma-core ibv_get_device_list".into(),
             }),
         }
+    }
+
+    /// Opens a DevX context of its own on the device of `ibv_ctx`, a context the caller
+    /// opened (FlexIO's `flexio_process_create` takes one from `ibv_open_device`, which is not
+    /// a DevX context). The caller's context stays the caller's: it is neither used nor closed
+    /// here.
+    ///
+    /// # Errors
+    /// [`DevxError::Unsupported`] when the libraries are missing or the device is not an
+    /// mlx5 device; [`DevxError::Os`] when `mlx5dv_open_device` fails.
+    ///
+    /// # Safety
+    /// `ibv_ctx` is a live `struct ibv_context *` of the libibverbs this process has loaded.
+    pub unsafe fn open_on(ibv_ctx: *mut c_void) -> Result<Arc<RdmaCoreDevx>, DevxError> {
+        let lib = Lib::get().map_err(DevxError::Unsupported)?;
+        if ibv_ctx.is_null() {
+            return Err(DevxError::Unsupported("no ibv_context".into()));
+        }
+        // SAFETY: `struct ibv_context` begins with `struct ibv_device *device` (verbs.h, a
+        // stable ABI); the caller vouches for the context.
+        let dev = unsafe { *ibv_ctx.cast::<*mut IbvDevice>() };
+        if dev.is_null() {
+            return Err(DevxError::Unsupported(
+                "ibv_context without a device".into(),
+            ));
+        }
+        // SAFETY: `dev` is the live device of a live context.
+        if !unsafe { (lib.is_supported)(dev) } {
+            return Err(DevxError::Unsupported(
+                "the ibv_context is not on an mlx5 device".into(),
+            ));
+        }
+        // SAFETY: as above; the name is a NUL-terminated string the device owns.
+        let cname = unsafe { (lib.get_device_name)(dev) };
+        let name = if cname.is_null() {
+            String::new()
+        } else {
+            // SAFETY: non-NULL name of a live device, NUL-terminated.
+            unsafe { CStr::from_ptr(cname) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        // SAFETY: `dev` is a live mlx5 device.
+        unsafe { Self::open_devx(lib, dev, &name) }
+    }
+
+    /// `mlx5dv_open_device` with DevX on `dev`.
+    ///
+    /// # Safety
+    /// `dev` is a live `struct ibv_device *` of `lib`.
+    unsafe fn open_devx(
+        lib: &'static Lib,
+        dev: *mut IbvDevice,
+        name: &str,
+    ) -> Result<Arc<RdmaCoreDevx>, DevxError> {
+        let mut attr = Mlx5dvContextAttr {
+            flags: MLX5DV_CONTEXT_FLAGS_DEVX,
+            comp_mask: 0,
+            fds: ptr::null_mut(),
+        };
+        // SAFETY: `dev` is live (the caller's contract) and `attr` a valid attribute structure.
+        let ctx = unsafe { (lib.open_device)(dev, &mut attr) };
+        let ctx = CPtr::new(ctx).ok_or_else(|| DevxError::Os {
+            op: "mlx5dv_open_device",
+            errno: Errno::last(),
+        })?;
+        Ok(Arc::new(RdmaCoreDevx {
+            ctx: Arc::new(Ctx {
+                lib,
+                ctx,
+                name: name.to_owned(),
+                next_handle: AtomicU64::new(1),
+                objs: Mutex::new(HashMap::new()),
+                umems: Mutex::new(HashMap::new()),
+                uars: Mutex::new(HashMap::new()),
+            }),
+        }))
     }
 
     /// The rdma-core device name (e.g. `mlx5_0`).

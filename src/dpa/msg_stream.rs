@@ -713,6 +713,27 @@ impl MsgStream {
         self.level
     }
 
+    /// Changes the stream's level (FlexIO `flexio_msg_stream_level_set`). The device reads the
+    /// level from the stream's context at each message, so a message already filtered or sent
+    /// stays so.
+    ///
+    /// # Errors
+    /// [`DpaError::BadArgs`] for [`MsgLevel::AlwaysPrint`], which is a message's level, not a
+    /// stream's (FlexIO refuses it too); a copy failure.
+    pub fn set_level(&mut self, level: MsgLevel) -> Result<(), DpaError> {
+        if level == MsgLevel::AlwaysPrint {
+            return Err(DpaError::BadArgs(
+                "ALWAYS_PRINT is a message level, not a stream level".into(),
+            ));
+        }
+        let raw = u32::from(level.as_raw()).to_le_bytes();
+        self.process
+            .copy_to_dev(self.ctx.daddr() + ctx::LEVEL as u64, &raw)
+            .step("writing the stream's level")?;
+        self.level = level;
+        Ok(())
+    }
+
     /// The delivery mode.
     pub fn sync_mode(&self) -> SyncMode {
         self.sync_mode

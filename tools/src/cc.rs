@@ -271,6 +271,13 @@ pub struct CcArgs {
     /// Print each compiler command before running it.
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// More compiler options, after the tool's own (`mlx5-dpa dpacc`'s `--devicecc-options`).
+    #[arg(skip)]
+    pub extra_cflags: Vec<String>,
+    /// More linker options, after the objects (`mlx5-dpa dpacc`'s `--device-libs` and
+    /// `--devicelink-options`).
+    #[arg(skip)]
+    pub extra_ldflags: Vec<String>,
 }
 
 /// Why `mlx5-dpa cc` failed.
@@ -385,6 +392,49 @@ fn available(prog: &Path) -> bool {
 
 /// Runs `mlx5-dpa cc`.
 pub fn run(a: &CcArgs) -> Result<(), CcError> {
+    let Setup {
+        cc,
+        tmp,
+        sources,
+        includes,
+    } = setup(a)?;
+    check_args(a)?;
+    let signer = read_signer(a)?;
+    let objcopy = find_objcopy(a)?;
+    let sections = build_copies(a, &cc, &tmp, &sources, &includes)?;
+    // The signature of the (one) build: a section pair when packaged, OUT.sig otherwise.
+    let sig_sections = match signer {
+        Some(sign) => sign_build(a, &tmp, &sections, sign)?,
+        None => Vec::new(),
+    };
+    if let (Some(host), Some(objcopy)) = (&a.package_into, objcopy) {
+        let mut cmd = Command::new(&objcopy);
+        // objcopy places each added section before the ones added after it: name them newest
+        // model first so that the host lists them oldest first.
+        for (section, device) in sections.iter().rev() {
+            cmd.arg("--add-section")
+                .arg(format!("{section}={}", device.display()));
+        }
+        for (section, file) in &sig_sections {
+            cmd.arg("--add-section")
+                .arg(format!("{section}={}", file.display()));
+        }
+        cmd.arg(host).arg(&a.out);
+        run_tool(cmd, "packaging (objcopy)", a.verbose)?;
+    }
+    Ok(())
+}
+
+/// What every build starts from: the compiler, a scratch directory holding the tool's
+/// headers, runtime and link scripts, and the sources and include directories made absolute.
+struct Setup {
+    cc: PathBuf,
+    tmp: Scratch,
+    sources: Vec<PathBuf>,
+    includes: Vec<PathBuf>,
+}
+
+fn setup(a: &CcArgs) -> Result<Setup, CcError> {
     let cc =
         a.cc.clone()
             .or_else(|| std::env::var_os("MLX5_DPA_CC").map(PathBuf::from))
@@ -422,32 +472,86 @@ pub fn run(a: &CcArgs) -> Result<(), CcError> {
         }
         std::fs::write(&p, text).map_err(io(&p))?;
     }
+    Ok(Setup {
+        cc,
+        tmp,
+        sources,
+        includes,
+    })
+}
 
-    check_args(a)?;
-    let signer = read_signer(a)?;
-    let objcopy = find_objcopy(a)?;
-    let sections = build_copies(a, &cc, &tmp, &sources, &includes)?;
-    // The signature of the (one) build: a section pair when packaged, OUT.sig otherwise.
-    let sig_sections = match signer {
-        Some(sign) => sign_build(a, &tmp, &sections, sign)?,
-        None => Vec::new(),
-    };
-    if let (Some(host), Some(objcopy)) = (&a.package_into, objcopy) {
-        let mut cmd = Command::new(&objcopy);
-        // objcopy places each added section before the ones added after it: name them newest
-        // model first so that the host lists them oldest first.
-        for (section, device) in sections.iter().rev() {
-            cmd.arg("--add-section")
-                .arg(format!("{section}={}", device.display()));
-        }
-        for (section, file) in &sig_sections {
-            cmd.arg("--add-section")
-                .arg(format!("{section}={}", file.display()));
-        }
-        cmd.arg(host).arg(&a.out);
-        run_tool(cmd, "packaging (objcopy)", a.verbose)?;
+/// The compiler command for `src` (relative to the scratch directory when `relative`) with
+/// the tool's flags, the model's macros, the include directories and the definitions.
+fn compile_cmd(
+    a: &CcArgs,
+    cc: &Path,
+    tmp: &Scratch,
+    includes: &[PathBuf],
+    src: &Path,
+    relative: bool,
+    model: HwModel,
+) -> Command {
+    let mut cmd = Command::new(cc);
+    cmd.current_dir(&tmp.0)
+        .args(ARCH)
+        .arg(format!("-O{}", a.opt))
+        .args(CFLAGS)
+        .args(&a.extra_cflags)
+        .args(model_defines(model))
+        .arg("-Iinclude");
+    for d in includes {
+        cmd.arg("-I").arg(d);
     }
-    Ok(())
+    for d in &a.define {
+        cmd.arg(format!("-D{d}"));
+    }
+    if !relative {
+        // The source's own directory, as a compiler searches it for "..." includes.
+        if let Some(dir) = src.parent() {
+            cmd.arg("-iquote").arg(dir);
+        }
+    }
+    cmd
+}
+
+/// The sources preprocessed as `run` compiles them (for BlueField-3), with `defines` added:
+/// `mlx5-dpa dpacc` reads the functions the device code marks for the host from them.
+///
+/// # Errors
+/// As [`run`].
+pub fn preprocess(a: &CcArgs, defines: &[String]) -> Result<Vec<(PathBuf, String)>, CcError> {
+    let Setup {
+        cc,
+        tmp,
+        sources,
+        includes,
+    } = setup(a)?;
+    sources
+        .iter()
+        .map(|src| {
+            let mut cmd = compile_cmd(a, &cc, &tmp, &includes, src, false, HwModel::Bf3);
+            cmd.args(defines.iter().map(|d| format!("-D{d}")))
+                .arg("-E")
+                .arg(src);
+            if a.verbose {
+                eprintln!("+ {cmd:?}");
+            }
+            let out = cmd
+                .output()
+                .map_err(|e| CcError::Io(format!("{}: {e}", cc.display())))?;
+            if !out.status.success() {
+                return Err(CcError::Tool {
+                    what: format!("preprocessing {}", src.display()),
+                    status: out.status.to_string(),
+                    output: String::from_utf8_lossy(&out.stderr).into_owned(),
+                });
+            }
+            Ok((
+                src.clone(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            ))
+        })
+        .collect()
 }
 
 /// Refuses the argument combinations `cc` cannot build.
@@ -519,25 +623,7 @@ fn build_copies(
     includes: &[PathBuf],
 ) -> Result<Vec<(String, PathBuf)>, CcError> {
     let compile = |src: &Path, obj: &Path, relative: bool, model: HwModel| -> Result<(), CcError> {
-        let mut cmd = Command::new(cc);
-        cmd.current_dir(&tmp.0)
-            .args(ARCH)
-            .arg(format!("-O{}", a.opt))
-            .args(CFLAGS)
-            .args(model_defines(model))
-            .arg("-Iinclude");
-        for d in includes {
-            cmd.arg("-I").arg(d);
-        }
-        for d in &a.define {
-            cmd.arg(format!("-D{d}"));
-        }
-        if !relative {
-            // The source's own directory, as a compiler searches it for "..." includes.
-            if let Some(dir) = src.parent() {
-                cmd.arg("-iquote").arg(dir);
-            }
-        }
+        let mut cmd = compile_cmd(a, cc, tmp, includes, src, relative, model);
         cmd.arg("-c").arg(src).arg("-o").arg(obj);
         run_tool(cmd, &format!("compiling {}", src.display()), a.verbose)
     };
@@ -578,7 +664,8 @@ fn build_copies(
             .arg(format!("-Wl,-T,{script}"))
             .arg("-o")
             .arg(&device)
-            .args(&objs);
+            .args(&objs)
+            .args(&a.extra_ldflags);
         run_tool(link, "linking", a.verbose)?;
         if let Some(app) = &a.app {
             let section = if labelled {

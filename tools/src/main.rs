@@ -32,6 +32,7 @@ mod coredump;
 mod demo;
 mod devices;
 mod doctor;
+mod dpacc;
 mod elf;
 mod eu;
 mod gdb;
@@ -190,6 +191,10 @@ enum Cmd {
     /// Compile and link DPA device C sources against the FlexIO-compatible headers and the
     /// device runtime (the DPACC stand-in; needs riscv64-unknown-elf-gcc).
     Cc(cc::CcArgs),
+    /// DPACC's application build (as `doca_build_dpacc.sh` runs it): the device code built as
+    /// `cc` builds it, packaged into a host library with its app and function stubs for
+    /// libflexio (docs/flexio-c.md). DPACC's own command line follows.
+    Dpacc(dpacc::DpaccArgs),
     /// The DPA's execution-unit partitions and groups (as `dpaeumgmt`): show, create,
     /// destroy; `eu batch` runs several operations in one run.
     Eu {
@@ -354,6 +359,8 @@ enum ToolError {
     #[error(transparent)]
     Cc(#[from] cc::CcError),
     #[error(transparent)]
+    Dpacc(#[from] dpacc::DpaccError),
+    #[error(transparent)]
     Ps(#[from] ps::PsError),
     #[error("{0}")]
     Run(#[from] runner::RunError),
@@ -399,7 +406,12 @@ fn main() -> ExitCode {
             if let Some(note) = model_check_note(&text) {
                 eprintln!("mlx5-dpa: {note}");
             }
-            ExitCode::FAILURE
+            // A DPACC command line this stand-in cannot read is a usage error, as clap's are.
+            if matches!(e, ToolError::Dpacc(dpacc::DpaccError::Usage(_))) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     };
     // A run Ctrl-C cut short (it finished the step in hand, released what it made and printed
@@ -479,6 +491,7 @@ fn check_globals(cli: &Cli) -> Result<(), ToolError> {
             ("coredump", rpc, rpc)
         }
         Cmd::Cc(_) => ("cc", false, false),
+        Cmd::Dpacc(_) => ("dpacc", false, false),
         Cmd::Ps { .. } => ("ps", false, false),
         Cmd::Run(_) => ("run", true, false),
         Cmd::Completions { .. } => ("completions", false, false),
@@ -577,6 +590,7 @@ fn run(cli: &Cli) -> Result<ExitCode, ToolError> {
             .map_err(Into::into),
         ),
         Cmd::Cc(args) => done(cc::run(args).map_err(Into::into)),
+        Cmd::Dpacc(args) => done(dpacc::run(args).map_err(Into::into)),
         Cmd::Ps { connect } => {
             print!("{}", ps::remote_table(connect)?);
             Ok(ExitCode::SUCCESS)

@@ -33,30 +33,34 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Builds the preloaded library with cargo (a no-op when it is up to date) into this profile's
-/// target directory, and returns its path.
-fn preload() -> Result<PathBuf, String> {
+/// Builds the library of `package` with cargo (a no-op when it is up to date) into this
+/// profile's target directory, and returns the path of `file` there.
+fn build_lib(package: &str, file: &str) -> Result<PathBuf, String> {
     let exe = PathBuf::from(mlx5_dpa());
     let dir = exe.parent().ok_or("no target directory")?.to_path_buf();
     let release = dir.file_name().is_some_and(|n| n == "release");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut c = Command::new(cargo);
-    c.current_dir(repo())
-        .args(["build", "-q", "-p", "mlx5-sim-preload"]);
+    c.current_dir(repo()).args(["build", "-q", "-p", package]);
     if release {
         c.arg("--release");
     }
     let out = c.output().map_err(|e| format!("cargo: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "cargo build -p mlx5-sim-preload failed: {}",
+            "cargo build -p {package} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let p = dir.join("libmlx5_sim_preload.so");
+    let p = dir.join(file);
     p.is_file()
         .then_some(p)
-        .ok_or_else(|| "libmlx5_sim_preload.so was not built".into())
+        .ok_or_else(|| format!("{file} was not built"))
+}
+
+/// The preloaded library that puts a program on the served device.
+fn preload() -> Result<PathBuf, String> {
+    build_lib("mlx5-sim-preload", "libmlx5_sim_preload.so")
 }
 
 fn which(prog: &str) -> Option<PathBuf> {
@@ -413,6 +417,129 @@ fn example(env: &Env, name: &str, want: &str) -> Result<(), Failed> {
         &format!("example {name} says {want:?}"),
         &o,
     )
+}
+
+/// libflexio installed with flexio/install.sh under this profile's target directory, and the
+/// flags `pkg-config libflexio` gives for it (a FlexIO program is built so).
+fn install_libflexio() -> Result<(PathBuf, Vec<String>), Failed> {
+    let exe_dir = PathBuf::from(mlx5_dpa())
+        .parent()
+        .ok_or("no target directory")?
+        .to_path_buf();
+    let profile = exe_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = exe_dir.join("flexio-prefix");
+    let out = Command::new("bash")
+        .arg(repo().join("flexio/install.sh"))
+        .arg(&prefix)
+        .env("PROFILE", &profile)
+        .current_dir(repo())
+        .output()
+        .map_err(|e| format!("flexio/install.sh: {e}"))?;
+    check(out.status.success(), "flexio/install.sh", &out)?;
+    let pc = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "libflexio"])
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .map_err(|e| format!("pkg-config: {e}"))?;
+    check(
+        pc.status.success(),
+        "pkg-config --cflags --libs libflexio",
+        &pc,
+    )?;
+    let mut flags: Vec<String> = String::from_utf8_lossy(&pc.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    flags.push(format!("-Wl,-rpath,{}", prefix.join("lib").display()));
+    Ok((exe_dir, flags))
+}
+
+/// gcc with warnings as errors, building `exe` from `inputs` and `flags`.
+fn gcc(exe: &Path, inputs: &[&Path], flags: &[String]) -> Result<(), Failed> {
+    let out = Command::new("gcc")
+        .args(["-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(exe)
+        .args(inputs)
+        .args(flags)
+        .output()
+        .map_err(|e| format!("gcc: {e}"))?;
+    check(
+        out.status.success(),
+        &format!("gcc builds {}", exe.display()),
+        &out,
+    )
+}
+
+/// A C program of the libflexio API (flexio/tests/c/api.c), built as a FlexIO program is:
+/// the library installed with flexio/install.sh, the flags from `pkg-config libflexio`, gcc.
+/// It runs on the served device and covers every API group the library has, and the checks
+/// every entry point makes.
+fn flexio_c_api(env: &Env) -> Result<(), Failed> {
+    let (dir, flags) = install_libflexio()?;
+    let exe = dir.join("flexio_c_api");
+    gcc(&exe, &[&repo().join("flexio/tests/c/api.c")], &flags)?;
+    let elf = repo().join("fw-blobs/bin/rpc_calc.elf");
+    let o = env.run(
+        &Runner::single(),
+        &[&exe.display().to_string(), &elf.display().to_string()],
+    )?;
+    check(o.status.success(), "the libflexio C test", &o)?;
+    for want in [
+        "Calculate: 44 + 55 = 99",
+        "Result: 99",
+        "calls: 4 of 4 returned what they should",
+        "flexio C API: all checks passed",
+    ] {
+        check(text(&o).contains(want), &format!("it says {want:?}"), &o)?;
+    }
+    Ok(())
+}
+
+/// DPACC's application build by `mlx5-dpa dpacc` (with the command line
+/// `doca_build_dpacc.sh` gives it), and a host program that uses only what that library
+/// defines (flexio/tests/c/dpacc_host.c, `-DDEV_APP_NAME`), as NVIDIA's samples are built.
+fn flexio_dpacc(env: &Env) -> Result<(), Failed> {
+    let (dir, flags) = install_libflexio()?;
+    let lib = dir.join("rpc_calc_app.a");
+    let out = Command::new(mlx5_dpa())
+        .arg("dpacc")
+        .arg(repo().join("fw-blobs/src/rpc_calc.c"))
+        .arg("-o")
+        .arg(&lib)
+        .arg("-hostcc=gcc")
+        .arg("--devicecc-options=-I.,-Wall")
+        .arg("--devicelink-options=-ldpa")
+        .arg("-hostcc-options=-fPIC ,-Wall,-Werror,")
+        .arg("--app-name=rpc_calc_app")
+        .output()
+        .map_err(|e| format!("mlx5-dpa dpacc: {e}"))?;
+    check(out.status.success(), "mlx5-dpa dpacc", &out)?;
+    let exe = dir.join("flexio_dpacc_host");
+    let mut f = vec!["-DDEV_APP_NAME=rpc_calc_app".to_string()];
+    f.extend(flags);
+    gcc(
+        &exe,
+        &[&repo().join("flexio/tests/c/dpacc_host.c"), &lib],
+        &f,
+    )?;
+    let o = env.run(&Runner::single(), &[&exe.display().to_string()])?;
+    check(
+        o.status.success(),
+        "the host program over dpacc's library",
+        &o,
+    )?;
+    for want in [
+        "application rpc_calc_app",
+        "Calculate: 44 + 55 = 99",
+        "Result: 99, digits 87654321, echo 0x5a5a5a5a",
+        "dpacc host program: done",
+    ] {
+        check(text(&o).contains(want), &format!("it says {want:?}"), &o)?;
+    }
+    Ok(())
 }
 
 fn rc_capture(env: &Env) -> Result<(), Failed> {
@@ -814,6 +941,22 @@ fn main() {
         );
     }
     add("runner_killed", &["sh", "sleep"], Box::new(runner_killed));
+    add(
+        "flexio_c_api",
+        &["gcc", "pkg-config", "/usr/include/infiniband/verbs.h"],
+        Box::new(flexio_c_api),
+    );
+    add(
+        "flexio_dpacc",
+        &[
+            "gcc",
+            "ar",
+            "pkg-config",
+            "riscv64-unknown-elf-gcc",
+            "/usr/include/infiniband/verbs.h",
+        ],
+        Box::new(flexio_dpacc),
+    );
     let pyverbs_module = "/usr/lib/python3/dist-packages/pyverbs/__init__.py";
     add(
         "ud_qkey_grh_and_mtu",

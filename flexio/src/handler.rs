@@ -1,0 +1,238 @@
+//! Event handlers (a DPA thread running a device function on each activation) and outboxes.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mlx5_dpa::dpa::outbox::Outbox;
+use mlx5_dpa::dpa::thread::{Affinity, EventHandler, EventHandlerAttr};
+
+use crate::handle::Table;
+use crate::process::{proc, FlexioProcess, Proc};
+use crate::{entry, getter, put, Failure, FlexioStatus, Result};
+
+/// `struct flexio_affinity`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct FlexioAffinity {
+    pub type_: u32,
+    pub id: u32,
+}
+
+pub const FLEXIO_AFFINITY_NONE: u32 = 0;
+pub const FLEXIO_AFFINITY_STRICT: u32 = 1;
+pub const FLEXIO_AFFINITY_GROUP: u32 = 2;
+
+/// `struct flexio_event_handler_attr`.
+#[repr(C)]
+pub struct FlexioEventHandlerAttr {
+    pub host_stub_func: *const std::ffi::c_void,
+    pub continuable: i32,
+    pub arg: u64,
+    pub thread_local_storage_daddr: u64,
+    pub affinity: FlexioAffinity,
+}
+
+/// `struct flexio_event_handler` (opaque to C).
+pub struct FlexioEventHandler {
+    _private: [u8; 0],
+}
+
+/// `struct flexio_outbox_attr`.
+#[repr(C)]
+pub struct FlexioOutboxAttr {
+    pub uar: *mut std::ffi::c_void,
+    pub en_pcc: u32,
+}
+
+/// `struct flexio_outbox` (opaque to C).
+pub struct FlexioOutbox {
+    _private: [u8; 0],
+}
+
+/// A handler with its process (kept alive while the handler lives).
+pub(crate) struct Handler {
+    handler: Mutex<Option<EventHandler>>,
+    id: u32,
+    _process: Arc<Proc>,
+}
+
+static HANDLERS: Table<Handler> = Table::new("flexio_event_handler");
+
+struct OutboxObj {
+    outbox: Mutex<Option<Outbox>>,
+    id: u32,
+    _process: Arc<Proc>,
+}
+
+static OUTBOXES: Table<OutboxObj> = Table::new("flexio_outbox");
+
+fn affinity(a: FlexioAffinity) -> Result<Affinity> {
+    let id = || {
+        u16::try_from(a.id).map_err(|_| Failure::new(format!("affinity id {} is too large", a.id)))
+    };
+    match a.type_ {
+        FLEXIO_AFFINITY_NONE => Ok(Affinity::None),
+        FLEXIO_AFFINITY_STRICT => Ok(Affinity::Strict(id()?)),
+        FLEXIO_AFFINITY_GROUP => Ok(Affinity::Group(id()?)),
+        t => Err(Failure::new(format!("affinity type {t} is unknown"))),
+    }
+}
+
+/// Creates an event handler running the registered function `host_stub_func` (FlexIO
+/// `flexio_event_handler_create`).
+///
+/// # Safety
+/// `fattr` is NULL or valid; `event_handler_ptr` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_event_handler_create(
+    process: *mut FlexioProcess,
+    fattr: *mut FlexioEventHandlerAttr,
+    event_handler_ptr: *mut *mut FlexioEventHandler,
+) -> FlexioStatus {
+    entry("flexio_event_handler_create", || {
+        let p = proc(process)?;
+        // SAFETY: NULL or valid (the caller's contract).
+        let a = unsafe { fattr.as_ref() }.ok_or_else(|| Failure::new("fattr is NULL"))?;
+        if event_handler_ptr.is_null() {
+            return Err(Failure::new("event_handler_ptr is NULL"));
+        }
+        let f = p.app.func(a.host_stub_func)?;
+        let attr = EventHandlerAttr {
+            entry: f.name,
+            arg: a.arg,
+            thread_local_storage_daddr: a.thread_local_storage_daddr,
+            affinity: affinity(a.affinity)?,
+            continuable: a.continuable != 0,
+            ..EventHandlerAttr::default()
+        };
+        let h = p.process.event_handler(&attr)?;
+        let id = h.id();
+        let handle = HANDLERS.insert(Handler {
+            handler: Mutex::new(Some(h)),
+            id,
+            _process: p,
+        });
+        // SAFETY: checked non-NULL; writable.
+        unsafe { put(event_handler_ptr, handle, "event_handler_ptr") }
+    })
+}
+
+/// Destroys an event handler (FlexIO `flexio_event_handler_destroy`).
+///
+/// # Safety
+/// `event_handler` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_event_handler_destroy(
+    event_handler: *mut FlexioEventHandler,
+) -> FlexioStatus {
+    entry("flexio_event_handler_destroy", || {
+        let h = HANDLERS.remove(event_handler)?;
+        let taken = h
+            .handler
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match taken {
+            Some(t) => Ok(t.destroy()?),
+            None => Ok(()),
+        }
+    })
+}
+
+/// Runs the handler once with `user_arg` (FlexIO `flexio_event_handler_run`).
+///
+/// # Safety
+/// `event_handler` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_event_handler_run(
+    event_handler: *mut FlexioEventHandler,
+    user_arg: u64,
+) -> FlexioStatus {
+    entry("flexio_event_handler_run", || {
+        let h = HANDLERS.get(event_handler)?;
+        let g = h.handler.lock().unwrap_or_else(PoisonError::into_inner);
+        let t = g
+            .as_ref()
+            .ok_or_else(|| Failure::new("the event handler is destroyed"))?;
+        Ok(t.run(user_arg)?)
+    })
+}
+
+/// The DPA_THREAD object id of the handler's thread, what a CQ names, `u32::MAX` for a bad
+/// handle (FlexIO `flexio_event_handler_get_obj_id`).
+///
+/// # Safety
+/// `event_handler` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_event_handler_get_obj_id(
+    event_handler: *mut FlexioEventHandler,
+) -> u32 {
+    getter("flexio_event_handler_get_obj_id", u32::MAX, || {
+        Ok(HANDLERS.get(event_handler)?.id)
+    })
+}
+
+/// Creates an outbox of the process over the process's UAR (FlexIO `flexio_outbox_create`;
+/// the attribute's `uar` is not used, as FlexIO documents; PCC outboxes are not supported).
+///
+/// # Safety
+/// `fattr` is NULL or valid; `outbox` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_outbox_create(
+    process: *mut FlexioProcess,
+    fattr: *mut FlexioOutboxAttr,
+    outbox: *mut *mut FlexioOutbox,
+) -> FlexioStatus {
+    entry("flexio_outbox_create", || {
+        let p = proc(process)?;
+        // SAFETY: NULL or valid (the caller's contract).
+        if let Some(a) = unsafe { fattr.as_ref() } {
+            if a.en_pcc != 0 {
+                return Err(Failure::new("PCC outboxes (en_pcc) are not supported"));
+            }
+        }
+        if outbox.is_null() {
+            return Err(Failure::new("outbox is NULL"));
+        }
+        let o = p.process.outbox(p.process.uar())?;
+        let id = o.id();
+        let h = OUTBOXES.insert(OutboxObj {
+            outbox: Mutex::new(Some(o)),
+            id,
+            _process: p,
+        });
+        // SAFETY: checked non-NULL; writable.
+        unsafe { put(outbox, h, "outbox") }
+    })
+}
+
+/// Destroys an outbox (FlexIO `flexio_outbox_destroy`).
+///
+/// # Safety
+/// `outbox` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_outbox_destroy(outbox: *mut FlexioOutbox) -> FlexioStatus {
+    entry("flexio_outbox_destroy", || {
+        let o = OUTBOXES.remove(outbox)?;
+        let taken = o
+            .outbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match taken {
+            Some(t) => Ok(t.destroy()?),
+            None => Ok(()),
+        }
+    })
+}
+
+/// The outbox's DPA_OUTBOX object id, `u32::MAX` for a bad handle (FlexIO
+/// `flexio_outbox_get_id`).
+///
+/// # Safety
+/// `outbox` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_outbox_get_id(outbox: *mut FlexioOutbox) -> u32 {
+    getter("flexio_outbox_get_id", u32::MAX, || {
+        Ok(OUTBOXES.get(outbox)?.id)
+    })
+}

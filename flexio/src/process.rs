@@ -1,0 +1,514 @@
+//! Processes: creation on the caller's device, calls, DPA memory, the error state and core
+//! dumps.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mlx5_dpa::devx::rdma_core::RdmaCoreDevx;
+use mlx5_dpa::devx::Devx;
+use mlx5_dpa::dpa::{DpaBuf, Process, ProcessAttr, ProcessStatus};
+
+use crate::app::{self, App, FlexioApp, MAX_ARGBUF_SIZE};
+use crate::handle::Table;
+use crate::{entry, getter, put, Failure, FlexioStatus, Result};
+
+/// `struct flexio_process_attr`.
+#[repr(C)]
+pub struct FlexioProcessAttr {
+    pub pd: *mut c_void,
+    pub en_pcc: i32,
+}
+
+/// `struct flexio_process` (opaque to C).
+pub struct FlexioProcess {
+    _private: [u8; 0],
+}
+
+/// `struct flexio_uar` (opaque to C).
+pub struct FlexioUar {
+    _private: [u8; 0],
+}
+
+/// `struct flexio_heap_mem_info`.
+#[repr(C)]
+pub struct FlexioHeapMemInfo {
+    pub base_addr: u64,
+    pub size: usize,
+    pub requested: usize,
+    pub allocated: usize,
+}
+
+/// `enum flexio_err_status`.
+pub type FlexioErrStatus = u32;
+pub const FLEXIO_DEV_NO_ERROR: FlexioErrStatus = 0;
+pub const FLEXIO_DEV_FATAL_ERROR: FlexioErrStatus = 1;
+pub const FLEXIO_DEV_USER_ERROR: FlexioErrStatus = 2;
+
+/// A process and what the C API keeps with it.
+pub(crate) struct Proc {
+    pub(crate) process: Process,
+    pub(crate) app: Arc<App>,
+    /// Buffers `flexio_buf_dev_alloc` handed out, by DPA address, until freed, with the
+    /// size asked for.
+    bufs: Mutex<HashMap<u64, (DpaBuf, usize)>>,
+    /// The handle of the process's UAR, made on first `flexio_process_get_uar`.
+    uar: Mutex<Option<usize>>,
+}
+
+pub(crate) static PROCESSES: Table<Proc> = Table::new("flexio_process");
+
+/// The UARs handed out: each a process's own page.
+pub(crate) static UARS: Table<Arc<mlx5_dpa::uar::UarPage>> = Table::new("flexio_uar");
+
+/// The process of handle `p`.
+pub(crate) fn proc(p: *const FlexioProcess) -> Result<Arc<Proc>> {
+    PROCESSES.get(p)
+}
+
+/// Creates a process running `app` on the device of `ibv_ctx` (FlexIO
+/// `flexio_process_create`). The library opens a DevX context of its own on that device;
+/// the process makes its own PD (a `pd` in the attributes is not used yet), and PCC is not
+/// supported.
+///
+/// # Safety
+/// `ibv_ctx` is NULL or a live `struct ibv_context *`; `process_attr` is NULL or valid;
+/// `process_ptr` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_process_create(
+    ibv_ctx: *mut c_void,
+    app: *mut FlexioApp,
+    process_attr: *const FlexioProcessAttr,
+    process_ptr: *mut *mut FlexioProcess,
+) -> FlexioStatus {
+    entry("flexio_process_create", || {
+        if ibv_ctx.is_null() {
+            return Err(Failure::new("ibv_ctx is NULL"));
+        }
+        if process_ptr.is_null() {
+            return Err(Failure::new("process_ptr is NULL"));
+        }
+        let app = app::app(app)?;
+        // SAFETY: NULL or valid (the caller's contract).
+        if let Some(a) = unsafe { process_attr.as_ref() } {
+            if a.en_pcc != 0 {
+                return Err(Failure::new("PCC processes (en_pcc) are not supported"));
+            }
+        }
+        // SAFETY: a live context (the caller's contract).
+        let dev = unsafe { RdmaCoreDevx::open_on(ibv_ctx) }
+            .map_err(|e| Failure::new(format!("opening DevX on the device: {e}")))?;
+        let dev: Arc<dyn Devx> = dev;
+        let process = Process::from_app(&dev, &app.device, &ProcessAttr::default())?;
+        let h = PROCESSES.insert(Proc {
+            process,
+            app,
+            bufs: Mutex::new(HashMap::new()),
+            uar: Mutex::new(None),
+        });
+        // SAFETY: checked non-NULL; writable (the caller's contract).
+        unsafe { process_ptr.write(h) };
+        Ok(())
+    })
+}
+
+/// Destroys a process; NULL is accepted (FlexIO `flexio_process_destroy`). What was made on
+/// it and is still referenced goes with its last user.
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_process_destroy(process: *mut FlexioProcess) -> FlexioStatus {
+    entry("flexio_process_destroy", || {
+        if process.is_null() {
+            return Ok(());
+        }
+        let p = PROCESSES.remove(process)?;
+        if let Some(u) = p.uar.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = UARS.remove(u as *const FlexioUar);
+        }
+        Ok(())
+    })
+}
+
+/// For the C part of `flexio_process_call`: whether `func` takes a packed argument buffer,
+/// its size and the pack function.
+///
+/// # Safety
+/// The out-pointers are valid (the C part passes its locals).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mlx5_flexio_call_info(
+    process: *mut FlexioProcess,
+    func: *const c_void,
+    pup: *mut i32,
+    argbuf_size: *mut usize,
+    pack: *mut *const c_void,
+) -> FlexioStatus {
+    entry("flexio_process_call", || {
+        let p = proc(process)?;
+        let f = p.app.func(func)?;
+        let (is_pup, size, pack_fn) = match &f.pup {
+            Some(x) if x.argbuf_size <= MAX_ARGBUF_SIZE => (1, x.argbuf_size, x.pack),
+            Some(x) => {
+                return Err(Failure::new(format!(
+                    "an argument buffer of {} bytes",
+                    x.argbuf_size
+                )))
+            }
+            None => (0, 0, std::ptr::null()),
+        };
+        // SAFETY: the C part's locals.
+        unsafe {
+            put(pup, is_pup, "pup")?;
+            put(argbuf_size, size, "argbuf_size")?;
+            put(pack, pack_fn, "pack")?;
+        }
+        Ok(())
+    })
+}
+
+/// For the C part of `flexio_process_call`: a call with the packed argument buffer.
+///
+/// # Safety
+/// `argbuf` covers `len` bytes; `ret` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mlx5_flexio_call_packed(
+    process: *mut FlexioProcess,
+    func: *const c_void,
+    argbuf: *const u8,
+    len: usize,
+    ret: *mut u64,
+) -> FlexioStatus {
+    entry("flexio_process_call", || {
+        let p = proc(process)?;
+        let f = p.app.func(func)?;
+        let unpack = f
+            .pup
+            .as_ref()
+            .map(|x| x.unpack.clone())
+            .ok_or_else(|| Failure::new("the function takes no packed arguments"))?;
+        if argbuf.is_null() {
+            return Err(Failure::new("no argument buffer"));
+        }
+        // SAFETY: `argbuf` covers `len` bytes (the C part allocated them).
+        let buf = unsafe { std::slice::from_raw_parts(argbuf, len) };
+        let r = p.process.call_packed(&f.name, &unpack, buf)?;
+        set_ret(ret, r);
+        Ok(())
+    })
+}
+
+/// For the C part of `flexio_process_call`: a call with one 64-bit argument.
+///
+/// # Safety
+/// `ret` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mlx5_flexio_call_raw(
+    process: *mut FlexioProcess,
+    func: *const c_void,
+    arg: u64,
+    ret: *mut u64,
+) -> FlexioStatus {
+    entry("flexio_process_call", || {
+        let p = proc(process)?;
+        let f = p.app.func(func)?;
+        let r = p.process.call_raw(&f.name, arg)?;
+        set_ret(ret, r);
+        Ok(())
+    })
+}
+
+fn set_ret(ret: *mut u64, r: u64) {
+    if !ret.is_null() {
+        // SAFETY: non-NULL and writable (the C caller's `func_ret`).
+        unsafe { ret.write(r) };
+    }
+}
+
+/// `flexio_process_call(process, host_func, func_ret, ...)`: the variadic entry is the C
+/// part's `mlx5_flexio_process_call` (src/call.c), reached by a jump that leaves the caller's
+/// registers and stack as they were, which a C-variadic function needs and a stable-Rust
+/// function cannot be.
+///
+/// # Safety
+/// As `flexio_process_call`'s C declaration: `process` and `host_func` are any pointers
+/// (checked), `func_ret` NULL or writable, and the arguments those the function was
+/// registered with.
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_process_call() {
+    #[cfg(target_arch = "x86_64")]
+    core::arch::naked_asm!("jmp {f}", f = sym mlx5_flexio_process_call);
+    #[cfg(target_arch = "aarch64")]
+    core::arch::naked_asm!("b {f}", f = sym mlx5_flexio_process_call);
+}
+
+unsafe extern "C" {
+    /// src/call.c.
+    fn mlx5_flexio_process_call();
+}
+
+/// The process's error state (FlexIO `flexio_err_status_get`): a fault, a watchdog or an
+/// unknown OS call is fatal, an exit the process asked for a user error. NULL, or a process
+/// whose state cannot be read, reads as fatal.
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_err_status_get(process: *mut FlexioProcess) -> FlexioErrStatus {
+    if process.is_null() {
+        return FLEXIO_DEV_NO_ERROR;
+    }
+    getter("flexio_err_status_get", FLEXIO_DEV_FATAL_ERROR, || {
+        let st = proc(process)?.process.err_status()?;
+        Ok(match st.status {
+            ProcessStatus::Ok => FLEXIO_DEV_NO_ERROR,
+            ProcessStatus::Exited(_) => FLEXIO_DEV_USER_ERROR,
+            _ => FLEXIO_DEV_FATAL_ERROR,
+        })
+    })
+}
+
+/// Writes an ELF core file of the process (FlexIO `flexio_coredump_create`): to
+/// `flexio_dev.<id>.core`, or `<outfile>.<id>.core`, where `<id>` is the process's id.
+///
+/// # Safety
+/// `outfile` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_coredump_create(
+    process: *mut FlexioProcess,
+    outfile: *const c_char,
+) -> FlexioStatus {
+    entry("flexio_coredump_create", || {
+        let p = proc(process)?;
+        let base = if outfile.is_null() {
+            "flexio_dev".to_string()
+        } else {
+            // SAFETY: non-NULL and NUL-terminated (the caller's contract).
+            unsafe { std::ffi::CStr::from_ptr(outfile) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let path = format!("{base}.{}.core", p.process.id());
+        let core = p.process.coredump()?.to_elf_core();
+        std::fs::write(&path, core).map_err(|e| Failure::new(format!("writing {path}: {e}")))
+    })
+}
+
+/// The id of the process's DPA memory (DUMEM), `u32::MAX` for a bad handle (FlexIO
+/// `flexio_process_get_dumem_id`).
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_process_get_dumem_id(process: *mut FlexioProcess) -> u32 {
+    getter("flexio_process_get_dumem_id", u32::MAX, || {
+        Ok(proc(process)?.process.dumem().0)
+    })
+}
+
+/// The process's UAR, NULL for a bad handle (FlexIO `flexio_process_get_uar`).
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_process_get_uar(process: *mut FlexioProcess) -> *mut FlexioUar {
+    getter("flexio_process_get_uar", std::ptr::null_mut(), || {
+        let p = proc(process)?;
+        let mut slot = p.uar.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = *slot
+            .get_or_insert_with(|| UARS.insert::<FlexioUar>(Arc::clone(p.process.uar())) as usize);
+        Ok(h as *mut FlexioUar)
+    })
+}
+
+/// The UAR's page id, `u32::MAX` for a bad handle (FlexIO `flexio_uar_get_id`).
+///
+/// # Safety
+/// `uar` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_uar_get_id(uar: *mut FlexioUar) -> u32 {
+    getter("flexio_uar_get_id", u32::MAX, || {
+        Ok(UARS.get(uar)?.page_id())
+    })
+}
+
+/// Allocates `buff_bsize` bytes of the process's DPA memory (FlexIO `flexio_buf_dev_alloc`);
+/// `*dest_daddr_p` is 0 on failure.
+///
+/// # Safety
+/// `dest_daddr_p` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_buf_dev_alloc(
+    process: *mut FlexioProcess,
+    buff_bsize: usize,
+    dest_daddr_p: *mut u64,
+) -> FlexioStatus {
+    if !dest_daddr_p.is_null() {
+        // SAFETY: non-NULL and writable (the caller's contract).
+        unsafe { dest_daddr_p.write(0) };
+    }
+    entry("flexio_buf_dev_alloc", || {
+        let p = proc(process)?;
+        if dest_daddr_p.is_null() {
+            return Err(Failure::new("dest_daddr_p is NULL"));
+        }
+        let daddr = alloc(&p, buff_bsize)?;
+        // SAFETY: checked non-NULL; writable.
+        unsafe { dest_daddr_p.write(daddr) };
+        Ok(())
+    })
+}
+
+fn alloc(p: &Proc, size: usize) -> Result<u64> {
+    if size == 0 {
+        return Err(Failure::new("a buffer of 0 bytes"));
+    }
+    let buf = p.process.alloc(size as u64)?;
+    let daddr = buf.daddr();
+    p.bufs
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(daddr, (buf, size));
+    Ok(daddr)
+}
+
+/// Frees a buffer of `flexio_buf_dev_alloc`; 0 is accepted (FlexIO `flexio_buf_dev_free`).
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_buf_dev_free(
+    process: *mut FlexioProcess,
+    daddr: u64,
+) -> FlexioStatus {
+    entry("flexio_buf_dev_free", || {
+        let p = proc(process)?;
+        if daddr == 0 {
+            return Ok(());
+        }
+        let freed = p
+            .bufs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&daddr);
+        freed
+            .map(drop)
+            .ok_or_else(|| Failure::new(format!("{daddr:#x} is no buffer of this process")))
+    })
+}
+
+/// The host bytes `src_haddr .. + buff_bsize` as a slice.
+///
+/// # Safety
+/// `src` is NULL or readable for `len` bytes.
+unsafe fn host_bytes<'a>(src: *const c_void, len: usize) -> Result<&'a [u8]> {
+    if src.is_null() || len == 0 {
+        return Err(Failure::new("src_haddr is NULL or buff_bsize 0"));
+    }
+    // SAFETY: readable for `len` bytes (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(src.cast::<u8>(), len) })
+}
+
+/// Copies host memory to DPA memory (FlexIO `flexio_host2dev_memcpy`).
+///
+/// # Safety
+/// `src_haddr` is NULL or readable for `buff_bsize` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_host2dev_memcpy(
+    process: *mut FlexioProcess,
+    src_haddr: *mut c_void,
+    buff_bsize: usize,
+    dest_daddr: u64,
+) -> FlexioStatus {
+    entry("flexio_host2dev_memcpy", || {
+        let p = proc(process)?;
+        // SAFETY: as the caller's contract.
+        let src = unsafe { host_bytes(src_haddr, buff_bsize) }?;
+        Ok(p.process.copy_to_dev(dest_daddr, src)?)
+    })
+}
+
+/// Sets DPA memory to the byte `value` (FlexIO `flexio_buf_dev_memset`).
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_buf_dev_memset(
+    process: *mut FlexioProcess,
+    value: i32,
+    buff_bsize: usize,
+    dest_daddr: u64,
+) -> FlexioStatus {
+    entry("flexio_buf_dev_memset", || {
+        let p = proc(process)?;
+        // As memset: the value converted to unsigned char.
+        Ok(p.process.memset(dest_daddr, value as u8, buff_bsize)?)
+    })
+}
+
+/// Allocates DPA memory and copies host memory into it (FlexIO `flexio_copy_from_host`); the
+/// caller frees it with `flexio_buf_dev_free`.
+///
+/// # Safety
+/// `src_haddr` is NULL or readable for `buff_bsize` bytes; `dest_daddr_p` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_copy_from_host(
+    process: *mut FlexioProcess,
+    src_haddr: *mut c_void,
+    buff_bsize: usize,
+    dest_daddr_p: *mut u64,
+) -> FlexioStatus {
+    entry("flexio_copy_from_host", || {
+        let p = proc(process)?;
+        // SAFETY: as the caller's contract.
+        let src = unsafe { host_bytes(src_haddr, buff_bsize) }?;
+        if dest_daddr_p.is_null() {
+            return Err(Failure::new("dest_daddr_p is NULL"));
+        }
+        let daddr = alloc(&p, buff_bsize)?;
+        if let Err(e) = p.process.copy_to_dev(daddr, src) {
+            let _ = p
+                .bufs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&daddr);
+            return Err(e.into());
+        }
+        // SAFETY: checked non-NULL; writable.
+        unsafe { dest_daddr_p.write(daddr) };
+        Ok(())
+    })
+}
+
+/// The process's DPA memory: where it starts, how large it may grow, and what the program's
+/// buffers asked for and hold (FlexIO `flexio_process_mem_info_get`).
+///
+/// # Safety
+/// `info` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_process_mem_info_get(
+    process: *const FlexioProcess,
+    info: *mut FlexioHeapMemInfo,
+) -> FlexioStatus {
+    entry("flexio_process_mem_info_get", || {
+        let p = proc(process)?;
+        // What the program asked for and what it holds after rounding, of its own buffers.
+        let (requested, allocated) = p
+            .bufs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .fold((0usize, 0usize), |(r, a), (b, size)| {
+                (r + size, a + usize::try_from(b.len()).unwrap_or(usize::MAX))
+            });
+        let v = FlexioHeapMemInfo {
+            base_addr: p.process.dumem().1,
+            size: usize::try_from(p.process.caps().process_mem_bytes).unwrap_or(usize::MAX),
+            requested,
+            allocated,
+        };
+        // SAFETY: NULL or writable.
+        unsafe { put(info, v, "info") }
+    })
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * The libflexio C API on a device: applications and functions, a process, calls with and
+ * without packed arguments, DPA memory, event handlers, outboxes, message streams and the
+ * checks every entry point makes. Built with gcc against flexio/include and run under
+ * `mlx5-dpa run` by tools/tests/real_clients.rs (flexio_c_api); it prints what it saw and
+ * exits non-zero at the first check that fails.
+ *
+ * Usage: api DEVICE_ELF (fw-blobs/bin/rpc_calc.elf)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libflexio/flexio.h>
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			printf("FAILED (line %d): ", __LINE__);            \
+			printf(__VA_ARGS__);                               \
+			printf("\n");                                      \
+			exit(1);                                           \
+		}                                                          \
+	} while (0)
+
+/* Host stubs, as DPACC would define them: their addresses name the device functions. */
+void rpc_calculate(void) {}
+void rpc_digits8(void) {}
+void calc_u32(void) {}
+
+static void pack_u64s(void *argbuf, va_list ap, int n)
+{
+	uint64_t *w = argbuf;
+
+	for (int i = 0; i < n; i++)
+		w[i] = va_arg(ap, uint64_t);
+}
+
+static void pack_two(void *argbuf, va_list ap) { pack_u64s(argbuf, ap, 2); }
+static void pack_eight(void *argbuf, va_list ap) { pack_u64s(argbuf, ap, 8); }
+
+/* Two u32 for the program's own unpack (rpc_unpack_u32_pair). */
+static void pack_u32_pair(void *argbuf, va_list ap)
+{
+	uint32_t *w = argbuf;
+
+	w[0] = va_arg(ap, uint32_t);
+	w[1] = va_arg(ap, uint32_t);
+}
+
+static void *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	void *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(n);
+	if (!buf || fread(buf, 1, n, f) != (size_t)n) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+int main(int argc, char **argv)
+{
+	struct flexio_app_attr app_attr = {0};
+	struct flexio_app *app = NULL, **list = NULL;
+	struct flexio_process *process = NULL;
+	struct flexio_msg_stream *stream = NULL;
+	flexio_msg_stream_attr_t stream_attr = {0};
+	struct flexio_event_handler_attr eh_attr = {0};
+	struct flexio_event_handler *eh = NULL;
+	struct flexio_outbox *outbox = NULL;
+	struct flexio_heap_mem_info info = {0};
+	struct ibv_device **devs;
+	struct ibv_context *ibv_ctx;
+	flexio_func_t *echo = NULL;
+	flexio_uintptr_t daddr = 0, copy = 0;
+	uint64_t ret = 0, elf_copy[4];
+	char name[FLEXIO_MAX_NAME_LEN + 1];
+	uint32_t n = 0, pup = 9;
+	size_t elf_len = 0;
+	void *elf;
+	int found = 0;
+
+	CHECK(argc == 2, "usage: %s DEVICE_ELF", argv[0]);
+	elf = read_file(argv[1], &elf_len);
+	CHECK(elf, "cannot read %s", argv[1]);
+
+	/* Applications and functions. */
+	app_attr.app_name = "rpc_calc";
+	app_attr.app_ptr = elf;
+	app_attr.app_bsize = elf_len;
+	CHECK(flexio_app_create(&app_attr, &app) == FLEXIO_STATUS_SUCCESS, "flexio_app_create");
+	free(elf); /* the library keeps its own copy */
+	CHECK(!strcmp(flexio_app_get_name(app), "rpc_calc"), "flexio_app_get_name");
+	CHECK(flexio_app_get_elf_size(app) == elf_len, "flexio_app_get_elf_size");
+	CHECK(flexio_app_get_elf(app, elf_copy, sizeof(elf_copy)) == FLEXIO_STATUS_FAILED,
+	      "flexio_app_get_elf into a buffer too small");
+	CHECK(flexio_app_get_list(&list, &n) == FLEXIO_STATUS_SUCCESS, "flexio_app_get_list");
+	for (uint32_t i = 0; i < n; i++)
+		found |= list[i] == app;
+	CHECK(found && flexio_app_list_free(list) == FLEXIO_STATUS_SUCCESS, "the app list");
+	printf("app %s: %zu bytes, %u app(s) listed\n", flexio_app_get_name(app), elf_len, n);
+
+	CHECK(flexio_func_pup_register(app, "rpc_calculate", "mlx5_dpa_rpc_unpack_u64",
+				       rpc_calculate, 16, pack_two) == FLEXIO_STATUS_SUCCESS,
+	      "register rpc_calculate");
+	CHECK(flexio_func_pup_register(app, "rpc_digits8", "mlx5_dpa_rpc_unpack_u64",
+				       rpc_digits8, 64, pack_eight) == FLEXIO_STATUS_SUCCESS,
+	      "register rpc_digits8");
+	CHECK(flexio_func_pup_register(app, "rpc_calculate", "rpc_unpack_u32_pair", calc_u32, 8,
+				       pack_u32_pair) == FLEXIO_STATUS_SUCCESS,
+	      "register rpc_calculate with the program's own unpack");
+	CHECK(flexio_func_register(app, "rpc_echo", &echo) == FLEXIO_STATUS_SUCCESS && echo,
+	      "register rpc_echo");
+	CHECK(flexio_func_register(app, "no_such_function", &echo) == FLEXIO_STATUS_FAILED,
+	      "a function the ELF lacks is refused");
+	CHECK(flexio_func_pup_register(app, "rpc_calculate", "mlx5_dpa_rpc_unpack_u64",
+				       rpc_calculate, 16, pack_two) == FLEXIO_STATUS_FAILED,
+	      "a stub registered twice is refused");
+	CHECK(flexio_func_get_register_info(app, rpc_calculate, &pup, name, NULL, sizeof(name),
+					    NULL, NULL, NULL, NULL) == FLEXIO_STATUS_SUCCESS &&
+		      pup == 1 && !strcmp(name, "rpc_calculate"),
+	      "flexio_func_get_register_info");
+
+	/* A process on the first device. */
+	devs = ibv_get_device_list(NULL);
+	CHECK(devs && devs[0], "no RDMA device");
+	ibv_ctx = ibv_open_device(devs[0]);
+	CHECK(ibv_ctx, "ibv_open_device");
+	CHECK(flexio_process_create(NULL, app, NULL, &process) == FLEXIO_STATUS_FAILED,
+	      "a NULL ibv_context is refused");
+	CHECK(flexio_process_create(ibv_ctx, app, NULL, &process) == FLEXIO_STATUS_SUCCESS,
+	      "flexio_process_create");
+	printf("process on %s, DUMEM %#x, UAR %#x\n", ibv_get_device_name(devs[0]),
+	       flexio_process_get_dumem_id(process),
+	       flexio_uar_get_id(flexio_process_get_uar(process)));
+
+	stream_attr.data_bsize = 4 << FLEXIO_MSG_DEV_LOG_DATA_CHUNK_BSIZE;
+	stream_attr.sync_mode = FLEXIO_LOG_DEV_SYNC_MODE_SYNC;
+	stream_attr.level = FLEXIO_MSG_DEV_INFO;
+	CHECK(flexio_msg_stream_create(process, &stream_attr, stdout, NULL, &stream) ==
+		      FLEXIO_STATUS_SUCCESS,
+	      "flexio_msg_stream_create");
+	CHECK(flexio_msg_stream_get_id(stream) == FLEXIO_MSG_DEV_DEFAULT_STREAM_ID,
+	      "the first stream is the default one");
+	CHECK(flexio_msg_stream_level_set(stream, FLEXIO_MSG_DEV_DEBUG) == FLEXIO_STATUS_FAILED,
+	      "the default stream's level is fixed");
+
+	/* Calls. */
+	CHECK(flexio_process_call(process, rpc_calculate, &ret, 44ul, 55ul) ==
+		      FLEXIO_STATUS_SUCCESS && ret == 99,
+	      "rpc_calculate(44, 55) gave %lu", (unsigned long)ret);
+	CHECK(flexio_msg_stream_flush(stream) == FLEXIO_STATUS_SUCCESS, "flexio_msg_stream_flush");
+	printf("Result: %lu\n", (unsigned long)ret);
+	CHECK(flexio_process_call(process, rpc_digits8, &ret, 1ul, 2ul, 3ul, 4ul, 5ul, 6ul, 7ul,
+				  8ul) == FLEXIO_STATUS_SUCCESS && ret == 12345678,
+	      "rpc_digits8(1..8) gave %lu", (unsigned long)ret);
+	CHECK(flexio_process_call(process, calc_u32, &ret, 7000u, 77u) == FLEXIO_STATUS_SUCCESS &&
+		      ret == 7077,
+	      "rpc_calculate through rpc_unpack_u32_pair gave %lu", (unsigned long)ret);
+	CHECK(flexio_process_call(process, echo, &ret, 0xfeedfaceul) == FLEXIO_STATUS_SUCCESS &&
+		      ret == 0xfeedface,
+	      "rpc_echo gave %#lx", (unsigned long)ret);
+	CHECK(flexio_process_call(process, (flexio_func_t *)main, &ret, 1ul) ==
+		      FLEXIO_STATUS_FAILED,
+	      "a stub never registered is refused");
+	CHECK(flexio_process_call((struct flexio_process *)app, rpc_calculate, &ret, 1ul, 2ul) ==
+		      FLEXIO_STATUS_FAILED,
+	      "an application is no process");
+	printf("calls: 4 of 4 returned what they should\n");
+
+	/* DPA memory. */
+	{
+		char text[100];
+
+		memset(text, 'x', sizeof(text));
+		CHECK(flexio_buf_dev_alloc(process, 4096, &daddr) == FLEXIO_STATUS_SUCCESS && daddr,
+		      "flexio_buf_dev_alloc");
+		CHECK(flexio_buf_dev_memset(process, 0, 4096, daddr) == FLEXIO_STATUS_SUCCESS,
+		      "flexio_buf_dev_memset");
+		CHECK(flexio_host2dev_memcpy(process, text, sizeof(text), daddr) ==
+			      FLEXIO_STATUS_SUCCESS,
+		      "flexio_host2dev_memcpy");
+		CHECK(flexio_copy_from_host(process, text, sizeof(text), &copy) ==
+			      FLEXIO_STATUS_SUCCESS && copy && copy != daddr,
+		      "flexio_copy_from_host");
+		CHECK(flexio_process_mem_info_get(process, &info) == FLEXIO_STATUS_SUCCESS &&
+			      info.requested == 4096 + sizeof(text) &&
+			      info.allocated >= info.requested && info.size > info.allocated,
+		      "flexio_process_mem_info_get: requested %zu, allocated %zu, size %zu",
+		      info.requested, info.allocated, info.size);
+		CHECK(flexio_buf_dev_free(process, copy) == FLEXIO_STATUS_SUCCESS &&
+			      flexio_buf_dev_free(process, copy) == FLEXIO_STATUS_FAILED,
+		      "a buffer freed twice is refused the second time");
+		CHECK(flexio_buf_dev_free(process, daddr) == FLEXIO_STATUS_SUCCESS &&
+			      flexio_buf_dev_free(process, 0) == FLEXIO_STATUS_SUCCESS,
+		      "flexio_buf_dev_free");
+		printf("memory: %zu bytes asked for, %zu held, of %zu\n", info.requested,
+		       info.allocated, info.size);
+	}
+
+	/* An event handler and an outbox. */
+	eh_attr.host_stub_func = echo;
+	eh_attr.affinity.type = FLEXIO_AFFINITY_NONE;
+	CHECK(flexio_event_handler_create(process, &eh_attr, &eh) == FLEXIO_STATUS_SUCCESS,
+	      "flexio_event_handler_create");
+	CHECK(flexio_event_handler_get_obj_id(eh) != UINT32_MAX, "flexio_event_handler_get_obj_id");
+	CHECK(flexio_outbox_create(process, NULL, &outbox) == FLEXIO_STATUS_SUCCESS,
+	      "flexio_outbox_create");
+	printf("event handler thread %#x, outbox %#x\n", flexio_event_handler_get_obj_id(eh),
+	       flexio_outbox_get_id(outbox));
+	CHECK(flexio_outbox_destroy(outbox) == FLEXIO_STATUS_SUCCESS &&
+		      flexio_outbox_destroy(outbox) == FLEXIO_STATUS_FAILED,
+	      "an outbox destroyed twice is refused the second time");
+	CHECK(flexio_event_handler_destroy(eh) == FLEXIO_STATUS_SUCCESS,
+	      "flexio_event_handler_destroy");
+
+	CHECK(flexio_err_status_get(process) == FLEXIO_DEV_NO_ERROR, "flexio_err_status_get");
+	CHECK(flexio_msg_stream_destroy(stream) == FLEXIO_STATUS_SUCCESS,
+	      "flexio_msg_stream_destroy");
+	CHECK(flexio_process_destroy(process) == FLEXIO_STATUS_SUCCESS, "flexio_process_destroy");
+	CHECK(flexio_process_destroy(process) == FLEXIO_STATUS_FAILED,
+	      "a process destroyed twice is refused the second time");
+	CHECK(flexio_process_destroy(NULL) == FLEXIO_STATUS_SUCCESS, "NULL is no process to destroy");
+	CHECK(flexio_app_destroy(app) == FLEXIO_STATUS_SUCCESS, "flexio_app_destroy");
+	ibv_close_device(ibv_ctx);
+	ibv_free_device_list(devs);
+	printf("flexio C API: all checks passed\n");
+	return 0;
+}
