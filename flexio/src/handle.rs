@@ -57,3 +57,36 @@ impl<T> Table<T> {
         self.with(|m| m.iter().map(|(k, v)| (*k, Arc::clone(v))).collect())
     }
 }
+
+/// An object a handle stands for until its destroy takes it out (a handle's last users may
+/// still hold the entry then; they find it gone).
+pub(crate) struct Slot<T> {
+    what: &'static str,
+    obj: Mutex<Option<T>>,
+}
+
+impl<T> Slot<T> {
+    pub(crate) fn new(what: &'static str, obj: T) -> Slot<T> {
+        Slot {
+            what,
+            obj: Mutex::new(Some(obj)),
+        }
+    }
+
+    /// Takes the object out, for its destroy.
+    pub(crate) fn take(&self) -> Option<T> {
+        self.obj
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Runs `f` on the object, unless it was destroyed.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> Result<R>) -> Result<R> {
+        let mut g = self.obj.lock().unwrap_or_else(PoisonError::into_inner);
+        let o = g
+            .as_mut()
+            .ok_or_else(|| Failure::new(format!("the {} is destroyed", self.what)))?;
+        f(o)
+    }
+}

@@ -1,11 +1,11 @@
 //! Event handlers (a DPA thread running a device function on each activation) and outboxes.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use mlx5_dpa::dpa::outbox::Outbox;
 use mlx5_dpa::dpa::thread::{Affinity, EventHandler, EventHandlerAttr};
 
-use crate::handle::Table;
+use crate::handle::{Slot, Table};
 use crate::process::{proc, FlexioProcess, Proc};
 use crate::{entry, getter, put, Failure, FlexioStatus, Result};
 
@@ -50,7 +50,7 @@ pub struct FlexioOutbox {
 
 /// A handler with its process (kept alive while the handler lives).
 pub(crate) struct Handler {
-    handler: Mutex<Option<EventHandler>>,
+    handler: Slot<EventHandler>,
     id: u32,
     _process: Arc<Proc>,
 }
@@ -58,7 +58,7 @@ pub(crate) struct Handler {
 static HANDLERS: Table<Handler> = Table::new("flexio_event_handler");
 
 struct OutboxObj {
-    outbox: Mutex<Option<Outbox>>,
+    outbox: Slot<Outbox>,
     id: u32,
     _process: Arc<Proc>,
 }
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn flexio_event_handler_create(
         let h = p.process.event_handler(&attr)?;
         let id = h.id();
         let handle = HANDLERS.insert(Handler {
-            handler: Mutex::new(Some(h)),
+            handler: Slot::new("event handler", h),
             id,
             _process: p,
         });
@@ -125,13 +125,7 @@ pub unsafe extern "C" fn flexio_event_handler_destroy(
     event_handler: *mut FlexioEventHandler,
 ) -> FlexioStatus {
     entry("flexio_event_handler_destroy", || {
-        let h = HANDLERS.remove(event_handler)?;
-        let taken = h
-            .handler
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        match taken {
+        match HANDLERS.remove(event_handler)?.handler.take() {
             Some(t) => Ok(t.destroy()?),
             None => Ok(()),
         }
@@ -148,12 +142,10 @@ pub unsafe extern "C" fn flexio_event_handler_run(
     user_arg: u64,
 ) -> FlexioStatus {
     entry("flexio_event_handler_run", || {
-        let h = HANDLERS.get(event_handler)?;
-        let g = h.handler.lock().unwrap_or_else(PoisonError::into_inner);
-        let t = g
-            .as_ref()
-            .ok_or_else(|| Failure::new("the event handler is destroyed"))?;
-        Ok(t.run(user_arg)?)
+        HANDLERS
+            .get(event_handler)?
+            .handler
+            .with(|t| Ok(t.run(user_arg)?))
     })
 }
 
@@ -196,7 +188,7 @@ pub unsafe extern "C" fn flexio_outbox_create(
         let o = p.process.outbox(p.process.uar())?;
         let id = o.id();
         let h = OUTBOXES.insert(OutboxObj {
-            outbox: Mutex::new(Some(o)),
+            outbox: Slot::new("outbox", o),
             id,
             _process: p,
         });
@@ -212,13 +204,7 @@ pub unsafe extern "C" fn flexio_outbox_create(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn flexio_outbox_destroy(outbox: *mut FlexioOutbox) -> FlexioStatus {
     entry("flexio_outbox_destroy", || {
-        let o = OUTBOXES.remove(outbox)?;
-        let taken = o
-            .outbox
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        match taken {
+        match OUTBOXES.remove(outbox)?.outbox.take() {
             Some(t) => Ok(t.destroy()?),
             None => Ok(()),
         }

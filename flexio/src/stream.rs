@@ -3,14 +3,14 @@
 
 use std::ffi::{c_char, c_void, CStr};
 use std::io::Write;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mlx5_dpa::dpa::msg_stream::{
     MsgLevel, MsgOutput, MsgStream, MsgStreamAttr, SyncMode, MAX_LOG_DEPTH, MAX_MSG_LEN,
 };
 
-use crate::handle::Table;
+use crate::handle::{Slot, Table};
 use crate::process::{proc, FlexioProcess, Proc};
 use crate::{entry, getter, put, Failure, FlexioStatus, Result};
 
@@ -55,7 +55,7 @@ pub struct FlexioMsgStream {
 }
 
 struct Stream {
-    stream: Mutex<Option<MsgStream>>,
+    stream: Slot<MsgStream>,
     id: u32,
     process: Arc<Proc>,
 }
@@ -199,7 +199,7 @@ pub unsafe extern "C" fn flexio_msg_stream_create(
         };
         let s = MsgStream::create(&p.process, &attr)?;
         let h = STREAMS.insert(Stream {
-            stream: Mutex::new(Some(s)),
+            stream: Slot::new("message stream", s),
             id,
             process: p,
         });
@@ -232,13 +232,7 @@ fn next_stream_id(p: &Arc<Proc>) -> Result<u32> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn flexio_msg_stream_destroy(stream: *mut FlexioMsgStream) -> FlexioStatus {
     entry("flexio_msg_stream_destroy", || {
-        let s = STREAMS.remove(stream)?;
-        let taken = s
-            .stream
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        match taken {
+        match STREAMS.remove(stream)?.stream.take() {
             Some(mut m) => {
                 let _ = m.flush(FLUSH_TIMEOUT);
                 Ok(m.close()?)
@@ -256,13 +250,10 @@ pub unsafe extern "C" fn flexio_msg_stream_destroy(stream: *mut FlexioMsgStream)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn flexio_msg_stream_flush(stream: *mut FlexioMsgStream) -> FlexioStatus {
     entry("flexio_msg_stream_flush", || {
-        let s = STREAMS.get(stream)?;
-        let mut g = s.stream.lock().unwrap_or_else(PoisonError::into_inner);
-        let m = g
-            .as_mut()
-            .ok_or_else(|| Failure::new("the stream is destroyed"))?;
-        m.flush(FLUSH_TIMEOUT)?;
-        Ok(())
+        STREAMS.get(stream)?.stream.with(|m| {
+            m.flush(FLUSH_TIMEOUT)?;
+            Ok(())
+        })
     })
 }
 
@@ -294,10 +285,6 @@ pub unsafe extern "C" fn flexio_msg_stream_level_set(
         }
         let level = MsgLevel::from_raw(level)
             .ok_or_else(|| Failure::new(format!("level {level} is unknown")))?;
-        let mut g = s.stream.lock().unwrap_or_else(PoisonError::into_inner);
-        let m = g
-            .as_mut()
-            .ok_or_else(|| Failure::new("the stream is destroyed"))?;
-        Ok(m.set_level(level)?)
+        s.stream.with(|m| Ok(m.set_level(level)?))
     })
 }
