@@ -21,11 +21,13 @@
 mod app;
 mod handle;
 mod handler;
+mod mkey;
 mod process;
 mod stream;
 
 pub use app::*;
 pub use handler::*;
+pub use mkey::*;
 pub use process::*;
 pub use stream::*;
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mlx5_dpa::devx::rdma_core::RdmaCoreDevx;
+use mlx5_dpa::devx::rdma_core::{IbvPd, RdmaCoreDevx, VerbsPd};
 use mlx5_dpa::devx::Devx;
 use mlx5_dpa::dpa::{DpaBuf, Process, ProcessAttr, ProcessStatus};
 
@@ -16,7 +16,7 @@ use crate::{entry, getter, put, Failure, FlexioStatus, Result};
 /// `struct flexio_process_attr`.
 #[repr(C)]
 pub struct FlexioProcessAttr {
-    pub pd: *mut c_void,
+    pub pd: *mut IbvPd,
     pub en_pcc: i32,
 }
 
@@ -45,15 +45,34 @@ pub const FLEXIO_DEV_NO_ERROR: FlexioErrStatus = 0;
 pub const FLEXIO_DEV_FATAL_ERROR: FlexioErrStatus = 1;
 pub const FLEXIO_DEV_USER_ERROR: FlexioErrStatus = 2;
 
-/// A process and what the C API keeps with it.
+/// A process and what the C API keeps with it. Fields drop in declaration order: the
+/// process goes before its PD.
 pub(crate) struct Proc {
     pub(crate) process: Process,
+    /// The process's PD as a verbs object (`flexio_process_get_pd`): the library's own, or
+    /// the caller's (`struct flexio_process_attr`'s `pd`, which the caller keeps).
+    pd: ProcPd,
     pub(crate) app: Arc<App>,
     /// Buffers `flexio_buf_dev_alloc` handed out, by DPA address, until freed, with the
     /// size asked for.
     bufs: Mutex<HashMap<u64, (DpaBuf, usize)>>,
     /// The handle of the process's UAR, made on first `flexio_process_get_uar`.
     uar: Mutex<Option<usize>>,
+}
+
+enum ProcPd {
+    Own(VerbsPd),
+    Callers(usize),
+}
+
+impl Proc {
+    /// The `struct ibv_pd *` of the process's PD.
+    pub(crate) fn ibv_pd(&self) -> *mut IbvPd {
+        match &self.pd {
+            ProcPd::Own(p) => p.as_ptr(),
+            ProcPd::Callers(p) => *p as *mut IbvPd,
+        }
+    }
 }
 
 pub(crate) static PROCESSES: Table<Proc> = Table::new("flexio_process");
@@ -67,9 +86,9 @@ pub(crate) fn proc(p: *const FlexioProcess) -> Result<Arc<Proc>> {
 }
 
 /// Creates a process running `app` on the device of `ibv_ctx` (FlexIO
-/// `flexio_process_create`). The library opens a DevX context of its own on that device;
-/// the process makes its own PD (a `pd` in the attributes is not used yet), and PCC is not
-/// supported.
+/// `flexio_process_create`). The library opens a DevX context of its own on that device.
+/// The process's PD is the attributes' `pd`, or one the library makes on its context; PCC is
+/// not supported.
 ///
 /// # Safety
 /// `ibv_ctx` is NULL or a live `struct ibv_context *`; `process_attr` is NULL or valid;
@@ -90,18 +109,38 @@ pub unsafe extern "C" fn flexio_process_create(
         }
         let app = app::app(app)?;
         // SAFETY: NULL or valid (the caller's contract).
-        if let Some(a) = unsafe { process_attr.as_ref() } {
-            if a.en_pcc != 0 {
-                return Err(Failure::new("PCC processes (en_pcc) are not supported"));
-            }
+        let attr = unsafe { process_attr.as_ref() };
+        if attr.is_some_and(|a| a.en_pcc != 0) {
+            return Err(Failure::new("PCC processes (en_pcc) are not supported"));
         }
         // SAFETY: a live context (the caller's contract).
-        let dev = unsafe { RdmaCoreDevx::open_on(ibv_ctx) }
+        let rdma = unsafe { RdmaCoreDevx::open_on(ibv_ctx) }
             .map_err(|e| Failure::new(format!("opening DevX on the device: {e}")))?;
-        let dev: Arc<dyn Devx> = dev;
-        let process = Process::from_app(&dev, &app.device, &ProcessAttr::default())?;
+        let pd = match attr.map(|a| a.pd).filter(|p| !p.is_null()) {
+            Some(p) => ProcPd::Callers(p as usize),
+            None => ProcPd::Own(
+                rdma.alloc_verbs_pd()
+                    .map_err(|e| Failure::new(format!("allocating the process's PD: {e}")))?,
+            ),
+        };
+        let pdn = match &pd {
+            ProcPd::Own(p) => p.pdn(),
+            // SAFETY: the attributes' PD is live (the caller's contract).
+            ProcPd::Callers(p) => unsafe { RdmaCoreDevx::pdn(*p as *mut IbvPd) }
+                .map_err(|e| Failure::new(format!("the attributes' pd: {e}")))?,
+        };
+        let dev: Arc<dyn Devx> = rdma;
+        let process = Process::from_app(
+            &dev,
+            &app.device,
+            &ProcessAttr {
+                pd: Some(mlx5_dpa::mlx5::Pdn(pdn)),
+                ..ProcessAttr::default()
+            },
+        )?;
         let h = PROCESSES.insert(Proc {
             process,
+            pd,
             app,
             bufs: Mutex::new(HashMap::new()),
             uar: Mutex::new(None),
@@ -304,6 +343,18 @@ pub unsafe extern "C" fn flexio_coredump_create(
 pub unsafe extern "C" fn flexio_process_get_dumem_id(process: *mut FlexioProcess) -> u32 {
     getter("flexio_process_get_dumem_id", u32::MAX, || {
         Ok(proc(process)?.process.dumem().0)
+    })
+}
+
+/// The process's PD, NULL for a bad handle (FlexIO `flexio_process_get_pd`): what its queues
+/// and keys are made in.
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_process_get_pd(process: *mut FlexioProcess) -> *mut IbvPd {
+    getter("flexio_process_get_pd", std::ptr::null_mut(), || {
+        Ok(proc(process)?.ibv_pd())
     })
 }
 

@@ -211,6 +211,33 @@ type GetEventFn = unsafe extern "C" fn(
     len: usize,
 ) -> isize;
 
+type AllocPdFn = unsafe extern "C" fn(context: *mut IbvContext) -> *mut IbvPd;
+type DeallocPdFn = unsafe extern "C" fn(pd: *mut IbvPd) -> c_int;
+type InitObjFn = unsafe extern "C" fn(obj: *mut Mlx5dvObj, obj_type: u64) -> c_int;
+
+/// `struct ibv_pd` (opaque here).
+#[repr(C)]
+pub struct IbvPd {
+    _private: [u8; 0],
+}
+
+/// `struct mlx5dv_obj`: seven `{ in, out }` pointer pairs (qp, cq, srq, rwq, dm, ah, pd).
+#[repr(C)]
+struct Mlx5dvObj {
+    pairs: [[*mut c_void; 2]; 7],
+}
+
+/// `struct mlx5dv_pd`.
+#[repr(C)]
+struct Mlx5dvPd {
+    pdn: u32,
+    comp_mask: u64,
+}
+
+/// `MLX5DV_OBJ_PD`, and its pair's index in `struct mlx5dv_obj`.
+const MLX5DV_OBJ_PD: u64 = 1 << 6;
+const OBJ_PD_PAIR: usize = 6;
+
 /// The loaded libraries and the functions resolved from them.
 struct Lib {
     get_device_list: GetDeviceListFn,
@@ -234,6 +261,9 @@ struct Lib {
     destroy_event_channel: DestroyEventChannelFn,
     subscribe_event: SubscribeEventFn,
     get_event: GetEventFn,
+    alloc_pd: AllocPdFn,
+    dealloc_pd: DeallocPdFn,
+    init_obj: InitObjFn,
     // The function pointers above stay valid while these are loaded; `Lib` lives in a static
     // and is never dropped, so the libraries are never unloaded.
     _ibverbs: Library,
@@ -318,6 +348,9 @@ impl Lib {
             destroy_event_channel: sym!(mlx5, LIBMLX5, "mlx5dv_devx_destroy_event_channel"),
             subscribe_event: sym!(mlx5, LIBMLX5, "mlx5dv_devx_subscribe_devx_event"),
             get_event: sym!(mlx5, LIBMLX5, "mlx5dv_devx_get_event"),
+            alloc_pd: sym!(ibverbs, LIBIBVERBS, "ibv_alloc_pd"),
+            dealloc_pd: sym!(ibverbs, LIBIBVERBS, "ibv_dealloc_pd"),
+            init_obj: sym!(mlx5, LIBMLX5, "mlx5dv_init_obj"),
             _ibverbs: ibverbs,
             _mlx5: mlx5,
         })
@@ -486,6 +519,65 @@ impl Drop for Ctx {
         // SAFETY: `ctx` was opened by `mlx5dv_open_device` and everything created on it is
         // released above.
         let _ = unsafe { (lib.close_device)(self.ctx.get()) };
+    }
+}
+
+/// `mlx5dv_init_obj` on a PD: its number.
+///
+/// # Safety
+/// `pd` is a live `struct ibv_pd *` of `lib`.
+unsafe fn pdn_of(lib: &Lib, pd: *mut IbvPd) -> Result<u32, DevxError> {
+    let mut out = Mlx5dvPd {
+        pdn: 0,
+        comp_mask: 0,
+    };
+    let mut obj = Mlx5dvObj {
+        pairs: [[ptr::null_mut(); 2]; 7],
+    };
+    obj.pairs[OBJ_PD_PAIR] = [pd.cast(), (&raw mut out).cast()];
+    // SAFETY: `obj` names a live PD and a writable `struct mlx5dv_pd`, as the call expects.
+    let rc = unsafe { (lib.init_obj)(&mut obj, MLX5DV_OBJ_PD) };
+    if rc != 0 {
+        return Err(DevxError::Os {
+            op: "mlx5dv_init_obj(PD)",
+            errno: rc_errno(rc),
+        });
+    }
+    Ok(out.pdn)
+}
+
+/// A verbs PD on an rdma-core context ([`RdmaCoreDevx::alloc_verbs_pd`]); deallocated on drop,
+/// before the context, which it keeps open.
+pub struct VerbsPd {
+    pd: CPtr<IbvPd>,
+    pdn: u32,
+    ctx: Arc<Ctx>,
+}
+
+impl std::fmt::Debug for VerbsPd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerbsPd").field("pdn", &self.pdn).finish()
+    }
+}
+
+impl VerbsPd {
+    /// The `struct ibv_pd *`, valid while this value lives.
+    pub fn as_ptr(&self) -> *mut IbvPd {
+        self.pd.get()
+    }
+
+    /// The PD number.
+    pub fn pdn(&self) -> u32 {
+        self.pdn
+    }
+}
+
+impl Drop for VerbsPd {
+    fn drop(&mut self) {
+        // SAFETY: the PD is live and of this context, which `ctx` keeps open; nothing made on
+        // it outlives its owner's use of this value (the owner's contract). A refusal leaves it
+        // to the context's close.
+        let _ = unsafe { (self.ctx.lib.dealloc_pd)(self.pd.get()) };
     }
 }
 
@@ -688,6 +780,51 @@ impl RdmaCoreDevx {
                 uars: Mutex::new(HashMap::new()),
             }),
         }))
+    }
+
+    /// A verbs PD (`ibv_alloc_pd`) on this context, for programs that hand out a
+    /// `struct ibv_pd *` of their DevX objects (FlexIO's `flexio_process_get_pd`).
+    ///
+    /// # Errors
+    /// [`DevxError::Os`] when rdma-core refuses.
+    pub fn alloc_verbs_pd(&self) -> Result<VerbsPd, DevxError> {
+        let lib = self.ctx.lib;
+        // SAFETY: the context is live while `self` is.
+        let pd = unsafe { (lib.alloc_pd)(self.ctx.ctx.get()) };
+        let pd = CPtr::new(pd).ok_or_else(|| DevxError::Os {
+            op: "ibv_alloc_pd",
+            errno: Errno::last(),
+        })?;
+        // SAFETY: `pd` is a live PD of this library.
+        match unsafe { pdn_of(lib, pd.get()) } {
+            Ok(pdn) => Ok(VerbsPd {
+                pd,
+                pdn,
+                ctx: Arc::clone(&self.ctx),
+            }),
+            Err(e) => {
+                // SAFETY: the PD was just made and nothing uses it.
+                unsafe { (lib.dealloc_pd)(pd.get()) };
+                Err(e)
+            }
+        }
+    }
+
+    /// The number of a verbs PD (`mlx5dv_init_obj`), of this context or another of this
+    /// device.
+    ///
+    /// # Errors
+    /// [`DevxError::Unsupported`] for NULL; [`DevxError::Os`] when rdma-core refuses.
+    ///
+    /// # Safety
+    /// `pd` is NULL or a live `struct ibv_pd *` of the libibverbs this process has loaded.
+    pub unsafe fn pdn(pd: *mut IbvPd) -> Result<u32, DevxError> {
+        let lib = Lib::get().map_err(DevxError::Unsupported)?;
+        if pd.is_null() {
+            return Err(DevxError::Unsupported("no ibv_pd".into()));
+        }
+        // SAFETY: as the caller's contract.
+        unsafe { pdn_of(lib, pd) }
     }
 
     /// The rdma-core device name (e.g. `mlx5_0`).

@@ -200,6 +200,9 @@ pub struct ProcessAttr {
     /// From a host program's signature section ([`super::app::App::crypto_data`]) or a `.sig`
     /// file.
     pub signature: Option<Vec<u8>>,
+    /// A PD the caller made (by its number), for the process and what is made on it, instead
+    /// of a PD of the process's own; the caller keeps it alive longer than the process.
+    pub pd: Option<crate::mlx5::Pdn>,
 }
 
 impl ProcessAttr {
@@ -218,6 +221,7 @@ impl Default for ProcessAttr {
         ProcessAttr {
             heap_size: DEFAULT_HEAP_SIZE,
             signature: None,
+            pd: None,
         }
     }
 }
@@ -438,7 +442,10 @@ impl Process {
             image_buf.write(sig_offset, sig).step(IMAGE)?;
         }
         let image = Umem::register(dev, &image_buf, Access::empty()).step(IMAGE)?;
-        let pd = Pd::alloc(dev).step("allocating the process's PD")?;
+        let pd = match attr.pd {
+            Some(pdn) => Pd::import(pdn.0),
+            None => Pd::alloc(dev).step("allocating the process's PD")?,
+        };
         const PROCESS: &str = "creating the DPA process";
         let (obj, id) = devx::create(
             dev,

@@ -387,6 +387,7 @@ enum flexio_err_status flexio_err_status_get(struct flexio_process *process);
 flexio_status flexio_coredump_create(struct flexio_process *process, const char *outfile);
 uint32_t flexio_process_get_dumem_id(struct flexio_process *process);
 struct flexio_uar *flexio_process_get_uar(struct flexio_process *process);
+struct ibv_pd *flexio_process_get_pd(struct flexio_process *process);
 uint32_t flexio_uar_get_id(struct flexio_uar *uar);
 
 /* DPA memory of a process. */
@@ -401,6 +402,12 @@ flexio_status flexio_copy_from_host(struct flexio_process *process, void *src_ha
 				    size_t buff_bsize, flexio_uintptr_t *dest_daddr_p);
 flexio_status flexio_process_mem_info_get(const struct flexio_process *process,
 					  struct flexio_heap_mem_info *info);
+
+/* Memory keys over DPA memory. */
+flexio_status flexio_device_mkey_create(struct flexio_process *process,
+					struct flexio_mkey_attr *fattr, struct flexio_mkey **mkey);
+flexio_status flexio_device_mkey_destroy(struct flexio_mkey *mkey);
+uint32_t flexio_mkey_get_id(struct flexio_mkey *mkey);
 
 /* Event handlers: a DPA thread running a device function on each activation. */
 flexio_status flexio_event_handler_create(struct flexio_process *process,

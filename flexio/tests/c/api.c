@@ -205,6 +205,29 @@ int main(int argc, char **argv)
 		CHECK(flexio_buf_dev_free(process, copy) == FLEXIO_STATUS_SUCCESS &&
 			      flexio_buf_dev_free(process, copy) == FLEXIO_STATUS_FAILED,
 		      "a buffer freed twice is refused the second time");
+		{
+			struct flexio_mkey_attr mkey_attr = {0};
+			struct flexio_mkey *mkey = NULL;
+
+			mkey_attr.pd = flexio_process_get_pd(process);
+			mkey_attr.daddr = daddr;
+			mkey_attr.len = 4096;
+			mkey_attr.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+			CHECK(mkey_attr.pd, "flexio_process_get_pd");
+			CHECK(flexio_device_mkey_create(process, &mkey_attr, &mkey) ==
+				      FLEXIO_STATUS_SUCCESS &&
+			      flexio_mkey_get_id(mkey) != UINT32_MAX,
+			      "flexio_device_mkey_create");
+			printf("mkey %#x over %#lx\n", flexio_mkey_get_id(mkey),
+			       (unsigned long)daddr);
+			CHECK(flexio_device_mkey_destroy(mkey) == FLEXIO_STATUS_SUCCESS &&
+				      flexio_device_mkey_destroy(NULL) == FLEXIO_STATUS_SUCCESS,
+			      "flexio_device_mkey_destroy");
+			mkey_attr.daddr = 0x10;
+			CHECK(flexio_device_mkey_create(process, &mkey_attr, &mkey) ==
+				      FLEXIO_STATUS_FAILED,
+			      "a key below the process's memory is refused");
+		}
 		CHECK(flexio_buf_dev_free(process, daddr) == FLEXIO_STATUS_SUCCESS &&
 			      flexio_buf_dev_free(process, 0) == FLEXIO_STATUS_SUCCESS,
 		      "flexio_buf_dev_free");
