@@ -99,5 +99,7 @@ pub unsafe extern "C" fn flexio_device_mkey_destroy(mkey: *mut FlexioMkey) -> Fl
 /// `mkey` is any pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn flexio_mkey_get_id(mkey: *mut FlexioMkey) -> u32 {
-    getter("flexio_mkey_get_id", u32::MAX, || Ok(MKEYS.get(mkey)?.mkey.lkey().0))
+    getter("flexio_mkey_get_id", u32::MAX, || {
+        Ok(MKEYS.get(mkey)?.mkey.lkey().0)
+    })
 }

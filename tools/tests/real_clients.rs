@@ -420,8 +420,18 @@ fn example(env: &Env, name: &str, want: &str) -> Result<(), Failed> {
 }
 
 /// libflexio installed with flexio/install.sh under this profile's target directory, and the
-/// flags `pkg-config libflexio` gives for it (a FlexIO program is built so).
+/// flags `pkg-config libflexio` gives for it (a FlexIO program is built so). Installed once per
+/// run: the tests that use it run in parallel, and one must not link while another rewrites
+/// the library.
 fn install_libflexio() -> Result<(PathBuf, Vec<String>), Failed> {
+    static ONCE: std::sync::OnceLock<Result<(PathBuf, Vec<String>), String>> =
+        std::sync::OnceLock::new();
+    ONCE.get_or_init(|| install_libflexio_now().map_err(|e| e.message().unwrap_or("").to_string()))
+        .clone()
+        .map_err(Failed::from)
+}
+
+fn install_libflexio_now() -> Result<(PathBuf, Vec<String>), Failed> {
     let exe_dir = PathBuf::from(mlx5_dpa())
         .parent()
         .ok_or("no target directory")?
