@@ -163,6 +163,39 @@ pub unsafe extern "C" fn flexio_event_handler_get_obj_id(
     })
 }
 
+/// `struct flexio_thread` (opaque to C): an event handler's thread, named by the handler's
+/// own handle.
+pub struct FlexioThread {
+    _private: [u8; 0],
+}
+
+/// The event handler's thread, for a CQ that activates it; NULL for a bad handle (FlexIO
+/// `flexio_event_handler_get_thread`).
+///
+/// # Safety
+/// `event_handler` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_event_handler_get_thread(
+    event_handler: *mut FlexioEventHandler,
+) -> *mut FlexioThread {
+    getter(
+        "flexio_event_handler_get_thread",
+        std::ptr::null_mut(),
+        || {
+            HANDLERS.get(event_handler)?;
+            Ok(event_handler.cast())
+        },
+    )
+}
+
+/// The DPA_THREAD object id of `thread` (from `flexio_event_handler_get_thread`).
+pub(crate) fn handler_thread_id(thread: *mut std::ffi::c_void) -> Result<u32> {
+    Ok(HANDLERS
+        .get(thread.cast::<FlexioEventHandler>())
+        .map_err(|_| Failure::new(format!("{thread:p} is no event handler's thread")))?
+        .id)
+}
+
 /// Creates an outbox of the process over the process's UAR (FlexIO `flexio_outbox_create`;
 /// the attribute's `uar` is not used, as FlexIO documents; PCC outboxes are not supported).
 ///

@@ -23,12 +23,14 @@ mod handle;
 mod handler;
 mod mkey;
 mod process;
+mod queue;
 mod stream;
 
 pub use app::*;
 pub use handler::*;
 pub use mkey::*;
 pub use process::*;
+pub use queue::*;
 pub use stream::*;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -53,6 +53,10 @@ pub(crate) struct Proc {
     /// the caller's (`struct flexio_process_attr`'s `pd`, which the caller keeps).
     pd: ProcPd,
     pub(crate) app: Arc<App>,
+    /// The library's DevX context on the device (its objects' rdma-core pointers).
+    pub(crate) rdma: Arc<RdmaCoreDevx>,
+    /// The transport domain and TIS of the process's queues, made on first use.
+    pub(crate) transport: crate::queue::Transport,
     /// Buffers `flexio_buf_dev_alloc` handed out, by DPA address, until freed, with the
     /// size asked for.
     bufs: Mutex<HashMap<u64, (DpaBuf, usize)>>,
@@ -129,7 +133,7 @@ pub unsafe extern "C" fn flexio_process_create(
             ProcPd::Callers(p) => unsafe { RdmaCoreDevx::pdn(*p as *mut IbvPd) }
                 .map_err(|e| Failure::new(format!("the attributes' pd: {e}")))?,
         };
-        let dev: Arc<dyn Devx> = rdma;
+        let dev: Arc<dyn Devx> = Arc::clone(&rdma) as Arc<dyn Devx>;
         let process = Process::from_app(
             &dev,
             &app.device,
@@ -142,6 +146,8 @@ pub unsafe extern "C" fn flexio_process_create(
             process,
             pd,
             app,
+            rdma,
+            transport: crate::queue::Transport::new(),
             bufs: Mutex::new(HashMap::new()),
             uar: Mutex::new(None),
         });
@@ -343,6 +349,21 @@ pub unsafe extern "C" fn flexio_coredump_create(
 pub unsafe extern "C" fn flexio_process_get_dumem_id(process: *mut FlexioProcess) -> u32 {
     getter("flexio_process_get_dumem_id", u32::MAX, || {
         Ok(proc(process)?.process.dumem().0)
+    })
+}
+
+/// The token a debugger attaches to the process with (FlexIO
+/// `flexio_process_udbg_token_get`): 0, which FlexIO documents as "user debug access not
+/// allowed", as no debugger reaches a process of this library yet (the tool's GDB server
+/// serves the processes of its own model: docs/tool.md).
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_process_udbg_token_get(process: *mut FlexioProcess) -> u64 {
+    getter("flexio_process_udbg_token_get", 0, || {
+        proc(process)?;
+        Ok(0)
     })
 }
 

@@ -827,6 +827,16 @@ impl RdmaCoreDevx {
         unsafe { pdn_of(lib, pd) }
     }
 
+    /// The rdma-core `struct mlx5dv_devx_obj *` of object `obj` of this context, for programs
+    /// that hand one out (FlexIO's `flexio_rq_get_tir`); valid until the object is destroyed.
+    ///
+    /// # Errors
+    /// [`DevxError::Os`] (`ENOENT`) when `obj` is no live object of this context.
+    pub fn devx_obj_ptr(&self, obj: ObjHandle) -> Result<*mut c_void, DevxError> {
+        self.ctx
+            .with_obj(obj, "mlx5dv_devx_obj pointer", |p| Ok(p.cast()))
+    }
+
     /// The rdma-core device name (e.g. `mlx5_0`).
     pub fn device_name(&self) -> &str {
         &self.ctx.name

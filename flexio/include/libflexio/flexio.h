@@ -388,6 +388,7 @@ flexio_status flexio_coredump_create(struct flexio_process *process, const char 
 uint32_t flexio_process_get_dumem_id(struct flexio_process *process);
 struct flexio_uar *flexio_process_get_uar(struct flexio_process *process);
 struct ibv_pd *flexio_process_get_pd(struct flexio_process *process);
+uint64_t flexio_process_udbg_token_get(struct flexio_process *process);
 uint32_t flexio_uar_get_id(struct flexio_uar *uar);
 
 /* DPA memory of a process. */
@@ -417,6 +418,24 @@ flexio_status flexio_event_handler_destroy(struct flexio_event_handler *event_ha
 flexio_status flexio_event_handler_run(struct flexio_event_handler *event_handler,
 				       uint64_t user_arg);
 uint32_t flexio_event_handler_get_obj_id(struct flexio_event_handler *event_handler);
+struct flexio_thread *flexio_event_handler_get_thread(struct flexio_event_handler *event_handler);
+
+/* Queues a DPA program drives (ibv_ctx: NULL, the process's device). */
+flexio_status flexio_cq_create(struct flexio_process *process, struct ibv_context *ibv_ctx,
+			       const struct flexio_cq_attr *fattr, struct flexio_cq **cq);
+flexio_status flexio_cq_destroy(struct flexio_cq *cq);
+uint32_t flexio_cq_get_cq_num(struct flexio_cq *cq);
+flexio_status flexio_sq_create(struct flexio_process *process, struct ibv_context *ibv_ctx,
+			       uint32_t cq_num, const struct flexio_wq_attr *fattr,
+			       struct flexio_sq **flexio_sq_ptr);
+flexio_status flexio_sq_destroy(struct flexio_sq *flexio_sq);
+uint32_t flexio_sq_get_wq_num(struct flexio_sq *sq);
+flexio_status flexio_rq_create(struct flexio_process *process, struct ibv_context *ibv_ctx,
+			       uint32_t cq_num, const struct flexio_wq_attr *fattr,
+			       struct flexio_rq **flexio_rq_ptr);
+flexio_status flexio_rq_destroy(struct flexio_rq *flexio_rq);
+uint32_t flexio_rq_get_wq_num(struct flexio_rq *rq);
+struct mlx5dv_devx_obj *flexio_rq_get_tir(struct flexio_rq *rq);
 
 /* Outboxes. */
 flexio_status flexio_outbox_create(struct flexio_process *process,

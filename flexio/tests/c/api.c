@@ -8,6 +8,7 @@
  *
  * Usage: api DEVICE_ELF (fw-blobs/bin/rpc_calc.elf)
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,94 @@ static void *read_file(const char *path, size_t *len)
 	fclose(f);
 	*len = n;
 	return buf;
+}
+
+/* The layouts every FlexIO program fills in (LP64; flexio/src/queue.rs asserts the same). */
+_Static_assert(sizeof(struct flexio_qmem) == 24, "struct flexio_qmem");
+_Static_assert(sizeof(struct flexio_cq_attr) == 80, "struct flexio_cq_attr");
+_Static_assert(offsetof(struct flexio_cq_attr, uar_id) == 16, "flexio_cq_attr.uar_id");
+_Static_assert(offsetof(struct flexio_cq_attr, cq_ring_qmem) == 48, "flexio_cq_attr.cq_ring_qmem");
+_Static_assert(offsetof(struct flexio_cq_attr, cq_dbr_daddr) == 72, "flexio_cq_attr.cq_dbr_daddr");
+_Static_assert(sizeof(struct flexio_wq_attr) == 80, "struct flexio_wq_attr");
+_Static_assert(offsetof(struct flexio_wq_attr, pd) == 16, "flexio_wq_attr.pd");
+_Static_assert(offsetof(struct flexio_wq_attr, wq_ring_qmem) == 32, "flexio_wq_attr.wq_ring_qmem");
+_Static_assert(offsetof(struct flexio_wq_attr, wq_dbr_qmem) == 56, "flexio_wq_attr.wq_dbr_qmem");
+
+/* A CQ in DPA memory of 4 CQEs, each owned by hardware, and its zeroed record. */
+static struct flexio_cq *make_cq(struct flexio_process *process, uint8_t element,
+				 struct flexio_thread *thread)
+{
+	struct flexio_cq_attr attr = {0};
+	struct flexio_cq *cq = NULL;
+	struct mlx5_cqe64 cqes[4];
+	uint64_t dbr = 0;
+
+	memset(cqes, 0, sizeof(cqes));
+	for (int i = 0; i < 4; i++)
+		mlx5dv_set_cqe_owner(&cqes[i], 1);
+	attr.log_cq_depth = 2;
+	attr.element_type = element;
+	attr.thread = thread;
+	attr.uar_id = flexio_uar_get_id(flexio_process_get_uar(process));
+	CHECK(flexio_copy_from_host(process, cqes, sizeof(cqes), &attr.cq_ring_qmem.daddr) ==
+		      FLEXIO_STATUS_SUCCESS &&
+	      flexio_copy_from_host(process, &dbr, sizeof(dbr), &attr.cq_dbr_daddr) ==
+		      FLEXIO_STATUS_SUCCESS,
+	      "the CQ's memory");
+	CHECK(flexio_cq_create(process, NULL, &attr, &cq) == FLEXIO_STATUS_SUCCESS &&
+		      flexio_cq_get_cq_num(cq) != UINT32_MAX,
+	      "flexio_cq_create (element type %#x)", element);
+	return cq;
+}
+
+/* CQs (one activating the event handler's thread), an Ethernet SQ and an RQ with its TIR. */
+static void queues(struct flexio_process *process, struct flexio_event_handler *eh)
+{
+	struct flexio_wq_attr sq_attr = {0}, rq_attr = {0};
+	struct flexio_cq *sq_cq, *rq_cq, *bad = NULL;
+	struct flexio_cq_attr bad_attr = {0};
+	struct flexio_sq *sq = NULL;
+	struct flexio_rq *rq = NULL;
+
+	CHECK(flexio_event_handler_get_thread(eh), "flexio_event_handler_get_thread");
+	sq_cq = make_cq(process, FLEXIO_CQ_ELEMENT_TYPE_NON_DPA_CQ, NULL);
+	rq_cq = make_cq(process, FLEXIO_CQ_ELEMENT_TYPE_DPA_THREAD,
+			flexio_event_handler_get_thread(eh));
+
+	sq_attr.log_wq_depth = 2;
+	sq_attr.uar_id = flexio_uar_get_id(flexio_process_get_uar(process));
+	sq_attr.pd = flexio_process_get_pd(process);
+	CHECK(flexio_buf_dev_alloc(process, 4 * 64, &sq_attr.wq_ring_qmem.daddr) ==
+		      FLEXIO_STATUS_SUCCESS,
+	      "the SQ's ring");
+	CHECK(flexio_sq_create(process, NULL, flexio_cq_get_cq_num(sq_cq), &sq_attr, &sq) ==
+		      FLEXIO_STATUS_SUCCESS &&
+	      flexio_sq_get_wq_num(sq) != UINT32_MAX,
+	      "flexio_sq_create");
+
+	rq_attr = sq_attr;
+	CHECK(flexio_buf_dev_alloc(process, 4 * 16, &rq_attr.wq_ring_qmem.daddr) ==
+		      FLEXIO_STATUS_SUCCESS,
+	      "the RQ's ring");
+	CHECK(flexio_rq_create(process, NULL, flexio_cq_get_cq_num(rq_cq), &rq_attr, &rq) ==
+		      FLEXIO_STATUS_SUCCESS &&
+	      flexio_rq_get_wq_num(rq) != UINT32_MAX && flexio_rq_get_tir(rq),
+	      "flexio_rq_create");
+	printf("queues: CQs %#x and %#x, SQ %#x, RQ %#x with a TIR\n",
+	       flexio_cq_get_cq_num(sq_cq), flexio_cq_get_cq_num(rq_cq), flexio_sq_get_wq_num(sq),
+	       flexio_rq_get_wq_num(rq));
+
+	bad_attr.element_type = FLEXIO_CQ_ELEMENT_TYPE_NON_DPA_CQ;
+	bad_attr.cqe_comp_type = FLEXIO_CQE_COMP_BASIC;
+	CHECK(flexio_cq_create(process, NULL, &bad_attr, &bad) == FLEXIO_STATUS_FAILED,
+	      "CQE compression is refused");
+
+	CHECK(flexio_rq_destroy(rq) == FLEXIO_STATUS_SUCCESS &&
+		      flexio_sq_destroy(sq) == FLEXIO_STATUS_SUCCESS &&
+		      flexio_cq_destroy(rq_cq) == FLEXIO_STATUS_SUCCESS &&
+		      flexio_cq_destroy(sq_cq) == FLEXIO_STATUS_SUCCESS,
+	      "the queues' destroys");
+	CHECK(flexio_sq_destroy(sq) == FLEXIO_STATUS_FAILED, "an SQ destroyed twice is refused");
 }
 
 int main(int argc, char **argv)
@@ -235,7 +324,7 @@ int main(int argc, char **argv)
 		       info.allocated, info.size);
 	}
 
-	/* An event handler and an outbox. */
+	/* An event handler, an outbox, and queues. */
 	eh_attr.host_stub_func = echo;
 	eh_attr.affinity.type = FLEXIO_AFFINITY_NONE;
 	CHECK(flexio_event_handler_create(process, &eh_attr, &eh) == FLEXIO_STATUS_SUCCESS,
@@ -248,6 +337,7 @@ int main(int argc, char **argv)
 	CHECK(flexio_outbox_destroy(outbox) == FLEXIO_STATUS_SUCCESS &&
 		      flexio_outbox_destroy(outbox) == FLEXIO_STATUS_FAILED,
 	      "an outbox destroyed twice is refused the second time");
+	queues(process, eh);
 	CHECK(flexio_event_handler_destroy(eh) == FLEXIO_STATUS_SUCCESS,
 	      "flexio_event_handler_destroy");
 
