@@ -102,6 +102,8 @@ pub unsafe extern "C" fn flexio_event_handler_create(
             thread_local_storage_daddr: a.thread_local_storage_daddr,
             affinity: affinity(a.affinity)?,
             continuable: a.continuable != 0,
+            // As FlexIO's threads, each starts with the process's default outbox.
+            default_outbox_id: p.default_outbox.id(),
             ..EventHandlerAttr::default()
         };
         let h = p.process.event_handler(&attr)?;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mlx5_dpa::devx::rdma_core::{IbvPd, RdmaCoreDevx, VerbsPd};
 use mlx5_dpa::devx::Devx;
+use mlx5_dpa::dpa::outbox::Outbox;
 use mlx5_dpa::dpa::{DpaBuf, Process, ProcessAttr, ProcessStatus};
 
 use crate::app::{self, App, FlexioApp, MAX_ARGBUF_SIZE};
@@ -48,6 +49,9 @@ pub const FLEXIO_DEV_USER_ERROR: FlexioErrStatus = 2;
 /// A process and what the C API keeps with it. Fields drop in declaration order: the
 /// process goes before its PD.
 pub(crate) struct Proc {
+    /// The outbox every event handler's thread starts with (FlexIO's default outbox, over
+    /// the process's UAR): what `flexio_dev_cq_arm` and the doorbells of a thread ring through.
+    pub(crate) default_outbox: Outbox,
     pub(crate) process: Process,
     /// The process's PD as a verbs object (`flexio_process_get_pd`): the library's own, or
     /// the caller's (`struct flexio_process_attr`'s `pd`, which the caller keeps).
@@ -142,7 +146,9 @@ pub unsafe extern "C" fn flexio_process_create(
                 ..ProcessAttr::default()
             },
         )?;
+        let default_outbox = process.outbox(process.uar())?;
         let h = PROCESSES.insert(Proc {
+            default_outbox,
             process,
             pd,
             app,

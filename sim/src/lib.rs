@@ -219,6 +219,18 @@ impl Device {
         self.with_state(|st| st.fw.execute(0, inbox, outbox))
     }
 
+    /// Destroys an object made with [`Device::kernel_command`], with the destroy command the
+    /// kernel would send for it.
+    ///
+    /// # Errors
+    /// The check that refused the destroy (something still refers to the object).
+    pub fn kernel_destroy(&self, obj: ObjRef) -> Result<(), Check> {
+        let mut out = [0u8; 16];
+        let inbox = fw::destroy_inbox(obj);
+        self.with_state(|st| st.fw.execute(0, &inbox, &mut out))
+            .map(drop)
+    }
+
     /// Live firmware objects (and UMEMs, UARs) per kind.
     pub fn inventory(&self) -> Inventory {
         self.with_state(|st| st.fw.inventory())

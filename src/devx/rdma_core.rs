@@ -56,6 +56,8 @@ pub const IBVERBS_SYMBOLS: &[&str] = &[
     "ibv_free_device_list",
     "ibv_get_device_name",
     "ibv_close_device",
+    "ibv_alloc_pd",
+    "ibv_dealloc_pd",
 ];
 
 /// Every symbol required from [`LIBMLX5`] when the libraries load.
@@ -76,6 +78,7 @@ pub const MLX5_SYMBOLS: &[&str] = &[
     "mlx5dv_devx_destroy_event_channel",
     "mlx5dv_devx_subscribe_devx_event",
     "mlx5dv_devx_get_event",
+    "mlx5dv_init_obj",
 ];
 
 /// Symbols of [`LIBMLX5`] used when present (newer rdma-core); their absence only disables the
@@ -411,6 +414,8 @@ struct Ctx {
     objs: Mutex<HashMap<u64, ObjSlot>>,
     umems: Mutex<HashMap<u64, CPtr<Mlx5dvDevxUmem>>>,
     uars: Mutex<HashMap<u64, CPtr<Mlx5dvDevxUar>>>,
+    /// The context is this backend's to close (else the caller's: [`RdmaCoreDevx::open_on`]).
+    owned: bool,
 }
 
 /// The errno of an rdma-core call returning an `int`: the value itself when positive (libmlx5
@@ -516,9 +521,11 @@ impl Drop for Ctx {
             unsafe { (lib.free_uar)(p.get()) };
         }
         // Event channels hold an `Arc<Ctx>`, so none is open any more.
-        // SAFETY: `ctx` was opened by `mlx5dv_open_device` and everything created on it is
-        // released above.
-        let _ = unsafe { (lib.close_device)(self.ctx.get()) };
+        if self.owned {
+            // SAFETY: `ctx` was opened by `mlx5dv_open_device` and everything created on it is
+            // released above.
+            let _ = unsafe { (lib.close_device)(self.ctx.get()) };
+        }
     }
 }
 
@@ -705,17 +712,19 @@ impl RdmaCoreDevx {
         }
     }
 
-    /// Opens a DevX context of its own on the device of `ibv_ctx`, a context the caller
-    /// opened (FlexIO's `flexio_process_create` takes one from `ibv_open_device`, which is not
-    /// a DevX context). The caller's context stays the caller's: it is neither used nor closed
-    /// here.
+    /// DevX on a context the caller opened (FlexIO's `flexio_process_create` takes one from
+    /// `ibv_open_device`, which rdma-core's libmlx5 opens with DevX when the kernel allows),
+    /// so that the objects made here are the caller's context's, usable in its own DevX and
+    /// verbs calls (a TIR as a steering rule's destination). The context stays the caller's:
+    /// it is not closed here, and must outlive this backend and everything made through it.
     ///
     /// # Errors
     /// [`DevxError::Unsupported`] when the libraries are missing or the device is not an
-    /// mlx5 device; [`DevxError::Os`] when `mlx5dv_open_device` fails.
+    /// mlx5 device.
     ///
     /// # Safety
-    /// `ibv_ctx` is a live `struct ibv_context *` of the libibverbs this process has loaded.
+    /// `ibv_ctx` is a live `struct ibv_context *` of the libibverbs this process has loaded,
+    /// open until the returned value and what is made through it are gone.
     pub unsafe fn open_on(ibv_ctx: *mut c_void) -> Result<Arc<RdmaCoreDevx>, DevxError> {
         let lib = Lib::get().map_err(DevxError::Unsupported)?;
         if ibv_ctx.is_null() {
@@ -745,8 +754,20 @@ impl RdmaCoreDevx {
                 .to_string_lossy()
                 .into_owned()
         };
-        // SAFETY: `dev` is a live mlx5 device.
-        unsafe { Self::open_devx(lib, dev, &name) }
+        let ctx = CPtr::new(ibv_ctx.cast::<IbvContext>())
+            .ok_or_else(|| DevxError::Unsupported("no ibv_context".into()))?;
+        Ok(Arc::new(RdmaCoreDevx {
+            ctx: Arc::new(Ctx {
+                lib,
+                ctx,
+                name,
+                next_handle: AtomicU64::new(1),
+                objs: Mutex::new(HashMap::new()),
+                umems: Mutex::new(HashMap::new()),
+                uars: Mutex::new(HashMap::new()),
+                owned: false,
+            }),
+        }))
     }
 
     /// `mlx5dv_open_device` with DevX on `dev`.
@@ -778,6 +799,7 @@ impl RdmaCoreDevx {
                 objs: Mutex::new(HashMap::new()),
                 umems: Mutex::new(HashMap::new()),
                 uars: Mutex::new(HashMap::new()),
+                owned: true,
             }),
         }))
     }

@@ -488,8 +488,10 @@ fn gcc(exe: &Path, inputs: &[&Path], flags: &[String]) -> Result<(), Failed> {
 /// It runs on the served device and covers every API group the library has, and the checks
 /// every entry point makes.
 fn flexio_c_api(env: &Env) -> Result<(), Failed> {
-    let (dir, flags) = install_libflexio()?;
+    let (dir, mut flags) = install_libflexio()?;
     let exe = dir.join("flexio_c_api");
+    // Its steering rule is made with rdma-core's mlx5dv_dr, as FlexIO's samples make theirs.
+    flags.push("-lmlx5".into());
     gcc(&exe, &[&repo().join("flexio/tests/c/api.c")], &flags)?;
     let elf = repo().join("fw-blobs/bin/rpc_calc.elf");
     let o = env.run(
@@ -501,6 +503,7 @@ fn flexio_c_api(env: &Env) -> Result<(), Failed> {
         "Calculate: 44 + 55 = 99",
         "Result: 99",
         "calls: 4 of 4 returned what they should",
+        "steering: a root rule from 02:42:7e:7f:eb:02 to the RQ's TIR",
         "flexio C API: all checks passed",
     ] {
         check(text(&o).contains(want), &format!("it says {want:?}"), &o)?;

@@ -319,6 +319,8 @@ pub(crate) enum Obj {
     Umem(Arc<UserUmem>),
     Uar(Arc<UarMap>),
     Ah(Arc<Ah>),
+    FlowMatcher(Arc<crate::flow::FlowMatcher>),
+    Flow(Arc<crate::flow::Flow>),
 }
 
 /// An address handle: libmlx5 builds the address vector itself; the kernel's part is the
@@ -339,6 +341,8 @@ impl Obj {
             Obj::Devx(a) => Arc::strong_count(a),
             Obj::Umem(a) => Arc::strong_count(a),
             Obj::Ah(a) => Arc::strong_count(a),
+            Obj::FlowMatcher(a) => Arc::strong_count(a),
+            Obj::Flow(a) => Arc::strong_count(a),
             // The context's table of mappings holds UAR pages too; a mapped page outlives its
             // object anyway (`Ucontext::destroy_uar`), and queues on it hold it in firmware.
             Obj::Uar(_) => return 0,

@@ -39,6 +39,7 @@ mod context;
 mod device;
 pub mod event;
 mod fds;
+mod flow;
 #[cfg(feature = "test-utils")]
 pub mod fuzzing;
 mod ioctl;

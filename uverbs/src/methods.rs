@@ -244,6 +244,53 @@ static METHODS: &[Method] = &[
         run: devx_event_fd_alloc,
     },
     Method {
+        object: MLX5_IB_OBJECT_FLOW_MATCHER,
+        method: MLX5_IB_METHOD_FLOW_MATCHER_CREATE,
+        spec: &[
+            must(MLX5_IB_ATTR_FLOW_MATCHER_CREATE_HANDLE, Kind::Obj),
+            must(MLX5_IB_ATTR_FLOW_MATCHER_MATCH_MASK, input_range(1, u16::MAX)),
+            // An enum attribute: IBV_FLOW_ATTR_NORMAL (elem_id 0) with the priority inline.
+            must(MLX5_IB_ATTR_FLOW_MATCHER_FLOW_TYPE, input_range(0, 8)),
+            must(MLX5_IB_ATTR_FLOW_MATCHER_MATCH_CRITERIA, input_range(1, 1)),
+            may(MLX5_IB_ATTR_FLOW_MATCHER_FLOW_FLAGS, CONST),
+            may(MLX5_IB_ATTR_FLOW_MATCHER_FT_TYPE, CONST),
+        ],
+        run: crate::flow::matcher_create,
+    },
+    Method {
+        object: MLX5_IB_OBJECT_FLOW_MATCHER,
+        method: MLX5_IB_METHOD_FLOW_MATCHER_DESTROY,
+        spec: &[must(MLX5_IB_ATTR_FLOW_MATCHER_DESTROY_HANDLE, Kind::Obj)],
+        run: crate::flow::matcher_destroy,
+    },
+    Method {
+        object: UVERBS_OBJECT_FLOW,
+        method: MLX5_IB_METHOD_CREATE_FLOW,
+        spec: &[
+            must(MLX5_IB_ATTR_CREATE_FLOW_HANDLE, Kind::Obj),
+            must(MLX5_IB_ATTR_CREATE_FLOW_MATCH_VALUE, input_range(1, u16::MAX)),
+            must(MLX5_IB_ATTR_CREATE_FLOW_MATCHER, Kind::Obj),
+            may(MLX5_IB_ATTR_CREATE_FLOW_DEST_QP, Kind::Obj),
+            may(MLX5_IB_ATTR_CREATE_FLOW_DEST_DEVX, Kind::Obj),
+            // Object arrays: read as inputs, refused by the method.
+            may(MLX5_IB_ATTR_CREATE_FLOW_ARR_FLOW_ACTIONS, input_range(0, u16::MAX)),
+            may(MLX5_IB_ATTR_CREATE_FLOW_TAG, CONST),
+            may(MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX, input_range(0, u16::MAX)),
+            may(
+                MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX_OFFSET,
+                input_range(0, u16::MAX),
+            ),
+            may(MLX5_IB_ATTR_CREATE_FLOW_FLAGS, CONST),
+        ],
+        run: crate::flow::flow_create,
+    },
+    Method {
+        object: UVERBS_OBJECT_FLOW,
+        method: UVERBS_METHOD_FLOW_DESTROY,
+        spec: &[must(UVERBS_ATTR_DESTROY_FLOW_HANDLE, Kind::Obj)],
+        run: crate::flow::flow_destroy,
+    },
+    Method {
         object: MLX5_IB_OBJECT_UAR,
         method: MLX5_IB_METHOD_UAR_OBJ_ALLOC,
         spec: &[

@@ -8,6 +8,7 @@
  *
  * Usage: api DEVICE_ELF (fw-blobs/bin/rpc_calc.elf)
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -111,8 +112,44 @@ static struct flexio_cq *make_cq(struct flexio_process *process, uint8_t element
 	return cq;
 }
 
+/* A root-table steering rule to the RQ's TIR, made with mlx5dv_dr on the program's own
+ * context, as FlexIO's samples steer: the TIR is an object of that context. */
+static void steer_to(struct ibv_context *ibv_ctx, struct flexio_rq *rq)
+{
+	uint8_t buf[sizeof(struct mlx5dv_flow_match_parameters) + 64];
+	struct mlx5dv_flow_match_parameters *p = (void *)buf;
+	struct mlx5dv_dr_domain *dmn;
+	struct mlx5dv_dr_table *tbl;
+	struct mlx5dv_dr_matcher *matcher;
+	struct mlx5dv_dr_action *action;
+	struct mlx5dv_dr_rule *rule;
+
+	dmn = mlx5dv_dr_domain_create(ibv_ctx, MLX5DV_DR_DOMAIN_TYPE_NIC_RX);
+	CHECK(dmn, "mlx5dv_dr_domain_create (errno %d)", errno);
+	tbl = mlx5dv_dr_table_create(dmn, 0);
+	CHECK(tbl, "mlx5dv_dr_table_create of the root (errno %d)", errno);
+	/* fte_match_set_lyr_2_4: the source MAC is its first six bytes. */
+	memset(buf, 0, sizeof(buf));
+	p->match_sz = 64;
+	memset(p->match_buf, 0xff, 6);
+	matcher = mlx5dv_dr_matcher_create(tbl, 0, 1 /* outer headers */, p);
+	CHECK(matcher, "mlx5dv_dr_matcher_create (errno %d)", errno);
+	action = mlx5dv_dr_action_create_dest_devx_tir(flexio_rq_get_tir(rq));
+	CHECK(action, "mlx5dv_dr_action_create_dest_devx_tir (errno %d)", errno);
+	memcpy(p->match_buf, "\x02\x42\x7e\x7f\xeb\x02", 6);
+	rule = mlx5dv_dr_rule_create(matcher, p, 1, &action);
+	CHECK(rule, "mlx5dv_dr_rule_create (errno %d)", errno);
+	CHECK(mlx5dv_dr_matcher_destroy(matcher) != 0, "a matcher in use is not destroyed");
+	CHECK(!mlx5dv_dr_rule_destroy(rule) && !mlx5dv_dr_action_destroy(action) &&
+		      !mlx5dv_dr_matcher_destroy(matcher) && !mlx5dv_dr_table_destroy(tbl) &&
+		      !mlx5dv_dr_domain_destroy(dmn),
+	      "the steering objects' destroys");
+	printf("steering: a root rule from 02:42:7e:7f:eb:02 to the RQ's TIR\n");
+}
+
 /* CQs (one activating the event handler's thread), an Ethernet SQ and an RQ with its TIR. */
-static void queues(struct flexio_process *process, struct flexio_event_handler *eh)
+static void queues(struct ibv_context *ibv_ctx, struct flexio_process *process,
+		   struct flexio_event_handler *eh)
 {
 	struct flexio_wq_attr sq_attr = {0}, rq_attr = {0};
 	struct flexio_cq *sq_cq, *rq_cq, *bad = NULL;
@@ -144,6 +181,7 @@ static void queues(struct flexio_process *process, struct flexio_event_handler *
 		      FLEXIO_STATUS_SUCCESS &&
 	      flexio_rq_get_wq_num(rq) != UINT32_MAX && flexio_rq_get_tir(rq),
 	      "flexio_rq_create");
+	steer_to(ibv_ctx, rq);
 	printf("queues: CQs %#x and %#x, SQ %#x, RQ %#x with a TIR\n",
 	       flexio_cq_get_cq_num(sq_cq), flexio_cq_get_cq_num(rq_cq), flexio_sq_get_wq_num(sq),
 	       flexio_rq_get_wq_num(rq));
@@ -337,7 +375,7 @@ int main(int argc, char **argv)
 	CHECK(flexio_outbox_destroy(outbox) == FLEXIO_STATUS_SUCCESS &&
 		      flexio_outbox_destroy(outbox) == FLEXIO_STATUS_FAILED,
 	      "an outbox destroyed twice is refused the second time");
-	queues(process, eh);
+	queues(ibv_ctx, process, eh);
 	CHECK(flexio_event_handler_destroy(eh) == FLEXIO_STATUS_SUCCESS,
 	      "flexio_event_handler_destroy");
 

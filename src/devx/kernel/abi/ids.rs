@@ -83,6 +83,9 @@ pub mod core_ids {
     pub const UVERBS_METHOD_QP_DESTROY: u16 = 1;
     pub const UVERBS_METHOD_MR_DESTROY: u16 = 1;
     pub const UVERBS_METHOD_QUERY_MR: u16 = 3;
+    // enum uverbs_methods_flow, enum uverbs_attrs_flow_destroy_ids
+    pub const UVERBS_METHOD_FLOW_DESTROY: u16 = 0;
+    pub const UVERBS_ATTR_DESTROY_FLOW_HANDLE: u16 = 0;
 }
 
 /// mlx5 ids (`mlx5_user_ioctl_cmds.h`).
@@ -122,6 +125,30 @@ pub mod mlx5_ids {
     pub const MLX5_IB_METHOD_DEVX_OBJ_MODIFY: u16 = 0x1002;
     pub const MLX5_IB_METHOD_DEVX_OBJ_QUERY: u16 = 0x1003;
     pub const MLX5_IB_METHOD_DEVX_OBJ_ASYNC_QUERY: u16 = 0x1004;
+    // enum mlx5_ib_flow_matcher_methods, _create_attrs, _destroy_attrs
+    pub const MLX5_IB_METHOD_FLOW_MATCHER_CREATE: u16 = 0x1000;
+    pub const MLX5_IB_METHOD_FLOW_MATCHER_DESTROY: u16 = 0x1001;
+    pub const MLX5_IB_ATTR_FLOW_MATCHER_CREATE_HANDLE: u16 = 0x1000;
+    pub const MLX5_IB_ATTR_FLOW_MATCHER_MATCH_MASK: u16 = 0x1001;
+    pub const MLX5_IB_ATTR_FLOW_MATCHER_FLOW_TYPE: u16 = 0x1002;
+    pub const MLX5_IB_ATTR_FLOW_MATCHER_MATCH_CRITERIA: u16 = 0x1003;
+    pub const MLX5_IB_ATTR_FLOW_MATCHER_FLOW_FLAGS: u16 = 0x1004;
+    pub const MLX5_IB_ATTR_FLOW_MATCHER_FT_TYPE: u16 = 0x1005;
+    pub const MLX5_IB_ATTR_FLOW_MATCHER_DESTROY_HANDLE: u16 = 0x1000;
+    // enum mlx5_ib_flow_methods, mlx5_ib_create_flow_attrs (on UVERBS_OBJECT_FLOW)
+    pub const MLX5_IB_METHOD_CREATE_FLOW: u16 = 0x1000;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_HANDLE: u16 = 0x1000;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_MATCH_VALUE: u16 = 0x1001;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_DEST_QP: u16 = 0x1002;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_DEST_DEVX: u16 = 0x1003;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_MATCHER: u16 = 0x1004;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_ARR_FLOW_ACTIONS: u16 = 0x1005;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_TAG: u16 = 0x1006;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX: u16 = 0x1007;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX_OFFSET: u16 = 0x1008;
+    pub const MLX5_IB_ATTR_CREATE_FLOW_FLAGS: u16 = 0x1009;
+    /// `MLX5_IB_UAPI_FLOW_TABLE_TYPE_NIC_RX`.
+    pub const MLX5_IB_UAPI_FLOW_TABLE_TYPE_NIC_RX: u64 = 0x0;
     pub const MLX5_IB_ATTR_DEVX_OBJ_HANDLE: u16 = 0x1000;
     pub const MLX5_IB_ATTR_DEVX_OBJ_CMD_IN: u16 = 0x1001;
     pub const MLX5_IB_ATTR_DEVX_OBJ_CMD_OUT: u16 = 0x1002;
