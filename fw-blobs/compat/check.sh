@@ -109,6 +109,50 @@ rpc_run() {
 step "run flexio_rpc mlx5_0 44 55 (mlx5-dpa run)" rpc_run
 sed 's/^/      /' "$out/rpc_host.txt" 2>/dev/null
 
+# The packet processor's two halves, unmodified: device code with common/dev/com_dev.c, host
+# code with common/host/flow_steering_utils.c (mlx5dv_dr rules, hence -lmlx5). It runs with
+# --nic-mode (its NIC RX rule; the served device has no eswitch for the DPU mode's FDB rules)
+# on a runner whose port is linked over UDP: pp_frame.py sends the sample's frame in and checks
+# the frame that comes back; then Enter ends the sample.
+pp_host() {
+	(cd "$out" && bash "$samples/doca_build_dpacc.sh" --application \
+		--app_name flexio_packet_processor_dev \
+		--srcs "$samples/packet_processor/dev/flexio_packet_processor_dev.c" \
+		--srcs "$samples/common/dev/com_dev.c" --dpacc_build_dir "$out/dpacc" \
+		--additional_include_directories "$samples/common/dev" \
+		--additional_include_directories "$samples/packet_processor" \
+		--external_cc_options -Wall --hostcc_args -Wall) &&
+		gcc -Wall -DDEV_APP_NAME=flexio_packet_processor_dev -o "$out/packet_processor" \
+			"$samples/packet_processor/host/flexio_packet_processor_host.c" \
+			"$samples/common/host/flow_steering_utils.c" -I "$samples/common/host" \
+			-I "$samples/packet_processor" "$out/dpacc/flexio_packet_processor_dev.a" \
+			$(PKG_CONFIG_PATH="$out/prefix/lib/pkgconfig" pkg-config --cflags --libs libflexio) \
+			-lmlx5 -Wl,-rpath,"$out/prefix/lib"
+}
+step "build packet_processor, host and device halves (doca_build_dpacc.sh, gcc)" pp_host
+pp_run() {
+	local fifo="$out/pp.stdin" a=$((40000 + RANDOM % 10000)) b
+	b=$((a + 1))
+	mkfifo "$fifo" || return 1
+	"$tool" run --link "udp:127.0.0.1:$a,127.0.0.1:$b" -- "$out/packet_processor" mlx5_0 \
+		--nic-mode <"$fifo" >"$out/pp_host.txt" 2>&1 &
+	local pid=$!
+	exec 7>"$fifo"
+	for _ in $(seq 100); do
+		grep -q "Welcome" "$out/pp_host.txt" 2>/dev/null && break
+		sleep 0.1
+	done
+	sleep 1
+	python3 "$root/fw-blobs/compat/pp_frame.py" "$a" "$b" >"$out/pp_frame.txt"
+	local sent=$?
+	echo >&7
+	exec 7>&-
+	wait "$pid"
+	[ "$sent" -eq 0 ] && grep -qx "Process packet: 0" "$out/pp_host.txt"
+}
+step "run packet_processor mlx5_0 --nic-mode, one frame in (mlx5-dpa run)" pp_run
+sed 's/^/      /' "$out/pp_host.txt" "$out/pp_frame.txt" 2>/dev/null
+
 # DOCA DPA 2.6's kernel-launch samples: their device sources built unmodified, run by this
 # project's host side of each sample (`demo doca-dpa NAME --app-elf`), with the samples' own
 # host delays (5 s before the wait event, 2 s before the tree's root).
