@@ -110,7 +110,10 @@ pub(crate) fn matcher_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> 
         .value(MLX5_IB_ATTR_FLOW_MATCHER_FT_TYPE)
         .unwrap_or(MLX5_IB_UAPI_FLOW_TABLE_TYPE_NIC_RX);
     if ft_type != MLX5_IB_UAPI_FLOW_TABLE_TYPE_NIC_RX
-        || call.value(MLX5_IB_ATTR_FLOW_MATCHER_FLOW_FLAGS).unwrap_or(0) != 0
+        || call
+            .value(MLX5_IB_ATTR_FLOW_MATCHER_FLOW_FLAGS)
+            .unwrap_or(0)
+            != 0
     {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -266,8 +269,8 @@ fn set_fte(m: &FlowMatcher, index: u32, value: &[u8], tirn: u32, tag: u64) -> Re
     let at = ((s::flow_context.offset() + fc::match_value.offset()) / 8) as usize;
     inb[at..at + value.len()].copy_from_slice(value);
     let d = s::Layout::SIZE_BYTES;
-    let mut dv = ViewMut::<l::dest_format_struct::Layout>::new(&mut inb[d..])
-        .map_err(|_| Errno::EINVAL)?;
+    let mut dv =
+        ViewMut::<l::dest_format_struct::Layout>::new(&mut inb[d..]).map_err(|_| Errno::EINVAL)?;
     dv.set(l::dest_format_struct::destination_type, DEST_TIR);
     dv.set(l::dest_format_struct::destination_id, u64::from(tirn));
     kernel(&m.dev, &inb, 16).map(drop)

@@ -248,7 +248,10 @@ static METHODS: &[Method] = &[
         method: MLX5_IB_METHOD_FLOW_MATCHER_CREATE,
         spec: &[
             must(MLX5_IB_ATTR_FLOW_MATCHER_CREATE_HANDLE, Kind::Obj),
-            must(MLX5_IB_ATTR_FLOW_MATCHER_MATCH_MASK, input_range(1, u16::MAX)),
+            must(
+                MLX5_IB_ATTR_FLOW_MATCHER_MATCH_MASK,
+                input_range(1, u16::MAX),
+            ),
             // An enum attribute: IBV_FLOW_ATTR_NORMAL (elem_id 0) with the priority inline.
             must(MLX5_IB_ATTR_FLOW_MATCHER_FLOW_TYPE, input_range(0, 8)),
             must(MLX5_IB_ATTR_FLOW_MATCHER_MATCH_CRITERIA, input_range(1, 1)),
@@ -268,14 +271,23 @@ static METHODS: &[Method] = &[
         method: MLX5_IB_METHOD_CREATE_FLOW,
         spec: &[
             must(MLX5_IB_ATTR_CREATE_FLOW_HANDLE, Kind::Obj),
-            must(MLX5_IB_ATTR_CREATE_FLOW_MATCH_VALUE, input_range(1, u16::MAX)),
+            must(
+                MLX5_IB_ATTR_CREATE_FLOW_MATCH_VALUE,
+                input_range(1, u16::MAX),
+            ),
             must(MLX5_IB_ATTR_CREATE_FLOW_MATCHER, Kind::Obj),
             may(MLX5_IB_ATTR_CREATE_FLOW_DEST_QP, Kind::Obj),
             may(MLX5_IB_ATTR_CREATE_FLOW_DEST_DEVX, Kind::Obj),
             // Object arrays: read as inputs, refused by the method.
-            may(MLX5_IB_ATTR_CREATE_FLOW_ARR_FLOW_ACTIONS, input_range(0, u16::MAX)),
+            may(
+                MLX5_IB_ATTR_CREATE_FLOW_ARR_FLOW_ACTIONS,
+                input_range(0, u16::MAX),
+            ),
             may(MLX5_IB_ATTR_CREATE_FLOW_TAG, CONST),
-            may(MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX, input_range(0, u16::MAX)),
+            may(
+                MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX,
+                input_range(0, u16::MAX),
+            ),
             may(
                 MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX_OFFSET,
                 input_range(0, u16::MAX),
