@@ -79,8 +79,8 @@ static void stream_reap(struct flexio_msg_stream_dev_ctx *s)
 		op = flexio_dev_cqe_get_opcode(cqe);
 		/* Every message is one WQEBB, so the counter names the WQE and frees up to it. */
 		s->sq_done = (flexio_dev_cqe_get_wqe_counter(cqe) + 1u) & 0xffff;
-		if (op != MLX5_CQE_REQ) {
-			s->last_err_synd = op == MLX5_CQE_REQ_ERR || op == MLX5_CQE_RESP_ERR ?
+		if (op != MLX5_DPA_CQE_REQ) {
+			s->last_err_synd = op == MLX5_DPA_CQE_REQ_ERR || op == MLX5_DPA_CQE_RESP_ERR ?
 				flexio_dev_cqe_get_err_synd(cqe) : 0xffffffffu;
 			s->dead = 1;
 		}
@@ -135,7 +135,7 @@ static int stream_post(struct flexio_msg_stream_dev_ctx *s, struct flexio_dev_th
 	wqe = mlx5_dpa_sq_wqebb(&s->qp, idx);
 	/* A zero byte_count in a data segment means 2 GiB: an empty message has no segment. */
 	mlx5_dpa_swqe_ctrl_set(&wqe[0], 0, MLX5_CTRL_SEG_OPCODE_SEND, idx, s->qp.num, len ? 2 : 1,
-			       MLX5_WQE_CTRL_CQ_UPDATE, 0);
+			       MLX5_DPA_WQE_CTRL_CQ_UPDATE, 0);
 	if (len)
 		flexio_dev_swqe_seg_mem_ptr_data_set(&wqe[1], len, s->buf_lkey, slot);
 	s->sq_pi = idx + 1;

@@ -115,7 +115,7 @@ static void pp_reap_sq(struct pp_dev_ctx *c)
 		op = flexio_dev_cqe_get_opcode(cqe);
 		/* Every frame is one WQEBB: the counter frees all WQEs up to it. */
 		c->sq_done = (flexio_dev_cqe_get_wqe_counter(cqe) + 1u) & 0xffff;
-		if (op != MLX5_CQE_REQ) {
+		if (op != MLX5_DPA_CQE_REQ) {
 			c->last_err_synd = flexio_dev_cqe_get_err_synd(cqe);
 			c->sq_dead = 1;
 		}
@@ -149,7 +149,7 @@ static int pp_forward(struct flexio_dev_thread_ctx *dtctx, struct pp_dev_ctx *c,
 	/* ctrl | eth (inline bytes 0..1) | inline bytes 2..17 | data segment for bytes 18.. */
 	wqe = mlx5_dpa_sq_wqebb(&c->sq, idx);
 	mlx5_dpa_swqe_ctrl_set(&wqe[0], 0, MLX5_CTRL_SEG_OPCODE_SEND, idx, c->sq.num,
-			       len > PP_INLINE_HDR_SIZE ? 4 : 3, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+			       len > PP_INLINE_HDR_SIZE ? 4 : 3, MLX5_DPA_WQE_CTRL_CQ_UPDATE, 0);
 	flexio_dev_swqe_seg_eth_set(&wqe[1], 0, 0, PP_INLINE_HDR_SIZE, tx);
 	memcpy(wqe[2].inline_data.inline_data, tx + 2, PP_INLINE_HDR_SIZE - 2);
 	if (len > PP_INLINE_HDR_SIZE)
@@ -182,8 +182,8 @@ static uint32_t pp_poll(struct flexio_dev_thread_ctx *dtctx, struct pp_dev_ctx *
 		n++;
 		c->rx_packets++;
 		op = flexio_dev_cqe_get_opcode(cqe);
-		if (op == MLX5_CQE_RESP_SEND || op == MLX5_CQE_RESP_SEND_IMM ||
-		    op == MLX5_CQE_RESP_SEND_INV) {
+		if (op == MLX5_DPA_CQE_RESP_SEND || op == MLX5_DPA_CQE_RESP_SEND_IMM ||
+		    op == MLX5_DPA_CQE_RESP_SEND_INV) {
 			uint16_t wqe_idx = flexio_dev_cqe_get_wqe_counter(cqe);
 			uint32_t len = flexio_dev_cqe_get_byte_cnt(cqe);
 			const uint8_t *rx = flexio_dev_rwqe_get_addr(mlx5_dpa_rq_wqe(&c->rq, wqe_idx));

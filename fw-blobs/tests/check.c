@@ -104,7 +104,7 @@ static void init_cq(uint8_t *ring, uint32_t entries)
 {
 	memset(ring, 0, entries * 64);
 	for (uint32_t i = 0; i < entries; i++)
-		ring[i * 64 + 63] = (MLX5_CQE_INVALID << 4) | 1;
+		ring[i * 64 + 63] = (MLX5_DPA_CQE_INVALID << 4) | 1;
 }
 
 static void put_cqe(uint8_t *ring, uint32_t log, uint32_t ci, uint8_t opcode, uint16_t wqe_counter,
@@ -396,7 +396,7 @@ static void check_msg_stream(void)
 	CHECK(flexio_dev_print("5") == FLEXIO_MSG_DEV_ERR_FULL, "full");
 	CHECK(ms.msgs_dropped == 1, "dropped %lu", ms.msgs_dropped);
 	/* The NIC completes WQEs 0 and 1 with one CQE for counter 1. */
-	put_cqe(ms_cq, 2, 0, MLX5_CQE_REQ, 1, 0);
+	put_cqe(ms_cq, 2, 0, MLX5_DPA_CQE_REQ, 1, 0);
 	CHECK(flexio_dev_print("six %s", "6") == 5, "after completion");
 	CHECK(ms.sq_done == 2 && ms.cq_ci == 1 && be32_at(ms_cq_dbr) == 1, "reaped: done %u ci %u",
 	      ms.sq_done, ms.cq_ci);
@@ -406,7 +406,7 @@ static void check_msg_stream(void)
 	/* Long text is cut at the 64-byte slot. */
 	CHECK(flexio_dev_print("%070d", 1) == 64, "slot cut");
 	/* Error CQE kills the stream. */
-	put_cqe(ms_cq, 2, 1, MLX5_CQE_REQ_ERR, 2, 0);
+	put_cqe(ms_cq, 2, 1, MLX5_DPA_CQE_REQ_ERR, 2, 0);
 	CHECK(flexio_dev_print("x") == FLEXIO_MSG_DEV_ERR_QUEUE && ms.dead == 1, "dead stream");
 	/* No outbox. */
 	fake_ctx.outbox_base = 0;
@@ -473,8 +473,8 @@ static void check_packet_processor(void)
 
 	/* One UDP frame in RX buffer 0, one runt in buffer 1. */
 	memcpy(pp_rx[0], sc_udp_in, len);
-	put_cqe(pp_rq_cq, 2, 0, MLX5_CQE_RESP_SEND, 0, len);
-	put_cqe(pp_rq_cq, 2, 1, MLX5_CQE_RESP_SEND, 1, 10);
+	put_cqe(pp_rq_cq, 2, 0, MLX5_DPA_CQE_RESP_SEND, 0, len);
+	put_cqe(pp_rq_cq, 2, 1, MLX5_DPA_CQE_RESP_SEND, 1, 10);
 	CHECK(pp_poll(dtctx, &ppc) == 2, "two CQEs");
 	CHECK(ppc.rx_packets == 2 && ppc.tx_packets == 1 && ppc.rx_dropped == 1 && ppc.rewritten == 1,
 	      "counters rx %lu tx %lu drop %lu", ppc.rx_packets, ppc.tx_packets, ppc.rx_dropped);
@@ -494,18 +494,18 @@ static void check_packet_processor(void)
 	/* Fill the SQ (3 more), then a fifth frame is dropped until a send completion arrives. */
 	for (uint32_t i = 2; i < 6; i++) {
 		memcpy(pp_rx[i & 3], sc_udp_in, len);
-		put_cqe(pp_rq_cq, 2, i, MLX5_CQE_RESP_SEND, (uint16_t)i, len);
+		put_cqe(pp_rq_cq, 2, i, MLX5_DPA_CQE_RESP_SEND, (uint16_t)i, len);
 	}
 	CHECK(pp_poll(dtctx, &ppc) == 4, "four CQEs");
 	CHECK(ppc.tx_packets == 4 && ppc.tx_dropped == 1 && ppc.sq_pi == 4, "SQ full: tx %lu drop %lu",
 	      ppc.tx_packets, ppc.tx_dropped);
-	put_cqe(pp_sq_cq, 2, 0, MLX5_CQE_REQ, 3, 0);
+	put_cqe(pp_sq_cq, 2, 0, MLX5_DPA_CQE_REQ, 3, 0);
 	memcpy(pp_rx[2], sc_udp_in, len);
-	put_cqe(pp_rq_cq, 2, 6, MLX5_CQE_RESP_SEND, 6, len);
+	put_cqe(pp_rq_cq, 2, 6, MLX5_DPA_CQE_RESP_SEND, 6, len);
 	CHECK(pp_poll(dtctx, &ppc) == 1 && ppc.tx_packets == 5 && ppc.sq_done == 4, "after completion");
 	CHECK(be32_at(pp_sq_cq_dbr) == 1, "SQ CQ record");
 	/* Error CQE on the RQ: counted, WQE handed back. */
-	put_cqe(pp_rq_cq, 2, 7, MLX5_CQE_RESP_ERR, 7, 0);
+	put_cqe(pp_rq_cq, 2, 7, MLX5_DPA_CQE_RESP_ERR, 7, 0);
 	CHECK(pp_poll(dtctx, &ppc) == 1 && ppc.rx_dropped == 2, "error CQE");
 	CHECK(ppc.rq_cq_ci == 8 && be32_at(&pp_rq_dbr[0]) == 12, "ci %u", ppc.rq_cq_ci);
 	/* The arm doorbell the handler would ring. */

@@ -17,15 +17,10 @@
 #error "the DPA is little-endian; this runtime supports nothing else"
 #endif
 
-/** Big-endian wire types: documentation only (plain integers). */
-typedef uint16_t __be16;
-typedef uint32_t __be32;
-typedef uint64_t __be64;
-
 /** CPU (little-endian) to big-endian. */
-#define cpu_to_be16(v) ((__be16)__builtin_bswap16((uint16_t)(v)))
-#define cpu_to_be32(v) ((__be32)__builtin_bswap32((uint32_t)(v)))
-#define cpu_to_be64(v) ((__be64)__builtin_bswap64((uint64_t)(v)))
+#define cpu_to_be16(v) ((uint16_t)__builtin_bswap16((uint16_t)(v)))
+#define cpu_to_be32(v) ((uint32_t)__builtin_bswap32((uint32_t)(v)))
+#define cpu_to_be64(v) ((uint64_t)__builtin_bswap64((uint64_t)(v)))
 /** Big-endian to CPU. */
 #define be16_to_cpu(v) ((uint16_t)__builtin_bswap16((uint16_t)(v)))
 #define be32_to_cpu(v) ((uint32_t)__builtin_bswap32((uint32_t)(v)))

@@ -156,7 +156,7 @@ static inline uint32_t flexio_dev_cqe_get_qpn(struct flexio_dev_cqe64 *cqe)
 }
 
 /**
- * The error word of an error CQE (MLX5_CQE_REQ_ERR / RESP_ERR): bits 7:0 syndrome
+ * The error word of an error CQE (MLX5_DPA_CQE_REQ_ERR / RESP_ERR): bits 7:0 syndrome
  * (MLX5_CQE_SYNDROME_*), bits 15:8 vendor syndrome.
  */
 static inline uint32_t flexio_dev_cqe_get_err_synd(struct flexio_dev_cqe64 *cqe)
@@ -188,8 +188,8 @@ enum cq_ce_mode {
 	MLX5_CTRL_SEG_CE_CQE_AND_EQE = 0x3,
 };
 
-/** fm_ce_se value asking for a CQE (MLX5_WQE_CTRL_CQ_UPDATE = CE_CQE_ALWAYS << 2). */
-#define MLX5_WQE_CTRL_CQ_UPDATE 0x08
+/** fm_ce_se value asking for a CQE (MLX5_DPA_WQE_CTRL_CQ_UPDATE = CE_CQE_ALWAYS << 2). */
+#define MLX5_DPA_WQE_CTRL_CQ_UPDATE 0x08
 
 /** Send opcodes (ctrl segment bits 7:0; PRM "Send WQE opcodes"). */
 enum {
@@ -249,7 +249,7 @@ typedef enum {
 /**
  * Writes a control segment from raw fields (mlx5_dpa helper, not FlexIO API):
  * idx_opcode = opmod << 24 | wqe_index[15:0] << 8 | opcode, qpn_ds = qnum << 8 | ds,
- * byte 0xb = fm_ce_se (MLX5_WQE_CTRL_CQ_UPDATE for a CQE), general_id = imm.
+ * byte 0xb = fm_ce_se (MLX5_DPA_WQE_CTRL_CQ_UPDATE for a CQE), general_id = imm.
  */
 static inline void mlx5_dpa_swqe_ctrl_set(union flexio_dev_sqe_seg *swqe, uint8_t opmod,
 					  uint8_t opcode, uint32_t wqe_index, uint32_t qnum,
@@ -363,12 +363,12 @@ static inline flexio_dev_status_t flexio_dev_swqe_seg_mem_ptr_data_set(
 	return FLEXIO_DEV_STATUS_SUCCESS;
 }
 
-/** Marker of an inline data segment in its byte_count word (MLX5_INLINE_SEG). */
-#define MLX5_INLINE_SEG 0x80000000u
+/** Marker of an inline data segment in its byte_count word (MLX5_DPA_INLINE_SEG). */
+#define MLX5_DPA_INLINE_SEG 0x80000000u
 
 /**
  * Writes an inline data segment holding `data_sz` (at most 12) bytes copied in memory order
- * from `data`; byte_count = MLX5_INLINE_SEG | data_sz. (FlexIO's version byte-swaps each
+ * from `data`; byte_count = MLX5_DPA_INLINE_SEG | data_sz. (FlexIO's version byte-swaps each
  * 32-bit word of `data` and omits the marker; this one follows the PRM.) Returns FAILED for
  * more than 12 bytes.
  */
@@ -383,7 +383,7 @@ static inline flexio_dev_status_t flexio_dev_swqe_seg_inline_data_set(
 
 	if (data_sz > sizeof(d->data_and_padding))
 		return FLEXIO_DEV_STATUS_FAILED;
-	d->byte_count = cpu_to_be32(MLX5_INLINE_SEG | data_sz);
+	d->byte_count = cpu_to_be32(MLX5_DPA_INLINE_SEG | data_sz);
 	for (i = 0; i < sizeof(d->data_and_padding); i++)
 		dst[i] = i < data_sz ? src[i] : 0;
 	return FLEXIO_DEV_STATUS_SUCCESS;
@@ -500,7 +500,7 @@ static inline struct flexio_dev_cqe64 *mlx5_dpa_cq_cqe(const struct mlx5_dpa_cq_
 
 /**
  * Whether the CQE for counter `ci` holds a new completion: its owner bit equals the pass
- * parity (ci >> log_cqe_cnt) & 1 and its opcode is not MLX5_CQE_INVALID. On true, a read
+ * parity (ci >> log_cqe_cnt) & 1 and its opcode is not MLX5_DPA_CQE_INVALID. On true, a read
  * barrier has ordered the owner read before the caller's reads of the rest of the CQE.
  */
 static inline int mlx5_dpa_cqe_ready(const struct mlx5_dpa_cq_descriptor *cq,
@@ -508,7 +508,7 @@ static inline int mlx5_dpa_cqe_ready(const struct mlx5_dpa_cq_descriptor *cq,
 {
 	uint8_t op_own = *(volatile uint8_t *)&cqe->op_own;
 
-	if ((op_own & 1) != ((ci >> cq->log_cqe_cnt) & 1) || (op_own >> 4) == MLX5_CQE_INVALID)
+	if ((op_own & 1) != ((ci >> cq->log_cqe_cnt) & 1) || (op_own >> 4) == MLX5_DPA_CQE_INVALID)
 		return 0;
 	dpa_fence_r_r();
 	return 1;
@@ -521,7 +521,7 @@ static inline union flexio_dev_sqe_seg *mlx5_dpa_sq_wqebb(const struct mlx5_dpa_
 	uint32_t mask = (1u << wq->log_sq_wqebb_cnt) - 1;
 
 	return (union flexio_dev_sqe_seg *)(uintptr_t)(wq->sq_ring_addr +
-						       (uint64_t)(pi & mask) * MLX5_SEND_WQE_BB);
+						       (uint64_t)(pi & mask) * MLX5_DPA_SEND_WQE_BB);
 }
 
 /** The receive WQE (first data segment) for receive counter `idx`. */

@@ -13,20 +13,25 @@
 
 #include "flexio_dev_endianity.h"
 
+/** Big-endian wire types: documentation only (plain integers). */
+typedef uint64_t __be64;
+typedef uint32_t __be32;
+typedef uint16_t __be16;
+
 /** A send WQE basic block (WQEBB) is 64 bytes = 4 segments of 16 bytes. */
 #define LOG_SQE_NUM_SEGS 2
-#define MLX5_SEND_WQE_BB 64
-#define MLX5_WQE_SEG_SIZE 16
+#define MLX5_DPA_SEND_WQE_BB 64
+#define MLX5_DPA_WQE_SEG_SIZE 16
 
 /** CQE opcodes (op_own[7:4]). */
-#define MLX5_CQE_REQ 0x0
-#define MLX5_CQE_RESP_WR_IMM 0x1
-#define MLX5_CQE_RESP_SEND 0x2
-#define MLX5_CQE_RESP_SEND_IMM 0x3
-#define MLX5_CQE_RESP_SEND_INV 0x4
-#define MLX5_CQE_REQ_ERR 0xd
-#define MLX5_CQE_RESP_ERR 0xe
-#define MLX5_CQE_INVALID 0xf
+#define MLX5_DPA_CQE_REQ 0x0
+#define MLX5_DPA_CQE_RESP_WR_IMM 0x1
+#define MLX5_DPA_CQE_RESP_SEND 0x2
+#define MLX5_DPA_CQE_RESP_SEND_IMM 0x3
+#define MLX5_DPA_CQE_RESP_SEND_INV 0x4
+#define MLX5_DPA_CQE_REQ_ERR 0xd
+#define MLX5_DPA_CQE_RESP_ERR 0xe
+#define MLX5_DPA_CQE_INVALID 0xf
 
 /**
  * A 64-byte CQE (for 128-byte CQEs: the second half of each entry).
@@ -110,7 +115,7 @@ struct flexio_dev_wqe_mem_ptr_send_data_seg {
 	__be64 addr;       /**< 0x8: address in the lkey's space (a DPA address for DPA memory) */
 };
 
-/** Inline send data segment: byte_count has bit 31 (MLX5_INLINE_SEG) set; data follows. */
+/** Inline send data segment: byte_count has bit 31 (MLX5_DPA_INLINE_SEG) set; data follows. */
 struct flexio_dev_wqe_inline_send_data_seg {
 	__be32 byte_count;
 	__be32 data_and_padding[3]; /**< the bytes in memory order, zero padded */

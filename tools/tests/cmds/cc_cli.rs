@@ -278,6 +278,34 @@ fn the_device_version_macros_check_at_compile_time() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The device headers define the public FlexIO names and no others of theirs: a program may
+/// declare the PRM's constants itself (as NVIDIA's headers leave it to), which a macro of the
+/// same name in ours would break (`enum { 0xd = 13 }`).
+#[test]
+#[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
+fn a_program_may_declare_the_prm_constants_the_headers_do_not() {
+    let d = scratch_dir("names");
+    let src = d.join("own_names.c");
+    std::fs::write(
+        &src,
+        "#include <libflexio-dev/flexio_dev.h>\n\
+         #include <libflexio-dev/flexio_dev_queue_access.h>\n\
+         enum { MLX5_CQE_REQ = 0, MLX5_CQE_REQ_ERR = 13, MLX5_CQE_RESP_ERR = 14 };\n\
+         enum { MLX5_SEND_WQE_BB = 64, MLX5_WQE_SEG_SIZE = 16, MLX5_INLINE_SEG = 0x80000000 };\n\
+         enum { MLX5_WQE_CTRL_CQ_UPDATE = 8 };\n\
+         __dpa_rpc__ uint64_t f(uint64_t x) { return x + MLX5_CQE_REQ_ERR; }\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "cc",
+        "-o",
+        &d.join("own_names.elf").display().to_string(),
+        &src.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `mlx5-dpa cc -o OUT --package-into HOST --app APP [--cpu CPU] SRC`.
 fn package(out: &std::path::Path, host: &str, app: &str, cpu: Option<&str>, src: &str) -> Output {
     let out = out.display().to_string();
