@@ -76,12 +76,12 @@ flexio_dev_status_t flexio_dev_outbox_config_uar_extension(struct flexio_dev_thr
 	return FLEXIO_DEV_STATUS_SUCCESS;
 }
 
-flexio_dev_status_t flexio_dev_window_mkey_config(struct flexio_dev_thread_ctx *dtctx,
-						  uint32_t mkey)
+flexio_dev_status_t flexio_dev_multi_window_mkey_config(enum flexio_window_entity win_entity,
+							uint32_t mkey)
 {
-	uint64_t cfg = *(volatile uint64_t *)&dtctx->window_config_base;
+	uint64_t cfg = *(volatile uint64_t *)&dpa_thread_ctx()->window_config_base;
 
-	if (cfg == 0)
+	if (win_entity != FLEXIO_DEV_WINDOW_ENTITY_0 || cfg == 0)
 		return FLEXIO_DEV_STATUS_FAILED;
 	/* ORDERING: accesses through the old key complete before the key changes, and accesses
 	 * through the new key start after it. */
@@ -91,13 +91,15 @@ flexio_dev_status_t flexio_dev_window_mkey_config(struct flexio_dev_thread_ctx *
 	return FLEXIO_DEV_STATUS_SUCCESS;
 }
 
-flexio_dev_status_t flexio_dev_window_config(struct flexio_dev_thread_ctx *dtctx,
-					     uint16_t window_config_id, uint32_t mkey)
+flexio_dev_status_t flexio_dev_multi_window_config(enum flexio_window_entity win_entity,
+						   uint16_t window_config_id, uint32_t mkey)
 {
+	if (win_entity != FLEXIO_DEV_WINDOW_ENTITY_0)
+		return FLEXIO_DEV_STATUS_FAILED;
 	dpa_fence_rw_o();
 	if (dpa_os_call1(DPA_OS_WINDOW_SET_CFG, window_config_id) != DPA_OS_OK)
 		return FLEXIO_DEV_STATUS_FAILED;
-	return flexio_dev_window_mkey_config(dtctx, mkey);
+	return flexio_dev_multi_window_mkey_config(win_entity, mkey);
 }
 
 void flexio_dev_nic_counters_config(uint32_t *values, uint32_t *counter_ids, uint32_t num_counters)

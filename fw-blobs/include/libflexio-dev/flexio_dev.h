@@ -30,21 +30,69 @@
 #include "flexio_dev_ver.h"
 
 /*
- * The versions of the device API these headers implement (for information; programs state
- * theirs with FLEXIO_DEV_VER_USED, see flexio_dev_ver.h).
+ * The versions of the device API these headers implement. 25.01's own headers set no lower
+ * bound (0.0.0, which only warns); so do these.
  */
-#define FLEXIO_DEV_CURRENT_VERSION FLEXIO_DEV_VER_LATEST
-#define FLEXIO_DEV_LAST_SUPPORTED_VERSION FLEXIO_DEV_VER(24, 1, 0)
+#define FLEXIO_DEV_CURRENT_VERSION FLEXIO_DEV_VER(25, 1, 0)
+#define FLEXIO_DEV_LAST_SUPPORTED_VERSION FLEXIO_DEV_VER(0, 0, 0)
 
-#ifdef FLEXIO_DEV_VER_USED
+/*
+ * Which forms of the calls that changed in 24.10 the headers declare
+ * (MLX5_DPA_FLEXIO_DEV_FORMS: 1 = before 24.10, 2 = 24.10 and later, 3 = both):
+ *
+ *  - before 24.10 the outbox doorbell calls (flexio_dev_qp_sq_ring_db, _cq_arm, _eq_update_ci,
+ *    _zcqe_gen / _msix_send, _db_ctx_arm, _db_ctx_force_trigger, _cc_ring_db) take the thread
+ *    context first and return flexio_dev_status_t, and the window calls take the thread
+ *    context;
+ *  - from 24.10 the doorbell calls take no thread context and return nothing, and the window
+ *    calls take an enum flexio_window_entity.
+ *
+ * A program that states FLEXIO_DEV_VER_USED gets exactly its version's forms. One that states
+ * none gets the newest version, as NVIDIA's 25.01 headers choose; since FlexIO 24.01 had no
+ * way to state a version (it had no flexio_dev_ver.h), such a program's older calls are
+ * recognised as well: the doorbell calls by their argument count, the window calls by the
+ * type of their first argument.
+ */
+#ifndef FLEXIO_DEV_VER_USED
+#define FLEXIO_DEV_VER_USED FLEXIO_DEV_CURRENT_VERSION
+#define MLX5_DPA_FLEXIO_DEV_FORMS 3
+#else
+#if FLEXIO_DEV_VER_USED == FLEXIO_DEV_VER_LATEST
+#undef FLEXIO_DEV_VER_USED
+#define FLEXIO_DEV_VER_USED FLEXIO_DEV_CURRENT_VERSION
+#endif
 #if FLEXIO_DEV_VER_USED < FLEXIO_DEV_LAST_SUPPORTED_VERSION
 #error "FLEXIO_DEV_VER_USED is older than FLEXIO_DEV_LAST_SUPPORTED_VERSION: move the program to a newer FlexIO device API"
 #elif FLEXIO_DEV_VER_USED == FLEXIO_DEV_LAST_SUPPORTED_VERSION
 #warning "FLEXIO_DEV_VER_USED is the oldest version still supported: support for it ends with the next version"
 #elif FLEXIO_DEV_VER_USED > FLEXIO_DEV_CURRENT_VERSION
-#error "FLEXIO_DEV_VER_USED is newer than these headers (FLEXIO_DEV_CURRENT_VERSION)"
+#error "FLEXIO_DEV_VER_USED is newer than these headers (FLEXIO_DEV_CURRENT_VERSION, 25.01)"
+#endif
+#if FLEXIO_DEV_VER_USED >= FLEXIO_DEV_VER(24, 10, 0)
+#define MLX5_DPA_FLEXIO_DEV_FORMS 2
+#else
+#define MLX5_DPA_FLEXIO_DEV_FORMS 1
 #endif
 #endif
+
+/*
+ * MLX5_DPA_FLEXIO_DEV_CALL(f, n_old, n_new, args...) calls f_<n_old> (the pre-24.10 form, which
+ * has n_old arguments) or f_<n_new> (the 24.10 one) as MLX5_DPA_FLEXIO_DEV_FORMS says; with
+ * both forms, the one whose argument count matches.
+ */
+#define MLX5_DPA_CAT_(a, b) a##b
+#define MLX5_DPA_CAT(a, b) MLX5_DPA_CAT_(a, b)
+#define MLX5_DPA_NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, n, ...) n
+#define MLX5_DPA_NARGS(...) MLX5_DPA_NARGS_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#if MLX5_DPA_FLEXIO_DEV_FORMS == 3
+#define MLX5_DPA_FLEXIO_DEV_CALL(f, n_old, n_new, ...) \
+	MLX5_DPA_CAT(f##_, MLX5_DPA_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#elif MLX5_DPA_FLEXIO_DEV_FORMS == 2
+#define MLX5_DPA_FLEXIO_DEV_CALL(f, n_old, n_new, ...) f##_##n_new(__VA_ARGS__)
+#else
+#define MLX5_DPA_FLEXIO_DEV_CALL(f, n_old, n_new, ...) f##_##n_old(__VA_ARGS__)
+#endif
+
 #include "flexio_dev_endianity.h"
 
 typedef uint64_t flexio_uintptr_t;
@@ -218,31 +266,42 @@ flexio_dev_status_t flexio_dev_outbox_config_uar_extension(struct flexio_dev_thr
 							   uint32_t device_id);
 
 /**
- * Selects window `window_config_id` (WINDOW_SET_CFG) and keys it with `mkey` (a 64-bit store of
- * the mkey to dtctx->window_config_base). Afterwards host address H of that mkey is at DPA
- * address dtctx->window_base + H. Returns FAILED when the OS refused the id (nothing
- * stored then) or the thread ends up with no window.
+ * A thread's windows (FlexIO 24.10). The model gives each thread one window, entity 0; the
+ * calls below answer FLEXIO_DEV_STATUS_FAILED for entity 1.
  */
-flexio_dev_status_t flexio_dev_window_config(struct flexio_dev_thread_ctx *dtctx,
-					     uint16_t window_config_id, uint32_t mkey);
+enum flexio_window_entity {
+	FLEXIO_DEV_WINDOW_ENTITY_0 = 0,
+	FLEXIO_DEV_WINDOW_ENTITY_1 = 1,
+	FLEXIO_DEV_WINDOW_ENTITY_NUM = 2,
+};
+
+/**
+ * Selects window `window_config_id` (WINDOW_SET_CFG) and keys it with `mkey` (a 64-bit store of
+ * the mkey to the thread context's window_config_base). Afterwards host address H of that mkey
+ * is at DPA address window_base + H. Returns FAILED when the OS refused the id (nothing stored
+ * then) or the thread ends up with no window.
+ */
+flexio_dev_status_t flexio_dev_multi_window_config(enum flexio_window_entity win_entity,
+						   uint16_t window_config_id, uint32_t mkey);
 
 /**
  * Re-keys the currently selected window with `mkey` (store to window_config_base only).
  * Returns FAILED when the thread has no window (window_config_base == 0).
  */
-flexio_dev_status_t flexio_dev_window_mkey_config(struct flexio_dev_thread_ctx *dtctx,
-						  uint32_t mkey);
+flexio_dev_status_t flexio_dev_multi_window_mkey_config(enum flexio_window_entity win_entity,
+							uint32_t mkey);
 
 /**
  * The DPA address at which host address `haddr` of the current window's mkey appears:
  * *daddr = window_base + haddr. Returns FAILED (and leaves *daddr alone) when the thread has
  * no window (window_base == 0).
  */
-static inline flexio_dev_status_t flexio_dev_window_ptr_acquire(struct flexio_dev_thread_ctx *dtctx,
-								uint64_t haddr,
-								flexio_uintptr_t *daddr)
+static inline flexio_dev_status_t flexio_dev_multi_window_ptr_acquire(
+	enum flexio_window_entity win_entity, uint64_t haddr, flexio_uintptr_t *daddr)
 {
-	if (dtctx->window_base == 0)
+	struct flexio_dev_thread_ctx *dtctx = dpa_thread_ctx();
+
+	if (win_entity != FLEXIO_DEV_WINDOW_ENTITY_0 || dtctx->window_base == 0)
 		return FLEXIO_DEV_STATUS_FAILED;
 	*daddr = dtctx->window_base + haddr;
 	return FLEXIO_DEV_STATUS_SUCCESS;
@@ -253,25 +312,74 @@ static inline flexio_dev_status_t flexio_dev_window_ptr_acquire(struct flexio_de
  * unsupported, and so are they here: they return FLEXIO_DEV_STATUS_FAILED (use
  * flexio_dev_window_ptr_acquire and ordinary loads and stores).
  */
-static inline flexio_dev_status_t flexio_dev_window_copy_from_host(
-	struct flexio_dev_thread_ctx *dtctx, void *daddr, uint64_t haddr, uint32_t size)
+static inline flexio_dev_status_t flexio_dev_multi_window_copy_from_host(
+	enum flexio_window_entity win_entity, void *daddr, uint64_t haddr, uint32_t size)
 {
-	(void)dtctx;
+	(void)win_entity;
 	(void)daddr;
 	(void)haddr;
 	(void)size;
 	return FLEXIO_DEV_STATUS_FAILED;
 }
 
-static inline flexio_dev_status_t flexio_dev_window_copy_to_host(
-	struct flexio_dev_thread_ctx *dtctx, uint64_t haddr, const void *daddr, uint32_t size)
+static inline flexio_dev_status_t flexio_dev_multi_window_copy_to_host(
+	enum flexio_window_entity win_entity, uint64_t haddr, const void *daddr, uint32_t size)
 {
-	(void)dtctx;
+	(void)win_entity;
 	(void)haddr;
 	(void)daddr;
 	(void)size;
 	return FLEXIO_DEV_STATUS_FAILED;
 }
+
+/*
+ * flexio_dev_window_config, _mkey_config, _ptr_acquire, _copy_from_host and _copy_to_host:
+ * from 24.10 the multi-window calls above (`_entity` forms); before, the same with the thread
+ * context first, on window entity 0 (`_ctx` forms).
+ */
+#define MLX5_DPA_FLEXIO_DEV_WINDOW_FORMS(f, args, call_args)                                 \
+	static inline flexio_dev_status_t mlx5_dpa_flexio_dev_window_##f##_entity(               \
+		enum flexio_window_entity win_entity, MLX5_DPA_UNPAREN args)                      \
+	{                                                                                       \
+		return flexio_dev_multi_window_##f(win_entity, MLX5_DPA_UNPAREN call_args);      \
+	}                                                                                       \
+	static inline flexio_dev_status_t mlx5_dpa_flexio_dev_window_##f##_ctx(                  \
+		struct flexio_dev_thread_ctx *dtctx, MLX5_DPA_UNPAREN args)                       \
+	{                                                                                       \
+		(void)dtctx;                                                                    \
+		return flexio_dev_multi_window_##f(FLEXIO_DEV_WINDOW_ENTITY_0,                   \
+						   MLX5_DPA_UNPAREN call_args);                   \
+	}
+#define MLX5_DPA_UNPAREN(...) __VA_ARGS__
+MLX5_DPA_FLEXIO_DEV_WINDOW_FORMS(config, (uint16_t window_config_id, uint32_t mkey),
+				 (window_config_id, mkey))
+MLX5_DPA_FLEXIO_DEV_WINDOW_FORMS(mkey_config, (uint32_t mkey), (mkey))
+MLX5_DPA_FLEXIO_DEV_WINDOW_FORMS(ptr_acquire, (uint64_t haddr, flexio_uintptr_t *daddr),
+				 (haddr, daddr))
+MLX5_DPA_FLEXIO_DEV_WINDOW_FORMS(copy_from_host, (void *daddr, uint64_t haddr, uint32_t size),
+				 (daddr, haddr, size))
+MLX5_DPA_FLEXIO_DEV_WINDOW_FORMS(copy_to_host, (uint64_t haddr, const void *daddr, uint32_t size),
+				 (haddr, daddr, size))
+
+#if MLX5_DPA_FLEXIO_DEV_FORMS == 3
+#define MLX5_DPA_FLEXIO_DEV_WINDOW(f, first)                                                \
+	_Generic((first), struct flexio_dev_thread_ctx *: mlx5_dpa_flexio_dev_window_##f##_ctx, \
+		 default: mlx5_dpa_flexio_dev_window_##f##_entity)
+#elif MLX5_DPA_FLEXIO_DEV_FORMS == 2
+#define MLX5_DPA_FLEXIO_DEV_WINDOW(f, first) mlx5_dpa_flexio_dev_window_##f##_entity
+#else
+#define MLX5_DPA_FLEXIO_DEV_WINDOW(f, first) mlx5_dpa_flexio_dev_window_##f##_ctx
+#endif
+#define flexio_dev_window_config(first, ...) \
+	MLX5_DPA_FLEXIO_DEV_WINDOW(config, first)(first, __VA_ARGS__)
+#define flexio_dev_window_mkey_config(first, ...) \
+	MLX5_DPA_FLEXIO_DEV_WINDOW(mkey_config, first)(first, __VA_ARGS__)
+#define flexio_dev_window_ptr_acquire(first, ...) \
+	MLX5_DPA_FLEXIO_DEV_WINDOW(ptr_acquire, first)(first, __VA_ARGS__)
+#define flexio_dev_window_copy_from_host(first, ...) \
+	MLX5_DPA_FLEXIO_DEV_WINDOW(copy_from_host, first)(first, __VA_ARGS__)
+#define flexio_dev_window_copy_to_host(first, ...) \
+	MLX5_DPA_FLEXIO_DEV_WINDOW(copy_to_host, first)(first, __VA_ARGS__)
 
 /* ------------------------------------------------------------------------------------- */
 /* Spinlock (AMO based; shared DPA memory)                                                */

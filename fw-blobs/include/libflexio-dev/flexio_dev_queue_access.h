@@ -23,91 +23,109 @@
 /* Outbox doorbells                                                                       */
 /* ------------------------------------------------------------------------------------- */
 
-/**
- * Rings a QP's or SQ's send doorbell: SXD_DB = pi[15:0] | qnum << 32 on the thread's outbox.
- * `pi` is the producer counter after the new WQEs (the count of WQEBBs ever posted).
- * Orders all earlier stores (WQEs, doorbell record) before the doorbell.
+/*
+ * Each doorbell call exists in two forms (flexio_dev.h, MLX5_DPA_FLEXIO_DEV_FORMS): before
+ * 24.10 `f(dtctx, ...)` returning flexio_dev_status_t, from 24.10 `f(...)` returning nothing.
+ * Both store to the running thread's outbox (the context is the thread's `tp` either way);
+ * mlx5_dpa_flexio_dev_<call>_<n> is the form with n arguments.
  */
-static inline flexio_dev_status_t flexio_dev_qp_sq_ring_db(struct flexio_dev_thread_ctx *dtctx,
-							   uint16_t pi, uint32_t qnum)
-{
-	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_SXD_DB, OUTBOX_V_SXD_DB(pi, qnum));
-	return FLEXIO_DEV_STATUS_SUCCESS;
-}
+#define MLX5_DPA_FLEXIO_DEV_DOORBELL(f, n_old, n_new, params, reg, value)                 \
+	static inline flexio_dev_status_t mlx5_dpa_flexio_dev_##f##_##n_old(                   \
+		struct flexio_dev_thread_ctx *dtctx, MLX5_DPA_UNPAREN params)                     \
+	{                                                                                       \
+		dpa_outbox_write(dtctx->outbox_base, reg, value);                                \
+		return FLEXIO_DEV_STATUS_SUCCESS;                                               \
+	}                                                                                       \
+	static inline void mlx5_dpa_flexio_dev_##f##_##n_new(MLX5_DPA_UNPAREN params)            \
+	{                                                                                       \
+		dpa_outbox_write(dpa_thread_ctx()->outbox_base, reg, value);                     \
+	}
 
 /**
- * Asks the NIC for an MSI-X: a zero CQE on CQ `cqn` (an MSI-X-emulated CQ) whose event
- * interrupts the host (RXT_DB). The model has no emulated functions: there the store faults
+ * flexio_dev_qp_sq_ring_db([dtctx,] pi, qnum): rings a QP's or SQ's send doorbell,
+ * SXD_DB = pi[15:0] | qnum << 32 on the thread's outbox. `pi` is the producer counter after
+ * the new WQEs (the count of WQEBBs ever posted). Orders all earlier stores (WQEs, doorbell
+ * record) before the doorbell.
+ */
+MLX5_DPA_FLEXIO_DEV_DOORBELL(qp_sq_ring_db, 3, 2, (uint16_t pi, uint32_t qnum), DPA_OUTBOX_SXD_DB,
+			     OUTBOX_V_SXD_DB(pi, qnum))
+#define flexio_dev_qp_sq_ring_db(...) \
+	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_qp_sq_ring_db, 3, 2, __VA_ARGS__)
+
+/**
+ * flexio_dev_zcqe_gen([dtctx,] cqn), also named flexio_dev_msix_send: asks the NIC for a zero
+ * CQE on CQ `cqn`, which activates what the CQ is bound to; for an MSI-X-emulated CQ, an
+ * interrupt to the host (RXT_DB). The model has no emulated functions: there the store faults
  * with the outbox-register device code.
  */
-static inline flexio_dev_status_t flexio_dev_msix_send(struct flexio_dev_thread_ctx *dtctx,
-						       uint32_t cqn)
-{
-	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_RXT_DB, OUTBOX_V_RXT_DB(cqn));
-	return FLEXIO_DEV_STATUS_SUCCESS;
-}
+MLX5_DPA_FLEXIO_DEV_DOORBELL(zcqe_gen, 2, 1, (uint32_t cqn), DPA_OUTBOX_RXT_DB,
+			     OUTBOX_V_RXT_DB(cqn))
+#define flexio_dev_zcqe_gen(...) \
+	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_zcqe_gen, 2, 1, __VA_ARGS__)
+#define flexio_dev_msix_send(...) \
+	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_zcqe_gen, 2, 1, __VA_ARGS__)
 
 /**
- * Re-arms the emulation doorbell context `emu_ctx_id` for queue `qnum` (EMU_CAP). Like
- * flexio_dev_msix_send, an emulation feature the model does not have.
+ * flexio_dev_db_ctx_arm([dtctx,] qnum, emu_ctx_id): re-arms the emulation doorbell context
+ * `emu_ctx_id` for queue `qnum` (EMU_CAP). Like flexio_dev_msix_send, an emulation feature the
+ * model does not have.
  */
-static inline flexio_dev_status_t flexio_dev_db_ctx_arm(struct flexio_dev_thread_ctx *dtctx,
-							uint32_t qnum, uint32_t emu_ctx_id)
-{
-	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_EMU_CAP, OUTBOX_V_EMU_CAP(qnum, emu_ctx_id));
-	return FLEXIO_DEV_STATUS_SUCCESS;
-}
+MLX5_DPA_FLEXIO_DEV_DOORBELL(db_ctx_arm, 3, 2, (uint32_t qnum, uint32_t emu_ctx_id),
+			     DPA_OUTBOX_EMU_CAP, OUTBOX_V_EMU_CAP(qnum, emu_ctx_id))
+#define flexio_dev_db_ctx_arm(...) \
+	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_db_ctx_arm, 3, 2, __VA_ARGS__)
 
-/** Triggers the emulation doorbell context `emu_ctx_id` on CQ `cqn` now (EMU_CAP_TRIGGER). */
-static inline flexio_dev_status_t flexio_dev_db_ctx_force_trigger(
-	struct flexio_dev_thread_ctx *dtctx, uint32_t cqn, uint32_t emu_ctx_id)
-{
-	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_EMU_CAP_TRIGGER,
-			 OUTBOX_V_EMU_CAP(cqn, emu_ctx_id));
-	return FLEXIO_DEV_STATUS_SUCCESS;
-}
+/**
+ * flexio_dev_db_ctx_force_trigger([dtctx,] cqn, emu_ctx_id): triggers the emulation doorbell
+ * context `emu_ctx_id` on CQ `cqn` now (EMU_CAP_TRIGGER).
+ */
+MLX5_DPA_FLEXIO_DEV_DOORBELL(db_ctx_force_trigger, 3, 2, (uint32_t cqn, uint32_t emu_ctx_id),
+			     DPA_OUTBOX_EMU_CAP_TRIGGER, OUTBOX_V_EMU_CAP(cqn, emu_ctx_id))
+#define flexio_dev_db_ctx_force_trigger(...) \
+	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_db_ctx_force_trigger, 3, 2, __VA_ARGS__)
 
 /** What the congestion-control engine does after a CC doorbell. */
-typedef enum {
+enum flexio_dev_cc_db_next_act {
 	CC_DB_NEXT_ACT_SINGLE = 0x0,
 	CC_DB_NEXT_ACT_MULTIPLE = 0x1,
 	CC_DB_NEXT_ACT_FW = 0x2,
-} flexio_dev_cc_db_next_act_t;
+};
+#if MLX5_DPA_FLEXIO_DEV_FORMS != 2
+/** 24.01's name of the enum. */
+typedef enum flexio_dev_cc_db_next_act flexio_dev_cc_db_next_act_t;
+#endif
 
 /**
- * Rings the congestion-control doorbell of CC queue `ccq_id`: the new rate (ccq_res), an RTT
- * measurement request, the next action (CC_DB). Programmable congestion control is not in
- * the model: there the store faults with the outbox-register device code.
+ * flexio_dev_cc_ring_db([dtctx,] ccq_id, rate, rtt_req, next_act): rings the
+ * congestion-control doorbell of CC queue `ccq_id`: the new rate (ccq_res), an RTT measurement
+ * request, the next action (CC_DB). Programmable congestion control is not in the model:
+ * there the store faults with the outbox-register device code.
  */
-static inline flexio_dev_status_t flexio_dev_cc_ring_db(struct flexio_dev_thread_ctx *dtctx,
-							uint16_t ccq_id, uint32_t rate,
-							uint32_t rtt_req,
-							flexio_dev_cc_db_next_act_t next_act)
-{
-	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_CC_DB,
-			 OUTBOX_V_CC_DB(rate, ccq_id, next_act, rtt_req));
-	return FLEXIO_DEV_STATUS_SUCCESS;
-}
+MLX5_DPA_FLEXIO_DEV_DOORBELL(cc_ring_db, 5, 4,
+			     (uint16_t ccq_id, uint32_t rate, uint32_t rtt_req,
+			      enum flexio_dev_cc_db_next_act next_act),
+			     DPA_OUTBOX_CC_DB, OUTBOX_V_CC_DB(rate, ccq_id, next_act, rtt_req))
+#define flexio_dev_cc_ring_db(...) \
+	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_cc_ring_db, 5, 4, __VA_ARGS__)
 
 /**
- * Arms CQ `qnum` and tells the NIC its consumer index `ci` (CQ_DB = qnum | ci << 32): the
- * next CQE on it raises the event that starts the thread bound to the CQ. If CQEs are
- * already waiting past `ci`, the event follows at once.
+ * flexio_dev_cq_arm([dtctx,] ci, qnum): arms CQ `qnum` and tells the NIC its consumer index
+ * `ci` (CQ_DB = qnum | ci << 32): the next CQE on it raises the event that starts the thread
+ * bound to the CQ. If CQEs are already waiting past `ci`, the event follows at once.
  */
-static inline flexio_dev_status_t flexio_dev_cq_arm(struct flexio_dev_thread_ctx *dtctx,
-						    uint32_t ci, uint32_t qnum)
-{
-	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_CQ_DB, OUTBOX_V_CQ_DB(qnum, ci));
-	return FLEXIO_DEV_STATUS_SUCCESS;
-}
+MLX5_DPA_FLEXIO_DEV_DOORBELL(cq_arm, 3, 2, (uint32_t ci, uint32_t qnum), DPA_OUTBOX_CQ_DB,
+			     OUTBOX_V_CQ_DB(qnum, ci))
+#define flexio_dev_cq_arm(...) \
+	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_cq_arm, 3, 2, __VA_ARGS__)
 
-/** Updates EQ `qnum`'s consumer index without re-arming it (EQ_DB_NO_REARM). */
-static inline flexio_dev_status_t flexio_dev_eq_update_ci(struct flexio_dev_thread_ctx *dtctx,
-							  uint32_t ci, uint32_t qnum)
-{
-	dpa_outbox_write(dtctx->outbox_base, DPA_OUTBOX_EQ_DB_NO_REARM, OUTBOX_V_EQ_DB(qnum, ci));
-	return FLEXIO_DEV_STATUS_SUCCESS;
-}
+/**
+ * flexio_dev_eq_update_ci([dtctx,] ci, qnum): updates EQ `qnum`'s consumer index without
+ * re-arming it (EQ_DB_NO_REARM).
+ */
+MLX5_DPA_FLEXIO_DEV_DOORBELL(eq_update_ci, 3, 2, (uint32_t ci, uint32_t qnum),
+			     DPA_OUTBOX_EQ_DB_NO_REARM, OUTBOX_V_EQ_DB(qnum, ci))
+#define flexio_dev_eq_update_ci(...) \
+	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_eq_update_ci, 3, 2, __VA_ARGS__)
 
 /* ------------------------------------------------------------------------------------- */
 /* CQE getters                                                                            */

@@ -223,58 +223,128 @@ fn cc_packages_the_device_elf_into_a_host_program() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// The device half of the version API: FLEXIO_DEV_VER_USED below the last supported version
-/// is an error, at it a warning, within the range silent, above the headers' an error.
+/// Compiles a device source that states FlexIO device API `version` (or none) and has `body`
+/// as an RPC's body.
+fn build_for_version(d: &std::path::Path, tag: &str, version: Option<&str>, body: &str) -> Output {
+    let src = d.join(format!("{tag}.c"));
+    let stated = version
+        .map(|v| format!("#define FLEXIO_DEV_VER_USED {v}\n"))
+        .unwrap_or_default();
+    std::fs::write(
+        &src,
+        format!(
+            "#include <libflexio-dev/flexio_dev_ver.h>\n\
+             {stated}\
+             #include <libflexio-dev/flexio_dev.h>\n\
+             #include <libflexio-dev/flexio_dev_queue_access.h>\n\
+             __dpa_rpc__ uint64_t f(uint64_t x) {{\n{body}\n}}\n"
+        ),
+    )
+    .unwrap();
+    run(&[
+        "cc",
+        "-o",
+        &d.join(format!("{tag}.elf")).display().to_string(),
+        &src.display().to_string(),
+    ])
+}
+
+/// The device half of the version API, as FlexIO 25.01's headers check it: no lower bound
+/// (0.0.0 warns that it is the last supported), every version up to 25.01 silent,
+/// FLEXIO_DEV_VER_LATEST taken as 25.01, a newer version than the headers' an error.
 #[test]
 #[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
 fn the_device_version_macros_check_at_compile_time() {
     let d = scratch_dir("ver");
-    let build = |major: u32, minor: u32| {
-        let src = d.join(format!("v{major}_{minor}.c"));
-        std::fs::write(
-            &src,
-            format!(
-                "#include <libflexio-dev/flexio_dev_ver.h>\n\
-                 #define FLEXIO_DEV_VER_USED FLEXIO_DEV_VER({major}, {minor}, 0)\n\
-                 #include <libflexio-dev/flexio_dev.h>\n\
-                 __dpa_rpc__ uint64_t f(uint64_t x) {{ return x; }}\n"
-            ),
-        )
-        .unwrap();
-        run(&[
-            "cc",
-            "-o",
-            &d.join("v.elf").display().to_string(),
-            &src.display().to_string(),
-        ])
-    };
-    let o = build(23, 10);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("older than FLEXIO_DEV_LAST_SUPPORTED_VERSION"),
-        "{}",
-        stderr(&o)
-    );
-    let o = build(24, 1);
+    let build = |v: &str| build_for_version(&d, "v", Some(v), "return x;");
+    let o = build("FLEXIO_DEV_VER(0, 0, 0)");
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("oldest version still supported"),
         "{}",
         stderr(&o)
     );
-    let o = build(24, 4);
+    for v in ["24, 1", "24, 4", "24, 10", "25, 1"] {
+        let o = build(&format!("FLEXIO_DEV_VER({v}, 0)"));
+        assert!(
+            o.status.success() && stderr(&o).is_empty(),
+            "{v}: {}",
+            stderr(&o)
+        );
+    }
+    let o = build("FLEXIO_DEV_VER_LATEST");
     assert!(
         o.status.success() && stderr(&o).is_empty(),
         "{}",
         stderr(&o)
     );
-    let o = build(30, 1);
+    let o = build("FLEXIO_DEV_VER(25, 4, 0)");
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("newer than these headers"),
         "{}",
         stderr(&o)
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The calls FlexIO 24.10 changed, as each version has them: before 24.10 the doorbell calls
+/// take the thread context and return a status and the window calls take the thread context
+/// (and `flexio_dev_cc_db_next_act_t` is a name); from 24.10 neither, the window calls take a
+/// window entity. A program that states its version gets that version's forms only (the other
+/// form is a compile error); one that states none (as every 24.01 program) gets both.
+#[test]
+#[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
+fn each_device_api_version_declares_its_own_call_forms() {
+    let d = scratch_dir("forms");
+    let old = "struct flexio_dev_thread_ctx *t;\n\
+               flexio_dev_get_thread_ctx(&t);\n\
+               flexio_dev_status_t s = flexio_dev_qp_sq_ring_db(t, 1, 2);\n\
+               s |= flexio_dev_cq_arm(t, 0, 3);\n\
+               s |= flexio_dev_eq_update_ci(t, 0, 4);\n\
+               if (x == 7) s |= flexio_dev_msix_send(t, 5);\n\
+               s |= flexio_dev_window_config(t, 1, 6);\n\
+               flexio_uintptr_t p = 0;\n\
+               s |= flexio_dev_window_ptr_acquire(t, 0x1000, &p);\n\
+               flexio_dev_cc_db_next_act_t a = CC_DB_NEXT_ACT_SINGLE;\n\
+               return s + p + a;";
+    let new = "flexio_dev_qp_sq_ring_db(1, 2);\n\
+               flexio_dev_cq_arm(0, 3);\n\
+               flexio_dev_eq_update_ci(0, 4);\n\
+               if (x == 7) flexio_dev_zcqe_gen(5);\n\
+               flexio_dev_status_t s = flexio_dev_window_config(FLEXIO_DEV_WINDOW_ENTITY_0, 1, 6);\n\
+               flexio_uintptr_t p = 0;\n\
+               s |= flexio_dev_window_ptr_acquire(FLEXIO_DEV_WINDOW_ENTITY_0, 0x1000, &p);\n\
+               enum flexio_dev_cc_db_next_act a = CC_DB_NEXT_ACT_SINGLE;\n\
+               return s + p + a;";
+    let cases: [(Option<&str>, bool, bool); 7] = [
+        (None, true, true),
+        (Some("FLEXIO_DEV_VER(24, 1, 0)"), true, false),
+        (Some("FLEXIO_DEV_VER(24, 4, 0)"), true, false),
+        (Some("FLEXIO_DEV_VER(24, 7, 0)"), true, false),
+        (Some("FLEXIO_DEV_VER(24, 10, 0)"), false, true),
+        (Some("FLEXIO_DEV_VER(25, 1, 0)"), false, true),
+        (Some("FLEXIO_DEV_VER_LATEST"), false, true),
+    ];
+    for (version, old_ok, new_ok) in cases {
+        for (form, body, ok) in [("old", old, old_ok), ("new", new, new_ok)] {
+            let o = build_for_version(&d, form, version, body);
+            let err = stderr(&o);
+            if ok {
+                // Silent, too: a form taken for the other would warn about its argument types.
+                assert!(
+                    o.status.success() && err.is_empty(),
+                    "{version:?}, {form} form: {err}"
+                );
+            } else {
+                assert_eq!(o.status.code(), Some(1), "{version:?}, {form} form: {err}");
+                assert!(
+                    err.contains("too many arguments") || err.contains("too few arguments"),
+                    "{version:?}, {form} form: {err}"
+                );
+            }
+        }
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
