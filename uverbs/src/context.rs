@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use mlx5_dpa::devx::{Devx, DevxObj, EventChannel, Uar, UmemAccess, UmemHandle};
 use mlx5_dpa::sync::lock;
-use mlx5_sim::Device;
+use mlx5_sim::{Device, ObjRef};
 use nix::errno::Errno;
 
 use crate::event::EventFile;
@@ -319,8 +319,8 @@ pub(crate) enum Obj {
     Umem(Arc<UserUmem>),
     Uar(Arc<UarMap>),
     Ah(Arc<Ah>),
-    FlowMatcher(Arc<crate::flow::FlowMatcher>),
-    Flow(Arc<crate::flow::Flow>),
+    FlowMatcher(Arc<FlowMatcher>),
+    Flow(Arc<Flow>),
 }
 
 /// An address handle: libmlx5 builds the address vector itself; the kernel's part is the
@@ -602,5 +602,56 @@ impl Ucontext {
         s.default_uar = None;
         s.db_pages.clear();
         drop(s);
+    }
+}
+
+/// `table_type` NIC RX (PRM `FS_FT_NIC_RX`): where the flow methods keep their tables.
+pub(crate) const FLOW_NIC_RX: u8 = 0;
+
+/// A flow matcher of the kernel's flow methods (flow.rs): its table and group in the model, and which entries its flows hold.
+pub(crate) struct FlowMatcher {
+    pub(crate) dev: Device,
+    pub(crate) table: u32,
+    pub(crate) group: u32,
+    pub(crate) used: Mutex<Vec<bool>>,
+}
+
+impl Drop for FlowMatcher {
+    fn drop(&mut self) {
+        let _ = self.dev.kernel_destroy(ObjRef::FlowGroup {
+            table_type: FLOW_NIC_RX,
+            table: self.table,
+            id: self.group,
+        });
+        let _ = self.dev.kernel_destroy(ObjRef::FlowTable {
+            table_type: FLOW_NIC_RX,
+            id: self.table,
+        });
+    }
+}
+
+/// A flow: one entry of its matcher's table, holding its destination's object.
+pub(crate) struct Flow {
+    pub(crate) matcher: Arc<FlowMatcher>,
+    pub(crate) index: u32,
+    pub(crate) _dest: Obj,
+}
+
+impl Drop for Flow {
+    fn drop(&mut self) {
+        let _ = self.matcher.dev.kernel_destroy(ObjRef::Fte {
+            table_type: FLOW_NIC_RX,
+            table: self.matcher.table,
+            index: self.index,
+        });
+        if let Some(u) = self
+            .matcher
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_mut(self.index as usize)
+        {
+            *u = false;
+        }
     }
 }

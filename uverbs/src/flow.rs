@@ -23,11 +23,9 @@ use mlx5_dpa::mlx5::Opcode;
 use mlx5_sim::{Device, ObjRef};
 use nix::errno::Errno;
 
-use crate::context::{Obj, Ucontext};
+use crate::context::{Flow, FlowMatcher, Obj, Ucontext, FLOW_NIC_RX};
 use crate::ioctl::Call;
 
-/// `table_type` NIC RX (PRM `FS_FT_NIC_RX`).
-const NIC_RX: u8 = 0;
 /// Entries of a matcher's table: log2.
 const LOG_TABLE_SIZE: u8 = 10;
 /// `match_criteria_enable` bit of the outer headers, the only criteria the model matches.
@@ -36,54 +34,6 @@ const OUTER_HEADERS: u8 = 0x1;
 const ACTION_FWD_DEST: u64 = 0x4;
 /// `destination_type` TIR (PRM).
 const DEST_TIR: u64 = 0x2;
-
-/// A matcher: its table and group in the model, and which entries its flows hold.
-pub(crate) struct FlowMatcher {
-    dev: Device,
-    table: u32,
-    group: u32,
-    used: Mutex<Vec<bool>>,
-}
-
-impl Drop for FlowMatcher {
-    fn drop(&mut self) {
-        let _ = self.dev.kernel_destroy(ObjRef::FlowGroup {
-            table_type: NIC_RX,
-            table: self.table,
-            id: self.group,
-        });
-        let _ = self.dev.kernel_destroy(ObjRef::FlowTable {
-            table_type: NIC_RX,
-            id: self.table,
-        });
-    }
-}
-
-/// A flow: one entry of its matcher's table, holding its destination's object.
-pub(crate) struct Flow {
-    matcher: Arc<FlowMatcher>,
-    index: u32,
-    _dest: Obj,
-}
-
-impl Drop for Flow {
-    fn drop(&mut self) {
-        let _ = self.matcher.dev.kernel_destroy(ObjRef::Fte {
-            table_type: NIC_RX,
-            table: self.matcher.table,
-            index: self.index,
-        });
-        if let Some(u) = self
-            .matcher
-            .used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get_mut(self.index as usize)
-        {
-            *u = false;
-        }
-    }
-}
 
 /// Runs `inbox` as the kernel; the object it made, or the errno the kernel would give.
 fn kernel(dev: &Device, inbox: &[u8], out_len: usize) -> Result<(Option<ObjRef>, Vec<u8>), Errno> {
@@ -140,7 +90,7 @@ pub(crate) fn matcher_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> 
         Ok(g) => g,
         Err(e) => {
             let _ = dev.kernel_destroy(ObjRef::FlowTable {
-                table_type: NIC_RX,
+                table_type: FLOW_NIC_RX,
                 id: table,
             });
             return Err(e);
@@ -166,7 +116,7 @@ fn make_group(dev: &Device, table: u32, criteria: u8, mask: &[u8]) -> Result<u32
     let mut inb = vec![0u8; g::Layout::SIZE_BYTES];
     let mut v = ViewMut::<g::Layout>::new(&mut inb).map_err(|_| Errno::EINVAL)?;
     v.set(g::opcode, u64::from(Opcode::CREATE_FLOW_GROUP.0));
-    v.set(g::table_type, u64::from(NIC_RX));
+    v.set(g::table_type, u64::from(FLOW_NIC_RX));
     v.set(g::table_id, u64::from(table));
     v.set(g::start_flow_index, 0);
     v.set(g::end_flow_index, (1 << LOG_TABLE_SIZE) - 1);
@@ -258,7 +208,7 @@ fn set_fte(m: &FlowMatcher, index: u32, value: &[u8], tirn: u32, tag: u64) -> Re
     let mut inb = vec![0u8; s::Layout::SIZE_BYTES + dest_len];
     let mut v = ViewMut::<s::Layout>::new(&mut inb).map_err(|_| Errno::EINVAL)?;
     v.set(s::opcode, u64::from(Opcode::SET_FLOW_TABLE_ENTRY.0));
-    v.set(s::table_type, u64::from(NIC_RX));
+    v.set(s::table_type, u64::from(FLOW_NIC_RX));
     v.set(s::table_id, u64::from(m.table));
     v.set(s::flow_index, u64::from(index));
     let c = s::flow_context;
