@@ -49,7 +49,7 @@ fi
 # Fixed environment: locale, time zone and source paths must not leak into the output.
 export LC_ALL=C TZ=UTC SOURCE_DATE_EPOCH=0
 
-PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b pp_sample doca_kernels doca26_kernels"
+PROGRAMS="rpc_calc window_writer matmul packet_processor selftest ident_a ident_b pp_sample doca_kernels doca26_kernels doca27_kernels"
 # Linked a second time with the older layout (link/dpa_older.ld), as <name>_older.elf.
 OLDER="rpc_calc"
 RUNTIME="os string print msg_stream cmdq rpc stdio inttypes debug doca_dpa"
@@ -110,7 +110,9 @@ COMMON_ENTRIES="flexio_msg_stream_dev_init flexio_msg_stream_dev_fini flexio_dev
 for p in $PROGRAMS; do
 	case $p in
 	# Written against DOCA 2.6's device API (include/doca_dpa_dev.h).
-	doca26_kernels) compile "src/$p.c" "$WORK/obj/$p.o" -DMLX5_DPA_DOCA_DEV_API=206 ;;
+	doca26_kernels) compile "src/$p.c" "$WORK/obj/$p.o" -DDOCA_VERSION_MINOR=6 ;;
+	# Written against DOCA 2.7's.
+	doca27_kernels) compile "src/$p.c" "$WORK/obj/$p.o" -DDOCA_VERSION_MINOR=7 ;;
 	*) compile "src/$p.c" "$WORK/obj/$p.o" ;;
 	esac
 	# shellcheck disable=SC2086
@@ -123,6 +125,7 @@ for p in $PROGRAMS; do
 	ident_a | ident_b) entries="ident" ;;
 	pp_sample) entries="flexio_pp_dev" ;;
 	doca26_kernels) entries="dpa_rdma_write_and_signal update_event_kernel v26_rdma_kernel v26_external_kernel" ;;
+	doca27_kernels) entries="v27_rdma_kernel" ;;
 	doca_kernels) entries="hello_world linear_kernel diamond_kernel rank_kernel struct_kernel pair_kernel spin_kernel sum_rpc binary_tree_kernel pingpong_kernel hello_world_thread_kernel hello_world_thread_notify_rpc counting_thread notify_kernel relay_thread trace_kernel fault_thread memcpy_kernel completion_thread memcpy_many_kernel hash_kernel group_thread rdma_kernel poll_kernel rdma_write_batches pingpong_start_rpc pingpong_rdma_thread rdma_post_receive_rpc rdma_post_send_rpc target_thread buf_kernel rdma_buf_kernel post_wait_kernel" ;;
 	selftest) entries="st_add st_add2 st_spin_forever st_fault_load st_store st_illegal st_ebreak \
 st_exit st_finish st_get_duar st_outbox_db st_outbox_gvmi st_window_rw st_counter st_tls st_ctx_dump \

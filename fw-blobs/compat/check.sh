@@ -179,9 +179,9 @@ if [ -d "$dpa_samples" ]; then
 		doca_check diamond-tree 0 "Kernel D completion event has been signaled"
 	# The RDMA copy sample calls DOCA 2.6's device RDMA API (doca_dpa_dev_rdma_write,
 	# signal_set without a connection id, synchronize), which 2.9 changed under the same names:
-	# the headers declare 2.6's with MLX5_DPA_DOCA_DEV_API=206.
-	step "cc DOCA dpa_rdma_copy/device (-D MLX5_DPA_DOCA_DEV_API=206)" \
-		"$tool" cc -D MLX5_DPA_DOCA_DEV_API=206 -o "$out/dpa_rdma_copy.elf" \
+	# the headers declare 2.6's when the build states DOCA 2.6 (doca_version.h's macros).
+	step "cc DOCA dpa_rdma_copy/device (-D DOCA_VERSION_MINOR=6)" \
+		"$tool" cc -D DOCA_VERSION_MINOR=6 -o "$out/dpa_rdma_copy.elf" \
 		"$dpa_samples/dpa_rdma_copy/device/dpa_rdma_copy_kernels_dev.c"
 	step "run dpa_rdma_copy (demo doca-dpa rdma-copy --app-elf)" \
 		doca_check rdma-copy 0 "After copying: local buffer = 10, remote buffer = 10"

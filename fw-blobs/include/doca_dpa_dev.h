@@ -15,16 +15,25 @@
 
 #include <doca_dpa_common.h>
 
+#include <doca_version.h>
+
 /*
- * Which DOCA device API the buffer and RDMA headers declare: 209, DOCA 2.9's (the seed's; the
- * default), or 206, DOCA 2.6's, whose calls 2.9 renamed or gave other arguments under the same
- * names (doca_dpa_dev_rdma_write, _post_send without a connection id, _signal_set,
- * _synchronize, doca_dpa_dev_buf_get_external_ptr with an offset). Build DOCA 2.6 device
- * sources unmodified with `mlx5-dpa cc -D MLX5_DPA_DOCA_DEV_API=206`. One runtime serves
- * both: the 2.6 calls are separate symbols (__doca_dpa_v26_*).
+ * Which DOCA device API the buffer and RDMA headers declare, from the DOCA version the build
+ * states (doca_version.h; 2.9 unless stated): MLX5_DPA_DOCA_DEV_API is 209 for DOCA 2.9 and
+ * later (the seed's API, connections by id, submit flags), 207 for 2.7 and 2.8 (memory maps,
+ * no connection id, completion_requested), 206 for 2.6 (buffers with offsets, one
+ * connection, doca_dpa_dev_rdma_synchronize). The calls whose name stayed while their
+ * arguments changed are macros onto separate runtime symbols (__doca_dpa_v26_*,
+ * __doca_dpa_v27_*), so one runtime serves all three.
  */
-#ifndef MLX5_DPA_DOCA_DEV_API
+#if DOCA_VERSION_MAJOR > 2 || (DOCA_VERSION_MAJOR == 2 && DOCA_VERSION_MINOR >= 9)
 #define MLX5_DPA_DOCA_DEV_API 209
+#elif DOCA_VERSION_MAJOR == 2 && DOCA_VERSION_MINOR >= 7
+#define MLX5_DPA_DOCA_DEV_API 207
+#elif DOCA_VERSION_MAJOR == 2 && DOCA_VERSION_MINOR == 6
+#define MLX5_DPA_DOCA_DEV_API 206
+#else
+#error "these headers speak the DOCA DPA device API of DOCA 2.6 and later (DOCA_VERSION_MAJOR / _MINOR)"
 #endif
 
 #ifdef __cplusplus
@@ -158,6 +167,11 @@ enum doca_dpa_dev_submit_flag {
 	/** The completion of this operation may be left out, reported by a later one's. */
 	DOCA_DPA_DEV_SUBMIT_FLAG_OPTIMIZE_REPORTS = (1U << 1),
 };
+
+#if MLX5_DPA_DOCA_DEV_API == 207
+/* DOCA 2.7 / 2.8: the last argument is completion_requested, a completion when above 0. */
+#define doca_dpa_dev_post_memcpy __doca_dpa_v27_post_memcpy
+#endif
 
 /**
  * Copies `length` bytes from `src_addr` of `src_mmap_handle` to `dst_addr` of

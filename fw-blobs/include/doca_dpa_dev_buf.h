@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
- * DOCA buffers from DPA code (the seed doca-dpa.txt, DOCA 2.9's buffer accessors; names and
- * signatures are DOCA's, the layout is this project's, see mlx5_dpa_doca.h). A buffer array
- * handle comes from the host (mlx5_dpa::doca::DpaBufArray::dpa_handle); each buffer is an
+ * DOCA buffers from DPA code (the seed doca-dpa.txt, DOCA 2.9's buffer accessors, which 2.7
+ * and 2.8 share; 2.6's external pointer takes an offset; names and signatures are DOCA's,
+ * the layout is this project's, see mlx5_dpa_doca.h). A buffer array handle comes from the
+ * host (mlx5_dpa::doca::DpaBufArray::dpa_handle); each buffer is an
  * address, a length and a memory map.
  */
 #ifndef DOCA_DPA_DEV_BUF_H_
@@ -29,7 +30,7 @@ DOCA_EXPERIMENTAL uint64_t doca_dpa_dev_buf_get_len(doca_dpa_dev_buf_t buf);
 DOCA_EXPERIMENTAL void doca_dpa_dev_buf_set_mmap(doca_dpa_dev_buf_t buf, doca_dpa_dev_mmap_t mmap);
 DOCA_EXPERIMENTAL doca_dpa_dev_mmap_t doca_dpa_dev_buf_get_mmap(doca_dpa_dev_buf_t buf);
 
-#if MLX5_DPA_DOCA_DEV_API < 209
+#if MLX5_DPA_DOCA_DEV_API == 206
 /** DOCA 2.6: as below, `buf_offset` bytes into the buffer. */
 #define doca_dpa_dev_buf_get_external_ptr __doca_dpa_v26_buf_get_external_ptr
 DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_buf_get_external_ptr(doca_dpa_dev_buf_t buf, uint64_t buf_offset);
@@ -40,6 +41,11 @@ DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_buf_get_external_ptr(doca_
  * (valid until the thread's next external-pointer or sync-event call, which re-key the window).
  */
 DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_buf_get_external_ptr(doca_dpa_dev_buf_t buf);
+#endif
+
+#if MLX5_DPA_DOCA_DEV_API == 207
+/* DOCA 2.7 / 2.8: the last argument is completion_requested, a completion when above 0. */
+#define doca_dpa_dev_post_buf_memcpy __doca_dpa_v27_post_buf_memcpy
 #endif
 
 /** doca_dpa_dev_post_memcpy with the buffers' maps, addresses and the source's length. */

@@ -9,10 +9,12 @@
 #include <stdint.h>
 
 /* DOCA's headers first: their empty __dpa_global__ (valid on typedefs) is then the one used.
- * The runtime is written against DOCA 2.9's API whatever the program's sources ask for; it
- * implements DOCA 2.6's calls under their own symbols (__doca_dpa_v26_*, end of the file). */
-#undef MLX5_DPA_DOCA_DEV_API
-#define MLX5_DPA_DOCA_DEV_API 209
+ * The runtime is written against DOCA 2.9's API (the headers' default, hence the #undefs)
+ * whatever the program's sources ask for; it implements DOCA 2.6's and 2.7's calls under their own symbols
+ * (__doca_dpa_v26_*, __doca_dpa_v27_*, end of the file). */
+#undef DOCA_VERSION_MAJOR
+#undef DOCA_VERSION_MINOR
+#undef DOCA_VERSION_PATCH
 #include <doca_dpa_dev.h>
 #include <doca_dpa_dev_sync_event.h>
 #include <doca_dpa_dev_rdma.h>
@@ -1176,4 +1178,125 @@ void __doca_dpa_v26_rdma_synchronize(doca_dpa_dev_rdma_t rdma)
 		if (type == DOCA_DPA_DEV_COMP_SEND && doca_dpa_dev_rdma_completion_get_wr_index(e) == last)
 			return;
 	}
+}
+
+/* ---- DOCA 2.7's and 2.8's device calls (MLX5_DPA_DOCA_DEV_API 207) ---- */
+
+/* 2.7 asks for a completion with completion_requested > 0; 2.9 leaves it out with
+ * OPTIMIZE_REPORTS. Every operation is handed to the NIC at once either way. */
+#define V27_FLAGS(cr) ((cr) ? DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH \
+			    : (DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH | DOCA_DPA_DEV_SUBMIT_FLAG_OPTIMIZE_REPORTS))
+
+void __doca_dpa_v27_post_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+				doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t cr);
+void __doca_dpa_v27_post_buf_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_buf_t dst, doca_dpa_dev_buf_t src,
+				    uint32_t cr);
+void __doca_dpa_v27_rdma_post_read(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+				   doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t cr);
+void __doca_dpa_v27_rdma_post_write(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+				    doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t cr);
+void __doca_dpa_v27_rdma_post_write_imm(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+					doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length,
+					uint32_t immediate, uint32_t cr);
+void __doca_dpa_v27_rdma_post_send(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t mmap, uint64_t addr, size_t length,
+				   uint32_t cr);
+void __doca_dpa_v27_rdma_post_send_imm(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t mmap, uint64_t addr,
+				       size_t length, uint32_t immediate, uint32_t cr);
+void __doca_dpa_v27_rdma_post_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t dst_mmap,
+					       uint64_t dst_addr, uint64_t value, uint32_t cr);
+void __doca_dpa_v27_rdma_post_buf_read(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, doca_dpa_dev_buf_t src,
+				       uint32_t cr);
+void __doca_dpa_v27_rdma_post_buf_write(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, doca_dpa_dev_buf_t src,
+					uint32_t cr);
+void __doca_dpa_v27_rdma_post_buf_write_imm(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst,
+					    doca_dpa_dev_buf_t src, uint32_t immediate, uint32_t cr);
+void __doca_dpa_v27_rdma_post_buf_send(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint32_t cr);
+void __doca_dpa_v27_rdma_post_buf_send_imm(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint32_t immediate,
+					   uint32_t cr);
+void __doca_dpa_v27_rdma_post_buf_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst,
+						   uint64_t value, uint32_t cr);
+
+void __doca_dpa_v27_post_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+				doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t cr)
+{
+	doca_dpa_dev_post_memcpy(h, dst_mmap, dst_addr, src_mmap, src_addr, length, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_post_buf_memcpy(doca_dpa_dev_async_ops_t h, doca_dpa_dev_buf_t dst, doca_dpa_dev_buf_t src,
+				    uint32_t cr)
+{
+	doca_dpa_dev_post_buf_memcpy(h, dst, src, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_read(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+				   doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_read(rdma, 0, dst_mmap, dst_addr, src_mmap, src_addr, length, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_write(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+				    doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length, uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_write(rdma, 0, dst_mmap, dst_addr, src_mmap, src_addr, length, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_write_imm(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t dst_mmap, uint64_t dst_addr,
+					doca_dpa_dev_mmap_t src_mmap, uint64_t src_addr, size_t length,
+					uint32_t immediate, uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_write_imm(rdma, 0, dst_mmap, dst_addr, src_mmap, src_addr, length, immediate,
+					 V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_send(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t mmap, uint64_t addr, size_t length,
+				   uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_send(rdma, 0, mmap, addr, length, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_send_imm(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t mmap, uint64_t addr,
+				       size_t length, uint32_t immediate, uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_send_imm(rdma, 0, mmap, addr, length, immediate, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_mmap_t dst_mmap,
+					       uint64_t dst_addr, uint64_t value, uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_atomic_fetch_add(rdma, 0, dst_mmap, dst_addr, value, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_buf_read(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, doca_dpa_dev_buf_t src,
+				       uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_buf_read(rdma, 0, dst, src, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_buf_write(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst, doca_dpa_dev_buf_t src,
+					uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_buf_write(rdma, 0, dst, src, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_buf_write_imm(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst,
+					    doca_dpa_dev_buf_t src, uint32_t immediate, uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_buf_write_imm(rdma, 0, dst, src, immediate, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_buf_send(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_buf_send(rdma, 0, buf, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_buf_send_imm(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t buf, uint32_t immediate,
+					   uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_buf_send_imm(rdma, 0, buf, immediate, V27_FLAGS(cr));
+}
+
+void __doca_dpa_v27_rdma_post_buf_atomic_fetch_add(doca_dpa_dev_rdma_t rdma, doca_dpa_dev_buf_t dst,
+						   uint64_t value, uint32_t cr)
+{
+	doca_dpa_dev_rdma_post_buf_atomic_fetch_add(rdma, 0, dst, value, V27_FLAGS(cr));
 }

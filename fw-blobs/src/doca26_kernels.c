@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * DOCA DPA kernels written against DOCA 2.6's device buffer and RDMA API, built with
- * MLX5_DPA_DOCA_DEV_API=206 (build.sh): what DOCA 2.6 device sources call, for the tests
+ * DOCA_VERSION_MINOR=6 (build.sh): what DOCA 2.6 device sources call, for the tests
  * (tests/dpa/doca_dpa_v26.rs) and `mlx5-dpa demo doca-dpa rdma-copy`.
  *
  *   dpa_rdma_write_and_signal(rdma, remote_arr, local_arr, length, remote_ev, count)

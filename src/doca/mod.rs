@@ -84,8 +84,9 @@
 //!   code reads and sets (`doca_dpa_dev_buf.h`); a host map's handle carries
 //!   [`MLX5_DPA_DOCA_MMAP_HOST`], and DPA code reaches its memory through the context's window.
 //!   `doca_dpa_dev_sync_event_post_wait_gt` / `_ne` post the NIC's WAIT-on-data work request on
-//!   async ops. The device headers declare DOCA 2.6's buffer and RDMA calls instead of 2.9's
-//!   with `-D MLX5_DPA_DOCA_DEV_API=206`.
+//!   async ops. The device headers declare DOCA 2.6's or 2.7's buffer and RDMA calls instead
+//!   of 2.9's when the build states that DOCA version (`-D DOCA_VERSION_MINOR=6`; see
+//!   `fw-blobs/include/doca_version.h`).
 //!
 //! Extended contexts ([`Dpa::device_extend`]) put a context's RDMAs, completion contexts,
 //! async ops and memory maps on another function of the device (an SF), through the aliases

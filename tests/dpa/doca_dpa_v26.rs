@@ -1,4 +1,4 @@
-//! DOCA 2.6's device buffer and RDMA calls (`MLX5_DPA_DOCA_DEV_API=206`) on the device model,
+//! DOCA 2.6's device buffer and RDMA calls (`DOCA_VERSION_MINOR=6`) on the device model,
 //! with the kernels of `fw-blobs/src/doca26_kernels.c`: every 2.6 RDMA operation between two
 //! contexts with `doca_dpa_dev_rdma_synchronize`, the RDMA copy sample's kernel, external
 //! pointers with an offset, and an error completion stopping a synchronizing thread.

@@ -22,6 +22,7 @@ mod doca_dpa_conns;
 mod doca_dpa_extend;
 mod doca_dpa_linked;
 mod doca_dpa_v26;
+mod doca_dpa_v27;
 mod dpa_app;
 mod dpa_auth;
 mod dpa_cmdq;

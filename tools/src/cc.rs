@@ -64,6 +64,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/doca_dpa_dev_sync_event.h"),
     ),
     (
+        "include/doca_version.h",
+        include_str!("../../fw-blobs/include/doca_version.h"),
+    ),
+    (
         "include/mlx5_dpa_doca.h",
         include_str!("../../fw-blobs/include/mlx5_dpa_doca.h"),
     ),

@@ -348,6 +348,80 @@ fn each_device_api_version_declares_its_own_call_forms() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// DOCA DPA's device API as the DOCA version macros select it (`DOCA_VERSION_MAJOR` /
+/// `_MINOR`, 2.9 when unstated): 2.6's buffer-and-offset forms, 2.7's and 2.8's map forms
+/// without a connection id, 2.9's with one. Each version takes its own call and refuses the
+/// others'; a version before 2.6 is an error that names the macros.
+#[test]
+#[cfg_attr(no_riscv_gcc, ignore = "riscv64-unknown-elf-gcc is not installed")]
+fn the_doca_version_macros_select_the_device_api() {
+    let d = scratch_dir("doca-ver");
+    let forms = [
+        ("2.6", "doca_dpa_dev_rdma_post_send(r, buf, 8, 64);"),
+        ("2.7", "doca_dpa_dev_rdma_post_send(r, map, addr, 64, 1);"),
+        (
+            "2.9",
+            "doca_dpa_dev_rdma_post_send(r, 0, map, addr, 64, DOCA_DPA_DEV_SUBMIT_FLAG_FLUSH);",
+        ),
+    ];
+    let build = |defines: &[&str], body: &str| {
+        let src = d.join("k.c");
+        std::fs::write(
+            &src,
+            format!(
+                "#include <doca_dpa_dev.h>\n\
+                 #include <doca_dpa_dev_buf.h>\n\
+                 #include <doca_dpa_dev_rdma.h>\n\
+                 __dpa_global__ void k(doca_dpa_dev_rdma_t r, doca_dpa_dev_buf_t buf,\n\
+                 doca_dpa_dev_mmap_t map, uint64_t addr) {{\n\
+                 (void)buf; (void)map; (void)addr;\n{body}\n}}\n"
+            ),
+        )
+        .unwrap();
+        let out = d.join("k.elf").display().to_string();
+        let src = src.display().to_string();
+        let mut args = vec!["cc", "-o", &out];
+        for def in defines {
+            args.extend(["-D", def]);
+        }
+        args.push(&src);
+        run(&args)
+    };
+    let versions: [(&[&str], &str); 6] = [
+        (&[], "2.9"),
+        (&["DOCA_VERSION_MINOR=6"], "2.6"),
+        (&["DOCA_VERSION_MAJOR=2", "DOCA_VERSION_MINOR=7"], "2.7"),
+        (&["DOCA_VERSION_MINOR=8"], "2.7"),
+        (&["DOCA_VERSION_MINOR=10"], "2.9"),
+        (&["DOCA_VERSION_MAJOR=3", "DOCA_VERSION_MINOR=0"], "2.9"),
+    ];
+    for (defines, api) in versions {
+        for (form, body) in forms {
+            let o = build(defines, body);
+            let err = stderr(&o);
+            if form == api {
+                assert!(
+                    o.status.success() && err.is_empty(),
+                    "{defines:?}, {form} form: {err}"
+                );
+            } else {
+                assert_eq!(o.status.code(), Some(1), "{defines:?}, {form} form: {err}");
+            }
+        }
+    }
+    let o = build(&["DOCA_VERSION_MINOR=5"], "");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("DOCA_VERSION_MAJOR"), "{}", stderr(&o));
+    // 2.7's shared receive queue calls are refused by name, not left to the linker.
+    let o = build(
+        &["DOCA_VERSION_MINOR=7"],
+        "doca_dpa_dev_rdma_srq_post_receive(0, 1);",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not supported"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// The device headers define the public FlexIO names and no others of theirs: a program may
 /// declare the PRM's constants itself (as NVIDIA's headers leave it to), which a macro of the
 /// same name in ours would break (`enum { 0xd = 13 }`).
