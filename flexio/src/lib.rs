@@ -64,6 +64,15 @@ pub extern "C" fn flexio_log_lvl_set(lvl: FlexioLogLvl) -> FlexioLogLvl {
     LOG_LEVEL.swap(lvl.min(FLEXIO_LOG_LVL_DBG), Ordering::Relaxed)
 }
 
+/// FlexIO's `flexio_version_set`: the API version this program works with, stated once
+/// (`mlx5_dpa::dpa::version::version_set`, which says what it refuses).
+#[unsafe(no_mangle)]
+pub extern "C" fn flexio_version_set(version: u64) -> FlexioStatus {
+    entry("flexio_version_set", || {
+        mlx5_dpa::dpa::version::version_set(version).map_err(|e| Failure::new(e.to_string()))
+    })
+}
+
 /// Writes `msg` on standard error when `lvl` is within the level set.
 pub(crate) fn log(lvl: FlexioLogLvl, msg: std::fmt::Arguments<'_>) {
     if lvl <= LOG_LEVEL.load(Ordering::Relaxed) {

@@ -186,6 +186,8 @@ if [ -d "$dpa_samples" ]; then
 	step "run dpa_rdma_copy (demo doca-dpa rdma-copy --app-elf)" \
 		doca_check rdma-copy 0 "After copying: local buffer = 10, remote buffer = 10"
 	tail -n 2 "$out/doca_rdma-copy.txt" 2>/dev/null | sed 's/^/      /'
+else
+	echo "SKIP  DOCA DPA 2.6 samples: $dpa_samples not in the checkout"
 fi
 
 echo "check.sh: $failed failed"

@@ -500,6 +500,7 @@ fn flexio_c_api(env: &Env) -> Result<(), Failed> {
     )?;
     check(o.status.success(), "the libflexio C test", &o)?;
     for want in [
+        "version: 24.04 set",
         "Calculate: 44 + 55 = 99",
         "Result: 99",
         "calls: 4 of 4 returned what they should",

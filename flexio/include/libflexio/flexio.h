@@ -21,6 +21,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <libflexio/flexio_ver.h>
+
+/*
+ * The host API versions this library implements (for information: programs state theirs with
+ * FLEXIO_VER_USED, see flexio_ver.h, and flexio_version_set). A stated version above the
+ * current one is an error, the last supported one warns.
+ */
+#define FLEXIO_CURRENT_VERSION FLEXIO_VER(24, 10, 0)
+#define FLEXIO_LAST_SUPPORTED_VERSION FLEXIO_VER(24, 1, 0)
+
+#ifdef FLEXIO_VER_USED
+#if FLEXIO_VER_USED == FLEXIO_VER_LATEST
+#undef FLEXIO_VER_USED
+#define FLEXIO_VER_USED FLEXIO_CURRENT_VERSION
+#endif
+#if FLEXIO_VER_USED < FLEXIO_LAST_SUPPORTED_VERSION
+#error "FLEXIO_VER_USED is older than FLEXIO_LAST_SUPPORTED_VERSION: move the program to a newer FlexIO API"
+#elif FLEXIO_VER_USED == FLEXIO_LAST_SUPPORTED_VERSION
+#warning "FLEXIO_VER_USED is the oldest version still supported: support for it ends with the next version"
+#elif FLEXIO_VER_USED > FLEXIO_CURRENT_VERSION
+#error "FLEXIO_VER_USED is newer than this library (FLEXIO_CURRENT_VERSION)"
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -452,6 +476,13 @@ flexio_status flexio_msg_stream_flush(struct flexio_msg_stream *stream);
 int flexio_msg_stream_get_id(struct flexio_msg_stream *stream);
 flexio_status flexio_msg_stream_level_set(struct flexio_msg_stream *stream,
 					  flexio_msg_dev_level level);
+
+/*
+ * The API version this program works with, stated once before any other call: FAILED for a
+ * version below FLEXIO_LAST_SUPPORTED_VERSION, above FLEXIO_CURRENT_VERSION, or other than
+ * one set before (the same again is accepted).
+ */
+flexio_status flexio_version_set(uint64_t version);
 
 /* The library's own messages (on standard error). */
 enum flexio_log_lvl flexio_log_lvl_set(enum flexio_log_lvl lvl);

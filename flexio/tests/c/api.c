@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
- * The libflexio C API on a device: applications and functions, a process, calls with and
+ * The libflexio C API on a device: the version, applications and functions, a process, calls with and
  * without packed arguments, DPA memory, event handlers, outboxes, message streams and the
  * checks every entry point makes. Built with gcc against flexio/include and run under
  * `mlx5-dpa run` by tools/tests/real_clients.rs (flexio_c_api); it prints what it saw and
@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libflexio/flexio_ver.h>
+#define FLEXIO_VER_USED FLEXIO_VER(24, 4, 0)
 #include <libflexio/flexio.h>
 
 #define CHECK(cond, ...)                                                   \
@@ -222,6 +224,15 @@ int main(int argc, char **argv)
 	int found = 0;
 
 	CHECK(argc == 2, "usage: %s DEVICE_ELF", argv[0]);
+
+	/* The version: outside the supported range refused, then the program's own, once. */
+	CHECK(flexio_version_set(FLEXIO_VER(23, 10, 0)) == FLEXIO_STATUS_FAILED, "version too old");
+	CHECK(flexio_version_set(FLEXIO_VER(99, 1, 0)) == FLEXIO_STATUS_FAILED, "version too new");
+	CHECK(flexio_version_set(FLEXIO_VER_USED) == FLEXIO_STATUS_SUCCESS, "flexio_version_set");
+	CHECK(flexio_version_set(FLEXIO_VER_USED) == FLEXIO_STATUS_SUCCESS, "the same again");
+	CHECK(flexio_version_set(FLEXIO_CURRENT_VERSION) == FLEXIO_STATUS_FAILED,
+	      "another version after one was set");
+	printf("version: 24.04 set\n");
 	elf = read_file(argv[1], &elf_len);
 	CHECK(elf, "cannot read %s", argv[1]);
 
