@@ -11,7 +11,7 @@
 //! `C[row][col] = sum_k A[row][k] * B[k][col]` (u64, wrapping) for the task block at `task`
 //! (`fw-blobs/src/matmul.h`). The workers are `flexio_cmdq_dev_worker` from the runtime every
 //! fw-blobs program links (`fw-blobs/runtime/cmdq.c`, contract in
-//! `fw-blobs/include/libflexio-dev/flexio_dev_cmdq.h`): each claims tasks from a ring in DPA memory and calls
+//! `fw-blobs/include/mlx5_dpa_cmdq.h`): each claims tasks from a ring in DPA memory and calls
 //! them. A, B, C and the 25 task blocks live in DPA memory; the host fills them and reads C
 //! back with copies, as the FlexIO sample does with `flexio_host2dev_memcpy`.
 //!

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * Command queue worker (FlexIO `flexio_cmdq`, device side). The context block and the
- * host <-> device protocol are in flexio_dev_cmdq.h.
+ * host <-> device protocol are in mlx5_dpa_cmdq.h.
  */
 #include <stdint.h>
 
 #include <libflexio-dev/flexio_dev.h>
-#include <libflexio-dev/flexio_dev_cmdq.h>
+#include <mlx5_dpa_cmdq.h>
 
 /* The program's code (link/dpa.ld): a task entry must point inside it. */
 extern const char __dpa_text_start[];
@@ -42,7 +42,7 @@ static int claim(struct flexio_cmdq_dev_ctx *q, const volatile struct flexio_cmd
 	uint64_t p;
 	int got = 0;
 
-	if (spin_lock_bounded(&q->claim_lock, FLEXIO_CMDQ_DEV_LOCK_TRIES))
+	if (mlx5_dpa_spin_lock_bounded(&q->claim_lock, FLEXIO_CMDQ_DEV_LOCK_TRIES))
 		return 0;
 	c = __atomic_load_n(&q->claimed, __ATOMIC_RELAXED);
 	/* ORDERING: acquire: the slots the host wrote before `producer` are visible. */

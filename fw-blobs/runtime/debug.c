@@ -25,7 +25,7 @@ static const char *low_digits(const char *s, int len)
 
 void print_sim_str(const char *str, int len)
 {
-	char buf[FLEXIO_MSG_DEV_MAX_LEN];
+	char buf[MLX5_DPA_MSG_MAX_LEN];
 	int n = 0;
 
 	if (!str)
@@ -42,7 +42,7 @@ void print_sim_hex(uint64_t val, int len)
 {
 	char buf[24];
 
-	(void)flexio_dev_snprintf(buf, sizeof(buf), "%lx", val);
+	(void)mlx5_dpa_snprintf(buf, sizeof(buf), "%lx", val);
 	post(low_digits(buf, len));
 }
 
@@ -50,7 +50,7 @@ void print_sim_int(int val, int len)
 {
 	char buf[24];
 
-	(void)flexio_dev_snprintf(buf, sizeof(buf), "%d", val);
+	(void)mlx5_dpa_snprintf(buf, sizeof(buf), "%d", val);
 	post(low_digits(buf, len));
 }
 

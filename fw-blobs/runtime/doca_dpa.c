@@ -250,7 +250,7 @@ static const char *level_tag(doca_dpa_dev_log_level_t level)
 
 void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ...)
 {
-	char text[FLEXIO_MSG_DEV_MAX_LEN];
+	char text[MLX5_DPA_MSG_MAX_LEN];
 	uint32_t limit = __doca_dpa_rt.log_level;
 	int n;
 	va_list ap;
@@ -259,11 +259,11 @@ void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ..
 		limit = DOCA_DPA_DEV_LOG_LEVEL_INFO;
 	if (log_level <= DOCA_DPA_DEV_LOG_LEVEL_DISABLE || (uint32_t)log_level > limit)
 		return;
-	n = flexio_dev_snprintf(text, sizeof(text), "[DOCA][DPA DEVICE][%s] ", level_tag(log_level));
+	n = mlx5_dpa_snprintf(text, sizeof(text), "[DOCA][DPA DEVICE][%s] ", level_tag(log_level));
 	if (n < 0 || (uint32_t)n >= sizeof(text))
 		return;
 	va_start(ap, format);
-	flexio_dev_vsnprintf(text + n, sizeof(text) - (uint32_t)n, format, ap);
+	mlx5_dpa_vsnprintf(text + n, sizeof(text) - (uint32_t)n, format, ap);
 	va_end(ap);
 	use_function(own_function());
 	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);
@@ -271,11 +271,11 @@ void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ..
 
 void doca_dpa_dev_printf(const char *format, ...)
 {
-	char text[FLEXIO_MSG_DEV_MAX_LEN];
+	char text[MLX5_DPA_MSG_MAX_LEN];
 	va_list ap;
 
 	va_start(ap, format);
-	flexio_dev_vsnprintf(text, sizeof(text), format, ap);
+	mlx5_dpa_vsnprintf(text, sizeof(text), format, ap);
 	va_end(ap);
 	use_function(own_function());
 	flexio_dev_msg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, "%s", text);

@@ -2,14 +2,15 @@
 /*
  * Message streams, device side: flexio_dev_msg / flexio_dev_print / flexio_dev_puts and the
  * stream RPCs. The protocol (one SEND per message on an RC QP in DPA memory) is described
- * in flexio_dev_msg_stream.h.
+ * in mlx5_dpa_msg_stream.h.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <libflexio-dev/flexio_dev.h>
-#include <libflexio-dev/flexio_dev_msg_stream.h>
+#include <libflexio-libc/string.h>
+#include <mlx5_dpa_msg_stream.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
 
 /*
@@ -43,7 +44,7 @@ __dpa_rpc__ uint64_t flexio_msg_stream_dev_init(uint64_t ctx_daddr)
 	spin_init(&s->lock);
 	s->sq_pi = s->qp.sq_producer_index & 0xffff;
 	s->sq_done = s->sq_pi;
-	s->cq_ci = s->cq.consumer_index & DPA_MASK24;
+	s->cq_ci = s->cq.consumer_index & MLX5_DPA_MASK24;
 	s->msgs_posted = 0;
 	s->msgs_dropped = 0;
 	s->last_err_synd = 0;
@@ -59,7 +60,7 @@ __dpa_rpc__ uint64_t flexio_msg_stream_dev_fini(uint64_t stream_id)
 	if (stream_id >= FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT)
 		return MSG_ERR(FLEXIO_MSG_STREAM_DEV_ERR_ID);
 	s = __atomic_exchange_n(&msg_streams[stream_id], NULL, __ATOMIC_ACQ_REL);
-	if (s && spin_lock_bounded(&s->lock, FLEXIO_MSG_DEV_LOCK_TRIES) == 0)
+	if (s && mlx5_dpa_spin_lock_bounded(&s->lock, FLEXIO_MSG_DEV_LOCK_TRIES) == 0)
 		spin_unlock(&s->lock);
 	return FLEXIO_MSG_STREAM_DEV_OK;
 }
@@ -110,23 +111,23 @@ static int stream_post(struct flexio_msg_stream_dev_ctx *s, struct flexio_dev_th
 	uint32_t idx;
 
 	if (t->outbox_base == 0)
-		return stream_drop(s, FLEXIO_MSG_DEV_ERR_NO_OUTBOX);
+		return stream_drop(s, MLX5_DPA_MSG_ERR_NO_OUTBOX);
 	if (len > slot_size)
 		len = slot_size;
-	if (spin_lock_bounded(&s->lock, FLEXIO_MSG_DEV_LOCK_TRIES))
-		return stream_drop(s, FLEXIO_MSG_DEV_ERR_BUSY);
+	if (mlx5_dpa_spin_lock_bounded(&s->lock, FLEXIO_MSG_DEV_LOCK_TRIES))
+		return stream_drop(s, MLX5_DPA_MSG_ERR_BUSY);
 
 	stream_reap(s);
 	while (!s->dead && ((s->sq_pi - s->sq_done) & 0xffff) >= depth) {
 		if (++polls > FLEXIO_MSG_DEV_FULL_POLLS) {
 			spin_unlock(&s->lock);
-			return stream_drop(s, FLEXIO_MSG_DEV_ERR_FULL);
+			return stream_drop(s, MLX5_DPA_MSG_ERR_FULL);
 		}
 		stream_reap(s);
 	}
 	if (s->dead) {
 		spin_unlock(&s->lock);
-		return stream_drop(s, FLEXIO_MSG_DEV_ERR_QUEUE);
+		return stream_drop(s, MLX5_DPA_MSG_ERR_QUEUE);
 	}
 
 	idx = s->sq_pi;
@@ -140,7 +141,7 @@ static int stream_post(struct flexio_msg_stream_dev_ctx *s, struct flexio_dev_th
 		flexio_dev_swqe_seg_mem_ptr_data_set(&wqe[1], len, s->buf_lkey, slot);
 	s->sq_pi = idx + 1;
 	/* ORDERING: text and WQE before the record (fence w,w inside), record before the
-	 * doorbell (fence rw,o inside dpa_outbox_write). */
+	 * doorbell (fence rw,o inside mlx5_dpa_outbox_write). */
 	mlx5_dpa_dbr_sq_set_pi(s->qp.dbr_addr, s->sq_pi);
 	flexio_dev_qp_sq_ring_db(t, (uint16_t)s->sq_pi, s->qp.num);
 	s->msgs_posted++;
@@ -160,10 +161,10 @@ static int level_passes(const struct flexio_msg_stream_dev_ctx *s, flexio_msg_de
 	return level != FLEXIO_MSG_DEV_NO_PRINT && level <= s->level;
 }
 
-int flexio_dev_vmsg(int stream_id, flexio_msg_dev_level level, const char *format, va_list ap)
+int mlx5_dpa_vmsg(int stream_id, flexio_msg_dev_level level, const char *format, va_list ap)
 {
-	struct flexio_dev_thread_ctx *t = dpa_thread_ctx();
-	char text[FLEXIO_MSG_DEV_MAX_LEN];
+	struct flexio_dev_thread_ctx *t = mlx5_dpa_thread_ctx();
+	char text[MLX5_DPA_MSG_MAX_LEN];
 	struct flexio_msg_stream_dev_ctx *s;
 	uint32_t len;
 	int any_ok = 0;
@@ -173,19 +174,19 @@ int flexio_dev_vmsg(int stream_id, flexio_msg_dev_level level, const char *forma
 	if (stream_id != FLEXIO_MSG_DEV_BROADCAST_STREAM) {
 		s = stream_get((uint32_t)stream_id);
 		if (!s)
-			return FLEXIO_MSG_DEV_ERR_NO_STREAM;
+			return MLX5_DPA_MSG_ERR_NO_STREAM;
 		if (!level_passes(s, level))
 			return 0;
-		n = flexio_dev_vsnprintf(text, sizeof(text), format, ap);
+		n = mlx5_dpa_vsnprintf(text, sizeof(text), format, ap);
 		len = (uint32_t)n < sizeof(text) ? (uint32_t)n : sizeof(text) - 1;
 		return stream_post(s, t, text, len);
 	}
 
-	n = flexio_dev_vsnprintf(text, sizeof(text), format, ap);
+	n = mlx5_dpa_vsnprintf(text, sizeof(text), format, ap);
 	len = (uint32_t)n < sizeof(text) ? (uint32_t)n : sizeof(text) - 1;
 	/* The best non-negative result if any stream took (or filtered) the message, else the
 	 * first error, else NO_STREAM. */
-	result = FLEXIO_MSG_DEV_ERR_NO_STREAM;
+	result = MLX5_DPA_MSG_ERR_NO_STREAM;
 	for (uint32_t id = 0; id < FLEXIO_MSG_DEV_MAX_STREAMS_AMOUNT; id++) {
 		int r;
 
@@ -197,7 +198,7 @@ int flexio_dev_vmsg(int stream_id, flexio_msg_dev_level level, const char *forma
 			if (!any_ok || r > result)
 				result = r;
 			any_ok = 1;
-		} else if (!any_ok && result == FLEXIO_MSG_DEV_ERR_NO_STREAM) {
+		} else if (!any_ok && result == MLX5_DPA_MSG_ERR_NO_STREAM) {
 			result = r;
 		}
 	}
@@ -210,7 +211,7 @@ int flexio_dev_msg(int stream_id, flexio_msg_dev_level level, const char *format
 	int n;
 
 	va_start(ap, format);
-	n = flexio_dev_vmsg(stream_id, level, format, ap);
+	n = mlx5_dpa_vmsg(stream_id, level, format, ap);
 	va_end(ap);
 	return n;
 }
@@ -221,10 +222,10 @@ int mlx5_dpa_msg_post_raw(int stream_id, flexio_msg_dev_level level, const void 
 	struct flexio_msg_stream_dev_ctx *s = stream_get((uint32_t)stream_id);
 
 	if (!s)
-		return FLEXIO_MSG_DEV_ERR_NO_STREAM;
+		return MLX5_DPA_MSG_ERR_NO_STREAM;
 	if (!level_passes(s, level))
 		return 0;
-	return stream_post(s, dpa_thread_ctx(), (const char *)data, len);
+	return stream_post(s, mlx5_dpa_thread_ctx(), (const char *)data, len);
 }
 
 int flexio_dev_puts(struct flexio_dev_thread_ctx *dtctx, char *str)
@@ -232,8 +233,8 @@ int flexio_dev_puts(struct flexio_dev_thread_ctx *dtctx, char *str)
 	struct flexio_msg_stream_dev_ctx *s = stream_get(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID);
 
 	if (!s)
-		return FLEXIO_MSG_DEV_ERR_NO_STREAM;
+		return MLX5_DPA_MSG_ERR_NO_STREAM;
 	if (!level_passes(s, FLEXIO_MSG_DEV_INFO))
 		return 0;
-	return stream_post(s, dtctx ? dtctx : dpa_thread_ctx(), str, (uint32_t)strlen(str));
+	return stream_post(s, dtctx ? dtctx : mlx5_dpa_thread_ctx(), str, (uint32_t)strlen(str));
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
- * The printf formatter of the device runtime (flexio_dev_vsnprintf). Pure: no OS call, no
+ * The printf formatter of the device runtime (mlx5_dpa_vsnprintf). Pure: no OS call, no
  * global state, no floating point; safe from any number of threads. Conversions and flags are
  * listed in flexio_dev.h.
  */
@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include <libflexio-dev/flexio_dev.h>
+#include <libflexio-libc/string.h>
 
 struct out {
 	char *buf;
@@ -90,7 +91,7 @@ static void fmt_str(struct out *o, const char *s, unsigned flags, int width, int
 
 	if (!s)
 		s = "(null)";
-	n = (int)strnlen(s, prec >= 0 ? (size_t)prec : (size_t)-1);
+	n = (int)mlx5_dpa_strnlen(s, prec >= 0 ? (size_t)prec : (size_t)-1);
 	if (!(flags & F_MINUS))
 		pad(o, ' ', width - n);
 	for (int i = 0; i < n; i++)
@@ -134,7 +135,7 @@ static uint64_t arg_unsigned(va_list *ap, int len)
 	}
 }
 
-int flexio_dev_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
+int mlx5_dpa_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
 {
 	struct out o = { buf, size, 0 };
 	va_list ap;
@@ -269,13 +270,13 @@ int flexio_dev_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
 	return o.len > 0x7fffffff ? 0x7fffffff : (int)o.len;
 }
 
-int flexio_dev_snprintf(char *buf, size_t size, const char *fmt, ...)
+int mlx5_dpa_snprintf(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
 	va_start(ap, fmt);
-	n = flexio_dev_vsnprintf(buf, size, fmt, ap);
+	n = mlx5_dpa_vsnprintf(buf, size, fmt, ap);
 	va_end(ap);
 	return n;
 }

@@ -23,7 +23,7 @@ FILE *const mlx5_dpa_stderr = &err_file;
 
 int vprintf(const char *fmt, va_list ap)
 {
-	return flexio_dev_vmsg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, fmt,
+	return mlx5_dpa_vmsg(FLEXIO_MSG_DEV_DEFAULT_STREAM_ID, FLEXIO_MSG_DEV_ALWAYS_PRINT, fmt,
 			       ap);
 }
 
@@ -58,7 +58,7 @@ int fprintf(FILE *stream, const char *fmt, ...)
 
 int vsnprintf(char *s, size_t n, const char *fmt, va_list ap)
 {
-	return flexio_dev_vsnprintf(s, n, fmt, ap);
+	return mlx5_dpa_vsnprintf(s, n, fmt, ap);
 }
 
 int snprintf(char *s, size_t n, const char *fmt, ...)
@@ -67,7 +67,7 @@ int snprintf(char *s, size_t n, const char *fmt, ...)
 	int r;
 
 	va_start(ap, fmt);
-	r = flexio_dev_vsnprintf(s, n, fmt, ap);
+	r = mlx5_dpa_vsnprintf(s, n, fmt, ap);
 	va_end(ap);
 	return r;
 }
@@ -75,7 +75,7 @@ int snprintf(char *s, size_t n, const char *fmt, ...)
 /* No size given: the caller promises the room, as in ISO C. */
 int vsprintf(char *s, const char *fmt, va_list ap)
 {
-	return flexio_dev_vsnprintf(s, SIZE_MAX >> 1, fmt, ap);
+	return mlx5_dpa_vsnprintf(s, SIZE_MAX >> 1, fmt, ap);
 }
 
 int sprintf(char *s, const char *fmt, ...)
@@ -147,7 +147,7 @@ int fflush(FILE *stream)
 
 void perror(const char *s)
 {
-	int e = (int)flexio_dev_get_errno(dpa_thread_ctx());
+	int e = (int)flexio_dev_get_errno(mlx5_dpa_thread_ctx());
 
 	if (s && *s)
 		(void)printf("%s: %s\n", s, strerror(e));

@@ -76,7 +76,7 @@ size_t strlen(const char *s)
 	return (size_t)(p - s);
 }
 
-size_t strnlen(const char *s, size_t max)
+size_t mlx5_dpa_strnlen(const char *s, size_t max)
 {
 	size_t n = 0;
 

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include <libflexio-dev/flexio_dev.h>
+#include <libflexio-libc/string.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
 #include "packet_processor.h"
 
@@ -79,11 +80,11 @@ static int pp_setup(struct pp_dev_ctx *c)
 	if (!c->tx_buf_daddr || c->log_tx_buf_size < 6 || c->log_tx_buf_size > 16)
 		return PP_ERR_TX_BUF;
 
-	c->rq_cq_ci = c->rq_cq.consumer_index & DPA_MASK24;
+	c->rq_cq_ci = c->rq_cq.consumer_index & MLX5_DPA_MASK24;
 	c->rq_pi = c->rq.rq_producer_index & 0xffff;
 	c->sq_pi = c->sq.sq_producer_index & 0xffff;
 	c->sq_done = c->sq_pi;
-	c->sq_cq_ci = c->sq_cq.consumer_index & DPA_MASK24;
+	c->sq_cq_ci = c->sq_cq.consumer_index & MLX5_DPA_MASK24;
 	c->last_err_synd = 0;
 	c->sq_dead = 0;
 	__atomic_store_n(&c->state, PP_STATE_READY, __ATOMIC_RELEASE);

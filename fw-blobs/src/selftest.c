@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <libflexio-dev/flexio_dev.h>
+#include <libflexio-libc/string.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
 #include <libflexio-dev/flexio_dev_debug.h>
 #include <libflexio-dev/flexio_dev_tracer.h>
@@ -97,7 +98,7 @@ __dpa_global__ uint64_t st_ebreak(void)
 /** EXIT_PROCESS with a0 = status (unfiltered, unlike flexio_dev_error). Does not return. */
 __dpa_global__ void st_exit(uint64_t status)
 {
-	dpa_os_call1_noreturn(DPA_OS_EXIT_PROCESS, status);
+	mlx5_dpa_os_call1_noreturn(MLX5_DPA_OS_EXIT_PROCESS, status);
 }
 
 /** Ends the thread with DUAR_HANDLER_RETURN(1) instead of a return. */
@@ -109,7 +110,7 @@ __dpa_global__ void st_finish(void)
 /** GET_DUAR; returns what the OS left in a0. */
 __dpa_global__ uint64_t st_get_duar(void)
 {
-	return dpa_os_call1(DPA_OS_GET_DUAR, 0);
+	return mlx5_dpa_os_call1(MLX5_DPA_OS_GET_DUAR, 0);
 }
 
 /**
@@ -128,7 +129,7 @@ __dpa_global__ uint64_t st_outbox_db(uint64_t args_daddr)
 	    flexio_dev_outbox_config(dtctx, (uint16_t)a->outbox_id) != FLEXIO_DEV_STATUS_SUCCESS)
 		return ST_FAILED;
 	base = *(volatile uint64_t *)&dtctx->outbox_base;
-	dpa_outbox_write(base, a->reg, a->value);
+	mlx5_dpa_outbox_write(base, a->reg, a->value);
 	return base;
 }
 
@@ -198,7 +199,7 @@ __dpa_global__ uint64_t st_tls(uint64_t x)
 /** Copies the 48-byte thread context (at tp) to `daddr`; returns its version word. */
 __dpa_global__ uint64_t st_ctx_dump(uint64_t daddr)
 {
-	const volatile uint64_t *src = (const volatile uint64_t *)dpa_thread_ctx();
+	const volatile uint64_t *src = (const volatile uint64_t *)mlx5_dpa_thread_ctx();
 	volatile uint64_t *dst = (volatile uint64_t *)(uintptr_t)daddr;
 
 	for (int i = 0; i < 6; i++)
@@ -269,7 +270,7 @@ static int fmt_case(const char *expect, const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = flexio_dev_vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = mlx5_dpa_vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	return n == (int)strlen(expect) && strlen(buf) == strlen(expect) &&
 	       memcmp(buf, expect, strlen(expect) + 1) == 0;
@@ -321,7 +322,7 @@ __dpa_global__ uint64_t st_format_check(void)
 #undef CASE
 	/* Truncation: returns the full length, stores size - 1 characters and a NUL. */
 	k++;
-	if (flexio_dev_snprintf(small, sizeof(small), "%s", "abcdefgh") != 8 ||
+	if (mlx5_dpa_snprintf(small, sizeof(small), "%s", "abcdefgh") != 8 ||
 	    memcmp(small, "abcd", 5) != 0)
 		return k;
 	return 0;
@@ -437,7 +438,7 @@ __dpa_global__ uint64_t st_wqe_nop(uint64_t args_daddr)
 			       MLX5_CTRL_SEG_CE_CQE_ALWAYS << 2, 0);
 	if (a->mode & 1)
 		__dpa_thread_memory_writeback();
-	*(volatile uint64_t *)(uintptr_t)(ctx->outbox_base + DPA_OUTBOX_SXD_DB) =
+	*(volatile uint64_t *)(uintptr_t)(ctx->outbox_base + MLX5_DPA_OUTBOX_SXD_DB) =
 		OUTBOX_V_SXD_DB(pi + 1, sqn);
 	return 0;
 }

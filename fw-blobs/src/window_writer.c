@@ -45,7 +45,7 @@ static void ww_fill(volatile uint8_t *dst, uint64_t len, uint32_t pattern, uint3
 			dst[i] = (uint8_t)(pattern + i);
 	} else {
 		char line[48];
-		uint64_t n = (uint64_t)flexio_dev_snprintf(line, sizeof(line), "Hello from DPA %u\n", pattern);
+		uint64_t n = (uint64_t)mlx5_dpa_snprintf(line, sizeof(line), "Hello from DPA %u\n", pattern);
 		uint64_t k = 0;
 
 		for (i = 0; i < len; i++) {
@@ -70,7 +70,7 @@ __dpa_rpc__ uint64_t window_write(uint64_t args_daddr)
 	}
 	ww_fill(dst, len, a->pattern, a->mode);
 	/* ORDERING: the host-memory stores are issued before the RPC reports completion. */
-	dpa_fence_rw_o();
+	mlx5_dpa_fence_rw_o();
 	a->result = len;
 	return len;
 }

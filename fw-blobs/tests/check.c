@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include <libflexio-dev/flexio_dev.h>
-#include <libflexio-dev/flexio_dev_msg_stream.h>
+#include <mlx5_dpa_msg_stream.h>
 #include <libflexio-dev/flexio_dev_queue_access.h>
 #include <libflexio-libc/inttypes.h>
 #include <libflexio-libc/stdio.h>
@@ -56,7 +56,7 @@ static void say(const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = flexio_dev_vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = mlx5_dpa_vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (n > (int)sizeof(buf) - 1)
 		n = sizeof(buf) - 1;
@@ -91,7 +91,7 @@ static uint64_t be64_at(const uint8_t *b)
 
 /* Fake DPA environment. */
 static struct flexio_dev_thread_ctx fake_ctx;
-static uint64_t fake_outbox[DPA_OUTBOX_PAGE_SIZE / 8] __attribute__((aligned(4096)));
+static uint64_t fake_outbox[MLX5_DPA_OUTBOX_PAGE_SIZE / 8] __attribute__((aligned(4096)));
 
 static void use_fake_ctx(void)
 {
@@ -207,18 +207,18 @@ static void check_nic_doorbells(void)
 	struct flexio_dev_thread_ctx *dtctx = &fake_ctx;
 
 	CHECK(flexio_dev_msix_send(dtctx, 0x1234567) == FLEXIO_DEV_STATUS_SUCCESS &&
-		      fake_outbox[DPA_OUTBOX_RXT_DB / 8] == 0x234567,
-	      "RXT_DB %lx", fake_outbox[DPA_OUTBOX_RXT_DB / 8]);
+		      fake_outbox[MLX5_DPA_OUTBOX_RXT_DB / 8] == 0x234567,
+	      "RXT_DB %lx", fake_outbox[MLX5_DPA_OUTBOX_RXT_DB / 8]);
 	flexio_dev_db_ctx_arm(dtctx, 0xabcdef, 0x3ffffff);
-	CHECK(fake_outbox[DPA_OUTBOX_EMU_CAP / 8] == (0x3ffffffull << 32 | 0xabcdef),
-	      "EMU_CAP %lx", fake_outbox[DPA_OUTBOX_EMU_CAP / 8]);
+	CHECK(fake_outbox[MLX5_DPA_OUTBOX_EMU_CAP / 8] == (0x3ffffffull << 32 | 0xabcdef),
+	      "EMU_CAP %lx", fake_outbox[MLX5_DPA_OUTBOX_EMU_CAP / 8]);
 	flexio_dev_db_ctx_force_trigger(dtctx, 0x12, 0x34);
-	CHECK(fake_outbox[DPA_OUTBOX_EMU_CAP_TRIGGER / 8] == (0x34ull << 32 | 0x12),
-	      "EMU_CAP_TRIGGER %lx", fake_outbox[DPA_OUTBOX_EMU_CAP_TRIGGER / 8]);
+	CHECK(fake_outbox[MLX5_DPA_OUTBOX_EMU_CAP_TRIGGER / 8] == (0x34ull << 32 | 0x12),
+	      "EMU_CAP_TRIGGER %lx", fake_outbox[MLX5_DPA_OUTBOX_EMU_CAP_TRIGGER / 8]);
 	flexio_dev_cc_ring_db(dtctx, 0xbeef, 0x01020304, 1, CC_DB_NEXT_ACT_FW);
-	CHECK(fake_outbox[DPA_OUTBOX_CC_DB / 8] ==
+	CHECK(fake_outbox[MLX5_DPA_OUTBOX_CC_DB / 8] ==
 		      (0xbeefull << 48 | 2ull << 34 | 1ull << 32 | 0x01020304),
-	      "CC_DB %lx", fake_outbox[DPA_OUTBOX_CC_DB / 8]);
+	      "CC_DB %lx", fake_outbox[MLX5_DPA_OUTBOX_CC_DB / 8]);
 	/* The thread id sits at context offset 44. */
 	fake_ctx.thread_id = 0x77;
 	CHECK(flexio_dev_get_thread_id(dtctx) == 0x77, "thread id");
@@ -230,8 +230,8 @@ static void check_outbox_names(void)
 	CHECK(OUTBOX_VALUE2(0x123456, CQ_DB_CQN_SHIFT, 0xabcdef, CQ_DB_CQ_CI_SHIFT) ==
 		      OUTBOX_V_CQ_DB(0x123456, 0xabcdef),
 	      "CQ_DB shifts");
-	CHECK(OUTBOX_V_EQ_DB_REARM(0x12, 0x3ffffff) == OUTBOX_V_EQ_DB(0x12, 0x3ffffff) &&
-		      OUTBOX_V_EQ_DB_NO_REARM(0x34, 0x56) == OUTBOX_V_EQ_DB(0x34, 0x56),
+	CHECK(OUTBOX_V_EQ_DB_REARM(0x12, 0x3ffffff) == MLX5_DPA_OUTBOX_V_EQ_DB(0x12, 0x3ffffff) &&
+		      OUTBOX_V_EQ_DB_NO_REARM(0x34, 0x56) == MLX5_DPA_OUTBOX_V_EQ_DB(0x34, 0x56),
 	      "EQ_DB values");
 	CHECK(OUTBOX_VALUE2(0xbcd, SXD_DB_WQE_INDEX_SHIFT, 0x77, SXD_DB_QP_OR_SQ_SHIFT) ==
 		      OUTBOX_V_SXD_DB(0xbcd, 0x77),
@@ -247,9 +247,9 @@ static void check_outbox_names(void)
 	CHECK(_OUTBOX_BIT_SIZE(EQ_DB_REARM, eq_ci) == 26 && _OUTBOX_BIT_SIZE(CQ_DB, cq_ci) == 24,
 	      "field widths");
 	outbox_write(fake_outbox, CQ_DB, OUTBOX_V_CQ_DB(7, 9));
-	CHECK(fake_outbox[DPA_OUTBOX_CQ_DB / 8] == (9ull << 32 | 7), "outbox_write CQ_DB");
+	CHECK(fake_outbox[MLX5_DPA_OUTBOX_CQ_DB / 8] == (9ull << 32 | 7), "outbox_write CQ_DB");
 	outbox_write(fake_outbox, SXD_DB, OUTBOX_V_SXD_DB(3, 5));
-	CHECK(fake_outbox[DPA_OUTBOX_SXD_DB / 8] == (5ull << 32 | 3), "outbox_write SXD_DB");
+	CHECK(fake_outbox[MLX5_DPA_OUTBOX_SXD_DB / 8] == (5ull << 32 | 3), "outbox_write SXD_DB");
 }
 
 static void check_pure(void)
@@ -347,7 +347,7 @@ static void check_msg_stream(void)
 	uint8_t *w;
 	int r;
 
-	CHECK(flexio_dev_print("nobody listens") == FLEXIO_MSG_DEV_ERR_NO_STREAM, "no stream");
+	CHECK(flexio_dev_print("nobody listens") == MLX5_DPA_MSG_ERR_NO_STREAM, "no stream");
 	memset(&ms, 0, sizeof(ms));
 	ms.qp.kind = MLX5_DPA_WQ_KIND_RC_QP;
 	ms.qp.num = qpn;
@@ -382,18 +382,18 @@ static void check_msg_stream(void)
 	      be64_at(w + 24) == (uint64_t)(uintptr_t)ms_buf, "data segment");
 	CHECK(memcmp(ms_buf, "hello 42", 8) == 0, "slot text");
 	CHECK(be32_at(&ms_dbr[1]) == 1, "send dbr %x", be32_at(&ms_dbr[1]));
-	CHECK(fake_outbox[DPA_OUTBOX_SXD_DB / 8] == ((uint64_t)qpn << 32 | 1), "SXD_DB %lx",
-	      fake_outbox[DPA_OUTBOX_SXD_DB / 8]);
+	CHECK(fake_outbox[MLX5_DPA_OUTBOX_SXD_DB / 8] == ((uint64_t)qpn << 32 | 1), "SXD_DB %lx",
+	      fake_outbox[MLX5_DPA_OUTBOX_SXD_DB / 8]);
 
 	CHECK(flexio_dev_msg(0, FLEXIO_MSG_DEV_DEBUG, "filtered") == 0, "level filter");
 	CHECK(flexio_dev_msg(0, FLEXIO_MSG_DEV_NO_PRINT, "filtered") == 0, "NO_PRINT");
-	CHECK(flexio_dev_msg(1, FLEXIO_MSG_DEV_ERROR, "x") == FLEXIO_MSG_DEV_ERR_NO_STREAM, "stream 1");
+	CHECK(flexio_dev_msg(1, FLEXIO_MSG_DEV_ERROR, "x") == MLX5_DPA_MSG_ERR_NO_STREAM, "stream 1");
 	CHECK((int64_t)st_msg(0xff | FLEXIO_MSG_DEV_ERROR << 8) == 26 && ms.sq_pi == 2 &&
 	      memcmp(ms_buf + 64, "st_msg stream 255 level 2\n", 26) == 0, "broadcast");
 	/* Two in flight (hello, broadcast); two more fill the queue; the fifth finds it full. */
 	CHECK(flexio_dev_print("3") == 1 && flexio_dev_print("4") == 1, "fill");
 	CHECK(ms.sq_pi == 4 && ms.sq_done == 0, "pi %u done %u", ms.sq_pi, ms.sq_done);
-	CHECK(flexio_dev_print("5") == FLEXIO_MSG_DEV_ERR_FULL, "full");
+	CHECK(flexio_dev_print("5") == MLX5_DPA_MSG_ERR_FULL, "full");
 	CHECK(ms.msgs_dropped == 1, "dropped %lu", ms.msgs_dropped);
 	/* The NIC completes WQEs 0 and 1 with one CQE for counter 1. */
 	put_cqe(ms_cq, 2, 0, MLX5_DPA_CQE_REQ, 1, 0);
@@ -402,17 +402,17 @@ static void check_msg_stream(void)
 	      ms.sq_done, ms.cq_ci);
 	w = ms_sq + 0 * 64; /* counter 4 reuses WQEBB 0 and slot 0 */
 	CHECK(be32_at(w) == (4 << 8 | 0x0a) && memcmp(ms_buf, "six 6", 5) == 0, "wrapped slot");
-	CHECK(fake_outbox[DPA_OUTBOX_SXD_DB / 8] == ((uint64_t)qpn << 32 | 5), "SXD_DB 5");
+	CHECK(fake_outbox[MLX5_DPA_OUTBOX_SXD_DB / 8] == ((uint64_t)qpn << 32 | 5), "SXD_DB 5");
 	/* Long text is cut at the 64-byte slot. */
 	CHECK(flexio_dev_print("%070d", 1) == 64, "slot cut");
 	/* Error CQE kills the stream. */
 	put_cqe(ms_cq, 2, 1, MLX5_DPA_CQE_REQ_ERR, 2, 0);
-	CHECK(flexio_dev_print("x") == FLEXIO_MSG_DEV_ERR_QUEUE && ms.dead == 1, "dead stream");
+	CHECK(flexio_dev_print("x") == MLX5_DPA_MSG_ERR_QUEUE && ms.dead == 1, "dead stream");
 	/* No outbox. */
 	fake_ctx.outbox_base = 0;
-	CHECK(flexio_dev_print("x") == FLEXIO_MSG_DEV_ERR_NO_OUTBOX, "no outbox");
+	CHECK(flexio_dev_print("x") == MLX5_DPA_MSG_ERR_NO_OUTBOX, "no outbox");
 	fake_ctx.outbox_base = (uint64_t)(uintptr_t)fake_outbox;
-	CHECK(flexio_msg_stream_dev_fini(0) == 0 && flexio_dev_print("x") == FLEXIO_MSG_DEV_ERR_NO_STREAM,
+	CHECK(flexio_msg_stream_dev_fini(0) == 0 && flexio_dev_print("x") == MLX5_DPA_MSG_ERR_NO_STREAM,
 	      "fini");
 }
 
@@ -486,7 +486,7 @@ static void check_packet_processor(void)
 	      "inline headers");
 	CHECK(be32_at(w + 48) == len - 18 && be32_at(w + 52) == 0x5150 &&
 	      be64_at(w + 56) == (uint64_t)(uintptr_t)pp_tx[0] + 18, "data segment");
-	CHECK(be32_at(&pp_sq_dbr[1]) == 1 && fake_outbox[DPA_OUTBOX_SXD_DB / 8] == ((uint64_t)sqn << 32 | 1),
+	CHECK(be32_at(&pp_sq_dbr[1]) == 1 && fake_outbox[MLX5_DPA_OUTBOX_SXD_DB / 8] == ((uint64_t)sqn << 32 | 1),
 	      "SQ doorbell");
 	CHECK(be32_at(&pp_rq_dbr[0]) == 6 && be32_at(pp_rq_cq_dbr) == 2, "RQ record %u, CQ record %u",
 	      be32_at(&pp_rq_dbr[0]), be32_at(pp_rq_cq_dbr));
@@ -510,7 +510,7 @@ static void check_packet_processor(void)
 	CHECK(ppc.rq_cq_ci == 8 && be32_at(&pp_rq_dbr[0]) == 12, "ci %u", ppc.rq_cq_ci);
 	/* The arm doorbell the handler would ring. */
 	flexio_dev_cq_arm(dtctx, ppc.rq_cq_ci, ppc.rq_cq.cqn);
-	CHECK(fake_outbox[DPA_OUTBOX_CQ_DB / 8] == (8ull << 32 | 0x41), "CQ_DB");
+	CHECK(fake_outbox[MLX5_DPA_OUTBOX_CQ_DB / 8] == (8ull << 32 | 0x41), "CQ_DB");
 }
 
 int check_main(void);

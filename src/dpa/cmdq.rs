@@ -13,7 +13,7 @@
 //!
 //! # Who owns which memory when
 //!
-//! The contract with the device is `fw-blobs/include/libflexio-dev/flexio_dev_cmdq.h`; every program built
+//! The contract with the device is `fw-blobs/include/mlx5_dpa_cmdq.h`; every program built
 //! by `fw-blobs/build.sh` links its worker, `flexio_cmdq_dev_worker`. One DPA buffer holds a
 //! 64-byte context block ([`ctx`] offsets) followed by a ring of `1 << log_depth` 16-byte
 //! slots `{entry, arg}`. The host writes the context's first three words once, ring slots, and

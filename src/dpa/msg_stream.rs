@@ -4,7 +4,7 @@
 //!
 //! # What [`MsgStream::create`] builds, in order
 //!
-//! The device side of the protocol is `fw-blobs/include/libflexio-dev/flexio_dev_msg_stream.h` (and
+//! The device side of the protocol is `fw-blobs/include/mlx5_dpa_msg_stream.h` (and
 //! `fw-blobs/runtime/msg_stream.c`): a stream is an RC QP whose send ring and CQ live in DPA
 //! memory, connected force-loopback to a host QP that only receives; every message is one
 //! SEND of its text (no NUL) from a slot of a message buffer in DPA memory.
@@ -40,7 +40,7 @@
 //!
 //! Dropping the stream (or [`MsgStream::close`], which reports errors) calls
 //! `flexio_msg_stream_dev_fini(stream_id)` (later prints to the id fail with
-//! `FLEXIO_MSG_DEV_ERR_NO_STREAM`; the RPC waits for a post in flight), stops and joins the
+//! `MLX5_DPA_MSG_ERR_NO_STREAM`; the RPC waits for a post in flight), stops and joins the
 //! reader thread (bounded), delivers what is still arriving, then releases the host QP, its
 //! buffers and CQ, the context, the DPA QP, the key, the buffer and the DPA CQ. The process
 //! outlives all of it: every handle keeps it alive.
@@ -70,7 +70,7 @@ pub const DEFAULT_STREAM_ID: u32 = 0;
 /// The stream id a device program names to post to every stream
 /// (`FLEXIO_MSG_DEV_BROADCAST_STREAM`); not a stream the host creates.
 pub const BROADCAST_STREAM: u32 = 0xff;
-/// Longest formatted message including its NUL (`FLEXIO_MSG_DEV_MAX_LEN`): texts are at most
+/// Longest formatted message including its NUL (`MLX5_DPA_MSG_MAX_LEN`): texts are at most
 /// `MAX_MSG_LEN - 1` bytes.
 pub const MAX_MSG_LEN: usize = 256;
 /// Bytes of `struct flexio_msg_stream_dev_ctx`.
@@ -98,7 +98,7 @@ const POLL_BUDGET_PER_SLOT: usize = 4;
 const INIT_ENTRY: &str = "flexio_msg_stream_dev_init";
 const FINI_ENTRY: &str = "flexio_msg_stream_dev_fini";
 
-/// Offsets in `struct flexio_msg_stream_dev_ctx` (flexio_dev_msg_stream.h).
+/// Offsets in `struct flexio_msg_stream_dev_ctx` (mlx5_dpa_msg_stream.h).
 mod ctx {
     pub const QP: usize = 0;
     pub const CQ: usize = 88;
@@ -167,7 +167,7 @@ pub enum SyncMode {
     /// Messages wait in the receive ring until [`MsgStream::poll`] or [`MsgStream::flush`]
     /// (`FLEXIO_LOG_DEV_SYNC_MODE_BATCH`). A ring nobody polls fills up: the device then
     /// waits for receives (RNR) and, once its own slots are all in flight, drops messages
-    /// (`FLEXIO_MSG_DEV_ERR_FULL`, counted in [`MsgStreamStats::msgs_dropped`]).
+    /// (`MLX5_DPA_MSG_ERR_FULL`, counted in [`MsgStreamStats::msgs_dropped`]).
     Batch,
 }
 

@@ -20,7 +20,7 @@ type R = Result<(), Box<dyn std::error::Error>>;
 
 const SELFTEST: &[u8] = include_bytes!("../../fw-blobs/bin/selftest.elf");
 const T: Duration = Duration::from_secs(10);
-/// `FLEXIO_MSG_DEV_ERR_NO_STREAM` (flexio_dev.h).
+/// `MLX5_DPA_MSG_ERR_NO_STREAM` (flexio_dev.h).
 const ERR_NO_STREAM: i64 = -1;
 
 /// A thread that runs `entry` with the process's outbox as its default (a stream's send

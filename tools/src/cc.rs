@@ -80,8 +80,8 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev.h"),
     ),
     (
-        "include/libflexio-dev/flexio_dev_cmdq.h",
-        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_cmdq.h"),
+        "include/mlx5_dpa_cmdq.h",
+        include_str!("../../fw-blobs/include/mlx5_dpa_cmdq.h"),
     ),
     (
         "include/libflexio-dev/flexio_dev_dpa_arch.h",
@@ -96,8 +96,8 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_err.h"),
     ),
     (
-        "include/libflexio-dev/flexio_dev_msg_stream.h",
-        include_str!("../../fw-blobs/include/libflexio-dev/flexio_dev_msg_stream.h"),
+        "include/mlx5_dpa_msg_stream.h",
+        include_str!("../../fw-blobs/include/mlx5_dpa_msg_stream.h"),
     ),
     (
         "include/libflexio-dev/flexio_dev_queue_access.h",

@@ -143,7 +143,7 @@ typedef void(flexio_dev_async_rpc_handler_t)(uint64_t arg);
  */
 static inline int flexio_dev_get_thread_ctx(struct flexio_dev_thread_ctx **dtctx)
 {
-	*dtctx = dpa_thread_ctx();
+	*dtctx = mlx5_dpa_thread_ctx();
 	return 0;
 }
 
@@ -177,13 +177,13 @@ __attribute__((noreturn, deprecated)) void flexio_dev_finish(void);
  * The exit point of a continuable event handler (created with `continuable`): the
  * activation ends here and the thread's next event resumes execution after this call, with
  * the registers and stack as they were. For a thread that is not continuable the call has no
- * effect and returns at once. (DUAR_HANDLER_RETURN with DPA_HANDLER_RETURN_YIELD.)
+ * effect and returns at once. (DUAR_HANDLER_RETURN with MLX5_DPA_HANDLER_RETURN_YIELD.)
  */
 void flexio_dev_yield(struct flexio_dev_thread_ctx *dtctx);
 
 /**
  * Ends the activation and runs the thread again at once, from its entry, without waiting
- * for an event (DUAR_HANDLER_RETURN with DPA_HANDLER_RETURN_RETRIGGER). Does not return.
+ * for an event (DUAR_HANDLER_RETURN with MLX5_DPA_HANDLER_RETURN_RETRIGGER). Does not return.
  */
 __attribute__((noreturn)) void flexio_dev_thread_retrigger(void);
 
@@ -299,7 +299,7 @@ flexio_dev_status_t flexio_dev_multi_window_mkey_config(enum flexio_window_entit
 static inline flexio_dev_status_t flexio_dev_multi_window_ptr_acquire(
 	enum flexio_window_entity win_entity, uint64_t haddr, flexio_uintptr_t *daddr)
 {
-	struct flexio_dev_thread_ctx *dtctx = dpa_thread_ctx();
+	struct flexio_dev_thread_ctx *dtctx = mlx5_dpa_thread_ctx();
 
 	if (win_entity != FLEXIO_DEV_WINDOW_ENTITY_0 || dtctx->window_base == 0)
 		return FLEXIO_DEV_STATUS_FAILED;
@@ -402,7 +402,7 @@ static inline uint32_t spin_trylock(struct spinlock_s *lock)
 	return __atomic_exchange_n(&lock->locked, 1, __ATOMIC_ACQUIRE);
 }
 
-/** Takes the lock, spinning without bound (FlexIO semantics). Prefer spin_lock_bounded. */
+/** Takes the lock, spinning without bound (FlexIO semantics). Prefer mlx5_dpa_spin_lock_bounded. */
 static inline void spin_lock(struct spinlock_s *lock)
 {
 	while (spin_trylock(lock))
@@ -410,7 +410,7 @@ static inline void spin_lock(struct spinlock_s *lock)
 }
 
 /** Takes the lock within `tries` attempts: returns 0 when held, -1 when it stayed busy. */
-static inline int spin_lock_bounded(struct spinlock_s *lock, uint32_t tries)
+static inline int mlx5_dpa_spin_lock_bounded(struct spinlock_s *lock, uint32_t tries)
 {
 	while (tries--) {
 		if (!spin_trylock(lock))
@@ -426,7 +426,7 @@ static inline void spin_unlock(struct spinlock_s *lock)
 }
 
 /* ------------------------------------------------------------------------------------- */
-/* Messages to the host (message streams; see flexio_dev_msg_stream.h)                    */
+/* Messages to the host (message streams; see mlx5_dpa_msg_stream.h)                    */
 /* ------------------------------------------------------------------------------------- */
 
 /** Stream ids: 0 is the default stream; 0xff sends to every configured stream. */
@@ -448,27 +448,27 @@ static inline void spin_unlock(struct spinlock_s *lock)
 typedef uint8_t flexio_msg_dev_level;
 
 /** Longest message in bytes; longer ones are truncated (also to the stream's slot size). */
-#define FLEXIO_MSG_DEV_MAX_LEN 256
+#define MLX5_DPA_MSG_MAX_LEN 256
 
 /** Negative results of flexio_dev_msg / flexio_dev_puts. */
-enum flexio_msg_dev_status {
+enum mlx5_dpa_msg_status {
 	/** The stream id is out of range or the host never configured that stream. */
-	FLEXIO_MSG_DEV_ERR_NO_STREAM = -1,
+	MLX5_DPA_MSG_ERR_NO_STREAM = -1,
 	/** The thread has no outbox (outbox_base == 0) to ring the stream's send queue. */
-	FLEXIO_MSG_DEV_ERR_NO_OUTBOX = -2,
+	MLX5_DPA_MSG_ERR_NO_OUTBOX = -2,
 	/** The stream's lock stayed busy for FLEXIO_MSG_DEV_LOCK_TRIES attempts. */
-	FLEXIO_MSG_DEV_ERR_BUSY = -3,
+	MLX5_DPA_MSG_ERR_BUSY = -3,
 	/** The stream's send queue stayed full for FLEXIO_MSG_DEV_FULL_POLLS polls of its CQ. */
-	FLEXIO_MSG_DEV_ERR_FULL = -4,
+	MLX5_DPA_MSG_ERR_FULL = -4,
 	/** The stream's send queue completed a message with an error CQE; the stream is dead. */
-	FLEXIO_MSG_DEV_ERR_QUEUE = -5,
+	MLX5_DPA_MSG_ERR_QUEUE = -5,
 };
 
 /**
- * Formats like printf (see flexio_dev_vsnprintf for the conversions) and posts the text as
+ * Formats like printf (see mlx5_dpa_vsnprintf for the conversions) and posts the text as
  * one SEND on stream `stream_id` if `level` passes the stream's level. Safe from many threads
  * at once (per-stream AMO spinlock around the post). Returns the number of bytes posted,
- * 0 when the level filter dropped the message, or a negative flexio_msg_dev_status.
+ * 0 when the level filter dropped the message, or a negative mlx5_dpa_msg_status.
  * With FLEXIO_MSG_DEV_BROADCAST_STREAM, posts to every configured stream and returns the
  * byte count if at least one stream took it.
  */
@@ -476,7 +476,7 @@ int flexio_dev_msg(int stream_id, flexio_msg_dev_level level, const char *format
 	__attribute__((format(printf, 3, 4)));
 
 /** flexio_dev_msg with a va_list. */
-int flexio_dev_vmsg(int stream_id, flexio_msg_dev_level level, const char *format, va_list ap);
+int mlx5_dpa_vmsg(int stream_id, flexio_msg_dev_level level, const char *format, va_list ap);
 
 #define flexio_dev_msg_err(strm_id, ...) flexio_dev_msg(strm_id, FLEXIO_MSG_DEV_ERROR, __VA_ARGS__)
 #define flexio_dev_msg_warn(strm_id, ...) flexio_dev_msg(strm_id, FLEXIO_MSG_DEV_WARN, __VA_ARGS__)
@@ -505,8 +505,8 @@ int flexio_dev_puts(struct flexio_dev_thread_ctx *dtctx, char *str);
  * precision as numbers or '*'. %p prints 0x and 16 hex digits; %s of NULL prints "(null)".
  * Unknown conversions are copied verbatim.
  */
-int flexio_dev_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
-int flexio_dev_snprintf(char *buf, size_t size, const char *fmt, ...)
+int mlx5_dpa_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int mlx5_dpa_snprintf(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------------------------- */
@@ -541,16 +541,5 @@ uint64_t mlx5_dpa_rpc_entry(uint64_t call_daddr);
  * narrower integer or pointer) parameters, which is what `process.call` sends.
  */
 uint64_t mlx5_dpa_rpc_unpack_u64(void *arg_buf, void *func);
-
-/* ------------------------------------------------------------------------------------- */
-/* C library pieces (-nostdlib): provided by runtime/string.c                             */
-/* ------------------------------------------------------------------------------------- */
-
-void *memcpy(void *dst, const void *src, size_t n);
-void *memmove(void *dst, const void *src, size_t n);
-void *memset(void *dst, int c, size_t n);
-int memcmp(const void *a, const void *b, size_t n);
-size_t strlen(const char *s);
-size_t strnlen(const char *s, size_t max);
 
 #endif /* MLX5_DPA_FLEXIO_DEV_H */

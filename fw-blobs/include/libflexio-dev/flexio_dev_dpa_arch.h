@@ -28,7 +28,7 @@
  * | 16     | `window_base`        | DPA address where host address 0 of the window appears |
  * | 24     | `window_config_base` | DPA address of the window's mkey register |
  * | 32     | `metadata_parameter` | the thread's thread-local-storage address (the host's thread_local_storage_daddr; 0 for none) |
- * | 40     | `errno`              | recoverable-error code of the thread (u32; DPA_OS_ERRNO_*) |
+ * | 40     | `errno`              | recoverable-error code of the thread (u32; MLX5_DPA_OS_ERRNO_*) |
  * | 44     | `thread_id`          | the thread's DPA_THREAD id (provisional: the model's place for it; FlexIO's "thread metadata" is not public) |
  *
  * The OS owns this memory; programs read it and only write `errno` (via flexio_dev_rst_errno).
@@ -58,7 +58,7 @@ _Static_assert(offsetof(struct flexio_dev_thread_ctx, errno) == 40, "errno @40")
 #define flexio_os_thread_ctx flexio_dev_thread_ctx
 
 /** The thread context of the running thread (reads `tp`; no OS call). */
-static inline struct flexio_dev_thread_ctx *dpa_thread_ctx(void)
+static inline struct flexio_dev_thread_ctx *mlx5_dpa_thread_ctx(void)
 {
 	struct flexio_dev_thread_ctx *ctx;
 
@@ -70,56 +70,56 @@ static inline struct flexio_dev_thread_ctx *dpa_thread_ctx(void)
 /* FlexIO-OS calls: `ecall`, number in a7, arguments in a0..                              */
 /* ------------------------------------------------------------------------------------- */
 
-/** End this activation. a0 = DPA_HANDLER_RETURN_RESCHEDULE or DPA_HANDLER_RETURN_FINISH. */
-#define DPA_OS_DUAR_HANDLER_RETURN 0
+/** End this activation. a0 = MLX5_DPA_HANDLER_RETURN_RESCHEDULE or MLX5_DPA_HANDLER_RETURN_FINISH. */
+#define MLX5_DPA_OS_DUAR_HANDLER_RETURN 0
 /** Query the thread's DUAR: a0 = its id. */
-#define DPA_OS_GET_DUAR 1
+#define MLX5_DPA_OS_GET_DUAR 1
 /** Select the thread's outbox: a0 = outbox id. Updates outbox_base / outbox_config_id. */
-#define DPA_OS_OUTBOX_SET_CFG 2
+#define MLX5_DPA_OS_OUTBOX_SET_CFG 2
 /** Select the thread's window: a0 = window id. Updates window_base / window_config_base. */
-#define DPA_OS_WINDOW_SET_CFG 3
+#define MLX5_DPA_OS_WINDOW_SET_CFG 3
 /** Stop the whole process: a0 = status (recorded as the process status). */
-#define DPA_OS_EXIT_PROCESS 4
+#define MLX5_DPA_OS_EXIT_PROCESS 4
 /** Select the GVMI the outbox acts on: a0 = gvmi. */
-#define DPA_OS_OUTBOX_SET_GVMI 5
+#define MLX5_DPA_OS_OUTBOX_SET_GVMI 5
 /**
  * Configure NIC counter sampling: a0 = values array, a1 = counter id array, a2 = how many.
  * The process crashes on arguments the OS refuses. Provisional (the model's number).
  */
-#define DPA_OS_NIC_COUNTERS_CONFIG 6
+#define MLX5_DPA_OS_NIC_COUNTERS_CONFIG 6
 /** Sample the configured NIC counters into the values array. Provisional. */
-#define DPA_OS_NIC_COUNTERS_SAMPLE 7
+#define MLX5_DPA_OS_NIC_COUNTERS_SAMPLE 7
 /** The PCC table base of GVMI a0, returned in a0. Provisional. */
-#define DPA_OS_GET_PCC_TABLE_BASE 8
+#define MLX5_DPA_OS_GET_PCC_TABLE_BASE 8
 
 /**
  * Result in a0 of the selection calls: OUTBOX_SET_CFG, WINDOW_SET_CFG and OUTBOX_SET_GVMI
- * return DPA_OS_OK, or DPA_OS_FAILED with the reason in the thread context's errno word
- * (DPA_OS_ERRNO_*). Every other register is preserved across an `ecall`.
+ * return MLX5_DPA_OS_OK, or MLX5_DPA_OS_FAILED with the reason in the thread context's errno word
+ * (MLX5_DPA_OS_ERRNO_*). Every other register is preserved across an `ecall`.
  */
-#define DPA_OS_OK 0
-#define DPA_OS_FAILED (~(uint64_t)0)
+#define MLX5_DPA_OS_OK 0
+#define MLX5_DPA_OS_FAILED (~(uint64_t)0)
 /** errno: the outbox / window id is not an object of this process. */
-#define DPA_OS_ERRNO_NO_SUCH_OBJECT 1
+#define MLX5_DPA_OS_ERRNO_NO_SUCH_OBJECT 1
 /** errno: the object belongs to another process. */
-#define DPA_OS_ERRNO_OTHER_PROCESS 2
+#define MLX5_DPA_OS_ERRNO_OTHER_PROCESS 2
 /** errno: OUTBOX_SET_GVMI with a GVMI that is not this function's. */
-#define DPA_OS_ERRNO_BAD_GVMI 3
+#define MLX5_DPA_OS_ERRNO_BAD_GVMI 3
 
 /** DUAR_HANDLER_RETURN argument: wait for the next event, then start again at the entry. */
-#define DPA_HANDLER_RETURN_RESCHEDULE 0
+#define MLX5_DPA_HANDLER_RETURN_RESCHEDULE 0
 /** DUAR_HANDLER_RETURN argument: the thread is finished. */
-#define DPA_HANDLER_RETURN_FINISH 1
+#define MLX5_DPA_HANDLER_RETURN_FINISH 1
 /**
  * DUAR_HANDLER_RETURN argument (provisional, the model's number): a continuable thread waits
  * for its next event and then resumes after the call; any other thread goes on at once.
  */
-#define DPA_HANDLER_RETURN_YIELD 2
+#define MLX5_DPA_HANDLER_RETURN_YIELD 2
 /** DUAR_HANDLER_RETURN argument (provisional): start again at the entry at once. */
-#define DPA_HANDLER_RETURN_RETRIGGER 3
+#define MLX5_DPA_HANDLER_RETURN_RETRIGGER 3
 
 /** An OS call with one argument; returns whatever the OS left in a0. */
-static inline uint64_t dpa_os_call1(uint64_t nr, uint64_t arg0)
+static inline uint64_t mlx5_dpa_os_call1(uint64_t nr, uint64_t arg0)
 {
 	register uint64_t a0 __asm__("a0") = arg0;
 	register uint64_t a7 __asm__("a7") = nr;
@@ -129,7 +129,7 @@ static inline uint64_t dpa_os_call1(uint64_t nr, uint64_t arg0)
 }
 
 /** An OS call with three arguments; returns whatever the OS left in a0. */
-static inline uint64_t dpa_os_call3(uint64_t nr, uint64_t arg0, uint64_t arg1, uint64_t arg2)
+static inline uint64_t mlx5_dpa_os_call3(uint64_t nr, uint64_t arg0, uint64_t arg1, uint64_t arg2)
 {
 	register uint64_t a0 __asm__("a0") = arg0;
 	register uint64_t a1 __asm__("a1") = arg1;
@@ -141,7 +141,7 @@ static inline uint64_t dpa_os_call3(uint64_t nr, uint64_t arg0, uint64_t arg1, u
 }
 
 /** An OS call that does not return to the caller (HANDLER_RETURN, EXIT_PROCESS). */
-static inline __attribute__((noreturn)) void dpa_os_call1_noreturn(uint64_t nr, uint64_t arg0)
+static inline __attribute__((noreturn)) void mlx5_dpa_os_call1_noreturn(uint64_t nr, uint64_t arg0)
 {
 	register uint64_t a0 __asm__("a0") = arg0;
 	register uint64_t a7 __asm__("a7") = nr;
@@ -155,30 +155,30 @@ static inline __attribute__((noreturn)) void dpa_os_call1_noreturn(uint64_t nr, 
 /* ------------------------------------------------------------------------------------- */
 
 /** Outbox page size. */
-#define DPA_OUTBOX_PAGE_SIZE 0x1000
+#define MLX5_DPA_OUTBOX_PAGE_SIZE 0x1000
 /** Re-arm a CQ and update its consumer index: cqn[23:0] | cq_ci[23:0] << 32. */
-#define DPA_OUTBOX_CQ_DB 0x100
+#define MLX5_DPA_OUTBOX_CQ_DB 0x100
 /** Update an EQ consumer index and re-arm it: eqn | eq_ci << 32. */
-#define DPA_OUTBOX_EQ_DB_REARM 0x140
+#define MLX5_DPA_OUTBOX_EQ_DB_REARM 0x140
 /** Update an EQ consumer index without re-arming: eqn | eq_ci << 32. */
-#define DPA_OUTBOX_EQ_DB_NO_REARM 0x180
+#define MLX5_DPA_OUTBOX_EQ_DB_NO_REARM 0x180
 /** Send doorbell: wqe_index[15:0] (the new producer counter) | qp_or_sq[23:0] << 32. */
-#define DPA_OUTBOX_SXD_DB 0x1c0
+#define MLX5_DPA_OUTBOX_SXD_DB 0x1c0
 /** Emulation doorbell context re-arm: dummy_qpn[23:0] | emulation_index[25:0] << 32. */
-#define DPA_OUTBOX_EMU_CAP 0x200
-#define DPA_OUTBOX_EMU_CAP_TRIGGER 0x240
-#define DPA_OUTBOX_RXT_DB 0x280
-#define DPA_OUTBOX_CC_DB 0x340
+#define MLX5_DPA_OUTBOX_EMU_CAP 0x200
+#define MLX5_DPA_OUTBOX_EMU_CAP_TRIGGER 0x240
+#define MLX5_DPA_OUTBOX_RXT_DB 0x280
+#define MLX5_DPA_OUTBOX_CC_DB 0x340
 
-#define DPA_MASK24 0xffffffu
+#define MLX5_DPA_MASK24 0xffffffu
 
 /* Values of the emulation, MSI-X and congestion-control registers (bit positions of the
  * public BSD-3 flexio_dev_dpa_arch.h register layouts, docs/sources.md section 5). */
 /** EMU_CAP / EMU_CAP_TRIGGER value. */
 #define OUTBOX_V_EMU_CAP(dummy_qpn, emulation_index) \
-	(((uint64_t)((dummy_qpn) & DPA_MASK24)) | ((uint64_t)((emulation_index) & 0x3ffffffu) << 32))
+	(((uint64_t)((dummy_qpn) & MLX5_DPA_MASK24)) | ((uint64_t)((emulation_index) & 0x3ffffffu) << 32))
 /** RXT_DB value: a zero CQE on `cqn`, whose event raises the MSI-X of its EQ. */
-#define OUTBOX_V_RXT_DB(cqn) ((uint64_t)((cqn) & DPA_MASK24))
+#define OUTBOX_V_RXT_DB(cqn) ((uint64_t)((cqn) & MLX5_DPA_MASK24))
 /** CC_DB value: rate (ccq_res) [31:0], rtt request [32], next action [35:34], ccq id [63:48]. */
 #define OUTBOX_V_CC_DB(rate, ccq_id, next_act, rtt_req)                                 \
 	(((uint64_t)(uint32_t)(rate)) | ((uint64_t)((rtt_req) & 1) << 32) |               \
@@ -186,13 +186,13 @@ static inline __attribute__((noreturn)) void dpa_os_call1_noreturn(uint64_t nr, 
 
 /** CQ_DB value. */
 #define OUTBOX_V_CQ_DB(cqn, cq_ci) \
-	(((uint64_t)((cqn) & DPA_MASK24)) | ((uint64_t)((cq_ci) & DPA_MASK24) << 32))
+	(((uint64_t)((cqn) & MLX5_DPA_MASK24)) | ((uint64_t)((cq_ci) & MLX5_DPA_MASK24) << 32))
 /** EQ_DB_REARM / EQ_DB_NO_REARM value. */
-#define OUTBOX_V_EQ_DB(eqn, eq_ci) \
-	(((uint64_t)((eqn) & DPA_MASK24)) | ((uint64_t)((eq_ci) & 0x3ffffffu) << 32))
+#define MLX5_DPA_OUTBOX_V_EQ_DB(eqn, eq_ci) \
+	(((uint64_t)((eqn) & MLX5_DPA_MASK24)) | ((uint64_t)((eq_ci) & 0x3ffffffu) << 32))
 /** SXD_DB value. */
 #define OUTBOX_V_SXD_DB(wqe_index, qp_or_sq) \
-	(((uint64_t)((wqe_index) & 0xffffu)) | ((uint64_t)((qp_or_sq) & DPA_MASK24) << 32))
+	(((uint64_t)((wqe_index) & 0xffffu)) | ((uint64_t)((qp_or_sq) & MLX5_DPA_MASK24) << 32))
 
 /* FlexIO's names for the same page and values (the public flexio_dev_dpa_arch.h, 24.01):
  * the page as a struct, each register's fields as a "bit map" struct whose member sizes are
@@ -237,14 +237,14 @@ struct dpa_outbox9_u_page_le {
 };
 typedef struct dpa_outbox9_u_page_le dpa_outbox_u_page_t;
 
-_Static_assert(offsetof(dpa_outbox_u_page_t, CQ_DB) == DPA_OUTBOX_CQ_DB, "CQ_DB");
-_Static_assert(offsetof(dpa_outbox_u_page_t, EQ_DB_REARM) == DPA_OUTBOX_EQ_DB_REARM, "EQ re");
-_Static_assert(offsetof(dpa_outbox_u_page_t, EQ_DB_NO_REARM) == DPA_OUTBOX_EQ_DB_NO_REARM, "EQ");
-_Static_assert(offsetof(dpa_outbox_u_page_t, SXD_DB) == DPA_OUTBOX_SXD_DB, "SXD_DB");
-_Static_assert(offsetof(dpa_outbox_u_page_t, EMU_CAP) == DPA_OUTBOX_EMU_CAP, "EMU_CAP");
-_Static_assert(offsetof(dpa_outbox_u_page_t, EMU_CAP_TRIGGER) == DPA_OUTBOX_EMU_CAP_TRIGGER, "T");
-_Static_assert(offsetof(dpa_outbox_u_page_t, RXT_DB) == DPA_OUTBOX_RXT_DB, "RXT_DB");
-_Static_assert(offsetof(dpa_outbox_u_page_t, CC_DB) == DPA_OUTBOX_CC_DB, "CC_DB");
+_Static_assert(offsetof(dpa_outbox_u_page_t, CQ_DB) == MLX5_DPA_OUTBOX_CQ_DB, "CQ_DB");
+_Static_assert(offsetof(dpa_outbox_u_page_t, EQ_DB_REARM) == MLX5_DPA_OUTBOX_EQ_DB_REARM, "EQ re");
+_Static_assert(offsetof(dpa_outbox_u_page_t, EQ_DB_NO_REARM) == MLX5_DPA_OUTBOX_EQ_DB_NO_REARM, "EQ");
+_Static_assert(offsetof(dpa_outbox_u_page_t, SXD_DB) == MLX5_DPA_OUTBOX_SXD_DB, "SXD_DB");
+_Static_assert(offsetof(dpa_outbox_u_page_t, EMU_CAP) == MLX5_DPA_OUTBOX_EMU_CAP, "EMU_CAP");
+_Static_assert(offsetof(dpa_outbox_u_page_t, EMU_CAP_TRIGGER) == MLX5_DPA_OUTBOX_EMU_CAP_TRIGGER, "T");
+_Static_assert(offsetof(dpa_outbox_u_page_t, RXT_DB) == MLX5_DPA_OUTBOX_RXT_DB, "RXT_DB");
+_Static_assert(offsetof(dpa_outbox_u_page_t, CC_DB) == MLX5_DPA_OUTBOX_CC_DB, "CC_DB");
 _Static_assert(sizeof(dpa_outbox_u_page_t) == 0x1000, "one 4 KiB page");
 
 /** CQ_DB: the CQ to re-arm and its new consumer index. */
@@ -347,7 +347,7 @@ static inline void __outbox_write(dpa_outbox_value_t *reg, dpa_outbox_value_t va
 #define EMU_CAP_TRIGGER_DUMMY_QPN_SHIFT _OUTBOX_P_BGN(EMU_CAP_TRIGGER, dummy_qpn)
 #define EMU_CAP_TRIGGER_EMULATION_INDEX_SHIFT _OUTBOX_P_BGN(EMU_CAP_TRIGGER, emulation_index)
 
-/** EQ_DB_REARM value (the same fields as OUTBOX_V_EQ_DB). */
+/** EQ_DB_REARM value (the same fields as MLX5_DPA_OUTBOX_V_EQ_DB). */
 #define OUTBOX_V_EQ_DB_REARM(eqn, eq_ci) \
 	OUTBOX_VALUE2(eqn, EQ_DB_REARM_EQN_SHIFT, eq_ci, EQ_DB_REARM_EQ_CI_SHIFT)
 /** EQ_DB_NO_REARM value. */
@@ -366,7 +366,7 @@ static inline void __outbox_write(dpa_outbox_value_t *reg, dpa_outbox_value_t va
  * Orders earlier memory stores (WQE, packet buffer, counters) before later memory stores
  * (a doorbell record the NIC polls). FlexIO: __dpa_thread_fence(__DPA_MEMORY, __DPA_W, __DPA_W).
  */
-static inline void dpa_fence_w_w(void)
+static inline void mlx5_dpa_fence_w_w(void)
 {
 	__asm__ volatile("fence w, w" ::: "memory");
 }
@@ -375,7 +375,7 @@ static inline void dpa_fence_w_w(void)
  * Orders an earlier memory load (a CQE's owner byte) before later loads (the rest of that
  * CQE, the packet it names). FlexIO: __dpa_thread_fence(__DPA_MEMORY, __DPA_R, __DPA_R).
  */
-static inline void dpa_fence_r_r(void)
+static inline void mlx5_dpa_fence_r_r(void)
 {
 	__asm__ volatile("fence r, r" ::: "memory");
 }
@@ -384,7 +384,7 @@ static inline void dpa_fence_r_r(void)
  * Orders every earlier memory access before a later device output: used before each outbox
  * or window-register store, so the NIC sees the rings and records those stores announce.
  */
-static inline void dpa_fence_rw_o(void)
+static inline void mlx5_dpa_fence_rw_o(void)
 {
 	__asm__ volatile("fence rw, o" ::: "memory");
 }
@@ -393,15 +393,15 @@ static inline void dpa_fence_rw_o(void)
  * Orders a device output (window mkey register) before later memory accesses through the
  * window it configures.
  */
-static inline void dpa_fence_o_rw(void)
+static inline void mlx5_dpa_fence_o_rw(void)
 {
 	__asm__ volatile("fence o, rw" ::: "memory");
 }
 
 /** A 64-bit store to an outbox register of the configured outbox page. */
-static inline void dpa_outbox_write(uint64_t outbox_base, uint32_t reg, uint64_t value)
+static inline void mlx5_dpa_outbox_write(uint64_t outbox_base, uint32_t reg, uint64_t value)
 {
-	dpa_fence_rw_o();
+	mlx5_dpa_fence_rw_o();
 	*(volatile uint64_t *)(uintptr_t)(outbox_base + reg) = value;
 }
 

@@ -33,12 +33,12 @@
 	static inline flexio_dev_status_t mlx5_dpa_flexio_dev_##f##_##n_old(                   \
 		struct flexio_dev_thread_ctx *dtctx, MLX5_DPA_UNPAREN params)                     \
 	{                                                                                       \
-		dpa_outbox_write(dtctx->outbox_base, reg, value);                                \
+		mlx5_dpa_outbox_write(dtctx->outbox_base, reg, value);                                \
 		return FLEXIO_DEV_STATUS_SUCCESS;                                               \
 	}                                                                                       \
 	static inline void mlx5_dpa_flexio_dev_##f##_##n_new(MLX5_DPA_UNPAREN params)            \
 	{                                                                                       \
-		dpa_outbox_write(dpa_thread_ctx()->outbox_base, reg, value);                     \
+		mlx5_dpa_outbox_write(mlx5_dpa_thread_ctx()->outbox_base, reg, value);                     \
 	}
 
 /**
@@ -47,7 +47,7 @@
  * the new WQEs (the count of WQEBBs ever posted). Orders all earlier stores (WQEs, doorbell
  * record) before the doorbell.
  */
-MLX5_DPA_FLEXIO_DEV_DOORBELL(qp_sq_ring_db, 3, 2, (uint16_t pi, uint32_t qnum), DPA_OUTBOX_SXD_DB,
+MLX5_DPA_FLEXIO_DEV_DOORBELL(qp_sq_ring_db, 3, 2, (uint16_t pi, uint32_t qnum), MLX5_DPA_OUTBOX_SXD_DB,
 			     OUTBOX_V_SXD_DB(pi, qnum))
 #define flexio_dev_qp_sq_ring_db(...) \
 	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_qp_sq_ring_db, 3, 2, __VA_ARGS__)
@@ -58,7 +58,7 @@ MLX5_DPA_FLEXIO_DEV_DOORBELL(qp_sq_ring_db, 3, 2, (uint16_t pi, uint32_t qnum), 
  * interrupt to the host (RXT_DB). The model has no emulated functions: there the store faults
  * with the outbox-register device code.
  */
-MLX5_DPA_FLEXIO_DEV_DOORBELL(zcqe_gen, 2, 1, (uint32_t cqn), DPA_OUTBOX_RXT_DB,
+MLX5_DPA_FLEXIO_DEV_DOORBELL(zcqe_gen, 2, 1, (uint32_t cqn), MLX5_DPA_OUTBOX_RXT_DB,
 			     OUTBOX_V_RXT_DB(cqn))
 #define flexio_dev_zcqe_gen(...) \
 	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_zcqe_gen, 2, 1, __VA_ARGS__)
@@ -71,7 +71,7 @@ MLX5_DPA_FLEXIO_DEV_DOORBELL(zcqe_gen, 2, 1, (uint32_t cqn), DPA_OUTBOX_RXT_DB,
  * model does not have.
  */
 MLX5_DPA_FLEXIO_DEV_DOORBELL(db_ctx_arm, 3, 2, (uint32_t qnum, uint32_t emu_ctx_id),
-			     DPA_OUTBOX_EMU_CAP, OUTBOX_V_EMU_CAP(qnum, emu_ctx_id))
+			     MLX5_DPA_OUTBOX_EMU_CAP, OUTBOX_V_EMU_CAP(qnum, emu_ctx_id))
 #define flexio_dev_db_ctx_arm(...) \
 	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_db_ctx_arm, 3, 2, __VA_ARGS__)
 
@@ -80,7 +80,7 @@ MLX5_DPA_FLEXIO_DEV_DOORBELL(db_ctx_arm, 3, 2, (uint32_t qnum, uint32_t emu_ctx_
  * context `emu_ctx_id` on CQ `cqn` now (EMU_CAP_TRIGGER).
  */
 MLX5_DPA_FLEXIO_DEV_DOORBELL(db_ctx_force_trigger, 3, 2, (uint32_t cqn, uint32_t emu_ctx_id),
-			     DPA_OUTBOX_EMU_CAP_TRIGGER, OUTBOX_V_EMU_CAP(cqn, emu_ctx_id))
+			     MLX5_DPA_OUTBOX_EMU_CAP_TRIGGER, OUTBOX_V_EMU_CAP(cqn, emu_ctx_id))
 #define flexio_dev_db_ctx_force_trigger(...) \
 	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_db_ctx_force_trigger, 3, 2, __VA_ARGS__)
 
@@ -104,7 +104,7 @@ typedef enum flexio_dev_cc_db_next_act flexio_dev_cc_db_next_act_t;
 MLX5_DPA_FLEXIO_DEV_DOORBELL(cc_ring_db, 5, 4,
 			     (uint16_t ccq_id, uint32_t rate, uint32_t rtt_req,
 			      enum flexio_dev_cc_db_next_act next_act),
-			     DPA_OUTBOX_CC_DB, OUTBOX_V_CC_DB(rate, ccq_id, next_act, rtt_req))
+			     MLX5_DPA_OUTBOX_CC_DB, OUTBOX_V_CC_DB(rate, ccq_id, next_act, rtt_req))
 #define flexio_dev_cc_ring_db(...) \
 	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_cc_ring_db, 5, 4, __VA_ARGS__)
 
@@ -113,7 +113,7 @@ MLX5_DPA_FLEXIO_DEV_DOORBELL(cc_ring_db, 5, 4,
  * `ci` (CQ_DB = qnum | ci << 32): the next CQE on it raises the event that starts the thread
  * bound to the CQ. If CQEs are already waiting past `ci`, the event follows at once.
  */
-MLX5_DPA_FLEXIO_DEV_DOORBELL(cq_arm, 3, 2, (uint32_t ci, uint32_t qnum), DPA_OUTBOX_CQ_DB,
+MLX5_DPA_FLEXIO_DEV_DOORBELL(cq_arm, 3, 2, (uint32_t ci, uint32_t qnum), MLX5_DPA_OUTBOX_CQ_DB,
 			     OUTBOX_V_CQ_DB(qnum, ci))
 #define flexio_dev_cq_arm(...) \
 	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_cq_arm, 3, 2, __VA_ARGS__)
@@ -123,7 +123,7 @@ MLX5_DPA_FLEXIO_DEV_DOORBELL(cq_arm, 3, 2, (uint32_t ci, uint32_t qnum), DPA_OUT
  * re-arming it (EQ_DB_NO_REARM).
  */
 MLX5_DPA_FLEXIO_DEV_DOORBELL(eq_update_ci, 3, 2, (uint32_t ci, uint32_t qnum),
-			     DPA_OUTBOX_EQ_DB_NO_REARM, OUTBOX_V_EQ_DB(qnum, ci))
+			     MLX5_DPA_OUTBOX_EQ_DB_NO_REARM, MLX5_DPA_OUTBOX_V_EQ_DB(qnum, ci))
 #define flexio_dev_eq_update_ci(...) \
 	MLX5_DPA_FLEXIO_DEV_CALL(mlx5_dpa_flexio_dev_eq_update_ci, 3, 2, __VA_ARGS__)
 
@@ -135,7 +135,7 @@ MLX5_DPA_FLEXIO_DEV_DOORBELL(eq_update_ci, 3, 2, (uint32_t ci, uint32_t qnum),
 /** The CQ number of a completion EQE (low 24 bits of event_data.cqn). */
 static inline uint32_t flexio_dev_eqe_get_cqn(struct flexio_dev_eqe *eqe)
 {
-	return be32_to_cpu(*(volatile __be32 *)&eqe->event_data.cqn) & DPA_MASK24;
+	return be32_to_cpu(*(volatile __be32 *)&eqe->event_data.cqn) & MLX5_DPA_MASK24;
 }
 
 /** An EQE's owner bit. */
@@ -170,7 +170,7 @@ static inline uint16_t flexio_dev_cqe_get_wqe_counter(struct flexio_dev_cqe64 *c
 /** QP / SQ / RQ number (bits 23:0 of the word at 0x38). */
 static inline uint32_t flexio_dev_cqe_get_qpn(struct flexio_dev_cqe64 *cqe)
 {
-	return be32_to_cpu(*(volatile __be32 *)&cqe->qpn) & DPA_MASK24;
+	return be32_to_cpu(*(volatile __be32 *)&cqe->qpn) & MLX5_DPA_MASK24;
 }
 
 /**
@@ -185,7 +185,7 @@ static inline uint32_t flexio_dev_cqe_get_err_synd(struct flexio_dev_cqe64 *cqe)
 /** User index (bits 23:0 of srqn_uidx). */
 static inline uint32_t flexio_dev_cqe_get_user_index(struct flexio_dev_cqe64 *cqe)
 {
-	return be32_to_cpu(*(volatile __be32 *)&cqe->srqn_uidx) & DPA_MASK24;
+	return be32_to_cpu(*(volatile __be32 *)&cqe->srqn_uidx) & MLX5_DPA_MASK24;
 }
 
 /** Checksum-ok bits. */
@@ -276,7 +276,7 @@ static inline void mlx5_dpa_swqe_ctrl_set(union flexio_dev_sqe_seg *swqe, uint8_
 	volatile struct flexio_dev_wqe_ctrl_seg *c = &swqe->ctrl;
 
 	c->idx_opcode = cpu_to_be32(((uint32_t)opmod << 24) | ((wqe_index & 0xffff) << 8) | opcode);
-	c->qpn_ds = cpu_to_be32(((qnum & DPA_MASK24) << 8) | (ds & 0x3f));
+	c->qpn_ds = cpu_to_be32(((qnum & MLX5_DPA_MASK24) << 8) | (ds & 0x3f));
 	c->signature_fm_ce_se = cpu_to_be32(fm_ce_se);
 	c->general_id = imm;
 }
@@ -475,7 +475,7 @@ static inline flexio_dev_status_t flexio_dev_dbr_rq_inc_pi(uint32_t *rq_dbr)
 	volatile uint32_t *r = rq_dbr;
 	uint32_t pi = be32_to_cpu(*r);
 
-	dpa_fence_w_w();
+	mlx5_dpa_fence_w_w();
 	*r = cpu_to_be32((pi + 1) & 0xffff);
 	return FLEXIO_DEV_STATUS_SUCCESS;
 }
@@ -483,21 +483,21 @@ static inline flexio_dev_status_t flexio_dev_dbr_rq_inc_pi(uint32_t *rq_dbr)
 /** Writes a CQ's consumer index record: BE32 of ci[23:0]. */
 static inline flexio_dev_status_t flexio_dev_dbr_cq_set_ci(uint32_t *cq_dbr, uint32_t ci)
 {
-	*(volatile uint32_t *)cq_dbr = cpu_to_be32(ci & DPA_MASK24);
+	*(volatile uint32_t *)cq_dbr = cpu_to_be32(ci & MLX5_DPA_MASK24);
 	return FLEXIO_DEV_STATUS_SUCCESS;
 }
 
 /** Sets a WQ's receive counter (record +0) to pi[15:0], after earlier stores (mlx5_dpa). */
 static inline void mlx5_dpa_dbr_rq_set_pi(uint64_t wq_dbr_addr, uint32_t pi)
 {
-	dpa_fence_w_w();
+	mlx5_dpa_fence_w_w();
 	*(volatile uint32_t *)(uintptr_t)(wq_dbr_addr + MLX5_DPA_RCV_DBR) = cpu_to_be32(pi & 0xffff);
 }
 
 /** Sets a WQ's send counter (record +4) to pi[15:0], after earlier stores (mlx5_dpa). */
 static inline void mlx5_dpa_dbr_sq_set_pi(uint64_t wq_dbr_addr, uint32_t pi)
 {
-	dpa_fence_w_w();
+	mlx5_dpa_fence_w_w();
 	*(volatile uint32_t *)(uintptr_t)(wq_dbr_addr + MLX5_DPA_SND_DBR) = cpu_to_be32(pi & 0xffff);
 }
 
@@ -528,7 +528,7 @@ static inline int mlx5_dpa_cqe_ready(const struct mlx5_dpa_cq_descriptor *cq,
 
 	if ((op_own & 1) != ((ci >> cq->log_cqe_cnt) & 1) || (op_own >> 4) == MLX5_DPA_CQE_INVALID)
 		return 0;
-	dpa_fence_r_r();
+	mlx5_dpa_fence_r_r();
 	return 1;
 }
 

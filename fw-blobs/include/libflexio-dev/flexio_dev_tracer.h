@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "flexio_dev.h"
-#include "flexio_dev_msg_stream.h"
+#include "../mlx5_dpa_msg_stream.h"
 
 /** One trace record, 64 bytes: the format's number and six arguments. */
 struct flexio_tracer_msg {

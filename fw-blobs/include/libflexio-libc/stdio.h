@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * The formatted output of FlexIO's device libc (libflexio-libc/stdio.h), over this runtime's
- * formatter (flexio_dev_vsnprintf: the conversions listed in flexio_dev.h) and its message
+ * formatter (mlx5_dpa_vsnprintf: the conversions listed in flexio_dev.h) and its message
  * streams. The DPA has no files: `stdout` and `stderr` name the default message stream
  * (printf, puts and fprintf(stdout / stderr, ...) post there at level ALWAYS_PRINT, one
  * message per call, like flexio_dev_msg), and writing returns the byte count, or a negative

@@ -32,6 +32,6 @@ char *strstr(const char *haystack, const char *needle);
 size_t strxfrm(char *__restrict dst, const char *__restrict src, size_t n);
 
 /* Not in ISO C, offered as well. */
-size_t strnlen(const char *s, size_t max);
+size_t mlx5_dpa_strnlen(const char *s, size_t max);
 
 #endif /* MLX5_DPA_LIBFLEXIO_LIBC_STRING_H */

@@ -67,7 +67,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flexio_dev.h"
+#include "libflexio-dev/flexio_dev.h"
 
 /** `magic` of a valid context: the bytes "CMDQ". */
 #define FLEXIO_CMDQ_DEV_MAGIC 0x51444d43u

@@ -8,14 +8,14 @@
  * flexio_msg_stream_dev_init(ctx_daddr); from then on the device owns the send queue, its
  * CQ and the device-owned part of the context, and every message is one SEND:
  *
- *   - the text is formatted on the thread's stack (at most FLEXIO_MSG_DEV_MAX_LEN bytes);
+ *   - the text is formatted on the thread's stack (at most MLX5_DPA_MSG_MAX_LEN bytes);
  *   - under the stream's AMO spinlock, the program takes the next WQEBB (counter sq_pi),
  *     copies the text into buffer slot (sq_pi mod depth), writes ctrl (SEND, ds 2, CQE
  *     requested) + one data segment (slot address, buf_lkey), bumps the send doorbell record
  *     and rings SXD_DB(sq_pi + 1, qp.num) on the thread's current outbox;
  *   - before that, it reaps the stream's CQ: a requester CQE for WQE counter w frees every
  *     slot up to w. When all depth slots are in flight it polls the CQ up to
- *     FLEXIO_MSG_DEV_FULL_POLLS times and then drops the message (FLEXIO_MSG_DEV_ERR_FULL).
+ *     FLEXIO_MSG_DEV_FULL_POLLS times and then drops the message (MLX5_DPA_MSG_ERR_FULL).
  *
  * The host sees one receive completion per message; byte_cnt is the text length (no NUL).
  * Its receive buffers must hold slot_size bytes. Slot size = buf_size >> log_sq_wqebb_cnt.
@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flexio_dev.h"
-#include "../mlx5_dpa_descriptor.h"
+#include "libflexio-dev/flexio_dev.h"
+#include "mlx5_dpa_descriptor.h"
 
 /** Attempts at a stream's spinlock before a message is dropped with ERR_BUSY. */
 #define FLEXIO_MSG_DEV_LOCK_TRIES (1u << 20)
