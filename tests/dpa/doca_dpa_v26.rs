@@ -20,6 +20,15 @@ const WAIT: Duration = Duration::from_secs(20);
 const ALL: u64 = u64::MAX;
 
 fn start(ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>) -> Dpa {
+    start_app(ctx, "doca26_kernels", KERNELS)
+}
+
+/// A DOCA DPA context running `elf` (also for `doca_dpa_v27`).
+pub(crate) fn start_app(
+    ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>,
+    name: &str,
+    elf: &[u8],
+) -> Dpa {
     let attr = DpaAttr {
         log_output: MsgOutput::Collect,
         // Faults on purpose leave no files (the prefix's directory does not exist).
@@ -30,12 +39,12 @@ fn start(ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>) -> Dpa {
         ),
         ..DpaAttr::default()
     };
-    let app = App::from_device_elf("doca26_kernels", KERNELS).unwrap();
+    let app = App::from_device_elf(name, elf).unwrap();
     Dpa::start(ctx, &app, &attr).unwrap()
 }
 
-/// An RDMA attached to a polled completion context (2.6's synchronize consumes it).
-fn rdma(d: &Dpa) -> (CompletionContext, DpaRdma) {
+/// An RDMA attached to a polled completion context (2.6's and 2.7's synchronize consume it).
+pub(crate) fn rdma(d: &Dpa) -> (CompletionContext, DpaRdma) {
     let mut comp = d.completion_create(32).unwrap();
     comp.start().unwrap();
     let mut rdma = d.rdma_create(16).unwrap();
@@ -53,16 +62,21 @@ fn array(d: &Dpa, map: &DpaMmap) -> DpaBufArray {
 }
 
 /// Launches `v26_rdma_kernel` on `d` and waits for it to end.
-#[allow(clippy::too_many_arguments)]
 fn op(d: &Dpa, done: &SyncEvent, n: &mut u64, args: [u64; 8]) -> Result<(), DocaError> {
+    launch(d, "v26_rdma_kernel", done, n, args)
+}
+
+/// Launches `kernel` on one thread of `d`, its completion adding 1 to `done`, and waits for
+/// it to end (`n` counts the launches on `done`).
+pub(crate) fn launch(
+    d: &Dpa,
+    kernel: &str,
+    done: &SyncEvent,
+    n: &mut u64,
+    args: [u64; 8],
+) -> Result<(), DocaError> {
     *n += 1;
-    d.kernel_launch_update_add(
-        None,
-        Some((done, 1)),
-        1,
-        "v26_rdma_kernel",
-        &args.map(KernelArg::U64),
-    )?;
+    d.kernel_launch_update_add(None, Some((done, 1)), 1, kernel, &args.map(KernelArg::U64))?;
     done.wait_gt(*n - 1, ALL, WAIT).map(|_| ())
 }
 

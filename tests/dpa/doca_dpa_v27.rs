@@ -4,51 +4,21 @@
 //! completion and followed by `doca_dpa_dev_rdma_synchronize`; a write whose first half asks
 //! for no completion.
 
+use crate::doca_dpa_v26::{launch, rdma, start_app};
 use crate::dpa_common;
 
-use std::time::Duration;
-
 use dpa_common::model;
-use mlx5_dpa::doca::{
-    CompletionContext, DocaError, Dpa, DpaAttr, DpaRdma, KernelArg, SyncEvent, SyncEventAttr,
-};
-use mlx5_dpa::dpa::app::App;
-use mlx5_dpa::dpa::msg_stream::MsgOutput;
+use mlx5_dpa::doca::{DocaError, Dpa, SyncEvent, SyncEventAttr};
 
 const KERNELS: &[u8] = include_bytes!("../../fw-blobs/bin/doca27_kernels.elf");
-const WAIT: Duration = Duration::from_secs(20);
-const ALL: u64 = u64::MAX;
 
 fn start(ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>) -> Dpa {
-    let attr = DpaAttr {
-        log_output: MsgOutput::Collect,
-        ..DpaAttr::default()
-    };
-    let app = App::from_device_elf("doca27_kernels", KERNELS).unwrap();
-    Dpa::start(ctx, &app, &attr).unwrap()
-}
-
-/// An RDMA attached to a polled completion context (synchronize consumes it).
-fn rdma(d: &Dpa) -> (CompletionContext, DpaRdma) {
-    let mut comp = d.completion_create(32).unwrap();
-    comp.start().unwrap();
-    let mut rdma = d.rdma_create(16).unwrap();
-    rdma.attach(&comp).unwrap();
-    rdma.start().unwrap();
-    (comp, rdma)
+    start_app(ctx, "doca27_kernels", KERNELS)
 }
 
 /// Launches `v27_rdma_kernel` on `d` and waits for it to end.
 fn op(d: &Dpa, done: &SyncEvent, n: &mut u64, args: [u64; 8]) -> Result<(), DocaError> {
-    *n += 1;
-    d.kernel_launch_update_add(
-        None,
-        Some((done, 1)),
-        1,
-        "v27_rdma_kernel",
-        &args.map(KernelArg::U64),
-    )?;
-    done.wait_gt(*n - 1, ALL, WAIT).map(|_| ())
+    launch(d, "v27_rdma_kernel", done, n, args)
 }
 
 #[test]
