@@ -165,6 +165,23 @@ pub unsafe extern "C" fn flexio_event_handler_get_obj_id(
     })
 }
 
+/// The id in the handler's thread metadata, what device code reads with
+/// `flexio_dev_get_thread_id`; `u32::MAX` for a bad handle (FlexIO
+/// `flexio_event_handler_get_id`). The model's thread metadata holds the DPA_THREAD object id
+/// (fw-blobs/include/libflexio-dev/flexio_dev.h), so this is the same number as
+/// [`flexio_event_handler_get_obj_id`]'s.
+///
+/// # Safety
+/// `event_handler` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_event_handler_get_id(
+    event_handler: *mut FlexioEventHandler,
+) -> u32 {
+    getter("flexio_event_handler_get_id", u32::MAX, || {
+        Ok(HANDLERS.get(event_handler)?.id)
+    })
+}
+
 /// `struct flexio_thread` (opaque to C): an event handler's thread, named by the handler's
 /// own handle.
 pub struct FlexioThread {

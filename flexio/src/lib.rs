@@ -19,19 +19,23 @@
 //! ```
 
 mod app;
+mod cmdq;
 mod handle;
 mod handler;
 mod mkey;
 mod process;
 mod queue;
 mod stream;
+mod window;
 
 pub use app::*;
+pub use cmdq::*;
 pub use handler::*;
 pub use mkey::*;
 pub use process::*;
 pub use queue::*;
 pub use stream::*;
+pub use window::*;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -512,6 +512,33 @@ fn flexio_c_api(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+/// libflexio's windows and command queues (flexio/tests/c/window_cmdq.c) with fw-blobs'
+/// window_writer: an RPC and a queued task write host memory through a window over the
+/// process's PD, the task only once its queue runs.
+fn flexio_c_windows_and_cmdq(env: &Env) -> Result<(), Failed> {
+    let (dir, flags) = install_libflexio()?;
+    let exe = dir.join("flexio_window_cmdq");
+    gcc(
+        &exe,
+        &[&repo().join("flexio/tests/c/window_cmdq.c")],
+        &flags,
+    )?;
+    let elf = repo().join("fw-blobs/bin/window_writer.elf");
+    let o = env.run(
+        &Runner::single(),
+        &[&exe.display().to_string(), &elf.display().to_string()],
+    )?;
+    check(o.status.success(), "the libflexio window and cmdq test", &o)?;
+    for want in [
+        "the RPC wrote 256 bytes of host memory",
+        "command queue: the task ran once the queue was running",
+        "flexio windows and command queues: all checks passed",
+    ] {
+        check(text(&o).contains(want), &format!("it says {want:?}"), &o)?;
+    }
+    Ok(())
+}
+
 /// DPACC's application build by `mlx5-dpa dpacc` (with the command line
 /// `doca_build_dpacc.sh` gives it), and a host program that uses only what that library
 /// defines (flexio/tests/c/dpacc_host.c, `-DDEV_APP_NAME`), as NVIDIA's samples are built.
@@ -959,6 +986,11 @@ fn main() {
         "flexio_c_api",
         &["gcc", "pkg-config", "/usr/include/infiniband/verbs.h"],
         Box::new(flexio_c_api),
+    );
+    add(
+        "flexio_c_windows_and_cmdq",
+        &["gcc", "pkg-config", "/usr/include/infiniband/verbs.h"],
+        Box::new(flexio_c_windows_and_cmdq),
     );
     add(
         "flexio_dpacc",

@@ -434,6 +434,28 @@ flexio_status flexio_device_mkey_create(struct flexio_process *process,
 flexio_status flexio_device_mkey_destroy(struct flexio_mkey *mkey);
 uint32_t flexio_mkey_get_id(struct flexio_mkey *mkey);
 
+/*
+ * Windows: the DPA's view of host memory registered on `pd` (the caller's, kept alive by it);
+ * device code selects one by the id flexio_window_get_id gives.
+ */
+flexio_status flexio_window_create(struct flexio_process *process, struct ibv_pd *pd,
+				   struct flexio_window **window);
+flexio_status flexio_window_destroy(struct flexio_window *window);
+uint32_t flexio_window_get_id(struct flexio_window *window);
+
+/*
+ * Command queues: registered functions run in the background on `workers` DPA threads, each
+ * taking up to `batch_size` tasks per activation. flexio_cmdq_task_add fails on a full queue;
+ * flexio_cmdq_is_empty is 1 once every task added has run.
+ */
+flexio_status flexio_cmdq_create(struct flexio_process *process, struct flexio_cmdq_attr *fattr,
+				 struct flexio_cmdq **cmdq);
+flexio_status flexio_cmdq_task_add(struct flexio_cmdq *cmdq, flexio_func_t *host_func,
+				   uint64_t arg);
+flexio_status flexio_cmdq_state_running(struct flexio_cmdq *cmdq);
+int flexio_cmdq_is_empty(struct flexio_cmdq *cmdq);
+flexio_status flexio_cmdq_destroy(struct flexio_cmdq *cmdq);
+
 /* Event handlers: a DPA thread running a device function on each activation. */
 flexio_status flexio_event_handler_create(struct flexio_process *process,
 					  struct flexio_event_handler_attr *fattr,
@@ -442,6 +464,8 @@ flexio_status flexio_event_handler_destroy(struct flexio_event_handler *event_ha
 flexio_status flexio_event_handler_run(struct flexio_event_handler *event_handler,
 				       uint64_t user_arg);
 uint32_t flexio_event_handler_get_obj_id(struct flexio_event_handler *event_handler);
+/* The id device code reads with flexio_dev_get_thread_id (here the same as the object id). */
+uint32_t flexio_event_handler_get_id(struct flexio_event_handler *event_handler);
 struct flexio_thread *flexio_event_handler_get_thread(struct flexio_event_handler *event_handler);
 
 /* Queues a DPA program drives (ibv_ctx: NULL, the process's device). */

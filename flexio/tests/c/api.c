@@ -379,6 +379,9 @@ int main(int argc, char **argv)
 	CHECK(flexio_event_handler_create(process, &eh_attr, &eh) == FLEXIO_STATUS_SUCCESS,
 	      "flexio_event_handler_create");
 	CHECK(flexio_event_handler_get_obj_id(eh) != UINT32_MAX, "flexio_event_handler_get_obj_id");
+	CHECK(flexio_event_handler_get_id(eh) == flexio_event_handler_get_obj_id(eh),
+	      "flexio_event_handler_get_id: the thread metadata's id");
+	CHECK(flexio_event_handler_get_id(NULL) == UINT32_MAX, "no id for a NULL handler");
 	CHECK(flexio_outbox_create(process, NULL, &outbox) == FLEXIO_STATUS_SUCCESS,
 	      "flexio_outbox_create");
 	printf("event handler thread %#x, outbox %#x\n", flexio_event_handler_get_obj_id(eh),
