@@ -159,7 +159,7 @@ fn dpa_place(p: &Proc, daddr: u64, what: &str) -> Result<(u32, u64)> {
     Ok((id, daddr - base))
 }
 
-fn place(p: &Proc, q: &FlexioQmem, what: &str) -> Result<(u32, u64)> {
+pub(crate) fn place(p: &Proc, q: &FlexioQmem, what: &str) -> Result<(u32, u64)> {
     match q.memtype {
         FLEXIO_MEMTYPE_DPA => dpa_place(p, q.addr, what),
         FLEXIO_MEMTYPE_HOST => Ok((q.umem_id, q.addr)),
@@ -169,7 +169,7 @@ fn place(p: &Proc, q: &FlexioQmem, what: &str) -> Result<(u32, u64)> {
 
 /// Refuses an `ibv_ctx` other than the process's own device context (NULL), which queues on
 /// another function would need.
-fn same_context(ibv_ctx: *mut c_void) -> Result<()> {
+pub(crate) fn same_context(ibv_ctx: *mut c_void) -> Result<()> {
     if ibv_ctx.is_null() {
         Ok(())
     } else {
@@ -180,7 +180,7 @@ fn same_context(ibv_ctx: *mut c_void) -> Result<()> {
 }
 
 /// The process's PD, which the attributes' `pd` must be (or NULL).
-fn pd_of(p: &Proc, pd: *mut c_void) -> Result<Pdn> {
+pub(crate) fn pd_of(p: &Proc, pd: *mut c_void) -> Result<Pdn> {
     if pd.is_null() || pd == p.ibv_pd().cast() {
         Ok(p.process.pd().pdn())
     } else {
@@ -285,7 +285,7 @@ pub unsafe extern "C" fn flexio_cq_create(
 
 /// The doorbell record of a work queue: where the attributes put it, or 64 bytes of DPA
 /// memory the library makes (zeroed) when they give DPA address 0.
-fn wq_dbr(p: &Proc, q: &FlexioQmem) -> Result<((u32, u64), Option<DpaBuf>)> {
+pub(crate) fn wq_dbr(p: &Proc, q: &FlexioQmem) -> Result<((u32, u64), Option<DpaBuf>)> {
     if q.memtype == FLEXIO_MEMTYPE_DPA && q.addr == 0 {
         let buf = p.process.alloc(64)?;
         p.process.memset(buf.daddr(), 0, 64)?;

@@ -539,6 +539,31 @@ fn flexio_c_windows_and_cmdq(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
+/// libflexio's RC QPs (flexio/tests/c/qp.c) with fw-blobs' selftest: a QP in DPA memory moved
+/// to RTS, a NOP the device posts on it completing in a CQ over host memory, the other moves
+/// and the refusals.
+fn flexio_c_qp(env: &Env) -> Result<(), Failed> {
+    let (dir, mut flags) = install_libflexio()?;
+    let exe = dir.join("flexio_qp");
+    // The CQ's host ring is a DevX UMEM (mlx5dv_devx_umem_reg).
+    flags.push("-lmlx5".into());
+    gcc(&exe, &[&repo().join("flexio/tests/c/qp.c")], &flags)?;
+    let elf = repo().join("fw-blobs/bin/selftest.elf");
+    let o = env.run(
+        &Runner::single(),
+        &[&exe.display().to_string(), &elf.display().to_string()],
+    )?;
+    check(o.status.success(), "the libflexio QP test", &o)?;
+    for want in [
+        ": RST -> INIT -> RTR -> RTS",
+        ": the device's NOP completed in the host's CQ",
+        "flexio QPs: all checks passed",
+    ] {
+        check(text(&o).contains(want), &format!("it says {want:?}"), &o)?;
+    }
+    Ok(())
+}
+
 /// DPACC's application build by `mlx5-dpa dpacc` (with the command line
 /// `doca_build_dpacc.sh` gives it), and a host program that uses only what that library
 /// defines (flexio/tests/c/dpacc_host.c, `-DDEV_APP_NAME`), as NVIDIA's samples are built.
@@ -991,6 +1016,11 @@ fn main() {
         "flexio_c_windows_and_cmdq",
         &["gcc", "pkg-config", "/usr/include/infiniband/verbs.h"],
         Box::new(flexio_c_windows_and_cmdq),
+    );
+    add(
+        "flexio_c_qp",
+        &["gcc", "pkg-config", "/usr/include/infiniband/verbs.h"],
+        Box::new(flexio_c_qp),
     );
     add(
         "flexio_dpacc",

@@ -435,6 +435,19 @@ flexio_status flexio_device_mkey_destroy(struct flexio_mkey *mkey);
 uint32_t flexio_mkey_get_id(struct flexio_mkey *mkey);
 
 /*
+ * RC QPs: created in RST with their ring and doorbell record where the attributes say;
+ * flexio_qp_modify moves one step to fattr->next_state (RST -> INIT -> RTR -> RTS,
+ * RTS -> RTS by `mask`, any -> ERR or RST). Only RC, with an SQ and a regular or zero-size RQ.
+ */
+flexio_status flexio_qp_create(struct flexio_process *process, struct ibv_context *ibv_ctx,
+			       struct flexio_qp_attr *qp_fattr, struct flexio_qp **qp_ptr);
+flexio_status flexio_qp_modify(struct flexio_qp *qp, struct flexio_qp_attr *fattr,
+			       struct flexio_qp_attr_opt_param_mask *mask);
+flexio_status flexio_qp_destroy(struct flexio_qp *qp);
+uint32_t flexio_qp_get_qp_num(struct flexio_qp *qp);
+enum flexio_qp_state flexio_qp_state_get(struct flexio_qp *qp);
+
+/*
  * Windows: the DPA's view of host memory registered on `pd` (the caller's, kept alive by it);
  * device code selects one by the id flexio_window_get_id gives.
  */
