@@ -17,7 +17,7 @@ use mlx5_dpa::mlx5::{Cqn, Qpn, View};
 
 use crate::handle::Table;
 use crate::process::{proc, FlexioProcess, Proc};
-use crate::queue::{pd_of, place, same_context, wq_dbr, FlexioQmem};
+use crate::queue::{is_rmp_of, pd_of, place, same_context, wq_dbr, FlexioQmem};
 use crate::{entry, getter, put, Failure, FlexioStatus, Result};
 
 /// `struct flexio_qp_attr_opt_param_mask`.
@@ -117,8 +117,9 @@ static QPS: Table<Qp> = Table::new("flexio_qp");
 
 /// Creates an RC QP in RST (FlexIO `flexio_qp_create`): its send and receive queues complete
 /// to CQs `sq_cqn` / `rq_cqn`, its ring (receive queue first, then the send queue's 64-byte
-/// basic blocks) and doorbell record where the attributes say. Refused as not supported: other
-/// transports, `no_sq`, a shared receive queue (RMPs), another context.
+/// basic blocks) and doorbell record where the attributes say; or receiving from an RMP of the
+/// process (`rq_type` SRQ, `rmpqn`), its ring then the send queue's only. Refused as not
+/// supported: other transports, `no_sq`, another context.
 ///
 /// # Safety
 /// `qp_fattr` is NULL or valid; `qp_ptr` NULL or writable.
@@ -158,7 +159,13 @@ pub unsafe extern "C" fn flexio_qp_create(
             FLEXIO_QP_QPC_RQ_TYPE_REGULAR => Some(log(a.log_rq_depth, "log_rq_depth")?),
             FLEXIO_QP_QPC_RQ_TYPE_ZERO_SIZE_RQ => None,
             FLEXIO_QP_QPC_RQ_TYPE_SRQ_RMP_XRC_SRQ_XRQ => {
-                return Err(Failure::new("QPs on an RMP are not supported yet"))
+                if !is_rmp_of(&p, a.rmpqn) {
+                    return Err(Failure::new(format!(
+                        "rmpqn {:#x} is no RMP of this process",
+                        a.rmpqn
+                    )));
+                }
+                None
             }
             t => return Err(Failure::new(format!("rq_type {t} is unknown"))),
         };
@@ -177,7 +184,7 @@ pub unsafe extern "C" fn flexio_qp_create(
             log_sq_size: log(a.log_sq_depth, "log_sq_depth")?,
             log_rq_size,
             log_rq_stride: LOG_RQ_STRIDE,
-            srqn: None,
+            srqn: (a.rq_type == FLEXIO_QP_QPC_RQ_TYPE_SRQ_RMP_XRC_SRQ_XRQ).then_some(a.rmpqn),
             mem: RingMem {
                 umem_id,
                 umem_offset,

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mlx5_dpa::devx::{self, DevxObj};
 use mlx5_dpa::dpa::DpaBuf;
 use mlx5_dpa::mlx5::cmd::{
-    CqEventTarget, CreateCq, CreateRq, CreateSq, CreateTir, ModifyRq, ModifySq, RingMem, WqAttr,
-    WqState,
+    CqEventTarget, CreateCq, CreateRmp, CreateRq, CreateSq, CreateTir, ModifyRq, ModifySq, RingMem,
+    WqAttr, WqState,
 };
 use mlx5_dpa::mlx5::{Cqn, Pdn, Rqn, Sqn};
 use mlx5_dpa::queues::transport::{Tis, TransportDomain};
@@ -106,6 +106,13 @@ pub struct FlexioSq {
 pub struct FlexioRq {
     _private: [u8; 0],
 }
+pub struct FlexioRmp {
+    _private: [u8; 0],
+}
+
+/// `enum flexio_wq_type`, the first word of an RMP's attributes (`flexio_wq_rq_attr`).
+pub const FLEXIO_WQ_TYPE_LINKED_LIST: u32 = 0x0;
+pub const FLEXIO_WQ_TYPE_CYCLIC: u32 = 0x1;
 
 /// A queue's firmware objects (dropped in order: a TIR before its RQ) and what they use.
 struct Queue {
@@ -124,6 +131,14 @@ struct Queue {
 static CQS: Table<Queue> = Table::new("flexio_cq");
 static SQS: Table<Queue> = Table::new("flexio_sq");
 static RQS: Table<Queue> = Table::new("flexio_rq");
+static RMPS: Table<Queue> = Table::new("flexio_rmp");
+
+/// Whether `rmpn` is an RMP of process `p` (what a QP on an RMP may name).
+pub(crate) fn is_rmp_of(p: &Arc<Proc>, rmpn: u32) -> bool {
+    RMPS.all()
+        .iter()
+        .any(|(_, q)| q.num == rmpn && Arc::ptr_eq(&q.process, p))
+}
 
 /// The process's transport: one transport domain and TIS, made on first use.
 pub(crate) struct Transport(Mutex<Option<(Arc<TransportDomain>, Arc<Tis>)>>);
@@ -437,6 +452,76 @@ pub unsafe extern "C" fn flexio_rq_create(
         };
         insert(&RQS, q, flexio_rq_ptr, "flexio_rq_ptr")
     })
+}
+
+/// Creates an RMP, a shared receive queue for QPs (FlexIO `flexio_rmp_create`): its WQEs a
+/// cyclic ring or a linked list (`fattr->rq.wq_type`; zeroed attributes mean linked list), of
+/// the attributes' stride (16 bytes when they give none), ready at once. QPs name it by
+/// `flexio_rmp_get_wq_num` (`rq_type` SRQ, `rmpqn`).
+///
+/// # Safety
+/// `fattr` is NULL or valid; `flexio_rmp_ptr` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_rmp_create(
+    process: *mut FlexioProcess,
+    ibv_ctx: *mut c_void,
+    fattr: *const FlexioWqAttr,
+    flexio_rmp_ptr: *mut *mut FlexioRmp,
+) -> FlexioStatus {
+    entry("flexio_rmp_create", || {
+        let p = proc(process)?;
+        same_context(ibv_ctx)?;
+        // SAFETY: NULL or valid (the caller's contract).
+        let a = unsafe { fattr.as_ref() }.ok_or_else(|| Failure::new("fattr is NULL"))?;
+        if flexio_rmp_ptr.is_null() {
+            return Err(Failure::new("flexio_rmp_ptr is NULL"));
+        }
+        let linked_list = match a.sq_or_rq {
+            FLEXIO_WQ_TYPE_LINKED_LIST => true,
+            FLEXIO_WQ_TYPE_CYCLIC => false,
+            t => return Err(Failure::new(format!("wq_type {t} is unknown"))),
+        };
+        let stride = if a.log_wq_stride == 0 {
+            DEFAULT_LOG_WQ_STRIDE
+        } else {
+            a.log_wq_stride
+        };
+        let (dbr_at, dbr) = wq_dbr(&p, &a.wq_dbr_qmem)?;
+        let cmd = CreateRmp {
+            wq: wq(&p, a, stride, dbr_at)?,
+            linked_list,
+        };
+        let (obj, num) = devx::create(p.process.dev(), &cmd)
+            .map_err(|e| Failure::new(format!("CREATE_RMP: {e}")))?;
+        let q = Queue {
+            tir: None,
+            obj,
+            num,
+            _dbr: dbr,
+            _tis: None,
+            _td: None,
+            process: p,
+        };
+        insert(&RMPS, q, flexio_rmp_ptr, "flexio_rmp_ptr")
+    })
+}
+
+/// Destroys an RMP (FlexIO `flexio_rmp_destroy`); the QPs on it must be gone first.
+///
+/// # Safety
+/// `flexio_rmp` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_rmp_destroy(flexio_rmp: *mut FlexioRmp) -> FlexioStatus {
+    entry("flexio_rmp_destroy", || destroy(&RMPS, flexio_rmp))
+}
+
+/// The RMP number, `u32::MAX` for a bad handle (FlexIO `flexio_rmp_get_wq_num`).
+///
+/// # Safety
+/// `rmp` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_rmp_get_wq_num(rmp: *mut FlexioRmp) -> u32 {
+    getter("flexio_rmp_get_wq_num", u32::MAX, || Ok(RMPS.get(rmp)?.num))
 }
 
 /// Destroys the queue of handle `h` in `table`: its firmware objects (a TIR before its RQ),

@@ -557,6 +557,7 @@ fn flexio_c_qp(env: &Env) -> Result<(), Failed> {
     for want in [
         ": RST -> INIT -> RTR -> RTS",
         ": the device's NOP completed in the host's CQ",
+        "on RMP",
         "flexio QPs: all checks passed",
     ] {
         check(text(&o).contains(want), &format!("it says {want:?}"), &o)?;

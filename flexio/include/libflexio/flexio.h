@@ -497,6 +497,11 @@ flexio_status flexio_rq_create(struct flexio_process *process, struct ibv_contex
 flexio_status flexio_rq_destroy(struct flexio_rq *flexio_rq);
 uint32_t flexio_rq_get_wq_num(struct flexio_rq *rq);
 struct mlx5dv_devx_obj *flexio_rq_get_tir(struct flexio_rq *rq);
+/* RMPs: shared receive queues for QPs (rq_type SRQ, rmpqn), cyclic or linked list. */
+flexio_status flexio_rmp_create(struct flexio_process *process, struct ibv_context *ibv_ctx,
+				const struct flexio_wq_attr *fattr, struct flexio_rmp **flexio_rmp_ptr);
+flexio_status flexio_rmp_destroy(struct flexio_rmp *flexio_rmp);
+uint32_t flexio_rmp_get_wq_num(struct flexio_rmp *rmp);
 
 /* Outboxes. */
 flexio_status flexio_outbox_create(struct flexio_process *process,

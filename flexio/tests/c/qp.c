@@ -3,7 +3,8 @@
  * libflexio's RC QPs on a device, with fw-blobs' selftest program: a QP whose ring is in DPA
  * memory is moved RST -> INIT -> RTR -> RTS (force loopback to itself), the device posts a
  * NOP on it (st_wqe_nop) and its completion lands in a CQ whose ring is host memory the
- * program registered as a UMEM; then RTS -> RTS, ERR and RST, and the refusals. Built with gcc
+ * program registered as a UMEM; then RTS -> RTS, ERR and RST, a second QP receiving from an
+ * RMP, and the refusals. Built with gcc
  * against flexio/include and run under `mlx5-dpa run` by tools/tests/real_clients.rs
  * (flexio_c_qp); it prints what it saw and exits non-zero at the first check that fails.
  *
@@ -92,7 +93,9 @@ int main(int argc, char **argv)
 	struct st_coh_args args = {0};
 	struct flexio_process *process = NULL;
 	struct flexio_app *app = NULL;
-	struct flexio_qp *qp = NULL, *bad = NULL;
+	struct flexio_qp *qp = NULL, *bad = NULL, *srq_qp = NULL;
+	struct flexio_wq_attr wq_attr = {0};
+	struct flexio_rmp *rmp = NULL;
 	struct flexio_cq *cq = NULL;
 	struct mlx5dv_devx_umem *umem;
 	struct mlx5_cqe64 *cqes;
@@ -162,8 +165,9 @@ int main(int argc, char **argv)
 	      "a UD QP is refused");
 	attr.transport_type = FLEXIO_QPC_ST_RC;
 	attr.rq_type = FLEXIO_QP_QPC_RQ_TYPE_SRQ_RMP_XRC_SRQ_XRQ;
+	attr.rmpqn = 0x123456;
 	CHECK(flexio_qp_create(process, NULL, &attr, &bad) == FLEXIO_STATUS_FAILED,
-	      "a QP on an RMP is refused (not yet)");
+	      "a QP on an RMP the process does not have is refused");
 	attr.rq_type = FLEXIO_QP_QPC_RQ_TYPE_ZERO_SIZE_RQ;
 	CHECK(flexio_qp_create(process, NULL, &attr, &qp) == FLEXIO_STATUS_SUCCESS && qp,
 	      "flexio_qp_create");
@@ -222,6 +226,36 @@ int main(int argc, char **argv)
 	modify(qp, &attr, FLEXIO_QP_STATE_RST, "RST");
 	CHECK(flexio_qp_state_get(NULL) == FLEXIO_QP_STATE_ERR, "a NULL QP reads as ERR");
 	CHECK(flexio_qp_get_qp_num(NULL) == UINT32_MAX, "a NULL QP has no number");
+
+	/* A second QP receiving from an RMP: a cyclic ring of 8 16-byte WQEs in DPA memory. */
+	wq_attr.log_wq_depth = 3;
+	wq_attr.pd = flexio_process_get_pd(process);
+	wq_attr.rq.wq_type = FLEXIO_WQ_TYPE_CYCLIC;
+	wq_attr.wq_ring_qmem.memtype = FLEXIO_MEMTYPE_DPA;
+	wq_attr.wq_dbr_qmem.memtype = FLEXIO_MEMTYPE_DPA;
+	CHECK(flexio_buf_dev_alloc(process, 8 * 16, &wq_attr.wq_ring_qmem.daddr) ==
+		      FLEXIO_STATUS_SUCCESS,
+	      "the RMP's ring");
+	CHECK(flexio_rmp_create(process, NULL, NULL, &rmp) == FLEXIO_STATUS_FAILED,
+	      "an RMP without attributes is refused");
+	CHECK(flexio_rmp_create(process, NULL, &wq_attr, &rmp) == FLEXIO_STATUS_SUCCESS && rmp,
+	      "flexio_rmp_create");
+	CHECK(flexio_rmp_get_wq_num(rmp) != UINT32_MAX, "flexio_rmp_get_wq_num");
+	attr.rq_type = FLEXIO_QP_QPC_RQ_TYPE_SRQ_RMP_XRC_SRQ_XRQ;
+	attr.rmpqn = flexio_rmp_get_wq_num(rmp);
+	CHECK(flexio_buf_dev_alloc(process, 4 * 64, &attr.qp_wq_buff_qmem.daddr) ==
+		      FLEXIO_STATUS_SUCCESS,
+	      "the second QP's ring");
+	CHECK(flexio_qp_create(process, NULL, &attr, &srq_qp) == FLEXIO_STATUS_SUCCESS,
+	      "flexio_qp_create on the RMP");
+	attr.remote_qp_num = flexio_qp_get_qp_num(srq_qp);
+	modify(srq_qp, &attr, FLEXIO_QP_STATE_INIT, "INIT");
+	modify(srq_qp, &attr, FLEXIO_QP_STATE_RTR, "RTR");
+	modify(srq_qp, &attr, FLEXIO_QP_STATE_RTS, "RTS");
+	printf("QP %#x on RMP %#x: RST -> INIT -> RTR -> RTS\n", flexio_qp_get_qp_num(srq_qp),
+	       flexio_rmp_get_wq_num(rmp));
+	CHECK(flexio_qp_destroy(srq_qp) == FLEXIO_STATUS_SUCCESS, "flexio_qp_destroy (on the RMP)");
+	CHECK(flexio_rmp_destroy(rmp) == FLEXIO_STATUS_SUCCESS, "flexio_rmp_destroy");
 
 	CHECK(flexio_qp_destroy(qp) == FLEXIO_STATUS_SUCCESS, "flexio_qp_destroy");
 	CHECK(flexio_qp_destroy(qp) == FLEXIO_STATUS_FAILED, "a destroyed QP is gone");
