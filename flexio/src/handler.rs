@@ -60,7 +60,7 @@ static HANDLERS: Table<Handler> = Table::new("flexio_event_handler");
 struct OutboxObj {
     outbox: Slot<Outbox>,
     id: u32,
-    _process: Arc<Proc>,
+    process: Arc<Proc>,
 }
 
 static OUTBOXES: Table<OutboxObj> = Table::new("flexio_outbox");
@@ -242,10 +242,23 @@ pub unsafe extern "C" fn flexio_outbox_create(
         let h = OUTBOXES.insert(OutboxObj {
             outbox: Slot::new("outbox", o),
             id,
-            _process: p,
+            process: p,
         });
         // SAFETY: checked non-NULL; writable.
         unsafe { put(outbox, h, "outbox") }
+    })
+}
+
+/// The UAR the outbox rings through: its process's (FlexIO `flexio_outbox_get_uar`; FlexIO
+/// 24.01 ignores the attributes' `uar` and uses the process's, as here). NULL for a bad handle.
+///
+/// # Safety
+/// `outbox` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_outbox_get_uar(outbox: *mut FlexioOutbox) -> *mut crate::FlexioUar {
+    getter("flexio_outbox_get_uar", std::ptr::null_mut(), || {
+        let o = OUTBOXES.get(outbox)?;
+        Ok(crate::process::process_uar(&o.process))
     })
 }
 

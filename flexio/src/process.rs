@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mlx5_dpa::devx::rdma_core::{IbvPd, RdmaCoreDevx, VerbsPd};
 use mlx5_dpa::devx::Devx;
+use mlx5_dpa::devx::UarKind;
 use mlx5_dpa::dpa::outbox::Outbox;
 use mlx5_dpa::dpa::{DpaBuf, Process, ProcessAttr, ProcessStatus};
 
@@ -393,10 +394,70 @@ pub unsafe extern "C" fn flexio_process_get_pd(process: *mut FlexioProcess) -> *
 pub unsafe extern "C" fn flexio_process_get_uar(process: *mut FlexioProcess) -> *mut FlexioUar {
     getter("flexio_process_get_uar", std::ptr::null_mut(), || {
         let p = proc(process)?;
-        let mut slot = p.uar.lock().unwrap_or_else(PoisonError::into_inner);
-        let h = *slot
-            .get_or_insert_with(|| UARS.insert::<FlexioUar>(Arc::clone(p.process.uar())) as usize);
-        Ok(h as *mut FlexioUar)
+        Ok(process_uar(&p))
+    })
+}
+
+/// The handle of the process's UAR, made on first use.
+pub(crate) fn process_uar(p: &Proc) -> *mut FlexioUar {
+    let mut slot = p.uar.lock().unwrap_or_else(PoisonError::into_inner);
+    let h =
+        *slot.get_or_insert_with(|| UARS.insert::<FlexioUar>(Arc::clone(p.process.uar())) as usize);
+    h as *mut FlexioUar
+}
+
+/// UARs `flexio_uar_create` made (which `flexio_uar_destroy` may destroy; the process's own
+/// goes with the process).
+static CREATED_UARS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Creates a UAR page on the process's device for its queues (FlexIO `flexio_uar_create`):
+/// a CQ, SQ, RQ or QP names it by `flexio_uar_get_id`.
+///
+/// # Safety
+/// `flexio_uar` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_uar_create(
+    process: *mut FlexioProcess,
+    flexio_uar: *mut *mut FlexioUar,
+) -> FlexioStatus {
+    entry("flexio_uar_create", || {
+        let p = proc(process)?;
+        if flexio_uar.is_null() {
+            return Err(Failure::new("flexio_uar is NULL"));
+        }
+        let page = mlx5_dpa::uar::UarPage::alloc(p.process.dev(), UarKind::NonCached)
+            .map_err(|e| Failure::new(format!("allocating a UAR: {e}")))?;
+        let h = UARS.insert::<FlexioUar>(page);
+        CREATED_UARS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(h as usize);
+        // SAFETY: checked non-NULL; writable.
+        unsafe { put(flexio_uar, h, "flexio_uar") }
+    })
+}
+
+/// Destroys a UAR `flexio_uar_create` made (FlexIO `flexio_uar_destroy`); the queues using it
+/// keep the page until they are gone. The process's own UAR is refused: it goes with the
+/// process.
+///
+/// # Safety
+/// `uar` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_uar_destroy(uar: *mut FlexioUar) -> FlexioStatus {
+    entry("flexio_uar_destroy", || {
+        let mut created = CREATED_UARS.lock().unwrap_or_else(PoisonError::into_inner);
+        let i = created
+            .iter()
+            .position(|&h| h == uar as usize)
+            .ok_or_else(|| {
+                Failure::new(format!(
+                    "{uar:p} is no UAR flexio_uar_create made (a process's own goes with it)"
+                ))
+            })?;
+        UARS.remove(uar)?;
+        created.swap_remove(i);
+        Ok(())
     })
 }
 

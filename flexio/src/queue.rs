@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mlx5_dpa::devx::{self, DevxObj};
 use mlx5_dpa::dpa::DpaBuf;
 use mlx5_dpa::mlx5::cmd::{
-    CqEventTarget, CreateCq, CreateRmp, CreateRq, CreateSq, CreateTir, ModifyRq, ModifySq, RingMem,
-    WqAttr, WqState,
+    CqEventTarget, CreateCq, CreateRmp, CreateRq, CreateSq, CreateTir, ModifyCqModeration,
+    ModifyRq, ModifySq, QueryCq, RingMem, WqAttr, WqState,
 };
-use mlx5_dpa::mlx5::{Cqn, Pdn, Rqn, Sqn};
+use mlx5_dpa::mlx5::layouts::cqc;
+use mlx5_dpa::mlx5::{Cqn, Pdn, Rqn, Sqn, View};
 use mlx5_dpa::queues::transport::{Tis, TransportDomain};
 
 use crate::handle::Table;
@@ -95,6 +96,10 @@ pub const FLEXIO_CQ_ELEMENT_TYPE_DPA_MSIX_EMULATED_CQ: u8 = 0x9;
 
 /// The RQ WQE stride FlexIO takes when the attributes give none: 16 bytes.
 pub const DEFAULT_LOG_WQ_STRIDE: u8 = 4;
+
+/// `enum flexio_cq_period_mode`: the moderation period starts at an event, or at each CQE.
+pub const FLEXIO_CQ_PERIOD_MODE_EVENT: u32 = 0x0;
+pub const FLEXIO_CQ_PERIOD_MODE_CQE: u32 = 0x1;
 
 /// `struct flexio_cq`, `flexio_sq`, `flexio_rq` (opaque to C).
 pub struct FlexioCq {
@@ -241,6 +246,11 @@ pub unsafe extern "C" fn flexio_cq_create(
         if !a.uar_base_addr.is_null() {
             return Err(Failure::new(
                 "uar_base_addr (a DevX UAR of the host) is not supported; give the process's UAR id",
+            ));
+        }
+        if a.cq_period_mode != FLEXIO_CQ_PERIOD_MODE_EVENT {
+            return Err(Failure::new(
+                "cq_period_mode CQE (the period restarting on each CQE) is not supported",
             ));
         }
         let target = match a.element_type {
@@ -451,6 +461,89 @@ pub unsafe extern "C" fn flexio_rq_create(
             process: p,
         };
         insert(&RQS, q, flexio_rq_ptr, "flexio_rq_ptr")
+    })
+}
+
+/// A CQ's moderation as firmware has it (FlexIO `flexio_cq_query_moderation`): the CQE count
+/// and the period (microseconds) after which an event is raised, and the period mode.
+///
+/// # Safety
+/// The out-pointers are NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_cq_query_moderation(
+    cq: *mut FlexioCq,
+    max_count: *mut u16,
+    period: *mut u16,
+    mode: *mut u16,
+) -> FlexioStatus {
+    entry("flexio_cq_query_moderation", || {
+        if max_count.is_null() || period.is_null() || mode.is_null() {
+            return Err(Failure::new("an out-pointer is NULL"));
+        }
+        let q = CQS.get(cq)?;
+        let ctx = devx::query(&q.obj, &QueryCq(Cqn(q.num)))
+            .map_err(|e| Failure::new(format!("QUERY_CQ: {e}")))?;
+        let v = View::<cqc::Layout>::new(&ctx)
+            .map_err(|e| Failure::new(format!("QUERY_CQ answer: {e}")))?;
+        // SAFETY: checked non-NULL; writable (the caller's contract).
+        unsafe {
+            max_count.write(v.value(cqc::cq_max_count));
+            period.write(v.value(cqc::cq_period));
+            mode.write(u16::from(v.value(cqc::cq_period_mode)));
+        }
+        Ok(())
+    })
+}
+
+/// Changes a CQ's moderation (FlexIO `flexio_cq_modify_moderation`): the CQE count and the
+/// period; the period mode stays EVENT (CQE mode is not supported).
+///
+/// # Safety
+/// `cq` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_cq_modify_moderation(
+    cq: *mut FlexioCq,
+    max_count: u16,
+    period: u16,
+    mode: u16,
+) -> FlexioStatus {
+    entry("flexio_cq_modify_moderation", || {
+        if u32::from(mode) != FLEXIO_CQ_PERIOD_MODE_EVENT {
+            return Err(Failure::new(
+                "cq_period_mode CQE (the period restarting on each CQE) is not supported",
+            ));
+        }
+        let q = CQS.get(cq)?;
+        devx::modify(
+            &q.obj,
+            &ModifyCqModeration {
+                cqn: Cqn(q.num),
+                cq_period: period,
+                cq_max_count: max_count,
+            },
+        )
+        .map_err(|e| Failure::new(format!("MODIFY_CQ: {e}")))
+    })
+}
+
+/// Moves an RQ from ready to error (FlexIO `flexio_rq_set_err_state`): its posted WQEs are
+/// flushed with error completions and it takes no more packets.
+///
+/// # Safety
+/// `rq` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_rq_set_err_state(rq: *mut FlexioRq) -> FlexioStatus {
+    entry("flexio_rq_set_err_state", || {
+        let q = RQS.get(rq)?;
+        devx::modify(
+            &q.obj,
+            &ModifyRq {
+                rqn: Rqn(q.num),
+                from: WqState::Rdy,
+                to: WqState::Err,
+            },
+        )
+        .map_err(|e| Failure::new(format!("MODIFY_RQ to error: {e}")))
     })
 }
 

@@ -414,6 +414,9 @@ struct flexio_uar *flexio_process_get_uar(struct flexio_process *process);
 struct ibv_pd *flexio_process_get_pd(struct flexio_process *process);
 uint64_t flexio_process_udbg_token_get(struct flexio_process *process);
 uint32_t flexio_uar_get_id(struct flexio_uar *uar);
+/* A UAR page of the process's device for its queues; only these are destroyed by the caller. */
+flexio_status flexio_uar_create(struct flexio_process *process, struct flexio_uar **flexio_uar);
+flexio_status flexio_uar_destroy(struct flexio_uar *uar);
 
 /* DPA memory of a process. */
 flexio_status flexio_buf_dev_alloc(struct flexio_process *process, size_t buff_bsize,
@@ -497,6 +500,13 @@ flexio_status flexio_rq_create(struct flexio_process *process, struct ibv_contex
 flexio_status flexio_rq_destroy(struct flexio_rq *flexio_rq);
 uint32_t flexio_rq_get_wq_num(struct flexio_rq *rq);
 struct mlx5dv_devx_obj *flexio_rq_get_tir(struct flexio_rq *rq);
+/* CQ moderation: CQE count and period (microseconds); period mode EVENT only. */
+flexio_status flexio_cq_query_moderation(struct flexio_cq *cq, uint16_t *max_count,
+					 uint16_t *period, uint16_t *mode);
+flexio_status flexio_cq_modify_moderation(struct flexio_cq *cq, uint16_t max_count,
+					  uint16_t period, uint16_t mode);
+/* Moves an RQ from ready to error (its posted WQEs flush). */
+flexio_status flexio_rq_set_err_state(struct flexio_rq *rq);
 /* RMPs: shared receive queues for QPs (rq_type SRQ, rmpqn), cyclic or linked list. */
 flexio_status flexio_rmp_create(struct flexio_process *process, struct ibv_context *ibv_ctx,
 				const struct flexio_wq_attr *fattr, struct flexio_rmp **flexio_rmp_ptr);
@@ -507,6 +517,8 @@ uint32_t flexio_rmp_get_wq_num(struct flexio_rmp *rmp);
 flexio_status flexio_outbox_create(struct flexio_process *process,
 				   struct flexio_outbox_attr *fattr, struct flexio_outbox **outbox);
 flexio_status flexio_outbox_destroy(struct flexio_outbox *outbox);
+/* The UAR an outbox rings through: its process's. */
+struct flexio_uar *flexio_outbox_get_uar(struct flexio_outbox *outbox);
 uint32_t flexio_outbox_get_id(struct flexio_outbox *outbox);
 
 /* Messages from the device (flexio_dev_print and friends). */

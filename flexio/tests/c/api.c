@@ -193,6 +193,32 @@ static void queues(struct ibv_context *ibv_ctx, struct flexio_process *process,
 	CHECK(flexio_cq_create(process, NULL, &bad_attr, &bad) == FLEXIO_STATUS_FAILED,
 	      "CQE compression is refused");
 
+	/* Moderation: what the CQ was made with, then changed. */
+	{
+		uint16_t count = 0, period = 0, mode = 9;
+
+		CHECK(flexio_cq_query_moderation(rq_cq, &count, &period, &mode) ==
+				      FLEXIO_STATUS_SUCCESS &&
+			      mode == FLEXIO_CQ_PERIOD_MODE_EVENT,
+		      "flexio_cq_query_moderation");
+		CHECK(flexio_cq_modify_moderation(rq_cq, 8, 16, FLEXIO_CQ_PERIOD_MODE_EVENT) ==
+			      FLEXIO_STATUS_SUCCESS,
+		      "flexio_cq_modify_moderation");
+		CHECK(flexio_cq_query_moderation(rq_cq, &count, &period, &mode) ==
+				      FLEXIO_STATUS_SUCCESS &&
+			      count == 8 && period == 16,
+		      "the CQ's moderation is 8 CQEs / 16 us (read %u / %u)", count, period);
+		CHECK(flexio_cq_modify_moderation(rq_cq, 8, 16, FLEXIO_CQ_PERIOD_MODE_CQE) ==
+			      FLEXIO_STATUS_FAILED,
+		      "CQE period mode is refused");
+		CHECK(flexio_cq_query_moderation(rq_cq, NULL, &period, &mode) == FLEXIO_STATUS_FAILED,
+		      "a NULL out-pointer is refused");
+	}
+
+	CHECK(flexio_rq_set_err_state(rq) == FLEXIO_STATUS_SUCCESS, "flexio_rq_set_err_state");
+	CHECK(flexio_rq_set_err_state(rq) == FLEXIO_STATUS_FAILED,
+	      "an RQ in error is not moved to error again");
+
 	CHECK(flexio_rq_destroy(rq) == FLEXIO_STATUS_SUCCESS &&
 		      flexio_sq_destroy(sq) == FLEXIO_STATUS_SUCCESS &&
 		      flexio_cq_destroy(rq_cq) == FLEXIO_STATUS_SUCCESS &&
@@ -211,6 +237,7 @@ int main(int argc, char **argv)
 	struct flexio_event_handler_attr eh_attr = {0};
 	struct flexio_event_handler *eh = NULL;
 	struct flexio_outbox *outbox = NULL;
+	struct flexio_uar *uar = NULL;
 	struct flexio_heap_mem_info info = {0};
 	struct ibv_device **devs;
 	struct ibv_context *ibv_ctx;
@@ -386,6 +413,21 @@ int main(int argc, char **argv)
 	      "flexio_outbox_create");
 	printf("event handler thread %#x, outbox %#x\n", flexio_event_handler_get_obj_id(eh),
 	       flexio_outbox_get_id(outbox));
+	CHECK(flexio_outbox_get_uar(outbox) == flexio_process_get_uar(process),
+	      "an outbox rings through the process's UAR");
+	CHECK(flexio_outbox_get_uar(NULL) == NULL, "a NULL outbox has no UAR");
+
+	/* A UAR of the program's own, beside the process's. */
+	CHECK(flexio_uar_create(process, &uar) == FLEXIO_STATUS_SUCCESS && uar, "flexio_uar_create");
+	/* rdma-core hands out UAR registers from shared pages: the new one may share the
+	 * process's page (it did on the served device, 2026-11-29). */
+	CHECK(flexio_uar_get_id(uar) != UINT32_MAX && uar != flexio_process_get_uar(process),
+	      "the new UAR is a handle of its own");
+	CHECK(flexio_uar_destroy(flexio_process_get_uar(process)) == FLEXIO_STATUS_FAILED,
+	      "the process's own UAR is not the caller's to destroy");
+	CHECK(flexio_uar_destroy(uar) == FLEXIO_STATUS_SUCCESS &&
+		      flexio_uar_destroy(uar) == FLEXIO_STATUS_FAILED,
+	      "flexio_uar_destroy, once");
 	CHECK(flexio_outbox_destroy(outbox) == FLEXIO_STATUS_SUCCESS &&
 		      flexio_outbox_destroy(outbox) == FLEXIO_STATUS_FAILED,
 	      "an outbox destroyed twice is refused the second time");
