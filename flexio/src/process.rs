@@ -67,6 +67,9 @@ pub(crate) struct Proc {
     bufs: Mutex<HashMap<u64, (DpaBuf, usize)>>,
     /// The handle of the process's UAR, made on first `flexio_process_get_uar`.
     uar: Mutex<Option<usize>>,
+    /// The read end `flexio_err_handler_fd` gives, made on its first call; closed with the
+    /// process.
+    err_fd: std::sync::OnceLock<std::io::PipeReader>,
 }
 
 enum ProcPd {
@@ -157,6 +160,7 @@ pub unsafe extern "C" fn flexio_process_create(
             transport: crate::queue::Transport::new(),
             bufs: Mutex::new(HashMap::new()),
             uar: Mutex::new(None),
+            err_fd: std::sync::OnceLock::new(),
         });
         // SAFETY: checked non-NULL; writable (the caller's contract).
         unsafe { process_ptr.write(h) };
@@ -317,6 +321,100 @@ pub unsafe extern "C" fn flexio_err_status_get(process: *mut FlexioProcess) -> F
             ProcessStatus::Ok => FLEXIO_DEV_NO_ERROR,
             ProcessStatus::Exited(_) => FLEXIO_DEV_USER_ERROR,
             _ => FLEXIO_DEV_FATAL_ERROR,
+        })
+    })
+}
+
+/// How often the watcher behind `flexio_err_handler_fd` reads the process's status.
+const ERR_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A file descriptor that becomes readable once the process has failed (FlexIO
+/// `flexio_err_handler_fd`), for select / poll / epoll beside the program's own; -1 for a bad
+/// handle. Valid until the process is destroyed. A thread of the library reads the process's
+/// status every 10 ms until then and writes one byte when it is no longer running.
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_err_handler_fd(process: *mut FlexioProcess) -> i32 {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    getter("flexio_err_handler_fd", -1, || {
+        let p = proc(process)?;
+        if let Some(r) = p.err_fd.get() {
+            return Ok(r.as_raw_fd());
+        }
+        let (r, mut w) =
+            std::io::pipe().map_err(|e| Failure::new(format!("making the pipe: {e}")))?;
+        let fd = r.as_raw_fd();
+        if p.err_fd.set(r).is_err() {
+            // Another call made it first.
+            return Ok(p.err_fd.get().map_or(-1, AsRawFd::as_raw_fd));
+        }
+        let weak = Arc::downgrade(&p);
+        drop(p);
+        std::thread::Builder::new()
+            .name("flexio-err-watch".into())
+            .spawn(move || loop {
+                std::thread::sleep(ERR_POLL);
+                // The process is gone: nothing to watch.
+                let Some(p) = weak.upgrade() else { break };
+                let failed = p
+                    .process
+                    .err_status()
+                    .map_or(true, |s| s.status != ProcessStatus::Ok);
+                drop(p);
+                if failed {
+                    let _ = w.write_all(&[1]);
+                    break;
+                }
+            })
+            .map_err(|e| Failure::new(format!("starting the watcher: {e}")))?;
+        Ok(fd)
+    })
+}
+
+/// Prints what is known of a failed process's crash, in text, and writes the same to
+/// `flexio_dev.<id>.crash` or `<outfile>.<id>.crash`, a relative name in the current directory
+/// or, failing that, in /tmp (FlexIO `flexio_crash_data`): the
+/// process, its status and syndrome, then its core dump decoded (threads, causes, registers,
+/// regions). FAILED while the process has not failed (firmware gives no core dump then).
+///
+/// # Safety
+/// `outfile` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_crash_data(
+    process: *mut FlexioProcess,
+    outfile: *const c_char,
+) -> FlexioStatus {
+    entry("flexio_crash_data", || {
+        let p = proc(process)?;
+        let base = if outfile.is_null() {
+            "flexio_dev".to_string()
+        } else {
+            // SAFETY: non-NULL and NUL-terminated (the caller's contract).
+            unsafe { std::ffi::CStr::from_ptr(outfile) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let st = p.process.err_status()?;
+        let core = p.process.coredump()?;
+        let text = format!(
+            "DPA process {:#x}: {:?}, error syndrome {:#x}\n{core}",
+            p.process.id(),
+            st.status,
+            st.error_syndrome
+        );
+        print!("{text}");
+        // As FlexIO: a relative name in the current directory, else in /tmp.
+        let path = format!("{base}.{}.crash", p.process.id());
+        std::fs::write(&path, &text).or_else(|e| {
+            if path.starts_with('/') {
+                return Err(Failure::new(format!("writing {path}: {e}")));
+            }
+            let tmp = format!("/tmp/{path}");
+            std::fs::write(&tmp, &text).map_err(|e| Failure::new(format!("writing {tmp}: {e}")))
         })
     })
 }

@@ -288,3 +288,80 @@ pub unsafe extern "C" fn flexio_msg_stream_level_set(
         s.stream.with(|m| Ok(m.set_level(level)?))
     })
 }
+
+/// The streams `flexio_log_dev_init` made, by process handle (FlexIO's deprecated default-stream
+/// calls keep it on the process).
+static LOG_DEV: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+
+fn log_dev_stream(process: *mut FlexioProcess, take: bool) -> Result<*mut FlexioMsgStream> {
+    let mut g = LOG_DEV
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let i = g
+        .iter()
+        .position(|&(p, _)| p == process as usize)
+        .ok_or_else(|| Failure::new("the process has no flexio_log_dev_init stream"))?;
+    let s = g[i].1 as *mut FlexioMsgStream;
+    if take {
+        g.swap_remove(i);
+    }
+    Ok(s)
+}
+
+/// FlexIO's deprecated `flexio_log_dev_init`: a message stream to `out` (as
+/// `flexio_msg_stream_create`), kept for the process's `flexio_log_dev_flush` /
+/// `flexio_log_dev_destroy`. One per process.
+///
+/// # Safety
+/// As `flexio_msg_stream_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_log_dev_init(
+    process: *mut FlexioProcess,
+    stream_fattr: *mut FlexioMsgStreamAttr,
+    out: *mut c_void,
+    ppthread: *mut u64,
+) -> FlexioStatus {
+    if log_dev_stream(process, false).is_ok() {
+        return entry("flexio_log_dev_init", || {
+            Err(Failure::new(
+                "the process has a flexio_log_dev_init stream already",
+            ))
+        });
+    }
+    let mut s = std::ptr::null_mut();
+    // SAFETY: the caller's arguments, as flexio_msg_stream_create takes them; `s` is a local.
+    let r = unsafe { flexio_msg_stream_create(process, stream_fattr, out, ppthread, &mut s) };
+    if r == crate::FLEXIO_STATUS_SUCCESS {
+        LOG_DEV
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((process as usize, s as usize));
+    }
+    r
+}
+
+/// FlexIO's deprecated `flexio_log_dev_flush`: flushes the `flexio_log_dev_init` stream.
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_log_dev_flush(process: *mut FlexioProcess) -> FlexioStatus {
+    match log_dev_stream(process, false) {
+        // SAFETY: a handle the library made; the call checks it.
+        Ok(s) => unsafe { flexio_msg_stream_flush(s) },
+        Err(f) => entry("flexio_log_dev_flush", || Err(f)),
+    }
+}
+
+/// FlexIO's deprecated `flexio_log_dev_destroy`: destroys the `flexio_log_dev_init` stream.
+///
+/// # Safety
+/// `process` is any pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flexio_log_dev_destroy(process: *mut FlexioProcess) -> FlexioStatus {
+    match log_dev_stream(process, true) {
+        // SAFETY: a handle the library made; the call checks it.
+        Ok(s) => unsafe { flexio_msg_stream_destroy(s) },
+        Err(f) => entry("flexio_log_dev_destroy", || Err(f)),
+    }
+}

@@ -502,6 +502,7 @@ fn flexio_c_api(env: &Env) -> Result<(), Failed> {
     for want in [
         "version: 24.04 set",
         "Calculate: 44 + 55 = 99",
+        "Calculate: 20 + 22 = 42",
         "Result: 99",
         "calls: 4 of 4 returned what they should",
         "steering: a root rule from 02:42:7e:7f:eb:02 to the RQ's TIR",
@@ -558,6 +559,7 @@ fn flexio_c_qp(env: &Env) -> Result<(), Failed> {
         ": RST -> INIT -> RTR -> RTS",
         ": the device's NOP completed in the host's CQ",
         "on RMP",
+        "fault: the error descriptor woke, the crash data was written",
         "flexio QPs: all checks passed",
     ] {
         check(text(&o).contains(want), &format!("it says {want:?}"), &o)?;

@@ -400,6 +400,11 @@ flexio_status flexio_func_get_register_info(struct flexio_app *app,
 					    flexio_uintptr_t *dev_func_addr,
 					    flexio_uintptr_t *dev_unpack_func_addr);
 
+/* A failed process's crash in text, printed and written to <outfile or flexio_dev>.<id>.crash. */
+flexio_status flexio_crash_data(struct flexio_process *process, const char *outfile);
+/* A descriptor that becomes readable once the process has failed (valid until destroy). */
+int flexio_err_handler_fd(struct flexio_process *process);
+
 /* Processes. */
 flexio_status flexio_process_create(struct ibv_context *ibv_ctx, struct flexio_app *app,
 				    const struct flexio_process_attr *process_attr,
@@ -520,6 +525,17 @@ flexio_status flexio_outbox_destroy(struct flexio_outbox *outbox);
 /* The UAR an outbox rings through: its process's. */
 struct flexio_uar *flexio_outbox_get_uar(struct flexio_outbox *outbox);
 uint32_t flexio_outbox_get_id(struct flexio_outbox *outbox);
+
+/*
+ * FlexIO's deprecated default-stream calls: flexio_log_dev_init makes a message stream to
+ * `out` (as flexio_msg_stream_create) that the process's flexio_log_dev_flush and
+ * flexio_log_dev_destroy act on; one per process.
+ */
+flexio_status flexio_log_dev_init(struct flexio_process *process,
+				  flexio_msg_stream_attr_t *stream_fattr, FILE *out,
+				  pthread_t *ppthread) __attribute__((deprecated));
+flexio_status flexio_log_dev_flush(struct flexio_process *process) __attribute__((deprecated));
+flexio_status flexio_log_dev_destroy(struct flexio_process *process) __attribute__((deprecated));
 
 /* Messages from the device (flexio_dev_print and friends). */
 flexio_status flexio_msg_stream_create(struct flexio_process *process,

@@ -438,6 +438,24 @@ int main(int argc, char **argv)
 	CHECK(flexio_err_status_get(process) == FLEXIO_DEV_NO_ERROR, "flexio_err_status_get");
 	CHECK(flexio_msg_stream_destroy(stream) == FLEXIO_STATUS_SUCCESS,
 	      "flexio_msg_stream_destroy");
+
+	/* FlexIO's deprecated default-stream calls, as older programs use them. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	CHECK(flexio_log_dev_flush(process) == FLEXIO_STATUS_FAILED,
+	      "no log_dev stream to flush yet");
+	CHECK(flexio_log_dev_init(process, &stream_attr, stdout, NULL) == FLEXIO_STATUS_SUCCESS,
+	      "flexio_log_dev_init");
+	CHECK(flexio_log_dev_init(process, &stream_attr, stdout, NULL) == FLEXIO_STATUS_FAILED,
+	      "one log_dev stream per process");
+	CHECK(flexio_process_call(process, rpc_calculate, &ret, 20ul, 22ul) ==
+			      FLEXIO_STATUS_SUCCESS && ret == 42,
+	      "rpc_calculate(20, 22) gave %lu", (unsigned long)ret);
+	CHECK(flexio_log_dev_flush(process) == FLEXIO_STATUS_SUCCESS, "flexio_log_dev_flush");
+	CHECK(flexio_log_dev_destroy(process) == FLEXIO_STATUS_SUCCESS &&
+		      flexio_log_dev_destroy(process) == FLEXIO_STATUS_FAILED,
+	      "flexio_log_dev_destroy, once");
+#pragma GCC diagnostic pop
 	CHECK(flexio_process_destroy(process) == FLEXIO_STATUS_SUCCESS, "flexio_process_destroy");
 	CHECK(flexio_process_destroy(process) == FLEXIO_STATUS_FAILED,
 	      "a process destroyed twice is refused the second time");

@@ -4,7 +4,8 @@
  * memory is moved RST -> INIT -> RTR -> RTS (force loopback to itself), the device posts a
  * NOP on it (st_wqe_nop) and its completion lands in a CQ whose ring is host memory the
  * program registered as a UMEM; then RTS -> RTS, ERR and RST, a second QP receiving from an
- * RMP, and the refusals. Built with gcc
+ * RMP, the refusals, and last a fault: the error descriptor wakes and the crash data is
+ * written. Built with gcc
  * against flexio/include and run under `mlx5-dpa run` by tools/tests/real_clients.rs
  * (flexio_c_qp); it prints what it saw and exits non-zero at the first check that fails.
  *
@@ -16,6 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include <infiniband/mlx5dv.h>
 #include <libflexio/flexio.h>
@@ -107,7 +113,11 @@ int main(int argc, char **argv)
 	size_t elf_len = 0;
 	uint32_t qpn;
 	void *elf;
-	int polls;
+	char crash_dir[] = "/tmp/flexio-qp-XXXXXX", crash_base[64];
+	flexio_func_t *fault_fn = NULL;
+	struct dirent *ent;
+	int polls, err_fd, crash_files = 0;
+	DIR *dir;
 
 	CHECK(argc == 2, "usage: %s DEVICE_ELF", argv[0]);
 	elf = read_file(argv[1], &elf_len);
@@ -260,6 +270,36 @@ int main(int argc, char **argv)
 	CHECK(flexio_qp_destroy(qp) == FLEXIO_STATUS_SUCCESS, "flexio_qp_destroy");
 	CHECK(flexio_qp_destroy(qp) == FLEXIO_STATUS_FAILED, "a destroyed QP is gone");
 	CHECK(flexio_cq_destroy(cq) == FLEXIO_STATUS_SUCCESS, "flexio_cq_destroy");
+
+	/* A fault: the error descriptor becomes readable, the crash data names the cause. */
+	err_fd = flexio_err_handler_fd(process);
+	CHECK(err_fd >= 0 && flexio_err_handler_fd(process) == err_fd, "flexio_err_handler_fd");
+	CHECK(poll(&(struct pollfd){.fd = err_fd, .events = POLLIN}, 1, 0) == 0,
+	      "the error descriptor is quiet while the process runs");
+	CHECK(flexio_crash_data(process, NULL) == FLEXIO_STATUS_FAILED,
+	      "no crash data while the process runs");
+	CHECK(flexio_func_register(app, "st_fault_load", &fault_fn) == FLEXIO_STATUS_SUCCESS,
+	      "flexio_func_register(st_fault_load)");
+	CHECK(flexio_process_call(process, fault_fn, &ret, 8ul) != FLEXIO_STATUS_SUCCESS,
+	      "a load from address 8 fails the call");
+	CHECK(flexio_err_status_get(process) == FLEXIO_DEV_FATAL_ERROR, "the process failed");
+	CHECK(poll(&(struct pollfd){.fd = err_fd, .events = POLLIN}, 1, 10000) == 1,
+	      "the error descriptor became readable (within 10 s)");
+	CHECK(mkdtemp(crash_dir), "mkdtemp");
+	snprintf(crash_base, sizeof(crash_base), "%s/qp", crash_dir);
+	CHECK(flexio_crash_data(process, crash_base) == FLEXIO_STATUS_SUCCESS, "flexio_crash_data");
+	dir = opendir(crash_dir);
+	CHECK(dir, "opendir");
+	while ((ent = readdir(dir))) {
+		if (!strstr(ent->d_name, ".crash"))
+			continue;
+		crash_files++;
+		CHECK(unlinkat(dirfd(dir), ent->d_name, 0) == 0, "removing %s", ent->d_name);
+	}
+	closedir(dir);
+	CHECK(rmdir(crash_dir) == 0, "rmdir");
+	CHECK(crash_files == 1, "one .crash file was written (%d)", crash_files);
+	printf("fault: the error descriptor woke, the crash data was written\n");
 	CHECK(mlx5dv_devx_umem_dereg(umem) == 0, "mlx5dv_devx_umem_dereg");
 	free(cqes);
 	CHECK(flexio_process_destroy(process) == FLEXIO_STATUS_SUCCESS, "flexio_process_destroy");
