@@ -124,7 +124,7 @@ for p in $PROGRAMS; do
 	packet_processor) entries="flexio_pp_dev pp_init pp_rewrite pp_selfcheck" ;;
 	ident_a | ident_b) entries="ident" ;;
 	pp_sample) entries="flexio_pp_dev" ;;
-	doca26_kernels) entries="dpa_rdma_write_and_signal update_event_kernel v26_rdma_kernel v26_external_kernel" ;;
+	doca26_kernels) entries="dpa_rdma_write_and_signal update_event_kernel v26_rdma_kernel v26_external_kernel v26_memcpy_kernel" ;;
 	doca27_kernels) entries="v27_rdma_kernel" ;;
 	doca_kernels) entries="hello_world linear_kernel diamond_kernel rank_kernel struct_kernel pair_kernel spin_kernel sum_rpc binary_tree_kernel pingpong_kernel hello_world_thread_kernel hello_world_thread_notify_rpc counting_thread notify_kernel relay_thread trace_kernel fault_thread memcpy_kernel completion_thread memcpy_many_kernel hash_kernel group_thread rdma_kernel poll_kernel rdma_write_batches pingpong_start_rpc pingpong_rdma_thread rdma_post_receive_rpc rdma_post_send_rpc target_thread buf_kernel rdma_buf_kernel post_wait_kernel" ;;
 	selftest) entries="st_add st_add2 st_spin_forever st_fault_load st_store st_illegal st_ebreak \

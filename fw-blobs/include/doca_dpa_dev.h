@@ -17,6 +17,9 @@
 
 #include <doca_version.h>
 
+/** Device code (DOCA's headers mark it so). */
+#define DOCA_DPA_DEVICE
+
 /*
  * Which DOCA device API the buffer and RDMA headers declare, from the DOCA version the build
  * states (doca_version.h; 2.9 unless stated): MLX5_DPA_DOCA_DEV_API is 209 for DOCA 2.9 and

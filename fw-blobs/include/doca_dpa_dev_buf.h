@@ -34,6 +34,20 @@ DOCA_EXPERIMENTAL doca_dpa_dev_mmap_t doca_dpa_dev_buf_get_mmap(doca_dpa_dev_buf
 /** DOCA 2.6: as below, `buf_offset` bytes into the buffer. */
 #define doca_dpa_dev_buf_get_external_ptr __doca_dpa_v26_buf_get_external_ptr
 DOCA_EXPERIMENTAL doca_dpa_dev_uintptr_t doca_dpa_dev_buf_get_external_ptr(doca_dpa_dev_buf_t buf, uint64_t buf_offset);
+
+/*
+ * DOCA 2.6's copies by the thread itself: `length` bytes from `src_offset` of one buffer to
+ * `dst_offset` of another, and a 2D transpose of `num_rows` x `num_columns` elements of
+ * `element_size` bytes (element (r, c) to (c, r)). Here each is complete when it returns;
+ * doca_dpa_dev_memcpy_synchronize orders them with what follows.
+ */
+DOCA_EXPERIMENTAL void doca_dpa_dev_memcpy_nb(doca_dpa_dev_buf_t dst_mem, uint64_t dst_offset, doca_dpa_dev_buf_t src_mem,
+					      uint64_t src_offset, size_t length);
+DOCA_EXPERIMENTAL void doca_dpa_dev_memcpy_transpose2D_nb(doca_dpa_dev_buf_t dst_mem, uint64_t dst_offset,
+							  doca_dpa_dev_buf_t src_mem, uint64_t src_offset,
+							  size_t length, size_t element_size, size_t num_columns,
+							  size_t num_rows);
+DOCA_EXPERIMENTAL void doca_dpa_dev_memcpy_synchronize(void);
 #else
 /**
  * A pointer DPA code can load and store through, to the buffer's memory: the buffer's address

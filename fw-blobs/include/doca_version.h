@@ -37,4 +37,22 @@
 /** Whether major.minor.patch is at most the version stated. */
 #define DOCA_VERSION_LTE_CURRENT(major, minor, patch) (DOCA_VERSION_CALC(major, minor, patch) <= DOCA_VERSION_OFFICIAL)
 
+#define MLX5_DPA_DOCA_STR_(x) #x
+#define MLX5_DPA_DOCA_STR(x) MLX5_DPA_DOCA_STR_(x)
+/** The version stated, as text ("2.9.0"). */
+#ifndef DOCA_VERSION_STRING
+#define DOCA_VERSION_STRING                                                       \
+	MLX5_DPA_DOCA_STR(DOCA_VERSION_MAJOR)                                     \
+	"." MLX5_DPA_DOCA_STR(DOCA_VERSION_MINOR) "." MLX5_DPA_DOCA_STR(DOCA_VERSION_PATCH)
+#endif
+
+/** The version the program was built for. */
+static inline const char *doca_version(void)
+{
+	return DOCA_VERSION_STRING;
+}
+
+/** The version of the DOCA the program runs on: here the runtime's device API, "2.9.0". */
+const char *doca_version_runtime(void);
+
 #endif /* DOCA_VERSION_H_ */

@@ -1079,6 +1079,12 @@ void __doca_dpa_kernel_entry(uint64_t launch_daddr)
 	flexio_dev_thread_reschedule();
 }
 
+/* The runtime is built with the headers' default version, 2.9 (the #undefs above). */
+const char *doca_version_runtime(void)
+{
+	return DOCA_VERSION_STRING;
+}
+
 /* ---- DOCA 2.6's device buffer and RDMA calls (MLX5_DPA_DOCA_DEV_API 206) ---- */
 
 doca_dpa_dev_uintptr_t __doca_dpa_v26_buf_get_external_ptr(doca_dpa_dev_buf_t buf, uint64_t buf_offset);
@@ -1178,6 +1184,79 @@ void __doca_dpa_v26_rdma_synchronize(doca_dpa_dev_rdma_t rdma)
 		if (type == DOCA_DPA_DEV_COMP_SEND && doca_dpa_dev_rdma_completion_get_wr_index(e) == last)
 			return;
 	}
+}
+
+/*
+ * DOCA 2.6's thread-local copies (doca_dpa_dev_memcpy_nb, _memcpy_transpose2D_nb,
+ * _memcpy_synchronize): done by the thread itself, through a bounce buffer, so each is
+ * complete when the call returns and synchronize only orders them (a stronger guarantee than
+ * DOCA's non-blocking calls give). Two host buffers of different maps cannot share the one
+ * window, hence the bounce buffer: each chunk is read with the source's key, then written
+ * with the destination's.
+ */
+#define V26_BOUNCE 128
+
+void doca_dpa_dev_memcpy_nb(doca_dpa_dev_buf_t dst, uint64_t dst_offset, doca_dpa_dev_buf_t src,
+			    uint64_t src_offset, size_t length);
+void doca_dpa_dev_memcpy_transpose2D_nb(doca_dpa_dev_buf_t dst, uint64_t dst_offset, doca_dpa_dev_buf_t src,
+					uint64_t src_offset, size_t length, size_t element_size,
+					size_t num_columns, size_t num_rows);
+void doca_dpa_dev_memcpy_synchronize(void);
+
+/* Copies `len` (at most V26_BOUNCE) bytes from (smap, saddr) to (dmap, daddr). */
+static void v26_copy_chunk(doca_dpa_dev_mmap_t dmap, uint64_t daddr, doca_dpa_dev_mmap_t smap, uint64_t saddr,
+			   size_t len)
+{
+	uint8_t bounce[V26_BOUNCE];
+	volatile uint8_t *p = (volatile uint8_t *)(uintptr_t)external_ptr(smap, saddr);
+	size_t i;
+
+	__dpa_thread_window_read_inv();
+	for (i = 0; i < len; i++)
+		bounce[i] = p[i];
+	p = (volatile uint8_t *)(uintptr_t)external_ptr(dmap, daddr);
+	for (i = 0; i < len; i++)
+		p[i] = bounce[i];
+	__dpa_thread_window_writeback();
+}
+
+void doca_dpa_dev_memcpy_nb(doca_dpa_dev_buf_t dst, uint64_t dst_offset, doca_dpa_dev_buf_t src,
+			    uint64_t src_offset, size_t length)
+{
+	uint64_t d = BUF_ADDR(dst) + dst_offset, s = BUF_ADDR(src) + src_offset;
+	doca_dpa_dev_mmap_t dmap = BUF_MMAP(dst), smap = BUF_MMAP(src);
+
+	while (length) {
+		size_t n = length < V26_BOUNCE ? length : V26_BOUNCE;
+
+		v26_copy_chunk(dmap, d, smap, s, n);
+		d += n;
+		s += n;
+		length -= n;
+	}
+}
+
+/* Element (r, c) of the num_rows x num_columns source goes to (c, r) of the destination. */
+void doca_dpa_dev_memcpy_transpose2D_nb(doca_dpa_dev_buf_t dst, uint64_t dst_offset, doca_dpa_dev_buf_t src,
+					uint64_t src_offset, size_t length, size_t element_size,
+					size_t num_columns, size_t num_rows)
+{
+	uint64_t d = BUF_ADDR(dst) + dst_offset, s = BUF_ADDR(src) + src_offset;
+	doca_dpa_dev_mmap_t dmap = BUF_MMAP(dst), smap = BUF_MMAP(src);
+	size_t r, c;
+
+	if (element_size == 0 || element_size > V26_BOUNCE || num_columns == 0 || num_rows == 0 ||
+	    num_rows > length / element_size / num_columns)
+		doca_dpa_fatal();
+	for (r = 0; r < num_rows; r++)
+		for (c = 0; c < num_columns; c++)
+			v26_copy_chunk(dmap, d + (c * num_rows + r) * element_size, smap,
+				       s + (r * num_columns + c) * element_size, element_size);
+}
+
+void doca_dpa_dev_memcpy_synchronize(void)
+{
+	__dpa_thread_fence(__DPA_SYSTEM, __DPA_RW, __DPA_RW);
 }
 
 /* ---- DOCA 2.7's and 2.8's device calls (MLX5_DPA_DOCA_DEV_API 207) ---- */

@@ -15,6 +15,12 @@
  *                                      fetch-and-add arg, 5 signal_set of remote event rarr to
  *                                      arg, 6 signal_add; every op but the receive is followed
  *                                      by doca_dpa_dev_rdma_synchronize
+ *   v26_memcpy_kernel(darr, doff, sarr, soff, len, cols, rows, ev)
+ *                                      doca_dpa_dev_memcpy_nb of len bytes from buffer 0 of
+ *                                      sarr at soff to buffer 0 of darr at doff (cols 0), or a
+ *                                      transpose of rows x cols 2-byte elements; then
+ *                                      synchronize, and sets ev to the build's DOCA minor << 8 |
+ *                                      the runtime's (doca_version, doca_version_runtime)
  *   v26_srq_receive_kernel(srq, arr, offset, len)
  *                                      posts a receive of len bytes at `offset` of buffer 0 on
  *                                      a shared receive queue (doca_dpa_dev_rdma_srq_post_receive)
@@ -86,6 +92,23 @@ __dpa_global__ void v26_external_kernel(doca_dpa_dev_buf_arr_t arr, uint64_t off
 	__dpa_thread_window_read_inv();
 	v = *p;
 	doca_dpa_dev_sync_event_update_set(ev, v);
+}
+
+__dpa_global__ void v26_memcpy_kernel(doca_dpa_dev_buf_arr_t darr, uint64_t doff, doca_dpa_dev_buf_arr_t sarr,
+				       uint64_t soff, uint64_t len, uint64_t cols, uint64_t rows,
+				       doca_dpa_dev_sync_event_t ev)
+{
+	doca_dpa_dev_buf_t d = doca_dpa_dev_buf_array_get_buf(darr, 0);
+	doca_dpa_dev_buf_t s = doca_dpa_dev_buf_array_get_buf(sarr, 0);
+
+	if (cols == 0)
+		doca_dpa_dev_memcpy_nb(d, doff, s, soff, len);
+	else
+		doca_dpa_dev_memcpy_transpose2D_nb(d, doff, s, soff, len, 2, cols, rows);
+	doca_dpa_dev_memcpy_synchronize();
+	/* The version text both ways: the build's (2.6.0) and the runtime's (2.9.0). */
+	doca_dpa_dev_sync_event_update_set(ev, (uint64_t)(doca_version()[2] - '0') << 8 |
+						       (uint64_t)(doca_version_runtime()[2] - '0'));
 }
 
 __dpa_global__ void v26_srq_receive_kernel(doca_dpa_dev_rdma_srq_t srq, doca_dpa_dev_buf_arr_t arr, uint64_t offset,

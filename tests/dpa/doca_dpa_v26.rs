@@ -271,3 +271,70 @@ fn synchronize_stops_the_thread_on_an_error_completion() {
     c.d2h_memcpy(&mut got, cmem.daddr()).unwrap();
     assert_eq!(got, [0x5a; 64], "the other context's memory is unchanged");
 }
+
+#[test]
+fn the_threads_own_copies_and_transposes() {
+    // DOCA 2.6's doca_dpa_dev_memcpy_nb / _memcpy_transpose2D_nb between two host maps (two
+    // keys, one window), then synchronize; the kernel also reports the DOCA version it was
+    // built for (2.6) and the runtime's (2.9).
+    let (_d, ctx) = model("bf3");
+    let dpa = start(&ctx);
+    let smap = dpa.mmap_host(64).unwrap();
+    let src: Vec<u8> = (0..64u8)
+        .map(|i| i.wrapping_mul(7).wrapping_add(3))
+        .collect();
+    smap.host_memory().unwrap().buf().write(0, &src).unwrap();
+    let dmap = dpa.mmap_host(192).unwrap();
+    let (sarr, darr) = (array(&dpa, &smap), array(&dpa, &dmap));
+    let (sh, dh) = (sarr.dpa_handle().unwrap(), darr.dpa_handle().unwrap());
+    let done = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let mut n = 0;
+    let ev = dpa.sync_event(SyncEventAttr::dpa_to_cpu()).unwrap();
+    let evh = ev.dpa_handle().unwrap();
+
+    // 40 bytes from source offset 8 to destination offset 16.
+    launch(
+        &dpa,
+        "v26_memcpy_kernel",
+        &done,
+        &mut n,
+        [dh, 16, sh, 8, 40, 0, 0, evh],
+    )
+    .unwrap();
+    let mut got = vec![0u8; 192];
+    dmap.host_memory().unwrap().buf().read(0, &mut got).unwrap();
+    assert_eq!(&got[16..56], &src[8..48], "memcpy_nb");
+    assert!(got[..16].iter().chain(&got[56..]).all(|&b| b == 0));
+    assert_eq!(
+        ev.get(),
+        6 << 8 | 9,
+        "doca_version() 2.6, doca_version_runtime() 2.9"
+    );
+
+    // The 4 x 8 matrix of 2-byte elements, transposed to offset 64.
+    launch(
+        &dpa,
+        "v26_memcpy_kernel",
+        &done,
+        &mut n,
+        [dh, 64, sh, 0, 64, 8, 4, evh],
+    )
+    .unwrap();
+    dmap.host_memory().unwrap().buf().read(0, &mut got).unwrap();
+    for r in 0..4 {
+        for c in 0..8 {
+            let (s, d) = ((r * 8 + c) * 2, 64 + (c * 4 + r) * 2);
+            assert_eq!(got[d..d + 2], src[s..s + 2], "element ({r}, {c})");
+        }
+    }
+
+    // A transpose whose elements do not fit its length stops the thread.
+    let r = launch(
+        &dpa,
+        "v26_memcpy_kernel",
+        &done,
+        &mut n,
+        [dh, 64, sh, 0, 8, 8, 4, evh],
+    );
+    assert!(matches!(r, Err(DocaError::Fatal(_))), "{r:?}");
+}
