@@ -5,6 +5,8 @@ include!("build-support/tools.rs");
 
 fn main() {
     require_program("g++", "no_gxx");
+    // clang's CUDA front end checks GPUNetIO kernels as device code (no CUDA toolkit needed).
+    require_program("clang++", "no_clangxx");
     // NVIDIA's signed snap programs (fw-blobs/compat/README.md), not redistributable.
     require_env_path("MLX5_DPA_SNAP_DIR", "no_snap_dir");
 }

@@ -191,35 +191,7 @@ fn statuses(status: &DmaBuf, n: usize) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-const SEND_KERNEL: &str = r#"
-#include "doca_gpunetio_dev_eth_txq.cuh"
-
-extern "C" __global__ void send_frames(uint64_t txq_addr, uint64_t buf, uint64_t mkey_be, uint64_t stride,
-				       uint64_t lens_addr, uint64_t n, uint64_t status_addr)
-{
-	struct doca_gpu_eth_txq *txq = (struct doca_gpu_eth_txq *)txq_addr;
-	const uint32_t *lens = (const uint32_t *)lens_addr;
-	int *status = (int *)status_addr;
-	uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-	uint32_t step = gridDim.x * blockDim.x;
-	uint32_t mine = 0;
-	for (uint32_t i = t; i < n; i += step) {
-		doca_gpu_dev_eth_txq_send(txq, buf + (uint64_t)i * stride, (uint32_t)mkey_be, lens[i],
-					  DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY, (doca_gpu_dev_eth_ticket_t *)0);
-		mine++;
-	}
-	for (uint32_t done = 0; done < mine;) {
-		uint32_t got = 0;
-		doca_error_t r = doca_gpu_dev_eth_txq_poll_completion(txq, 1, DOCA_GPUNETIO_ETH_WAIT_FLAG_B, &got);
-		if (r != DOCA_SUCCESS) {
-			status[t] = (int)r;
-			return;
-		}
-		done += got;
-	}
-	status[t] = 0;
-}
-"#;
+const SEND_KERNEL: &str = include_str!("gpunetio_kernels/send_frames.cu");
 
 /// `gpu-send`: a kernel sends `n` frames (up to 1024) through an exported SQ; each is checked
 /// at the RQ.
@@ -351,63 +323,7 @@ fn usable(
     }
 }
 
-const RECV_KERNEL: &str = r#"
-#include "doca_gpunetio_dev_eth_rxq.cuh"
-#include "doca_gpunetio_dev_sem.cuh"
-
-struct rx_info {
-	uint32_t packets;
-	uint32_t reserved;
-	unsigned long long byte_sum;
-};
-
-/* One thread receives in batches and reports each through the next semaphore item. */
-extern "C" __global__ void receive(uint64_t rxq_addr, uint64_t sem_addr, uint64_t total, uint64_t status_addr)
-{
-	struct doca_gpu_eth_rxq *rxq = (struct doca_gpu_eth_rxq *)rxq_addr;
-	const struct doca_gpu_semaphore_gpu *sem = (const struct doca_gpu_semaphore_gpu *)sem_addr;
-	int *status = (int *)status_addr;
-	struct doca_gpu_dev_eth_rxq_attr attr[32];
-	uint64_t got = 0, start = doca_gpu_dev_eth_now_ns();
-	uint32_t idx = 0;
-	while (got < total) {
-		if (doca_gpu_dev_eth_now_ns() - start > 60000000000ull) {
-			*status = DOCA_ERROR_TIME_OUT;
-			return;
-		}
-		volatile uint64_t first = 0;
-		uint32_t n = 0;
-		doca_error_t r = doca_gpu_dev_eth_rxq_recv<DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD, DOCA_GPUNETIO_ETH_MCST_DISABLED,
-							   DOCA_GPUNETIO_ETH_NIC_HANDLER_AUTO, true>(rxq, 32, 100000, &first, &n, attr);
-		if (r != DOCA_SUCCESS) {
-			*status = (int)r;
-			return;
-		}
-		if (n == 0)
-			continue;
-		enum doca_gpu_semaphore_status st = DOCA_GPU_SEMAPHORE_STATUS_HOLD;
-		while (doca_gpu_dev_semaphore_get_status(sem, idx, &st) == DOCA_SUCCESS && st != DOCA_GPU_SEMAPHORE_STATUS_FREE)
-			if (doca_gpu_dev_eth_now_ns() - start > 60000000000ull) {
-				*status = DOCA_ERROR_TIME_OUT;
-				return;
-			}
-		struct rx_info *info = 0;
-		doca_gpu_dev_semaphore_get_custom_info_addr(sem, idx, (void **)&info);
-		unsigned long long sum = 0;
-		for (uint32_t i = 0; i < n; i++) {
-			const uint8_t *p = (const uint8_t *)doca_gpu_dev_eth_rxq_get_pkt_addr(rxq, first + i);
-			for (uint32_t b = 0; b < attr[i].bytes; b++)
-				sum += p[b];
-		}
-		info->packets = n;
-		info->byte_sum = sum;
-		doca_gpu_dev_semaphore_set_packet_info(sem, idx, DOCA_GPU_SEMAPHORE_STATUS_READY, n, first);
-		idx = (idx + 1) % sem->num_items;
-		got += n;
-	}
-	*status = 0;
-}
-"#;
+const RECV_KERNEL: &str = include_str!("gpunetio_kernels/receive.cu");
 
 /// `gpu-recv`: the host sends `n` frames; a kernel receives them through 64 strides and reports
 /// through a semaphore; every packet and byte sum is checked by the CPU.
@@ -525,32 +441,7 @@ pub fn recv(
     })
 }
 
-const PUT_KERNEL: &str = r#"
-#include "doca_gpunetio_dev_verbs_onesided.cuh"
-
-/* Each thread puts its chunks (with a +1 signal each) and waits for them. */
-extern "C" __global__ void put(uint64_t qp_addr, uint64_t raddr, uint64_t rkey_be, uint64_t laddr, uint64_t lkey_be,
-			       uint64_t chunk, uint64_t n, uint64_t sig, uint64_t sink, uint64_t status_addr)
-{
-	struct doca_gpu_dev_verbs_qp *qp = (struct doca_gpu_dev_verbs_qp *)qp_addr;
-	int *status = (int *)status_addr;
-	uint32_t t = threadIdx.x;
-	for (uint32_t i = t; i < n; i += blockDim.x) {
-		struct doca_gpu_dev_verbs_addr r = {raddr + (uint64_t)i * chunk, (uint32_t)rkey_be};
-		struct doca_gpu_dev_verbs_addr l = {laddr + (uint64_t)i * chunk, (uint32_t)lkey_be};
-		struct doca_gpu_dev_verbs_addr sr = {sig, (uint32_t)rkey_be};
-		struct doca_gpu_dev_verbs_addr sl = {sink + 8ull * t, (uint32_t)lkey_be};
-		doca_gpu_dev_verbs_ticket_t tk = 0;
-		doca_gpu_dev_verbs_put_signal(qp, r, l, chunk, sr, sl, 1, &tk);
-		doca_error_t e = doca_gpu_dev_verbs_wait(qp, tk);
-		if (e != DOCA_SUCCESS) {
-			status[t] = (int)e;
-			return;
-		}
-	}
-	status[t] = 0;
-}
-"#;
+const PUT_KERNEL: &str = include_str!("gpunetio_kernels/put.cu");
 
 /// `gpu-verbs`: 16 kernel threads put `n` chunks of 1 KiB, each with a signal, into a
 /// force-loopback peer's memory over an exported RC QP; the peer's bytes and counter are

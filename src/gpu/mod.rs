@@ -80,7 +80,8 @@ fn doorbell_value(qn: u32, pi: u64) -> [u8; 8] {
 /// The device-side headers: (file name, contents). Kernels include
 /// `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh`, `doca_gpunetio_dev_sem.cuh`,
 /// `doca_gpunetio_dev_verbs_onesided.cuh` or `doca_gpunetio_dev_verbs_twosided.cuh`.
-pub const HEADERS: [(&str, &str); 10] = [
+pub const HEADERS: [(&str, &str); 11] = [
+    ("doca_error.h", include_str!("include/doca_error.h")),
     (
         "doca_gpunetio_eth_def.h",
         include_str!("include/doca_gpunetio_eth_def.h"),

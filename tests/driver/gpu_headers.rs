@@ -467,3 +467,93 @@ fn rx_export_refuses_what_does_not_fit() -> Result<(), QueueError> {
     );
     Ok(())
 }
+
+/// Compiles `src` as CUDA device code with clang's CUDA front end (syntax only) against the
+/// headers and the CUDA stand-in of tests/gpu/standin; the compiler's output on failure.
+fn clang_cuda(src: &std::path::Path) -> Result<(), String> {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let o = std::process::Command::new("clang++")
+        .args([
+            "-x",
+            "cuda",
+            "--cuda-gpu-arch=sm_80",
+            "--cuda-device-only",
+            "-nocudainc",
+            "-nocudalib",
+            "-fsyntax-only",
+            "-std=c++17",
+            "-Werror",
+            "-include",
+            "cuda_runtime.h",
+        ])
+        .arg("-I")
+        .arg(root.join("tests/gpu/standin"))
+        .arg("-I")
+        .arg(root.join("src/gpu/include"))
+        .arg(src)
+        .output()
+        .map_err(|e| format!("clang++ did not run: {e}"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}
+
+/// Every kernel of ours (the GPU demos' and tests/gpu/corpus) is valid CUDA device code for
+/// the headers, as clang's CUDA front end reads it (nvcc is not here; NVRTC compiles them on a
+/// GPU). `verbs_twosided.cu` reads `DOCA_GPUNETIO_VOLATILE(*p)`, which the `decltype` form of
+/// the macro made ill-formed (a pointer to a reference).
+#[test]
+#[cfg_attr(no_clangxx, ignore = "clang++ is not installed")]
+fn our_kernels_are_cuda_device_code() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut kernels = Vec::new();
+    for dir in ["examples/gpunetio_kernels", "tests/gpu/corpus"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "cu") {
+                kernels.push(p);
+            }
+        }
+    }
+    kernels.sort();
+    assert!(kernels.len() >= 4, "{kernels:?}");
+    let failed: Vec<String> = kernels
+        .iter()
+        .filter_map(|k| {
+            clang_cuda(k)
+                .err()
+                .map(|e| format!("{}:\n{e}", k.display()))
+        })
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// `DOCA_GPUNETIO_VOLATILE` takes any lvalue, `*p` and `a[i]` included, in the host build as in
+/// device code (g++ rejected the `decltype` form too).
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_volatile_macro_takes_any_lvalue() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("mlx5-dpa-volatile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("volatile.cpp");
+    std::fs::write(
+        &src,
+        "#include \"doca_gpunetio_dev_eth_common.cuh\"\n\
+         int f(const unsigned char *p, unsigned char *a, int i) {\n\
+         a[i] = DOCA_GPUNETIO_VOLATILE(*p);\n\
+         DOCA_GPUNETIO_VOLATILE(a[i + 1]) = 7;\n\
+         return DOCA_GPUNETIO_VOLATILE(a[i]);\n}\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new("g++")
+        .args(["-std=c++17", "-fsyntax-only", "-Wall", "-Werror", "-I"])
+        .arg(root.join("src/gpu/include"))
+        .arg(&src)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -14,8 +14,12 @@
 #define DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS 10000000000ull
 #endif
 
-/* A volatile access: read or written once, never cached in a register. */
-#define DOCA_GPUNETIO_VOLATILE(x) (*(volatile decltype(x) *)&(x))
+/*
+ * A volatile access: read or written once, never cached in a register. `__typeof__` (not
+ * `decltype`, which gives `T &` for an expression such as `*p`, and a pointer to a reference
+ * is ill-formed) takes the object's type for any lvalue.
+ */
+#define DOCA_GPUNETIO_VOLATILE(x) (*(volatile __typeof__(x) *)&(x))
 
 __device__ static __forceinline__ uint16_t doca_gpu_dev_eth_bswap16(uint16_t v)
 {

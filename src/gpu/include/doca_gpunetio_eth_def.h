@@ -56,27 +56,8 @@ static inline int atomicCAS(int *p, int expected, int desired)
 static inline int atomicExch(int *p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
 #endif
 
-/* DOCA return codes (the values of DOCA's public doca_error.h). */
-#ifndef DOCA_ERROR_H_
-typedef enum doca_error {
-	DOCA_SUCCESS = 0,
-	DOCA_ERROR_UNKNOWN = 1,
-	DOCA_ERROR_NOT_PERMITTED = 2,
-	DOCA_ERROR_IN_USE = 3,
-	DOCA_ERROR_NOT_SUPPORTED = 4,
-	DOCA_ERROR_AGAIN = 5,
-	DOCA_ERROR_INVALID_VALUE = 6,
-	DOCA_ERROR_NO_MEMORY = 7,
-	DOCA_ERROR_INITIALIZATION = 8,
-	DOCA_ERROR_TIME_OUT = 9,
-	DOCA_ERROR_SHUTDOWN = 10,
-	DOCA_ERROR_NOT_FOUND = 16,
-	DOCA_ERROR_IO_FAILED = 17,
-	DOCA_ERROR_BAD_STATE = 18,
-	DOCA_ERROR_FULL = 24,
-	DOCA_ERROR_EMPTY = 25,
-} doca_error_t;
-#endif
+/* DOCA return codes. */
+#include "doca_error.h"
 
 /* Sizes and opcodes of the mlx5 send path (PRM; rdma-core mlx5dv.h). */
 #define DOCA_GPUNETIO_ETH_WARP_SIZE 32

@@ -1,0 +1,2 @@
+/* mlx5-dpa stand-in: see cuda_runtime.h. */
+#include "cuda_runtime.h"
