@@ -404,3 +404,54 @@ fn get_send_and_receive_between_the_kernel_and_the_host() -> R {
     );
     Ok(())
 }
+
+type LowlevelWriteFn = unsafe extern "C" fn(u64, u64, u32, u64, u32, u32, u32, i32, i32) -> i32;
+
+/// NVIDIA's public low-level Verbs calls, as the write_bw / write_lat example kernels use them
+/// (`atomic_read` of the producer index, `get_wqe_ptr`, the 11-argument `wqe_prepare_write`,
+/// `submit` with a code option or `submit_bf`, `poll_cq_at` on `qp_get_cq_sq` or
+/// `poll_cq_collapsed_at`), run on a CPU thread against the model: 16 writes land byte for
+/// byte in the peer's region, with each submit form and each poll.
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_public_low_level_calls_write_to_the_peer() -> R {
+    let lib = harness();
+    let write: LowlevelWriteFn = sym(lib, b"harness_verbs_lowlevel_write");
+    const N: usize = 16;
+    const SIZE: usize = 128;
+    let (_dev, qp, a, b) = pair(NicHandler::GpuSmDb)?;
+    let (handle, laddr, lkey) = (
+        qp.handle_addr(),
+        a.mr.sge(0, 8)?.addr,
+        a.mr.lkey().0.to_be(),
+    );
+    let (raddr, rkey) = (b.mr.sge(0, 8)?.addr, b.mr.rkey().0.to_be());
+    for (round, (bf, collapsed)) in [(0, 0), (1, 1)].into_iter().enumerate() {
+        let data: Vec<u8> = (0..N * SIZE)
+            .map(|i| (i * 13 + round * 101 + 7) as u8)
+            .collect();
+        a.mr.write(0, &data)?;
+        // SAFETY: the handle and both regions outlive the call, which returns before them.
+        let r = unsafe {
+            write(
+                handle,
+                raddr,
+                rkey,
+                laddr,
+                lkey,
+                SIZE as u32,
+                N as u32,
+                bf,
+                collapsed,
+            )
+        };
+        assert_eq!(r, 0, "round {round}: the last write's CQE");
+        assert_eq!(
+            b.mr.buf().to_vec(0, data.len())?,
+            data,
+            "round {round}: the peer's bytes"
+        );
+    }
+    assert_eq!(qp.producer_index(), 2 * N as u64);
+    Ok(())
+}

@@ -298,3 +298,33 @@ extern "C" int harness_verbs_wait(struct doca_gpu_dev_verbs_qp *qp, uint64_t tic
 {
 	return (int)doca_gpu_dev_verbs_wait(qp, ticket);
 }
+
+// The body of NVIDIA's public write_bw / write_lat kernels (NVIDIA-DOCA/gpunetio examples) for
+// one thread, with the public low-level calls: `n` RDMA WRITEs of `size` bytes, each prepared
+// in the WQE at the producer index, submitted (through the doorbell, or the BlueFlame form with
+// `bf`), then the last one's CQE polled on the send CQ (collapsed form with `collapsed`).
+extern "C" int harness_verbs_lowlevel_write(struct doca_gpu_dev_verbs_qp *qp, uint64_t raddr, uint32_t rkey_be,
+					    uint64_t laddr, uint32_t lkey_be, uint32_t size, uint32_t n, int bf,
+					    int collapsed)
+{
+	uint64_t wqe_idx =
+		doca_gpu_dev_verbs_atomic_read<uint64_t, DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU>(&qp->sq_wqe_pi);
+	for (uint32_t i = 0; i < n; i++) {
+		struct doca_gpu_dev_verbs_wqe *w = doca_gpu_dev_verbs_get_wqe_ptr(qp, wqe_idx);
+		doca_gpu_dev_verbs_wqe_prepare_write(qp, w, (uint16_t)wqe_idx, DOCA_GPUNETIO_MLX5_OPCODE_RDMA_WRITE,
+						     DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_CQ_UPDATE, 0,
+						     raddr + (uint64_t)i * size, rkey_be, laddr + (uint64_t)i * size,
+						     lkey_be, size);
+		doca_gpu_dev_verbs_fence_acquire<DOCA_GPUNETIO_VERBS_SYNC_SCOPE_SYS>();
+		if (bf)
+			doca_gpu_dev_verbs_submit_bf<DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_EXCLUSIVE,
+						     DOCA_GPUNETIO_VERBS_SYNC_SCOPE_GPU>(qp, wqe_idx + 1, w);
+		else
+			doca_gpu_dev_verbs_submit<DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_EXCLUSIVE>(
+				qp, wqe_idx + 1, DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_CPU_PROXY_UPDATE_PI);
+		wqe_idx++;
+	}
+	if (collapsed)
+		return doca_gpu_dev_verbs_poll_cq_collapsed_at(qp, wqe_idx - 1);
+	return doca_gpu_dev_verbs_poll_cq_at(doca_gpu_dev_verbs_qp_get_cq_sq(qp), wqe_idx - 1);
+}

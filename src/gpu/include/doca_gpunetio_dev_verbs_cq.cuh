@@ -106,4 +106,45 @@ __device__ static inline doca_error_t doca_gpu_dev_verbs_recv_wait(struct doca_g
 	return doca_priv_gpu_dev_verbs_cq_wait<mode>(&qp->cq_rq, ticket, bytes);
 }
 
+/* The send queue's and the receive queue's CQ of a QP. */
+__device__ static __forceinline__ struct doca_gpu_dev_verbs_cq *doca_gpu_dev_verbs_qp_get_cq_sq(struct doca_gpu_dev_verbs_qp *qp)
+{
+	return &qp->cq_sq;
+}
+__device__ static __forceinline__ struct doca_gpu_dev_verbs_cq *doca_gpu_dev_verbs_qp_get_cq_rq(struct doca_gpu_dev_verbs_qp *qp)
+{
+	return &qp->cq_rq;
+}
+
+/* -EIO and -ETIMEDOUT (Linux errno values), what the public CQ polls return. */
+#define MLX5_DPA_GPUNETIO_EIO 5
+#define MLX5_DPA_GPUNETIO_ETIMEDOUT 110
+
+/*
+ * The public form: waits for CQE `cons_index` of `cq` and consumes the CQEs up to it; 0, or
+ * -EIO for an error completion. Bounded (DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS): -ETIMEDOUT when the
+ * CQE did not come.
+ */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU,
+	  enum doca_gpu_dev_verbs_qp_type qp_type = DOCA_GPUNETIO_VERBS_QP_SQ>
+__device__ static inline int doca_gpu_dev_verbs_poll_cq_at(struct doca_gpu_dev_verbs_cq *cq, uint64_t cons_index)
+{
+	doca_error_t r = doca_priv_gpu_dev_verbs_cq_wait<mode>(cq, cons_index, (uint32_t *)0);
+	if (r == DOCA_SUCCESS)
+		return 0;
+	return r == DOCA_ERROR_TIME_OUT ? -MLX5_DPA_GPUNETIO_ETIMEDOUT : -MLX5_DPA_GPUNETIO_EIO;
+}
+
+/*
+ * As doca_gpu_dev_verbs_poll_cq_at on the QP's send CQ, for a collapsed CQ (one CQE slot the
+ * NIC rewrites). The model's exported CQs are not collapsed, so this waits the same way.
+ */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU,
+	  enum doca_gpu_dev_verbs_qp_type qp_type = DOCA_GPUNETIO_VERBS_QP_SQ>
+__device__ static inline int doca_gpu_dev_verbs_poll_cq_collapsed_at(struct doca_gpu_dev_verbs_qp *qp,
+								     uint64_t cons_index)
+{
+	return doca_gpu_dev_verbs_poll_cq_at<mode, qp_type>(&qp->cq_sq, cons_index);
+}
+
 #endif /* DOCA_GPUNETIO_DEV_VERBS_CQ_CUH */

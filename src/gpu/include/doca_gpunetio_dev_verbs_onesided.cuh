@@ -29,14 +29,14 @@ __device__ static __forceinline__ uint32_t doca_priv_gpu_dev_verbs_post(struct d
 								      struct doca_gpu_dev_verbs_addr sig_laddr,
 								      uint64_t sig_val)
 {
-	uint64_t w = doca_gpu_dev_verbs_get_wqe_ptr(qp, idx);
+	uint64_t w = (uint64_t)(uintptr_t)doca_gpu_dev_verbs_get_wqe_ptr(qp, idx);
 	switch (op) {
 	case DOCA_PRIV_VERBS_PUT:
 		doca_gpu_dev_verbs_wqe_prepare_write(qp, w, (uint16_t)idx, raddr, laddr, (uint32_t)size);
 		return 1;
 	case DOCA_PRIV_VERBS_PUT_SIGNAL:
 		doca_gpu_dev_verbs_wqe_prepare_write(qp, w, (uint16_t)idx, raddr, laddr, (uint32_t)size);
-		doca_gpu_dev_verbs_wqe_prepare_atomic(qp, doca_gpu_dev_verbs_get_wqe_ptr(qp, idx + 1), (uint16_t)(idx + 1),
+		doca_gpu_dev_verbs_wqe_prepare_atomic(qp, (uint64_t)(uintptr_t)doca_gpu_dev_verbs_get_wqe_ptr(qp, idx + 1), (uint16_t)(idx + 1),
 						      sig_raddr, sig_laddr, sig_val);
 		return 2;
 	case DOCA_PRIV_VERBS_SIGNAL:

@@ -13,11 +13,56 @@
 #include "doca_gpunetio_dev_eth_common.cuh"
 #include "doca_gpunetio_verbs_def.h"
 
-/* The address of send WQE `wqe_idx` (modulo the ring). */
-__device__ static __forceinline__ uint64_t doca_gpu_dev_verbs_get_wqe_ptr(const struct doca_gpu_dev_verbs_qp *qp,
-									 uint64_t wqe_idx)
+/* Send WQE `wqe_idx` (modulo the ring). */
+__device__ static __forceinline__ struct doca_gpu_dev_verbs_wqe *
+doca_gpu_dev_verbs_get_wqe_ptr(const struct doca_gpu_dev_verbs_qp *qp, uint64_t wqe_idx)
 {
-	return qp->sq_wqe_daddr + ((wqe_idx & qp->sq_wqe_mask) << 6);
+	return (struct doca_gpu_dev_verbs_wqe *)(uintptr_t)(qp->sq_wqe_daddr + ((wqe_idx & qp->sq_wqe_mask) << 6));
+}
+
+/* The lane of the calling thread in its warp (0 for a CPU "kernel" thread of the host build). */
+__device__ static __forceinline__ unsigned int doca_gpu_dev_verbs_get_lane_id(void)
+{
+#if defined(MLX5_GPUNETIO_HOST_BUILD)
+	return 0;
+#else
+	unsigned int lane;
+	asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+	return lane;
+#endif
+}
+
+/* The GPU's global timer, in nanoseconds. */
+__device__ static __forceinline__ uint64_t doca_gpu_dev_verbs_query_globaltimer(void)
+{
+	return doca_gpu_dev_eth_now_ns();
+}
+
+/* An acquire fence of `sync_scope`: later loads are not taken before earlier ones. */
+template <enum doca_gpu_dev_verbs_sync_scope sync_scope = DOCA_GPUNETIO_VERBS_SYNC_SCOPE_GPU>
+__device__ static __forceinline__ void doca_gpu_dev_verbs_fence_acquire(void)
+{
+	if (sync_scope == DOCA_GPUNETIO_VERBS_SYNC_SCOPE_CTA)
+		__threadfence_block();
+	else if (sync_scope == DOCA_GPUNETIO_VERBS_SYNC_SCOPE_GPU)
+		__threadfence();
+	else
+		__threadfence_system();
+}
+
+/* A read of `*ptr` that other threads may be writing (a plain one when the resource is the
+ * calling thread's alone), ordered before what the thread reads after it. */
+template <typename T,
+	  enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU>
+__device__ static __forceinline__ T doca_gpu_dev_verbs_atomic_read(T *ptr)
+{
+	if (mode == DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_EXCLUSIVE)
+		return *ptr;
+	T v = DOCA_GPUNETIO_VOLATILE(*ptr);
+	doca_gpu_dev_verbs_fence_acquire<mode == DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_CTA ?
+						 DOCA_GPUNETIO_VERBS_SYNC_SCOPE_CTA :
+						 DOCA_GPUNETIO_VERBS_SYNC_SCOPE_GPU>();
+	return v;
 }
 
 /* Reserves `count` send WQE slots; returns the first one's index. */
@@ -91,6 +136,27 @@ __device__ static __forceinline__ void doca_gpu_dev_verbs_wqe_prepare_read(const
 	doca_priv_gpu_dev_verbs_data(wqe + 32, laddr.addr, laddr.key, bytes);
 }
 
+/*
+ * The public low-level form: an RDMA operation `opcode` (RDMA_WRITE, _WRITE_IMM, _READ) of
+ * `bytes` between local `laddr` / `lkey` and the peer's `raddr` / `rkey` (keys byte-swapped, as
+ * DOCA_GPUNETIO_VERBS_MKEY_SWAPPED says), in WQE `wqe_ptr` at index `wqe_idx`, with the control
+ * flags `ctrl_flags` (e.g. DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_CQ_UPDATE for a CQE) and `immediate`.
+ */
+__device__ static __forceinline__ void
+doca_gpu_dev_verbs_wqe_prepare_write(struct doca_gpu_dev_verbs_qp *qp, struct doca_gpu_dev_verbs_wqe *wqe_ptr,
+				     uint16_t wqe_idx, uint32_t opcode,
+				     enum doca_gpu_dev_verbs_wqe_ctrl_flags ctrl_flags, uint32_t immediate,
+				     uint64_t raddr, uint32_t rkey, uint64_t laddr, uint32_t lkey, uint32_t bytes)
+{
+	uint64_t w = (uint64_t)(uintptr_t)wqe_ptr;
+	doca_gpu_dev_eth_store64(w, doca_gpu_dev_eth_pair(doca_gpu_dev_eth_bswap32(((uint32_t)wqe_idx << 8) | opcode),
+							  doca_gpu_dev_eth_bswap32(qp->sq_num_shift8 | 3)));
+	/* Bytes 8..15: signature, two reserved, fm_ce_se, the immediate. */
+	doca_gpu_dev_eth_store64(w + 8, ((uint64_t)(uint8_t)ctrl_flags << 24) | ((uint64_t)immediate << 32));
+	doca_priv_gpu_dev_verbs_raddr(w + 16, raddr, rkey);
+	doca_priv_gpu_dev_verbs_data(w + 32, laddr, lkey, bytes);
+}
+
 /* A SEND of `bytes` from `laddr`. */
 __device__ static __forceinline__ void doca_gpu_dev_verbs_wqe_prepare_send(const struct doca_gpu_dev_verbs_qp *qp,
 									   uint64_t wqe, uint16_t idx,
@@ -136,7 +202,8 @@ template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VER
 	  enum doca_gpu_dev_verbs_sync_scope sync_scope = DOCA_GPUNETIO_VERBS_SYNC_SCOPE_GPU,
 	  enum doca_gpu_dev_verbs_nic_handler nic_handler = DOCA_GPUNETIO_VERBS_NIC_HANDLER_AUTO,
 	  enum doca_gpu_dev_verbs_qp_type qp_type = DOCA_GPUNETIO_VERBS_QP_SQ>
-__device__ static __forceinline__ void doca_gpu_dev_verbs_submit(struct doca_gpu_dev_verbs_qp *qp, uint64_t prod_index)
+__device__ static __forceinline__ void doca_gpu_dev_verbs_submit(struct doca_gpu_dev_verbs_qp *qp, uint64_t prod_index,
+								uint32_t code_opt = DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_DEFAULT)
 {
 	const enum doca_gpu_dev_eth_resource_sharing_mode m = (enum doca_gpu_dev_eth_resource_sharing_mode)mode;
 	if (qp_type == DOCA_GPUNETIO_VERBS_QP_RQ) {
@@ -156,7 +223,9 @@ __device__ static __forceinline__ void doca_gpu_dev_verbs_submit(struct doca_gpu
 		doca_gpu_dev_eth_fence_nic();
 		doca_gpu_dev_eth_store32(qp->sq_dbrec, doca_gpu_dev_eth_bswap32((uint32_t)prod_index & 0xffff));
 		doca_gpu_dev_eth_fence_nic();
-		if (handler == DOCA_GPUNETIO_VERBS_NIC_HANDLER_CPU_PROXY)
+		if (code_opt & DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_SKIP_DB_RINGING)
+			; /* the caller rings later (another submit) */
+		else if (handler == DOCA_GPUNETIO_VERBS_NIC_HANDLER_CPU_PROXY)
 			doca_gpu_dev_eth_store64(qp->cpu_proxy_db, prod_index);
 		else
 			doca_gpu_dev_eth_store64(
@@ -165,6 +234,22 @@ __device__ static __forceinline__ void doca_gpu_dev_verbs_submit(struct doca_gpu
 						      doca_gpu_dev_eth_bswap32(qp->sq_num_shift8)));
 	}
 	doca_gpu_dev_eth_unlock<m>(&qp->sq_lock);
+}
+
+/*
+ * The BlueFlame submit: on a NIC, the WQE is written through the BlueFlame register as well.
+ * The model maps no BlueFlame register to kernels, so this submits through the doorbell the QP
+ * was exported with, as doca_gpu_dev_verbs_submit with AUTO does; the WQE (`wqe`, already in
+ * the ring) reaches the NIC the same way.
+ */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU,
+	  enum doca_gpu_dev_verbs_sync_scope sync_scope = DOCA_GPUNETIO_VERBS_SYNC_SCOPE_GPU>
+__device__ static __forceinline__ void doca_gpu_dev_verbs_submit_bf(struct doca_gpu_dev_verbs_qp *qp, uint64_t prod_index,
+								   struct doca_gpu_dev_verbs_wqe *wqe,
+								   uint32_t code_opt = DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_DEFAULT)
+{
+	(void)wqe;
+	doca_gpu_dev_verbs_submit<mode, sync_scope>(qp, prod_index, code_opt);
 }
 
 /* Submits two QPs' send queues in one call (e.g. a main QP and its companion). */

@@ -52,6 +52,56 @@ enum doca_gpu_dev_verbs_signal_op {
 	DOCA_GPUNETIO_VERBS_SIGNAL_OP_ADD = 0,
 };
 
+/* NVIDIA's public GPUNetIO names (NVIDIA-DOCA/gpunetio `doca_gpunetio_verbs_def.h`; values
+ * from there, text this project's). */
+#define DOCA_GPUNETIO_VERBS_WARP_SIZE 32
+#define DOCA_GPUNETIO_VERBS_WARP_FULL_MASK 0xffffffffu
+#define DOCA_GPUNETIO_VERBS_CQE_SIZE 64
+#define DOCA_GPUNETIO_VERBS_WQE_IDX_SHIFT 8
+/* Keys reach the device byte-swapped already (as struct doca_gpu_dev_verbs_addr's). */
+#define DOCA_GPUNETIO_VERBS_MKEY_SWAPPED 1
+
+/* The control segment's fm_ce_se byte: completion, solicited event, fence modes. */
+enum doca_gpu_dev_verbs_wqe_ctrl_flags {
+	DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_CQ_ERROR_UPDATE = 0x00,
+	DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_SOLICITED = 0x02,
+	DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_CQ_FIRST_CQE_ERROR = 0x04,
+	DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_CQ_UPDATE = 0x08,
+	DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE = 0x20,
+	DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_FENCE = 0x40,
+	DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_CQ_UPDATE_FENCE = 0x48,
+	DOCA_GPUNETIO_IB_MLX5_WQE_CTRL_STRONG_ORDERING = 0x60,
+};
+
+/* What doca_gpu_dev_verbs_submit may skip or add (bits, or-ed). */
+enum doca_gpu_dev_verbs_gpu_code_opt {
+	DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_DEFAULT = 0,
+	DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_ASYNC_STORE_RELEASE = 1 << 0,
+	DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_SKIP_AVAILABILITY_CHECK = 1 << 1,
+	DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_SKIP_DB_RINGING = 1 << 2,
+	DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_CPU_PROXY_UPDATE_PI = 1 << 3,
+};
+
+/* How a QP's send doorbell record is kept (a host setting; the model's QPs keep a valid one). */
+enum doca_gpu_verbs_send_dbr_mode_ext {
+	DOCA_GPUNETIO_VERBS_SEND_DBR_MODE_EXT_VALID_DBR = 0,
+	DOCA_GPUNETIO_VERBS_SEND_DBR_MODE_EXT_NO_DBR_HW = 1,
+	DOCA_GPUNETIO_VERBS_SEND_DBR_MODE_EXT_NO_DBR_SW_EMULATED = 2,
+};
+
+/* A GID as DOCA Verbs holds it (16 bytes). */
+struct doca_verbs_gid {
+	uint8_t raw[16];
+};
+
+/* One 64-byte send WQE basic block, as kernels point at it (doca_gpu_dev_verbs_get_wqe_ptr). */
+struct doca_gpu_dev_verbs_wqe {
+	union {
+		uint8_t inl_data[64];
+		uint64_t qw[8];
+	};
+};
+
 /* The WQE index an operation was posted at: its CQE's index too (every WQE asks for one). */
 typedef uint64_t doca_gpu_dev_verbs_ticket_t;
 
