@@ -28,6 +28,7 @@
 //! Addresses in a handle are the ones the GPU uses. For queue memory in host memory
 //! registered with `cuMemHostRegister` (unified addressing), that is the host address.
 
+pub mod buf;
 pub mod rxq;
 pub mod sem;
 pub mod txq;
@@ -36,6 +37,7 @@ pub mod verbs;
 #[cfg(feature = "gpu")]
 pub mod cuda;
 
+pub use buf::{BufArr, GpuBuf};
 pub use rxq::{EthRxq, GpuEthRxq, RxExportError};
 pub use sem::{GpuSemaphore, Semaphore, SemaphoreStatus};
 pub use txq::{EthTxq, ExportError, GpuEthTxq, NicHandler};
@@ -80,7 +82,7 @@ fn doorbell_value(qn: u32, pi: u64) -> [u8; 8] {
 /// The device-side headers: (file name, contents). Kernels include
 /// `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh`, `doca_gpunetio_dev_sem.cuh`,
 /// `doca_gpunetio_dev_verbs_onesided.cuh` or `doca_gpunetio_dev_verbs_twosided.cuh`.
-pub const HEADERS: [(&str, &str); 11] = [
+pub const HEADERS: [(&str, &str); 12] = [
     ("doca_error.h", include_str!("include/doca_error.h")),
     (
         "doca_gpunetio_eth_def.h",
@@ -89,6 +91,10 @@ pub const HEADERS: [(&str, &str); 11] = [
     (
         "doca_gpunetio_dev_eth_common.cuh",
         include_str!("include/doca_gpunetio_dev_eth_common.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_buf.cuh",
+        include_str!("include/doca_gpunetio_dev_buf.cuh"),
     ),
     (
         "doca_gpunetio_dev_eth_txq.cuh",

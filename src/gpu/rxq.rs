@@ -23,14 +23,24 @@ pub struct GpuEthRxq {
     pub cqe_mask: u32,
     pub pkt_mkey: u32,
     pub reserved: u32,
+    /// The DOCA 2.x buffer of each stride (`struct doca_gpu_buf`, [`GPU_BUF_SIZE`] bytes each,
+    /// [`super::GpuBuf`]): what `doca_gpu_dev_eth_rxq_get_buf` hands out, and where a receive
+    /// records each packet's length and timestamp.
+    pub bufs: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<GpuEthRxq>() == 80);
+const _: () = assert!(std::mem::size_of::<GpuEthRxq>() == 88);
+
+/// Where the stride buffers start in the handle's pages.
+const BUFS_AT: usize = 128;
+
+/// Bytes of a `struct doca_gpu_buf`.
+pub const GPU_BUF_SIZE: usize = 32;
 
 impl GpuEthRxq {
     /// The handle as the bytes the header reads (little-endian).
-    pub fn to_bytes(&self) -> [u8; 80] {
-        let mut b = [0u8; 80];
+    pub fn to_bytes(&self) -> [u8; 88] {
+        let mut b = [0u8; 88];
         let w64 = [
             self.pkt_addr,
             self.pkt_num,
@@ -50,6 +60,7 @@ impl GpuEthRxq {
         {
             b[64 + 4 * i..68 + 4 * i].copy_from_slice(&w.to_le_bytes());
         }
+        b[80..88].copy_from_slice(&self.bufs.to_le_bytes());
         b
     }
 }
@@ -148,8 +159,20 @@ impl EthRxq {
                 cqe_mask: (1 << cqd.log_cqe_cnt) - 1,
                 pkt_mkey: pkts.lkey().0.to_be(),
                 reserved: 0,
+                bufs: 0,
             };
-            let page = DmaBuf::new(4096)?;
+            // The handle, then a DOCA 2.x buffer per stride, in one page run.
+            let page = DmaBuf::new((BUFS_AT + strides * GPU_BUF_SIZE).next_multiple_of(4096))?;
+            let mut table = Vec::with_capacity(strides * GPU_BUF_SIZE);
+            for i in 0..strides {
+                let addr = pkts.sge(i * stride, stride)?.addr;
+                table.extend_from_slice(&super::GpuBuf::new(addr, handle.pkt_mkey).to_bytes());
+            }
+            page.write(BUFS_AT, &table)?;
+            let handle = GpuEthRxq {
+                bufs: page.addr() + BUFS_AT as u64,
+                ..handle
+            };
             page.write(0, &handle.to_bytes())?;
             Ok(page)
         })();

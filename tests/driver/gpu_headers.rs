@@ -302,6 +302,7 @@ fn the_receive_and_semaphore_layouts_are_the_headers() {
         offset_of!(GpuEthRxq, cqe_mask),
         offset_of!(GpuEthRxq, pkt_mkey),
         offset_of!(GpuEthRxq, reserved),
+        offset_of!(GpuEthRxq, bufs),
         size_of::<GpuSemaphore>(),
         offset_of!(GpuSemaphore, items),
         offset_of!(GpuSemaphore, custom_info),
@@ -556,4 +557,133 @@ fn the_volatile_macro_takes_any_lvalue() {
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+type RecvV2Fn = unsafe extern "C" fn(u64, u32, *mut u64, *mut u64, *mut u32) -> i32;
+type SendV2Fn = unsafe extern "C" fn(u64, u64, *const u32, u32, i32) -> i32;
+
+/// DOCA 2.x's receive on a CPU thread against the model: the host sends 40 frames into an
+/// exported RQ of 64 strides; `doca_gpu_dev_eth_rxq_receive_thread` gives the first buffer's
+/// index, and each packet's buffer (`get_buf`, `doca_gpu_dev_buf_get_addr`) is its stride,
+/// holding the frame byte for byte, with the length the receive recorded (`get_buf_bytes`).
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_2x_receive_gives_each_packets_buffer_and_length() -> Result<(), Box<dyn std::error::Error>> {
+    let lib = harness();
+    let recv: RecvV2Fn = sym(lib, b"harness_recv_v2");
+    let e = common::eth(8, 8, 6, 1, SLOT)?;
+    e.dev.start_engine();
+    let common::Eth {
+        dev,
+        mut sq,
+        mut tx_cq,
+        rq,
+        rx_cq,
+        tx,
+        rx,
+        mac,
+        _flow,
+        ..
+    } = e;
+    let rxq = WhileKernels::new(EthRxq::export(rq, rx_cq, rx, SLOT)?);
+    let handle = rxq.handle_addr();
+    let n = 40usize;
+    let sent: Vec<Vec<u8>> = (0..n)
+        .map(|i| frame(mac, i, 64 + (i * 97) % 1400))
+        .collect();
+    host_send(&mut sq, &mut tx_cq, &tx, &sent, 0..n)?;
+    let (mut first, mut addrs, mut lens) = (u64::MAX, vec![0u64; n], vec![0u32; n]);
+    // SAFETY: `handle` is the live handle of `rxq`; the outputs hold `n` entries each.
+    let r = unsafe {
+        recv(
+            handle,
+            n as u32,
+            &mut first,
+            addrs.as_mut_ptr(),
+            lens.as_mut_ptr(),
+        )
+    };
+    assert_eq!(r, DOCA_SUCCESS);
+    assert_eq!(first, 0);
+    let pkts = rxq.packets();
+    for (i, f) in sent.iter().enumerate() {
+        assert_eq!(
+            addrs[i],
+            pkts.sge(i * SLOT, SLOT)?.addr,
+            "packet {i}'s buffer"
+        );
+        assert_eq!(lens[i] as usize, f.len(), "packet {i}'s length");
+        assert_eq!(&pkts.buf().to_vec(i * SLOT, f.len())?, f, "packet {i}");
+    }
+    drop(rxq);
+    drop(dev);
+    Ok(())
+}
+
+/// DOCA 2.x's send on a CPU thread against the model, from a GPU buffer array
+/// (`mlx5_dpa::gpu::BufArr`): 16 frames with the strong pattern (enqueue, commit, push), then 16
+/// with the weak one (positions from `get_info`, commit of 16, push), each waited for with
+/// `wait_completion`; all 32 arrive at the RQ byte for byte, in order.
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_2x_send_patterns_deliver_every_frame_in_order() -> Result<(), Box<dyn std::error::Error>> {
+    let lib = harness();
+    let send: SendV2Fn = sym(lib, b"harness_send_v2");
+    let mut e = common::eth(9, 9, 6, 1, SLOT)?;
+    e.dev.start_engine();
+    let n = 16usize;
+    for i in 0..2 * n {
+        let sge = e.rx.sge(i * SLOT, SLOT)?;
+        e.rq.post_recv(&[sge], i as u64)?;
+    }
+    e.rq.ring_doorbell();
+    let common::Eth {
+        dev,
+        sq,
+        tx_cq,
+        mut rq,
+        mut rx_cq,
+        tx,
+        rx,
+        mac,
+        ..
+    } = e;
+    let txq = WhileKernels::new((
+        EthTxq::export(sq, tx_cq, NicHandler::GpuSmDb)?,
+        mlx5_dpa::gpu::BufArr::new(tx, n, SLOT)?,
+    ));
+    let (handle, arr) = (txq.0.handle_addr(), txq.1.handle_addr());
+    let mut sent = Vec::new();
+    for (round, weak) in [0, 1].into_iter().enumerate() {
+        let lens: Vec<u32> = (0..n)
+            .map(|i| 60 + ((i * 211 + round * 77) % 1400) as u32)
+            .collect();
+        for (i, &len) in lens.iter().enumerate() {
+            let f = frame(mac, round * n + i, len as usize);
+            txq.1.region().write(i * SLOT, &f)?;
+            sent.push(f);
+        }
+        // SAFETY: the handles, the buffers and `lens` outlive the call, which returns before
+        // them.
+        let r = unsafe { send(handle, arr, lens.as_ptr(), n as u32, weak) };
+        assert_eq!(r, DOCA_SUCCESS, "round {round}");
+    }
+    assert_eq!(txq.0.producer_index(), 2 * n as u64);
+    let start = Instant::now();
+    for (i, f) in sent.iter().enumerate() {
+        let c = loop {
+            assert!(start.elapsed() < WAIT, "frame {i} did not arrive");
+            match rx_cq.poll() {
+                Some(c) => break c.expect("receive completion"),
+                None => std::thread::yield_now(),
+            }
+        };
+        let slot = rq.complete(c.wqe_counter)? as usize;
+        let mut b = vec![0u8; c.byte_len as usize];
+        rx.read(slot * SLOT, &mut b)?;
+        assert_eq!(&b, f, "frame {i}, in order");
+    }
+    drop(txq);
+    drop(dev);
+    Ok(())
 }

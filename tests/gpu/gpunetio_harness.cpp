@@ -79,7 +79,7 @@ extern "C" int harness_rx_layout(uint64_t *out, int n)
 		sizeof(struct doca_gpu_eth_rxq),
 		RXFIELD(pkt_addr), RXFIELD(pkt_num), RXFIELD(max_pkt_sz), RXFIELD(wqe_db_rec),
 		RXFIELD(wqe_pi), RXFIELD(cqe_addr), RXFIELD(cq_db_rec), RXFIELD(cqe_ci),
-		RXFIELD(cqe_num), RXFIELD(cqe_mask), RXFIELD(pkt_mkey), RXFIELD(reserved),
+		RXFIELD(cqe_num), RXFIELD(cqe_mask), RXFIELD(pkt_mkey), RXFIELD(reserved), RXFIELD(bufs),
 		sizeof(struct doca_gpu_semaphore_gpu),
 		SEMFIELD(items), SEMFIELD(custom_info), SEMFIELD(num_items), SEMFIELD(custom_info_size),
 		sizeof(struct doca_gpu_semaphore_item),
@@ -328,3 +328,62 @@ extern "C" int harness_verbs_lowlevel_write(struct doca_gpu_dev_verbs_qp *qp, ui
 		return doca_gpu_dev_verbs_poll_cq_collapsed_at(qp, wqe_idx - 1);
 	return doca_gpu_dev_verbs_poll_cq_at(doca_gpu_dev_verbs_qp_get_cq_sq(qp), wqe_idx - 1);
 }
+
+// DOCA 2.x's receive on one thread: packets until `want` arrived (or 10 s), each with its
+// buffer's address and the length the receive recorded (get_buf, get_addr, get_buf_bytes).
+extern "C" int harness_recv_v2(struct doca_gpu_eth_rxq *rxq, uint32_t want, uint64_t *first, uint64_t *addrs,
+			       uint32_t *lens)
+{
+	uint32_t got = 0;
+	uint64_t start = doca_gpu_dev_eth_now_ns();
+	while (got < want) {
+		uint32_t num = 0;
+		uint64_t idx = 0;
+		doca_error_t r = doca_gpu_dev_eth_rxq_receive_thread(rxq, want - got, 1000000, &num, &idx);
+		if (r != DOCA_SUCCESS)
+			return (int)r;
+		if (got == 0 && num > 0)
+			*first = idx;
+		for (uint32_t i = 0; i < num; i++) {
+			struct doca_gpu_buf *buf = 0;
+			uintptr_t addr = 0;
+			doca_gpu_dev_eth_rxq_get_buf(rxq, idx + i, &buf);
+			doca_gpu_dev_buf_get_addr(buf, &addr);
+			addrs[got + i] = addr;
+			doca_gpu_dev_eth_rxq_get_buf_bytes(rxq, idx + i, &lens[got + i]);
+		}
+		got += num;
+		if (doca_gpu_dev_eth_now_ns() - start > 10000000000ull)
+			return DOCA_ERROR_TIME_OUT;
+	}
+	return DOCA_SUCCESS;
+}
+
+// DOCA 2.x's send on one thread: buffers 0 .. n - 1 of `arr` (lengths `lens`), each asking for
+// a notification, with the strong pattern (enqueue, commit, push) or the weak one (positions
+// from get_info, commit of n, push); then waits for the n completions.
+extern "C" int harness_send_v2(struct doca_gpu_eth_txq *txq, const struct doca_gpu_buf_arr *arr, const uint32_t *lens,
+			       uint32_t n, int weak)
+{
+	uint32_t base = 0, mask = 0, done = 0;
+	if (weak && doca_gpu_dev_eth_txq_get_info(txq, &base, &mask) != DOCA_SUCCESS)
+		return DOCA_ERROR_INVALID_VALUE;
+	for (uint32_t i = 0; i < n; i++) {
+		struct doca_gpu_buf *buf = 0;
+		doca_gpu_dev_buf_get_buf(arr, i, &buf);
+		doca_error_t r = weak ? doca_gpu_dev_eth_txq_send_enqueue_weak(txq, buf, lens[i], (base + i) & mask,
+									     DOCA_GPU_SEND_FLAG_NOTIFY) :
+					doca_gpu_dev_eth_txq_send_enqueue_strong(txq, buf, lens[i], DOCA_GPU_SEND_FLAG_NOTIFY);
+		if (r != DOCA_SUCCESS)
+			return (int)r;
+	}
+	doca_error_t r = weak ? doca_gpu_dev_eth_txq_commit_weak(txq, n) : doca_gpu_dev_eth_txq_commit_strong(txq);
+	if (r == DOCA_SUCCESS)
+		r = doca_gpu_dev_eth_txq_push(txq);
+	if (r == DOCA_SUCCESS)
+		r = doca_gpu_dev_eth_txq_wait_completion(txq, n, DOCA_GPU_ETH_TXQ_WAIT_FLAG_B, &done);
+	if (r == DOCA_SUCCESS && done != n)
+		r = DOCA_ERROR_UNEXPECTED;
+	return (int)r;
+}
+

@@ -12,6 +12,7 @@
 #define DOCA_GPUNETIO_DEV_ETH_RXQ_CUH
 
 #include "doca_gpunetio_dev_eth_common.cuh"
+#include "doca_gpunetio_dev_buf.cuh"
 
 /* The address of packet `packet_idx` (its stride, modulo the buffer). */
 __device__ static __forceinline__ uint64_t doca_gpu_dev_eth_rxq_get_pkt_addr(const struct doca_gpu_eth_rxq *rxq,
@@ -50,8 +51,17 @@ __device__ static inline doca_error_t doca_priv_gpu_dev_eth_rxq_recv(struct doca
 				r = DOCA_ERROR_IO_FAILED;
 				break;
 			}
+			uint32_t bytes = doca_gpu_dev_eth_bswap32(*(volatile uint32_t *)(cqe + 44));
 			if (out_attr)
-				out_attr[n].bytes = doca_gpu_dev_eth_bswap32(*(volatile uint32_t *)(cqe + 44));
+				out_attr[n].bytes = bytes;
+			if (rxq->bufs) {
+				/* The stride's DOCA 2.x buffer keeps what the CQE says of its packet. */
+				struct doca_gpu_buf *b =
+					(struct doca_gpu_buf *)(uintptr_t)(rxq->bufs + (idx % rxq->pkt_num) *
+										  sizeof(struct doca_gpu_buf));
+				b->bytes = bytes;
+				b->timestamp = doca_gpu_dev_eth_bswap64(*(volatile uint64_t *)(cqe + 56));
+			}
 			n++;
 			continue;
 		}
@@ -122,6 +132,98 @@ __device__ inline doca_error_t doca_gpu_dev_eth_rxq_recv(struct doca_gpu_eth_rxq
 #else
 	return DOCA_ERROR_NOT_SUPPORTED;
 #endif
+}
+
+/*
+ * DOCA 2.x's receive (the names and signatures of DOCA 2.x's doca_gpunetio_dev_eth_rxq.cuh):
+ * per block, per warp or per thread, up to `max_rx_pkts` packets (0 for the block form: until
+ * the timeout), waiting at most `timeout_ns` (0: until max_rx_pkts, bounded by
+ * DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS). `doca_gpu_buf_idx`: the first packet's buffer index, for
+ * doca_gpu_dev_eth_rxq_get_buf. Every thread of the scope calls it and reads the results.
+ */
+template <enum doca_gpu_dev_eth_exec_scope exec_scope>
+__device__ static inline doca_error_t doca_priv_gpu_dev_eth_rxq_receive(struct doca_gpu_eth_rxq *eth_rxq,
+									uint32_t max_rx_pkts, uint64_t timeout_ns,
+									uint32_t *num_rx_pkts, uint64_t *doca_gpu_buf_idx)
+{
+	if (max_rx_pkts == 0 && timeout_ns == 0)
+		return DOCA_ERROR_INVALID_VALUE;
+	uint32_t max = max_rx_pkts ? max_rx_pkts : (uint32_t)eth_rxq->pkt_num;
+	if (exec_scope == DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD) {
+		volatile uint64_t first = 0;
+		doca_error_t r = doca_gpu_dev_eth_rxq_recv<exec_scope>(eth_rxq, max, timeout_ns, &first, num_rx_pkts,
+									 (struct doca_gpu_dev_eth_rxq_attr *)0);
+		*doca_gpu_buf_idx = first;
+		return r;
+	}
+#if !defined(MLX5_GPUNETIO_HOST_BUILD)
+	/* The scope's leader receives: its first index reaches the others through shared memory
+	 * (the count through `num_rx_pkts`, which the caller shares). */
+	__shared__ volatile uint64_t scope_first[32];
+	unsigned slot = exec_scope == DOCA_GPUNETIO_ETH_EXEC_SCOPE_WARP ? (threadIdx.x / DOCA_GPUNETIO_ETH_WARP_SIZE) % 32 : 0;
+	doca_error_t r = doca_gpu_dev_eth_rxq_recv<exec_scope>(eth_rxq, max, timeout_ns, &scope_first[slot], num_rx_pkts,
+								 (struct doca_gpu_dev_eth_rxq_attr *)0);
+	*doca_gpu_buf_idx = scope_first[slot];
+	return r;
+#else
+	return DOCA_ERROR_NOT_SUPPORTED;
+#endif
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_rxq_receive_block(struct doca_gpu_eth_rxq *eth_rxq,
+									 uint32_t max_rx_pkts, uint64_t timeout_ns,
+									 uint32_t *num_rx_pkts, uint64_t *doca_gpu_buf_idx)
+{
+	return doca_priv_gpu_dev_eth_rxq_receive<DOCA_GPUNETIO_ETH_EXEC_SCOPE_BLOCK>(eth_rxq, max_rx_pkts, timeout_ns,
+										    num_rx_pkts, doca_gpu_buf_idx);
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_rxq_receive_warp(struct doca_gpu_eth_rxq *eth_rxq,
+									uint32_t max_rx_pkts, uint64_t timeout_ns,
+									uint32_t *num_rx_pkts, uint64_t *doca_gpu_buf_idx)
+{
+	if (max_rx_pkts == 0)
+		return DOCA_ERROR_INVALID_VALUE;
+	return doca_priv_gpu_dev_eth_rxq_receive<DOCA_GPUNETIO_ETH_EXEC_SCOPE_WARP>(eth_rxq, max_rx_pkts, timeout_ns,
+										   num_rx_pkts, doca_gpu_buf_idx);
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_rxq_receive_thread(struct doca_gpu_eth_rxq *eth_rxq,
+									  uint32_t max_rx_pkts, uint64_t timeout_ns,
+									  uint32_t *num_rx_pkts, uint64_t *doca_gpu_buf_idx)
+{
+	if (max_rx_pkts == 0)
+		return DOCA_ERROR_INVALID_VALUE;
+	return doca_priv_gpu_dev_eth_rxq_receive<DOCA_GPUNETIO_ETH_EXEC_SCOPE_THREAD>(eth_rxq, max_rx_pkts, timeout_ns,
+										     num_rx_pkts, doca_gpu_buf_idx);
+}
+
+/* The buffer (stride) of packet `doca_gpu_buf_idx`. Its data holds until the stride is reused. */
+__device__ static __forceinline__ doca_error_t doca_gpu_dev_eth_rxq_get_buf(struct doca_gpu_eth_rxq *eth_rxq,
+									   uint64_t doca_gpu_buf_idx, struct doca_gpu_buf **buf)
+{
+	*buf = (struct doca_gpu_buf *)(uintptr_t)(eth_rxq->bufs + (doca_gpu_buf_idx % eth_rxq->pkt_num) *
+									sizeof(struct doca_gpu_buf));
+	return DOCA_SUCCESS;
+}
+
+/* The length the receive recorded for packet `doca_gpu_buf_idx`. */
+__device__ static __forceinline__ void doca_gpu_dev_eth_rxq_get_buf_bytes(const struct doca_gpu_eth_rxq *eth_rxq,
+									  uint64_t doca_gpu_buf_idx, uint32_t *nbytes)
+{
+	*nbytes = ((const struct doca_gpu_buf *)(uintptr_t)(eth_rxq->bufs + (doca_gpu_buf_idx % eth_rxq->pkt_num) *
+										      sizeof(struct doca_gpu_buf)))
+			  ->bytes;
+}
+
+/* The timestamp of packet `doca_gpu_buf_idx` (its CQE's; 0 where the NIC stamps none). */
+__device__ static __forceinline__ void doca_gpu_dev_eth_rxq_get_buf_timestamp(const struct doca_gpu_eth_rxq *eth_rxq,
+									      uint64_t doca_gpu_buf_idx,
+									      uint64_t *timestamp_ns)
+{
+	*timestamp_ns = ((const struct doca_gpu_buf *)(uintptr_t)(eth_rxq->bufs + (doca_gpu_buf_idx % eth_rxq->pkt_num) *
+											  sizeof(struct doca_gpu_buf)))
+				->timestamp;
 }
 
 #endif /* DOCA_GPUNETIO_DEV_ETH_RXQ_CUH */

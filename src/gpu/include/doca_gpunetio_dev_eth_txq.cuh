@@ -16,6 +16,7 @@
 #define DOCA_GPUNETIO_DEV_ETH_TXQ_CUH
 
 #include "doca_gpunetio_dev_eth_common.cuh"
+#include "doca_gpunetio_dev_buf.cuh"
 
 /* The WQE at index `wqe_idx` (modulo the ring). */
 __device__ static __forceinline__ struct doca_gpu_dev_eth_txq_wqe *
@@ -346,6 +347,136 @@ __device__ static inline doca_error_t doca_gpu_dev_eth_txq_poll_completion(struc
 	if (num_completed)
 		*num_completed = done;
 	return r;
+}
+
+/*
+ * DOCA 2.x's send (the names and signatures of DOCA 2.x's doca_gpunetio_dev_eth_txq.cuh), on the
+ * same queue: buffers from doca_gpunetio_dev_buf.cuh.
+ *
+ * Strong: each enqueue takes the next WQE slot itself; one thread then commits (the written
+ * slots go to the NIC: doorbell record and doorbell, or the CPU proxy) and pushes (nothing
+ * more to do here: the commit rang). Weak: the caller places each packet at a position (masked
+ * ring index) from doca_gpu_dev_eth_txq_get_info on, without gaps; one thread commits the
+ * number placed. Sends on time (wait_time_enqueue, calculate_timestamp) are not supported: the
+ * model's send queues have no wait-on-time.
+ */
+__device__ static __forceinline__ enum doca_gpu_eth_send_flags doca_priv_gpu_dev_eth_send_flags(uint32_t flags_bitmask)
+{
+	return (flags_bitmask & DOCA_GPU_SEND_FLAG_NOTIFY) ? DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY :
+							     DOCA_GPUNETIO_ETH_SEND_FLAG_NONE;
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_send_enqueue_strong(struct doca_gpu_eth_txq *eth_txq,
+									       const struct doca_gpu_buf *buf_ptr,
+									       const uint32_t nbytes,
+									       const uint32_t flags_bitmask)
+{
+	if (!eth_txq || !buf_ptr)
+		return DOCA_ERROR_INVALID_VALUE;
+	uint64_t idx = doca_gpu_dev_eth_txq_reserve_wq_slots(eth_txq, 1);
+	doca_error_t r = doca_gpu_dev_eth_txq_wqe_prepare_send(eth_txq, doca_gpu_dev_eth_txq_get_wqe_ptr(eth_txq, idx),
+							       (uint16_t)idx, buf_ptr->addr, buf_ptr->mkey, nbytes,
+							       doca_priv_gpu_dev_eth_send_flags(flags_bitmask));
+	doca_gpu_dev_eth_txq_mark_wqes_ready(eth_txq, idx, idx);
+	return r;
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_commit_strong(struct doca_gpu_eth_txq *eth_txq)
+{
+	if (!eth_txq)
+		return DOCA_ERROR_INVALID_VALUE;
+	doca_gpu_dev_eth_txq_submit(eth_txq, DOCA_GPUNETIO_VOLATILE(eth_txq->sq_ready_index));
+	return DOCA_SUCCESS;
+}
+
+/* The next free position (a masked ring index) and the mask of positions. */
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_get_info(struct doca_gpu_eth_txq *eth_txq,
+								    uint32_t *curr_position, uint32_t *mask_max_position)
+{
+	if (!eth_txq || !curr_position || !mask_max_position)
+		return DOCA_ERROR_INVALID_VALUE;
+	*curr_position = (uint32_t)(DOCA_GPUNETIO_VOLATILE(eth_txq->sq_rsvd_index) & eth_txq->wqe_mask);
+	*mask_max_position = eth_txq->wqe_mask;
+	return DOCA_SUCCESS;
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_send_enqueue_weak(const struct doca_gpu_eth_txq *eth_txq,
+									     const struct doca_gpu_buf *buf_ptr,
+									     const uint32_t nbytes, const uint32_t position,
+									     const uint32_t flags_bitmask)
+{
+	if (!eth_txq || !buf_ptr)
+		return DOCA_ERROR_INVALID_VALUE;
+	/* The WQE index of `position`: the first free slot's, plus how far the position is past it. */
+	uint64_t base = DOCA_GPUNETIO_VOLATILE(((struct doca_gpu_eth_txq *)eth_txq)->sq_rsvd_index);
+	uint64_t idx = base + ((position - (uint32_t)base) & eth_txq->wqe_mask);
+	return doca_gpu_dev_eth_txq_wqe_prepare_send(eth_txq, doca_gpu_dev_eth_txq_get_wqe_ptr(eth_txq, idx),
+						     (uint16_t)idx, buf_ptr->addr, buf_ptr->mkey, nbytes,
+						     doca_priv_gpu_dev_eth_send_flags(flags_bitmask));
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_commit_weak(struct doca_gpu_eth_txq *eth_txq,
+								       const uint32_t elements)
+{
+	if (!eth_txq || elements > eth_txq->wqe_mask + 1)
+		return DOCA_ERROR_INVALID_VALUE;
+	if (elements == 0)
+		return DOCA_SUCCESS;
+	uint64_t base = doca_gpu_dev_eth_txq_reserve_wq_slots(eth_txq, elements);
+	doca_gpu_dev_eth_txq_mark_wqes_ready(eth_txq, base, base + elements - 1);
+	doca_gpu_dev_eth_txq_submit(eth_txq, base + elements);
+	return DOCA_SUCCESS;
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_push(struct doca_gpu_eth_txq *eth_txq)
+{
+	return eth_txq ? DOCA_SUCCESS : DOCA_ERROR_INVALID_VALUE;
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_calculate_timestamp(const struct doca_gpu_eth_txq *eth_txq,
+									       const uint64_t timestamp_ns,
+									       uint64_t *wait_on_time_value)
+{
+	(void)eth_txq;
+	(void)timestamp_ns;
+	(void)wait_on_time_value;
+	return DOCA_ERROR_NOT_SUPPORTED;
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_wait_time_enqueue_strong(struct doca_gpu_eth_txq *eth_txq,
+										    const uint64_t wait_on_time_value,
+										    const uint32_t flags_bitmask)
+{
+	(void)eth_txq;
+	(void)wait_on_time_value;
+	(void)flags_bitmask;
+	return DOCA_ERROR_NOT_SUPPORTED;
+}
+
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_wait_time_enqueue_weak(struct doca_gpu_eth_txq *eth_txq,
+										  const uint64_t wait_on_time_value,
+										  const uint32_t position,
+										  const uint32_t flags_bitmask)
+{
+	(void)eth_txq;
+	(void)wait_on_time_value;
+	(void)position;
+	(void)flags_bitmask;
+	return DOCA_ERROR_NOT_SUPPORTED;
+}
+
+/* Waits for `num_sends` sends that asked for a notification (DOCA_GPU_SEND_FLAG_NOTIFY). */
+__device__ static inline doca_error_t doca_gpu_dev_eth_txq_wait_completion(struct doca_gpu_eth_txq *eth_txq,
+									   uint32_t num_sends,
+									   enum doca_gpu_dev_eth_txq_wait_flags wait_mode,
+									   uint32_t *num_completed)
+{
+	if (!eth_txq)
+		return DOCA_ERROR_INVALID_VALUE;
+	return doca_gpu_dev_eth_txq_poll_completion(eth_txq, num_sends,
+						    wait_mode == DOCA_GPU_ETH_TXQ_WAIT_FLAG_B ? DOCA_GPUNETIO_ETH_WAIT_FLAG_B :
+											DOCA_GPUNETIO_ETH_WAIT_FLAG_NB,
+						    num_completed);
 }
 
 #endif /* DOCA_GPUNETIO_DEV_ETH_TXQ_CUH */

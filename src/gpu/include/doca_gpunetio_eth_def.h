@@ -171,7 +171,7 @@ struct doca_gpu_eth_txq {
 
 /*
  * An Ethernet receive queue driven from the GPU: one receive WQE per stride of the packet
- * buffer. Filled in by the host (mlx5_dpa::gpu::EthRxq). 80 bytes.
+ * buffer. Filled in by the host (mlx5_dpa::gpu::EthRxq). 88 bytes.
  */
 struct doca_gpu_eth_rxq {
 	uint64_t pkt_addr;   /*  0 the packet buffer: pkt_num strides of max_pkt_sz bytes */
@@ -186,6 +186,37 @@ struct doca_gpu_eth_rxq {
 	uint32_t cqe_mask;   /* 68 2^m - 1 */
 	uint32_t pkt_mkey;   /* 72 the buffer's key, big-endian */
 	uint32_t reserved;   /* 76 */
+	uint64_t bufs;	     /* 80 pkt_num struct doca_gpu_buf, one per stride (DOCA 2.x API) */
+};
+
+/*
+ * DOCA 2.x: a GPU buffer (32 bytes) and a buffer array (16 bytes), filled in by the host
+ * (mlx5_dpa::gpu::GpuBuf, BufArr, EthRxq). Kernels use the accessors of
+ * doca_gpunetio_dev_buf.cuh. A received stride's buffer also holds what the receive read of its
+ * packet: the length and the CQE's timestamp.
+ */
+struct doca_gpu_buf {
+	uint64_t addr;	    /*  0 */
+	uint32_t mkey;	    /*  8 big-endian */
+	uint32_t bytes;	    /* 12 a received packet's length */
+	uint64_t timestamp; /* 16 a received packet's timestamp */
+	uint64_t reserved;  /* 24 */
+};
+
+struct doca_gpu_buf_arr {
+	uint64_t bufs; /* 0 num struct doca_gpu_buf */
+	uint64_t num;  /* 8 */
+};
+
+/* DOCA 2.x send flags and completion wait modes (values of DOCA 2.x's public headers). */
+enum doca_gpu_send_flags {
+	DOCA_GPU_SEND_FLAG_NONE = 0,
+	DOCA_GPU_SEND_FLAG_NOTIFY = 1 << 0,
+};
+
+enum doca_gpu_dev_eth_txq_wait_flags {
+	DOCA_GPU_ETH_TXQ_WAIT_FLAG_NB = 0,
+	DOCA_GPU_ETH_TXQ_WAIT_FLAG_B = 1,
 };
 
 /* Per received packet, with enable_attributes. */
