@@ -29,6 +29,7 @@
 //! registered with `cuMemHostRegister` (unified addressing), that is the host address.
 
 pub mod buf;
+pub mod dma;
 pub mod rxq;
 pub mod sem;
 pub mod txq;
@@ -38,6 +39,7 @@ pub mod verbs;
 pub mod cuda;
 
 pub use buf::{BufArr, GpuBuf};
+pub use dma::Dma;
 pub use rxq::{EthRxq, GpuEthRxq, RxExportError};
 pub use sem::{GpuSemaphore, Semaphore, SemaphoreStatus};
 pub use txq::{EthTxq, ExportError, GpuEthTxq, NicHandler};
@@ -82,7 +84,7 @@ fn doorbell_value(qn: u32, pi: u64) -> [u8; 8] {
 /// The device-side headers: (file name, contents). Kernels include
 /// `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh`, `doca_gpunetio_dev_sem.cuh`,
 /// `doca_gpunetio_dev_verbs_onesided.cuh` or `doca_gpunetio_dev_verbs_twosided.cuh`.
-pub const HEADERS: [(&str, &str); 12] = [
+pub const HEADERS: [(&str, &str); 13] = [
     ("doca_error.h", include_str!("include/doca_error.h")),
     (
         "doca_gpunetio_eth_def.h",
@@ -115,6 +117,10 @@ pub const HEADERS: [(&str, &str); 12] = [
     (
         "doca_gpunetio_dev_verbs_qp.cuh",
         include_str!("include/doca_gpunetio_dev_verbs_qp.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_dma.cuh",
+        include_str!("include/doca_gpunetio_dev_dma.cuh"),
     ),
     (
         "doca_gpunetio_dev_verbs_cq.cuh",

@@ -291,6 +291,12 @@ impl VerbsQp {
         (&self.send_cq, &self.recv_cq)
     }
 
+    /// The send CQ, for a host that consumes its completions while kernels never poll it (the
+    /// DOCA 2.x DMA queue, [`super::Dma`]).
+    pub(crate) fn send_cq_mut(&mut self) -> &mut Cq {
+        &mut self.send_cq
+    }
+
     /// The send producer index the GPU submitted last.
     pub fn producer_index(&self) -> u64 {
         self.page

@@ -687,3 +687,70 @@ fn the_2x_send_patterns_deliver_every_frame_in_order() -> Result<(), Box<dyn std
     drop(dev);
     Ok(())
 }
+
+type DmaCopyFn = unsafe extern "C" fn(u64, u64, u64, u32, u64, u32) -> i32;
+
+/// DOCA 2.x's GPU DMA on a CPU thread against the model: 8 copies of 200 bytes, from offset 16
+/// of each buffer of one array to the same place in another (`doca_gpu_dev_dma_memcpy`, one
+/// `doca_gpu_dev_dma_commit`), done as the host's progress sees them, byte for byte, and
+/// nothing else written.
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_2x_dma_copies_between_buffers() -> Result<(), Box<dyn std::error::Error>> {
+    use mlx5_dpa::devx::UarKind;
+    use mlx5_dpa::mem::{MemoryRegion, Pd};
+    use mlx5_dpa::uar::UarPage;
+    let lib = harness();
+    let copy: DmaCopyFn = sym(lib, b"harness_dma_copy");
+    let dev = mlx5_sim::Device::with_profile("bf3").expect("bf3");
+    dev.start_engine();
+    let ctx = dev.open_devx();
+    let pd = Pd::alloc(&ctx)?;
+    let uar = UarPage::alloc(&ctx, UarKind::NonCached)?;
+    let (n, size) = (8usize, 256usize);
+    let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+    let src = MemoryRegion::alloc(&ctx, &pd, n * size, access)?;
+    let dst = MemoryRegion::alloc(&ctx, &pd, n * size, access)?;
+    let data: Vec<u8> = (0..n * size).map(|i| (i * 31 + 5) as u8).collect();
+    src.write(0, &data)?;
+    dst.write(0, &vec![0u8; n * size])?;
+    let mut q = WhileKernels::new((
+        mlx5_dpa::gpu::Dma::new(&ctx, &pd, &uar, 6, NicHandler::GpuSmDb)?,
+        mlx5_dpa::gpu::BufArr::new(src, n, size)?,
+        mlx5_dpa::gpu::BufArr::new(dst, n, size)?,
+    ));
+    // SAFETY: the handles and both arrays' regions outlive the call, which returns before them.
+    let r = unsafe {
+        copy(
+            q.0.handle_addr(),
+            q.1.handle_addr(),
+            q.2.handle_addr(),
+            n as u32,
+            16,
+            200,
+        )
+    };
+    assert_eq!(r, DOCA_SUCCESS);
+    assert_eq!(q.0.committed(), n as u64);
+    let start = Instant::now();
+    while q.0.progress()? < n as u64 {
+        assert!(start.elapsed() < WAIT, "the copies did not complete");
+        std::thread::yield_now();
+    }
+    let got = q.2.region().buf().to_vec(0, n * size)?;
+    for i in 0..n {
+        let at = i * size;
+        assert_eq!(
+            &got[at + 16..at + 216],
+            &data[at + 16..at + 216],
+            "buffer {i}"
+        );
+        assert!(got[at..at + 16]
+            .iter()
+            .chain(&got[at + 216..at + size])
+            .all(|&b| b == 0));
+    }
+    drop(q);
+    drop(dev);
+    Ok(())
+}

@@ -387,3 +387,21 @@ extern "C" int harness_send_v2(struct doca_gpu_eth_txq *txq, const struct doca_g
 	return (int)r;
 }
 
+#include "doca_gpunetio_dev_dma.cuh"
+
+// DOCA 2.x's GPU DMA on one thread: copies buffer i of `src` to buffer i of `dst` (`len` bytes,
+// from offset `off` of each), n of them, then one commit.
+extern "C" int harness_dma_copy(struct doca_gpu_dma *dma, const struct doca_gpu_buf_arr *src,
+				const struct doca_gpu_buf_arr *dst, uint32_t n, uint64_t off, uint32_t len)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct doca_gpu_buf *s = 0, *d = 0;
+		doca_gpu_dev_buf_get_buf(src, i, &s);
+		doca_gpu_dev_buf_get_buf(dst, i, &d);
+		doca_error_t r = doca_gpu_dev_dma_memcpy(dma, s, off, d, off, len);
+		if (r != DOCA_SUCCESS)
+			return (int)r;
+	}
+	return (int)doca_gpu_dev_dma_commit(dma);
+}
+
