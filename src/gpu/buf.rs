@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::mem::{DmaBuf, MemoryRegion};
+use crate::mem::{DmaBuf, MemoryRegion, Rkey};
 
 use super::rxq::GPU_BUF_SIZE;
 use super::GpuError;
@@ -70,7 +70,8 @@ const BUFS_AT: usize = 64;
 pub struct BufArr {
     // Field order is drop order: the handle's pages, then the region.
     page: Arc<DmaBuf>,
-    region: MemoryRegion,
+    /// The local region, or none for a peer's memory ([`BufArr::remote`]).
+    region: Option<MemoryRegion>,
     num: usize,
     size: usize,
 }
@@ -91,35 +92,74 @@ impl BufArr {
     /// [`GpuError::Unsuitable`] when `num` or `size` is 0 or the buffers overrun the region;
     /// memory for the handle.
     pub fn new(region: MemoryRegion, num: usize, size: usize) -> Result<BufArr, GpuError> {
+        Self::check_shape(num, size, region.len())?;
+        let key = region.lkey().0.to_be();
+        let mut addrs = Vec::with_capacity(num);
+        for i in 0..num {
+            addrs.push(region.sge(i * size, size)?.addr);
+        }
+        let page = Self::table(&addrs, key)?;
+        Ok(BufArr {
+            page,
+            region: Some(region),
+            num,
+            size,
+        })
+    }
+
+    /// An array over a peer's memory (DOCA 2.x: a `doca_buf_arr` over the memory map the peer
+    /// exported): `num` buffers of `size` bytes from `addr`, with the peer's key `rkey`. The
+    /// kernels use its buffers as the remote side of RDMA writes and reads
+    /// (`doca_gpunetio_dev_rdma.cuh`); the peer's NIC checks the range and the key.
+    ///
+    /// # Errors
+    /// [`GpuError::Unsuitable`] when `num` or `size` is 0 or the range wraps; memory for the
+    /// handle.
+    pub fn remote(addr: u64, rkey: Rkey, num: usize, size: usize) -> Result<BufArr, GpuError> {
+        let len = num
+            .checked_mul(size)
+            .filter(|&n| addr.checked_add(n as u64).is_some())
+            .ok_or_else(|| {
+                GpuError::Unsuitable(format!("{num} buffers of {size} bytes from {addr:#x} wrap"))
+            })?;
+        Self::check_shape(num, size, len)?;
+        let addrs: Vec<u64> = (0..num).map(|i| addr + (i * size) as u64).collect();
+        let page = Self::table(&addrs, rkey.0.to_be())?;
+        Ok(BufArr {
+            page,
+            region: None,
+            num,
+            size,
+        })
+    }
+
+    fn check_shape(num: usize, size: usize, len: usize) -> Result<(), GpuError> {
         if num == 0 || size == 0 {
             return Err(GpuError::Unsuitable(
                 "a buffer array needs buffers of some size".into(),
             ));
         }
-        if num.checked_mul(size).is_none_or(|n| n > region.len()) {
+        if num.checked_mul(size).is_none_or(|n| n > len) {
             return Err(GpuError::Unsuitable(format!(
-                "{num} buffers of {size} bytes overrun the region of {}",
-                region.len()
+                "{num} buffers of {size} bytes overrun the region of {len}"
             )));
         }
-        let page = DmaBuf::new((BUFS_AT + num * GPU_BUF_SIZE).next_multiple_of(4096))?;
-        let key = region.lkey().0.to_be();
-        let mut table = Vec::with_capacity(num * GPU_BUF_SIZE);
-        for i in 0..num {
-            let addr = region.sge(i * size, size)?.addr;
-            table.extend_from_slice(&GpuBuf::new(addr, key).to_bytes());
+        Ok(())
+    }
+
+    /// The handle and its buffer table, one buffer per address, all with key `key_be`.
+    fn table(addrs: &[u64], key_be: u32) -> Result<Arc<DmaBuf>, GpuError> {
+        let page = DmaBuf::new((BUFS_AT + addrs.len() * GPU_BUF_SIZE).next_multiple_of(4096))?;
+        let mut table = Vec::with_capacity(addrs.len() * GPU_BUF_SIZE);
+        for &addr in addrs {
+            table.extend_from_slice(&GpuBuf::new(addr, key_be).to_bytes());
         }
         page.write(BUFS_AT, &table)?;
         let mut handle = [0u8; 16];
         handle[0..8].copy_from_slice(&(page.addr() + BUFS_AT as u64).to_le_bytes());
-        handle[8..16].copy_from_slice(&(num as u64).to_le_bytes());
+        handle[8..16].copy_from_slice(&(addrs.len() as u64).to_le_bytes());
         page.write(0, &handle)?;
-        Ok(BufArr {
-            page,
-            region,
-            num,
-            size,
-        })
+        Ok(page)
     }
 
     /// The handle's address (`struct doca_gpu_buf_arr *` for the kernel), host memory.
@@ -132,9 +172,9 @@ impl BufArr {
         &self.page
     }
 
-    /// The region the buffers are cut from.
-    pub fn region(&self) -> &MemoryRegion {
-        &self.region
+    /// The local region the buffers are cut from (none for a peer's memory).
+    pub fn region(&self) -> Option<&MemoryRegion> {
+        self.region.as_ref()
     }
 
     /// Buffers and their size in bytes.

@@ -30,6 +30,7 @@
 
 pub mod buf;
 pub mod dma;
+pub mod rdma;
 pub mod rxq;
 pub mod sem;
 pub mod txq;
@@ -40,6 +41,7 @@ pub mod cuda;
 
 pub use buf::{BufArr, GpuBuf};
 pub use dma::Dma;
+pub use rdma::{GpuRdma, Rdma};
 pub use rxq::{EthRxq, GpuEthRxq, RxExportError};
 pub use sem::{GpuSemaphore, Semaphore, SemaphoreStatus};
 pub use txq::{EthTxq, ExportError, GpuEthTxq, NicHandler};
@@ -84,7 +86,7 @@ fn doorbell_value(qn: u32, pi: u64) -> [u8; 8] {
 /// The device-side headers: (file name, contents). Kernels include
 /// `doca_gpunetio_dev_eth_txq.cuh`, `doca_gpunetio_dev_eth_rxq.cuh`, `doca_gpunetio_dev_sem.cuh`,
 /// `doca_gpunetio_dev_verbs_onesided.cuh` or `doca_gpunetio_dev_verbs_twosided.cuh`.
-pub const HEADERS: [(&str, &str); 13] = [
+pub const HEADERS: [(&str, &str); 14] = [
     ("doca_error.h", include_str!("include/doca_error.h")),
     (
         "doca_gpunetio_eth_def.h",
@@ -133,6 +135,10 @@ pub const HEADERS: [(&str, &str); 13] = [
     (
         "doca_gpunetio_dev_verbs_twosided.cuh",
         include_str!("include/doca_gpunetio_dev_verbs_twosided.cuh"),
+    ),
+    (
+        "doca_gpunetio_dev_rdma.cuh",
+        include_str!("include/doca_gpunetio_dev_rdma.cuh"),
     ),
 ];
 

@@ -660,7 +660,7 @@ fn the_2x_send_patterns_deliver_every_frame_in_order() -> Result<(), Box<dyn std
             .collect();
         for (i, &len) in lens.iter().enumerate() {
             let f = frame(mac, round * n + i, len as usize);
-            txq.1.region().write(i * SLOT, &f)?;
+            txq.1.region().expect("a local array").write(i * SLOT, &f)?;
             sent.push(f);
         }
         // SAFETY: the handles, the buffers and `lens` outlive the call, which returns before
@@ -737,7 +737,11 @@ fn the_2x_dma_copies_between_buffers() -> Result<(), Box<dyn std::error::Error>>
         assert!(start.elapsed() < WAIT, "the copies did not complete");
         std::thread::yield_now();
     }
-    let got = q.2.region().buf().to_vec(0, n * size)?;
+    let got =
+        q.2.region()
+            .expect("a local array")
+            .buf()
+            .to_vec(0, n * size)?;
     for i in 0..n {
         let at = i * size;
         assert_eq!(

@@ -14,6 +14,7 @@ mod rdma_rc;
 mod eth_queues;
 mod golden_commands;
 mod gpu_headers;
+mod gpu_rdma;
 mod gpu_verbs;
 mod ifc_reference;
 mod layout_overrides;

@@ -405,3 +405,167 @@ extern "C" int harness_dma_copy(struct doca_gpu_dma *dma, const struct doca_gpu_
 	return (int)doca_gpu_dev_dma_commit(dma);
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// DOCA 2.x's GPU RDMA (doca_gpunetio_dev_rdma.cuh).
+
+#include "doca_gpunetio_dev_rdma.cuh"
+
+#define RDMAFIELD(f) offsetof(struct doca_gpu_dev_rdma, f)
+
+// The handle's size and field offsets, in declaration order.
+extern "C" int harness_rdma_layout(uint64_t *out, int n)
+{
+	const uint64_t v[] = {
+		sizeof(struct doca_gpu_dev_rdma), RDMAFIELD(commits), RDMAFIELD(commits_waited),
+		RDMAFIELD(num_connections),	  RDMAFIELD(reserved), RDMAFIELD(recv),
+		RDMAFIELD(conn),		  sizeof(struct doca_gpu_dev_rdma_r),
+	};
+	int count = (int)(sizeof(v) / sizeof(v[0]));
+	for (int i = 0; i < count && i < n; i++)
+		out[i] = v[i];
+	return count;
+}
+
+// The server of DOCA 2.6's RDMA write sample, its two CUDA threads run by one CPU thread, in
+// DOCA 2.5 / 2.6 signatures: for each round i below `rounds`, two receives (none for the
+// writes with immediate of even rounds; into halves of buffer i of `a` for the sends of odd
+// ones), committed; then a 1-byte write of flag i (local `f` to the client's `rf`) tells the
+// client; then a blocking wait for both receives, their immediates to imm[2 i], imm[2 i + 1].
+extern "C" int harness_rdma_server_v26(struct doca_gpu_dev_rdma *rdma, const struct doca_gpu_buf_arr *a,
+				       const struct doca_gpu_buf_arr *f, const struct doca_gpu_buf_arr *rf,
+				       uint32_t rounds, uint32_t half, uint32_t *imm)
+{
+	struct doca_gpu_dev_rdma_r *r = 0;
+	doca_error_t e = doca_gpu_dev_rdma_get_recv(rdma, &r);
+	if (e != DOCA_SUCCESS)
+		return (int)e;
+	struct doca_gpu_buf *lf, *rflag, *abuf;
+	doca_gpu_dev_buf_get_buf(f, 0, &lf);
+	doca_gpu_dev_buf_get_buf(rf, 0, &rflag);
+	for (uint32_t i = 0; i < rounds; i++) {
+		for (uint32_t t = 0; t < 2; t++) {
+			if (i % 2 == 0) {
+				e = doca_gpu_dev_rdma_recv_strong(r, NULL, 0, 0, 0);
+			} else {
+				doca_gpu_dev_buf_get_buf(a, i, &abuf);
+				e = doca_gpu_dev_rdma_recv_strong(r, abuf, half, (uint64_t)t * half, 0);
+			}
+			if (e != DOCA_SUCCESS)
+				return (int)e;
+		}
+		if ((e = doca_gpu_dev_rdma_recv_commit_strong(r)) != DOCA_SUCCESS)
+			return (int)e;
+		e = doca_gpu_dev_rdma_write_strong(rdma, rflag, i, lf, i, 1, 0, DOCA_GPU_RDMA_WRITE_FLAG_NONE);
+		if (e == DOCA_SUCCESS)
+			e = doca_gpu_dev_rdma_commit_strong(rdma);
+		if (e != DOCA_SUCCESS)
+			return (int)e;
+		uint32_t num = 0;
+		e = doca_gpu_dev_rdma_recv_wait_all(r, DOCA_GPU_RDMA_RECV_WAIT_FLAG_B, &num, &imm[2 * i]);
+		if (e != DOCA_SUCCESS)
+			return (int)e;
+		if (num != 2)
+			return DOCA_ERROR_UNEXPECTED;
+	}
+	uint32_t commits = 0;
+	e = doca_gpu_dev_rdma_wait_all(rdma, &commits);
+	return e == DOCA_SUCCESS && commits != rounds ? DOCA_ERROR_UNEXPECTED : (int)e;
+}
+
+// The sample's client: for each round i, waits (10 s at most) for flag i in its `f`, then its
+// two threads each move a half of buffer i of `a` on the server (from buffer i of `b` and of
+// `c`): writes with immediate i, i + 1 in even rounds, sends with those immediates in odd
+// ones; one commit a round. Then waits for everything; `commits`: what wait_all reported.
+extern "C" int harness_rdma_client_v26(struct doca_gpu_dev_rdma *rdma, const struct doca_gpu_buf_arr *b,
+				       const struct doca_gpu_buf_arr *c, const struct doca_gpu_buf_arr *f,
+				       const struct doca_gpu_buf_arr *ra, uint32_t rounds, uint32_t half,
+				       uint32_t *commits)
+{
+	struct doca_gpu_buf *flag, *src, *dst;
+	uintptr_t flag_addr = 0;
+	doca_gpu_dev_buf_get_buf(f, 0, &flag);
+	doca_gpu_dev_buf_get_addr(flag, &flag_addr);
+	for (uint32_t i = 0; i < rounds; i++) {
+		uint64_t start = doca_gpu_dev_eth_now_ns();
+		while (DOCA_GPUNETIO_VOLATILE(((uint8_t *)flag_addr)[i]) != 1)
+			if (doca_gpu_dev_eth_now_ns() - start > 10000000000ull)
+				return DOCA_ERROR_TIME_OUT;
+		doca_gpu_dev_buf_get_buf(ra, i, &dst);
+		for (uint32_t t = 0; t < 2; t++) {
+			doca_gpu_dev_buf_get_buf(t == 0 ? b : c, i, &src);
+			doca_error_t e =
+				i % 2 == 0 ?
+					doca_gpu_dev_rdma_write_strong(rdma, dst, (uint64_t)t * half, src, 0, half, i + t,
+								       DOCA_GPU_RDMA_WRITE_FLAG_IMM) :
+					doca_gpu_dev_rdma_send_strong(rdma, src, 0, half, i + t, DOCA_GPU_RDMA_SEND_FLAG_IMM);
+			if (e != DOCA_SUCCESS)
+				return (int)e;
+		}
+		doca_error_t e = doca_gpu_dev_rdma_commit_strong(rdma);
+		if (e != DOCA_SUCCESS)
+			return (int)e;
+	}
+	return (int)doca_gpu_dev_rdma_wait_all(rdma, commits);
+}
+
+// DOCA 2.7+'s weak pattern on connection `conn` (as NIXL's GPUNetIO kernels post): positions
+// from get_info, n writes of buffer i of `l` to buffer i of `r` (`size` bytes), one commit_weak
+// of n; then n strong reads of them back into buffer i of `back`; then an inline write of
+// `inl_len` bytes of `inl` to the peer at buffer 0 of `r`, offset `inl_off`. Waits for all.
+// Returns 0 or the first error; `commits`: what wait_all reported.
+extern "C" int harness_rdma_weak_v27(struct doca_gpu_dev_rdma *rdma, uint32_t conn, const struct doca_gpu_buf_arr *l,
+				     const struct doca_gpu_buf_arr *r, const struct doca_gpu_buf_arr *back, uint32_t n,
+				     uint32_t size, uint8_t *inl, uint32_t inl_len, uint64_t inl_off, uint32_t *commits)
+{
+	uint32_t pos = 0, mask = 0;
+	doca_error_t e = doca_gpu_dev_rdma_get_info(rdma, conn, &pos, &mask);
+	if (e != DOCA_SUCCESS)
+		return (int)e;
+	struct doca_gpu_buf *lb, *rb, *bb;
+	for (uint32_t i = 0; i < n; i++) {
+		doca_gpu_dev_buf_get_buf(l, i, &lb);
+		doca_gpu_dev_buf_get_buf(r, i, &rb);
+		e = doca_gpu_dev_rdma_write_weak(rdma, conn, rb, 0, lb, 0, size, 0, DOCA_GPU_RDMA_WRITE_FLAG_NONE,
+						 (pos + i) & mask);
+		if (e != DOCA_SUCCESS)
+			return (int)e;
+	}
+	if ((e = doca_gpu_dev_rdma_commit_weak(rdma, conn, n)) != DOCA_SUCCESS)
+		return (int)e;
+	for (uint32_t i = 0; i < n; i++) {
+		doca_gpu_dev_buf_get_buf(r, i, &rb);
+		doca_gpu_dev_buf_get_buf(back, i, &bb);
+		if ((e = doca_gpu_dev_rdma_read_strong(rdma, conn, rb, 0, bb, 0, size, 0)) != DOCA_SUCCESS)
+			return (int)e;
+	}
+	if ((e = doca_gpu_dev_rdma_commit_strong(rdma, conn)) != DOCA_SUCCESS)
+		return (int)e;
+	doca_gpu_dev_buf_get_buf(r, 0, &rb);
+	e = doca_gpu_dev_rdma_write_inline_strong(rdma, conn, rb, inl_off, inl, inl_len, 0, DOCA_GPU_RDMA_WRITE_FLAG_NONE);
+	if (e == DOCA_SUCCESS)
+		e = doca_gpu_dev_rdma_commit_strong(rdma, conn);
+	if (e != DOCA_SUCCESS)
+		return (int)e;
+	return (int)doca_gpu_dev_rdma_wait_all(rdma, commits);
+}
+
+// What the calls say to arguments they refuse: [0] a connection past the last, [1] an inline
+// write of 29 bytes, [2] an inline send of 45, [3] a read with flags, [4] get_recv, [5] a
+// receive wait with an unknown flag (on the receive side get_recv gave, when it gave one).
+extern "C" void harness_rdma_refusals(struct doca_gpu_dev_rdma *rdma, const struct doca_gpu_buf_arr *l, int *out)
+{
+	struct doca_gpu_buf *b;
+	uint8_t bytes[64] = {0};
+	doca_gpu_dev_buf_get_buf(l, 0, &b);
+	out[0] = (int)doca_gpu_dev_rdma_write_strong(rdma, rdma->num_connections, b, 0, b, 0, 8, 0,
+						     DOCA_GPU_RDMA_WRITE_FLAG_NONE);
+	out[1] = (int)doca_gpu_dev_rdma_write_inline_strong(rdma, 0, b, 0, bytes, 29, 0, DOCA_GPU_RDMA_WRITE_FLAG_NONE);
+	out[2] = (int)doca_gpu_dev_rdma_send_inline_strong(rdma, 0, bytes, 45, 0, DOCA_GPU_RDMA_SEND_FLAG_NONE);
+	out[3] = (int)doca_gpu_dev_rdma_read_strong(rdma, 0, b, 0, b, 0, 8, 1);
+	struct doca_gpu_dev_rdma_r *r = 0;
+	out[4] = (int)doca_gpu_dev_rdma_get_recv(rdma, &r);
+	uint32_t num = 0;
+	out[5] = r ? (int)doca_gpu_dev_rdma_recv_wait_all(r, (enum doca_gpu_dev_rdma_recv_wait_flags)7, &num, NULL, NULL) :
+		     -1;
+}
