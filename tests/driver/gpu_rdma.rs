@@ -31,20 +31,25 @@ const ACCESS: Access = Access::LOCAL_WRITE
     .union(Access::REMOTE_WRITE);
 
 /// One end: a protection domain and an RC QP with its two CQs (not connected yet).
-struct End {
-    pd: Arc<Pd>,
+pub(crate) struct End {
+    pub(crate) pd: Arc<Pd>,
     qp: RcQp,
     send_cq: Cq,
     recv_cq: Cq,
 }
 
 fn end(ctx: &Arc<dyn Devx>) -> Result<End, Box<dyn std::error::Error>> {
+    end_sized(ctx, 6)
+}
+
+/// An end whose send ring and CQs hold `2^log` entries.
+pub(crate) fn end_sized(ctx: &Arc<dyn Devx>, log: u8) -> Result<End, Box<dyn std::error::Error>> {
     let pd = Pd::alloc(ctx)?;
     let uar = UarPage::alloc(ctx, UarKind::NonCached)?;
-    let cqc = CqConfig::new(6);
+    let cqc = CqConfig::new(log);
     let cq = || Cq::create(ctx, &uar, HostQueueMem::alloc(ctx, cqc.ring_bytes())?, &cqc);
     let (send_cq, recv_cq) = (cq()?, cq()?);
-    let qpc = QpConfig::new(6, 5);
+    let qpc = QpConfig::new(log, 5);
     let qp = RcQp::create(
         ctx,
         &pd,
@@ -62,8 +67,12 @@ fn end(ctx: &Arc<dyn Devx>) -> Result<End, Box<dyn std::error::Error>> {
     })
 }
 
-/// Connects `a` and `b` (force loopback on one device) and exports both for the GPU.
-fn connect(mut a: End, mut b: End) -> Result<(VerbsQp, VerbsQp), Box<dyn std::error::Error>> {
+/// Connects `a` and `b` (force loopback on one device) and exports both for the GPU: `a`'s
+/// doorbell rung by the kernel, `b`'s by the CPU proxy.
+pub(crate) fn connect(
+    mut a: End,
+    mut b: End,
+) -> Result<(VerbsQp, VerbsQp), Box<dyn std::error::Error>> {
     let mut ca = RcConnect::new(RcPeer::Loopback {
         remote_qpn: b.qp.qpn(),
     });
@@ -78,7 +87,7 @@ fn connect(mut a: End, mut b: End) -> Result<(VerbsQp, VerbsQp), Box<dyn std::er
     Ok((va, vb))
 }
 
-fn device() -> (mlx5_sim::Device, Arc<dyn Devx>) {
+pub(crate) fn device() -> (mlx5_sim::Device, Arc<dyn Devx>) {
     let dev = mlx5_sim::Device::with_profile("bf3").expect("bf3");
     dev.start_engine();
     let ctx = dev.open_devx();
@@ -86,7 +95,7 @@ fn device() -> (mlx5_sim::Device, Arc<dyn Devx>) {
 }
 
 /// A local array of `num` buffers of `size` bytes, filled with `fill(i)` at byte i.
-fn local(
+pub(crate) fn local(
     ctx: &Arc<dyn Devx>,
     pd: &Arc<Pd>,
     num: usize,
@@ -99,7 +108,7 @@ fn local(
 }
 
 /// The same buffers as the peer sees them (its address and rkey).
-fn remote_of(arr: &BufArr) -> Result<BufArr, Box<dyn std::error::Error>> {
+pub(crate) fn remote_of(arr: &BufArr) -> Result<BufArr, Box<dyn std::error::Error>> {
     let mr = arr.region().expect("a local array");
     let (num, size) = arr.shape();
     Ok(BufArr::remote(mr.addr(), mr.rkey(), num, size)?)

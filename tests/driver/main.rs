@@ -13,6 +13,7 @@ mod rdma_rc;
 
 mod eth_queues;
 mod golden_commands;
+mod gpu_cpu_runtime;
 mod gpu_headers;
 mod gpu_rdma;
 mod gpu_verbs;

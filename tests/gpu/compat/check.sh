@@ -10,7 +10,8 @@
 # copied into this repository: the checkout is read where it lies.
 #
 # Prints one line per kernel: PASS, or FAIL with its first error; exits 1 if any fails, 2 when
-# clang++ or the checkout is missing.
+# clang++ or the checkout is missing. To run the kernels on CPU threads against the model:
+# GPUNETIO_CHECKOUT=DIR cargo test --test driver gpu_cpu_runtime -- --ignored
 set -u
 
 src=${1:?usage: check.sh GPUNETIO_CHECKOUT (a checkout of github.com/NVIDIA-DOCA/gpunetio)}

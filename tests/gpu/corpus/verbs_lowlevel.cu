@@ -1,8 +1,8 @@
 /*
  * mlx5-dpa: the public low-level Verbs calls as NVIDIA's example kernels use them
  * (NVIDIA-DOCA/gpunetio write_bw / write_lat / put_bw; written here, nothing copied), checked as
- * CUDA device code in tests/driver/gpu_headers.rs; tests/driver/gpu_verbs.rs runs the same body
- * on CPU threads against the model.
+ * CUDA device code in tests/driver/gpu_headers.rs; tests/driver/gpu_cpu_runtime.rs launches
+ * write_chunks on CPU threads against the model.
  */
 #include "doca_gpunetio_dev_verbs_onesided.cuh"
 
@@ -52,3 +52,16 @@ __global__ void ping_bf(struct doca_gpu_dev_verbs_qp *qp, uint32_t iters, uint64
 	}
 	*status = doca_gpu_dev_verbs_poll_cq_collapsed_at(qp, wqe_idx - 1);
 }
+
+extern "C" {
+
+/* The host's launch of write_chunks: one block of `threads` threads. */
+int verbs_lowlevel_write_chunks(cudaStream_t stream, unsigned threads, struct doca_gpu_dev_verbs_qp *qp, uint32_t iters,
+				uint32_t size, uint8_t *src, uint32_t src_mkey, uint8_t *dst, uint32_t dst_mkey,
+				int *status)
+{
+	write_chunks<<<1, threads, 0, stream>>>(qp, iters, size, src, src_mkey, dst, dst_mkey, status);
+	return (int)cudaGetLastError();
+}
+
+} /* extern "C" */
