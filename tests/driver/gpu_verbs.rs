@@ -247,6 +247,41 @@ fn a_late_waiter_finds_its_completion_consumed_by_others() -> R {
     Ok(())
 }
 
+type PutStreamFn = unsafe extern "C" fn(u64, u64, u32, u64, u32, u32, u32) -> i32;
+
+/// One thread puts 200 chunks into a ring of 64 and waits only for the last: as NVIDIA's
+/// `doca_gpu_dev_verbs_reserve_wq_slots` does, each reservation first waits for its slot's
+/// previous WQE to complete (consuming the CQEs), so no WQE in flight is overwritten and the
+/// CQ never overruns. Before, the 65th put overwrote the first while the NIC could still read
+/// it, and the unconsumed CQ overran.
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn puts_past_the_ring_wait_for_their_slots() -> R {
+    let lib = harness();
+    let stream: PutStreamFn = sym(lib, b"harness_verbs_put_stream");
+    const N: usize = 200;
+    const SIZE: usize = 256;
+    let (_dev, qp, a, b) = pair(NicHandler::GpuSmDb)?;
+    let data: Vec<u8> = (0..N * SIZE).map(|i| (i * 7 + i / 251) as u8).collect();
+    a.mr.write(0, &data)?;
+    // SAFETY: the handle and both regions outlive the call, which returns before them.
+    let r = unsafe {
+        stream(
+            qp.handle_addr(),
+            b.mr.sge(0, 8)?.addr,
+            b.mr.rkey().0.to_be(),
+            a.mr.sge(0, 8)?.addr,
+            a.mr.lkey().0.to_be(),
+            SIZE as u32,
+            N as u32,
+        )
+    };
+    assert_eq!(r, DOCA_SUCCESS, "the last put's completion");
+    assert_eq!(b.mr.buf().to_vec(0, N * SIZE)?, data, "every chunk");
+    assert_eq!(qp.producer_index(), N as u64);
+    Ok(())
+}
+
 /// `threads` "kernel" threads put 64 chunks of 256 bytes from `a`'s region into `b`'s, each
 /// with a signal (+1) on `b`'s counter; `b`'s bytes and counter are checked.
 fn put_with_signals(handler: NicHandler, threads: u32) -> R {

@@ -283,6 +283,21 @@ extern "C" int harness_verbs_put_many(struct doca_gpu_dev_verbs_qp *qp, uint64_t
 	return 0;
 }
 
+// `count` puts from one thread, put i from `laddr` + i * `size` to `raddr` + i * `size`,
+// waiting only for the last: more than a ring's worth in flight unless the reservation waits
+// for its slot.
+extern "C" int harness_verbs_put_stream(struct doca_gpu_dev_verbs_qp *qp, uint64_t raddr, uint32_t rkey_be,
+					uint64_t laddr, uint32_t lkey_be, uint32_t size, uint32_t count)
+{
+	doca_gpu_dev_verbs_ticket_t t = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		struct doca_gpu_dev_verbs_addr r = {raddr + (uint64_t)i * size, rkey_be};
+		struct doca_gpu_dev_verbs_addr l = {laddr + (uint64_t)i * size, lkey_be};
+		doca_gpu_dev_verbs_put(qp, r, l, size, &t);
+	}
+	return (int)doca_gpu_dev_verbs_wait(qp, t);
+}
+
 // One put posted (not waited for): its ticket, to wait for later with harness_verbs_wait.
 extern "C" uint64_t harness_verbs_put_nowait(struct doca_gpu_dev_verbs_qp *qp, uint64_t raddr, uint32_t rkey_be,
 					     uint64_t laddr, uint32_t lkey_be, uint32_t size)

@@ -27,7 +27,9 @@ __device__ static inline doca_error_t doca_gpu_dev_dma_memcpy(struct doca_gpu_dm
 	if (!dma || !src_buf || !dst_buf || length > 0x7fffffffu)
 		return DOCA_ERROR_INVALID_VALUE;
 	struct doca_gpu_dev_verbs_qp *qp = &dma->qp;
-	uint64_t idx = doca_gpu_dev_verbs_reserve_wq_slots(qp, 1);
+	/* The host consumes the completions (Dma::progress), so the kernel does not wait on them;
+	 * the host's progress makes room. */
+	uint64_t idx = doca_gpu_dev_verbs_reserve_wq_slots(qp, 1, DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_SKIP_AVAILABILITY_CHECK);
 	struct doca_gpu_dev_verbs_addr raddr = {dst_buf->addr + dst_offset, dst_buf->mkey};
 	struct doca_gpu_dev_verbs_addr laddr = {src_buf->addr + src_offset, src_buf->mkey};
 	doca_gpu_dev_verbs_wqe_prepare_write(qp, (uint64_t)(uintptr_t)doca_gpu_dev_verbs_get_wqe_ptr(qp, idx),

@@ -181,8 +181,10 @@ __device__ static inline doca_error_t doca_priv_gpu_dev_rdma_enqueue(struct doca
 	struct doca_gpu_dev_verbs_qp *qp = doca_priv_gpu_dev_rdma_qp(rdma, conn);
 	if (!qp)
 		return DOCA_ERROR_INVALID_VALUE;
+	/* Room is made below: a slot may wait for WQEs not committed yet, which never complete. */
 	uint64_t idx = weak ? doca_priv_gpu_dev_rdma_weak_slot(qp, position) :
-			      doca_gpu_dev_verbs_reserve_wq_slots<DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU>(qp, 1);
+			      doca_gpu_dev_verbs_reserve_wq_slots<DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU>(
+				      qp, 1, DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_SKIP_AVAILABILITY_CHECK);
 	doca_error_t r = doca_priv_gpu_dev_rdma_sq_room(qp, idx);
 	if (r != DOCA_SUCCESS)
 		return r;

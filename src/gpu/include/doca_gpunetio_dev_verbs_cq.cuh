@@ -7,28 +7,6 @@
 
 #include "doca_gpunetio_dev_verbs_qp.cuh"
 
-/*
- * One look at CQE `cqe_idx` of `cq`: DOCA_SUCCESS when there (and not an error),
- * DOCA_ERROR_IO_FAILED for an error CQE, DOCA_ERROR_AGAIN when not yet. `bytes`: its byte
- * count, when given.
- */
-__device__ static __forceinline__ doca_error_t doca_gpu_dev_verbs_poll_one_cq_at(const struct doca_gpu_dev_verbs_cq *cq,
-										 uint64_t cqe_idx, uint32_t *bytes)
-{
-	uint64_t cqe = cq->cqe_daddr + ((cqe_idx & cq->cqe_mask) << 6);
-	uint8_t parity = (cqe_idx & cq->cqe_num) ? 1 : 0;
-	uint8_t op_own = *(volatile uint8_t *)(cqe + 63);
-	uint8_t opcode = op_own >> 4;
-	if (opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_INVALID || (op_own & 1) != parity)
-		return DOCA_ERROR_AGAIN;
-	__threadfence();
-	if (opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_REQ_ERR || opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_RESP_ERR)
-		return DOCA_ERROR_IO_FAILED;
-	if (bytes)
-		*bytes = doca_gpu_dev_eth_bswap32(*(volatile uint32_t *)(cqe + 44));
-	return DOCA_SUCCESS;
-}
-
 /* One look at the CQE of ticket `cqe_idx` on the send (SQ) or receive (RQ) CQ. */
 template <enum doca_gpu_dev_verbs_qp_type qp_type = DOCA_GPUNETIO_VERBS_QP_SQ>
 __device__ static __forceinline__ doca_error_t doca_gpu_dev_verbs_poll_cq_at(const struct doca_gpu_dev_verbs_qp *qp,
@@ -36,57 +14,6 @@ __device__ static __forceinline__ doca_error_t doca_gpu_dev_verbs_poll_cq_at(con
 {
 	return doca_gpu_dev_verbs_poll_one_cq_at(qp_type == DOCA_GPUNETIO_VERBS_QP_SQ ? &qp->cq_sq : &qp->cq_rq, cqe_idx,
 						 (uint32_t *)0);
-}
-
-/* Consumes CQEs up to `ci` (exclusive) of `cq`. */
-template <enum doca_gpu_dev_verbs_resource_sharing_mode mode>
-__device__ static __forceinline__ void doca_priv_gpu_dev_verbs_cq_release(struct doca_gpu_dev_verbs_cq *cq, uint64_t ci)
-{
-	const enum doca_gpu_dev_eth_resource_sharing_mode m = (enum doca_gpu_dev_eth_resource_sharing_mode)mode;
-	doca_gpu_dev_eth_lock<m>(&cq->lock);
-	uint64_t old = doca_gpu_dev_eth_atomic_max<m>(&cq->cqe_ci, ci);
-	if (old < ci) {
-		doca_gpu_dev_eth_fence_nic();
-		doca_gpu_dev_eth_store32(cq->dbrec, doca_gpu_dev_eth_bswap32((uint32_t)ci & 0xffffff));
-	}
-	doca_gpu_dev_eth_unlock<m>(&cq->lock);
-}
-
-/*
- * Waits for CQE `idx` of `cq` and consumes the CQEs up to it.
- *
- * Threads sharing a send queue wait for their own tickets, each consuming up to its own CQE.
- * A thread that waits late may find its CQE consumed by another: once the consumer index
- * passes a CQE, the NIC may overwrite its slot (with the CQE one ring later). So a consumer
- * index past `idx` is an answer: consumers advance it only past a CQE that completed well,
- * and the completions of one send queue come in order, so every CQE before that one completed
- * well too. An error CQE is therefore not consumed (the queue pair is in error; its waiters
- * see their own error or flush CQEs). A receive wait (`bytes` given) needs its own CQE's byte
- * count: receive CQEs are not shared between waiting threads.
- */
-template <enum doca_gpu_dev_verbs_resource_sharing_mode mode>
-__device__ static inline doca_error_t doca_priv_gpu_dev_verbs_cq_wait(struct doca_gpu_dev_verbs_cq *cq, uint64_t idx,
-								     uint32_t *bytes)
-{
-	uint64_t start = 0;
-	for (uint64_t n = 0;; n++) {
-		if (!bytes && DOCA_GPUNETIO_VOLATILE(cq->cqe_ci) > idx)
-			return DOCA_SUCCESS;
-		doca_error_t r = doca_gpu_dev_verbs_poll_one_cq_at(cq, idx, bytes);
-		if (r == DOCA_SUCCESS) {
-			doca_priv_gpu_dev_verbs_cq_release<mode>(cq, idx + 1);
-			return r;
-		}
-		if (r != DOCA_ERROR_AGAIN)
-			return r;
-		if ((n & 255) == 0) {
-			uint64_t now = doca_gpu_dev_eth_now_ns();
-			if (n == 0)
-				start = now;
-			else if (now - start > DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS)
-				return DOCA_ERROR_TIME_OUT;
-		}
-	}
 }
 
 /* Waits for the send operation of `ticket` to complete (its CQE), consuming the CQEs up to it. */

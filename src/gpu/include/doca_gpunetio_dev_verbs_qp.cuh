@@ -65,12 +65,96 @@ __device__ static __forceinline__ T doca_gpu_dev_verbs_atomic_read(T *ptr)
 	return v;
 }
 
-/* Reserves `count` send WQE slots; returns the first one's index. */
+/*
+ * One look at CQE `cqe_idx` of `cq`: DOCA_SUCCESS when there (and not an error),
+ * DOCA_ERROR_IO_FAILED for an error CQE, DOCA_ERROR_AGAIN when not yet. `bytes`: its byte
+ * count, when given.
+ */
+__device__ static __forceinline__ doca_error_t doca_gpu_dev_verbs_poll_one_cq_at(const struct doca_gpu_dev_verbs_cq *cq,
+										 uint64_t cqe_idx, uint32_t *bytes)
+{
+	uint64_t cqe = cq->cqe_daddr + ((cqe_idx & cq->cqe_mask) << 6);
+	uint8_t parity = (cqe_idx & cq->cqe_num) ? 1 : 0;
+	uint8_t op_own = *(volatile uint8_t *)(cqe + 63);
+	uint8_t opcode = op_own >> 4;
+	if (opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_INVALID || (op_own & 1) != parity)
+		return DOCA_ERROR_AGAIN;
+	__threadfence();
+	if (opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_REQ_ERR || opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_RESP_ERR)
+		return DOCA_ERROR_IO_FAILED;
+	if (bytes)
+		*bytes = doca_gpu_dev_eth_bswap32(*(volatile uint32_t *)(cqe + 44));
+	return DOCA_SUCCESS;
+}
+
+/* Consumes CQEs up to `ci` (exclusive) of `cq`. */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode>
+__device__ static __forceinline__ void doca_priv_gpu_dev_verbs_cq_release(struct doca_gpu_dev_verbs_cq *cq, uint64_t ci)
+{
+	const enum doca_gpu_dev_eth_resource_sharing_mode m = (enum doca_gpu_dev_eth_resource_sharing_mode)mode;
+	doca_gpu_dev_eth_lock<m>(&cq->lock);
+	uint64_t old = doca_gpu_dev_eth_atomic_max<m>(&cq->cqe_ci, ci);
+	if (old < ci) {
+		doca_gpu_dev_eth_fence_nic();
+		doca_gpu_dev_eth_store32(cq->dbrec, doca_gpu_dev_eth_bswap32((uint32_t)ci & 0xffffff));
+	}
+	doca_gpu_dev_eth_unlock<m>(&cq->lock);
+}
+
+/*
+ * Waits for CQE `idx` of `cq` and consumes the CQEs up to it.
+ *
+ * Threads sharing a send queue wait for their own tickets, each consuming up to its own CQE.
+ * A thread that waits late may find its CQE consumed by another: once the consumer index
+ * passes a CQE, the NIC may overwrite its slot (with the CQE one ring later). So a consumer
+ * index past `idx` is an answer: consumers advance it only past a CQE that completed well,
+ * and the completions of one send queue come in order, so every CQE before that one completed
+ * well too. An error CQE is therefore not consumed (the queue pair is in error; its waiters
+ * see their own error or flush CQEs). A receive wait (`bytes` given) needs its own CQE's byte
+ * count: receive CQEs are not shared between waiting threads.
+ */
+template <enum doca_gpu_dev_verbs_resource_sharing_mode mode>
+__device__ static inline doca_error_t doca_priv_gpu_dev_verbs_cq_wait(struct doca_gpu_dev_verbs_cq *cq, uint64_t idx,
+								     uint32_t *bytes)
+{
+	uint64_t start = 0;
+	for (uint64_t n = 0;; n++) {
+		if (!bytes && DOCA_GPUNETIO_VOLATILE(cq->cqe_ci) > idx)
+			return DOCA_SUCCESS;
+		doca_error_t r = doca_gpu_dev_verbs_poll_one_cq_at(cq, idx, bytes);
+		if (r == DOCA_SUCCESS) {
+			doca_priv_gpu_dev_verbs_cq_release<mode>(cq, idx + 1);
+			return r;
+		}
+		if (r != DOCA_ERROR_AGAIN)
+			return r;
+		if ((n & 255) == 0) {
+			uint64_t now = doca_gpu_dev_eth_now_ns();
+			if (n == 0)
+				start = now;
+			else if (now - start > DOCA_GPUNETIO_ETH_POLL_TIMEOUT_NS)
+				return DOCA_ERROR_TIME_OUT;
+		}
+	}
+}
+
+/*
+ * Reserves `count` send WQE slots; returns the first one's index. As NVIDIA's, it first waits
+ * until the last of them is free, that is until the WQE one ring before it completed
+ * (consuming the CQEs up to it), unless `code_opt` has
+ * DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_SKIP_AVAILABILITY_CHECK. The wait is bounded; when it ends
+ * without the completion the queue is in error (as after an error completion).
+ */
 template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU>
 __device__ static __forceinline__ uint64_t doca_gpu_dev_verbs_reserve_wq_slots(struct doca_gpu_dev_verbs_qp *qp,
-									     uint32_t count)
+									     uint32_t count,
+									     uint32_t code_opt = DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_DEFAULT)
 {
-	return doca_gpu_dev_eth_atomic_add<(enum doca_gpu_dev_eth_resource_sharing_mode)mode>(&qp->sq_rsvd_index, count);
+	uint64_t idx = doca_gpu_dev_eth_atomic_add<(enum doca_gpu_dev_eth_resource_sharing_mode)mode>(&qp->sq_rsvd_index, count);
+	uint64_t last = idx + count - 1, ring = (uint64_t)qp->sq_wqe_mask + 1;
+	if (!(code_opt & DOCA_GPUNETIO_VERBS_GPU_CODE_OPT_SKIP_AVAILABILITY_CHECK) && count > 0 && last >= ring)
+		(void)doca_priv_gpu_dev_verbs_cq_wait<mode>(&qp->cq_sq, last - ring, (uint32_t *)0);
+	return idx;
 }
 
 /* Marks send WQEs `from` ..= `to` written, after the ones before them. */
