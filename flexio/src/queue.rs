@@ -292,6 +292,7 @@ pub unsafe extern "C" fn flexio_cq_create(
                 cq_period: a.cq_period,
                 cq_max_count: a.cq_max_count,
                 oi: a.overrun_ignore != 0,
+                cc: a.cc,
             },
         )
         .map_err(|e| Failure::new(format!("CREATE_CQ: {e}")))?;

@@ -232,6 +232,7 @@ impl DpaCq {
                 cq_period: cfg.moderation_period_us,
                 cq_max_count: cfg.moderation_count,
                 oi: cfg.overrun_ignore,
+                cc: false,
             },
         )?;
         Ok(DpaCq {
@@ -287,7 +288,7 @@ impl DpaCq {
             _reserved: 0,
             uar_arm_addr: 0,
             arm_sn: 0,
-            _reserved2: 0,
+            flags: 0,
         }
     }
 }

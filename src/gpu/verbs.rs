@@ -17,6 +17,7 @@ pub struct GpuVerbsCq {
     pub cqe_ci: u64,
     pub cqe_rsvd: u64,
     pub cq_num: u32,
+    /// CQEs in the ring; 0 for a collapsed CQ (entry 0 holds the latest CQE).
     pub cqe_num: u32,
     pub cqe_mask: u32,
     pub lock: i32,
@@ -217,7 +218,18 @@ impl VerbsQp {
                     .into(),
             );
         }
-        if s.log_cqe_cnt < wq.log_sq_wqebb_cnt || r.log_cqe_cnt < wq.log_rq_wqe_cnt {
+        let collapsed = |d: &crate::queues::CqDescriptor| {
+            d.flags & crate::queues::descriptor::CQ_FLAG_COLLAPSED != 0
+        };
+        if collapsed(&r) {
+            return unsuitable(
+                "a receive CQ must not be collapsed: receives need their own CQEs".into(),
+            );
+        }
+        // A collapsed send CQ never overruns: its one entry holds the latest completion.
+        if (!collapsed(&s) && s.log_cqe_cnt < wq.log_sq_wqebb_cnt)
+            || r.log_cqe_cnt < wq.log_rq_wqe_cnt
+        {
             return unsuitable("a CQ smaller than its ring could overrun".into());
         }
         if handler == NicHandler::GpuSmDb && qp.uar().base().is_null() {
@@ -232,8 +244,12 @@ impl VerbsQp {
             cqe_ci: u64::from(d.consumer_index),
             cqe_rsvd: u64::from(d.consumer_index),
             cq_num: d.cqn,
-            cqe_num: 1 << d.log_cqe_cnt,
-            cqe_mask: (1 << d.log_cqe_cnt) - 1,
+            cqe_num: if collapsed(d) { 0 } else { 1 << d.log_cqe_cnt },
+            cqe_mask: if collapsed(d) {
+                0
+            } else {
+                (1 << d.log_cqe_cnt) - 1
+            },
             lock: 0,
         };
         let handle = GpuVerbsQp {

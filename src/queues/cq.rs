@@ -73,6 +73,11 @@ pub struct CqConfig {
     pub moderation_count: u16,
     /// Overrun ignore (`oi`): the device may overwrite unpolled CQEs instead of failing.
     pub overrun_ignore: bool,
+    /// Collapsed (`cc`): the device writes every CQE to entry 0, rewriting it each time, and
+    /// the CQ never overruns. A consumer sees the latest completion there (its `wqe_counter`),
+    /// as GPUNetIO's collapsed polls read it; [`Cq::poll`] sees each CQE only if it polls
+    /// before the next one arrives. See [`CqConfig::collapsed`].
+    pub collapsed: bool,
 }
 
 impl CqConfig {
@@ -85,6 +90,16 @@ impl CqConfig {
             moderation_period_us: 0,
             moderation_count: 0,
             overrun_ignore: false,
+            collapsed: false,
+        }
+    }
+
+    /// A collapsed CQ: one 64-byte entry that every completion rewrites (PRM `cc`), for a send
+    /// queue whose owner waits for its latest completion only.
+    pub fn collapsed() -> CqConfig {
+        CqConfig {
+            collapsed: true,
+            ..CqConfig::new(0)
         }
     }
 
@@ -144,6 +159,7 @@ pub struct Cq {
     ring: CqRing,
     log_size: u8,
     cqe_bytes: usize,
+    collapsed: bool,
     /// The consumer index; `ring`'s cursor is kept at it (`CqRing::advance` / `seek`).
     ci: u32,
     arm_sn: u32,
@@ -204,6 +220,7 @@ impl Cq {
             cq_period: cfg.moderation_period_us,
             cq_max_count: cfg.moderation_count,
             oi: cfg.overrun_ignore,
+            cc: cfg.collapsed,
         };
         let (obj, cqn) = devx::create(dev, &cmd)?;
         Ok(Cq {
@@ -216,6 +233,7 @@ impl Cq {
             ring,
             log_size: cfg.log_size,
             cqe_bytes,
+            collapsed: cfg.collapsed,
             ci: 0,
             arm_sn: 0,
             dbr,
@@ -473,7 +491,11 @@ impl Cq {
             _reserved: 0,
             uar_arm_addr: self.uar.base() as u64 + crate::uar::CQ_DOORBELL_OFFSET as u64,
             arm_sn: self.arm_sn & 3,
-            _reserved2: 0,
+            flags: if self.collapsed {
+                super::descriptor::CQ_FLAG_COLLAPSED
+            } else {
+                0
+            },
         }
     }
 }

@@ -29,7 +29,7 @@
 /// | 36 | reserved |
 /// | 40 | `uar_arm_addr` (host address of UAR + 0x20; 0 when unmapped) |
 /// | 48 | `arm_sn` (0..3) |
-/// | 52 | reserved |
+/// | 52 | `flags` ([`CQ_FLAG_COLLAPSED`]) |
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CqDescriptor {
@@ -43,8 +43,11 @@ pub struct CqDescriptor {
     pub _reserved: u32,
     pub uar_arm_addr: u64,
     pub arm_sn: u32,
-    pub _reserved2: u32,
+    pub flags: u32,
 }
+
+/// [`CqDescriptor::flags`]: a collapsed CQ (PRM `cc`), whose every CQE rewrites entry 0.
+pub const CQ_FLAG_COLLAPSED: u32 = 1;
 
 /// Which kind of work queue a [`WqDescriptor`] describes.
 pub mod wq_kind {
@@ -117,7 +120,7 @@ impl CqDescriptor {
         w.u32(0);
         w.u64(self.uar_arm_addr);
         w.u32(self.arm_sn);
-        w.u32(0);
+        w.u32(self.flags);
         b
     }
 }

@@ -20,7 +20,7 @@ use mlx5_dpa::gpu::{Rdma, VerbsQp};
 use mlx5_dpa::mem::{Access, MemoryRegion, Pd};
 
 use crate::gpu::{sym, WhileKernels, DOCA_SUCCESS};
-use crate::gpu_rdma::{connect, device, end_sized, local, remote_of};
+use crate::gpu_rdma::{connect, device, end_sized, end_with, local, remote_of};
 
 type R = Result<(), Box<dyn std::error::Error>>;
 
@@ -174,7 +174,20 @@ struct Pair {
 }
 
 fn pair(ctx: &Arc<dyn Devx>, log: u8, len: usize) -> Result<Pair, Box<dyn std::error::Error>> {
-    let (a, b) = (end_sized(ctx, log)?, end_sized(ctx, log)?);
+    pair_with(ctx, log, len, false)
+}
+
+/// As [`pair`], the send CQs collapsed with `collapsed`.
+fn pair_with(
+    ctx: &Arc<dyn Devx>,
+    log: u8,
+    len: usize,
+    collapsed: bool,
+) -> Result<Pair, Box<dyn std::error::Error>> {
+    let (a, b) = (
+        end_with(ctx, log, collapsed)?,
+        end_with(ctx, log, collapsed)?,
+    );
     let (pa, pb) = (Arc::clone(&a.pd), Arc::clone(&b.pd));
     let (qa, qb) = connect(a, b)?;
     let ma = region(ctx, &pa, len, |i| (i * 37 + 11) as u8)?;
@@ -492,7 +505,8 @@ type WriteLatFn = unsafe extern "C" fn(
 
 /// NVIDIA's write_lat kernel, unmodified: client (the kernel ringing) and server (the CPU
 /// proxy ringing) ping-pong 200 writes of 64 bytes, each polling for the other's count in
-/// the last byte; both end with the other's final count there.
+/// the last byte; both end with the other's final count there. The send CQs are collapsed,
+/// as the sample creates them: the kernel polls only the last completion.
 #[test]
 #[ignore = "needs a checkout of NVIDIA-DOCA/gpunetio: GPUNETIO_CHECKOUT=DIR ... -- --ignored"]
 fn nvidias_write_lat_kernel_runs_on_the_model() -> R {
@@ -501,7 +515,8 @@ fn nvidias_write_lat_kernel_runs_on_the_model() -> R {
     let lib = Arc::new(public_kernel("gpunetio_verbs_write_lat"));
     let write_lat: WriteLatFn = sym(&lib, b"gpunetio_verbs_write_lat");
     let (_dev, ctx) = device();
-    let Pair { qa, qb, pa, pb, .. } = pair(&ctx, 6, 64)?;
+    // As NVIDIA's sample makes them: send CQs collapsed (the kernel polls only the last).
+    let Pair { qa, qb, pa, pb, .. } = pair_with(&ctx, 6, 64, true)?;
     let side = |pd: &Arc<Pd>| -> Result<(MemoryRegion, MemoryRegion), Box<dyn std::error::Error>> {
         Ok((
             region(&ctx, pd, SIZE, |_| 0)?,

@@ -44,11 +44,26 @@ fn end(ctx: &Arc<dyn Devx>) -> Result<End, Box<dyn std::error::Error>> {
 
 /// An end whose send ring and CQs hold `2^log` entries.
 pub(crate) fn end_sized(ctx: &Arc<dyn Devx>, log: u8) -> Result<End, Box<dyn std::error::Error>> {
+    end_with(ctx, log, false)
+}
+
+/// An end whose send ring and receive CQ hold `2^log` entries, its send CQ too or, with
+/// `collapsed`, one entry every completion rewrites.
+pub(crate) fn end_with(
+    ctx: &Arc<dyn Devx>,
+    log: u8,
+    collapsed: bool,
+) -> Result<End, Box<dyn std::error::Error>> {
     let pd = Pd::alloc(ctx)?;
     let uar = UarPage::alloc(ctx, UarKind::NonCached)?;
-    let cqc = CqConfig::new(log);
-    let cq = || Cq::create(ctx, &uar, HostQueueMem::alloc(ctx, cqc.ring_bytes())?, &cqc);
-    let (send_cq, recv_cq) = (cq()?, cq()?);
+    let cq =
+        |cqc: CqConfig| Cq::create(ctx, &uar, HostQueueMem::alloc(ctx, cqc.ring_bytes())?, &cqc);
+    let send_cq = cq(if collapsed {
+        CqConfig::collapsed()
+    } else {
+        CqConfig::new(log)
+    })?;
+    let recv_cq = cq(CqConfig::new(log))?;
     let qpc = QpConfig::new(log, 5);
     let qp = RcQp::create(
         ctx,

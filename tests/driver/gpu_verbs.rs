@@ -282,6 +282,47 @@ fn puts_past_the_ring_wait_for_their_slots() -> R {
     Ok(())
 }
 
+/// The same 200 puts through a QP whose send CQ is collapsed (PRM `cc`: one entry, rewritten
+/// by every completion, never overrun), as NVIDIA's latency samples create it: the slot waits
+/// and the last wait read the entry's `wqe_counter`. Before the model took `cc`, CREATE_CQ
+/// refused it.
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn puts_complete_through_a_collapsed_send_cq() -> R {
+    let lib = harness();
+    let stream: PutStreamFn = sym(lib, b"harness_verbs_put_stream");
+    const N: usize = 200;
+    const SIZE: usize = 128;
+    let (_dev, ctx) = crate::gpu_rdma::device();
+    let (a, b) = (
+        crate::gpu_rdma::end_with(&ctx, 6, true)?,
+        crate::gpu_rdma::end_with(&ctx, 6, false)?,
+    );
+    let (pa, pb) = (std::sync::Arc::clone(&a.pd), std::sync::Arc::clone(&b.pd));
+    let (qa, qb) = crate::gpu_rdma::connect(a, b)?;
+    let access = mlx5_dpa::mem::Access::LOCAL_WRITE | mlx5_dpa::mem::Access::REMOTE_WRITE;
+    let src = mlx5_dpa::mem::MemoryRegion::alloc(&ctx, &pa, N * SIZE, access)?;
+    let dst = mlx5_dpa::mem::MemoryRegion::alloc(&ctx, &pb, N * SIZE, access)?;
+    let data: Vec<u8> = (0..N * SIZE).map(|i| (i * 5 + i / 253) as u8).collect();
+    src.write(0, &data)?;
+    let q = WhileKernels::new((qa, qb, src, dst));
+    // SAFETY: the handle and both regions outlive the call, which returns before them.
+    let r = unsafe {
+        stream(
+            q.0.handle_addr(),
+            q.3.addr(),
+            q.3.rkey().0.to_be(),
+            q.2.addr(),
+            q.2.lkey().0.to_be(),
+            SIZE as u32,
+            N as u32,
+        )
+    };
+    assert_eq!(r, DOCA_SUCCESS, "the last put's completion");
+    assert_eq!(q.3.buf().to_vec(0, N * SIZE)?, data, "every chunk");
+    Ok(())
+}
+
 /// `threads` "kernel" threads put 64 chunks of 256 bytes from `a`'s region into `b`'s, each
 /// with a signal (+1) on `b`'s counter; `b`'s bytes and counter are checked.
 fn put_with_signals(handler: NicHandler, threads: u32) -> R {

@@ -512,6 +512,7 @@ fn create_cq_common(ctx: &Ucontext, r: CqReq, io: &WriteIo<'_>) -> Result<(u32, 
             cq_period: 0,
             cq_max_count: 0,
             oi: false,
+            cc: false,
         },
     )
     .map_err(errno_of)?;

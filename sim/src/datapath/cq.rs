@@ -75,7 +75,7 @@ pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: 
     let size = 1u32 << cq.log_size;
     let ci = cq.dbr.read_be32(0).unwrap_or(0) & 0xff_ffff;
     let used = cq.pi.wrapping_sub(ci) & 0xff_ffff;
-    if used >= size && !cq.oi {
+    if used >= size && !cq.oi && !cq.cc {
         cq.status = CqStatus::Overflow;
         dp.port.stats.cq_overruns += 1;
         ev_state::deliver(
@@ -86,7 +86,12 @@ pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: 
         );
         return false;
     }
-    let idx = (cq.pi & (size - 1)) as usize;
+    // A collapsed CQ (PRM `cc`) rewrites its entry 0 with every CQE.
+    let idx = if cq.cc {
+        0
+    } else {
+        (cq.pi & (size - 1)) as usize
+    };
     let owner = ((cq.pi >> cq.log_size) & 1) as u8;
     let mut view = Cqe64::new_unchecked(&mut cqe[..]);
     view.set_owner(owner);

@@ -37,7 +37,7 @@ impl Firmware {
         if u64::from(log_size) > self.profile.cap(l::cmd_hca_cap::log_max_cq_sz) {
             return Err(check::BAD_LOG_SIZE);
         }
-        if g.get(cqc::cc) != 0 || g.get(cqc::cqe_comp_en) != 0 {
+        if g.get(cqc::cqe_comp_en) != 0 {
             return Err(check::NOT_SUPPORTED);
         }
         if g.get(cqc::oi) != 0 && self.profile.cap(l::cmd_hca_cap::cq_oi) == 0 {
@@ -113,6 +113,7 @@ impl Firmware {
                 uar_page,
                 target,
                 oi: g.get(cqc::oi) == 1,
+                cc: g.get(cqc::cc) == 1,
                 period: g.value(cqc::cq_period),
                 max_count: g.value(cqc::cq_max_count),
                 status: CqStatus::Ok,

@@ -156,6 +156,8 @@ pub(crate) struct Cq {
     pub(crate) uar_page: u32,
     pub(crate) target: CqTarget,
     pub(crate) oi: bool,
+    /// Collapsed (`cqc.cc`): every CQE goes to entry 0; never overruns.
+    pub(crate) cc: bool,
     pub(crate) period: u16,
     pub(crate) max_count: u16,
     pub(crate) status: CqStatus,

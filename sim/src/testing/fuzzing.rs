@@ -560,6 +560,7 @@ impl Harness {
                     cq_period: u16::from(input.b()),
                     cq_max_count: u16::from(input.b()),
                     oi: sel & 0x80 != 0,
+                    cc: false,
                 })
             }
             4 => encoded(&CreateTis {

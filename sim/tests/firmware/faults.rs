@@ -146,6 +146,7 @@ fn inventory_counts_and_context_drop_releases_everything() {
             cq_period: 0,
             cq_max_count: 0,
             oi: false,
+            cc: false,
         },
     ));
     let (_, tisn) = ok(mk(
@@ -297,6 +298,7 @@ fn inventory_counts_and_context_drop_releases_everything() {
             cq_period: 0,
             cq_max_count: 0,
             oi: false,
+            cc: false,
         },
     ));
     ok(mk(
@@ -372,6 +374,7 @@ fn closing_a_context_is_not_subject_to_injected_faults() {
             cq_period: 0,
             cq_max_count: 0,
             oi: false,
+            cc: false,
         },
     ));
     // Faults aimed at the program's commands: every destroy, and the next command.

@@ -180,6 +180,7 @@ impl Kit {
             cq_period: 0,
             cq_max_count: 0,
             oi: false,
+            cc: false,
         }
     }
 

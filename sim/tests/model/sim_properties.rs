@@ -621,6 +621,7 @@ impl Sim {
                     cq_period: 0,
                     cq_max_count: 0,
                     oi: cqe_sz == 2,
+                    cc: false,
                 };
                 self.create(&cmd);
             }
@@ -983,6 +984,7 @@ impl Sim {
             cq_period: 0,
             cq_max_count: 0,
             oi: false,
+            cc: false,
         };
         self.create(&cq_on(CqEventTarget::Eq(0x10), 0));
         let cqn = self.newest(Kind::Cq);

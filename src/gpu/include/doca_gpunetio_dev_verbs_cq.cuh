@@ -63,8 +63,9 @@ __device__ static inline int doca_gpu_dev_verbs_poll_cq_at(struct doca_gpu_dev_v
 }
 
 /*
- * As doca_gpu_dev_verbs_poll_cq_at on the QP's send CQ, for a collapsed CQ (one CQE slot the
- * NIC rewrites). The model's exported CQs are not collapsed, so this waits the same way.
+ * As doca_gpu_dev_verbs_poll_cq_at on the QP's send CQ, for a collapsed one (one entry that
+ * every completion rewrites, exported from a CQ created collapsed: CqConfig::collapsed); on a
+ * CQ that is not collapsed it waits the same way.
  */
 template <enum doca_gpu_dev_verbs_resource_sharing_mode mode = DOCA_GPUNETIO_VERBS_RESOURCE_SHARING_MODE_GPU,
 	  enum doca_gpu_dev_verbs_qp_type qp_type = DOCA_GPUNETIO_VERBS_QP_SQ>

@@ -69,10 +69,27 @@ __device__ static __forceinline__ T doca_gpu_dev_verbs_atomic_read(T *ptr)
  * One look at CQE `cqe_idx` of `cq`: DOCA_SUCCESS when there (and not an error),
  * DOCA_ERROR_IO_FAILED for an error CQE, DOCA_ERROR_AGAIN when not yet. `bytes`: its byte
  * count, when given.
+ *
+ * A collapsed CQ (`cqe_num` 0: a send CQ created with the PRM's `cc`) has one entry, rewritten
+ * with every completion: `cqe_idx` is done once the entry's `wqe_counter` reached it (a send
+ * queue's completions come in order). Its byte counts are not kept.
  */
 __device__ static __forceinline__ doca_error_t doca_gpu_dev_verbs_poll_one_cq_at(const struct doca_gpu_dev_verbs_cq *cq,
 										 uint64_t cqe_idx, uint32_t *bytes)
 {
+	if (cq->cqe_num == 0) {
+		/* wqe_counter (bytes 60-61, big-endian), signature, op_own: one load, one CQE. */
+		uint32_t tail = *(volatile uint32_t *)(cq->cqe_daddr + 60);
+		uint8_t opcode = (uint8_t)(tail >> 24) >> 4;
+		uint16_t counter = (uint16_t)(((tail & 0xff) << 8) | ((tail >> 8) & 0xff));
+		uint16_t ahead = (uint16_t)(counter - (uint16_t)cqe_idx);
+		if (opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_INVALID || ahead >= 0x8000)
+			return DOCA_ERROR_AGAIN;
+		__threadfence();
+		bool error = opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_REQ_ERR || opcode == DOCA_GPUNETIO_ETH_MLX5_CQE_RESP_ERR;
+		/* An error after `cqe_idx` leaves it done. */
+		return error && ahead == 0 ? DOCA_ERROR_IO_FAILED : DOCA_SUCCESS;
+	}
 	uint64_t cqe = cq->cqe_daddr + ((cqe_idx & cq->cqe_mask) << 6);
 	uint8_t parity = (cqe_idx & cq->cqe_num) ? 1 : 0;
 	uint8_t op_own = *(volatile uint8_t *)(cqe + 63);

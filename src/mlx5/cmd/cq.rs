@@ -39,6 +39,9 @@ pub struct CreateCq {
     pub cq_max_count: u16,
     /// Allow overrun (`oi`).
     pub oi: bool,
+    /// Collapsed (`cc`): every CQE is written to entry 0, which is rewritten each time (a
+    /// collapsed CQ never overruns). GPUNetIO's latency examples poll their send CQ so.
+    pub cc: bool,
 }
 
 command! {
@@ -68,6 +71,7 @@ command! {
             "uar_page",
         )?;
         v.set(c.at(cqc::oi), u64::from(self.oi));
+        v.set(c.at(cqc::cc), u64::from(self.cc));
         put(
             v,
             op,
