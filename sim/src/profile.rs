@@ -143,8 +143,10 @@ impl Profile {
                 (c::eth_net_offloads.untyped(), 1),
                 (c::roce.untyped(), 1),
                 (c::rc.untyped(), 1),
-                // RC send queues take WAIT-on-data WQEs (datapath/rc/wqe.rs).
+                // Send queues take WAIT WQEs: on data (RC, datapath/rc/wqe.rs) and on time
+                // (Ethernet and RC, datapath/eth.rs).
                 (c::wait_on_data.untyped(), 1),
+                (c::wait_on_time.untyped(), 1),
                 (c::ud.untyped(), 1),
                 // QPs may block their own multicast loopback: the model has no multicast, so
                 // none ever comes back.

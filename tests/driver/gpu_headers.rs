@@ -688,6 +688,77 @@ fn the_2x_send_patterns_deliver_every_frame_in_order() -> Result<(), Box<dyn std
     Ok(())
 }
 
+type SendAtFn = unsafe extern "C" fn(u64, u64, u32, u64, i32) -> i32;
+
+/// DOCA 2.x's send on time on a CPU thread against the model: a wait until 300 ms from now
+/// (`calculate_timestamp`, `wait_time_enqueue_strong` / `_weak`), then a frame; its completion
+/// comes only once the time passed (the model's SQ stops at the WAIT-on-time WQE until its
+/// real-time clock does), and the frame arrives intact. A time already past holds nothing.
+/// Before, both calls answered DOCA_ERROR_NOT_SUPPORTED.
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_2x_send_on_time_leaves_after_its_time() -> Result<(), Box<dyn std::error::Error>> {
+    use std::time::SystemTime;
+    let lib = harness();
+    let send_at: SendAtFn = sym(lib, b"harness_send_at_v2");
+    let mut e = common::eth(9, 9, 6, 1, SLOT)?;
+    e.dev.start_engine();
+    for i in 0..4 {
+        let sge = e.rx.sge(i * SLOT, SLOT)?;
+        e.rq.post_recv(&[sge], i as u64)?;
+    }
+    e.rq.ring_doorbell();
+    let common::Eth {
+        dev,
+        sq,
+        tx_cq,
+        mut rq,
+        mut rx_cq,
+        tx,
+        rx,
+        mac,
+        ..
+    } = e;
+    let txq = WhileKernels::new((
+        EthTxq::export(sq, tx_cq, NicHandler::GpuSmDb)?,
+        mlx5_dpa::gpu::BufArr::new(tx, 1, SLOT)?,
+    ));
+    let utc_ns = || {
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_nanos() as u64
+    };
+    for (round, (weak, delay_ms)) in [(0, 300u64), (1, 300), (0, 0)].into_iter().enumerate() {
+        let f = frame(mac, round, 200);
+        txq.1.region().expect("a local array").write(0, &f)?;
+        // A time already past for the last round.
+        let at = utc_ns() + delay_ms * 1_000_000 - if delay_ms == 0 { 1_000_000_000 } else { 0 };
+        // SAFETY: the handles and the buffer outlive the call, which returns before them.
+        let r = unsafe { send_at(txq.0.handle_addr(), txq.1.handle_addr(), 200, at, weak) };
+        assert_eq!(r, DOCA_SUCCESS, "round {round}");
+        assert!(
+            utc_ns() >= at,
+            "round {round}: the send completed before its time"
+        );
+        let start = Instant::now();
+        let c = loop {
+            assert!(start.elapsed() < WAIT, "round {round}: no frame");
+            match rx_cq.poll() {
+                Some(c) => break c.expect("receive completion"),
+                None => std::thread::yield_now(),
+            }
+        };
+        let slot = rq.complete(c.wqe_counter)? as usize;
+        let mut b = vec![0u8; c.byte_len as usize];
+        rx.read(slot * SLOT, &mut b)?;
+        assert_eq!(b, f, "round {round}");
+    }
+    drop(txq);
+    drop(dev);
+    Ok(())
+}
+
 type DmaCopyFn = unsafe extern "C" fn(u64, u64, u64, u32, u64, u32) -> i32;
 
 /// DOCA 2.x's GPU DMA on a CPU thread against the model: 8 copies of 200 bytes, from offset 16

@@ -402,6 +402,41 @@ extern "C" int harness_send_v2(struct doca_gpu_eth_txq *txq, const struct doca_g
 	return (int)r;
 }
 
+// DOCA 2.x's send on time on one thread: a wait until UTC `at_ns` (calculate_timestamp,
+// wait_time_enqueue), then buffer 0 of `arr` (`len` bytes, notified), strong (enqueue each,
+// commit) or weak (positions from get_info, commit of 2); push, then waits for the send's
+// completion.
+extern "C" int harness_send_at_v2(struct doca_gpu_eth_txq *txq, const struct doca_gpu_buf_arr *arr, uint32_t len,
+				  uint64_t at_ns, int weak)
+{
+	uint64_t ts = 0;
+	uint32_t base = 0, mask = 0, done = 0;
+	struct doca_gpu_buf *buf = 0;
+	doca_error_t r = doca_gpu_dev_eth_txq_calculate_timestamp(txq, at_ns, &ts);
+	if (r != DOCA_SUCCESS)
+		return (int)r;
+	doca_gpu_dev_buf_get_buf(arr, 0, &buf);
+	if (weak) {
+		doca_gpu_dev_eth_txq_get_info(txq, &base, &mask);
+		r = doca_gpu_dev_eth_txq_wait_time_enqueue_weak(txq, ts, base & mask, 0);
+		if (r == DOCA_SUCCESS)
+			r = doca_gpu_dev_eth_txq_send_enqueue_weak(txq, buf, len, (base + 1) & mask, DOCA_GPU_SEND_FLAG_NOTIFY);
+		if (r == DOCA_SUCCESS)
+			r = doca_gpu_dev_eth_txq_commit_weak(txq, 2);
+	} else {
+		r = doca_gpu_dev_eth_txq_wait_time_enqueue_strong(txq, ts, 0);
+		if (r == DOCA_SUCCESS)
+			r = doca_gpu_dev_eth_txq_send_enqueue_strong(txq, buf, len, DOCA_GPU_SEND_FLAG_NOTIFY);
+		if (r == DOCA_SUCCESS)
+			r = doca_gpu_dev_eth_txq_commit_strong(txq);
+	}
+	if (r == DOCA_SUCCESS)
+		r = doca_gpu_dev_eth_txq_push(txq);
+	if (r == DOCA_SUCCESS)
+		r = doca_gpu_dev_eth_txq_wait_completion(txq, 1, DOCA_GPU_ETH_TXQ_WAIT_FLAG_B, &done);
+	return r == DOCA_SUCCESS && done != 1 ? DOCA_ERROR_UNEXPECTED : (int)r;
+}
+
 #include "doca_gpunetio_dev_dma.cuh"
 
 // DOCA 2.x's GPU DMA on one thread: copies buffer i of `src` to buffer i of `dst` (`len` bytes,

@@ -791,6 +791,39 @@ fn malformed_wqes_are_local_qp_operation_errors() {
     }
 }
 
+/// A WAIT on time (opmod TIME, the capability `wait_on_time`) holds the send queue until the
+/// device's real-time clock passes its value (seconds << 32 | nanoseconds; CYCLIC_SMALLER, as
+/// DPDK schedules sends): the signaled NOP behind it completes only after that time, and the
+/// WAIT's own CQE comes first. Before, a WAIT on time was a local QP operation error.
+#[test]
+fn a_wait_on_time_holds_the_send_queue_until_its_time() {
+    let mut p = Pair::fl(3);
+    let utc = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap()
+    };
+    let at = utc() + Duration::from_millis(200);
+    let mut w = p.a.build_wqe(&SendWr::new(RcOp::Nop, &[]));
+    let mut c = CtrlSegRepr::parse(&CtrlSeg::new_unchecked(&w[..16]));
+    (c.opcode, c.opmod, c.ds) = (wqe::opcode::WAIT, wqe::wait_opmod::TIME, 3);
+    c.emit(&mut CtrlSeg::new_unchecked(&mut w[..16]));
+    w.resize(64, 0);
+    let mut s = wqe::WaitSeg::new_unchecked(&mut w[16..48]);
+    s.set_operation(wqe::wait_cond::CYCLIC_SMALLER);
+    s.set_value((at.as_secs() << 32) | u64::from(at.subsec_nanos()));
+    s.set_mask(!0);
+    let waited = p.a.post_raw(&w, true).unwrap();
+    let nop = p.a.build_wqe(&SendWr::new(RcOp::Nop, &[]));
+    let after = p.a.post_raw(&nop, true).unwrap();
+    p.a.ring();
+    let first = p.send_cqe_a();
+    let second = p.send_cqe_a();
+    assert!(utc() >= at, "the NOP completed before the WAIT's time");
+    assert_eq!((first.wqe_counter, second.wqe_counter), (waited, after));
+    assert!(p.a.poll_send().is_none());
+}
+
 #[test]
 fn bad_rkey_and_access_not_granted_are_remote_access_errors() {
     let mut p = Pair::fl(3);

@@ -77,6 +77,43 @@ __device__ __inline__ static doca_error_t doca_gpu_dev_eth_txq_wqe_prepare_send(
 	return DOCA_SUCCESS;
 }
 
+/* WAIT with opmod TIME (PRM; DPDK MLX5_OPCODE_WAIT, MLX5_OPC_MOD_WAIT_TIME): the send queue
+ * stops at it until the NIC's real-time clock reaches its value. */
+#define DOCA_GPUNETIO_ETH_MLX5_OPCODE_WAIT 0xf
+#define DOCA_GPUNETIO_ETH_MLX5_OPC_MOD_WAIT_TIME 0x2
+#define DOCA_GPUNETIO_ETH_NS_PER_S 1000000000ull
+/* The wait segment's condition: go once the value is cyclically smaller than the clock (DPDK's
+ * MLX5_WAIT_COND_CYCLIC_SMALLER, which it schedules sends with). */
+#define MLX5_DPA_GPUNETIO_WAIT_COND_CYCLIC_SMALLER 5u
+
+/*
+ * Writes a wait-on-time WQE at `wqe_ptr` (index `wqe_idx`): the WQEs after it leave once the
+ * NIC's real-time clock passed `wait_on_time_ts` (from doca_gpu_dev_eth_txq_calculate_timestamp).
+ * A CQE when `flags` has NOTIFY (it counts as a notified send).
+ */
+__device__ __inline__ static doca_error_t doca_gpu_dev_eth_txq_wqe_prepare_wait_time(const struct doca_gpu_eth_txq *txq,
+										    struct doca_gpu_dev_eth_txq_wqe *wqe_ptr,
+										    const uint16_t wqe_idx,
+										    const uint64_t wait_on_time_ts,
+										    const enum doca_gpu_eth_send_flags flags)
+{
+	uint64_t w = (uint64_t)wqe_ptr;
+	uint32_t ce = (flags & DOCA_GPUNETIO_ETH_SEND_FLAG_NOTIFY) ? DOCA_GPUNETIO_ETH_CTRL_CQ_UPDATE
+								    : DOCA_GPUNETIO_ETH_CTRL_CQ_FIRST_ERR;
+	uint32_t opmod_idx_opcode = ((uint32_t)DOCA_GPUNETIO_ETH_MLX5_OPC_MOD_WAIT_TIME << 24) |
+				    ((uint32_t)wqe_idx << DOCA_GPUNETIO_ETH_WQE_IDX_SHIFT) | DOCA_GPUNETIO_ETH_MLX5_OPCODE_WAIT;
+	/* Control (3 segments), then the wait segment: operation, lkey and address 0, the value
+	 * (big-endian already), an all-ones mask. */
+	doca_gpu_dev_eth_store64(w + 0, doca_gpu_dev_eth_pair(doca_gpu_dev_eth_bswap32(opmod_idx_opcode),
+							      doca_gpu_dev_eth_bswap32(txq->sq_num_shift8 | 3u)));
+	doca_gpu_dev_eth_store64(w + 8, (uint64_t)ce << 24);
+	doca_gpu_dev_eth_store64(w + 16, doca_gpu_dev_eth_pair(doca_gpu_dev_eth_bswap32(MLX5_DPA_GPUNETIO_WAIT_COND_CYCLIC_SMALLER), 0));
+	doca_gpu_dev_eth_store64(w + 24, 0);
+	doca_gpu_dev_eth_store64(w + 32, wait_on_time_ts);
+	doca_gpu_dev_eth_store64(w + 40, ~0ull);
+	return DOCA_SUCCESS;
+}
+
 /* Marks WQEs `from_wqe_idx` ..= `to_wqe_idx` written: waits for the ones before them. */
 template <enum doca_gpu_dev_eth_resource_sharing_mode resource_sharing_mode = DOCA_GPUNETIO_ETH_RESOURCE_SHARING_MODE_GPU>
 __device__ static __forceinline__ void doca_gpu_dev_eth_txq_mark_wqes_ready(struct doca_gpu_eth_txq *txq,
@@ -357,8 +394,8 @@ __device__ static inline doca_error_t doca_gpu_dev_eth_txq_poll_completion(struc
  * slots go to the NIC: doorbell record and doorbell, or the CPU proxy) and pushes (nothing
  * more to do here: the commit rang). Weak: the caller places each packet at a position (masked
  * ring index) from doca_gpu_dev_eth_txq_get_info on, without gaps; one thread commits the
- * number placed. Sends on time (wait_time_enqueue, calculate_timestamp) are not supported: the
- * model's send queues have no wait-on-time.
+ * number placed. A wait on time (wait_time_enqueue) holds the packets after it until the time
+ * calculate_timestamp made.
  */
 __device__ static __forceinline__ enum doca_gpu_eth_send_flags doca_priv_gpu_dev_eth_send_flags(uint32_t flags_bitmask)
 {
@@ -433,36 +470,47 @@ __device__ static inline doca_error_t doca_gpu_dev_eth_txq_push(struct doca_gpu_
 	return eth_txq ? DOCA_SUCCESS : DOCA_ERROR_INVALID_VALUE;
 }
 
+/* The wait-on-time value of UTC time `timestamp_ns`: the NIC's real-time format (seconds in the
+ * upper 32 bits, nanoseconds in the lower), big-endian as the WQE carries it. */
 __device__ static inline doca_error_t doca_gpu_dev_eth_txq_calculate_timestamp(const struct doca_gpu_eth_txq *eth_txq,
 									       const uint64_t timestamp_ns,
 									       uint64_t *wait_on_time_value)
 {
-	(void)eth_txq;
-	(void)timestamp_ns;
-	(void)wait_on_time_value;
-	return DOCA_ERROR_NOT_SUPPORTED;
+	if (!eth_txq || !wait_on_time_value)
+		return DOCA_ERROR_INVALID_VALUE;
+	*wait_on_time_value = doca_gpu_dev_eth_bswap64((timestamp_ns % DOCA_GPUNETIO_ETH_NS_PER_S) |
+						       ((timestamp_ns / DOCA_GPUNETIO_ETH_NS_PER_S) << 32));
+	return DOCA_SUCCESS;
 }
 
+/* Enqueues a wait on time: the packets enqueued after it leave once the time passed. */
 __device__ static inline doca_error_t doca_gpu_dev_eth_txq_wait_time_enqueue_strong(struct doca_gpu_eth_txq *eth_txq,
 										    const uint64_t wait_on_time_value,
 										    const uint32_t flags_bitmask)
 {
-	(void)eth_txq;
-	(void)wait_on_time_value;
-	(void)flags_bitmask;
-	return DOCA_ERROR_NOT_SUPPORTED;
+	if (!eth_txq)
+		return DOCA_ERROR_INVALID_VALUE;
+	uint64_t idx = doca_gpu_dev_eth_txq_reserve_wq_slots(eth_txq, 1);
+	doca_error_t r = doca_gpu_dev_eth_txq_wqe_prepare_wait_time(eth_txq, doca_gpu_dev_eth_txq_get_wqe_ptr(eth_txq, idx),
+								    (uint16_t)idx, wait_on_time_value,
+								    doca_priv_gpu_dev_eth_send_flags(flags_bitmask));
+	doca_gpu_dev_eth_txq_mark_wqes_ready(eth_txq, idx, idx);
+	return r;
 }
 
+/* The same at `position` (as doca_gpu_dev_eth_txq_send_enqueue_weak places a packet). */
 __device__ static inline doca_error_t doca_gpu_dev_eth_txq_wait_time_enqueue_weak(struct doca_gpu_eth_txq *eth_txq,
 										  const uint64_t wait_on_time_value,
 										  const uint32_t position,
 										  const uint32_t flags_bitmask)
 {
-	(void)eth_txq;
-	(void)wait_on_time_value;
-	(void)position;
-	(void)flags_bitmask;
-	return DOCA_ERROR_NOT_SUPPORTED;
+	if (!eth_txq)
+		return DOCA_ERROR_INVALID_VALUE;
+	uint64_t base = DOCA_GPUNETIO_VOLATILE(eth_txq->sq_rsvd_index);
+	uint64_t idx = base + ((position - (uint32_t)base) & eth_txq->wqe_mask);
+	return doca_gpu_dev_eth_txq_wqe_prepare_wait_time(eth_txq, doca_gpu_dev_eth_txq_get_wqe_ptr(eth_txq, idx),
+							  (uint16_t)idx, wait_on_time_value,
+							  doca_priv_gpu_dev_eth_send_flags(flags_bitmask));
 }
 
 /* Waits for `num_sends` sends that asked for a notification (DOCA_GPU_SEND_FLAG_NOTIFY). */

@@ -53,9 +53,11 @@ pub(super) struct SendWqe {
     pub(super) segs_at: usize,
 }
 
-/// What a WAIT-on-data WQE waits for (its wait segment).
+/// What a WAIT WQE waits for (its wait segment): a word of memory, or (`time`) the
+/// real-time clock.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Wait {
+    pub(super) time: bool,
     pub(super) operation: u32,
     pub(super) lkey: u32,
     pub(super) va: u64,
@@ -67,6 +69,13 @@ impl Wait {
     /// Whether the condition holds now: `Ok(true)` / `Ok(false)`, or the syndrome of a word
     /// that cannot be read (a bad key or range) or an unknown operation.
     pub(super) fn holds(&self, fw: &Firmware, pd: u32) -> Result<bool, u8> {
+        if self.time {
+            // As on an Ethernet SQ (datapath/eth.rs `wait_on_time`, provisional): the value
+            // against the clock.
+            let now = crate::datapath::eth::real_time_now();
+            return wait_cond::holds(self.operation, self.value, now, self.mask)
+                .ok_or(syndrome::LOCAL_QP_OP_ERR);
+        }
         let dma = crate::datapath::keys::translate(fw, pd, self.lkey, self.va, 8, false)?;
         let mut word = [0u8; 8];
         if !dma.read(0, &mut word) {
@@ -137,6 +146,7 @@ impl SendWqe {
             wqe_op::WAIT if w.ds >= 3 => {
                 let ws = WaitSeg::new_unchecked(&w.buf[SEG..3 * SEG]);
                 w.wait = Some(Wait {
+                    time: w.opmod == wait_opmod::TIME,
                     operation: ws.operation(),
                     lkey: ws.lkey(),
                     va: (u64::from(ws.va_high()) << 32) | u64::from(ws.va_low()),
@@ -213,9 +223,11 @@ pub(super) fn check_wqe(fw: &Firmware, qp: &Qp, qpn: u32, w: &SendWqe) -> Result
     }
     let min_ds = match w.opcode {
         NOP => return Ok(0),
-        // WAIT on data only: its word must be readable through its key.
+        // WAIT on data (its word must be readable through its key) or on time.
         WAIT => {
-            let wait = w.wait.filter(|_| w.opmod == wait_opmod::DATA);
+            let wait = w
+                .wait
+                .filter(|_| matches!(w.opmod, wait_opmod::DATA | wait_opmod::TIME));
             return match wait {
                 Some(c) => c.holds(fw, qp.pd).map(|_| 0),
                 None => Err(syndrome::LOCAL_QP_OP_ERR),
