@@ -247,6 +247,28 @@ fn a_late_waiter_finds_its_completion_consumed_by_others() -> R {
     Ok(())
 }
 
+type BswapsFn = unsafe extern "C" fn(*mut u64);
+
+/// The public byte-swap helpers (`DOCA_GPUNETIO_ETH_BSWAP16`, `doca_gpu_dev_verbs_bswap16` /
+/// `32` / `64`) swap as Rust's `swap_bytes` does.
+#[test]
+#[cfg_attr(no_gxx, ignore = "g++ is not installed")]
+fn the_byte_swap_helpers_swap() {
+    let f: BswapsFn = sym(harness(), b"harness_bswaps");
+    let mut out = [0u64; 4];
+    // SAFETY: `out` holds the 4 words the harness writes.
+    unsafe { f(out.as_mut_ptr()) };
+    assert_eq!(
+        out,
+        [
+            u64::from(0x1234u16.swap_bytes()),
+            u64::from(0x1234u16.swap_bytes()),
+            u64::from(0x1234_5678u32.swap_bytes()),
+            0x0102_0304_0506_0708u64.swap_bytes(),
+        ]
+    );
+}
+
 type PutStreamFn = unsafe extern "C" fn(u64, u64, u32, u64, u32, u32, u32) -> i32;
 
 /// One thread puts 200 chunks into a ring of 64 and waits only for the last: as NVIDIA's

@@ -283,6 +283,15 @@ extern "C" int harness_verbs_put_many(struct doca_gpu_dev_verbs_qp *qp, uint64_t
 	return 0;
 }
 
+// The byte swaps: the Ethernet macro and the three Verbs functions.
+extern "C" void harness_bswaps(uint64_t *out)
+{
+	out[0] = DOCA_GPUNETIO_ETH_BSWAP16(0x1234);
+	out[1] = doca_gpu_dev_verbs_bswap16(0x1234);
+	out[2] = doca_gpu_dev_verbs_bswap32(0x12345678u);
+	out[3] = doca_gpu_dev_verbs_bswap64(0x0102030405060708ull);
+}
+
 // `count` puts from one thread, put i from `laddr` + i * `size` to `raddr` + i * `size`,
 // waiting only for the last: more than a ring's worth in flight unless the reservation waits
 // for its slot.

@@ -31,6 +31,9 @@ __device__ static __forceinline__ uint32_t doca_gpu_dev_eth_bswap32(uint32_t v)
 	return ((v & 0xffu) << 24) | ((v & 0xff00u) << 8) | ((v >> 8) & 0xff00u) | (v >> 24);
 }
 
+/* The public header's macro form of the 16-bit swap (a constant expression). */
+#define DOCA_GPUNETIO_ETH_BSWAP16(v) ((uint16_t)((((uint16_t)(v)) >> 8) | (uint16_t)(((uint16_t)(v)) << 8)))
+
 __device__ static __forceinline__ uint64_t doca_gpu_dev_eth_bswap64(uint64_t v)
 {
 	return ((uint64_t)doca_gpu_dev_eth_bswap32((uint32_t)v) << 32) |

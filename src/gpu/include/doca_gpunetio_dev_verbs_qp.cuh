@@ -13,6 +13,20 @@
 #include "doca_gpunetio_dev_eth_common.cuh"
 #include "doca_gpunetio_verbs_def.h"
 
+/* Byte swaps, by the Verbs names of the public API. */
+__device__ static __forceinline__ uint16_t doca_gpu_dev_verbs_bswap16(uint16_t x)
+{
+	return doca_gpu_dev_eth_bswap16(x);
+}
+__device__ static __forceinline__ uint32_t doca_gpu_dev_verbs_bswap32(uint32_t x)
+{
+	return doca_gpu_dev_eth_bswap32(x);
+}
+__device__ static __forceinline__ uint64_t doca_gpu_dev_verbs_bswap64(uint64_t x)
+{
+	return doca_gpu_dev_eth_bswap64(x);
+}
+
 /* Send WQE `wqe_idx` (modulo the ring). */
 __device__ static __forceinline__ struct doca_gpu_dev_verbs_wqe *
 doca_gpu_dev_verbs_get_wqe_ptr(const struct doca_gpu_dev_verbs_qp *qp, uint64_t wqe_idx)

@@ -53,6 +53,15 @@ __global__ void ping_bf(struct doca_gpu_dev_verbs_qp *qp, uint32_t iters, uint64
 	*status = doca_gpu_dev_verbs_poll_cq_collapsed_at(qp, wqe_idx - 1);
 }
 
+/* The byte swaps a kernel reads CQE fields with. */
+__global__ void swaps(const uint16_t *in16, const uint32_t *in32, const uint64_t *in64, uint64_t *out)
+{
+	out[0] = DOCA_GPUNETIO_ETH_BSWAP16(*in16);
+	out[1] = doca_gpu_dev_verbs_bswap16(*in16);
+	out[2] = doca_gpu_dev_verbs_bswap32(*in32);
+	out[3] = doca_gpu_dev_verbs_bswap64(*in64);
+}
+
 extern "C" {
 
 /* The host's launch of write_chunks: one block of `threads` threads. */
