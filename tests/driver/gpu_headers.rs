@@ -620,6 +620,73 @@ fn the_2x_receive_gives_each_packets_buffer_and_length() -> Result<(), Box<dyn s
     Ok(())
 }
 
+/// A 2.x send rig on the model: an exported Ethernet SQ (kernel-rung) with a buffer array of
+/// `bufs` slots, and an RQ with `recvs` receives posted, looped back.
+struct SendRig {
+    // Field order is drop order: the queues, then the device.
+    txq: WhileKernels<(EthTxq, mlx5_dpa::gpu::BufArr)>,
+    rq: mlx5_dpa::queues::Rq,
+    rx_cq: mlx5_dpa::queues::Cq,
+    rx: mlx5_dpa::mem::MemoryRegion,
+    mac: [u8; 6],
+    /// The steering rule to the RQ.
+    _flow: mlx5_dpa::queues::steering::RxFlow,
+    _dev: mlx5_sim::Device,
+}
+
+impl SendRig {
+    fn new(bufs: usize, recvs: usize) -> Result<SendRig, Box<dyn std::error::Error>> {
+        let mut e = common::eth(9, 9, 6, 1, SLOT)?;
+        e.dev.start_engine();
+        for i in 0..recvs {
+            let sge = e.rx.sge(i * SLOT, SLOT)?;
+            e.rq.post_recv(&[sge], i as u64)?;
+        }
+        e.rq.ring_doorbell();
+        let common::Eth {
+            dev,
+            sq,
+            tx_cq,
+            rq,
+            rx_cq,
+            tx,
+            rx,
+            mac,
+            _flow,
+            ..
+        } = e;
+        let txq = WhileKernels::new((
+            EthTxq::export(sq, tx_cq, NicHandler::GpuSmDb)?,
+            mlx5_dpa::gpu::BufArr::new(tx, bufs, SLOT)?,
+        ));
+        Ok(SendRig {
+            _flow,
+            _dev: dev,
+            txq,
+            rq,
+            rx_cq,
+            rx,
+            mac,
+        })
+    }
+
+    /// The next frame the RQ received (30 s at most), its receive retired.
+    fn received(&mut self, what: &str) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+        let start = Instant::now();
+        let c = loop {
+            assert!(start.elapsed() < WAIT, "{what} did not arrive");
+            match self.rx_cq.poll() {
+                Some(c) => break c.expect("receive completion"),
+                None => std::thread::yield_now(),
+            }
+        };
+        let slot = self.rq.complete(c.wqe_counter)? as usize;
+        let mut b = vec![0u8; c.byte_len as usize];
+        self.rx.read(slot * SLOT, &mut b)?;
+        Ok(b)
+    }
+}
+
 /// DOCA 2.x's send on a CPU thread against the model, from a GPU buffer array
 /// (`mlx5_dpa::gpu::BufArr`): 16 frames with the strong pattern (enqueue, commit, push), then 16
 /// with the weak one (positions from `get_info`, commit of 16, push), each waited for with
@@ -629,62 +696,36 @@ fn the_2x_receive_gives_each_packets_buffer_and_length() -> Result<(), Box<dyn s
 fn the_2x_send_patterns_deliver_every_frame_in_order() -> Result<(), Box<dyn std::error::Error>> {
     let lib = harness();
     let send: SendV2Fn = sym(lib, b"harness_send_v2");
-    let mut e = common::eth(9, 9, 6, 1, SLOT)?;
-    e.dev.start_engine();
     let n = 16usize;
-    for i in 0..2 * n {
-        let sge = e.rx.sge(i * SLOT, SLOT)?;
-        e.rq.post_recv(&[sge], i as u64)?;
-    }
-    e.rq.ring_doorbell();
-    let common::Eth {
-        dev,
-        sq,
-        tx_cq,
-        mut rq,
-        mut rx_cq,
-        tx,
-        rx,
-        mac,
-        ..
-    } = e;
-    let txq = WhileKernels::new((
-        EthTxq::export(sq, tx_cq, NicHandler::GpuSmDb)?,
-        mlx5_dpa::gpu::BufArr::new(tx, n, SLOT)?,
-    ));
-    let (handle, arr) = (txq.0.handle_addr(), txq.1.handle_addr());
+    let mut r = SendRig::new(n, 2 * n)?;
+    let (handle, arr) = (r.txq.0.handle_addr(), r.txq.1.handle_addr());
     let mut sent = Vec::new();
     for (round, weak) in [0, 1].into_iter().enumerate() {
         let lens: Vec<u32> = (0..n)
             .map(|i| 60 + ((i * 211 + round * 77) % 1400) as u32)
             .collect();
         for (i, &len) in lens.iter().enumerate() {
-            let f = frame(mac, round * n + i, len as usize);
-            txq.1.region().expect("a local array").write(i * SLOT, &f)?;
+            let f = frame(r.mac, round * n + i, len as usize);
+            r.txq
+                .1
+                .region()
+                .expect("a local array")
+                .write(i * SLOT, &f)?;
             sent.push(f);
         }
         // SAFETY: the handles, the buffers and `lens` outlive the call, which returns before
         // them.
-        let r = unsafe { send(handle, arr, lens.as_ptr(), n as u32, weak) };
-        assert_eq!(r, DOCA_SUCCESS, "round {round}");
+        let rc = unsafe { send(handle, arr, lens.as_ptr(), n as u32, weak) };
+        assert_eq!(rc, DOCA_SUCCESS, "round {round}");
     }
-    assert_eq!(txq.0.producer_index(), 2 * n as u64);
-    let start = Instant::now();
+    assert_eq!(r.txq.0.producer_index(), 2 * n as u64);
     for (i, f) in sent.iter().enumerate() {
-        let c = loop {
-            assert!(start.elapsed() < WAIT, "frame {i} did not arrive");
-            match rx_cq.poll() {
-                Some(c) => break c.expect("receive completion"),
-                None => std::thread::yield_now(),
-            }
-        };
-        let slot = rq.complete(c.wqe_counter)? as usize;
-        let mut b = vec![0u8; c.byte_len as usize];
-        rx.read(slot * SLOT, &mut b)?;
-        assert_eq!(&b, f, "frame {i}, in order");
+        assert_eq!(
+            &r.received(&format!("frame {i}"))?,
+            f,
+            "frame {i}, in order"
+        );
     }
-    drop(txq);
-    drop(dev);
     Ok(())
 }
 
@@ -701,28 +742,7 @@ fn the_2x_send_on_time_leaves_after_its_time() -> Result<(), Box<dyn std::error:
     use std::time::SystemTime;
     let lib = harness();
     let send_at: SendAtFn = sym(lib, b"harness_send_at_v2");
-    let mut e = common::eth(9, 9, 6, 1, SLOT)?;
-    e.dev.start_engine();
-    for i in 0..4 {
-        let sge = e.rx.sge(i * SLOT, SLOT)?;
-        e.rq.post_recv(&[sge], i as u64)?;
-    }
-    e.rq.ring_doorbell();
-    let common::Eth {
-        dev,
-        sq,
-        tx_cq,
-        mut rq,
-        mut rx_cq,
-        tx,
-        rx,
-        mac,
-        ..
-    } = e;
-    let txq = WhileKernels::new((
-        EthTxq::export(sq, tx_cq, NicHandler::GpuSmDb)?,
-        mlx5_dpa::gpu::BufArr::new(tx, 1, SLOT)?,
-    ));
+    let mut r = SendRig::new(1, 4)?;
     let utc_ns = || {
         SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -730,32 +750,23 @@ fn the_2x_send_on_time_leaves_after_its_time() -> Result<(), Box<dyn std::error:
             .as_nanos() as u64
     };
     for (round, (weak, delay_ms)) in [(0, 300u64), (1, 300), (0, 0)].into_iter().enumerate() {
-        let f = frame(mac, round, 200);
-        txq.1.region().expect("a local array").write(0, &f)?;
+        let f = frame(r.mac, round, 200);
+        r.txq.1.region().expect("a local array").write(0, &f)?;
         // A time already past for the last round.
         let at = utc_ns() + delay_ms * 1_000_000 - if delay_ms == 0 { 1_000_000_000 } else { 0 };
         // SAFETY: the handles and the buffer outlive the call, which returns before them.
-        let r = unsafe { send_at(txq.0.handle_addr(), txq.1.handle_addr(), 200, at, weak) };
-        assert_eq!(r, DOCA_SUCCESS, "round {round}");
+        let rc = unsafe { send_at(r.txq.0.handle_addr(), r.txq.1.handle_addr(), 200, at, weak) };
+        assert_eq!(rc, DOCA_SUCCESS, "round {round}");
         assert!(
             utc_ns() >= at,
             "round {round}: the send completed before its time"
         );
-        let start = Instant::now();
-        let c = loop {
-            assert!(start.elapsed() < WAIT, "round {round}: no frame");
-            match rx_cq.poll() {
-                Some(c) => break c.expect("receive completion"),
-                None => std::thread::yield_now(),
-            }
-        };
-        let slot = rq.complete(c.wqe_counter)? as usize;
-        let mut b = vec![0u8; c.byte_len as usize];
-        rx.read(slot * SLOT, &mut b)?;
-        assert_eq!(b, f, "round {round}");
+        assert_eq!(
+            r.received(&format!("round {round}'s frame"))?,
+            f,
+            "round {round}"
+        );
     }
-    drop(txq);
-    drop(dev);
     Ok(())
 }
 

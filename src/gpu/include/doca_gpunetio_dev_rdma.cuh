@@ -241,6 +241,26 @@ __device__ static inline doca_error_t doca_gpu_dev_rdma_write_strong(struct doca
 	return doca_priv_gpu_dev_rdma_enqueue(rdma, connection_index, &op, false, 0);
 }
 
+/* The operation of an inline write (or write with immediate): `len` (at most 28) bytes. */
+__device__ static __forceinline__ bool doca_priv_gpu_dev_rdma_write_inline_op(struct doca_priv_gpu_dev_rdma_op *op,
+									      struct doca_gpu_buf *remote_buf,
+									      uint64_t remote_offset, const uint8_t *data,
+									      uint32_t len, uint32_t imm, uint32_t flags)
+{
+	if (!remote_buf || (!data && len) || len > MLX5_DPA_GPU_RDMA_WRITE_INLINE_MAX || flags > DOCA_GPU_RDMA_WRITE_FLAG_IMM)
+		return false;
+	bool with_imm = flags == DOCA_GPU_RDMA_WRITE_FLAG_IMM;
+	*op = {with_imm ? (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_RDMA_WRITE_IMM : (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_RDMA_WRITE,
+	       with_imm ? imm : 0,
+	       remote_buf->addr + remote_offset,
+	       remote_buf->mkey,
+	       0,
+	       0,
+	       len,
+	       data ? data : (const uint8_t *)""};
+	return true;
+}
+
 /* The inline write: `inl_lenght` (at most 28) bytes from `inl_data`, carried in the WQE. */
 __device__ static inline doca_error_t doca_gpu_dev_rdma_write_inline_weak(struct doca_gpu_dev_rdma *rdma,
 									  uint32_t connection_index,
@@ -250,19 +270,9 @@ __device__ static inline doca_error_t doca_gpu_dev_rdma_write_inline_weak(struct
 									  const enum doca_gpu_dev_rdma_write_flags flags,
 									  uint32_t position)
 {
-	if (!remote_buf || (!inl_data && inl_lenght) || inl_lenght > MLX5_DPA_GPU_RDMA_WRITE_INLINE_MAX ||
-	    flags > DOCA_GPU_RDMA_WRITE_FLAG_IMM)
+	struct doca_priv_gpu_dev_rdma_op op;
+	if (!doca_priv_gpu_dev_rdma_write_inline_op(&op, remote_buf, remote_offset, inl_data, inl_lenght, imm, flags))
 		return DOCA_ERROR_INVALID_VALUE;
-	struct doca_priv_gpu_dev_rdma_op op = {flags == DOCA_GPU_RDMA_WRITE_FLAG_IMM ?
-						       (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_RDMA_WRITE_IMM :
-						       (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_RDMA_WRITE,
-					       flags == DOCA_GPU_RDMA_WRITE_FLAG_IMM ? imm : 0,
-					       remote_buf->addr + remote_offset,
-					       remote_buf->mkey,
-					       0,
-					       0,
-					       inl_lenght,
-					       inl_data ? inl_data : (const uint8_t *)"" };
 	return doca_priv_gpu_dev_rdma_enqueue(rdma, connection_index, &op, true, position);
 }
 
@@ -273,19 +283,9 @@ __device__ static inline doca_error_t doca_gpu_dev_rdma_write_inline_strong(stru
 									    uint32_t inl_lenght, uint32_t imm,
 									    const enum doca_gpu_dev_rdma_write_flags flags)
 {
-	if (!remote_buf || (!inl_data && inl_lenght) || inl_lenght > MLX5_DPA_GPU_RDMA_WRITE_INLINE_MAX ||
-	    flags > DOCA_GPU_RDMA_WRITE_FLAG_IMM)
+	struct doca_priv_gpu_dev_rdma_op op;
+	if (!doca_priv_gpu_dev_rdma_write_inline_op(&op, remote_buf, remote_offset, inl_data, inl_lenght, imm, flags))
 		return DOCA_ERROR_INVALID_VALUE;
-	struct doca_priv_gpu_dev_rdma_op op = {flags == DOCA_GPU_RDMA_WRITE_FLAG_IMM ?
-						       (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_RDMA_WRITE_IMM :
-						       (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_RDMA_WRITE,
-					       flags == DOCA_GPU_RDMA_WRITE_FLAG_IMM ? imm : 0,
-					       remote_buf->addr + remote_offset,
-					       remote_buf->mkey,
-					       0,
-					       0,
-					       inl_lenght,
-					       inl_data ? inl_data : (const uint8_t *)"" };
 	return doca_priv_gpu_dev_rdma_enqueue(rdma, connection_index, &op, false, 0);
 }
 
@@ -361,6 +361,25 @@ __device__ static inline doca_error_t doca_gpu_dev_rdma_send_strong(struct doca_
 	return doca_priv_gpu_dev_rdma_enqueue(rdma, connection_index, &op, false, 0);
 }
 
+/* The operation of an inline send (or send with immediate): `len` (at most 44) bytes. */
+__device__ static __forceinline__ bool doca_priv_gpu_dev_rdma_send_inline_op(struct doca_priv_gpu_dev_rdma_op *op,
+									     const uint8_t *data, uint32_t len, uint32_t imm,
+									     uint32_t flags)
+{
+	if ((!data && len) || len > MLX5_DPA_GPU_RDMA_SEND_INLINE_MAX || flags > DOCA_GPU_RDMA_SEND_FLAG_IMM)
+		return false;
+	bool with_imm = flags == DOCA_GPU_RDMA_SEND_FLAG_IMM;
+	*op = {with_imm ? (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_SEND_IMM : (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_SEND,
+	       with_imm ? imm : 0,
+	       0,
+	       0,
+	       0,
+	       0,
+	       len,
+	       data ? data : (const uint8_t *)""};
+	return true;
+}
+
 /* The inline send: `inl_lenght` (at most 44) bytes from `inl_data`, carried in the WQE. */
 __device__ static inline doca_error_t doca_gpu_dev_rdma_send_inline_weak(struct doca_gpu_dev_rdma *rdma,
 									 uint32_t connection_index, uint8_t *inl_data,
@@ -368,18 +387,9 @@ __device__ static inline doca_error_t doca_gpu_dev_rdma_send_inline_weak(struct 
 									 const enum doca_gpu_dev_rdma_send_flags flags,
 									 uint32_t position)
 {
-	if ((!inl_data && inl_lenght) || inl_lenght > MLX5_DPA_GPU_RDMA_SEND_INLINE_MAX || flags > DOCA_GPU_RDMA_SEND_FLAG_IMM)
+	struct doca_priv_gpu_dev_rdma_op op;
+	if (!doca_priv_gpu_dev_rdma_send_inline_op(&op, inl_data, inl_lenght, imm, flags))
 		return DOCA_ERROR_INVALID_VALUE;
-	struct doca_priv_gpu_dev_rdma_op op = {flags == DOCA_GPU_RDMA_SEND_FLAG_IMM ?
-						       (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_SEND_IMM :
-						       (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_SEND,
-					       flags == DOCA_GPU_RDMA_SEND_FLAG_IMM ? imm : 0,
-					       0,
-					       0,
-					       0,
-					       0,
-					       inl_lenght,
-					       inl_data ? inl_data : (const uint8_t *)"" };
 	return doca_priv_gpu_dev_rdma_enqueue(rdma, connection_index, &op, true, position);
 }
 
@@ -388,18 +398,9 @@ __device__ static inline doca_error_t doca_gpu_dev_rdma_send_inline_strong(struc
 									   uint32_t inl_lenght, uint32_t imm,
 									   const enum doca_gpu_dev_rdma_send_flags flags)
 {
-	if ((!inl_data && inl_lenght) || inl_lenght > MLX5_DPA_GPU_RDMA_SEND_INLINE_MAX || flags > DOCA_GPU_RDMA_SEND_FLAG_IMM)
+	struct doca_priv_gpu_dev_rdma_op op;
+	if (!doca_priv_gpu_dev_rdma_send_inline_op(&op, inl_data, inl_lenght, imm, flags))
 		return DOCA_ERROR_INVALID_VALUE;
-	struct doca_priv_gpu_dev_rdma_op op = {flags == DOCA_GPU_RDMA_SEND_FLAG_IMM ?
-						       (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_SEND_IMM :
-						       (uint32_t)DOCA_GPUNETIO_MLX5_OPCODE_SEND,
-					       flags == DOCA_GPU_RDMA_SEND_FLAG_IMM ? imm : 0,
-					       0,
-					       0,
-					       0,
-					       0,
-					       inl_lenght,
-					       inl_data ? inl_data : (const uint8_t *)"" };
 	return doca_priv_gpu_dev_rdma_enqueue(rdma, connection_index, &op, false, 0);
 }
 
