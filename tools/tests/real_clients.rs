@@ -244,12 +244,30 @@ impl Runner {
     }
 }
 
-/// A port number of this test process (UDP links and the programs' TCP exchange).
+/// A port number of this test process (UDP links and the programs' TCP exchange): below the
+/// kernel's ephemeral range (`ip_local_port_range`, where any outgoing connection of the
+/// machine may hold a port, or leave it in TIME_WAIT) and free for TCP and UDP when taken.
+/// Before, ports ran up to 60000 and `ib_read_bw`'s server once could not listen on 38660.
 fn port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
-    let base = 20_000 + (std::process::id() % 2_000) as u16 * 10;
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    20_000 + (base - 20_000 + n) % 40_000
+    const FLOOR: u16 = 10_000;
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let span = ephemeral.saturating_sub(FLOOR).max(1_000);
+    let base = (std::process::id() % 1_000) as u16 * 10;
+    let mut p = FLOOR;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        p = FLOOR + base.wrapping_add(n) % span;
+        let free = std::net::TcpListener::bind(("0.0.0.0", p)).is_ok()
+            && std::net::UdpSocket::bind(("0.0.0.0", p)).is_ok();
+        if free {
+            break;
+        }
+    }
+    p
 }
 
 fn text(o: &Output) -> String {
