@@ -396,14 +396,16 @@ fn available(prog: &Path) -> bool {
 
 /// Runs `mlx5-dpa cc`.
 pub fn run(a: &CcArgs) -> Result<(), CcError> {
+    // The arguments and the key first: a bad one is refused before any set-up, also where no
+    // compiler is installed.
+    check_args(a)?;
+    let signer = read_signer(a)?;
     let Setup {
         cc,
         tmp,
         sources,
         includes,
     } = setup(a)?;
-    check_args(a)?;
-    let signer = read_signer(a)?;
     let objcopy = find_objcopy(a)?;
     let sections = build_copies(a, &cc, &tmp, &sources, &includes)?;
     // The signature of the (one) build: a section pair when packaged, OUT.sig otherwise.
