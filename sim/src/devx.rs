@@ -153,8 +153,13 @@ impl SimDevx {
             .dev
             .with_state(|st| st.fw.execute(uid, inbox, outbox))
             .map_err(|_| os(op, Errno::EREMOTEIO));
-        // What the command started (an activation, a queue) is seen at once.
-        self.dev.kick();
+        // What the command started (an activation, a queue) is seen at once. A query starts
+        // nothing: it does not wake the engine, which would only take a core from a caller
+        // whose wait is a run of queries (a thread's state). (No command raises the device's
+        // activity: a wait whose look is a command would never sleep.)
+        if opcode_of(inbox).devx_method() != DevxMethod::ObjQuery {
+            self.dev.kick();
+        }
         r
     }
 }
@@ -339,6 +344,19 @@ impl Devx for SimDevx {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(mem);
+    }
+
+    fn doorbell_rung(&self) {
+        self.dev.kick();
+    }
+
+    fn activity(&self) -> u64 {
+        self.dev.activity().epoch()
+    }
+
+    fn wait_activity(&self, seen: u64, timeout: std::time::Duration) -> bool {
+        self.dev.activity().wait(seen, timeout);
+        true
     }
 }
 

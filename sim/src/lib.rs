@@ -87,6 +87,13 @@ pub(crate) struct Shared {
     engine_naps: AtomicBool,
     /// Passes the engine thread made ([`Device::engine_passes`]).
     engine_passes: AtomicU64,
+    /// Doorbells and firmware commands announced to the engine ([`Device::kick`]): a pass
+    /// that finds work no kick announced shows a client that rings without telling (another
+    /// process, a GPU kernel's stores), and keeps the engine polling for a while.
+    kicks: AtomicU64,
+    /// Raised after every pass that did work: what the driver's host-side waits sleep on
+    /// ([`mlx5_dpa::devx::Devx::wait_activity`]).
+    activity: mlx5_dpa::sync::Activity,
     /// The workers that run DPA activations (outside the state lock).
     dpa: dpa::Exec,
 }
@@ -147,6 +154,8 @@ impl Device {
             engine_asleep: AtomicBool::new(false),
             engine_naps: AtomicBool::new(false),
             engine_passes: AtomicU64::new(0),
+            kicks: AtomicU64::new(0),
+            activity: mlx5_dpa::sync::Activity::default(),
             dpa: dpa::Exec::new(),
         });
         // While the engine runs, a worker that finished an activation makes the engine's
@@ -450,7 +459,11 @@ impl Device {
                 tracing::error!(target: "mlx5_sim::dpa", "DPA activations still running after {DPA_WAIT:?}");
             }
             let done = self.shared.dpa.take_done();
-            work += self.with_state(|st| dpa::runtime::apply(st, done));
+            let applied = self.with_state(|st| dpa::runtime::apply(st, done));
+            if applied > 0 {
+                self.shared.activity.bump();
+            }
+            work += applied;
         }
         work
     }
@@ -468,9 +481,17 @@ impl Device {
             work += st.fw.dpa_dispatch(&self.shared.dpa, &weak);
             work
         });
+        if work > 0 {
+            self.shared.activity.bump();
+        }
         // Only when no worker thread could be started: run the activations here.
         self.shared.dpa.help();
         work
+    }
+
+    /// What host-side waits on this device sleep on: raised after every pass that did work.
+    pub(crate) fn activity(&self) -> &mlx5_dpa::sync::Activity {
+        &self.shared.activity
     }
 
     /// Steps until a pass finds nothing to do (at most `1_000_000` passes). Returns the total
@@ -545,7 +566,8 @@ impl Device {
         }
     }
 
-    /// How the engine waits between passes while busy: [`EngineWait::Yield`] (the default)
+    /// How the engine waits between passes while it polls for doorbells that are not
+    /// announced to it (see [`Device::kick`]): [`EngineWait::Yield`] (the default)
     /// passes again as soon as the core is its again, the fastest when the device's users
     /// leave it a core; [`EngineWait::Nap`] sleeps a few microseconds instead, for programs
     /// whose threads spin without yielding on as many cores as there are: a yielding engine
@@ -560,12 +582,15 @@ impl Device {
             .store(w == EngineWait::Nap, Ordering::Relaxed);
     }
 
-    /// Wakes the engine thread if it sleeps between idle passes: called for every firmware
-    /// command, the usual start of activity after a pause (a doorbell alone is seen at the
-    /// engine's next pass, within its longest sleep).
+    /// Wakes the engine thread if it sleeps between passes: called for every firmware command
+    /// and every doorbell the driver rings ([`mlx5_dpa::devx::Devx::doorbell_rung`]). A
+    /// doorbell written without it (a client in another process, a kernel's store) is seen
+    /// at the engine's next pass, within its longest sleep, and keeps the engine polling.
     pub(crate) fn kick(&self) {
+        // ORDERING: see the engine's sleep in `engine_loop`.
+        self.shared.kicks.fetch_add(1, Ordering::SeqCst);
         // A load first: the common case (the engine awake) writes nothing shared.
-        if self.shared.engine_asleep.load(Ordering::Acquire)
+        if self.shared.engine_asleep.load(Ordering::SeqCst)
             && self.shared.engine_asleep.swap(false, Ordering::AcqRel)
         {
             if let Some(h) = &*lock(&self.shared.engine_thread) {
@@ -666,15 +691,20 @@ pub enum EngineWait {
     Nap,
 }
 
-/// While work came within this long, the engine passes again at once, only yielding its core
-/// (or napping, [`EngineWait::Nap`]: a device engine's busy polling, a doorbell is seen within
-/// a pass).
+/// How long the engine keeps polling, yielding (or napping, [`EngineWait::Nap`]) between
+/// passes, after it found work that no doorbell or command announced ([`Device::kick`]): a
+/// client that rings without telling (another process through the uverbs server, a kernel
+/// on the CPU runtime) is then seen within a pass, as a NIC's busy polling would.
 const ENGINE_BUSY: Duration = Duration::from_millis(2);
+/// After the last work, the engine makes passes back to back this long before it sleeps:
+/// on a quiet machine the next doorbell of an exchange usually comes within it.
+const ENGINE_SPIN: Duration = Duration::from_micros(5);
 /// Then it sleeps between passes, a tenth of the time it has been idle, at least
-/// `ENGINE_MIN_SLEEP` and at most `ENGINE_MAX_SLEEP` (a doorbell after a pause waits at most
-/// that long); after `ENGINE_DOZE` with nothing to do, up to `ENGINE_DOZE_SLEEP` (an idle
-/// device then costs about a hundred passes a second, well under 1% of a core). A firmware
-/// command ends any sleep at once ([`Device::kick`]).
+/// `ENGINE_MIN_SLEEP` and at most `ENGINE_MAX_SLEEP`; after `ENGINE_DOZE` with nothing to
+/// do, up to `ENGINE_DOZE_SLEEP` (an idle device then costs about a hundred passes a second,
+/// well under 1% of a core). A doorbell or firmware command ends any sleep at once
+/// ([`Device::kick`]); the sleeps bound how late a timer (an ACK timeout, a send on time) or
+/// an unannounced doorbell is seen.
 const ENGINE_MIN_SLEEP: Duration = Duration::from_micros(20);
 /// A busy engine's nap ([`EngineWait::Nap`]): asked for 5 us; Linux's default timer slack
 /// (50 us) makes it about 55. Measured against 20 and 100 us asked, it gave the shortest
@@ -683,9 +713,23 @@ const ENGINE_NAP: Duration = Duration::from_micros(5);
 const ENGINE_MAX_SLEEP: Duration = Duration::from_millis(1);
 const ENGINE_DOZE: Duration = Duration::from_secs(1);
 const ENGINE_DOZE_SLEEP: Duration = Duration::from_millis(10);
+/// The engine thread's timer slack: its sleeps end within this of when they were asked to
+/// (Linux's default is 50 us, longer than the shortest sleep).
+const ENGINE_TIMER_SLACK_NS: std::ffi::c_ulong = 2_000;
 
+/// The engine thread: passes while there is work; then spins briefly, then sleeps until a
+/// kick or its timeout. On a machine whose cores are all taken, a thread that sleeps and is
+/// woken is run soon, where one that yields waits for the scheduler's next turn
+/// (milliseconds): the engine keeps its latency there by sleeping, not yielding.
 fn engine_loop(weak: Weak<Shared>) {
+    // Best effort: without it the shortest sleeps are only longer.
+    let _ = nix::sys::prctl::set_timerslack(ENGINE_TIMER_SLACK_NS);
     let mut last_work = Instant::now();
+    // Until then, poll without sleeping: unannounced work was seen.
+    let mut poll_until = last_work;
+    // The kick count before the previous pass, and whether that pass found nothing.
+    let mut prev_kicks = u64::MAX;
+    let mut prev_empty = true;
     if let Some(shared) = weak.upgrade() {
         shared.dpa.set_engine_runs(true);
     }
@@ -699,26 +743,35 @@ fn engine_loop(weak: Weak<Shared>) {
         }
         let dev = Device { shared };
         if dev.shared.engine_asleep.load(Ordering::Relaxed) {
-            dev.shared.engine_asleep.store(false, Ordering::Release);
+            dev.shared.engine_asleep.store(false, Ordering::SeqCst);
         }
+        let kicks = dev.shared.kicks.load(Ordering::SeqCst);
         let n = dev.pass();
         dev.shared.engine_passes.fetch_add(1, Ordering::Relaxed);
+        let now = Instant::now();
+        if n > 0 && prev_empty && kicks == prev_kicks {
+            // Found after a pass that found nothing, with no kick in between: somebody rang
+            // without telling.
+            poll_until = now + ENGINE_BUSY;
+        }
+        prev_kicks = kicks;
+        prev_empty = n == 0;
         // The activations it dispatched: the first here (the next pass applies it), the
         // rest on the workers.
         if dev.shared.dpa.run_one_here() {
             // Its result (the queues it rang, its CQ re-arm) waits for the next pass: make
-            // that pass now, without giving the core away first.
+            // that pass now.
             last_work = Instant::now();
+            prev_empty = false;
             continue;
         }
-        // A running activation may wait for the NIC (a pause in a polling loop): busy too.
-        let busy = n > 0 || dev.shared.dpa.in_flight() > 0;
-        let now = Instant::now();
-        if busy {
+        if n > 0 {
             last_work = now;
+            continue;
         }
-        let idle = now - last_work;
-        if idle < ENGINE_BUSY {
+        // A running activation may wait for the NIC (a pause in a polling loop): poll for it.
+        if now < poll_until || dev.shared.dpa.in_flight() > 0 {
+            last_work = now;
             let nap = dev.shared.engine_naps.load(Ordering::Relaxed);
             drop(dev);
             if nap {
@@ -726,17 +779,28 @@ fn engine_loop(weak: Weak<Shared>) {
             } else {
                 std::thread::yield_now();
             }
-        } else {
-            let most = if idle < ENGINE_DOZE {
-                ENGINE_MAX_SLEEP
-            } else {
-                ENGINE_DOZE_SLEEP
-            };
-            dev.shared.engine_asleep.store(true, Ordering::Release);
-            drop(dev);
-            // A kick (or a stale unpark token) ends it early: only a pass more.
-            std::thread::park_timeout((idle / 10).clamp(ENGINE_MIN_SLEEP, most));
+            continue;
         }
+        let idle = now - last_work;
+        if idle < ENGINE_SPIN {
+            std::hint::spin_loop();
+            continue;
+        }
+        let most = if idle < ENGINE_DOZE {
+            ENGINE_MAX_SLEEP
+        } else {
+            ENGINE_DOZE_SLEEP
+        };
+        // ORDERING: SeqCst store of the flag, then SeqCst load of the count; `kick` adds to
+        // the count, then loads the flag. Either it sees the engine asleep and unparks it, or
+        // the engine sees its kick here and passes again instead of sleeping.
+        dev.shared.engine_asleep.store(true, Ordering::SeqCst);
+        if dev.shared.kicks.load(Ordering::SeqCst) != kicks {
+            continue;
+        }
+        drop(dev);
+        // A kick (or a stale unpark token) ends it early: only a pass more.
+        std::thread::park_timeout((idle / 10).clamp(ENGINE_MIN_SLEEP, most));
     }
 }
 

@@ -24,7 +24,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{Devx, DevxError, EventChannel, ObjHandle, Uar, UarKind, Umem, UmemAccess, UmemHandle};
 
@@ -376,5 +376,14 @@ impl Devx for CaptureDevx {
     }
     fn retain_until_close(&self, mem: Box<dyn std::any::Any + Send + Sync>) {
         self.inner.retain_until_close(mem);
+    }
+    fn doorbell_rung(&self) {
+        self.inner.doorbell_rung();
+    }
+    fn activity(&self) -> u64 {
+        self.inner.activity()
+    }
+    fn wait_activity(&self, seen: u64, timeout: Duration) -> bool {
+        self.inner.wait_activity(seen, timeout)
     }
 }

@@ -265,6 +265,95 @@ pub trait Devx: Send + Sync {
     fn retain_until_close(&self, mem: Box<dyn std::any::Any + Send + Sync>) {
         std::mem::forget(mem);
     }
+    /// Called after each doorbell this context's [`Uar`] pages took (send, receive, CQ arm,
+    /// BlueFlame). A NIC sees the MMIO store itself: the default does nothing. The model's
+    /// engine sleeps when it has nothing to do, and is woken here.
+    fn doorbell_rung(&self) {}
+    /// A count that changes whenever the device may have written what a host-side wait looks
+    /// at (a CQE, a DMA write, a DPA thread's end); [`Devx::wait_activity`] sleeps on it. A
+    /// NIC gives no such notice without interrupts: the default is always 0.
+    fn activity(&self) -> u64 {
+        0
+    }
+    /// Between two looks of a host-side wait: returns once [`Devx::activity`] differs from
+    /// `seen` (read before the look that found nothing), or after at most `timeout`; the
+    /// caller looks again either way. Returns `false` at once where the device gives no
+    /// notice (the default: a NIC writes without telling anyone), and the caller then waits
+    /// its own way (yields, backs off); the model spins briefly, then sleeps until its next
+    /// pass that did work, and returns `true`.
+    fn wait_activity(&self, seen: u64, timeout: Duration) -> bool {
+        let _ = (seen, timeout);
+        false
+    }
+}
+
+/// The pause between two looks of a host-side wait whose look costs the device work (a
+/// firmware command): where the device gives notice ([`Devx::wait_activity`], the model), a
+/// sleep until its next activity, at most [`Backoff::MAX`]; elsewhere the first
+/// [`Backoff::YIELDS`] pauses give the core away once each, and then the pauses are sleeps
+/// that double from 20 us up to [`Backoff::MAX`] (most calls end within microseconds; a
+/// longer one should not cost firmware a command per yield).
+#[derive(Debug)]
+pub struct Backoff {
+    looks: u32,
+    sleep: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            looks: 0,
+            sleep: Duration::from_micros(20),
+        }
+    }
+}
+
+impl Backoff {
+    /// Pauses that only yield, where the device gives no notice.
+    pub const YIELDS: u32 = 64;
+    /// The longest pause.
+    pub const MAX: Duration = Duration::from_millis(2);
+
+    /// Pauses after a look that found nothing; `seen` is [`Devx::activity`] read before it.
+    pub fn pause(&mut self, dev: &dyn Devx, seen: u64) {
+        if dev.wait_activity(seen, Self::MAX) {
+            return;
+        }
+        self.looks = self.looks.saturating_add(1);
+        if self.looks <= Self::YIELDS {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(self.sleep);
+            self.sleep = (self.sleep * 2).min(Self::MAX);
+        }
+    }
+}
+
+/// Looks with `look` until it gives `Some`, at most `timeout`, waiting on `dev`'s activity
+/// between looks ([`Devx::wait_activity`]): the one loop of the driver's host-side waits for
+/// something the device writes. `Ok(None)` when `timeout` passed first.
+///
+/// # Errors
+/// What `look` returned.
+pub fn wait_for<T, E>(
+    dev: &dyn Devx,
+    timeout: Duration,
+    mut look: impl FnMut() -> Result<Option<T>, E>,
+) -> Result<Option<T>, E> {
+    let start = std::time::Instant::now();
+    loop {
+        let seen = dev.activity();
+        if let Some(v) = look()? {
+            return Ok(Some(v));
+        }
+        let spent = start.elapsed();
+        if spent >= timeout {
+            return Ok(None);
+        }
+        if !dev.wait_activity(seen, timeout - spent) {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// A firmware object created through DevX; destroyed when dropped.

@@ -41,6 +41,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The device the context runs on.
+    pub(crate) fn dev(&self) -> &std::sync::Arc<dyn crate::devx::Devx> {
+        self.process.dev()
+    }
+
     /// Over `page` (at least [`PAGE_LEN`] bytes), whose first byte is host address `haddr` in
     /// its key's address space.
     pub(crate) fn new(

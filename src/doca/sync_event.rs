@@ -226,7 +226,9 @@ impl SyncEvent {
             let start = Instant::now();
             let mut looks = 0u32;
             let mut last_check = start;
+            let dev = self.slot.shared.dev();
             loop {
+                let seen = dev.activity();
                 let v = self.get();
                 if done(v) {
                     return Ok(v);
@@ -243,6 +245,11 @@ impl SyncEvent {
                         what: "a sync event to pass its threshold",
                         after: timeout,
                     });
+                }
+                // A DPA thread's write wakes the wait on the model; a host thread's `update`
+                // is seen within `WAIT_SLEEP`.
+                if dev.wait_activity(seen, WAIT_SLEEP) {
+                    continue;
                 }
                 looks = looks.saturating_add(1);
                 if looks < 64 {

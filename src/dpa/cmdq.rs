@@ -503,8 +503,10 @@ impl CmdQueue {
                 ));
             }
             let start = Instant::now();
-            let mut pause = Duration::from_micros(20);
+            let mut backoff = crate::devx::Backoff::default();
+            let dev = std::sync::Arc::clone(self.process.dev());
             loop {
+                let seen = dev.activity();
                 if self.is_empty()? {
                     return Ok(());
                 }
@@ -514,8 +516,7 @@ impl CmdQueue {
                         after: timeout,
                     });
                 }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(2));
+                backoff.pause(dev.as_ref(), seen);
             }
         })
     }

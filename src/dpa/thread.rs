@@ -272,8 +272,10 @@ impl EventHandler {
     fn destroy_when_idle(&mut self, timeout: Duration) -> Result<(), DpaError> {
         crate::sync::traced_wait("a DPA activation to end", || {
             let start = Instant::now();
-            let mut pause = Duration::from_micros(20);
+            let mut backoff = crate::devx::Backoff::default();
+            let dev = Arc::clone(self.obj.device());
             loop {
+                let seen = dev.activity();
                 let refused = match self.obj.try_destroy() {
                     Ok(()) => return Ok(()),
                     Err(e) => e,
@@ -288,8 +290,7 @@ impl EventHandler {
                         after: timeout,
                     });
                 }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(2));
+                backoff.pause(dev.as_ref(), seen);
             }
         })
     }
@@ -302,9 +303,10 @@ impl EventHandler {
     pub fn wait_done(&self, timeout: std::time::Duration) -> Result<ThreadInfo, DpaError> {
         crate::sync::traced_wait("a DPA thread to finish", || {
             let start = std::time::Instant::now();
-            let mut pause = std::time::Duration::from_micros(20);
-            let mut polls = 0u32;
+            let mut backoff = crate::devx::Backoff::default();
+            let dev = self.obj.device();
             loop {
+                let seen = dev.activity();
                 let info = self.info()?;
                 match info.state {
                     ThreadState::Finished | ThreadState::Idle => return Ok(info),
@@ -324,22 +326,12 @@ impl EventHandler {
                         after: timeout,
                     });
                 }
-                // Most calls end within microseconds: look again at once for a while (each look
-                // is two firmware commands), then back off to sleeps.
-                polls += 1;
-                if polls <= WAIT_POLLS {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_millis(2));
-                }
+                // Each look is two firmware commands.
+                backoff.pause(dev.as_ref(), seen);
             }
         })
     }
 }
-
-/// Looks [`EventHandler::wait_done`] takes without sleeping in between.
-const WAIT_POLLS: u32 = 64;
 
 /// Event handlers of a process.
 impl super::Process {

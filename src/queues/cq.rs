@@ -410,7 +410,9 @@ impl Cq {
         n
     }
 
-    /// Waits (spinning, and yielding between polls) at most `timeout` for one completion.
+    /// Waits at most `timeout` for one completion, polling and, between polls, waiting on the
+    /// device's activity ([`devx::wait_for`]: a yield on hardware, a sleep until the model's
+    /// next pass that did work on the model).
     ///
     /// # Errors
     /// [`crate::devx::DevxError::Timeout`] when nothing arrived.
@@ -419,15 +421,10 @@ impl Cq {
         timeout: std::time::Duration,
     ) -> Result<Result<Completion, CompletionError>, QueueError> {
         crate::sync::traced_wait("a completion", || {
-            let start = std::time::Instant::now();
-            loop {
-                if let Some(c) = self.poll() {
-                    return Ok(c);
-                }
-                if start.elapsed() >= timeout {
-                    return Err(devx::DevxError::Timeout(timeout, "a completion").into());
-                }
-                std::thread::yield_now();
+            let dev = Arc::clone(self.uar.device());
+            match devx::wait_for(dev.as_ref(), timeout, || Ok::<_, QueueError>(self.poll()))? {
+                Some(c) => Ok(c),
+                None => Err(devx::DevxError::Timeout(timeout, "a completion").into()),
             }
         })
     }

@@ -115,6 +115,7 @@ impl UarPage {
             // ORDERING: flush the write-combining buffer so the doorbell leaves the CPU now.
             barrier::wc_flush();
         }
+        self.dev.doorbell_rung();
     }
 
     /// Copies a whole WQE (`wqe.len()` a multiple of 8, at most 256 bytes) into BlueFlame
@@ -131,6 +132,7 @@ impl UarPage {
         }
         // ORDERING: the whole copy leaves the write-combining buffer as one burst, now.
         barrier::wc_flush();
+        self.dev.doorbell_rung();
     }
 
     /// Writes the CQ arm doorbell: `sn << 28 | cmd | ci` then the CQN, big-endian, at
@@ -147,6 +149,13 @@ impl UarPage {
         if self.kind == UarKind::BlueFlame {
             barrier::wc_flush();
         }
+        self.dev.doorbell_rung();
+    }
+
+    /// The device the page belongs to (host-side waits sleep on its activity,
+    /// [`Devx::wait_activity`]).
+    pub fn device(&self) -> &Arc<dyn Devx> {
+        &self.dev
     }
 }
 

@@ -24,3 +24,4 @@ mod rc_queues;
 mod rc_srq;
 mod ring_properties;
 mod teardown;
+mod waits;
