@@ -9,8 +9,9 @@
 //!   posts a frame and rings its SQ doorbell; the frame loops through the port to the DPA RQ,
 //!   its CQE activates the handler, which sends the answer from its DPA SQ; the time ends when
 //!   the answer's CQE is polled on the host RQ's CQ.
-//! - `activation of a thread`: `EventHandler::run` then polling the thread's state (one
-//!   firmware command each) until it is no longer running.
+//! - `activation of a thread`: `EventHandler::run` then `EventHandler::wait_done` (looks of
+//!   two firmware commands each, sleeping on the device's activity in between) until it is no
+//!   longer running.
 //! - `process.call`: `flexio_process_call`'s round trip (arguments into DPA memory, a thread
 //!   created, run, waited for, destroyed).
 //! - baseline, measured in the same run: one firmware command (QUERY of the process), the floor
@@ -19,7 +20,9 @@
 //! Then the engine's idle cost: the model's engine thread's CPU time (from
 //! `/proc/self/task/<tid>/schedstat`) over one second, after one second with nothing to do.
 //!
-//! The last lines are the `summary latency:` rows docs/performance.md quotes.
+//! The last lines are the `summary latency:` rows docs/performance.md quotes. With
+//! `MLX5_BENCH_BUSY=2` the same figures are measured beside two CPU-bound competitor threads
+//! (`common/busy.rs`).
 
 #[path = "common/summary.rs"]
 #[macro_use]
@@ -98,7 +101,11 @@ fn main() {
 
     let idle = engine_idle_cpu();
 
-    summary!("summary latency: device model, {}", ctx.describe());
+    summary!(
+        "summary latency: device model, {}, {}",
+        ctx.describe(),
+        common::busy::mode()
+    );
     row("doorbell -> DPA handler -> CQE", frame_rt);
     row("activation of a thread", act);
     row("process.call", call);

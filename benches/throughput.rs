@@ -107,7 +107,11 @@ fn main() {
         drop(host);
         drop(rigs);
     }
-    summary!("summary throughput: device model, {}", ctx.describe());
+    summary!(
+        "summary throughput: device model, {}, {}",
+        ctx.describe(),
+        common::busy::mode()
+    );
     for (threads, one, many, per_act, per_frame, acts) in rows {
         summary!(
             "summary throughput: {threads} DPA thread(s): {many:>10.0} frames/s with {WINDOW} in \

@@ -127,7 +127,9 @@ impl Host {
         let mut got = 0usize;
         let start = Instant::now();
         let mut last_progress = Instant::now();
+        let dev = Arc::clone(self._uar.device());
         while got < total {
+            let seen = dev.activity();
             // Post what the window and the ring allow, one doorbell for the lot.
             let mut posted = 0;
             while sent < total && sent - got < window && self.sq.free() > 0 {
@@ -169,7 +171,10 @@ impl Host {
                     last_progress.elapsed() < T,
                     "no answer for {T:?} ({got} of {total}, {sent} sent)"
                 );
-                std::thread::yield_now();
+                // Until the device did something (the model), or a yield (hardware).
+                if !dev.wait_activity(seen, T) {
+                    std::thread::yield_now();
+                }
             }
         }
         total as f64 / start.elapsed().as_secs_f64()

@@ -23,9 +23,18 @@ pub fn record(bench: &str, line: &str) {
         .write(true)
         .append(!first)
         .truncate(first)
-        .open(dir.join(format!("{bench}.txt")));
+        .open(dir.join(format!("{bench}{}.txt", busy_suffix())));
     if let Ok(mut f) = file {
         let _ = writeln!(f, "{line}");
+    }
+}
+
+/// `-busy` in the busy mode (`MLX5_BENCH_BUSY`, `benches/common/busy.rs`): its figures are
+/// kept apart from the quiet ones.
+fn busy_suffix() -> &'static str {
+    match std::env::var("MLX5_BENCH_BUSY") {
+        Ok(v) if !v.is_empty() && v != "0" => "-busy",
+        _ => "",
     }
 }
 
