@@ -560,8 +560,27 @@ pub fn read_bits(buf: &[u8], offset: u32, width: u32) -> u64 {
 /// Writes the low `width` (1..=64) bits of `value` at bit `offset`; no other bit changes.
 ///
 /// Same precondition as [`read_bits`]; violated, nothing is written.
+#[inline]
 pub fn write_bits(buf: &mut [u8], offset: u32, width: u32, value: u64) {
     debug_assert!((1..=64).contains(&width));
+    // A field inside one byte (flags, nibbles: most of the PRM's narrow fields): one
+    // read-modify-write, inlined where the field is constant.
+    let shift = offset % 8;
+    if shift + width <= 8 {
+        let Some(b) = buf.get_mut((offset / 8) as usize) else {
+            debug_assert!(false, "field outside buffer");
+            return;
+        };
+        let low = 8 - shift - width;
+        let mask = ((((1u16 << width) - 1) << low) & 0xff) as u8;
+        *b = (*b & !mask) | ((value << low) as u8 & mask);
+        return;
+    }
+    write_bits_wide(buf, offset, width, value);
+}
+
+/// [`write_bits`] for a field across bytes.
+fn write_bits_wide(buf: &mut [u8], offset: u32, width: u32, value: u64) {
     let first = (offset / 8) as usize;
     let last = ((offset + width - 1) / 8) as usize;
     let Some(bytes) = buf.get_mut(first..=last) else {
@@ -987,6 +1006,39 @@ mod tests {
         assert_eq!(b[0], 0x0f);
         assert_eq!(b[8], 0xf0);
         assert_eq!(read_bits(&b, 4, 64), u64::MAX);
+    }
+
+    #[test]
+    fn write_bits_changes_exactly_its_field_at_every_offset_and_width() {
+        // Against a bit-at-a-time reference, over backgrounds of zeros and ones, for fields
+        // inside one byte (the fast path) and across bytes.
+        for background in [0x00u8, 0xff, 0xa5] {
+            for offset in 0..24u32 {
+                for width in 1..=40u32 {
+                    let value = 0x9e37_79b9_7f4a_7c15u64.rotate_left(offset + width);
+                    let mut got = [background; 8];
+                    write_bits(&mut got, offset, width, value);
+                    let mut want = [background; 8];
+                    for k in 0..width {
+                        let bit = offset + k;
+                        let v = (value >> (width - 1 - k)) & 1;
+                        let m = 0x80u8 >> (bit % 8);
+                        let byte = &mut want[(bit / 8) as usize];
+                        *byte = if v == 1 { *byte | m } else { *byte & !m };
+                    }
+                    assert_eq!(
+                        got, want,
+                        "offset {offset} width {width} over {background:#x}"
+                    );
+                    let mask = if width == 64 {
+                        u64::MAX
+                    } else {
+                        (1 << width) - 1
+                    };
+                    assert_eq!(read_bits(&got, offset, width), value & mask);
+                }
+            }
+        }
     }
 }
 

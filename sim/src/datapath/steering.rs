@@ -28,17 +28,27 @@ pub(crate) fn compute_roots(fw: &Firmware, roots: &mut Vec<u32>) {
 }
 
 /// The outer-header image of a frame, laid out as `fte_match_set_lyr_2_4`.
+#[cfg(test)]
 fn match_image(frame: &[u8]) -> [u8; 64] {
     let mut m = [0u8; 64];
+    fill_match_image(frame, &mut m);
+    m
+}
+
+/// Writes the image of `frame` into `m` (zeroed), in place: steering reads it back in 8-byte
+/// words, and a copy of the freshly byte-written array would stall on every load (a load
+/// that spans several pending byte stores cannot be forwarded from them).
+#[inline]
+fn fill_match_image(frame: &[u8], m: &mut [u8; 64]) {
     if frame.len() < 14 {
-        return m;
+        return;
     }
     m[8..14].copy_from_slice(&frame[0..6]); // dmac
     m[0..6].copy_from_slice(&frame[6..12]); // smac
     let mut ethertype = u16::from_be_bytes([frame[12], frame[13]]);
     let mut l3 = 14;
     if ethertype == 0x8100 && frame.len() >= 18 {
-        write_bits(&mut m, 0x90, 1, 1); // cvlan_tag
+        write_bits(m, 0x90, 1, 1); // cvlan_tag
         m[14..16].copy_from_slice(&frame[14..16]); // prio, cfi, vid
         ethertype = u16::from_be_bytes([frame[16], frame[17]]);
         l3 = 18;
@@ -48,8 +58,8 @@ fn match_image(frame: &[u8]) -> [u8; 64] {
     let (proto, l4) = match ethertype {
         0x0800 if ip.len() >= 20 => {
             let ihl = (ip[0] & 0xf) as usize * 4;
-            write_bits(&mut m, 0x93, 4, 4); // ip_version
-            write_bits(&mut m, 0xd0, 4, u64::from(ip[0] & 0xf)); // ipv4_ihl
+            write_bits(m, 0x93, 4, 4); // ip_version
+            write_bits(m, 0xd0, 4, u64::from(ip[0] & 0xf)); // ipv4_ihl
             m[17] = ip[1]; // dscp, ecn
             m[27] = ip[8]; // ttl
             m[16] = ip[9];
@@ -57,12 +67,12 @@ fn match_image(frame: &[u8]) -> [u8; 64] {
             m[60..64].copy_from_slice(&ip[16..20]);
             let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
             if frag {
-                write_bits(&mut m, 0x92, 1, 1);
+                write_bits(m, 0x92, 1, 1);
             }
             (ip[9], if frag { None } else { ip.get(ihl..) })
         }
         0x86dd if ip.len() >= 40 => {
-            write_bits(&mut m, 0x93, 4, 6);
+            write_bits(m, 0x93, 4, 6);
             m[17] = ((u16::from_be_bytes([ip[0], ip[1]]) >> 4) & 0xff) as u8;
             m[27] = ip[7];
             m[16] = ip[6];
@@ -79,7 +89,7 @@ fn match_image(frame: &[u8]) -> [u8; 64] {
                     m[20..24].copy_from_slice(&l4[0..4]);
                     if l4.len() >= 14 {
                         let flags = u16::from_be_bytes([l4[12], l4[13]]) & 0x1ff;
-                        write_bits(&mut m, 0x97, 9, u64::from(flags));
+                        write_bits(m, 0x97, 9, u64::from(flags));
                     }
                 }
                 17 => m[28..32].copy_from_slice(&l4[0..4]),
@@ -87,12 +97,12 @@ fn match_image(frame: &[u8]) -> [u8; 64] {
             }
         }
     }
-    m
 }
 
 /// Whether every byte of `image` under `mask` equals `value` (a byte of `value` outside its
-/// mask never matches). Eight bytes at a time, without a branch per byte: steering runs
-/// this for every entry it tries of every frame.
+/// mask never matches): the rule [`lookup`] implements, and the reference its tests hold it
+/// to.
+#[cfg(test)]
 fn matches(value: &[u8; 64], mask: &[u8; 64], image: &[u8; 64]) -> bool {
     let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
     let mut differ = 0u64;
@@ -112,23 +122,77 @@ enum Verdict {
     Drop,
 }
 
+/// The 64 bytes of a match value, mask or image as eight native words.
+#[inline]
+fn words(b: &[u8; 64]) -> [u64; 8] {
+    std::array::from_fn(|k| u64::from_ne_bytes(b[8 * k..8 * k + 8].try_into().unwrap_or([0; 8])))
+}
+
+/// A table's lookup, from its entries in index order: an entry outside its group's range, or
+/// whose value has a bit outside the group's mask, never matches ([`matches`]) and is left
+/// out; of entries with equal values the lowest index is kept (the first a walk would meet).
+fn build_lookup(
+    entries: &std::collections::BTreeMap<u32, Fte>,
+    groups: &crate::slab::Slab<FlowGroup>,
+) -> FlowLookup {
+    let mut map = FlowLookup::default();
+    for (idx, e) in entries {
+        let Some(grp) = groups.get(e.group) else {
+            continue;
+        };
+        if *idx < grp.start || *idx > grp.end {
+            continue;
+        }
+        let (v, m) = (words(&e.value), words(&grp.mask));
+        if v.iter().zip(&m).any(|(v, m)| v & !m != 0) {
+            continue;
+        }
+        map.entry((e.group, v)).or_insert(*idx);
+    }
+    map
+}
+
+/// The entry of `table` that `image` hits: the first group (in creation order) holding an
+/// entry equal to the image under the group's mask, and its lowest such index. One hash
+/// probe per group, however many entries the table holds.
+fn lookup(fw: &mut Firmware, table: u32, image: &[u64; 8]) -> Option<Option<u32>> {
+    let t = fw.tables.get_mut(table)?;
+    let lookup = match &mut t.lookup {
+        Some(l) => &*l,
+        l @ None => &*l.insert(build_lookup(&t.entries, &fw.groups)),
+    };
+    Some(probe(&t.groups, &fw.groups, lookup, image))
+}
+
+/// [`lookup`] on the parts of a table: its groups in order, the group objects, its map.
+#[inline]
+fn probe(
+    order: &[u32],
+    groups: &crate::slab::Slab<FlowGroup>,
+    lookup: &FlowLookup,
+    image: &[u64; 8],
+) -> Option<u32> {
+    for g in order {
+        let Some(grp) = groups.get(*g) else {
+            continue;
+        };
+        let m = words(&grp.mask);
+        let key = (*g, std::array::from_fn(|k| image[k] & m[k]));
+        if let Some(idx) = lookup.get(&key) {
+            return Some(*idx);
+        }
+    }
+    None
+}
+
 fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
+    let image = words(image);
     for &root in roots {
         let mut table = root;
         for _depth in 0..8 {
-            let Some(t) = fw.tables.get(table) else { break };
-            let mut hit = None;
-            'groups: for g in &t.groups {
-                let Some(grp) = fw.groups.get(*g) else {
-                    continue;
-                };
-                for (idx, e) in t.entries.range(grp.start..=grp.end) {
-                    if e.group == *g && matches(&e.value, &grp.mask, image) {
-                        hit = Some(*idx);
-                        break 'groups;
-                    }
-                }
-            }
+            let Some(hit) = lookup(fw, table, &image) else {
+                break;
+            };
             let Some(idx) = hit else {
                 if let Some(t) = fw.tables.get_mut(table) {
                     t.misses += 1;
@@ -161,7 +225,8 @@ fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
 pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
     dp.port.stats.rx_frames += 1;
     dp.port.stats.rx_bytes += frame.len() as u64;
-    let image = match_image(frame);
+    let mut image = [0u8; 64];
+    fill_match_image(frame, &mut image);
     let roots = std::mem::take(&mut dp.roots);
     let verdict = steer(fw, &roots, &image);
     dp.roots = roots;
@@ -349,6 +414,75 @@ mod tests {
                 .zip(&image)
                 .all(|((v, m), i)| i & m == *v);
             proptest::prop_assert_eq!(matches(&value, &mask, &image), by_byte);
+        }
+    }
+
+    proptest::proptest! {
+        /// The lookup finds the entry a walk of the table finds (groups in order, each
+        /// group's range by index, the first entry that `matches`), for tables of up to four
+        /// groups and 24 entries whose values, masks and images differ in their first three
+        /// bytes only, over a small alphabet, so that hits, ties and misses all happen;
+        /// values with bits outside their mask and entries outside their group's range
+        /// included.
+        #[test]
+        fn the_lookup_finds_the_entry_a_walk_finds(
+            masks in proptest::collection::vec(proptest::array::uniform3(0u8..3), 1..5),
+            ranges in proptest::collection::vec((0u32..8, 0u32..16), 1..5),
+            fte in proptest::collection::vec((0u32..24, 0usize..5, proptest::array::uniform3(0u8..2)), 0..24),
+            images in proptest::collection::vec(proptest::array::uniform3(0u8..2), 1..8),
+        ) {
+            // Masks from all three, values and images from the first two: ties between
+            // entries are common, as are values with bits outside their mask.
+            let alphabet = [0x00u8, 0x0f, 0xff];
+            let widen = |b: [u8; 3]| {
+                let mut out = [0u8; 64];
+                for (o, k) in out.iter_mut().zip(b) {
+                    *o = alphabet[usize::from(k)];
+                }
+                out
+            };
+            let mut groups = crate::slab::Slab::new(1, 64);
+            let mut order = Vec::new();
+            for (k, m) in masks.iter().enumerate() {
+                let (start, len) = ranges[k % ranges.len()];
+                let id = groups
+                    .insert(FlowGroup {
+                        meta: Meta::new(0),
+                        table: 1,
+                        start,
+                        end: start + len,
+                        mask: widen(*m),
+                    })
+                    .unwrap();
+                order.push(id);
+            }
+            let mut entries = std::collections::BTreeMap::new();
+            for (idx, g, v) in &fte {
+                entries.insert(
+                    *idx,
+                    Fte {
+                        meta: Meta::new(0),
+                        group: order[g % order.len()],
+                        action: action::FWD_DEST,
+                        dests: Vec::new(),
+                        flow_tag: 0,
+                        value: widen(*v),
+                        hits: 0,
+                    },
+                );
+            }
+            let map = build_lookup(&entries, &groups);
+            for img in images {
+                let image = widen(img);
+                let walked = order.iter().find_map(|g| {
+                    let grp = groups.get(*g)?;
+                    entries
+                        .range(grp.start..=grp.end)
+                        .find(|(_, e)| e.group == *g && matches(&e.value, &grp.mask, &image))
+                        .map(|(idx, _)| *idx)
+                });
+                proptest::prop_assert_eq!(probe(&order, &groups, &map, &words(&image)), walked);
+            }
         }
     }
 

@@ -310,6 +310,7 @@ impl Firmware {
                 )?;
                 if let Some(t) = self.tables.get_mut(table) {
                     t.groups.retain(|g| *g != id);
+                    t.lookup = None;
                 }
             }
             ObjRef::Fte {
@@ -327,6 +328,7 @@ impl Firmware {
                 let e = t.entries.get(&index).ok_or(check::NO_SUCH_FTE)?;
                 owned(&e.meta, uid)?;
                 let e = t.entries.remove(&index).ok_or(check::NO_SUCH_FTE)?;
+                t.lookup = None;
                 unref(self.groups.get_mut(e.group).map(|g| &mut g.meta));
                 for d in e.dests {
                     match d {

@@ -206,6 +206,7 @@ impl Firmware {
                 entries: Default::default(),
                 created: self.table_seq,
                 misses: 0,
+                lookup: None,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;
         o.set(l::create_flow_table_out::table_id, u64::from(id));
@@ -266,6 +267,7 @@ impl Firmware {
             .ok_or(check::TOO_MANY_OBJECTS)?;
         if let Some(t) = self.tables.get_mut(table) {
             t.groups.push(id);
+            t.lookup = None;
         }
         o.set(l::create_flow_group_out::group_id, u64::from(id));
         Ok(ObjRef::FlowGroup {
@@ -372,6 +374,7 @@ impl Firmware {
         }
         let flow_tag = v.value(c.at(fc::flow_tag));
         if let Some(t) = self.tables.get_mut(table) {
+            t.lookup = None;
             t.entries.insert(
                 index,
                 Fte {

@@ -305,7 +305,17 @@ pub(crate) struct FlowTable {
     pub(crate) entries: std::collections::BTreeMap<u32, Fte>,
     pub(crate) created: u64,
     pub(crate) misses: u64,
+    /// The entries by group and match value, for steering's lookups; `None` after any change
+    /// of the table's groups or entries, and built again at the next frame
+    /// (`datapath::steering`).
+    pub(crate) lookup: Option<FlowLookup>,
 }
+
+/// A table's entries as steering finds them: (group, match value in 8-byte words) to the
+/// lowest flow index of that group holding that value. Within a group every entry has the
+/// group's mask, so a frame's masked header image is the key, as a NIC's hash per match
+/// definer does.
+pub(crate) type FlowLookup = rustc_hash::FxHashMap<(u32, [u64; 8]), u32>;
 
 /// The receive queue of a QP: at offset 0 of its ring.
 #[derive(Debug, Clone, Copy)]

@@ -42,6 +42,10 @@ pub struct RigConfig {
     pub level: u8,
     /// Request a CQE for every `signal_every`th send (1 = all).
     pub signal_every: u16,
+    /// Rules of the rig's flow group before its own (flow indices `0..extra_rules`; the
+    /// rig's rule comes last), each `rule` with another destination MAC, so that no frame
+    /// of the rule's hits them: what steering must look past. `rule` must match on `dmac`.
+    pub extra_rules: u32,
 }
 
 impl Default for RigConfig {
@@ -54,6 +58,7 @@ impl Default for RigConfig {
             rule: OuterMatch::default(),
             level: 0,
             signal_every: 1,
+            extra_rules: 0,
         }
     }
 }
@@ -155,6 +160,8 @@ impl EthRig {
             || cfg.log_sq > 15
             || cfg.log_rq > 15
             || cfg.log_cq > 20
+            || cfg.extra_rules > 1 << 16
+            || (cfg.extra_rules > 0 && cfg.rule.dmac.is_none())
         {
             return Err(RigError::Config("sizes"));
         }
@@ -337,7 +344,10 @@ impl EthRig {
             &ctx,
             &CreateFlowTable {
                 level: cfg.level,
-                log_size: 4,
+                log_size: (cfg.extra_rules + 1)
+                    .next_power_of_two()
+                    .trailing_zeros()
+                    .max(4) as u8,
             },
         )?;
         self.table_id = self.keep(table);
@@ -346,16 +356,36 @@ impl EthRig {
             &CreateFlowGroup {
                 table_id: self.table_id,
                 start_flow_index: 0,
-                end_flow_index: 0,
+                end_flow_index: cfg.extra_rules,
                 criteria: cfg.rule,
             },
         )?;
         let group_id = self.keep(group);
+        for k in 0..cfg.extra_rules {
+            // Locally administered addresses that differ from the rule's in their first byte.
+            let mut dmac = cfg.rule.dmac.unwrap_or_default();
+            dmac[0] ^= 0x04;
+            dmac[4..6].copy_from_slice(&(k as u16).to_be_bytes());
+            let fte = devx::create(
+                &ctx,
+                &SetFte {
+                    table_id: self.table_id,
+                    flow_index: k,
+                    group_id,
+                    value: OuterMatch {
+                        dmac: Some(dmac),
+                        ..cfg.rule
+                    },
+                    tirn: self.tirn,
+                },
+            )?;
+            self.keep(fte);
+        }
         let fte = devx::create(
             &ctx,
             &SetFte {
                 table_id: self.table_id,
-                flow_index: 0,
+                flow_index: cfg.extra_rules,
                 group_id,
                 value: cfg.rule,
                 tirn: self.tirn,
