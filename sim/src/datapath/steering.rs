@@ -147,7 +147,7 @@ fn build_lookup(
         if v.iter().zip(&m).any(|(v, m)| v & !m != 0) {
             continue;
         }
-        map.entry((e.group, v)).or_insert(*idx);
+        map.entry(FlowKey(e.group, v)).or_insert(*idx);
     }
     map
 }
@@ -177,7 +177,7 @@ fn probe(
             continue;
         };
         let m = words(&grp.mask);
-        let key = (*g, std::array::from_fn(|k| image[k] & m[k]));
+        let key = FlowKey(*g, std::array::from_fn(|k| image[k] & m[k]));
         if let Some(idx) = lookup.get(&key) {
             return Some(*idx);
         }

@@ -315,7 +315,21 @@ pub(crate) struct FlowTable {
 /// lowest flow index of that group holding that value. Within a group every entry has the
 /// group's mask, so a frame's masked header image is the key, as a NIC's hash per match
 /// definer does.
-pub(crate) type FlowLookup = rustc_hash::FxHashMap<(u32, [u64; 8]), u32>;
+pub(crate) type FlowLookup = rustc_hash::FxHashMap<FlowKey, u32>;
+
+/// A key of [`FlowLookup`]: the group and the masked image (or an entry's value).
+#[derive(Debug, Clone, Copy, Hash, Eq)]
+pub(crate) struct FlowKey(pub(crate) u32, pub(crate) [u64; 8]);
+
+impl PartialEq for FlowKey {
+    /// Every word compared without a branch or a call (an array's `==` calls `memcmp`, which
+    /// cost more than the rest of the lookup).
+    #[inline]
+    fn eq(&self, o: &FlowKey) -> bool {
+        let differ = self.1.iter().zip(&o.1).fold(0, |d, (a, b)| d | (a ^ b));
+        differ == 0 && self.0 == o.0
+    }
+}
 
 /// The receive queue of a QP: at offset 0 of its ring.
 #[derive(Debug, Clone, Copy)]
