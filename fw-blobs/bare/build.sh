@@ -31,6 +31,10 @@ for src in $(ls *.c | LC_ALL=C sort); do
 	# shellcheck disable=SC2086
 	$cc $cflags $ldflags -o "$out/$name.elf" crt0.S libc.c "$src"
 done
+# The compute loop again, linked below 4 MiB (link-4m.ld) for the benchmark's ckb-vm run.
+# shellcheck disable=SC2086
+$cc $cflags $(echo "$ldflags" | sed "s|$here/link.ld|$here/link-4m.ld|") \
+	-o "$out/compute-4m.elf" crt0.S libc.c compute.c
 
 sums=$(cd "$out" && sha256sum $(ls *.elf | LC_ALL=C sort))
 if [ $check = 1 ]; then

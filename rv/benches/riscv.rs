@@ -13,6 +13,11 @@
 //! LONG` minus that of `qemu-riscv64 compute.elf 0` (process start, translation, exit), best
 //! of three each.
 //!
+//! ckb-vm MIPS: ckb-vm's assembly interpreter (`AsmMachine`, RV64IMC + B + A) running
+//! `compute-4m.elf` (the same loop linked below 4 MiB, ckb-vm's memory) the same way as qemu:
+//! `compute LONG` less `compute 0`, best of three, over the engine's instruction count; its
+//! own count (one cycle per instruction) and exit code are checked against the engine's.
+//!
 //! With the `jit` feature (`cargo bench -p mlx5-dpa-rv --features jit --bench riscv`), also
 //! the JIT (compiling at its default threshold, compile time included), in the same run, as a
 //! ratio to the interpreter and to qemu, after checking that it retires the same number of
@@ -54,6 +59,56 @@ fn best_of_3(mut f: impl FnMut() -> Option<Duration>) -> Option<Duration> {
         .collect::<Option<Vec<_>>>()?
         .into_iter()
         .min()
+}
+
+/// Answers the loop's `write` ecalls (64) with their length and drops the bytes; exit (93)
+/// is ckb-vm's own.
+struct CkbWrite;
+
+impl<M: ckb_vm::SupportMachine> ckb_vm::Syscalls<M> for CkbWrite {
+    fn initialize(&mut self, _: &mut M) -> Result<(), ckb_vm::Error> {
+        Ok(())
+    }
+
+    fn ecall(&mut self, m: &mut M) -> Result<bool, ckb_vm::Error> {
+        use ckb_vm::registers::{A0, A2, A7};
+        use ckb_vm::Register;
+        if m.registers()[A7].to_u64() != 64 {
+            return Ok(false);
+        }
+        let len = m.registers()[A2].clone();
+        m.set_register(A0, len);
+        Ok(true)
+    }
+}
+
+/// Runs `compute-4m.elf n` in ckb-vm's assembly interpreter: wall time, exit code, retired
+/// instructions.
+fn ckb_vm_run(elf: &[u8], n: u64) -> Option<(Duration, i8, u64)> {
+    use ckb_vm::{DefaultMachineRunner, SupportMachine};
+    let core = <Box<ckb_vm::machine::asm::AsmCoreMachine> as SupportMachine>::new(
+        ckb_vm::ISA_IMC | ckb_vm::ISA_B | ckb_vm::ISA_A,
+        ckb_vm::machine::VERSION2,
+        u64::MAX,
+    );
+    let machine = ckb_vm::DefaultMachineBuilder::new(core)
+        .instruction_cycle_func(Box::new(|_| 1))
+        .syscall(Box::new(CkbWrite))
+        .build();
+    let mut m = ckb_vm::machine::asm::AsmMachine::new(machine);
+    let args = [
+        ckb_vm::Bytes::from_static(b"compute"),
+        ckb_vm::Bytes::from(n.to_string()),
+    ];
+    m.load_program(
+        &ckb_vm::Bytes::copy_from_slice(elf),
+        args.into_iter().map(Ok),
+    )
+    .ok()?;
+    let t = Instant::now();
+    let code = m.run().ok()?;
+    let d = t.elapsed();
+    Some((d, code, m.machine.cycles()))
 }
 
 /// Wall time of `qemu-riscv64 ELF n`, if qemu runs.
@@ -118,6 +173,40 @@ fn engine(c: &mut Criterion) {
         );
         mips(t)
     };
+    // ckb-vm on the same loop: `compute LONG` less `compute 0`.
+    let small = std::fs::read(elf_path().with_file_name("compute-4m.elf"))
+        .expect("fw-blobs/bare/bin/compute-4m.elf");
+    let ckb = (|| {
+        let (_, code, long_insns) = ckb_vm_run(&small, LONG)?;
+        let (_, _, empty_insns) = ckb_vm_run(&small, 0)?;
+        let long = best_of_3(|| ckb_vm_run(&small, LONG).map(|r| r.0))?;
+        let empty = best_of_3(|| ckb_vm_run(&small, 0).map(|r| r.0))?;
+        Some((long.saturating_sub(empty), code, long_insns - empty_insns))
+    })();
+    let expect = {
+        let mut m = BareMachine::from_elf_bytes(&bytes).expect("load");
+        let r = m
+            .call_symbol("compute", &[LONG], u64::MAX)
+            .expect("compute");
+        (r.hart.x[10] & 0x7f) as i8
+    };
+    match ckb {
+        Some((t, code, loop_insns)) if !t.is_zero() => {
+            assert_eq!(code, expect, "ckb-vm's exit code (the loop's result)");
+            // The two runs differ by the loop and by parsing a longer argument.
+            assert!(
+                loop_insns.abs_diff(insns) < 1000,
+                "ckb-vm retired {loop_insns} instructions for the loop, the engine {insns}"
+            );
+            let ckb_mips = mips(t);
+            summary!(
+                "summary riscv: engine {engine_mips:.0} MIPS, ckb-vm asm {ckb_mips:.0} MIPS \
+                 (engine / ckb-vm = {:.2}; goal >= 1.0)",
+                engine_mips / ckb_mips
+            );
+        }
+        _ => summary!("summary riscv: ckb-vm did not run compute-4m.elf"),
+    }
     let elf = elf_path();
     let qemu = best_of_3(|| qemu_time(&elf, LONG)).and_then(|long| {
         let empty = best_of_3(|| qemu_time(&elf, 0))?;
