@@ -53,6 +53,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::devx::Devx;
 use crate::mem::{Access, MemoryRegion};
 use crate::queues::{Cq, CqConfig, CqEvents, HostQueueMem, QpConfig, Qpn, RcConnect, RcPeer, RcQp};
 use crate::sync::lock;
@@ -89,8 +90,11 @@ pub const FINI_TIMEOUT: Duration = Duration::from_secs(5);
 pub const READER_JOIN_TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest wait for messages still arriving when the stream is destroyed.
 pub const DESTROY_FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
-/// The reader thread's pause when nothing arrived.
+/// The reader thread's pause when nothing arrived, where the device gives no notice of
+/// activity (a NIC).
 const READER_IDLE_SLEEP: Duration = Duration::from_micros(200);
+/// Its longest wait for the device's activity (the model): how late it sees a stop.
+const READER_IDLE_WAIT: Duration = Duration::from_millis(2);
 /// Completions one poll handles at most (a poll always ends, even under a flood).
 const POLL_BUDGET_PER_SLOT: usize = 4;
 
@@ -487,11 +491,19 @@ struct Shared {
     reader_error: Mutex<Option<DpaError>>,
 }
 
-fn reader_loop(shared: &Shared) {
+/// The reader thread: drains the receive side; when nothing arrived, waits for the device's
+/// next activity (the model: a pass that did work; [`READER_IDLE_WAIT`] at most, so that a
+/// stop is seen) or, where the device gives no notice, sleeps [`READER_IDLE_SLEEP`].
+fn reader_loop(shared: &Shared, dev: &dyn Devx) {
     while !shared.stop.load(Ordering::Acquire) {
+        let seen = dev.activity();
         let r = lock(&shared.rx).drain();
         match r {
-            Ok(0) => std::thread::sleep(READER_IDLE_SLEEP),
+            Ok(0) => {
+                if !dev.wait_activity(seen, READER_IDLE_WAIT) {
+                    std::thread::sleep(READER_IDLE_SLEEP);
+                }
+            }
             Ok(_) => {}
             Err(e) => {
                 lock(&shared.reader_error).get_or_insert(e);
@@ -692,10 +704,11 @@ impl MsgStream {
         };
         if attr.sync_mode == SyncMode::Sync {
             let shared = Arc::clone(&stream.shared);
+            let dev = Arc::clone(process.dev());
             // A failure here drops `stream`, which removes it from the device again.
             let handle = std::thread::Builder::new()
                 .name(format!("dpa-msg-stream-{id}"))
-                .spawn(move || reader_loop(&shared))
+                .spawn(move || reader_loop(&shared, dev.as_ref()))
                 .map_err(|e| DpaError::Device(format!("spawning the reader thread: {e}")))
                 .step("starting the reader thread")?;
             stream.reader = Some(handle);
@@ -777,7 +790,9 @@ impl MsgStream {
             let before = self.delivered();
             let mut seen = before;
             let mut last_arrival = start;
+            let dev = Arc::clone(self.process.dev());
             loop {
+                let activity = dev.activity();
                 self.poll()?;
                 let now_delivered = self.delivered();
                 let now = Instant::now();
@@ -790,7 +805,9 @@ impl MsgStream {
                 if now.duration_since(start) >= timeout {
                     break;
                 }
-                std::thread::sleep(READER_IDLE_SLEEP);
+                if !dev.wait_activity(activity, READER_IDLE_SLEEP) {
+                    std::thread::sleep(READER_IDLE_SLEEP);
+                }
             }
             Ok(seen - before)
         })
