@@ -318,8 +318,17 @@ pub(crate) struct FlowTable {
 pub(crate) type FlowLookup = rustc_hash::FxHashMap<FlowKey, u32>;
 
 /// A key of [`FlowLookup`]: the group and the masked image (or an entry's value).
-#[derive(Debug, Clone, Copy, Hash, Eq)]
+#[derive(Debug, Clone, Copy, Eq)]
 pub(crate) struct FlowKey(pub(crate) u32, pub(crate) [u64; 8]);
+
+impl std::hash::Hash for FlowKey {
+    /// The same fields `eq` compares.
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.hash(h);
+        self.1.hash(h);
+    }
+}
 
 impl PartialEq for FlowKey {
     /// Every word compared without a branch or a call (an array's `==` calls `memcmp`, which
