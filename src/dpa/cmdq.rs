@@ -551,13 +551,20 @@ impl Drop for CmdQueue {
             let _ = w.finish();
         }
         let start = Instant::now();
-        while self
-            .workers
-            .iter()
-            .any(|w| matches!(w.state(), Ok(ThreadState::Running)))
-            && start.elapsed() < DRAIN_TIMEOUT
-        {
-            std::thread::sleep(Duration::from_millis(1));
+        let mut backoff = crate::devx::Backoff::default();
+        let dev = std::sync::Arc::clone(self.process.dev());
+        loop {
+            let seen = dev.activity();
+            if !self
+                .workers
+                .iter()
+                .any(|w| matches!(w.state(), Ok(ThreadState::Running)))
+                || start.elapsed() >= DRAIN_TIMEOUT
+            {
+                break;
+            }
+            // Each look is a query per worker: on the model, until its next pass that did work.
+            backoff.pause(dev.as_ref(), seen);
         }
         // Workers first (a refused destroy is logged by the handle); then the ring.
         self.workers.clear();
