@@ -53,6 +53,7 @@ impl Dma {
     }
 
     /// Copies `buf.len()` bytes from `offset`; `false` (and nothing read) when out of range.
+    #[inline]
     pub(crate) fn read(&self, offset: usize, buf: &mut [u8]) -> bool {
         match offset.checked_add(buf.len()) {
             Some(end) if end <= self.len && self.atomic => {
@@ -81,6 +82,7 @@ impl Dma {
     }
 
     /// Copies `data` to `offset`; `false` (and nothing written) when out of range.
+    #[inline]
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> bool {
         match offset.checked_add(data.len()) {
             Some(end) if end <= self.len && self.atomic => {
