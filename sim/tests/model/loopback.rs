@@ -162,6 +162,101 @@ fn steering_drops_frames_no_rule_matches() {
     assert_eq!(dev.stats().port.rx_steering_drops, 2);
 }
 
+/// Steering finds entries through a lookup built from a table's entries; adding, replacing
+/// and deleting entries after frames went through must change what the next frame hits (a
+/// lookup left as it was built would keep steering by the old entries).
+#[test]
+fn steering_follows_rules_changed_after_traffic() {
+    use mlx5_dpa::devx;
+    use mlx5_dpa::mlx5::cmd::{CreateFlowGroup, CreateFlowTable, SetFte};
+    let dev = Device::new(Profile::bf3());
+    let ctx = dev.open_devx();
+    let mut rig = EthRig::new(
+        ctx.clone(),
+        RigConfig {
+            rule: OuterMatch {
+                dmac: Some(DMAC),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    rig.fill_rq();
+    let other = [0x02, 0x00, 0x5e, 0x00, 0x00, 0x42];
+    let mut to_other = frame(100, 6);
+    to_other[0..6].copy_from_slice(&other);
+    let send = |rig: &mut EthRig, f: &[u8]| -> usize {
+        rig.post_send(f).unwrap();
+        rig.ring_sq();
+        dev.run_until_idle();
+        let mut got = Vec::new();
+        collect_rx(rig, &mut got);
+        got.len()
+    };
+    // A second root table (level 0, younger than the rig's, so walked after it) whose group
+    // matches destination MACs, with no entry yet: its lookup is built empty by this frame.
+    let (table, table_id) = devx::create(
+        &ctx,
+        &CreateFlowTable {
+            level: 0,
+            log_size: 2,
+        },
+    )
+    .unwrap();
+    let (group, group_id) = devx::create(
+        &ctx,
+        &CreateFlowGroup {
+            table_id,
+            start_flow_index: 0,
+            end_flow_index: 3,
+            criteria: OuterMatch {
+                dmac: Some([0xff; 6]),
+                ..Default::default()
+            },
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        send(&mut rig, &to_other),
+        0,
+        "no rule for the other MAC yet"
+    );
+    // Added after that frame: the next one hits it.
+    let tirn = rig.tirn;
+    let fte = |index: u32, mac: [u8; 6]| SetFte {
+        table_id,
+        flow_index: index,
+        group_id,
+        value: OuterMatch {
+            dmac: Some(mac),
+            ..Default::default()
+        },
+        tirn,
+    };
+    let (entry, _) = devx::create(&ctx, &fte(1, other)).unwrap();
+    assert_eq!(send(&mut rig, &to_other), 1, "the rule added after traffic");
+    // Deleted: dropped again.
+    entry.destroy().unwrap();
+    assert_eq!(
+        send(&mut rig, &to_other),
+        0,
+        "the rule deleted after traffic"
+    );
+    // Another index of the group, another MAC: the frame's MAC still misses.
+    let (entry, _) = devx::create(&ctx, &fte(2, [0x02, 0, 0, 0, 0, 0x43])).unwrap();
+    assert_eq!(send(&mut rig, &to_other), 0, "a rule for another MAC");
+    assert_eq!(
+        send(&mut rig, &frame(100, 7)),
+        1,
+        "the rig's own rule still hits"
+    );
+    assert_eq!(dev.stats().port.rx_steering_drops, 3);
+    entry.destroy().unwrap();
+    group.destroy().unwrap();
+    table.destroy().unwrap();
+}
+
 #[test]
 fn an_sq_record_moved_without_a_doorbell_waits_for_one() {
     let dev = Device::new(Profile::bf3());
