@@ -2,7 +2,8 @@
 //! `System`) counts `alloc`, `alloc_zeroed`, `realloc` and `dealloc` calls made by the current
 //! thread while a counted section runs. Queues are created, buffers registered and frames
 //! written before counting starts; the device model (`run_until_idle`) runs outside the
-//! counted sections, since it is not the driver; the CQEs it wrote are polled inside them.
+//! driver's counted sections, since it is not the driver; the CQEs it wrote are polled inside
+//! them. One test counts the model's own passes instead (its Ethernet datapath).
 //!
 //! This file is its own test binary, so the allocator sees only these tests. Counting is per
 //! thread, so tests running in parallel do not see each other's allocations.
@@ -433,6 +434,60 @@ fn ethernet_hot_paths_allocate_nothing() -> Result<(), QueueError> {
 
 // ---------------------------------------------------------------------------------------
 // RC QP: posting every send opcode, receives, doorbells and retirement.
+
+/// The device model's side of the same loopback: after a warm-up round (which builds the
+/// steering lookup and sizes the frame buffer), the passes that take each round's frames
+/// from the SQ through the port and steering into the RQ and both CQs allocate nothing
+/// (issue 34: no allocation per frame in the datapath).
+#[test]
+fn the_models_ethernet_datapath_allocates_nothing_per_frame() -> Result<(), QueueError> {
+    const LOG: u8 = 6;
+    const FRAMES: usize = 48;
+    const ROUNDS: usize = 8;
+    let (mut e, mac) = eth(LOG, 4)?;
+    let n = 1usize << LOG;
+    let mut tx_sges = Vec::with_capacity(n);
+    let mut rx_sges = Vec::with_capacity(n);
+    for i in 0..n {
+        e.tx.write(i * BUF, &frame(mac, i))?;
+        tx_sges.push(e.tx.sge(i * BUF + ETH_MIN_INLINE, FRAME - ETH_MIN_INLINE)?);
+        rx_sges.push(e.rx.sge(i * BUF, BUF)?);
+    }
+    let mut ledger = Ledger::default();
+    let mut received = 0;
+    for round in 0..ROUNDS {
+        for (i, sge) in rx_sges.iter().enumerate().take(FRAMES) {
+            e.rq.post_recv(&[*sge], i as u64)?;
+        }
+        e.rq.ring_doorbell();
+        for (i, sge) in tx_sges.iter().enumerate().take(FRAMES) {
+            let f = frame(mac, i);
+            e.sq.post_send(&f[..ETH_MIN_INLINE], &[*sge], i as u64)?;
+        }
+        e.sq.ring_doorbell();
+        let work = if round == 0 {
+            e.dev.run_until_idle()
+        } else {
+            ledger.run("the model's passes (run_until_idle)", || {
+                e.dev.run_until_idle()
+            })
+        };
+        assert!(work >= FRAMES, "round {round}: {work} units of work");
+        while let Some(c) = e.tx_cq.poll() {
+            let c = c.expect("a good send completion");
+            e.sq.complete(&c)?;
+        }
+        while let Some(c) = e.rx_cq.poll() {
+            let c = c.expect("a good receive completion");
+            assert_eq!(c.byte_len as usize, FRAME);
+            e.rq.complete(c.wqe_counter)?;
+            received += 1;
+        }
+    }
+    assert_eq!(received, FRAMES * ROUNDS);
+    ledger.assert_clean((ROUNDS - 1) as u64);
+    Ok(())
+}
 
 #[test]
 fn rc_qp_hot_paths_allocate_nothing() -> Result<(), QueueError> {
