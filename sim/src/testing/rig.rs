@@ -161,9 +161,11 @@ impl EthRig {
             || cfg.log_rq > 15
             || cfg.log_cq > 20
             || cfg.extra_rules > 1 << 16
-            || (cfg.extra_rules > 0 && cfg.rule.dmac.is_none())
         {
             return Err(RigError::Config("sizes"));
+        }
+        if cfg.extra_rules > 0 && cfg.rule.dmac.is_none() {
+            return Err(RigError::Config("extra_rules needs a rule on dmac"));
         }
         if cfg.signal_every == 0 {
             return Err(RigError::Config("signal_every must be at least 1"));
