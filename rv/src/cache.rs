@@ -263,30 +263,45 @@ impl CodeCache {
         (e != 0).then_some(((e >> 8) as usize, (e & 0xff) as usize))
     }
 
+    /// Lends the arena to a run: the interpreter reads a block's instructions from it while
+    /// stores change the rest of the cache (its page entries and filter). Every method that
+    /// adds to or reads the arena takes it as an argument until [`CodeCache::return_code`];
+    /// [`CodeCache::clear`] meanwhile empties only what the cache kept, so a run that
+    /// clears the cache empties the arena too ([`CodeCache::clear_with`]).
+    pub(crate) fn lend_code(&mut self) -> Vec<Insn> {
+        std::mem::take(&mut self.code)
+    }
+
+    /// Takes back the arena [`CodeCache::lend_code`] lent.
+    pub(crate) fn return_code(&mut self, code: Vec<Insn>) {
+        self.code = code;
+    }
+
+    /// [`CodeCache::clear`] with the lent arena `code`.
+    pub(crate) fn clear_with(&mut self, code: &mut Vec<Insn>) {
+        self.clear();
+        code.clear();
+    }
+
     /// Whether the arena has room for another block (else the caller clears the cache first).
-    pub(crate) fn has_room(&self) -> bool {
-        self.code.len() + MAX_BLOCK <= MAX_CODE
+    pub(crate) fn has_room(code: &[Insn]) -> bool {
+        code.len() + MAX_BLOCK <= MAX_CODE
     }
 
-    /// Where the next block starts in the arena.
-    pub(crate) fn code_len(&self) -> usize {
-        self.code.len()
-    }
-
-    /// Appends one decoded instruction of the block being built (at most [`MAX_BLOCK`] per
-    /// block, after [`CodeCache::has_room`] said yes).
-    pub(crate) fn push_insn(&mut self, insn: Insn) {
-        self.code.push(insn);
-    }
-
-    /// Ends the block for `pc` in page `page` whose instructions were pushed since arena
-    /// index `start`; returns its length.
-    pub(crate) fn finish_block(&mut self, page: usize, pc: u64, start: usize) -> usize {
+    /// Ends the block for `pc` in page `page` whose instructions were pushed onto the arena
+    /// `code` since index `start`; returns its length.
+    pub(crate) fn finish_block(
+        &mut self,
+        code: &mut Vec<Insn>,
+        page: usize,
+        pc: u64,
+        start: usize,
+    ) -> usize {
         // Never more than a block: the builder stops at MAX_BLOCK.
-        self.code.truncate(start + MAX_BLOCK);
+        code.truncate(start + MAX_BLOCK);
         #[cfg(feature = "jit")]
-        self.jit_state.resize(self.code.len(), 0);
-        let len = self.code.len() - start.min(self.code.len());
+        self.jit_state.resize(code.len(), 0);
+        let len = code.len() - start.min(code.len());
         if let Some(e) = self.entries.get_mut(page * SLOTS + slot(pc)) {
             *e = (start as u32) << 8 | len as u32;
         }
@@ -295,12 +310,6 @@ impl CodeCache {
             *l = (l.0.min(at), l.1.max(at + 1));
         }
         len
-    }
-
-    /// The decoded instruction at arena index `i`.
-    #[inline(always)]
-    pub(crate) fn insn(&self, i: usize) -> Option<Insn> {
-        self.code.get(i).copied()
     }
 }
 

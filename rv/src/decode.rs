@@ -190,6 +190,9 @@ pub(crate) struct Insn {
     pub rs2: u8,
     /// Instruction length in bytes: 2 or 4.
     pub len: u8,
+    /// Bytes from the start of its cached block (set when the block is built; 0 from
+    /// [`decode`]). The interpreter finds an instruction's pc from it, not by counting.
+    pub off: u8,
     /// Sign-extended immediate (shift amount for shifts; raw bits for `Illegal`).
     pub imm: i32,
 }
@@ -210,6 +213,7 @@ impl Insn {
             rs1: (rs1 & 31) as u8,
             rs2: (rs2 & 31) as u8,
             len,
+            off: 0,
             imm,
         }
     }
@@ -221,6 +225,7 @@ impl Insn {
             rs1: 0,
             rs2: 0,
             len,
+            off: 0,
             imm: bits as i32,
         }
     }

@@ -1,19 +1,30 @@
 //! The interpreter loop.
 //!
-//! Registers live in a local 64-entry array during a run (index 32 is the sink for writes to
-//! x0; indices are masked with 63 so no bounds check remains), `pc` and the retired count in
+//! Registers live in the run's [`Exec`], a 64-entry array (index 32 is the sink for writes to
+//! x0; indices are masked with 63 so no bounds check remains); `pc` and the retired count in
 //! locals. The outer loop finds (or decodes) the basic block at `pc` in the [`CodeCache`] and
-//! cuts it to the remaining budget; the inner loop walks the block by index and dispatches on
-//! each operation. Memory goes through the last [`RamRegion`] used for loads / stores /
-//! fetches when it covers the access, otherwise through the [`Bus`].
+//! cuts it to the remaining budget; [`run_block`] runs it threaded: each instruction's handler
+//! ends by jumping to the next one's, so the host predicts each handler's jump on its own.
+//! The common instructions have handlers of their own; the rest, and whatever a fast path
+//! misses, go to [`slow_op`]. Memory goes through the last [`RamRegion`] used for loads /
+//! stores / fetches when it covers the access, otherwise through the [`Bus`].
 
 use super::bitmanip as bm;
 use super::cache::{to_page_end, CodeCache, MAX_BLOCK, NO_PAGE, PAGE_SHIFT};
-use super::decode::{decode, insn_len, Op, PAUSE_SETS};
+use super::decode::{decode, insn_len, Insn, Op, PAUSE_SETS};
 use super::hart::{Access, Bus, Fault, Hart, MemError, Stop};
 use super::ram::{AmoOp, RamRegion};
 
 struct Exec<'a, B: Bus> {
+    /// The registers during a run: index 32 is the sink for writes to x0; indices are
+    /// masked with 63, so no bounds check remains.
+    x: [u64; 64],
+    /// The block being run: its pc, the count before it, where its jump or branch goes
+    /// ([`NO_PC`] until one runs), and why it ended early ([`Slow::Done`] while it has not).
+    base: u64,
+    instret_at: u64,
+    npc: u64,
+    exit: Slow,
     bus: &'a mut B,
     cache: &'a mut CodeCache,
     /// Last region a load hit (readable).
@@ -107,6 +118,15 @@ impl<B: Bus> Exec<'_, B> {
         }
         self.after_store(addr, size);
         Ok(())
+    }
+
+    /// A store that hits the last store region, where no reservation is held and no code may
+    /// be cached: `false` (nothing stored) otherwise, and [`Exec::store`] does it.
+    #[inline(always)]
+    fn store_fast(&mut self, addr: u64, size: u8, value: u64) -> bool {
+        self.resv.is_none()
+            && !self.cache.may_hold(addr, size)
+            && self.wr_region.store(addr, size, value)
     }
 
     #[inline(never)]
@@ -236,9 +256,14 @@ impl<B: Bus> Exec<'_, B> {
     /// instruction is the result; on a later one the block ends before it.
     #[cold]
     #[inline(never)]
-    fn build(&mut self, vpn: u64, pc: u64) -> Result<(usize, usize, usize), Fault> {
-        if !self.cache.has_room() {
-            self.cache.clear();
+    fn build(
+        &mut self,
+        code: &mut Vec<Insn>,
+        vpn: u64,
+        pc: u64,
+    ) -> Result<(usize, usize, usize), Fault> {
+        if !CodeCache::has_room(code) {
+            self.cache.clear_with(code);
         }
         let page = self.cache.page(vpn);
         let fault = |addr, error| Fault::Memory {
@@ -250,7 +275,7 @@ impl<B: Bus> Exec<'_, B> {
         };
         let room = to_page_end(pc);
         // Decoded straight into the cache's arena (no block-sized buffer to fill and copy).
-        let start = self.cache.code_len();
+        let start = code.len();
         let mut n = 0;
         let mut off = 0u64; // bytes from pc
         while n < MAX_BLOCK && off < room {
@@ -275,15 +300,17 @@ impl<B: Bus> Exec<'_, B> {
             } else {
                 u32::from(lo)
             };
-            let insn = decode(raw);
-            self.cache.push_insn(insn);
+            let mut insn = decode(raw);
+            // At most 63 instructions of at most 4 bytes before this one.
+            insn.off = off as u8;
+            code.push(insn);
             n += 1;
             off += len;
             if ends_block(insn.op) || crosses {
                 break;
             }
         }
-        let len = self.cache.finish_block(page, pc, start);
+        let len = self.cache.finish_block(code, page, pc, start);
         Ok((page, start, len))
     }
 }
@@ -293,7 +320,7 @@ impl<B: Bus> Exec<'_, B> {
     /// The block at `pc` (arena index `start`) with the JIT: counts an entry, compiles its
     /// region when it became hot, runs the compiled code with the registers `x` and at most
     /// `left` instructions.
-    fn jit_block(&mut self, x: &mut [u64; 64], pc: u64, start: usize, left: u64) -> JitStep {
+    fn jit_block(&mut self, code: &mut Vec<Insn>, pc: u64, start: usize, left: u64) -> JitStep {
         use crate::cache::{JIT_COMPILED, JIT_NEVER};
         let Some(&state) = self.cache.jit_state.get(start) else {
             return JitStep::Interpret;
@@ -314,7 +341,7 @@ impl<B: Bus> Exec<'_, B> {
                 let Some(mut jit) = self.cache.jit.take() else {
                     return JitStep::Interpret;
                 };
-                let index = jit.obtain(pc, || self.region(pc));
+                let index = jit.obtain(pc, || self.region(code, pc));
                 self.cache.jit = Some(jit);
                 let page = self.cache.page(pc >> PAGE_SHIFT);
                 if let Some((start, _)) = self.cache.block(page, pc) {
@@ -344,7 +371,7 @@ impl<B: Bus> Exec<'_, B> {
             }
         }
         let mut ctx = crate::jit::JitCtx {
-            x: x.as_mut_ptr(),
+            x: self.x.as_mut_ptr(),
             left,
             pc,
             rd,
@@ -398,7 +425,7 @@ impl<B: Bus> Exec<'_, B> {
 
     /// The blocks of the region starting at `entry`: reachable from it by direct jumps and
     /// branches and by falling through, within its page, breadth first.
-    fn region(&mut self, entry: u64) -> Vec<crate::jit::GuestBlock> {
+    fn region(&mut self, code: &mut Vec<Insn>, entry: u64) -> Vec<crate::jit::GuestBlock> {
         let vpn = entry >> PAGE_SHIFT;
         let mut out: Vec<crate::jit::GuestBlock> = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -414,17 +441,14 @@ impl<B: Bus> Exec<'_, B> {
             let page = self.cache.page(vpn);
             let (start, len) = match self.cache.block(page, pc) {
                 Some(b) => b,
-                None => match self.build(vpn, pc) {
+                None => match self.build(code, vpn, pc) {
                     Ok((_, start, len)) => (start, len),
                     Err(_) => continue,
                 },
             };
             let mut insns = Vec::with_capacity(len);
             let mut a = pc;
-            for i in start..start + len {
-                let Some(insn) = self.cache.insn(i) else {
-                    break;
-                };
+            for &insn in code.get(start..start + len).unwrap_or_default() {
                 insns.push((a, insn));
                 a = a.wrapping_add(u64::from(insn.len));
             }
@@ -592,7 +616,13 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     }
     // The regions the bus expects the run to use, known from the start.
     let hint = bus.ram_regions().map(|r| r.unwrap_or(RamRegion::EMPTY));
+    let mut code = cache.lend_code();
     let mut ex = Exec {
+        x: [0; 64],
+        base: 0,
+        instret_at: 0,
+        npc: 0,
+        exit: Slow::Done,
         bus,
         cache,
         rd_region: RamRegion::EMPTY,
@@ -606,8 +636,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         #[cfg(feature = "jit")]
         jit_rd: None,
     };
-    let mut x = [0u64; 64];
-    x[1..32].copy_from_slice(&hart.x[1..32]);
+    ex.x[1..32].copy_from_slice(&hart.x[1..32]);
     let mut pc = hart.pc;
     let mut n: u64 = 0;
     let instret0 = hart.instret;
@@ -629,7 +658,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         }
         let (start, len) = match ex.cache.block(cur_page, pc) {
             Some(b) => b,
-            None => match ex.build(vpn, pc) {
+            None => match ex.build(&mut code, vpn, pc) {
                 Ok((page, start, len)) => {
                     cur_page = page;
                     (start, len)
@@ -639,7 +668,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         };
         #[cfg(feature = "jit")]
         if !interpret_one && ex.cache.jit.is_some() {
-            match ex.jit_block(&mut x, pc, start, max_insns - n) {
+            match ex.jit_block(&mut code, pc, start, max_insns - n) {
                 JitStep::Ran {
                     retired,
                     next,
@@ -665,18 +694,31 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         if std::mem::take(&mut interpret_one) {
             end = end.min(start + 1);
         }
-        match run_block(&mut ex, &mut x, &mut pc, &mut n, instret0, start, end) {
+        let Some(block) = code.get(start..end).filter(|b| !b.is_empty()) else {
+            // Cannot happen (entries only name decoded blocks); start over to be safe.
+            ex.cache.clear_with(&mut code);
+            cur_vpn = NO_PAGE;
+            continue;
+        };
+        match run_block(&mut ex, block, &mut pc, &mut n, instret0) {
             BlockEnd::Next => {}
             BlockEnd::Relookup => cur_vpn = NO_PAGE,
+            BlockEnd::FenceI => {
+                ex.cache.clear_with(&mut code);
+                cur_vpn = NO_PAGE;
+            }
             BlockEnd::Stop(stop) => break stop,
         }
     };
+    let resv = ex.resv;
+    let ex_x = ex.x;
+    ex.cache.return_code(code);
 
     hart.x[0] = 0;
-    hart.x[1..32].copy_from_slice(&x[1..32]);
+    hart.x[1..32].copy_from_slice(&ex_x[1..32]);
     hart.pc = pc;
     hart.instret = instret0.wrapping_add(n);
-    hart.reservation = ex.resv;
+    hart.reservation = resv;
     stop
 }
 
@@ -765,277 +807,446 @@ fn bitmanip(op: Op, v1: u64, v2: u64, imm: u64) -> u64 {
 }
 
 /// What ended a block: the next block, or the same pc looked up again (the code cache changed
-/// under it), or a stop of the run.
+/// under it, or a `fence.i` asks for it to be emptied), or a stop of the run.
 enum BlockEnd {
     Next,
     Relookup,
+    FenceI,
     Stop(Stop),
 }
 
-/// Runs the decoded instructions `start..end` of one block from `*pc_out`, counting them in
-/// `*n_out` (both written back at every exit). Inlined into [`run_cached`]: one block is one
-/// pass of its loop.
-#[allow(clippy::too_many_arguments)]
+/// Runs the decoded instructions `block` (one block, or its first part when the budget
+/// ends earlier), which start at `*pc_out`; adds the number retired to `*n_out` and leaves
+/// the next pc in `*pc_out`.
+///
+/// Threaded: each instruction's handler (the [`handlers`] table, by operation) runs it and
+/// ends by calling the next instruction's handler, a tail call that compiles to one indirect
+/// jump, so each handler's jump is predicted on its own. A handler that cannot go on (a
+/// fault, a stop, a store into decoded code) records why in `ex.exit` and returns its
+/// instruction's index; the last one returns the block's length. The chain is at most one
+/// block deep ([`MAX_BLOCK`]) even where a call is not turned into a jump.
+///
+/// Neither the pc nor the count moves per instruction: an instruction's pc is the block's
+/// plus its `off`, the count is its index.
 #[inline(always)]
 fn run_block<B: Bus>(
     ex: &mut Exec<'_, B>,
-    x: &mut [u64; 64],
+    block: &[Insn],
     pc_out: &mut u64,
     n_out: &mut u64,
     instret0: u64,
-    start: usize,
-    mut end: usize,
 ) -> BlockEnd {
-    let mut pc = *pc_out;
-    let mut n = *n_out;
-    let mut relookup = false;
-    macro_rules! exit {
-        ($stop:expr) => {{
-            *pc_out = pc;
-            *n_out = n;
-            return BlockEnd::Stop($stop);
+    let base = *pc_out;
+    ex.base = base;
+    ex.instret_at = instret0.wrapping_add(*n_out);
+    ex.npc = NO_PC;
+    let i = next(ex, block, 0);
+    let exit = std::mem::replace(&mut ex.exit, Slow::Done);
+    let Some(&insn) = block.get(i) else {
+        *pc_out = match ex.npc {
+            // No jump or branch at the end: the fall-through of the last instruction.
+            NO_PC => block.last().map_or(base, |l| {
+                base.wrapping_add(u64::from(l.off) + u64::from(l.len))
+            }),
+            npc => npc,
+        };
+        *n_out += block.len() as u64;
+        return BlockEnd::Next;
+    };
+    let pc = base.wrapping_add(u64::from(insn.off));
+    let after = pc.wrapping_add(u64::from(insn.len));
+    let (pc, retired, end) = match exit {
+        // Not recorded: cannot happen (only the end of the block returns without a reason).
+        Slow::Done => (pc, i, BlockEnd::Relookup),
+        Slow::CodeChanged => (after, i + 1, BlockEnd::Relookup),
+        Slow::FenceI => (after, i + 1, BlockEnd::FenceI),
+        Slow::Stop(stop) => (pc, i, BlockEnd::Stop(stop)),
+        Slow::StopAfter(stop) => (after, i + 1, BlockEnd::Stop(stop)),
+    };
+    *pc_out = pc;
+    *n_out += retired as u64;
+    end
+}
+
+/// `Exec::npc` while no jump or branch has set it: odd, so never a pc.
+const NO_PC: u64 = u64::MAX;
+
+/// A handler: runs instruction `i` of `block`, and the rest of the block after it;
+/// returns where the block stopped (see [`run_block`]).
+type Handler<B> = fn(&mut Exec<'_, B>, &[Insn], usize) -> usize;
+
+/// Runs instruction `i` of `block` and the ones after it.
+#[inline(always)]
+fn next<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
+    match block.get(i) {
+        Some(insn) => Handlers::<B>::TABLE[usize::from(insn.op as u8)](ex, block, i),
+        None => i,
+    }
+}
+
+/// The handler of each operation (indexed by its `Op` value): the common ones have their own,
+/// the rest go to [`h_slow`].
+struct Handlers<B>(std::marker::PhantomData<B>);
+
+impl<B: Bus> Handlers<B> {
+    const TABLE: [Handler<B>; 256] = {
+        let mut t: [Handler<B>; 256] = [h_slow::<B>; 256];
+        macro_rules! set {
+                ($($op:ident => $h:ident),* $(,)?) => { $( t[Op::$op as usize] = $h::<B>; )* };
+            }
+        set!(
+            Auipc => h_auipc, Jal => h_jal, Jalr => h_jalr,
+            Beq => h_beq, Bne => h_bne, Blt => h_blt, Bge => h_bge, Bltu => h_bltu, Bgeu => h_bgeu,
+            Lb => h_lb, Lh => h_lh, Lw => h_lw, Ld => h_ld, Lbu => h_lbu, Lhu => h_lhu, Lwu => h_lwu,
+            Sb => h_sb, Sh => h_sh, Sw => h_sw, Sd => h_sd,
+            Lui => h_lui, Addi => h_addi, Slti => h_slti, Sltiu => h_sltiu, Xori => h_xori,
+            Ori => h_ori, Andi => h_andi, Slli => h_slli, Srli => h_srli, Srai => h_srai,
+            Add => h_add, Sub => h_sub, Sll => h_sll, Slt => h_slt, Sltu => h_sltu, Xor => h_xor,
+            Srl => h_srl, Sra => h_sra, Or => h_or, And => h_and,
+            Addiw => h_addiw, Slliw => h_slliw, Srliw => h_srliw, Sraiw => h_sraiw,
+            Addw => h_addw, Subw => h_subw, Mul => h_mul, Mulw => h_mulw,
+        );
+        t
+    };
+}
+
+/// Everything without a handler of its own, and the loads and stores the fast paths miss.
+fn h_slow<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
+    let Some(&insn) = block.get(i) else {
+        return i;
+    };
+    let pc = ex.base.wrapping_add(u64::from(insn.off));
+    let instret = ex.instret_at.wrapping_add(i as u64);
+    match slow_op(ex, insn, pc, instret) {
+        Slow::Done => next(ex, block, i + 1),
+        why => {
+            ex.exit = why;
+            i
+        }
+    }
+}
+
+/// Handlers whose instruction writes `rd` from `v1` (rs1), `v2` (rs2), `imm` and the pc.
+macro_rules! alu {
+    ($($name:ident: |$v1:ident, $v2:ident, $imm:ident, $pc:ident| $e:expr;)*) => {$(
+        #[allow(unused_variables)]
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
+            let Some(&insn) = block.get(i) else {
+                return i;
+            };
+            let $v1 = ex.x[usize::from(insn.rs1 & 63)];
+            let $v2 = ex.x[usize::from(insn.rs2 & 63)];
+            let $imm = insn.imm as i64 as u64;
+            let $pc = || ex.base.wrapping_add(u64::from(insn.off));
+            let v = $e;
+            ex.x[usize::from(insn.rd & 63)] = v;
+            next(ex, block, i + 1)
+        }
+    )*};
+}
+
+alu! {
+    h_auipc: |v1, v2, imm, pc| pc().wrapping_add(imm);
+    h_lui: |v1, v2, imm, pc| imm;
+    h_addi: |v1, v2, imm, pc| v1.wrapping_add(imm);
+    h_slti: |v1, v2, imm, pc| u64::from((v1 as i64) < (imm as i64));
+    h_sltiu: |v1, v2, imm, pc| u64::from(v1 < imm);
+    h_xori: |v1, v2, imm, pc| v1 ^ imm;
+    h_ori: |v1, v2, imm, pc| v1 | imm;
+    h_andi: |v1, v2, imm, pc| v1 & imm;
+    h_slli: |v1, v2, imm, pc| v1 << (imm & 63);
+    h_srli: |v1, v2, imm, pc| v1 >> (imm & 63);
+    h_srai: |v1, v2, imm, pc| ((v1 as i64) >> (imm & 63)) as u64;
+    h_add: |v1, v2, imm, pc| v1.wrapping_add(v2);
+    h_sub: |v1, v2, imm, pc| v1.wrapping_sub(v2);
+    h_sll: |v1, v2, imm, pc| v1 << (v2 & 63);
+    h_slt: |v1, v2, imm, pc| u64::from((v1 as i64) < (v2 as i64));
+    h_sltu: |v1, v2, imm, pc| u64::from(v1 < v2);
+    h_xor: |v1, v2, imm, pc| v1 ^ v2;
+    h_srl: |v1, v2, imm, pc| v1 >> (v2 & 63);
+    h_sra: |v1, v2, imm, pc| ((v1 as i64) >> (v2 & 63)) as u64;
+    h_or: |v1, v2, imm, pc| v1 | v2;
+    h_and: |v1, v2, imm, pc| v1 & v2;
+    h_addiw: |v1, v2, imm, pc| sx32(v1.wrapping_add(imm));
+    h_slliw: |v1, v2, imm, pc| sx32(u64::from((v1 as u32) << (imm & 31)));
+    h_srliw: |v1, v2, imm, pc| sx32(u64::from((v1 as u32) >> (imm & 31)));
+    h_sraiw: |v1, v2, imm, pc| ((v1 as i32) >> (imm & 31)) as i64 as u64;
+    h_addw: |v1, v2, imm, pc| sx32(v1.wrapping_add(v2));
+    h_subw: |v1, v2, imm, pc| sx32(v1.wrapping_sub(v2));
+    h_mul: |v1, v2, imm, pc| v1.wrapping_mul(v2);
+    h_mulw: |v1, v2, imm, pc| sx32(v1.wrapping_mul(v2));
+}
+
+/// Branch handlers: a taken branch sets the block's next pc (a branch is always last; not
+/// taken, the block goes on at its fall-through).
+macro_rules! branch {
+    ($($name:ident: |$v1:ident, $v2:ident| $cond:expr;)*) => {$(
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
+            let Some(&insn) = block.get(i) else {
+                return i;
+            };
+            let $v1 = ex.x[usize::from(insn.rs1 & 63)];
+            let $v2 = ex.x[usize::from(insn.rs2 & 63)];
+            // A store only when taken, so a real branch (predicted), not a select the next
+            // block's lookup would wait for.
+            if $cond {
+                ex.npc = ex
+                    .base
+                    .wrapping_add(u64::from(insn.off))
+                    .wrapping_add(insn.imm as i64 as u64);
+            }
+            next(ex, block, i + 1)
+        }
+    )*};
+}
+
+branch! {
+    h_beq: |v1, v2| v1 == v2;
+    h_bne: |v1, v2| v1 != v2;
+    h_blt: |v1, v2| (v1 as i64) < (v2 as i64);
+    h_bge: |v1, v2| (v1 as i64) >= (v2 as i64);
+    h_bltu: |v1, v2| v1 < v2;
+    h_bgeu: |v1, v2| v1 >= v2;
+}
+
+fn h_jal<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
+    let Some(&insn) = block.get(i) else {
+        return i;
+    };
+    let pc = ex.base.wrapping_add(u64::from(insn.off));
+    ex.x[usize::from(insn.rd & 63)] = pc.wrapping_add(u64::from(insn.len));
+    ex.npc = pc.wrapping_add(insn.imm as i64 as u64);
+    next(ex, block, i + 1)
+}
+
+fn h_jalr<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
+    let Some(&insn) = block.get(i) else {
+        return i;
+    };
+    let pc = ex.base.wrapping_add(u64::from(insn.off));
+    let target = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64) & !1;
+    ex.x[usize::from(insn.rd & 63)] = pc.wrapping_add(u64::from(insn.len));
+    ex.npc = target;
+    next(ex, block, i + 1)
+}
+
+/// Load handlers: the last load region, else [`h_slow`] (other regions, the bus, faults).
+macro_rules! load {
+    ($($name:ident: $size:expr, $ext:expr;)*) => {$(
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
+            let Some(&insn) = block.get(i) else {
+                return i;
+            };
+            let a = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64);
+            match ex.rd_region.load(a, $size) {
+                Some(v) => {
+                    ex.x[usize::from(insn.rd & 63)] = $ext(v);
+                    next(ex, block, i + 1)
+                }
+                None => h_slow(ex, block, i),
+            }
+        }
+    )*};
+}
+
+load! {
+    h_lb: 1, |v: u64| v as i8 as i64 as u64;
+    h_lh: 2, |v: u64| v as i16 as i64 as u64;
+    h_lw: 4, sx32;
+    h_ld: 8, |v: u64| v;
+    h_lbu: 1, |v: u64| v;
+    h_lhu: 2, |v: u64| v;
+    h_lwu: 4, |v: u64| v;
+}
+
+/// Store handlers: [`Exec::store_fast`], else [`h_slow`].
+macro_rules! store {
+    ($($name:ident: $size:expr;)*) => {$(
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
+            let Some(&insn) = block.get(i) else {
+                return i;
+            };
+            let a = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64);
+            let v = ex.x[usize::from(insn.rs2 & 63)];
+            if ex.store_fast(a, $size, v) {
+                next(ex, block, i + 1)
+            } else {
+                h_slow(ex, block, i)
+            }
+        }
+    )*};
+}
+
+store! {
+    h_sb: 1;
+    h_sh: 2;
+    h_sw: 4;
+    h_sd: 8;
+}
+
+/// What [`slow_op`] did.
+enum Slow {
+    /// Its result is in place; go on.
+    Done,
+    /// It stored into decoded code (maybe this block's): go on at the next pc, looked up again.
+    CodeChanged,
+    /// `fence.i`: empty the cache, look the next pc up again.
+    FenceI,
+    /// Leave before the instruction (it did not retire).
+    Stop(Stop),
+    /// Leave after the instruction (it retired).
+    StopAfter(Stop),
+}
+
+/// The instructions [`run_block`] does not run in its own loop: system, atomics, division,
+/// high multiplies, bit manipulation. `instret` is the count before this instruction.
+#[inline(never)]
+fn slow_op<B: Bus>(ex: &mut Exec<'_, B>, insn: Insn, pc: u64, instret: u64) -> Slow {
+    let rd = usize::from(insn.rd & 63);
+    let v1 = ex.x[usize::from(insn.rs1 & 63)];
+    let v2 = ex.x[usize::from(insn.rs2 & 63)];
+    let imm = insn.imm as i64 as u64;
+    macro_rules! mem_fault {
+        ($addr:expr, $access:expr, $size:expr, $e:expr) => {
+            return Slow::Stop(Stop::Fault(Fault::Memory {
+                pc,
+                addr: $addr,
+                access: $access,
+                size: $size,
+                error: $e,
+            }))
+        };
+    }
+    // A memory access whose value goes to rd, or its fault; then whether it dropped code.
+    macro_rules! to_rd {
+        ($r:expr, $addr:expr, $access:expr, $size:expr) => {{
+            match $r {
+                Ok(v) => ex.x[rd] = v,
+                Err(e) => mem_fault!($addr, $access, $size, e),
+            }
+            if std::mem::take(&mut ex.code_changed) {
+                return Slow::CodeChanged;
+            }
         }};
     }
-    let mut i = start;
-    while i < end {
-        let Some(insn) = ex.cache.insn(i) else {
-            // Cannot happen (entries only name decoded blocks); start over to be safe.
-            ex.cache.clear();
-            *pc_out = pc;
-            *n_out = n;
-            return BlockEnd::Relookup;
+    macro_rules! amo {
+        ($size:expr, $op:expr) => {
+            to_rd!(ex.amo_rd(v1, $size, $op, v2), v1, Access::Store, $size)
         };
-        i += 1;
-        let rd = usize::from(insn.rd & 63);
-        let v1 = x[usize::from(insn.rs1 & 63)];
-        let v2 = x[usize::from(insn.rs2 & 63)];
-        let imm = insn.imm as i64 as u64;
-        let next = pc.wrapping_add(u64::from(insn.len));
-        let mut npc = next;
-
-        macro_rules! mem_fault {
-            ($addr:expr, $access:expr, $size:expr, $e:expr) => {
-                exit!(Stop::Fault(Fault::Memory {
-                    pc,
-                    addr: $addr,
-                    access: $access,
-                    size: $size,
-                    error: $e,
-                }))
-            };
-        }
-        // A store dropped decoded code (maybe this block's): after this instruction, look
-        // the pc up again.
-        macro_rules! code_check {
-            () => {
-                if ex.code_changed {
-                    ex.code_changed = false;
-                    end = i;
-                }
-            };
-        }
-        macro_rules! load {
-            ($size:expr, $ext:expr) => {{
-                let a = v1.wrapping_add(imm);
-                match ex.load(a, $size) {
-                    Ok(v) => x[rd] = $ext(v),
-                    Err(e) => mem_fault!(a, Access::Load, $size, e),
-                }
-            }};
-        }
-        macro_rules! store {
-            ($size:expr) => {{
-                let a = v1.wrapping_add(imm);
-                if let Err(e) = ex.store(a, $size, v2) {
-                    mem_fault!(a, Access::Store, $size, e);
-                }
-                code_check!();
-            }};
-        }
-        macro_rules! branch {
-            ($cond:expr) => {
-                if $cond {
-                    npc = pc.wrapping_add(imm);
-                }
-            };
-        }
-        macro_rules! amo {
-            ($size:expr, $op:expr) => {{
-                to_rd!(ex.amo_rd(v1, $size, $op, v2), v1, Access::Store, $size);
-                code_check!();
-            }};
-        }
-        // A memory access whose value goes to rd, or its fault.
-        macro_rules! to_rd {
-            ($r:expr, $addr:expr, $access:expr, $size:expr) => {
-                match $r {
-                    Ok(v) => x[rd] = v,
-                    Err(e) => mem_fault!($addr, $access, $size, e),
-                }
-            };
-        }
-
-        match insn.op {
-            Op::Illegal => {
-                exit!(Stop::Fault(Fault::IllegalInstruction {
-                    pc,
-                    encoding: insn.encoding(),
-                }))
-            }
-            Op::Auipc => x[rd] = pc.wrapping_add(imm),
-            Op::Jal => {
-                x[rd] = next;
-                npc = pc.wrapping_add(imm);
-            }
-            Op::Jalr => {
-                npc = v1.wrapping_add(imm) & !1;
-                x[rd] = next;
-            }
-            Op::Beq => branch!(v1 == v2),
-            Op::Bne => branch!(v1 != v2),
-            Op::Blt => branch!((v1 as i64) < (v2 as i64)),
-            Op::Bge => branch!((v1 as i64) >= (v2 as i64)),
-            Op::Bltu => branch!(v1 < v2),
-            Op::Bgeu => branch!(v1 >= v2),
-            Op::Lb => load!(1, |v: u64| v as i8 as i64 as u64),
-            Op::Lh => load!(2, |v: u64| v as i16 as i64 as u64),
-            Op::Lw => load!(4, sx32),
-            Op::Ld => load!(8, |v: u64| v),
-            Op::Lbu => load!(1, |v: u64| v),
-            Op::Lhu => load!(2, |v: u64| v),
-            Op::Lwu => load!(4, |v: u64| v),
-            Op::Sb => store!(1),
-            Op::Sh => store!(2),
-            Op::Sw => store!(4),
-            Op::Sd => store!(8),
-            Op::Fence => {
-                let sets = insn.imm as u32;
-                ex.bus.fence((sets >> 4) as u8 & 0xf, sets as u8 & 0xf);
-                // `pause` (Zihintpause) is the fence with predecessor w and no successor.
-                if sets & 0xff == PAUSE_SETS && ex.bus.pause() {
-                    pc = next;
-                    n += 1;
-                    exit!(Stop::Pause);
-                }
-            }
-            Op::FenceI => {
-                ex.cache.clear();
-                relookup = true;
-                end = i;
-            }
-            Op::Ecall => {
-                pc = next;
-                n += 1;
-                exit!(Stop::Ecall);
-            }
-            Op::Ebreak => exit!(Stop::Ebreak),
-            Op::Rdcycle | Op::Rdinstret => x[rd] = instret0.wrapping_add(n),
-            Op::Rdtime => x[rd] = ex.bus.time(),
-            Op::LrW => to_rd!(ex.lr(v1, 4), v1, Access::Load, 4),
-            Op::LrD => to_rd!(ex.lr(v1, 8), v1, Access::Load, 8),
-            Op::ScW => {
-                to_rd!(ex.sc(v1, 4, v2), v1, Access::Store, 4);
-                code_check!();
-            }
-            Op::ScD => {
-                to_rd!(ex.sc(v1, 8, v2), v1, Access::Store, 8);
-                code_check!();
-            }
-            Op::AmoswapW => amo!(4, AmoOp::Swap),
-            Op::AmoaddW => amo!(4, AmoOp::Add),
-            Op::AmoxorW => amo!(4, AmoOp::Xor),
-            Op::AmoandW => amo!(4, AmoOp::And),
-            Op::AmoorW => amo!(4, AmoOp::Or),
-            Op::AmominW => amo!(4, AmoOp::Min),
-            Op::AmomaxW => amo!(4, AmoOp::Max),
-            Op::AmominuW => amo!(4, AmoOp::Minu),
-            Op::AmomaxuW => amo!(4, AmoOp::Maxu),
-            Op::AmoswapD => amo!(8, AmoOp::Swap),
-            Op::AmoaddD => amo!(8, AmoOp::Add),
-            Op::AmoxorD => amo!(8, AmoOp::Xor),
-            Op::AmoandD => amo!(8, AmoOp::And),
-            Op::AmoorD => amo!(8, AmoOp::Or),
-            Op::AmominD => amo!(8, AmoOp::Min),
-            Op::AmomaxD => amo!(8, AmoOp::Max),
-            Op::AmominuD => amo!(8, AmoOp::Minu),
-            Op::AmomaxuD => amo!(8, AmoOp::Maxu),
-            Op::Lui => x[rd] = imm,
-            Op::Addi => x[rd] = v1.wrapping_add(imm),
-            Op::Slti => x[rd] = u64::from((v1 as i64) < (imm as i64)),
-            Op::Sltiu => x[rd] = u64::from(v1 < imm),
-            Op::Xori => x[rd] = v1 ^ imm,
-            Op::Ori => x[rd] = v1 | imm,
-            Op::Andi => x[rd] = v1 & imm,
-            Op::Slli => x[rd] = v1 << (imm & 63),
-            Op::Srli => x[rd] = v1 >> (imm & 63),
-            Op::Srai => x[rd] = ((v1 as i64) >> (imm & 63)) as u64,
-            Op::Add => x[rd] = v1.wrapping_add(v2),
-            Op::Sub => x[rd] = v1.wrapping_sub(v2),
-            Op::Sll => x[rd] = v1 << (v2 & 63),
-            Op::Slt => x[rd] = u64::from((v1 as i64) < (v2 as i64)),
-            Op::Sltu => x[rd] = u64::from(v1 < v2),
-            Op::Xor => x[rd] = v1 ^ v2,
-            Op::Srl => x[rd] = v1 >> (v2 & 63),
-            Op::Sra => x[rd] = ((v1 as i64) >> (v2 & 63)) as u64,
-            Op::Or => x[rd] = v1 | v2,
-            Op::And => x[rd] = v1 & v2,
-            Op::Addiw => x[rd] = sx32(v1.wrapping_add(imm)),
-            Op::Slliw => x[rd] = sx32(u64::from((v1 as u32) << (imm & 31))),
-            Op::Srliw => x[rd] = sx32(u64::from((v1 as u32) >> (imm & 31))),
-            Op::Sraiw => x[rd] = ((v1 as i32) >> (imm & 31)) as i64 as u64,
-            Op::Addw => x[rd] = sx32(v1.wrapping_add(v2)),
-            Op::Subw => x[rd] = sx32(v1.wrapping_sub(v2)),
-            Op::Sllw => x[rd] = sx32(u64::from((v1 as u32) << (v2 & 31))),
-            Op::Srlw => x[rd] = sx32(u64::from((v1 as u32) >> (v2 & 31))),
-            Op::Sraw => x[rd] = ((v1 as i32) >> (v2 & 31)) as i64 as u64,
-            Op::Mul => x[rd] = v1.wrapping_mul(v2),
-            Op::Mulh => x[rd] = ((i128::from(v1 as i64) * i128::from(v2 as i64)) >> 64) as u64,
-            Op::Mulhsu => x[rd] = ((i128::from(v1 as i64) * i128::from(v2)) >> 64) as u64,
-            Op::Mulhu => x[rd] = ((u128::from(v1) * u128::from(v2)) >> 64) as u64,
-            Op::Div => {
-                x[rd] = if v2 == 0 {
-                    u64::MAX
-                } else {
-                    (v1 as i64).wrapping_div(v2 as i64) as u64
-                };
-            }
-            Op::Divu => x[rd] = v1.checked_div(v2).unwrap_or(u64::MAX),
-            Op::Rem => {
-                x[rd] = if v2 == 0 {
-                    v1
-                } else {
-                    (v1 as i64).wrapping_rem(v2 as i64) as u64
-                };
-            }
-            Op::Remu => x[rd] = v1.checked_rem(v2).unwrap_or(v1),
-            Op::Mulw => x[rd] = sx32(v1.wrapping_mul(v2)),
-            Op::Divw => {
-                let (a, b) = (v1 as i32, v2 as i32);
-                x[rd] = (if b == 0 { -1 } else { a.wrapping_div(b) }) as i64 as u64;
-            }
-            Op::Divuw => {
-                let (a, b) = (v1 as u32, v2 as u32);
-                x[rd] = sx32(u64::from(a.checked_div(b).unwrap_or(u32::MAX)));
-            }
-            Op::Remw => {
-                let (a, b) = (v1 as i32, v2 as i32);
-                x[rd] = (if b == 0 { a } else { a.wrapping_rem(b) }) as i64 as u64;
-            }
-            Op::Remuw => {
-                let (a, b) = (v1 as u32, v2 as u32);
-                x[rd] = sx32(u64::from(a.checked_rem(b).unwrap_or(a)));
-            }
-            // Zba / Zbb / Zbc / Zbp / Zbr / Zbs: register results only.
-            _ => x[rd] = bitmanip(insn.op, v1, v2, imm),
-        }
-        pc = npc;
-        n += 1;
     }
-    *pc_out = pc;
-    *n_out = n;
-    if relookup {
-        BlockEnd::Relookup
-    } else {
-        BlockEnd::Next
+    macro_rules! load {
+        ($size:expr, $ext:expr) => {{
+            let a = v1.wrapping_add(imm);
+            match ex.load(a, $size) {
+                Ok(v) => ex.x[rd] = $ext(v),
+                Err(e) => mem_fault!(a, Access::Load, $size, e),
+            }
+        }};
     }
+    macro_rules! store {
+        ($size:expr) => {{
+            let a = v1.wrapping_add(imm);
+            if let Err(e) = ex.store(a, $size, v2) {
+                mem_fault!(a, Access::Store, $size, e);
+            }
+            if std::mem::take(&mut ex.code_changed) {
+                return Slow::CodeChanged;
+            }
+        }};
+    }
+    match insn.op {
+        Op::Lb => load!(1, |v: u64| v as i8 as i64 as u64),
+        Op::Lh => load!(2, |v: u64| v as i16 as i64 as u64),
+        Op::Lw => load!(4, sx32),
+        Op::Ld => load!(8, |v: u64| v),
+        Op::Lbu => load!(1, |v: u64| v),
+        Op::Lhu => load!(2, |v: u64| v),
+        Op::Lwu => load!(4, |v: u64| v),
+        Op::Sb => store!(1),
+        Op::Sh => store!(2),
+        Op::Sw => store!(4),
+        Op::Sd => store!(8),
+        Op::Illegal => {
+            return Slow::Stop(Stop::Fault(Fault::IllegalInstruction {
+                pc,
+                encoding: insn.encoding(),
+            }))
+        }
+        Op::Fence => {
+            let sets = insn.imm as u32;
+            ex.bus.fence((sets >> 4) as u8 & 0xf, sets as u8 & 0xf);
+            // `pause` (Zihintpause) is the fence with predecessor w and no successor.
+            if sets & 0xff == PAUSE_SETS && ex.bus.pause() {
+                return Slow::StopAfter(Stop::Pause);
+            }
+        }
+        Op::FenceI => return Slow::FenceI,
+        Op::Ecall => return Slow::StopAfter(Stop::Ecall),
+        Op::Ebreak => return Slow::Stop(Stop::Ebreak),
+        Op::Rdcycle | Op::Rdinstret => ex.x[rd] = instret,
+        Op::Rdtime => ex.x[rd] = ex.bus.time(),
+        Op::LrW => to_rd!(ex.lr(v1, 4), v1, Access::Load, 4),
+        Op::LrD => to_rd!(ex.lr(v1, 8), v1, Access::Load, 8),
+        Op::ScW => to_rd!(ex.sc(v1, 4, v2), v1, Access::Store, 4),
+        Op::ScD => to_rd!(ex.sc(v1, 8, v2), v1, Access::Store, 8),
+        Op::AmoswapW => amo!(4, AmoOp::Swap),
+        Op::AmoaddW => amo!(4, AmoOp::Add),
+        Op::AmoxorW => amo!(4, AmoOp::Xor),
+        Op::AmoandW => amo!(4, AmoOp::And),
+        Op::AmoorW => amo!(4, AmoOp::Or),
+        Op::AmominW => amo!(4, AmoOp::Min),
+        Op::AmomaxW => amo!(4, AmoOp::Max),
+        Op::AmominuW => amo!(4, AmoOp::Minu),
+        Op::AmomaxuW => amo!(4, AmoOp::Maxu),
+        Op::AmoswapD => amo!(8, AmoOp::Swap),
+        Op::AmoaddD => amo!(8, AmoOp::Add),
+        Op::AmoxorD => amo!(8, AmoOp::Xor),
+        Op::AmoandD => amo!(8, AmoOp::And),
+        Op::AmoorD => amo!(8, AmoOp::Or),
+        Op::AmominD => amo!(8, AmoOp::Min),
+        Op::AmomaxD => amo!(8, AmoOp::Max),
+        Op::AmominuD => amo!(8, AmoOp::Minu),
+        Op::AmomaxuD => amo!(8, AmoOp::Maxu),
+        Op::Sllw => ex.x[rd] = sx32(u64::from((v1 as u32) << (v2 & 31))),
+        Op::Srlw => ex.x[rd] = sx32(u64::from((v1 as u32) >> (v2 & 31))),
+        Op::Sraw => ex.x[rd] = ((v1 as i32) >> (v2 & 31)) as i64 as u64,
+        Op::Mulh => ex.x[rd] = ((i128::from(v1 as i64) * i128::from(v2 as i64)) >> 64) as u64,
+        Op::Mulhsu => ex.x[rd] = ((i128::from(v1 as i64) * i128::from(v2)) >> 64) as u64,
+        Op::Mulhu => ex.x[rd] = ((u128::from(v1) * u128::from(v2)) >> 64) as u64,
+        Op::Div => {
+            ex.x[rd] = if v2 == 0 {
+                u64::MAX
+            } else {
+                (v1 as i64).wrapping_div(v2 as i64) as u64
+            };
+        }
+        Op::Divu => ex.x[rd] = v1.checked_div(v2).unwrap_or(u64::MAX),
+        Op::Rem => {
+            ex.x[rd] = if v2 == 0 {
+                v1
+            } else {
+                (v1 as i64).wrapping_rem(v2 as i64) as u64
+            };
+        }
+        Op::Remu => ex.x[rd] = v1.checked_rem(v2).unwrap_or(v1),
+        Op::Divw => {
+            let (a, b) = (v1 as i32, v2 as i32);
+            ex.x[rd] = (if b == 0 { -1 } else { a.wrapping_div(b) }) as i64 as u64;
+        }
+        Op::Divuw => {
+            let (a, b) = (v1 as u32, v2 as u32);
+            ex.x[rd] = sx32(u64::from(a.checked_div(b).unwrap_or(u32::MAX)));
+        }
+        Op::Remw => {
+            let (a, b) = (v1 as i32, v2 as i32);
+            ex.x[rd] = (if b == 0 { a } else { a.wrapping_rem(b) }) as i64 as u64;
+        }
+        Op::Remuw => {
+            let (a, b) = (v1 as u32, v2 as u32);
+            ex.x[rd] = sx32(u64::from(a.checked_rem(b).unwrap_or(a)));
+        }
+        // Zba / Zbb / Zbc / Zbp / Zbr / Zbs: register results only.
+        _ => ex.x[rd] = bitmanip(insn.op, v1, v2, imm),
+    }
+    Slow::Done
 }
