@@ -871,15 +871,16 @@ fn run_block<B: Bus>(
 /// `Exec::npc` while no jump or branch has set it: odd, so never a pc.
 const NO_PC: u64 = u64::MAX;
 
-/// A handler: runs instruction `i` of `block`, and the rest of the block after it;
+/// A handler: runs instruction `i` of `block` (`insn`, a reference so that it stays in a
+/// register and the call can be a jump), and the rest of the block after it;
 /// returns where the block stopped (see [`run_block`]).
-type Handler<B> = fn(&mut Exec<'_, B>, &[Insn], usize) -> usize;
+type Handler<B> = fn(&mut Exec<'_, B>, &[Insn], usize, &Insn) -> usize;
 
 /// Runs instruction `i` of `block` and the ones after it.
 #[inline(always)]
 fn next<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
     match block.get(i) {
-        Some(insn) => Handlers::<B>::TABLE[usize::from(insn.op as u8)](ex, block, i),
+        Some(insn) => Handlers::<B>::TABLE[usize::from(insn.op as u8)](ex, block, i, insn),
         None => i,
     }
 }
@@ -911,13 +912,10 @@ impl<B: Bus> Handlers<B> {
 }
 
 /// Everything without a handler of its own, and the loads and stores the fast paths miss.
-fn h_slow<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
-    let Some(&insn) = block.get(i) else {
-        return i;
-    };
+fn h_slow<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
     let pc = ex.base.wrapping_add(u64::from(insn.off));
     let instret = ex.instret_at.wrapping_add(i as u64);
-    match slow_op(ex, insn, pc, instret) {
+    match slow_op(ex, *insn, pc, instret) {
         Slow::Done => next(ex, block, i + 1),
         why => {
             ex.exit = why;
@@ -930,10 +928,7 @@ fn h_slow<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
 macro_rules! alu {
     ($($name:ident: |$v1:ident, $v2:ident, $imm:ident, $pc:ident| $e:expr;)*) => {$(
         #[allow(unused_variables)]
-        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
-            let Some(&insn) = block.get(i) else {
-                return i;
-            };
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
             let $v1 = ex.x[usize::from(insn.rs1 & 63)];
             let $v2 = ex.x[usize::from(insn.rs2 & 63)];
             let $imm = insn.imm as i64 as u64;
@@ -981,10 +976,7 @@ alu! {
 /// taken, the block goes on at its fall-through).
 macro_rules! branch {
     ($($name:ident: |$v1:ident, $v2:ident| $cond:expr;)*) => {$(
-        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
-            let Some(&insn) = block.get(i) else {
-                return i;
-            };
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
             let $v1 = ex.x[usize::from(insn.rs1 & 63)];
             let $v2 = ex.x[usize::from(insn.rs2 & 63)];
             // A store only when taken, so a real branch (predicted), not a select the next
@@ -1009,20 +1001,14 @@ branch! {
     h_bgeu: |v1, v2| v1 >= v2;
 }
 
-fn h_jal<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
-    let Some(&insn) = block.get(i) else {
-        return i;
-    };
+fn h_jal<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
     let pc = ex.base.wrapping_add(u64::from(insn.off));
     ex.x[usize::from(insn.rd & 63)] = pc.wrapping_add(u64::from(insn.len));
     ex.npc = pc.wrapping_add(insn.imm as i64 as u64);
     next(ex, block, i + 1)
 }
 
-fn h_jalr<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
-    let Some(&insn) = block.get(i) else {
-        return i;
-    };
+fn h_jalr<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
     let pc = ex.base.wrapping_add(u64::from(insn.off));
     let target = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64) & !1;
     ex.x[usize::from(insn.rd & 63)] = pc.wrapping_add(u64::from(insn.len));
@@ -1033,17 +1019,14 @@ fn h_jalr<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
 /// Load handlers: the last load region, else [`h_slow`] (other regions, the bus, faults).
 macro_rules! load {
     ($($name:ident: $size:expr, $ext:expr;)*) => {$(
-        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
-            let Some(&insn) = block.get(i) else {
-                return i;
-            };
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
             let a = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64);
             match ex.rd_region.load(a, $size) {
                 Some(v) => {
                     ex.x[usize::from(insn.rd & 63)] = $ext(v);
                     next(ex, block, i + 1)
                 }
-                None => h_slow(ex, block, i),
+                None => h_slow(ex, block, i, insn),
             }
         }
     )*};
@@ -1062,16 +1045,13 @@ load! {
 /// Store handlers: [`Exec::store_fast`], else [`h_slow`].
 macro_rules! store {
     ($($name:ident: $size:expr;)*) => {$(
-        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
-            let Some(&insn) = block.get(i) else {
-                return i;
-            };
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
             let a = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64);
             let v = ex.x[usize::from(insn.rs2 & 63)];
             if ex.store_fast(a, $size, v) {
                 next(ex, block, i + 1)
             } else {
-                h_slow(ex, block, i)
+                h_slow(ex, block, i, insn)
             }
         }
     )*};
