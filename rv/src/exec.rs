@@ -1016,20 +1016,45 @@ fn h_jalr<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -
     next(ex, block, i + 1)
 }
 
-/// Load handlers: the last load region, else [`h_slow`] (other regions, the bus, faults).
+/// Load handlers: the last load region inline; else the other regions and the bus
+/// ([`Exec::load_slow`]), or the fault.
 macro_rules! load {
     ($($name:ident: $size:expr, $ext:expr;)*) => {$(
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
             let a = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64);
-            match ex.rd_region.load(a, $size) {
-                Some(v) => {
-                    ex.x[usize::from(insn.rd & 63)] = $ext(v);
-                    next(ex, block, i + 1)
-                }
-                None => h_slow(ex, block, i, insn),
-            }
+            let v = match ex.rd_region.load(a, $size) {
+                Some(v) => v,
+                None => match ex.load_slow(a, $size) {
+                    Ok(v) => v,
+                    Err(e) => return mem_fault(ex, i, insn, a, Access::Load, $size, e),
+                },
+            };
+            ex.x[usize::from(insn.rd & 63)] = $ext(v);
+            next(ex, block, i + 1)
         }
     )*};
+}
+
+/// Ends the block at instruction `i` with a fault of its access.
+#[cold]
+#[inline(never)]
+fn mem_fault<B: Bus>(
+    ex: &mut Exec<'_, B>,
+    i: usize,
+    insn: &Insn,
+    addr: u64,
+    access: Access,
+    size: u8,
+    error: MemError,
+) -> usize {
+    ex.exit = Slow::Stop(Stop::Fault(Fault::Memory {
+        pc: ex.base.wrapping_add(u64::from(insn.off)),
+        addr,
+        access,
+        size,
+        error,
+    }));
+    i
 }
 
 load! {
@@ -1042,17 +1067,24 @@ load! {
     h_lwu: 4, |v: u64| v;
 }
 
-/// Store handlers: [`Exec::store_fast`], else [`h_slow`].
+/// Store handlers: [`Exec::store_fast`] inline; else [`Exec::store`] (other regions, the bus,
+/// a reservation to end, decoded code to drop), or the fault.
 macro_rules! store {
     ($($name:ident: $size:expr;)*) => {$(
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
             let a = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64);
             let v = ex.x[usize::from(insn.rs2 & 63)];
-            if ex.store_fast(a, $size, v) {
-                next(ex, block, i + 1)
-            } else {
-                h_slow(ex, block, i, insn)
+            if !ex.store_fast(a, $size, v) {
+                if let Err(e) = ex.store(a, $size, v) {
+                    return mem_fault(ex, i, insn, a, Access::Store, $size, e);
+                }
+                if std::mem::take(&mut ex.code_changed) {
+                    // This block may be gone: go on at the next pc, looked up again.
+                    ex.exit = Slow::CodeChanged;
+                    return i;
+                }
             }
+            next(ex, block, i + 1)
         }
     )*};
 }
@@ -1078,8 +1110,9 @@ enum Slow {
     StopAfter(Stop),
 }
 
-/// The instructions [`run_block`] does not run in its own loop: system, atomics, division,
-/// high multiplies, bit manipulation. `instret` is the count before this instruction.
+/// The instructions without a handler of their own (see [`Handlers`]): system, atomics,
+/// division, high multiplies, the rarer shifts, bit manipulation. `instret` is the count
+/// before this instruction.
 #[inline(never)]
 fn slow_op<B: Bus>(ex: &mut Exec<'_, B>, insn: Insn, pc: u64, instret: u64) -> Slow {
     let rd = usize::from(insn.rd & 63);
@@ -1114,38 +1147,7 @@ fn slow_op<B: Bus>(ex: &mut Exec<'_, B>, insn: Insn, pc: u64, instret: u64) -> S
             to_rd!(ex.amo_rd(v1, $size, $op, v2), v1, Access::Store, $size)
         };
     }
-    macro_rules! load {
-        ($size:expr, $ext:expr) => {{
-            let a = v1.wrapping_add(imm);
-            match ex.load(a, $size) {
-                Ok(v) => ex.x[rd] = $ext(v),
-                Err(e) => mem_fault!(a, Access::Load, $size, e),
-            }
-        }};
-    }
-    macro_rules! store {
-        ($size:expr) => {{
-            let a = v1.wrapping_add(imm);
-            if let Err(e) = ex.store(a, $size, v2) {
-                mem_fault!(a, Access::Store, $size, e);
-            }
-            if std::mem::take(&mut ex.code_changed) {
-                return Slow::CodeChanged;
-            }
-        }};
-    }
     match insn.op {
-        Op::Lb => load!(1, |v: u64| v as i8 as i64 as u64),
-        Op::Lh => load!(2, |v: u64| v as i16 as i64 as u64),
-        Op::Lw => load!(4, sx32),
-        Op::Ld => load!(8, |v: u64| v),
-        Op::Lbu => load!(1, |v: u64| v),
-        Op::Lhu => load!(2, |v: u64| v),
-        Op::Lwu => load!(4, |v: u64| v),
-        Op::Sb => store!(1),
-        Op::Sh => store!(2),
-        Op::Sw => store!(4),
-        Op::Sd => store!(8),
         Op::Illegal => {
             return Slow::Stop(Stop::Fault(Fault::IllegalInstruction {
                 pc,

@@ -857,6 +857,47 @@ fn misaligned_accesses_fault_and_change_nothing() {
     }
 }
 
+#[test]
+fn unmapped_accesses_fault_mid_block_and_change_nothing() {
+    // A load and a store to an address no region and no device covers, after an instruction
+    // that retires: the fault names the access, the one before retired, the rest did not run.
+    const NOWHERE: u64 = 0x10;
+    let cases: &[(u32, Access, u8)] = &[
+        (load(2, 10, 9, 0), Access::Load, 4), // lw
+        (load(3, 10, 9, 0), Access::Load, 8), // ld
+        (load(4, 10, 9, 0), Access::Load, 1), // lbu
+        (s(0, 6, 9, 2), Access::Store, 4),    // sw
+        (s(0, 6, 9, 0), Access::Store, 1),    // sb
+        (s(0, 6, 9, 3), Access::Store, 8),    // sd
+    ];
+    for fast in [true, false] {
+        for &(insn, access, size) in cases {
+            let mut bus = TestBus::new(fast);
+            bus.poke(DATA, 8, 0x1234);
+            let (h, stop) = exec_with(
+                &mut bus,
+                &[(5, DATA), (6, 99), (9, NOWHERE), (10, 55)],
+                &[addi(8, 0, 1), insn, addi(11, 0, 7)],
+            );
+            match stop {
+                Stop::Fault(Fault::Memory {
+                    pc,
+                    addr,
+                    access: a,
+                    size: sz,
+                    error: MemError::Unmapped,
+                }) => assert_eq!((pc, addr, a, sz), (TEXT + 4, NOWHERE, access, size)),
+                other => panic!("{insn:#010x}: {other:?}"),
+            }
+            assert_eq!(
+                (h.pc, h.instret, h.x[10], h.x[8], h.x[11]),
+                (TEXT + 4, 1, 55, 1, 0)
+            );
+            assert_eq!(bus.peek(DATA, 8), 0x1234);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Budget, ecall / ebreak, counters, faults.
 
