@@ -841,7 +841,6 @@ fn run_block<B: Bus>(
     ex.instret_at = instret0.wrapping_add(*n_out);
     ex.npc = NO_PC;
     let i = next(ex, block, 0);
-    let exit = std::mem::replace(&mut ex.exit, Slow::Done);
     let Some(&insn) = block.get(i) else {
         *pc_out = match ex.npc {
             // No jump or branch at the end: the fall-through of the last instruction.
@@ -855,7 +854,8 @@ fn run_block<B: Bus>(
     };
     let pc = base.wrapping_add(u64::from(insn.off));
     let after = pc.wrapping_add(u64::from(insn.len));
-    let (pc, retired, end) = match exit {
+    // Only an early end takes the reason (a block that ran to its end moves nothing).
+    let (pc, retired, end) = match std::mem::replace(&mut ex.exit, Slow::Done) {
         // Not recorded: cannot happen (only the end of the block returns without a reason).
         Slow::Done => (pc, i, BlockEnd::Relookup),
         Slow::CodeChanged => (after, i + 1, BlockEnd::Relookup),
