@@ -1,7 +1,7 @@
 //! Receive steering: the outer-header image of a frame (`fte_match_set_lyr_2_4`), flow tables
 //! from the root, TIRs (direct or RSS with the Toeplitz hash), and delivery into an RQ.
 
-use mlx5_dpa::mlx5::layout::{write_bits, View};
+use mlx5_dpa::mlx5::layout::View;
 use mlx5_dpa::mlx5::layouts as l;
 
 use crate::datapath::rq::deliver_rq;
@@ -30,73 +30,132 @@ pub(crate) fn compute_roots(fw: &Firmware, roots: &mut Vec<u32>) {
 /// The outer-header image of a frame, laid out as `fte_match_set_lyr_2_4`.
 #[cfg(test)]
 fn match_image(frame: &[u8]) -> [u8; 64] {
+    image_bytes(&match_words(frame))
+}
+
+/// The bytes of an image given as words ([`words`] undone).
+fn image_bytes(w: &[u64; 8]) -> [u8; 64] {
     let mut m = [0u8; 64];
-    fill_match_image(frame, &mut m);
+    for (c, w) in m.chunks_exact_mut(8).zip(w) {
+        c.copy_from_slice(&w.to_ne_bytes());
+    }
     m
 }
 
-/// Writes the image of `frame` into `m` (zeroed), in place: steering reads it back in 8-byte
-/// words, and a copy of the freshly byte-written array would stall on every load (a load
-/// that spans several pending byte stores cannot be forwarded from them).
-#[inline]
-fn fill_match_image(frame: &[u8], m: &mut [u8; 64]) {
-    if frame.len() < 14 {
-        return;
+/// A native word whose byte `at` (0..8, in memory order) is `b`.
+#[inline(always)]
+fn at(b: u8, at: u32) -> u64 {
+    let shift = if cfg!(target_endian = "little") {
+        8 * at
+    } else {
+        56 - 8 * at
+    };
+    u64::from(b) << shift
+}
+
+/// A native word of the 8 bytes of `s` from `from` (zero where `s` ends first).
+#[inline(always)]
+fn load8(s: &[u8], from: usize) -> u64 {
+    match s.get(from..from + 8) {
+        Some(b) => u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])),
+        None => {
+            let mut b = [0u8; 8];
+            let tail = s.get(from..).unwrap_or(&[]);
+            let n = tail.len().min(8);
+            b[..n].copy_from_slice(&tail[..n]);
+            u64::from_ne_bytes(b)
+        }
     }
-    m[8..14].copy_from_slice(&frame[0..6]); // dmac
-    m[0..6].copy_from_slice(&frame[6..12]); // smac
+}
+
+/// A native word keeping the bytes `lo..hi` (memory order) of `w`.
+#[inline(always)]
+fn keep(w: u64, lo: u32, hi: u32) -> u64 {
+    let mask = (lo..hi).fold(0u64, |m, k| m | at(0xff, k));
+    w & mask
+}
+
+/// The image of `frame` (`fte_match_set_lyr_2_4`) as eight native words, each put together in
+/// registers from loads of the frame: an image written byte by byte and read back in words
+/// stalls every read (a load over several pending byte stores cannot be forwarded from
+/// them). Byte positions: smac 0..6, ethertype 6..8, dmac 8..14, first_prio / cfi / vid
+/// 14..16, ip_protocol 16, ip_dscp / ecn 17, cvlan_tag / frag / ip_version / tcp_flags
+/// 18..20, tcp ports 20..24, ipv4_ihl 26, ttl 27, udp ports 28..32, source address 32..48
+/// (IPv4 at 44), destination 48..64 (IPv4 at 60).
+#[inline]
+fn match_words(frame: &[u8]) -> [u64; 8] {
+    let mut w = [0u64; 8];
+    if frame.len() < 14 {
+        return w;
+    }
     let mut ethertype = u16::from_be_bytes([frame[12], frame[13]]);
     let mut l3 = 14;
+    let mut b18 = 0u8;
+    // smac and, without a VLAN tag, the ethertype right behind it: one load.
+    w[0] = load8(frame, 6);
+    w[1] = keep(load8(frame, 0), 0, 6);
     if ethertype == 0x8100 && frame.len() >= 18 {
-        write_bits(m, 0x90, 1, 1); // cvlan_tag
-        m[14..16].copy_from_slice(&frame[14..16]); // prio, cfi, vid
+        b18 |= 0x80; // cvlan_tag
+        w[1] |= at(frame[14], 6) | at(frame[15], 7); // prio, cfi, vid
         ethertype = u16::from_be_bytes([frame[16], frame[17]]);
         l3 = 18;
+        w[0] = keep(w[0], 0, 6) | at(frame[16], 6) | at(frame[17], 7);
     }
-    m[6..8].copy_from_slice(&ethertype.to_be_bytes());
     let ip = &frame[l3..];
     let (proto, l4) = match ethertype {
         0x0800 if ip.len() >= 20 => {
             let ihl = (ip[0] & 0xf) as usize * 4;
-            write_bits(m, 0x93, 4, 4); // ip_version
-            write_bits(m, 0xd0, 4, u64::from(ip[0] & 0xf)); // ipv4_ihl
-            m[17] = ip[1]; // dscp, ecn
-            m[27] = ip[8]; // ttl
-            m[16] = ip[9];
-            m[44..48].copy_from_slice(&ip[12..16]);
-            m[60..64].copy_from_slice(&ip[16..20]);
+            b18 |= 4 << 1; // ip_version
             let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
             if frag {
-                write_bits(m, 0x92, 1, 1);
+                b18 |= 0x20;
             }
+            w[2] |= at(ip[9], 0) | at(ip[1], 1);
+            w[3] |= at((ip[0] & 0xf) << 4, 2) | at(ip[8], 3); // ipv4_ihl, ttl
+            w[5] = keep(load8(ip, 8), 4, 8); // bytes 44..48: ip[12..16]
+            w[7] = keep(load8(ip, 12), 4, 8); // bytes 60..64: ip[16..20]
             (ip[9], if frag { None } else { ip.get(ihl..) })
         }
         0x86dd if ip.len() >= 40 => {
-            write_bits(m, 0x93, 4, 6);
-            m[17] = ((u16::from_be_bytes([ip[0], ip[1]]) >> 4) & 0xff) as u8;
-            m[27] = ip[7];
-            m[16] = ip[6];
-            m[32..48].copy_from_slice(&ip[8..24]);
-            m[48..64].copy_from_slice(&ip[24..40]);
+            b18 |= 6 << 1;
+            let tc = ((u16::from_be_bytes([ip[0], ip[1]]) >> 4) & 0xff) as u8;
+            w[2] |= at(ip[6], 0) | at(tc, 1);
+            w[3] |= at(ip[7], 3);
+            w[4] = load8(ip, 8);
+            w[5] = load8(ip, 16);
+            w[6] = load8(ip, 24);
+            w[7] = load8(ip, 32);
             (ip[6], ip.get(40..))
         }
         _ => (0, None),
     };
-    if let Some(l4) = l4 {
-        if l4.len() >= 4 {
-            match proto {
-                6 => {
-                    m[20..24].copy_from_slice(&l4[0..4]);
-                    if l4.len() >= 14 {
-                        let flags = u16::from_be_bytes([l4[12], l4[13]]) & 0x1ff;
-                        write_bits(m, 0x97, 9, u64::from(flags));
-                    }
+    if let Some(l4) = l4.filter(|l4| l4.len() >= 4) {
+        let ports = keep(load8(l4, 0), 0, 4);
+        match proto {
+            6 => {
+                w[2] |= if cfg!(target_endian = "little") {
+                    ports << 32
+                } else {
+                    ports >> 32
+                };
+                if l4.len() >= 14 {
+                    let flags = u16::from_be_bytes([l4[12], l4[13]]) & 0x1ff;
+                    b18 |= (flags >> 8) as u8;
+                    w[2] |= at(flags as u8, 3);
                 }
-                17 => m[28..32].copy_from_slice(&l4[0..4]),
-                _ => {}
             }
+            17 => {
+                w[3] |= if cfg!(target_endian = "little") {
+                    ports << 32
+                } else {
+                    ports >> 32
+                }
+            }
+            _ => {}
         }
     }
+    w[2] |= at(b18, 2);
+    w
 }
 
 /// Whether every byte of `image` under `mask` equals `value` (a byte of `value` outside its
@@ -128,14 +187,37 @@ fn words(b: &[u8; 64]) -> [u64; 8] {
     std::array::from_fn(|k| u64::from_ne_bytes(b[8 * k..8 * k + 8].try_into().unwrap_or([0; 8])))
 }
 
-/// A table's lookup, from its entries in index order: an entry outside its group's range, or
-/// whose value has a bit outside the group's mask, never matches ([`matches`]) and is left
-/// out; of entries with equal values the lowest index is kept (the first a walk would meet).
+/// What an entry does with a frame (see [`FlowStep`]).
+fn step_of(e: &Fte) -> FlowStep {
+    if e.action & action::DROP != 0 {
+        return FlowStep::Drop;
+    }
+    match e.dests.first().copied() {
+        Some(Dest::Tir(tirn)) => FlowStep::Tir {
+            tirn,
+            flow_tag: e.flow_tag,
+        },
+        Some(Dest::Table(next)) => FlowStep::Table(next),
+        None => FlowStep::Drop,
+    }
+}
+
+/// A table's lookup, from its groups (in creation order) and its entries in index order: an
+/// entry outside its group's range, or whose value has a bit outside the group's mask, never
+/// matches ([`matches`]) and is left out; of entries with equal values the lowest index is
+/// kept (the first a walk would meet).
 fn build_lookup(
+    order: &[u32],
     entries: &std::collections::BTreeMap<u32, Fte>,
     groups: &crate::slab::Slab<FlowGroup>,
 ) -> FlowLookup {
-    let mut map = FlowLookup::default();
+    let mut lookup = FlowLookup {
+        groups: order
+            .iter()
+            .filter_map(|g| Some((*g, words(&groups.get(*g)?.mask))))
+            .collect(),
+        ..FlowLookup::default()
+    };
     for (idx, e) in entries {
         let Some(grp) = groups.get(e.group) else {
             continue;
@@ -147,73 +229,51 @@ fn build_lookup(
         if v.iter().zip(&m).any(|(v, m)| v & !m != 0) {
             continue;
         }
-        map.entry(FlowKey(e.group, v)).or_insert(*idx);
+        lookup.map.entry(FlowKey(e.group, v)).or_insert(FlowHit {
+            index: *idx,
+            step: step_of(e),
+        });
     }
-    map
+    lookup
 }
 
 /// The entry of `table` that `image` hits: the first group (in creation order) holding an
 /// entry equal to the image under the group's mask, and its lowest such index. One hash
-/// probe per group, however many entries the table holds.
-fn lookup(fw: &mut Firmware, table: u32, image: &[u64; 8]) -> Option<Option<u32>> {
+/// probe per group, however many entries the table holds. `None` when there is no such
+/// table; counts a miss.
+fn lookup(fw: &mut Firmware, table: u32, image: &[u64; 8]) -> Option<Option<FlowHit>> {
     let t = fw.tables.get_mut(table)?;
     let lookup = match &mut t.lookup {
         Some(l) => &*l,
-        l @ None => &*l.insert(build_lookup(&t.entries, &fw.groups)),
+        l @ None => &*l.insert(build_lookup(&t.groups, &t.entries, &fw.groups)),
     };
-    Some(probe(&t.groups, &fw.groups, lookup, image))
-}
-
-/// [`lookup`] on the parts of a table: its groups in order, the group objects, its map.
-#[inline]
-fn probe(
-    order: &[u32],
-    groups: &crate::slab::Slab<FlowGroup>,
-    lookup: &FlowLookup,
-    image: &[u64; 8],
-) -> Option<u32> {
-    for g in order {
-        let Some(grp) = groups.get(*g) else {
-            continue;
-        };
-        let m = words(&grp.mask);
-        let key = FlowKey(*g, std::array::from_fn(|k| image[k] & m[k]));
-        if let Some(idx) = lookup.get(&key) {
-            return Some(*idx);
-        }
+    let hit = probe(lookup, image);
+    if hit.is_none() {
+        t.misses += 1;
     }
-    None
+    Some(hit)
 }
 
-fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
-    let image = words(image);
+/// [`lookup`] on a table's lookup.
+#[inline]
+fn probe(lookup: &FlowLookup, image: &[u64; 8]) -> Option<FlowHit> {
+    lookup.groups.iter().find_map(|(g, m)| {
+        let key = FlowKey(*g, std::array::from_fn(|k| image[k] & m[k]));
+        lookup.map.get(&key).copied()
+    })
+}
+
+fn steer(fw: &mut Firmware, roots: &[u32], image: &[u64; 8]) -> Verdict {
     for &root in roots {
         let mut table = root;
         for _depth in 0..8 {
-            let Some(hit) = lookup(fw, table, &image) else {
+            let Some(Some(hit)) = lookup(fw, table, image) else {
                 break;
             };
-            let Some(idx) = hit else {
-                if let Some(t) = fw.tables.get_mut(table) {
-                    t.misses += 1;
-                }
-                break;
-            };
-            let Some(e) = fw
-                .tables
-                .get_mut(table)
-                .and_then(|t| t.entries.get_mut(&idx))
-            else {
-                break;
-            };
-            e.hits += 1;
-            if e.action & action::DROP != 0 {
-                return Verdict::Drop;
-            }
-            match e.dests.first().copied() {
-                Some(Dest::Tir(tir)) => return Verdict::Tir(tir, e.flow_tag),
-                Some(Dest::Table(next)) => table = next,
-                None => return Verdict::Drop,
+            match hit.step {
+                FlowStep::Drop => return Verdict::Drop,
+                FlowStep::Tir { tirn, flow_tag } => return Verdict::Tir(tirn, flow_tag),
+                FlowStep::Table(next) => table = next,
             }
         }
     }
@@ -225,8 +285,7 @@ fn steer(fw: &mut Firmware, roots: &[u32], image: &[u8; 64]) -> Verdict {
 pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
     dp.port.stats.rx_frames += 1;
     dp.port.stats.rx_bytes += frame.len() as u64;
-    let mut image = [0u8; 64];
-    fill_match_image(frame, &mut image);
+    let image = match_words(frame);
     let roots = std::mem::take(&mut dp.roots);
     let verdict = steer(fw, &roots, &image);
     dp.roots = roots;
@@ -258,7 +317,7 @@ pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_t
         Dispatch::Direct(rq) => rq,
         Dispatch::Indirect(rqt) => {
             let Some(rqt) = fw.rqts.get(rqt) else { return };
-            let h = rss_hash(&tir.raw, &image);
+            let h = rss_hash(&tir.raw, &image_bytes(&image));
             rqt.rqs[(h as usize) % rqt.rqs.len().max(1)]
         }
     };
@@ -467,11 +526,10 @@ mod tests {
                         dests: Vec::new(),
                         flow_tag: 0,
                         value: widen(*v),
-                        hits: 0,
                     },
                 );
             }
-            let map = build_lookup(&entries, &groups);
+            let map = build_lookup(&order, &entries, &groups);
             for img in images {
                 let image = widen(img);
                 let walked = order.iter().find_map(|g| {
@@ -481,8 +539,118 @@ mod tests {
                         .find(|(_, e)| e.group == *g && matches(&e.value, &grp.mask, &image))
                         .map(|(idx, _)| *idx)
                 });
-                proptest::prop_assert_eq!(probe(&order, &groups, &map, &words(&image)), walked);
+                proptest::prop_assert_eq!(probe(&map, &words(&image)).map(|h| h.index), walked);
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The image put together in words equals the one set field by field through the
+        /// PRM layout (`fte_match_set_lyr_2_4`), for random frames: with and without a VLAN
+        /// tag, IPv4 (fragments, options) and IPv6, TCP, UDP and others, cut short anywhere.
+        #[test]
+        fn match_image_equals_the_layouts_fields(
+            macs in proptest::array::uniform12(proptest::num::u8::ANY),
+            vlan in proptest::option::of(proptest::num::u16::ANY),
+            l3 in 0u8..3,
+            ihl in 5u8..8,
+            proto in proptest::sample::select(vec![6u8, 17, 1, 47]),
+            hdr in proptest::collection::vec(proptest::num::u8::ANY, 80),
+            cut in proptest::option::of(0usize..120),
+        ) {
+            use mlx5_dpa::mlx5::layout::ViewMut;
+            use mlx5_dpa::mlx5::layouts::fte_match_set_lyr_2_4 as m;
+            let mut f = macs.to_vec();
+            let ethertype: u16 = [0x0800, 0x86dd, 0x88b5][usize::from(l3)];
+            if let Some(tci) = vlan {
+                f.extend_from_slice(&[0x81, 0x00]);
+                f.extend_from_slice(&tci.to_be_bytes());
+            }
+            f.extend_from_slice(&ethertype.to_be_bytes());
+            let ip_at = f.len();
+            f.extend_from_slice(&hdr);
+            match l3 {
+                0 => {
+                    f[ip_at] = 0x40 | ihl;
+                    f[ip_at + 9] = proto;
+                }
+                1 => f[ip_at + 6] = proto,
+                _ => {}
+            }
+            if let Some(cut) = cut {
+                f.truncate(cut);
+            }
+            // The expected image, field by field.
+            let mut want = [0u8; 64];
+            let mut v = ViewMut::<m::Layout>::new(&mut want[..]).unwrap();
+            let be = |b: &[u8]| b.iter().fold(0u64, |a, x| a << 8 | u64::from(*x));
+            if f.len() >= 14 {
+                v.set(m::dmac_47_16, be(&f[0..4]));
+                v.set(m::dmac_15_0, be(&f[4..6]));
+                v.set(m::smac_47_16, be(&f[6..10]));
+                v.set(m::smac_15_0, be(&f[10..12]));
+                let tagged = f[12..14] == [0x81, 0x00] && f.len() >= 18;
+                let (etype, ip) = if tagged {
+                    v.set(m::cvlan_tag, 1);
+                    let tci = be(&f[14..16]);
+                    v.set(m::first_prio, tci >> 13);
+                    v.set(m::first_cfi, (tci >> 12) & 1);
+                    v.set(m::first_vid, tci & 0xfff);
+                    (be(&f[16..18]), &f[18..])
+                } else {
+                    (be(&f[12..14]), &f[14..])
+                };
+                v.set(m::ethertype, etype);
+                let l4 = match etype {
+                    0x0800 if ip.len() >= 20 => {
+                        v.set(m::ip_version, 4);
+                        v.set(m::ipv4_ihl, u64::from(ip[0] & 0xf));
+                        v.set(m::ip_dscp, u64::from(ip[1] >> 2));
+                        v.set(m::ip_ecn, u64::from(ip[1] & 3));
+                        v.set(m::ip_ttl_hoplimit, u64::from(ip[8]));
+                        v.set(m::ip_protocol, u64::from(ip[9]));
+                        for k in 0..4 {
+                            v.set(m::src_ipv4_src_ipv6.at(12 + k).unwrap(), u64::from(ip[12 + k as usize]));
+                            v.set(m::dst_ipv4_dst_ipv6.at(12 + k).unwrap(), u64::from(ip[16 + k as usize]));
+                        }
+                        let frag = be(&ip[6..8]) & 0x3fff != 0;
+                        v.set(m::frag, u64::from(frag));
+                        let ihl = usize::from(ip[0] & 0xf) * 4;
+                        (!frag).then(|| ip.get(ihl..)).flatten().map(|l4| (ip[9], l4))
+                    }
+                    0x86dd if ip.len() >= 40 => {
+                        v.set(m::ip_version, 6);
+                        let tc = (be(&ip[0..2]) >> 4) & 0xff;
+                        v.set(m::ip_dscp, tc >> 2);
+                        v.set(m::ip_ecn, tc & 3);
+                        v.set(m::ip_protocol, u64::from(ip[6]));
+                        v.set(m::ip_ttl_hoplimit, u64::from(ip[7]));
+                        for k in 0..16 {
+                            v.set(m::src_ipv4_src_ipv6.at(k).unwrap(), u64::from(ip[8 + k as usize]));
+                            v.set(m::dst_ipv4_dst_ipv6.at(k).unwrap(), u64::from(ip[24 + k as usize]));
+                        }
+                        ip.get(40..).map(|l4| (ip[6], l4))
+                    }
+                    _ => None,
+                };
+                if let Some((proto, l4)) = l4.filter(|(_, l4)| l4.len() >= 4) {
+                    match proto {
+                        6 => {
+                            v.set(m::tcp_sport, be(&l4[0..2]));
+                            v.set(m::tcp_dport, be(&l4[2..4]));
+                            if l4.len() >= 14 {
+                                v.set(m::tcp_flags, be(&l4[12..14]) & 0x1ff);
+                            }
+                        }
+                        17 => {
+                            v.set(m::udp_sport, be(&l4[0..2]));
+                            v.set(m::udp_dport, be(&l4[2..4]));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(match_image(&f), want, "frame {:02x?}", f);
         }
     }
 

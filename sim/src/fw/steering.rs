@@ -384,7 +384,6 @@ impl Firmware {
                     dests,
                     flow_tag,
                     value,
-                    hits: 0,
                 },
             );
         }

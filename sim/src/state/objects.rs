@@ -272,7 +272,6 @@ pub(crate) struct Fte {
     pub(crate) flow_tag: u32,
     /// The outer-header match value (`fte_match_set_lyr_2_4`, 64 bytes).
     pub(crate) value: [u8; 64],
-    pub(crate) hits: u64,
 }
 
 #[derive(Debug)]
@@ -311,22 +310,64 @@ pub(crate) struct FlowTable {
     pub(crate) lookup: Option<FlowLookup>,
 }
 
-/// A table's entries as steering finds them: (group, match value in 8-byte words) to the
-/// lowest flow index of that group holding that value. Within a group every entry has the
-/// group's mask, so a frame's masked header image is the key, as a NIC's hash per match
-/// definer does.
-pub(crate) type FlowLookup = rustc_hash::FxHashMap<FlowKey, u32>;
+/// A table's entries as steering finds them: its groups in order with their masks as words,
+/// and (group, match value in 8-byte words) to what the lowest flow index of that group
+/// holding that value does. Within a group every entry has the group's mask, so a frame's
+/// masked header image is the key, as a NIC's hash per match definer does.
+#[derive(Debug, Default)]
+pub(crate) struct FlowLookup {
+    pub(crate) groups: Vec<(u32, [u64; 8])>,
+    pub(crate) map: rustc_hash::FxHashMap<FlowKey, FlowHit>,
+}
+
+/// The entry a frame hit, and what it does with the frame (copied from the entry when the
+/// lookup is built, so a frame reads neither the entry nor the table's entry map).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FlowHit {
+    pub(crate) index: u32,
+    pub(crate) step: FlowStep,
+}
+
+/// What an entry does with a frame: drop it (the DROP action, or no destination), deliver it
+/// to a TIR with the entry's flow tag, or look it up in another table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlowStep {
+    Drop,
+    Tir { tirn: u32, flow_tag: u32 },
+    Table(u32),
+}
 
 /// A key of [`FlowLookup`]: the group and the masked image (or an entry's value).
 #[derive(Debug, Clone, Copy, Eq)]
 pub(crate) struct FlowKey(pub(crate) u32, pub(crate) [u64; 8]);
 
 impl std::hash::Hash for FlowKey {
-    /// The same fields `eq` compares.
+    /// The same fields `eq` compares, folded into one word first: each word times a constant
+    /// of its own, summed (independent multiplies, where hashing word after word is a chain
+    /// of nine), then mixed so that high bits reach the low ones the table indexes by.
     #[inline]
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        self.0.hash(h);
-        self.1.hash(h);
+        const K: [u64; 9] = [
+            0x9e37_79b9_7f4a_7c15,
+            0xc2b2_ae3d_27d4_eb4f,
+            0x1656_67b1_9e37_79f9,
+            0x85eb_ca77_c2b2_ae63,
+            0x27d4_eb2f_1656_67c5,
+            0xff51_afd7_ed55_8ccd,
+            0xc4ce_b9fe_1a85_ec53,
+            0xd6e8_feb8_6659_fd93,
+            0xa076_1d64_78bd_642f,
+        ];
+        let sum = self
+            .1
+            .iter()
+            .zip(&K)
+            .fold(u64::from(self.0).wrapping_mul(K[8]), |a, (w, k)| {
+                a.wrapping_add(w.wrapping_mul(*k))
+            });
+        let mut x = sum ^ (sum >> 33);
+        x = x.wrapping_mul(K[5]);
+        h.write_u64(x ^ (x >> 29));
     }
 }
 
