@@ -52,7 +52,7 @@ pub mod vm;
 /// The RISC-V engine (its own crate, `mlx5-dpa-rv`).
 pub use mlx5_dpa_rv as riscv;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -94,6 +94,14 @@ pub(crate) struct Shared {
     /// Raised after every pass that did work: what the driver's host-side waits sleep on
     /// ([`mlx5_dpa::devx::Devx::wait_activity`]).
     activity: mlx5_dpa::sync::Activity,
+    /// Workers standing in for the engine that sleep until the next kick, and what wakes
+    /// them: [`Device::kick`] raises it while one sleeps ([`Device::stand_in_step`]).
+    stand_ins_asleep: AtomicUsize,
+    kicked: mlx5_dpa::sync::Activity,
+    /// Until when a stand-in polls instead of sleeping: it found work no kick announced.
+    stand_in_busy_until: Mutex<Instant>,
+    /// Passes made by workers standing in for the engine ([`Device::stand_in_passes`]).
+    stand_in_passes: AtomicU64,
     /// The workers that run DPA activations (outside the state lock).
     dpa: dpa::Exec,
 }
@@ -155,6 +163,10 @@ impl Device {
             engine_naps: AtomicBool::new(false),
             engine_passes: AtomicU64::new(0),
             kicks: AtomicU64::new(0),
+            stand_ins_asleep: AtomicUsize::new(0),
+            kicked: mlx5_dpa::sync::Activity::default(),
+            stand_in_busy_until: Mutex::new(Instant::now()),
+            stand_in_passes: AtomicU64::new(0),
             activity: mlx5_dpa::sync::Activity::default(),
             dpa: dpa::Exec::new(),
         });
@@ -166,6 +178,14 @@ impl Device {
             if let Some(shared) = weak.upgrade() {
                 if shared.engine_running.load(Ordering::Acquire) {
                     Device { shared }.pass();
+                }
+            }
+        }));
+        let weak = Arc::downgrade(&shared);
+        shared.dpa.set_stand_in_hook(Box::new(move || {
+            if let Some(shared) = weak.upgrade() {
+                if shared.engine_running.load(Ordering::Acquire) {
+                    Device { shared }.stand_in_step();
                 }
             }
         }));
@@ -589,6 +609,10 @@ impl Device {
     pub(crate) fn kick(&self) {
         // ORDERING: see the engine's sleep in `engine_loop`.
         self.shared.kicks.fetch_add(1, Ordering::SeqCst);
+        // ORDERING: see `stand_in_step`.
+        if self.shared.stand_ins_asleep.load(Ordering::SeqCst) > 0 {
+            self.shared.kicked.bump();
+        }
         // A load first: the common case (the engine awake) writes nothing shared.
         if self.shared.engine_asleep.load(Ordering::SeqCst)
             && self.shared.engine_asleep.swap(false, Ordering::AcqRel)
@@ -597,6 +621,42 @@ impl Device {
                 h.thread().unpark();
             }
         }
+    }
+
+    /// One step of a worker standing in for the engine while the engine thread runs a long
+    /// activation: a pass; when it found nothing, a sleep until the next kick (a doorbell, a
+    /// firmware command), at most [`STAND_IN_WAIT`]. As the engine does, it polls instead for
+    /// [`ENGINE_BUSY`] after a pass found work no kick announced (a client in another
+    /// process).
+    fn stand_in_step(&self) {
+        let sh = &self.shared;
+        let before = sh.kicks.load(Ordering::SeqCst);
+        let n = self.pass();
+        sh.stand_in_passes.fetch_add(1, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut busy_until = lock(&sh.stand_in_busy_until);
+        if n > 0 {
+            if sh.kicks.load(Ordering::SeqCst) == before {
+                *busy_until = now + ENGINE_BUSY;
+            }
+            return;
+        }
+        if now < *busy_until {
+            drop(busy_until);
+            std::thread::yield_now();
+            return;
+        }
+        drop(busy_until);
+        // ORDERING: SeqCst add to the sleepers, then SeqCst load of the kick count; `kick`
+        // adds to the count, then loads the sleepers. Either it sees this one asleep and
+        // raises `kicked` (after the epoch read below, or the count check sees its kick), or
+        // this sees its kick and does not sleep.
+        sh.stand_ins_asleep.fetch_add(1, Ordering::SeqCst);
+        let seen = sh.kicked.epoch();
+        if sh.kicks.load(Ordering::SeqCst) == before {
+            sh.kicked.wait(seen, STAND_IN_WAIT);
+        }
+        sh.stand_ins_asleep.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Limits the host threads that run DPA activations beside the engine thread (1 ..= 4;
@@ -626,6 +686,13 @@ impl Device {
     /// nothing to do).
     pub fn engine_passes(&self) -> u64 {
         self.shared.engine_passes.load(Ordering::Relaxed)
+    }
+
+    /// Passes made by workers standing in for the engine thread while it ran a long
+    /// activation: what a DPA thread spinning on the NIC costs beside it (a stand-in sleeps
+    /// until the next doorbell when a pass finds nothing).
+    pub fn stand_in_passes(&self) -> u64 {
+        self.shared.stand_in_passes.load(Ordering::Relaxed)
     }
 
     /// Stops the background engine thread and waits for it.
@@ -711,6 +778,9 @@ const ENGINE_MIN_SLEEP: Duration = Duration::from_micros(20);
 /// perftest round trips on 2 cores.
 const ENGINE_NAP: Duration = Duration::from_micros(5);
 const ENGINE_MAX_SLEEP: Duration = Duration::from_millis(1);
+/// Longest sleep of a worker standing in for the engine ([`Device::stand_in_step`]): it
+/// bounds how late a timer or an unannounced doorbell is seen while a DPA thread spins.
+const STAND_IN_WAIT: Duration = Duration::from_micros(200);
 const ENGINE_DOZE: Duration = Duration::from_secs(1);
 const ENGINE_DOZE_SLEEP: Duration = Duration::from_millis(10);
 /// The engine thread's timer slack: its sleeps end within this of when they were asked to

@@ -726,6 +726,44 @@ fn window_stores_are_visible_once_written_back() -> R {
     Ok(())
 }
 
+/// While the engine thread runs a long activation (a DPA thread spinning on a flag), a worker
+/// stands in for it, and with nothing to do sleeps until the next doorbell instead of passing
+/// back to back: at most one pass per `STAND_IN_WAIT` (200 us) over a quiet stretch, where
+/// a yielding stand-in made one per yield (tens of thousands in the same time on an idle
+/// core).
+#[test]
+fn a_stand_in_with_nothing_to_do_sleeps() -> R {
+    let (d, ctx) = model("bf3");
+    d.with_profile_mut(|p| p.dpa_insn_budget = u64::MAX);
+    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
+    let mr = MemoryRegion::alloc(&ctx, p.pd(), 4096, Access::LOCAL_WRITE)?;
+    let w = p.window(p.pd())?;
+    let args = p.alloc(32)?;
+    p.copy_to_dev(args.daddr(), &coh_args(w.id(), mr.lkey().0, mr.addr(), 0))?;
+    let h = p.event_handler(&EventHandlerAttr::new("st_window_marks", args.daddr()))?;
+    h.run(args.daddr())?;
+    // The mark: the activation runs, spinning on `stop`, and a worker stands in.
+    until("the mark", || host_u64(&mr, 0) == 0xa1);
+    until("a stand-in", || d.stand_in_passes() > 0);
+    let (t0, p0) = (Instant::now(), d.stand_in_passes());
+    std::thread::sleep(Duration::from_millis(300));
+    let (dt, passes) = (t0.elapsed(), d.stand_in_passes() - p0);
+    // The DPA thread let go before anything is checked (a spinning activation would hold
+    // the device's teardown).
+    p.copy_to_dev(args.daddr() + 24, &1u64.to_le_bytes())?;
+    let info = wait_activations(&h, 1)?;
+    assert_eq!(info.return_value, 1);
+    // One pass per 200 us sleep at most, twice that for slack.
+    let most = 2 * dt.as_micros() as u64 / 200 + 10;
+    assert!(
+        passes <= most,
+        "{passes} stand-in passes in {dt:?} with nothing to do (at most {most})"
+    );
+    drop((h, args, w, mr, p, ctx));
+    d.stop_engine();
+    Ok(())
+}
+
 /// Window reads come from a line read once until `__dpa_thread_window_read_inv`: a program
 /// polling a host flag without invalidating never sees the host's change; with it, it does.
 #[test]

@@ -14,8 +14,9 @@
 //! runs it at once, and its next pass applies the result, with no thread wake-up on the way.
 //! Workers then take only what the engine leaves queued (many activations in flight). An
 //! activation that runs longer than [`exec::STAND_IN_AFTER`] instructions calls a worker to
-//! stand in for the engine meanwhile (the pool's pass hook, [`Exec::set_pass_hook`]), so the
-//! NIC goes on while a DPA thread spins waiting for it, as on hardware (`tests/dpa/dpa_window.rs`
+//! stand in for the engine meanwhile (the pool's stand-in hook, [`Exec::set_stand_in_hook`]:
+//! a pass, and a sleep until the next doorbell when the pass found nothing), so the NIC goes
+//! on while a DPA thread spins waiting for it, as on hardware (`tests/dpa/dpa_window.rs`
 //! `window_stores_are_visible_once_written_back` waits for a host write that needs the NIC).
 
 use std::collections::VecDeque;
@@ -53,6 +54,9 @@ struct Inner {
     engine_runs: AtomicBool,
     /// A worker is asked to make the engine's passes while the engine runs a long activation.
     stand_in: AtomicBool,
+    /// One step of standing in (see [`Exec::set_stand_in_hook`]); without it, a pass and a
+    /// yield.
+    stand_in_step: OnceLock<Hook>,
     /// Most workers to start (0: the host's parallelism, at most [`MAX_WORKERS`]).
     max_workers: AtomicUsize,
     pass: OnceLock<Hook>,
@@ -101,6 +105,14 @@ impl Exec {
     /// without any lock of the pool held. Once; later calls change nothing.
     pub(crate) fn set_pass_hook(&self, hook: Hook) {
         let _ = self.inner.pass.set(hook);
+    }
+
+    /// Sets what a worker does, over and over, while it stands in for the engine (the engine
+    /// runs a long activation): the device's pass, and a bounded wait for the next doorbell
+    /// when it found nothing. Called without any lock of the pool held. Once; later calls
+    /// change nothing.
+    pub(crate) fn set_stand_in_hook(&self, hook: Hook) {
+        let _ = self.inner.stand_in_step.set(hook);
     }
 
     /// Limits the workers this pool starts (1 ..= [`MAX_WORKERS`]; 0: the host's
@@ -304,6 +316,22 @@ fn pass(inner: &Inner) {
     }
 }
 
+/// One step of standing in for the engine: the device's (which sleeps when there is nothing
+/// to do), else a pass and a yield. A panic in it is logged, not spread.
+fn stand_in_step(inner: &Inner) {
+    match inner.stand_in_step.get() {
+        Some(step) => {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).is_err() {
+                tracing::error!(target: "mlx5_sim::dpa", "the device's stand-in step panicked");
+            }
+        }
+        None => {
+            pass(inner);
+            std::thread::yield_now();
+        }
+    }
+}
+
 fn worker(inner: &Inner) {
     loop {
         let job = {
@@ -319,8 +347,7 @@ fn worker(inner: &Inner) {
                 if inner.stand_in.load(Ordering::Acquire) {
                     // The engine is inside a long activation: make its passes meanwhile.
                     drop(q);
-                    pass(inner);
-                    std::thread::yield_now();
+                    stand_in_step(inner);
                     q = inner.lock();
                     continue;
                 }
