@@ -193,6 +193,10 @@ pub(crate) struct Insn {
     /// Bytes from the start of its cached block (set when the block is built; 0 from
     /// [`decode`]). The interpreter finds an instruction's pc from it, not by counting.
     pub off: u8,
+    /// The interpreter's handler: the operation's own (`op as u8`), or, set when the block is
+    /// built, a fused pair's, which runs this instruction and the next of its block as one
+    /// (`exec`'s `fuse`). Only the interpreter reads it.
+    pub dispatch: u8,
     /// Sign-extended immediate (shift amount for shifts; raw bits for `Illegal`).
     pub imm: i32,
 }
@@ -214,6 +218,7 @@ impl Insn {
             rs2: (rs2 & 31) as u8,
             len,
             off: 0,
+            dispatch: op as u8,
             imm,
         }
     }
@@ -226,6 +231,7 @@ impl Insn {
             rs2: 0,
             len,
             off: 0,
+            dispatch: Op::Illegal as u8,
             imm: bits as i32,
         }
     }

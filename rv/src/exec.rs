@@ -11,7 +11,7 @@
 
 use super::bitmanip as bm;
 use super::cache::{to_page_end, CodeCache, MAX_BLOCK, NO_PAGE, PAGE_SHIFT};
-use super::decode::{decode, insn_len, Insn, Op, PAUSE_SETS};
+use super::decode::{decode, insn_len, Insn, Op, PAUSE_SETS, SINK};
 use super::hart::{Access, Bus, Fault, Hart, MemError, Stop};
 use super::ram::{AmoOp, RamRegion};
 
@@ -309,6 +309,9 @@ impl<B: Bus> Exec<'_, B> {
             if ends_block(insn.op) || crosses {
                 break;
             }
+        }
+        if let Some(block) = code.get_mut(start..) {
+            fuse(block);
         }
         let len = self.cache.finish_block(code, page, pc, start);
         Ok((page, start, len))
@@ -880,7 +883,7 @@ type Handler<B> = fn(&mut Exec<'_, B>, &[Insn], usize, &Insn) -> usize;
 #[inline(always)]
 fn next<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
     match block.get(i) {
-        Some(insn) => Handlers::<B>::TABLE[usize::from(insn.op as u8)](ex, block, i, insn),
+        Some(insn) => Handlers::<B>::TABLE[usize::from(insn.dispatch)](ex, block, i, insn),
         None => i,
     }
 }
@@ -907,6 +910,12 @@ impl<B: Bus> Handlers<B> {
             Addiw => h_addiw, Slliw => h_slliw, Srliw => h_srliw, Sraiw => h_sraiw,
             Addw => h_addw, Subw => h_subw, Mul => h_mul, Mulw => h_mulw,
         );
+        t[FUSE_SLLI_ADD as usize] = f_slli_add::<B>;
+        t[FUSE_SLLI_SRLI as usize] = f_slli_srli::<B>;
+        t[FUSE_ANDI_SLLI as usize] = f_andi_slli::<B>;
+        t[FUSE_LUI_ADDI as usize] = f_lui_addi::<B>;
+        t[FUSE_LUI_ADDIW as usize] = f_lui_addiw::<B>;
+        t[FUSE_AUIPC_ADDI as usize] = f_auipc_addi::<B>;
         t
     };
 }
@@ -1094,6 +1103,92 @@ store! {
     h_sh: 2;
     h_sw: 4;
     h_sd: 8;
+}
+
+/// Fused pairs ([`Insn::dispatch`] above every operation's own value): two instructions that
+/// compilers emit one after the other for one value, the second reading what the first wrote
+/// into the same register and overwriting it, run by one handler (one dispatch, and the value
+/// between them never goes through the register file). The pairs RISC-V cores fuse too:
+/// a shift and an add (an index, as Zba's `shNadd`), a shift left and right (a zero-extension
+/// or a field), a mask and a shift, `lui` and `addi[w]` (a constant), `auipc` and `addi` (an
+/// address).
+const FUSE_SLLI_ADD: u8 = 240;
+const FUSE_SLLI_SRLI: u8 = 241;
+const FUSE_ANDI_SLLI: u8 = 242;
+const FUSE_LUI_ADDI: u8 = 243;
+const FUSE_LUI_ADDIW: u8 = 244;
+const FUSE_AUIPC_ADDI: u8 = 245;
+const _: () = assert!(
+    (Op::Crc32cD as u8) < FUSE_SLLI_ADD,
+    "fused pairs above every operation"
+);
+
+/// Marks the fused pairs of a block just decoded ([`FUSE_SLLI_ADD`] and the others): each
+/// pair's first instruction gets the pair's handler, the second stays as it is (it runs alone
+/// only if the block is cut between them). Pairs do not overlap.
+fn fuse(block: &mut [Insn]) {
+    let mut i = 0;
+    while let (Some(&a), Some(&b)) = (block.get(i), block.get(i + 1)) {
+        // The second overwrites what the first wrote, and reads it.
+        let chained = a.rd != SINK && b.rd == a.rd;
+        let kind = match (a.op, b.op) {
+            (Op::Slli, Op::Add) if chained && (b.rs1 == a.rd || b.rs2 == a.rd) => FUSE_SLLI_ADD,
+            (Op::Slli, Op::Srli) if chained && b.rs1 == a.rd => FUSE_SLLI_SRLI,
+            (Op::Andi, Op::Slli) if chained && b.rs1 == a.rd => FUSE_ANDI_SLLI,
+            (Op::Lui, Op::Addi) if chained && b.rs1 == a.rd => FUSE_LUI_ADDI,
+            (Op::Lui, Op::Addiw) if chained && b.rs1 == a.rd => FUSE_LUI_ADDIW,
+            (Op::Auipc, Op::Addi) if chained && b.rs1 == a.rd => FUSE_AUIPC_ADDI,
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        if let Some(first) = block.get_mut(i) {
+            first.dispatch = kind;
+        }
+        i += 2;
+    }
+}
+
+/// Fused-pair handlers: `$first` is the first instruction's value (from `v1`, its rs1's
+/// value, `imm` and `pc`); `$second` the pair's result from `v` (that value), the second
+/// instruction `b` and `other` (the second's operand that is not the first's result). A
+/// block cut between the two (by the budget) runs the first alone.
+macro_rules! fused {
+    ($($name:ident: |$v1:ident, $imm:ident, $pc:ident| $first:expr,
+        |$v:ident, $b:ident, $other:ident| $second:expr;)*) => {$(
+        #[allow(unused_variables)]
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
+            let $v1 = ex.x[usize::from(insn.rs1 & 63)];
+            let $imm = insn.imm as i64 as u64;
+            let $pc = || ex.base.wrapping_add(u64::from(insn.off));
+            let $v: u64 = $first;
+            let Some($b) = block.get(i + 1) else {
+                ex.x[usize::from(insn.rd & 63)] = $v;
+                return next(ex, block, i + 1);
+            };
+            let $other = if $b.rs1 == insn.rd {
+                ex.x[usize::from($b.rs2 & 63)]
+            } else {
+                ex.x[usize::from($b.rs1 & 63)]
+            };
+            let r: u64 = $second;
+            ex.x[usize::from($b.rd & 63)] = r;
+            next(ex, block, i + 2)
+        }
+    )*};
+}
+
+fused! {
+    // add rd, rd, rt or add rd, rt, rd (`other` is rt; rd itself when both operands are rd).
+    f_slli_add: |v1, imm, pc| v1 << (imm & 63),
+        |v, b, other| v.wrapping_add(if b.rs1 == b.rs2 { v } else { other });
+    f_slli_srli: |v1, imm, pc| v1 << (imm & 63), |v, b, other| v >> (b.imm & 63);
+    f_andi_slli: |v1, imm, pc| v1 & imm, |v, b, other| v << (b.imm & 63);
+    f_lui_addi: |v1, imm, pc| imm, |v, b, other| v.wrapping_add(b.imm as i64 as u64);
+    f_lui_addiw: |v1, imm, pc| imm, |v, b, other| sx32(v.wrapping_add(b.imm as i64 as u64));
+    f_auipc_addi: |v1, imm, pc| pc().wrapping_add(imm),
+        |v, b, other| v.wrapping_add(b.imm as i64 as u64);
 }
 
 /// What [`slow_op`] did.

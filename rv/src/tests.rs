@@ -898,6 +898,69 @@ fn unmapped_accesses_fault_mid_block_and_change_nothing() {
     }
 }
 
+/// The pairs the interpreter fuses run as their two instructions do: with every register
+/// choice that changes the result (the second reading the first's result once or twice, the
+/// other operand elsewhere), and cut by the budget between the two (the first alone retires,
+/// the second runs on resuming).
+#[test]
+fn fused_pairs_run_as_their_two_instructions() {
+    let slli = |rd, rs1, sh: i32| i(sh, rs1, 1, rd, 0x13);
+    let srli = |rd, rs1, sh: i32| i(sh, rs1, 5, rd, 0x13);
+    let andi = |rd, rs1, imm: i32| i(imm, rs1, 7, rd, 0x13);
+    let addiw = |rd, rs1, imm: i32| i(imm, rs1, 0, rd, 0x1b);
+    let add = |rd, rs1, rs2| r(0, rs2, rs1, 0, rd, 0x33);
+    let auipc = |rd: u32, imm20: u32| imm20 << 12 | rd << 7 | 0x17;
+    let (a, b): (u64, u64) = (0x1234_5678_9abc_def1, 0x0fed_cba9_8765_4321);
+    // (pair, the pair's result in x7)
+    let cases: Vec<([u32; 2], u64)> = vec![
+        ([slli(7, 5, 3), add(7, 7, 6)], (a << 3).wrapping_add(b)),
+        ([slli(7, 5, 3), add(7, 6, 7)], (a << 3).wrapping_add(b)),
+        ([slli(7, 5, 3), add(7, 7, 7)], (a << 3).wrapping_add(a << 3)),
+        (
+            [slli(7, 7, 2), add(7, 7, 5)],
+            (0x77u64 << 2).wrapping_add(a),
+        ),
+        ([slli(7, 5, 32), srli(7, 7, 32)], a & 0xffff_ffff),
+        ([slli(7, 5, 8), srli(7, 7, 40)], (a << 8) >> 40),
+        ([andi(7, 5, 0xff), slli(7, 7, 2)], (a & 0xff) << 2),
+        ([andi(7, 5, -8), slli(7, 7, 1)], (a & !7) << 1),
+        ([lui(7, 0x12345), addi(7, 7, -1)], 0x1234_5000 - 1),
+        ([lui(7, 0x80000), addi(7, 7, 0x10)], 0xffff_ffff_8000_0010),
+        ([lui(7, 0x80000), addiw(7, 7, -1)], 0x7fff_ffff),
+        ([auipc(7, 0x1), addi(7, 7, 0x24)], TEXT + 4 + 0x1000 + 0x24),
+    ];
+    for (pair, want) in cases {
+        // Behind an instruction that retires, in one block, with x7 preset.
+        let regs = [(5, a), (6, b), (7, 0x77)];
+        let h = exec(&regs, &[addi(8, 0, 1), pair[0], pair[1]]);
+        assert_eq!((h.x[7], h.x[8]), (want, 1), "{pair:08x?}");
+        assert_eq!(h.instret, 4, "{pair:08x?}");
+        // The budget ends between the two: the first alone, then the rest.
+        for fast in [true, false] {
+            let mut bus = TestBus::new(fast);
+            let mut code = vec![addi(8, 0, 1), pair[0], pair[1]];
+            code.push(ECALL);
+            bus.code(TEXT, &code);
+            let mut h = Hart::new(TEXT);
+            for &(n, v) in &regs {
+                h.x[n] = v;
+            }
+            assert_eq!(run(&mut h, &mut bus, 2), Stop::Budget);
+            assert_eq!((h.pc, h.instret), (TEXT + 8, 2), "{pair:08x?}");
+            let mut alone = Hart::new(TEXT + 4);
+            for &(n, v) in &regs {
+                alone.x[n] = v;
+            }
+            let mut bus1 = TestBus::new(fast);
+            bus1.code(TEXT, &code);
+            assert_eq!(run(&mut alone, &mut bus1, 1), Stop::Budget);
+            assert_eq!(h.x[7], alone.x[7], "the first alone: {pair:08x?}");
+            assert_eq!(run(&mut h, &mut bus, 100), Stop::Ecall);
+            assert_eq!((h.x[7], h.instret), (want, 4), "resumed: {pair:08x?}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Budget, ecall / ebreak, counters, faults.
 
