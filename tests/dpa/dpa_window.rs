@@ -682,6 +682,33 @@ fn until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// `st_window_marks` running on a new process of `ctx`: it stores its mark through a window
+/// into `mr` and spins until `stop` (`args` + 24) is set. Its parts, dropped in reverse order.
+struct Marks {
+    h: EventHandler,
+    args: mlx5_dpa::dpa::DpaBuf,
+    _w: mlx5_dpa::dpa::window::Window,
+    mr: MemoryRegion,
+    p: Process,
+}
+
+fn start_marks(ctx: &std::sync::Arc<dyn mlx5_dpa::devx::Devx>) -> Result<Marks, DpaError> {
+    let p = Process::create(ctx, SELFTEST, &ProcessAttr::default())?;
+    let mr = MemoryRegion::alloc(ctx, p.pd(), 4096, Access::LOCAL_WRITE)?;
+    let w = p.window(p.pd())?;
+    let args = p.alloc(32)?;
+    p.copy_to_dev(args.daddr(), &coh_args(w.id(), mr.lkey().0, mr.addr(), 0))?;
+    let h = p.event_handler(&EventHandlerAttr::new("st_window_marks", args.daddr()))?;
+    h.run(args.daddr())?;
+    Ok(Marks {
+        h,
+        args,
+        _w: w,
+        mr,
+        p,
+    })
+}
+
 /// Window stores reach host memory at a window write-back; the ones after it only when the
 /// activation ends.
 #[test]
@@ -692,35 +719,30 @@ fn window_stores_are_visible_once_written_back() -> R {
     ] {
         let (d, ctx) = model("bf3");
         d.set_dpa_coherency(coherency);
-        let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
-        let mr = MemoryRegion::alloc(&ctx, p.pd(), 4096, Access::LOCAL_WRITE)?;
-        let w = p.window(p.pd())?;
-        let args = p.alloc(32)?;
-        p.copy_to_dev(args.daddr(), &coh_args(w.id(), mr.lkey().0, mr.addr(), 0))?;
-        let h = p.event_handler(&EventHandlerAttr::new("st_window_marks", args.daddr()))?;
-        h.run(args.daddr())?;
-        until("the written-back mark", || host_u64(&mr, 0) == 0xa1);
+        let m = start_marks(&ctx)?;
+        let (p, mr, args, h) = (&m.p, &m.mr, &m.args, &m.h);
+        until("the written-back mark", || host_u64(mr, 0) == 0xa1);
         match coherency {
             // The DPA is waiting for `stop`: its second store has not been written back.
             mlx5_sim::DpaCoherency::Hardware => {
-                assert_eq!(host_u64(&mr, 1), 0, "not written back yet")
+                assert_eq!(host_u64(mr, 1), 0, "not written back yet")
             }
             // Visible at once: while the activation still runs (the DPA may not have made the
             // store yet when the mark arrives, so it is waited for).
             mlx5_sim::DpaCoherency::Coherent => {
-                until("the second store", || host_u64(&mr, 1) == 0xc3);
+                until("the second store", || host_u64(mr, 1) == 0xc3);
                 assert_eq!(h.info()?.state, ThreadState::Running);
             }
         }
         p.copy_to_dev(args.daddr() + 24, &1u64.to_le_bytes())?;
-        let info = wait_activations(&h, 1)?;
+        let info = wait_activations(h, 1)?;
         assert_eq!(info.return_value, 1);
         assert_eq!(
-            host_u64(&mr, 1),
+            host_u64(mr, 1),
             0xc3,
             "written back when the activation ended"
         );
-        drop((h, args, w, mr, p, ctx));
+        drop((m, ctx));
         d.stop_engine();
     }
     Ok(())
@@ -735,15 +757,10 @@ fn window_stores_are_visible_once_written_back() -> R {
 fn a_stand_in_with_nothing_to_do_sleeps() -> R {
     let (d, ctx) = model("bf3");
     d.with_profile_mut(|p| p.dpa_insn_budget = u64::MAX);
-    let p = Process::create(&ctx, SELFTEST, &ProcessAttr::default())?;
-    let mr = MemoryRegion::alloc(&ctx, p.pd(), 4096, Access::LOCAL_WRITE)?;
-    let w = p.window(p.pd())?;
-    let args = p.alloc(32)?;
-    p.copy_to_dev(args.daddr(), &coh_args(w.id(), mr.lkey().0, mr.addr(), 0))?;
-    let h = p.event_handler(&EventHandlerAttr::new("st_window_marks", args.daddr()))?;
-    h.run(args.daddr())?;
+    let m = start_marks(&ctx)?;
+    let (p, mr, args, h) = (&m.p, &m.mr, &m.args, &m.h);
     // The mark: the activation runs, spinning on `stop`, and a worker stands in.
-    until("the mark", || host_u64(&mr, 0) == 0xa1);
+    until("the mark", || host_u64(mr, 0) == 0xa1);
     until("a stand-in", || d.stand_in_passes() > 0);
     let (t0, p0) = (Instant::now(), d.stand_in_passes());
     std::thread::sleep(Duration::from_millis(300));
@@ -751,7 +768,7 @@ fn a_stand_in_with_nothing_to_do_sleeps() -> R {
     // The DPA thread let go before anything is checked (a spinning activation would hold
     // the device's teardown).
     p.copy_to_dev(args.daddr() + 24, &1u64.to_le_bytes())?;
-    let info = wait_activations(&h, 1)?;
+    let info = wait_activations(h, 1)?;
     assert_eq!(info.return_value, 1);
     // One pass per 200 us sleep at most, twice that for slack.
     let most = 2 * dt.as_micros() as u64 / 200 + 10;
@@ -759,7 +776,7 @@ fn a_stand_in_with_nothing_to_do_sleeps() -> R {
         passes <= most,
         "{passes} stand-in passes in {dt:?} with nothing to do (at most {most})"
     );
-    drop((h, args, w, mr, p, ctx));
+    drop((m, ctx));
     d.stop_engine();
     Ok(())
 }
