@@ -64,6 +64,22 @@ pub fn write_tree(class: &Path, cfg: &Config, major: u32, minor: u32) -> io::Res
     put(&pci.join("subsystem_device"), "0x0051")?;
     put(&pci.join("class"), "0x020000")?;
     put(&pci.join("numa_node"), "-1")?;
+    // `resource`: one line per region (start, end, flags), as Linux's `resource_show`
+    // (drivers/pci/pci-sysfs.c) writes them: BAR 0, the 32 MiB of a ConnectX's initialization
+    // segment and UARs (64-bit prefetchable memory, IORESOURCE_MEM | PREFETCH | MEM_64 |
+    // SIZEALIGN), then the other BARs, the ROM and the SR-IOV BARs unused. DPDK's PCI scan
+    // reads it (`pci_parse_sysfs_resource`) and skips a device without it. Nothing maps it:
+    // the model's UARs are reached through the uverbs mmap, as mlx5 drivers do.
+    let bar0 = 0x3800_0000_0000u64;
+    let mut resource = format!(
+        "{bar0:#018x} {:#018x} {:#018x}",
+        bar0 + (32 << 20) - 1,
+        0x0014_220cu64
+    );
+    for _ in 1..13 {
+        resource.push_str("\n0x0000000000000000 0x0000000000000000 0x0000000000000000");
+    }
+    put(&pci.join("resource"), resource)?;
     put(
         &pci.join("uevent"),
         format!(
@@ -148,6 +164,21 @@ mod tests {
             "0000:0000:0000:0000:0000:ffff:0a00:0007\n"
         );
         assert_eq!(read("infiniband/mlx5_0/node_guid"), "0000:0aff:fe00:0007\n");
+        // DPDK's PCI scan: six BAR lines at least, BAR 0 a 32 MiB 64-bit memory region.
+        let resource = read("infiniband/mlx5_0/device/resource");
+        let lines: Vec<Vec<u64>> = resource
+            .lines()
+            .map(|l| {
+                l.split(' ')
+                    .map(|f| u64::from_str_radix(f.trim_start_matches("0x"), 16).unwrap())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(lines.len(), 13);
+        assert!(lines.iter().all(|l| l.len() == 3));
+        assert_eq!(lines[0][1] - lines[0][0] + 1, 32 << 20);
+        assert_eq!(lines[0][2] & 0x200, 0x200, "IORESOURCE_MEM");
+        assert!(lines[1..].iter().all(|l| l == &[0, 0, 0]));
         // The driver's own discovery finds it as an mlx5 device at that PCI address.
         let found = mlx5_dpa::devx::discovery::list_devices_in(
             &root.join("infiniband_verbs"),
