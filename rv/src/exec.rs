@@ -822,9 +822,10 @@ enum BlockEnd {
 /// ends earlier), which start at `*pc_out`; adds the number retired to `*n_out` and leaves
 /// the next pc in `*pc_out`.
 ///
-/// Threaded: each instruction's handler (the [`handlers`] table, by operation) runs it and
-/// ends by calling the next instruction's handler, a tail call that compiles to one indirect
-/// jump, so each handler's jump is predicted on its own. A handler that cannot go on (a
+/// Threaded: each instruction's handler (the [`Handlers`] table, by [`Insn::dispatch`]: its
+/// operation's, or a fused pair's) runs it and ends by calling the next instruction's
+/// handler, a tail call that compiles to one indirect jump, so each handler's jump is
+/// predicted on its own. A handler that cannot go on (a
 /// fault, a stop, a store into decoded code) records why in `ex.exit` and returns its
 /// instruction's index; the last one returns the block's length. The chain is at most one
 /// block deep ([`MAX_BLOCK`]) even where a call is not turned into a jump.
