@@ -713,15 +713,12 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
             BlockEnd::Stop(stop) => break stop,
         }
     };
-    let resv = ex.resv;
-    let ex_x = ex.x;
     ex.cache.return_code(code);
-
     hart.x[0] = 0;
-    hart.x[1..32].copy_from_slice(&ex_x[1..32]);
+    hart.x[1..32].copy_from_slice(&ex.x[1..32]);
     hart.pc = pc;
     hart.instret = instret0.wrapping_add(n);
-    hart.reservation = resv;
+    hart.reservation = ex.resv;
     stop
 }
 
