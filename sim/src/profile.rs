@@ -9,7 +9,10 @@
 //! read from a real device. The DPA page values are provisional like the page layout.
 
 use mlx5_dpa::mlx5::layout::{Field, View, ViewMut};
-use mlx5_dpa::mlx5::layouts::{cmd_hca_cap, cmd_hca_cap_2, dpa::obj_type, dpa_cap};
+use mlx5_dpa::mlx5::layouts::{
+    cmd_hca_cap, cmd_hca_cap_2, dpa::obj_type, dpa_cap, flow_table_nic_cap,
+    flow_table_prop_layout, per_protocol_networking_offload_caps, roce_caps,
+};
 
 /// Bytes of one capability page (the `capability` field of `query_hca_cap_out`).
 pub const CAP_PAGE_BYTES: usize = 0x1000;
@@ -23,6 +26,12 @@ pub struct Profile {
     pub general: Vec<u8>,
     /// General device capabilities 2 (type 0x20).
     pub general_2: Vec<u8>,
+    /// Ethernet offloads (type 0x1, `per_protocol_networking_offload_caps`).
+    pub eth_offloads: Vec<u8>,
+    /// RoCE (type 0x4, `roce_caps`).
+    pub roce: Vec<u8>,
+    /// NIC flow tables (type 0x7, `flow_table_nic_cap`).
+    pub flow_table_nic: Vec<u8>,
     /// DPA capabilities (type 0x24), when the device has a DPA.
     pub dpa: Option<Vec<u8>>,
     /// DPA cores.
@@ -211,6 +220,9 @@ impl Profile {
             name,
             general,
             general_2,
+            eth_offloads: Self::eth_offloads_page(),
+            roce: Self::roce_page(),
+            flow_table_nic: Self::flow_table_nic_page(),
             dpa: None,
             dpa_cores: 0,
             dpa_eus_per_core: 0,
@@ -224,6 +236,51 @@ impl Profile {
             dpa_insn_budget: mlx5_dpa::mlx5::caps::DPA_KERNEL_MAX_RUN_TIME.as_nanos() as u64,
             dpa_auth_roots: Vec::new(),
         }
+    }
+
+    /// The Ethernet offloads the datapath models: none of the checksum, LSO, LRO, VLAN or
+    /// multi-packet send offloads (`datapath/eth.rs` sends a frame as its segments lay it out),
+    /// so a client such as DPDK takes its plain paths. Headers need not be inlined.
+    fn eth_offloads_page() -> Vec<u8> {
+        use per_protocol_networking_offload_caps as e;
+        let mut page = vec![0u8; CAP_PAGE_BYTES];
+        let mut v = ViewMut::<e::Layout>::new(&mut page).expect("cap page size");
+        // 2: MLX5_CAP_INLINE_MODE_NOT_REQUIRED (DPDK `mlx5_prm.h`), as on ConnectX-5 and later.
+        v.set(e::wqe_inline_mode, 2);
+        page
+    }
+
+    /// RoCE: the source UDP port range RoCE v2 frames use (`datapath/rc`; IANA's 4791 is the
+    /// destination).
+    fn roce_page() -> Vec<u8> {
+        let mut page = vec![0u8; CAP_PAGE_BYTES];
+        let mut v = ViewMut::<roce_caps::Layout>::new(&mut page).expect("cap page size");
+        v.set(roce_caps::r_roce_min_src_udp_port, 0xc000);
+        v.set(roce_caps::r_roce_max_src_udp_port, 0xffff);
+        page
+    }
+
+    /// NIC flow tables: receive tables as `fw/steering.rs` models them (flow tags, a settable
+    /// root, up to 16 destinations, no counters, no software ownership); no transmit tables.
+    fn flow_table_nic_page() -> Vec<u8> {
+        use flow_table_nic_cap as n;
+        use flow_table_prop_layout as p;
+        let mut page = vec![0u8; CAP_PAGE_BYTES];
+        let mut v = ViewMut::<n::Layout>::new(&mut page).expect("cap page size");
+        let rx = n::flow_table_properties_nic_receive;
+        for (f, val) in [
+            (p::ft_support.untyped(), 1),
+            (p::flow_tag.untyped(), 1),
+            (p::modify_root.untyped(), 1),
+            (p::log_max_ft_size.untyped(), 24),
+            (p::max_ft_level.untyped(), 63),
+            (p::log_max_ft_num.untyped(), 16),
+            (p::log_max_destination.untyped(), 4),
+            (p::log_max_flow.untyped(), 24),
+        ] {
+            v.set(rx.at(f), val);
+        }
+        page
     }
 
     /// A general capability value.

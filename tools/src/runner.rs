@@ -84,6 +84,7 @@ fn config(args: &RunArgs, profile: &str, capture: Option<&Path>) -> Result<Confi
         pcap: args.pcap.clone(),
         // Absolute: the program may change its working directory before it opens the device.
         capture: capture.map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
+        netdev: None,
     })
 }
 
@@ -92,11 +93,22 @@ fn config(args: &RunArgs, profile: &str, capture: Option<&Path>) -> Result<Confi
 /// # Errors
 /// [`RunError`] when the program could not be started on the model.
 pub fn run(args: &RunArgs, profile: &str, capture: Option<&Path>) -> Result<ExitCode, RunError> {
-    let cfg = config(args, profile, capture)?;
+    let mut cfg = config(args, profile, capture)?;
     let preload = find_preload().ok_or(RunError::NoPreload)?;
     let preload = std::fs::canonicalize(&preload).unwrap_or(preload);
+    // The port's network interface, held until the program ends. Programs that only use
+    // verbs do not need it, so a machine without TUN/TAP runs them all the same.
+    let netdev = match mlx5_sim_uverbs::netdev::Netdev::create(cfg.mac()) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            eprintln!("mlx5-dpa run: the port has no network interface ({e})");
+            None
+        }
+    };
+    cfg.netdev = netdev.as_ref().map(|n| n.name().to_owned());
     mlx5_sim_uverbs::ns::enter(&cfg)?;
     let status = spawn(&args.program, &cfg, &preload)?;
+    drop(netdev);
     use std::os::unix::process::ExitStatusExt;
     let code = match (status.code(), status.signal()) {
         (Some(c), _) => c,

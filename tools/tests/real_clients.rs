@@ -794,6 +794,22 @@ fn ud_checks(env: &Env) -> Result<(), Failed> {
     )
 }
 
+/// The extended device attributes through pyverbs (`tools/tests/data/device_attr_ex.py`):
+/// RSS capabilities, receive WQs, timestamp mask and clock, which libibverbs copies only when
+/// the response length the server writes covers them.
+fn device_attr_ex(env: &Env) -> Result<(), Failed> {
+    let script = repo()
+        .join("tools/tests/data/device_attr_ex.py")
+        .display()
+        .to_string();
+    let o = env.run(&Runner::single(), &["/usr/bin/python3", &script])?;
+    check(
+        o.status.success() && text(&o).contains("device_attr_ex: ok"),
+        "every extended attribute",
+        &o,
+    )
+}
+
 /// A client that forks: the child's inherited context answers EIO and the child runs on a
 /// device of its own; the parent's device carries traffic before and after.
 fn fork_in_a_client(env: &Env) -> Result<(), Failed> {
@@ -1059,6 +1075,11 @@ fn main() {
         "ud_qkey_grh_and_mtu",
         &["/usr/bin/python3", pyverbs_module],
         Box::new(ud_checks),
+    );
+    add(
+        "query_device_ex_extensions",
+        &["/usr/bin/python3", pyverbs_module],
+        Box::new(device_attr_ex),
     );
     add(
         "fork_in_a_client",

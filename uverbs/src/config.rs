@@ -18,6 +18,9 @@ pub const ENV_PCAP: &str = "MLX5_SIM_PCAP";
 /// A DevX capture (`mlx5-dpa capture show / diff`) of every PRM mailbox the server sends to
 /// the model on the program's behalf: what a kernel would send to firmware for its verbs.
 pub const ENV_CAPTURE: &str = "MLX5_SIM_CAPTURE";
+/// The name of the port's network interface (`device/net/<name>`; [`crate::netdev`]), when
+/// the runner could make one.
+pub const ENV_NETDEV: &str = "MLX5_SIM_NETDEV";
 /// Non-empty: print each uverbs call the server refuses (unknown method, bad argument) to
 /// standard error, for finding what a client needs.
 pub const ENV_TRACE: &str = "MLX5_SIM_TRACE";
@@ -57,6 +60,8 @@ pub struct Config {
     pub link: Option<UdpLink>,
     pub pcap: Option<PathBuf>,
     pub capture: Option<PathBuf>,
+    /// The port's network interface ([`crate::netdev`]).
+    pub netdev: Option<String>,
 }
 
 impl Default for Config {
@@ -67,6 +72,7 @@ impl Default for Config {
             link: None,
             pcap: None,
             capture: None,
+            netdev: None,
         }
     }
 }
@@ -138,6 +144,7 @@ impl Config {
         if let Some(p) = get(ENV_CAPTURE).filter(|s| !s.is_empty()) {
             c.capture = Some(PathBuf::from(p));
         }
+        c.netdev = get(ENV_NETDEV).filter(|s| !s.is_empty());
         Ok(c)
     }
 
@@ -155,6 +162,9 @@ impl Config {
         }
         if let Some(p) = &self.capture {
             v.push((ENV_CAPTURE, p.display().to_string()));
+        }
+        if let Some(n) = &self.netdev {
+            v.push((ENV_NETDEV, n.clone()));
         }
         v
     }
@@ -203,6 +213,7 @@ mod tests {
             link: Some(Config::parse_link("udp:127.0.0.1:5001,127.0.0.1:5002").unwrap()),
             pcap: Some(PathBuf::from("/tmp/x.pcap")),
             capture: Some(PathBuf::from("/tmp/x.jsonl")),
+            netdev: Some("mlx5sim3".into()),
         };
         let env: HashMap<_, _> = c.to_env().into_iter().collect();
         let back = Config::from_lookup(|k| env.get(k).cloned()).unwrap();

@@ -162,6 +162,12 @@ pub fn device_attr_ex(ctx: &Ucontext) -> Result<w::ib_uverbs_ex_query_device_res
         hca_core_clock: k.get(c::device_frequency_mhz) * 1000,
         max_cq_moderation_count: u16::MAX,
         max_cq_moderation_period: 4095,
+        // RSS through receive WQ indirection tables (RQTs), as `mlx5_ib_query_device` states
+        // them from the general capabilities; DPDK sizes its RQTs by the table size.
+        rss_supported_qpts: 1 << 8, // IB_QPT_RAW_PACKET
+        rss_max_rwq_indirection_tables: k.pow(c::log_max_rqt),
+        rss_max_rwq_indirection_table_size: k.pow(c::log_max_rqt_size),
+        max_wq_type_rq: k.pow(c::log_max_rq),
         ..Default::default()
     })
 }

@@ -13,7 +13,8 @@
 //! - what the kernel does for each command, done in PRM commands on the model's firmware as
 //!   Linux's `mlx5_ib` does it on a NIC (`verbs`, `methods`, `device`);
 //! - [`sysfs`] and [`ns`]: the tree and the private mount namespace the runner (`mlx5-dpa run`)
-//!   sets up; [`config`]: what the runner tells the server.
+//!   sets up, [`netdev`] the port's network interface; [`config`]: what the runner tells the
+//!   server.
 //!
 //! The interposed C functions live in the `mlx5-sim-preload` crate (the `cdylib` that is
 //! preloaded), so that linking this crate into a program changes nothing of its libc.
@@ -44,6 +45,7 @@ mod flow;
 pub mod fuzzing;
 mod ioctl;
 mod methods;
+pub mod netdev;
 pub mod ns;
 mod pump;
 mod real;

@@ -86,6 +86,12 @@ pub fn write_tree(class: &Path, cfg: &Config, major: u32, minor: u32) -> io::Res
             "DRIVER=mlx5_core\nPCI_CLASS=20000\nPCI_ID={v:04X}:{d:04X}\nPCI_SUBSYS_ID={v:04X}:0051\nPCI_SLOT_NAME={PCI_SLOT}\nMODALIAS=pci:v{v:08X}d{d:08X}sv{v:08X}sd00000051bc02sc00i00"
         ),
     )?;
+    // The port's network interface, as `mlx5_core` registers it under the PCI function
+    // (DPDK's mlx5 driver finds it here): the class entry the real kernel made for it.
+    if let Some(n) = &cfg.netdev {
+        fs::create_dir_all(pci.join("net"))?;
+        symlink(&format!("../../../net/{n}"), &pci.join("net").join(n))?;
+    }
     fs::create_dir_all(class.join(PCI_DIR).join("drivers/mlx5_core"))?;
     symlink("../../drivers/mlx5_core", &pci.join("driver"))?;
 

@@ -48,6 +48,11 @@ impl WriteIo<'_> {
 
     /// Bytes of core response the client has room for.
     pub(crate) fn core_out_len(&self) -> usize {
+        if let Some(c) = self.call {
+            return c
+                .out_len(mlx5_dpa::devx::kernel::abi::core_ids::UVERBS_ATTR_CORE_OUT)
+                .unwrap_or(0);
+        }
         self.core_out.map_or(0, |(_, l)| l)
     }
 

@@ -70,7 +70,7 @@ pub(crate) fn step(st: &mut State) -> usize {
             // spaces start at 0x1000 and 0x4000).
             let n = lo >> 8;
             if let Some(sq) = fw.sqs.get_mut(n) {
-                if sq.wq.uar_page == page {
+                if sq.wq.uar_page == Some(page) {
                     sq.doorbelled = true;
                     dp.active_sqs.push(n);
                 }

@@ -431,7 +431,7 @@ fn apply_effect(st: &mut State, process: u32, e: Effect) {
             if let Some(sq) = fw
                 .sqs
                 .get_mut(qn)
-                .filter(|s| s.meta.uid == uid && s.wq.uar_page == uar)
+                .filter(|s| s.meta.uid == uid && s.wq.uar_page == Some(uar))
             {
                 advance_record(&sq.wq.dbr, pi);
                 sq.doorbelled = true;

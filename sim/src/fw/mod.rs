@@ -243,6 +243,15 @@ impl Firmware {
         // capabilities with 0x800 bytes of room, and real firmware answers it.
         let (page, layout) = match op_mod >> 1 {
             0x0 => (&self.profile.general, size::<l::cmd_hca_cap::Layout>()),
+            0x1 => (
+                &self.profile.eth_offloads,
+                size::<l::per_protocol_networking_offload_caps::Layout>(),
+            ),
+            0x4 => (&self.profile.roce, size::<l::roce_caps::Layout>()),
+            0x7 => (
+                &self.profile.flow_table_nic,
+                size::<l::flow_table_nic_cap::Layout>(),
+            ),
             0x20 => (&self.profile.general_2, size::<l::cmd_hca_cap_2::Layout>()),
             t if t == u64::from(l::dpa::DPA_CAP_TYPE) => (
                 self.profile.dpa.as_ref().ok_or(check::UNKNOWN_CAP_TYPE)?,
@@ -407,7 +416,9 @@ impl Firmware {
         self.mem.unpin(wq.ring_umem);
         self.mem.unpin(wq.dbr_umem);
         unref(self.pds.get_mut(wq.pd).map(|p| &mut p.meta));
-        uar_unref(&mut self.uars, wq.uar_page);
+        if let Some(u) = wq.uar_page {
+            uar_unref(&mut self.uars, u);
+        }
     }
 
     /// Every live object, for leak checks.

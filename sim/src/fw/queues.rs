@@ -209,6 +209,7 @@ impl Firmware {
         min_log_stride: u64,
         max_log_stride: u64,
         linked_ok: bool,
+        send: bool,
     ) -> Result<WqRing, Check> {
         use l::wq;
         // A linked list only for a shared receive queue (an RMP, as a verbs SRQ); the model
@@ -234,8 +235,12 @@ impl Firmware {
         }
         let pd = v.value(wq::pd);
         self.check_owned_pd(uid, pd)?;
-        let uar_page = v.value(wq::uar_page);
-        self.check_uar(uid, uar_page)?;
+        // Receive queues are rung through their doorbell record only (DPDK's mlx5 driver and
+        // Linux's mlx5e leave their uar_page 0).
+        let uar_page = send.then(|| v.value(wq::uar_page));
+        if let Some(u) = uar_page {
+            self.check_uar(uid, u)?;
+        }
         let ring_umem = self.mem.resolve(uid, v.value(wq::wq_umem_id));
         let ring_off = v.get(wq::wq_umem_offset);
         let ring_len = 1u64 << (log_stride + log_size);
@@ -251,7 +256,7 @@ impl Firmware {
         if let Some(p) = self.pds.get_mut(pd) {
             p.meta.refs += 1;
         }
-        if let Some(u) = self.uars.get_mut(uar_page) {
+        if let Some(u) = uar_page.and_then(|u| self.uars.get_mut(u)) {
             u.refs += 1;
         }
         Ok(WqRing {
@@ -307,7 +312,7 @@ impl Firmware {
         owned(&t.meta, uid)?;
         let wqv = v.nested(c.nested(sqc::wq));
         // Send WQEs are 64-byte basic blocks.
-        let wq = self.take_wq(uid, wqv, 6, 6, false)?;
+        let wq = self.take_wq(uid, wqv, 6, 6, false, true)?;
         let raw: Box<[u8]> = v.bytes()[size::<l::mbox_in::Layout>()..size::<m::Layout>()].into();
         let Some(sqn) = self.sqs.insert(Sq {
             meta: Meta::new(uid),
@@ -396,7 +401,7 @@ impl Firmware {
         let wqv = v.nested(c.nested(rqc::wq));
         let lo = self.profile.cap(l::cmd_hca_cap::log_min_stride_sz_rq);
         let hi = self.profile.cap(l::cmd_hca_cap::log_max_stride_sz_rq);
-        let wq = self.take_wq(uid, wqv, lo, hi, false)?;
+        let wq = self.take_wq(uid, wqv, lo, hi, false, false)?;
         let raw: Box<[u8]> = v.bytes()[size::<l::mbox_in::Layout>()..size::<m::Layout>()].into();
         let Some(rqn) = self.rqs.insert(Rq {
             meta: Meta::new(uid),
@@ -466,7 +471,7 @@ impl Firmware {
         let wqv = v.nested(m::ctx.nested(l::rmpc::wq));
         let lo = self.profile.cap(l::cmd_hca_cap::log_min_stride_sz_rq);
         let hi = self.profile.cap(l::cmd_hca_cap::log_max_stride_sz_rq);
-        let wq = self.take_wq(uid, wqv, lo, hi, true)?;
+        let wq = self.take_wq(uid, wqv, lo, hi, true, false)?;
         let Some(rmpn) = self.rmps.insert(Rmp {
             meta: Meta::new(uid),
             wq,

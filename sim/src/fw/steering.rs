@@ -57,8 +57,14 @@ impl Firmware {
         let mut o = outbox::<l::create_tir_out::Layout>(out)?;
         let c = m::ctx;
         let td = v.value(c.at(tirc::transport_domain));
-        let t = self.tds.get(td).ok_or(check::NO_SUCH_TD)?;
-        owned(&t.meta, uid)?;
+        // Transport domain 0 is none (domains are numbered from 1 here): DPDK's mlx5 driver
+        // creates its drop TIR with it before any transport domain of its own exists, and
+        // firmware takes it. Such a TIR shares no domain with any TIS, so self-loopback
+        // blocking never applies to it.
+        if td != 0 {
+            let t = self.tds.get(td).ok_or(check::NO_SUCH_TD)?;
+            owned(&t.meta, uid)?;
+        }
         if v.get(c.at(tirc::lro_enable_mask)) != 0 || v.get(c.at(tirc::tunneled_offload_en)) != 0 {
             return Err(check::NOT_SUPPORTED);
         }

@@ -182,7 +182,9 @@ pub(crate) struct WqRing {
     pub(crate) log_stride: u8,
     pub(crate) log_size: u8,
     pub(crate) pd: u32,
-    pub(crate) uar_page: u32,
+    /// The UAR its doorbells are rung through: a send queue's. A receive queue has none: it
+    /// is rung through its doorbell record alone, and its `uar_page` is not read.
+    pub(crate) uar_page: Option<u32>,
     /// Linked-list WQEs (`wq_type` 0): each begins with a next segment naming its successor.
     pub(crate) linked: bool,
 }

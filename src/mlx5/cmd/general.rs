@@ -15,6 +15,12 @@ pub struct QueryHcaCap {
 
 impl QueryHcaCap {
     pub const GENERAL: u16 = 0x0;
+    /// Ethernet offloads (`per_protocol_networking_offload_caps`).
+    pub const ETHERNET_OFFLOADS: u16 = 0x1;
+    /// RoCE (`roce_caps`).
+    pub const ROCE: u16 = 0x4;
+    /// NIC flow tables (`flow_table_nic_cap`).
+    pub const NIC_FLOW_TABLE: u16 = 0x7;
     pub const GENERAL_2: u16 = 0x20;
     pub const DPA: u16 = crate::mlx5::layouts::DPA_CAP_TYPE;
 }

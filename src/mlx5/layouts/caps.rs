@@ -378,3 +378,96 @@ layout! {
         flow_table_hash_type @ 0x43c : 0x4,
     }
 }
+
+layout! {
+    /// `per_protocol_networking_offload_caps` (capability type 0x1, Ethernet offloads); offsets
+    /// and widths as in DPDK `drivers/common/mlx5/mlx5_prm.h`.
+    pub per_protocol_networking_offload_caps: 0x800 {
+        csum_cap @ 0x0 : 0x1,
+        vlan_cap @ 0x1 : 0x1,
+        lro_cap @ 0x2 : 0x1,
+        lro_psh_flag @ 0x3 : 0x1,
+        lro_time_stamp @ 0x4 : 0x1,
+        lro_max_msg_sz_mode @ 0x5 : 0x2,
+        wqe_vlan_insert @ 0x7 : 0x1,
+        self_lb_en_modifiable @ 0x8 : 0x1,
+        self_lb_mc @ 0x9 : 0x1,
+        self_lb_uc @ 0xa : 0x1,
+        max_lso_cap @ 0xb : 0x5,
+        multi_pkt_send_wqe @ 0x10 : 0x2,
+        /// 0: the L2 header must be inline; 1: as the NIC vport context says; 2: none required.
+        wqe_inline_mode @ 0x12 : 0x2,
+        rss_ind_tbl_cap @ 0x14 : 0x4,
+        reg_umr_sq @ 0x18 : 0x1,
+        scatter_fcs @ 0x19 : 0x1,
+        enhanced_multi_pkt_send_wqe @ 0x1a : 0x1,
+        tunnel_lso_const_out_ip_id @ 0x1b : 0x1,
+        tunnel_lro_gre @ 0x1c : 0x1,
+        tunnel_lro_vxlan @ 0x1d : 0x1,
+        tunnel_stateless_gre @ 0x1e : 0x1,
+        tunnel_stateless_vxlan @ 0x1f : 0x1,
+        swp @ 0x20 : 0x1,
+        swp_csum @ 0x21 : 0x1,
+        swp_lso @ 0x22 : 0x1,
+        tunnel_stateless_gtp @ 0x2b : 0x1,
+        max_vxlan_udp_ports @ 0x30 : 0x8,
+        max_geneve_opt_len @ 0x3e : 0x1,
+        tunnel_stateless_geneve_rx @ 0x3f : 0x1,
+        lro_min_mss_size @ 0x50 : 0x10,
+        lro_timer_supported_periods @ 0x180 : [0x20; 4],
+    }
+}
+
+layout! {
+    /// `roce_caps` (capability type 0x4); offsets and widths as in DPDK
+    /// `drivers/common/mlx5/mlx5_prm.h`.
+    pub roce_caps: 0x800 {
+        qp_ts_format @ 0x1e : 0x2,
+        r_roce_max_src_udp_port @ 0xc0 : 0x10,
+        r_roce_min_src_udp_port @ 0xd0 : 0x10,
+    }
+}
+
+layout! {
+    /// `flow_table_prop_layout`: what one flow-table type supports; offsets and widths as in
+    /// rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub flow_table_prop_layout: 0x200 {
+        ft_support @ 0x0 : 0x1,
+        flow_tag @ 0x1 : 0x1,
+        flow_counter @ 0x2 : 0x1,
+        flow_modify_en @ 0x3 : 0x1,
+        modify_root @ 0x4 : 0x1,
+        identified_miss_table @ 0x5 : 0x1,
+        flow_table_modify @ 0x6 : 0x1,
+        reformat @ 0x7 : 0x1,
+        decap @ 0x8 : 0x1,
+        reset_root_to_default @ 0x9 : 0x1,
+        pop_vlan @ 0xa : 0x1,
+        push_vlan @ 0xb : 0x1,
+        sw_owner @ 0x11 : 0x1,
+        sw_owner_v2 @ 0x1e : 0x1,
+        log_max_ft_size @ 0x22 : 0x6,
+        log_max_modify_header_context @ 0x28 : 0x8,
+        max_modify_header_actions @ 0x30 : 0x8,
+        max_ft_level @ 0x38 : 0x8,
+        log_max_ft_num @ 0x78 : 0x8,
+        log_max_flow_counter @ 0x90 : 0x8,
+        log_max_destination @ 0x98 : 0x8,
+        log_max_flow @ 0xb8 : 0x8,
+    }
+}
+
+layout! {
+    /// `flow_table_nic_cap` (capability type 0x7): the NIC receive and transmit flow tables;
+    /// offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub flow_table_nic_cap: 0x8000 {
+        nic_rx_multi_path_tirs @ 0x0 : 0x1,
+        nic_receive_max_steering_depth @ 0x18 : 0x8,
+        flow_table_properties_nic_receive @ 0x200 : flow_table_prop_layout,
+        flow_table_properties_nic_receive_rdma @ 0x400 : flow_table_prop_layout,
+        flow_table_properties_nic_receive_sniffer @ 0x600 : flow_table_prop_layout,
+        flow_table_properties_nic_transmit @ 0x800 : flow_table_prop_layout,
+        flow_table_properties_nic_transmit_rdma @ 0xa00 : flow_table_prop_layout,
+        flow_table_properties_nic_transmit_sniffer @ 0xc00 : flow_table_prop_layout,
+    }
+}
