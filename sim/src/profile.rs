@@ -10,8 +10,8 @@
 
 use mlx5_dpa::mlx5::layout::{Field, View, ViewMut};
 use mlx5_dpa::mlx5::layouts::{
-    cmd_hca_cap, cmd_hca_cap_2, dpa::obj_type, dpa_cap, flow_table_nic_cap,
-    flow_table_prop_layout, per_protocol_networking_offload_caps, roce_caps,
+    cmd_hca_cap, cmd_hca_cap_2, dpa::obj_type, dpa_cap, flow_table_nic_cap, flow_table_prop_layout,
+    per_protocol_networking_offload_caps, roce_caps,
 };
 
 /// Bytes of one capability page (the `capability` field of `query_hca_cap_out`).

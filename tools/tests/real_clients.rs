@@ -1,13 +1,14 @@
 //! Unmodified clients of an mlx5 device on the model, through `mlx5-dpa run`: rdma-core's
-//! programs (`ibv_devices`, `ibv_devinfo`, the pingpongs), perftest, rdma-core's own test suite
-//! (pyverbs), and this project's driver on its pure-Rust kernel backend (and on rdma-core, in a
-//! build with `--features rdma-core`). Each test checks the client's own success output.
+//! programs (`ibv_devices`, `ibv_devinfo`, the pingpongs), perftest, DPDK's testpmd,
+//! rdma-core's own test suite (pyverbs), and this project's driver on its pure-Rust kernel
+//! backend (and on rdma-core, in a build with `--features rdma-core`). Each test checks the
+//! client's own success output.
 //!
 //! What a test needs is looked for when the binary starts: the right to make a mount namespace
 //! (root), the preloaded library (built here with cargo if missing), and the client programs
-//! (Debian's `ibverbs-utils`, `perftest`, `python3-pyverbs`, `tshark`). A test whose needs are
-//! missing is reported *ignored* and listed, with the reason, in a skip summary on standard
-//! error; it never passes without running. `.ci/run` installs the packages.
+//! (Debian's `ibverbs-utils`, `perftest`, `python3-pyverbs`, `tshark`, `dpdk-dev`). A test
+//! whose needs are missing is reported *ignored* and listed, with the reason, in a skip summary
+//! on standard error; it never passes without running. `.ci/run` installs the packages.
 //!
 //! Two-process tests run two runners whose ports are linked by UDP on 127.0.0.1 (`--link`), each
 //! with its own IPv4 address (its GID 1); the pair exchange QP numbers over TCP on loopback as
@@ -677,6 +678,201 @@ fn capture(env: &Env, program: &[&str], want: &[&str], what: &str) -> Result<(),
     check(!t.contains("Malformed"), "nothing malformed", &o)
 }
 
+/// A program's output as it comes (both pipes, in arrival order), for sessions that answer
+/// what the program printed.
+struct Session {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    /// Where the next [`Session::until`] starts looking.
+    seen: usize,
+}
+
+impl Session {
+    fn start(mut cmd: Command) -> Result<Session, Failed> {
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| format!("spawn: {e}"))?;
+        let stdin = child.stdin.take();
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let pipes: [Option<Box<dyn Read + Send>>; 2] = [
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ];
+        for mut p in pipes.into_iter().flatten() {
+            let out = std::sync::Arc::clone(&out);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = p.read(&mut buf) {
+                    out.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .extend_from_slice(&buf[..n]);
+                }
+            });
+        }
+        Ok(Session {
+            child,
+            stdin,
+            out,
+            seen: 0,
+        })
+    }
+
+    fn text(&self) -> String {
+        let o = self
+            .out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&o).into_owned()
+    }
+
+    /// Waits (at most `limit`) until `needle` is printed after what earlier calls saw; returns
+    /// what was printed from there up to and including it.
+    fn until(&mut self, needle: &str, limit: Duration) -> Result<String, Failed> {
+        let end = Instant::now() + limit;
+        loop {
+            let t = self.text();
+            if let Some(at) = t.get(self.seen..).and_then(|r| r.find(needle)) {
+                let stop = self.seen + at + needle.len();
+                let got = t[self.seen..stop].to_string();
+                self.seen = stop;
+                return Ok(got);
+            }
+            if Instant::now() > end || self.child.try_wait().ok().flatten().is_some() {
+                return Err(format!("waited for {needle:?}; output:\n{t}").into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), Failed> {
+        use std::io::Write;
+        let s = self.stdin.as_mut().ok_or("stdin closed")?;
+        s.write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| format!("write {line:?}: {e}").into())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            // SAFETY: kill(2) of the child's own process group (made with process_group(0)).
+            unsafe { libc_kill(-(self.child.id() as i32)) };
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The number after `label` in `text` (testpmd's `RX-packets: 580688` style).
+fn count_after(text: &str, label: &str) -> Option<u64> {
+    let at = text.find(label)? + label.len();
+    text[at..].split_whitespace().next()?.parse().ok()
+}
+
+/// DPDK's testpmd on the model, unmodified, in interactive mode: DPDK 22.11's mlx5 driver finds
+/// the PCI function and its netdev, probes, creates its queues, RSS objects and control flows
+/// with DevX, and forwards (io mode, `start tx_first`) through the port's loopback. Checks the
+/// port's MAC, link and speed as `show port info` prints them, that frames were forwarded and
+/// that the counts hold together (what was sent = what came back + the 32 in flight at most),
+/// and that tshark dissects the frames the model's port carried. CQE compression, which
+/// DPDK 22.11 turns on without asking the device, is not modelled yet: the run passes
+/// `rxq_cqe_comp_en=0`.
+fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
+    let pcap = std::env::temp_dir().join(format!("mlx5-dpdk-{}.pcap", std::process::id()));
+    let mut r = Runner::single();
+    r.pcap = Some(pcap.clone());
+    let program = [
+        // Line-buffered output, so each answer arrives when printed.
+        "stdbuf",
+        "-oL",
+        "env",
+        "SYSFS_PCI_DEVICES=/sys/class/mlx5_sim_pci",
+        "dpdk-testpmd",
+        "-l",
+        "0-1",
+        "--no-huge",
+        "-m",
+        "512",
+        "--no-shconf",
+        "-a",
+        "0000:08:00.0,rxq_cqe_comp_en=0",
+        "--",
+        "-i",
+        "--total-num-mbufs=2048",
+    ];
+    let mut s = Session::start(env.command(&r, &program))?;
+    let long = Duration::from_secs(90);
+    s.until("testpmd> ", long)?;
+    s.send("show port info 0")?;
+    let info = s.until("Device error handling mode", long)?;
+    let want = [
+        "MAC address: 02:00:0A:07:00:01",
+        "Driver name: mlx5_pci",
+        "Link status: up",
+        "Link speed: 200 Gbps",
+        "MTU: 1500",
+    ];
+    if let Some(w) = want.iter().find(|w| !info.contains(*w)) {
+        return Err(format!("show port info lacks {w:?}:\n{info}").into());
+    }
+    s.send("start tx_first")?;
+    s.until("testpmd> ", long)?;
+    // Until frames have come back (each poll a `show port stats`), bounded.
+    let end = Instant::now() + long;
+    loop {
+        s.send("show port stats 0")?;
+        let st = s.until("Tx-bps", long)?;
+        if count_after(&st, "RX-packets:").unwrap_or(0) > 0 {
+            break;
+        }
+        if Instant::now() > end {
+            return Err(format!("nothing came back:\n{}", s.text()).into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.send("stop")?;
+    let fwd = s.until("Done.", long)?;
+    let acc = fwd
+        .split("Accumulated forward statistics")
+        .nth(1)
+        .unwrap_or_default();
+    let (rx, tx) = (
+        count_after(acc, "RX-packets:"),
+        count_after(acc, "TX-packets:"),
+    );
+    let dropped = count_after(acc, "TX-dropped:");
+    s.send("quit")?;
+    s.until("Bye...", long)?;
+    let text = s.text();
+    drop(s);
+    let (Some(rx), Some(tx)) = (rx, tx) else {
+        return Err(format!("no forward statistics:\n{text}").into());
+    };
+    if rx == 0 || tx < rx || tx - rx > 32 || dropped != Some(0) {
+        return Err(format!("rx {rx}, tx {tx}, tx dropped {dropped:?}:\n{fwd}").into());
+    }
+    let o = Command::new("tshark")
+        .args(["-r"])
+        .arg(&pcap)
+        .args(["-c", "2000", "-T", "fields", "-e", "frame.protocols"])
+        .output()
+        .map_err(|e| format!("tshark: {e}"))?;
+    let _ = std::fs::remove_file(&pcap);
+    let t = String::from_utf8_lossy(&o.stdout);
+    check(o.status.success(), "tshark reads the capture", &o)?;
+    let lines: Vec<&str> = t.lines().collect();
+    check(
+        !lines.is_empty() && lines.iter().all(|l| *l == "eth:ethertype:ip:udp:data"),
+        "every captured frame is Ethernet / IPv4 / UDP (testpmd's frames), none malformed",
+        &o,
+    )
+}
+
 /// One file of rdma-core's test suite: it ran, nothing failed and at least `least` of its
 /// tests passed. Prints its counts.
 fn pyverbs(env: &Env, suite: &Path, module: &str, least: usize) -> Result<(), Failed> {
@@ -927,7 +1123,7 @@ fn main() {
         // A need is a program on PATH, or (with a '/') a file.
         let found = |p: &str| {
             if p.contains('/') {
-                Path::new(p).is_file()
+                Path::new(p).exists()
             } else {
                 which(p).is_some()
             }
@@ -1075,6 +1271,11 @@ fn main() {
         "ud_qkey_grh_and_mtu",
         &["/usr/bin/python3", pyverbs_module],
         Box::new(ud_checks),
+    );
+    add(
+        "dpdk_testpmd_io_forwarding",
+        &["dpdk-testpmd", "stdbuf", "tshark", "/dev/net/tun"],
+        Box::new(dpdk_testpmd_io),
     );
     add(
         "query_device_ex_extensions",

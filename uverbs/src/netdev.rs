@@ -52,7 +52,10 @@ impl Netdev {
         let name = dev.name().to_owned();
         // Best effort: without IPv6 the kernel sends no router or neighbour solicitations from
         // the interface. A kernel without IPv6 has no such file.
-        let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6"), "1\n");
+        let _ = std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6"),
+            "1\n",
+        );
         let sock = inet_socket().map_err(|err| NetdevError::Ioctl {
             what: "socket(AF_INET)",
             ifname: name.clone(),
@@ -72,6 +75,9 @@ impl Netdev {
         // SAFETY: SIOCGIFFLAGS filled the `ifru_flags` member.
         unsafe { req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
         ioctl(&sock, libc::SIOCSIFFLAGS, &mut req, "SIOCSIFFLAGS", &name)?;
+        // Best effort: the port's rate (a TAP reports 10 Mb/s until told otherwise; kernels
+        // whose TAP has no settable link settings keep that).
+        let _ = set_speed(&sock, &name, SPEED_MBPS);
         Ok(dev)
     }
 
@@ -79,6 +85,56 @@ impl Netdev {
     pub fn name(&self) -> &str {
         self.tap.name()
     }
+}
+
+/// The port's rate as the netdev reports it: 200 Gb/s, as the RDMA port's `rate` says
+/// (`crate::sysfs`).
+pub const SPEED_MBPS: u32 = 200_000;
+
+/// `struct ethtool_cmd` (Linux `include/uapi/linux/ethtool.h`), the legacy settings ioctl's
+/// argument: 44 bytes.
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolCmd {
+    cmd: u32,
+    supported: u32,
+    advertising: u32,
+    speed: u16,
+    duplex: u8,
+    port: u8,
+    phy_address: u8,
+    transceiver: u8,
+    autoneg: u8,
+    mdio_support: u8,
+    maxtxpkt: u32,
+    maxrxpkt: u32,
+    speed_hi: u16,
+    eth_tp_mdix: u8,
+    eth_tp_mdix_ctrl: u8,
+    lp_advertising: u32,
+    reserved: [u32; 2],
+}
+const _: () = assert!(std::mem::size_of::<EthtoolCmd>() == 44);
+
+const ETHTOOL_GSET: u32 = 0x1;
+const ETHTOOL_SSET: u32 = 0x2;
+
+/// Reads the interface's settings, sets `mbps` full duplex, writes them back (`SIOCETHTOOL`).
+fn set_speed(sock: &OwnedFd, ifname: &str, mbps: u32) -> Result<(), NetdevError> {
+    let mut cmd = EthtoolCmd {
+        cmd: ETHTOOL_GSET,
+        ..Default::default()
+    };
+    let mut req = ifreq(ifname);
+    req.ifr_ifru.ifru_data = (&raw mut cmd).cast();
+    ioctl(sock, libc::SIOCETHTOOL, &mut req, "ETHTOOL_GSET", ifname)?;
+    cmd.cmd = ETHTOOL_SSET;
+    cmd.speed = mbps as u16;
+    cmd.speed_hi = (mbps >> 16) as u16;
+    cmd.duplex = 1; // DUPLEX_FULL
+    let mut req = ifreq(ifname);
+    req.ifr_ifru.ifru_data = (&raw mut cmd).cast();
+    ioctl(sock, libc::SIOCETHTOOL, &mut req, "ETHTOOL_SSET", ifname)
 }
 
 fn inet_socket() -> io::Result<OwnedFd> {
@@ -94,7 +150,11 @@ fn inet_socket() -> io::Result<OwnedFd> {
 fn ifreq(name: &str) -> libc::ifreq {
     // SAFETY: `ifreq` is plain data (a name and a union of plain members); all-zero is valid.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in req.ifr_name.iter_mut().zip(name.bytes().take(libc::IFNAMSIZ - 1)) {
+    for (d, s) in req
+        .ifr_name
+        .iter_mut()
+        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
+    {
         *d = s as libc::c_char;
     }
     req
@@ -108,7 +168,8 @@ fn ioctl(
     ifname: &str,
 ) -> Result<(), NetdevError> {
     // SAFETY: `req` is a live `struct ifreq` with a NUL-terminated name; the interface ioctls
-    // named here read and write only that struct.
+    // named here read and write only that struct, and for SIOCETHTOOL the live `EthtoolCmd`
+    // its data pointer names (the caller's, for the duration of this call).
     let rc = unsafe { libc::ioctl(sock.as_raw_fd(), request, req as *mut libc::ifreq) };
     if rc < 0 {
         return Err(NetdevError::Ioctl {
