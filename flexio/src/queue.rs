@@ -293,6 +293,7 @@ pub unsafe extern "C" fn flexio_cq_create(
                 cq_max_count: a.cq_max_count,
                 oi: a.overrun_ignore != 0,
                 cc: a.cc,
+                cqe_comp: false,
             },
         )
         .map_err(|e| Failure::new(format!("CREATE_CQ: {e}")))?;

@@ -143,6 +143,10 @@ impl Profile {
                 (c::cq_oi.untyped(), 1),
                 (c::cq_moderation.untyped(), 1),
                 (c::cq_period_mode_modify.untyped(), 1),
+                // CQE compression of 64-byte receive CQEs, hash-format mini CQEs
+                // (datapath/cq.rs); sessions of up to 64 CQEs (the model's choice).
+                (c::cqe_compression.untyped(), 1),
+                (c::cqe_compression_max_num.untyped(), 64),
                 (c::max_qp_cnt.untyped(), 64),
                 (c::nic_flow_table.untyped(), 1),
                 (c::port_type.untyped(), 1), // Ethernet

@@ -233,6 +233,7 @@ impl DpaCq {
                 cq_max_count: cfg.moderation_count,
                 oi: cfg.overrun_ignore,
                 cc: false,
+                cqe_comp: false,
             },
         )?;
         Ok(DpaCq {

@@ -221,6 +221,7 @@ impl Cq {
             cq_max_count: cfg.moderation_count,
             oi: cfg.overrun_ignore,
             cc: cfg.collapsed,
+            cqe_comp: false,
         };
         let (obj, cqn) = devx::create(dev, &cmd)?;
         Ok(Cq {

@@ -76,6 +76,7 @@ fn create_cq_bound_to_a_dpa_thread() {
         cq_max_count: 0,
         oi: false,
         cc: false,
+        cqe_comp: false,
     };
     // cq_context at 0x80 (byte 16). Inside cqc: dbr_umem_valid bit 6 and apu_cq bit 7 of dword 0
     // -> byte 16 = 0b0000_0011; apu_element_type 0x19/3 = THREAD 0; dbr_umem_id 0x20/32 ->
@@ -306,6 +307,7 @@ fn attributes_that_do_not_fit_are_refused() {
         cq_max_count: 0,
         oi: false,
         cc: false,
+        cqe_comp: false,
     };
     assert!(matches!(
         encode_inbox(&c),

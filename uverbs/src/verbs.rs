@@ -513,6 +513,7 @@ fn create_cq_common(ctx: &Ucontext, r: CqReq, io: &WriteIo<'_>) -> Result<(u32, 
             cq_max_count: 0,
             oi: false,
             cc: false,
+            cqe_comp: false,
         },
     )
     .map_err(errno_of)?;

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use mlx5_dpa::mlx5::wire::cqe::cqe64_offset;
+use mlx5_dpa::mlx5::wire::cqe::{cqe64_offset, session};
 use mlx5_dpa::mlx5::wire::{Cqe64, Event};
 
 use crate::state::datapath::*;
@@ -63,8 +63,159 @@ pub(crate) fn fire(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
     }
 }
 
-/// Writes one CQE (the 64-byte image, `op_own` last) and runs the event logic.
-pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: [u8; 64]) -> bool {
+/// Writes one CQE (the 64-byte image, `op_own` last) and runs the event logic. Receive CQEs a
+/// compressing CQ holds are written first, so CQEs stay in order.
+pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: [u8; 64]) -> bool {
+    flush_held(fw, dp, cqn);
+    write_one(fw, dp, cqn, cqe)
+}
+
+/// Posts the CQE of a frame an Ethernet RQ received. On a CQ with CQE compression it is held:
+/// alike receive CQEs of one engine pass go out together as one compression session
+/// ([`flush_held`]), as a NIC merges the completions of a burst.
+pub(crate) fn post_rx_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: [u8; 64]) {
+    let Some(comp) = fw.cqs.get_mut(cqn).and_then(|c| c.comp.as_mut()) else {
+        write_one(fw, dp, cqn, cqe);
+        return;
+    };
+    let joins = comp
+        .held
+        .last()
+        .is_none_or(|last| alike(&comp.held[0], last, &cqe));
+    if !joins {
+        flush_held(fw, dp, cqn);
+    }
+    let Some(comp) = fw.cqs.get_mut(cqn).and_then(|c| c.comp.as_mut()) else {
+        return;
+    };
+    if comp.held.is_empty() {
+        dp.held_cqs.push(cqn);
+    }
+    comp.held.push(cqe);
+    if comp.held.len() >= comp.max {
+        flush_held(fw, dp, cqn);
+    }
+}
+
+/// Byte ranges of a receive CQE that differ between the completions of one compression
+/// session (each carried by its mini CQE, or implied by its place): the RSS hash result
+/// (DPDK `struct mlx5_cqe` `rx_hash_res`), the byte count and the WQE counter; and `op_own`
+/// (its owner bit).
+const RX_HASH_RES: std::ops::Range<usize> = 12..16;
+const BYTE_CNT: std::ops::Range<usize> = 44..48;
+const WQE_COUNTER: std::ops::Range<usize> = 60..62;
+
+/// Whether `next` may join a session whose title is `title` and whose last CQE is `last`: the
+/// same image but for what a mini CQE carries, and the next WQE.
+fn alike(title: &[u8; 64], last: &[u8; 64], next: &[u8; 64]) -> bool {
+    let wqe = |c: &[u8; 64]| u16::from_be_bytes([c[WQE_COUNTER.start], c[WQE_COUNTER.start + 1]]);
+    let same = |a: std::ops::Range<usize>| title[a.clone()] == next[a];
+    wqe(next) == wqe(last).wrapping_add(1)
+        && same(0..RX_HASH_RES.start)
+        && same(RX_HASH_RES.end..BYTE_CNT.start)
+        && same(BYTE_CNT.end..WQE_COUNTER.start)
+        && title[62] == next[62]
+        && title[63] >> 4 == next[63] >> 4
+}
+
+/// Writes what the CQs hold at the end of an engine pass.
+pub(crate) fn flush_all_held(fw: &mut Firmware, dp: &mut Datapath) {
+    let mut cqs = std::mem::take(&mut dp.held_cqs);
+    for &cqn in &cqs {
+        flush_held(fw, dp, cqn);
+    }
+    cqs.clear();
+    dp.held_cqs = cqs;
+}
+
+/// Writes the CQEs `cqn` holds: runs of two or more as compression sessions, a session never
+/// crossing the ring's end (DPDK's vectorized receive reads a session's CQEs as one array),
+/// a lone CQE as itself. CQEs that would overrun the CQ are written one by one, so the overrun
+/// is what it would be without compression.
+pub(crate) fn flush_held(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
+    let Some(held) = fw
+        .cqs
+        .get_mut(cqn)
+        .and_then(|c| c.comp.as_mut())
+        .filter(|c| !c.held.is_empty())
+        .map(|c| std::mem::take(&mut c.held))
+    else {
+        return;
+    };
+    let mut rest = &held[..];
+    while !rest.is_empty() {
+        let Some(cq) = fw.cqs.get(cqn) else {
+            break;
+        };
+        let size = 1u32 << cq.log_size;
+        let to_end = (size - (cq.pi & (size - 1))) as usize;
+        let ci = cq.dbr.read_be32(0).unwrap_or(0) & 0xff_ffff;
+        let free = size.saturating_sub(cq.pi.wrapping_sub(ci) & 0xff_ffff) as usize;
+        let n = rest.len().min(to_end);
+        if n >= 2 && n <= free && cq.status != CqStatus::Overflow {
+            write_session(fw, dp, cqn, &rest[..n]);
+            rest = &rest[n..];
+        } else {
+            write_one(fw, dp, cqn, rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    // The vector goes back for the next pass (its capacity kept).
+    let mut held = held;
+    held.clear();
+    if let Some(c) = fw.cqs.get_mut(cqn).and_then(|c| c.comp.as_mut()) {
+        if c.held.is_empty() {
+            c.held = held;
+        }
+    }
+}
+
+/// Writes `cqes` (two or more, room checked, not crossing the ring's end) as one compression
+/// session, in the layout `mlx5_dpa::mlx5::wire::cqe::session` describes: the first CQE as
+/// the title (the session's length in `byte_cnt`, the compressed format in `op_own`, written
+/// last), and each CQE's RSS hash result and byte count as a hash-format mini CQE.
+fn write_session(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqes: &[[u8; 64]]) {
+    let Some(cq) = fw.cqs.get_mut(cqn) else {
+        return;
+    };
+    let n = cqes.len();
+    let size = 1u32 << cq.log_size;
+    let first = (cq.pi & (size - 1)) as usize;
+    let be32 = |c: &[u8; 64], r: std::ops::Range<usize>| {
+        u32::from_be_bytes([c[r.start], c[r.start + 1], c[r.start + 2], c[r.start + 3]])
+    };
+    for (j, chunk) in cqes.chunks(session::MINIS_PER_ARRAY).enumerate() {
+        let mut slot = [0u8; 64];
+        for (k, c) in chunk.iter().enumerate() {
+            session::MiniCqe {
+                rx_hash_result: be32(c, RX_HASH_RES),
+                byte_cnt: be32(c, BYTE_CNT),
+            }
+            .write(&mut slot, k);
+        }
+        let at = first + session::array_slot(j);
+        cq.ring.write(cqe64_offset(at, cq.cqe_bytes), &slot);
+    }
+    let mut title = cqes[0];
+    title[BYTE_CNT].copy_from_slice(&(n as u32).to_be_bytes());
+    let owner = ((cq.pi >> cq.log_size) & 1) as u8;
+    let mut view = Cqe64::new_unchecked(&mut title[..]);
+    view.set_owner(owner);
+    title[63] = (title[63] & !(3 << 2)) | (session::FORMAT_COMPRESSED << 2);
+    let at = cqe64_offset(first, cq.cqe_bytes);
+    let (body, op_own) = title.split_at(63);
+    cq.ring.write(at, body);
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    cq.ring.write(at + 63, op_own);
+    cq.pi = cq.pi.wrapping_add(n as u32);
+    dp.port.stats.cqe_sessions += 1;
+    for _ in 0..n {
+        after_write(fw, dp, cqn);
+    }
+}
+
+/// Writes one CQE now (the 64-byte image, `op_own` last) and runs the event logic.
+fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: [u8; 64]) -> bool {
     let Some(cq) = fw.cqs.get_mut(cqn) else {
         return false;
     };
@@ -103,6 +254,15 @@ pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: 
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
     cq.ring.write(at + body.len(), op_own);
     cq.pi = cq.pi.wrapping_add(1);
+    after_write(fw, dp, cqn);
+    true
+}
+
+/// The event logic after one CQE: moderation counts, and the event when they are met.
+fn after_write(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
+    let Some(cq) = fw.cqs.get_mut(cqn) else {
+        return;
+    };
     if cq.armed.is_some() {
         cq.pending_since_arm += 1;
         if cq.first_pending.is_none() {
@@ -114,5 +274,4 @@ pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: 
             fire(fw, dp, cqn);
         }
     }
-    true
 }

@@ -112,7 +112,9 @@ pub(crate) fn step(st: &mut State) -> usize {
     // 5. Frames arriving from outside, then RC frames delivered inside the device.
     work += poll_port(fw, dp);
     work += crate::datapath::rc::drain_local(fw, dp);
-    // 6. Moderation timers.
+    // 6. Receive CQEs held for compression sessions (a session closes with its pass).
+    crate::datapath::cq::flush_all_held(fw, dp);
+    // 7. Moderation timers.
     dp.ids.clear();
     dp.ids.extend(fw.cqs.iter().filter_map(|(id, c)| {
         let due = c.armed.is_some()

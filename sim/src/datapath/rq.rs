@@ -5,7 +5,7 @@ use mlx5_dpa::mlx5::wire::cqe::syndrome;
 use mlx5_dpa::mlx5::wire::wqe::{self as wqe_fmt, DataSeg, SEG};
 use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Syndrome};
 
-use crate::datapath::cq::post_cqe;
+use crate::datapath::cq::{post_cqe, post_rx_cqe};
 use crate::datapath::keys::translate;
 use crate::state::datapath::*;
 use crate::state::objects::*;
@@ -104,7 +104,7 @@ pub(crate) fn deliver_rq(
         Ok(()) => {
             dp.port.stats.rx_delivered += 1;
             // Flow tag in sop_drop_qpn, as DPDK reads marks from Ethernet RQ CQEs.
-            post_cqe(
+            post_rx_cqe(
                 fw,
                 dp,
                 cqn,

@@ -37,9 +37,27 @@ impl Firmware {
         if u64::from(log_size) > self.profile.cap(l::cmd_hca_cap::log_max_cq_sz) {
             return Err(check::BAD_LOG_SIZE);
         }
-        if g.get(cqc::cqe_comp_en) != 0 {
-            return Err(check::NOT_SUPPORTED);
-        }
+        // CQE compression: 64-byte CQEs, mini CQEs of the hash format (0: RSS hash result
+        // and byte count), as `cmd_hca_cap` states it (no 128-byte compression, no flow-tag or
+        // stride-index mini CQEs).
+        let comp = if g.get(cqc::cqe_comp_en) != 0 {
+            if self.profile.cap(l::cmd_hca_cap::cqe_compression) == 0
+                || cqe_bytes != 64
+                || g.get(cqc::cc) != 0
+            {
+                return Err(check::NOT_SUPPORTED);
+            }
+            if g.get(cqc::mini_cqe_res_format) != 0 || g.get(cqc::mini_cqe_res_format_3_2) != 0 {
+                return Err(check::NOT_SUPPORTED);
+            }
+            let max = self.profile.cap(l::cmd_hca_cap::cqe_compression_max_num) as usize;
+            Some(CqeCompression {
+                held: Vec::with_capacity(max),
+                max: max.max(2),
+            })
+        } else {
+            None
+        };
         if g.get(cqc::oi) != 0 && self.profile.cap(l::cmd_hca_cap::cq_oi) == 0 {
             return Err(check::NOT_SUPPORTED);
         }
@@ -123,6 +141,7 @@ impl Firmware {
                 first_pending: None,
                 raw,
                 events: 0,
+                comp,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;
         self.mem.pin(uid, ring_umem, ring_off, ring_len)?;

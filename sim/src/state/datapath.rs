@@ -78,6 +78,8 @@ pub struct PortStats {
     pub rx_errors: u64,
     /// CQEs lost to a CQ overrun.
     pub cq_overruns: u64,
+    /// CQE compression sessions written (each stands for two or more CQEs).
+    pub cqe_sessions: u64,
     /// SQs that ran because their doorbell record moved with no UAR doorbell seen.
     pub dbr_without_doorbell: u64,
     /// Completion events raised.
@@ -98,6 +100,8 @@ pub(crate) struct Datapath {
     /// A pass with none visits every SQ (to count records moved without a doorbell), so a
     /// busy pass costs what its active queues cost, not the number of queues.
     pub(crate) active_sqs: Vec<u32>,
+    /// CQs holding receive CQEs for a compression session, written at the end of the pass.
+    pub(crate) held_cqs: Vec<u32>,
     pub(crate) roots: Vec<u32>,
     pub(crate) frame: Vec<u8>,
     /// Scratch of one pass (kept to avoid allocating on the datapath).
@@ -124,6 +128,7 @@ impl Datapath {
             subs: Vec::new(),
             ids: Vec::new(),
             active_sqs: Vec::new(),
+            held_cqs: Vec::new(),
             roots: Vec::new(),
             frame: Vec::with_capacity(MAX_FRAME),
             doorbells: Vec::new(),

@@ -170,6 +170,18 @@ pub(crate) struct Cq {
     pub(crate) first_pending: Option<std::time::Instant>,
     pub(crate) raw: Box<[u8]>,
     pub(crate) events: u64,
+    /// CQE compression (`cqc.cqe_comp_en`), when on.
+    pub(crate) comp: Option<CqeCompression>,
+}
+
+/// A CQ's CQE compression: receive CQEs held during an engine pass, to be written as one
+/// compression session when they are alike (`datapath::cq`).
+#[derive(Debug, Default)]
+pub(crate) struct CqeCompression {
+    /// CQEs held, oldest first; at most `max`.
+    pub(crate) held: Vec<[u8; 64]>,
+    /// Most CQEs in a session (`cmd_hca_cap.cqe_compression_max_num`).
+    pub(crate) max: usize,
 }
 
 /// The ring of a work queue.

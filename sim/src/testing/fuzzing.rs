@@ -561,6 +561,7 @@ impl Harness {
                     cq_max_count: u16::from(input.b()),
                     oi: sel & 0x80 != 0,
                     cc: false,
+                    cqe_comp: false,
                 })
             }
             4 => encoded(&CreateTis {

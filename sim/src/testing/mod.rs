@@ -43,6 +43,7 @@ pub(crate) fn rig_cq(log_size: u8, uar_page: u32, eqn: u32, mem: RingMem) -> Cre
         cq_max_count: 0,
         oi: false,
         cc: false,
+        cqe_comp: false,
     }
 }
 

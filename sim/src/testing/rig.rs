@@ -14,11 +14,11 @@ use mlx5_dpa::mem::{DmaBuf, MemError, Umem as MemUmem};
 use super::RigMem;
 use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
 use mlx5_dpa::mlx5::cmd::{
-    AllocPd, AllocTransportDomain, CreateFlowGroup, CreateFlowTable, CreateMkey, CreateRq,
-    CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq, ModifySq, OuterMatch, SetFte, WqAttr,
-    WqState,
+    AllocPd, AllocTransportDomain, CreateCq, CreateFlowGroup, CreateFlowTable, CreateMkey,
+    CreateRq, CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq, ModifySq, OuterMatch, SetFte,
+    WqAttr, WqState,
 };
-use mlx5_dpa::mlx5::wire::cqe::{self, cqe64_offset, Cqe64, CQE_SIZE};
+use mlx5_dpa::mlx5::wire::cqe::{self, cqe64_offset, session, Cqe64, CQE_SIZE};
 use mlx5_dpa::mlx5::wire::wqe::{
     data_seg, eth_seg, opcode as wqe_opcode, CtrlSeg, CtrlSegRepr, CTRL_CQ_UPDATE,
     ETH_INLINE_START, SEG, WQEBB,
@@ -46,6 +46,11 @@ pub struct RigConfig {
     /// rig's rule comes last), each `rule` with another destination MAC, so that no frame
     /// of the rule's hits them: what steering must look past. `rule` must match on `dmac`.
     pub extra_rules: u32,
+    /// The receive CQ compresses CQEs (`cqe_comp_en`); the rig expands the sessions.
+    pub cqe_compression: bool,
+    /// Bytes each receive WQE offers (0: the whole buffer). Below `buf_size`, longer frames
+    /// complete in error (a local length error), as on a NIC.
+    pub rx_post_len: usize,
 }
 
 impl Default for RigConfig {
@@ -59,6 +64,8 @@ impl Default for RigConfig {
             level: 0,
             signal_every: 1,
             extra_rules: 0,
+            cqe_compression: false,
+            rx_post_len: 0,
         }
     }
 }
@@ -140,6 +147,10 @@ pub struct EthRig {
     last_ctrl: [u8; 8],
     pending_doorbell: bool,
     rx_scratch: Vec<u8>,
+    /// Completions of a compression session not yet handed out.
+    rx_session: std::collections::VecDeque<Completion>,
+    /// Compression sessions expanded.
+    pub sessions: u64,
 }
 
 const DBR_SQ: usize = 0;
@@ -226,6 +237,8 @@ impl EthRig {
             last_ctrl: [0; 8],
             pending_doorbell: false,
             rx_scratch: vec![0; cfg.buf_size],
+            rx_session: std::collections::VecDeque::new(),
+            sessions: 0,
         };
         rig.build()?;
         Ok(rig)
@@ -275,7 +288,13 @@ impl EthRig {
         let cq = |off, dbr| super::rig_cq(cfg.log_cq, uar_page, eqn, ring(off, dbr));
         let c = devx::create(&ctx, &cq(self.off.cq_tx, DBR_CQ_TX))?;
         self.cqn_tx = self.keep(c).0;
-        let c = devx::create(&ctx, &cq(self.off.cq_rx, DBR_CQ_RX))?;
+        let c = devx::create(
+            &ctx,
+            &CreateCq {
+                cqe_comp: cfg.cqe_compression,
+                ..cq(self.off.cq_rx, DBR_CQ_RX)
+            },
+        )?;
         self.cqn_rx = self.keep(c).0;
         let tis = devx::create(
             &ctx,
@@ -513,7 +532,11 @@ impl EthRig {
         while self.rq_pi.wrapping_sub(self.cq_rx_ci as u16) < size {
             let slot = (self.rq_pi & (size - 1)) as usize;
             let addr = self.mem.va(self.off.rx_bufs + slot * self.cfg.buf_size);
-            let seg = data_seg(self.cfg.buf_size as u32, self.lkey, addr);
+            let len = match self.cfg.rx_post_len {
+                0 => self.cfg.buf_size,
+                n => n.min(self.cfg.buf_size),
+            };
+            let seg = data_seg(len as u32, self.lkey, addr);
             self.mem.put(self.off.rq + slot * SEG, &seg);
             self.rq_pi = self.rq_pi.wrapping_add(1);
             n += 1;
@@ -527,6 +550,11 @@ impl EthRig {
     }
 
     fn poll_cq(&mut self, ring: usize, dbr: usize, rx: bool) -> Option<Completion> {
+        if rx {
+            if let Some(c) = self.rx_session.pop_front() {
+                return Some(c);
+            }
+        }
         let ci = if rx { self.cq_rx_ci } else { self.cq_tx_ci };
         let mask = (1u32 << self.cfg.log_cq) - 1;
         let at = ring + ((ci & mask) as usize) * CQE_SIZE;
@@ -538,6 +566,9 @@ impl EthRig {
         barrier::dma_rmb();
         let mut c = [0u8; CQE_SIZE];
         self.mem.get(at, &mut c);
+        if session::format(op_own) == session::FORMAT_COMPRESSED {
+            return Some(self.expand_session(ring, dbr, ci, &c));
+        }
         let c = Cqe64::new_unchecked(c);
         let done = Completion {
             opcode: op_own >> 4,
@@ -554,6 +585,47 @@ impl EthRig {
         }
         self.mem.put_be32(self.off.dbr + dbr, ci & 0xff_ffff);
         Some(done)
+    }
+
+    /// Expands the compression session whose title `title` is at `ci`
+    /// (`mlx5_dpa::mlx5::wire::cqe::session`): queues its completions, marks its slots
+    /// invalid, moves the consumer index past it; returns the first completion.
+    fn expand_session(&mut self, ring: usize, dbr: usize, ci: u32, title: &[u8; 64]) -> Completion {
+        let size = 1usize << self.cfg.log_cq;
+        let first = (ci as usize) & (size - 1);
+        let t = Cqe64::new_unchecked(&title[..]);
+        let n = t.byte_cnt() as usize;
+        assert!(
+            n >= 2 && first + n <= size,
+            "a session of {n} CQEs at slot {first} of {size}: too short or crossing the end"
+        );
+        self.sessions += 1;
+        let mut array = [0u8; CQE_SIZE];
+        for i in 0..n {
+            let j = i / session::MINIS_PER_ARRAY;
+            if i % session::MINIS_PER_ARRAY == 0 {
+                let at = ring + (first + session::array_slot(j)) * CQE_SIZE;
+                self.mem.get(at, &mut array);
+            }
+            let m = session::MiniCqe::read(&array, i);
+            self.rx_session.push_back(Completion {
+                opcode: title[cqe::at::OP_OWN] >> 4,
+                byte_cnt: m.byte_cnt,
+                wqe_counter: t.wqe_counter().wrapping_add(i as u16),
+                syndrome: 0,
+                qpn: t.qpn(),
+            });
+        }
+        for i in 0..n {
+            let at = ring + (first + i) * CQE_SIZE + cqe::at::OP_OWN;
+            self.mem.put(at, &[cqe::opcode::INVALID << 4]);
+        }
+        let ci = ci.wrapping_add(n as u32);
+        self.cq_rx_ci = ci;
+        self.mem.put_be32(self.off.dbr + dbr, ci & 0xff_ffff);
+        self.rx_session
+            .pop_front()
+            .expect("a session of two or more")
     }
 
     /// Reaps up to `max` send completions into `out` (which is not cleared); returns how

@@ -147,6 +147,7 @@ fn inventory_counts_and_context_drop_releases_everything() {
             cq_max_count: 0,
             oi: false,
             cc: false,
+            cqe_comp: false,
         },
     ));
     let (_, tisn) = ok(mk(
@@ -299,6 +300,7 @@ fn inventory_counts_and_context_drop_releases_everything() {
             cq_max_count: 0,
             oi: false,
             cc: false,
+            cqe_comp: false,
         },
     ));
     ok(mk(
@@ -375,6 +377,7 @@ fn closing_a_context_is_not_subject_to_injected_faults() {
             cq_max_count: 0,
             oi: false,
             cc: false,
+            cqe_comp: false,
         },
     ));
     // Faults aimed at the program's commands: every destroy, and the next command.

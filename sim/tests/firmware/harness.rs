@@ -181,6 +181,7 @@ impl Kit {
             cq_max_count: 0,
             oi: false,
             cc: false,
+            cqe_comp: false,
         }
     }
 

@@ -300,6 +300,7 @@ fn nops(rig: &mut DpaRig, uar: u32, target: CqEventTarget, cq_mem: Option<RingMe
             cq_max_count: 0,
             oi: false,
             cc: false,
+            cqe_comp: false,
         },
     ));
     rig.keep(cq);
@@ -1227,6 +1228,7 @@ fn dpa_memory_as_umem_is_bounded_and_owned() {
         cq_max_count: 0,
         oi: false,
         cc: false,
+        cqe_comp: false,
     };
     // The block is 1 MiB (the block size): a ring at its end does not fit.
     let end = rig.dumem_offset(block) + (1 << 20);

@@ -622,6 +622,7 @@ impl Sim {
                     cq_max_count: 0,
                     oi: cqe_sz == 2,
                     cc: false,
+                    cqe_comp: false,
                 };
                 self.create(&cmd);
             }
@@ -985,6 +986,7 @@ impl Sim {
             cq_max_count: 0,
             oi: false,
             cc: false,
+            cqe_comp: false,
         };
         self.create(&cq_on(CqEventTarget::Eq(0x10), 0));
         let cqn = self.newest(Kind::Cq);

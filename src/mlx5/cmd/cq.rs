@@ -42,6 +42,11 @@ pub struct CreateCq {
     /// Collapsed (`cc`): every CQE is written to entry 0, which is rewritten each time (a
     /// collapsed CQ never overruns). GPUNetIO's latency examples poll their send CQ so.
     pub cc: bool,
+    /// CQE compression (`cqe_comp_en`, mini CQEs of the hash format): the device may write
+    /// alike receive CQEs as one compression session, which the poller must expand (the
+    /// layout: `mlx5_dpa::mlx5::wire::cqe::session`). Needs `cmd_hca_cap.cqe_compression`;
+    /// this crate's own CQ pollers read plain CQEs and leave it off.
+    pub cqe_comp: bool,
 }
 
 command! {
@@ -72,6 +77,7 @@ command! {
         )?;
         v.set(c.at(cqc::oi), u64::from(self.oi));
         v.set(c.at(cqc::cc), u64::from(self.cc));
+        v.set(c.at(cqc::cqe_comp_en), u64::from(self.cqe_comp));
         put(
             v,
             op,

@@ -633,6 +633,76 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Cqe128<T> {
     }
 }
 
+/// CQE compression sessions (`cqc.cqe_comp_en`; PRM "CQE compression"). Facts from DPDK 22.11's
+/// mlx5 receive path (`drivers/net/mlx5/mlx5_rx.c` `mlx5_rx_poll_len`, `mlx5_rxtx_vec_sse.h`
+/// `rxq_cq_decompress_v`), which reads what a NIC writes:
+///
+/// - A session of `n` (two or more) completions takes `n` consecutive CQE slots and never
+///   crosses the ring's end (the vectorized reader takes them as one array).
+/// - Its first slot is the *title*: a whole CQE whose `op_own` format bits (`[3:2]`) say
+///   compressed ([`FORMAT_COMPRESSED`]), whose `byte_cnt` holds `n`, and whose `wqe_counter`
+///   is the first completion's; its other fields hold for every completion of the session.
+///   Only the title's owner bit is meaningful.
+/// - Completion `i`'s own fields are an 8-byte *mini CQE* in an array of eight that fills a
+///   slot: array `j` lies [`array_slot`]`(j)` slots after the title (1, then 8, 16, ...).
+///   Completion `i` consumed WQE `wqe_counter + i`.
+/// - The other slots of the session are left unwritten; a reader marks all `n` slots invalid
+///   once done, so a later lap never mistakes a stale one for a new CQE.
+pub mod session {
+    /// `op_own[3:2]` of a session's title.
+    pub const FORMAT_COMPRESSED: u8 = 3;
+    /// Mini CQEs per array (one 64-byte slot of 8-byte entries).
+    pub const MINIS_PER_ARRAY: usize = 8;
+
+    /// The format bits of an `op_own` byte (0 for a plain CQE).
+    #[inline]
+    pub fn format(op_own: u8) -> u8 {
+        (op_own >> 2) & 3
+    }
+
+    /// Slots from the title to mini-CQE array `j`.
+    #[inline]
+    pub fn array_slot(j: usize) -> usize {
+        if j == 0 {
+            1
+        } else {
+            MINIS_PER_ARRAY * j
+        }
+    }
+
+    /// One mini CQE of the hash format (`mini_cqe_res_format` 0, DPDK `struct mlx5_mini_cqe8`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct MiniCqe {
+        /// The RSS hash result.
+        pub rx_hash_result: u32,
+        /// Bytes received.
+        pub byte_cnt: u32,
+    }
+
+    impl MiniCqe {
+        /// Entry `k` (0..8) of a mini-CQE array slot.
+        #[inline]
+        pub fn read(array: &[u8; 64], k: usize) -> MiniCqe {
+            let w = |at: usize| {
+                u32::from_be_bytes([array[at], array[at + 1], array[at + 2], array[at + 3]])
+            };
+            let at = (k % MINIS_PER_ARRAY) * 8;
+            MiniCqe {
+                rx_hash_result: w(at),
+                byte_cnt: w(at + 4),
+            }
+        }
+
+        /// Writes this as entry `k` (0..8) of a mini-CQE array slot.
+        #[inline]
+        pub fn write(&self, array: &mut [u8; 64], k: usize) {
+            let at = (k % MINIS_PER_ARRAY) * 8;
+            array[at..at + 4].copy_from_slice(&self.rx_hash_result.to_be_bytes());
+            array[at + 4..at + 8].copy_from_slice(&self.byte_cnt.to_be_bytes());
+        }
+    }
+}
+
 /// Where the 64-byte CQE of slot `i` starts in a ring of `cqe_bytes`-byte entries (64 or 128).
 #[inline]
 pub fn cqe64_offset(i: usize, cqe_bytes: usize) -> usize {
