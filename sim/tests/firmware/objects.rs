@@ -205,8 +205,17 @@ fn cq() {
     let mut far = base;
     far.mem.umem_offset = POOL as u64 - 64;
     expect_check(devx::create(&ctx, &far), check::BAD_UMEM_RANGE);
-    // Features the profile lacks, and op_mod.
-    let inbox = patched(&kit.cq_cmd(), |v| v.set(c.at(l::cqc::cqe_comp_en), 1));
+    // Features the profile lacks, and op_mod: CQE compression of 128-byte CQEs, and mini
+    // CQEs of another format than the hash one.
+    let inbox = patched(&kit.cq_cmd(), |v| {
+        v.set(c.at(l::cqc::cqe_comp_en), 1);
+        v.set(c.at(l::cqc::cqe_sz), 1);
+    });
+    expect_check(raw_create(&*ctx, &inbox), check::NOT_SUPPORTED);
+    let inbox = patched(&kit.cq_cmd(), |v| {
+        v.set(c.at(l::cqc::cqe_comp_en), 1);
+        v.set(c.at(l::cqc::mini_cqe_res_format), 1);
+    });
     expect_check(raw_create(&*ctx, &inbox), check::NOT_SUPPORTED);
     let inbox = patched(&kit.cq_cmd(), |v| v.set(l::create_cq_in::op_mod, 1));
     expect_check(raw_create(&*ctx, &inbox), check::BAD_OP_MOD);

@@ -70,12 +70,38 @@ fn query_hca_cap_bf3_reports_general_dpa_and_apu() {
     assert_eq!(d.get(l::dpa_cap::thread_affinity_single_hart), 1);
     assert!(ok(devx::query_caps(&*ctx)).has_dpa());
 
-    // A capability type the device lacks.
+    // The pages DPDK's mlx5 driver reads: Ethernet offloads (no header inlining required),
+    // NIC flow tables (receive tables with flow tags, no software ownership, no transmit
+    // tables).
+    let page = |cap_type| {
+        ok(devx::exec(
+            &*ctx,
+            &QueryHcaCap {
+                cap_type,
+                current: true,
+            },
+        ))
+    };
+    let eth = page(QueryHcaCap::ETHERNET_OFFLOADS);
+    let e = ok(View::<l::per_protocol_networking_offload_caps::Layout>::new(&eth));
+    assert_eq!(
+        e.get(l::per_protocol_networking_offload_caps::wqe_inline_mode),
+        2
+    );
+    let ft = page(QueryHcaCap::NIC_FLOW_TABLE);
+    let f = ok(View::<l::flow_table_nic_cap::Layout>::new(&ft));
+    let rx = l::flow_table_nic_cap::flow_table_properties_nic_receive;
+    let tx = l::flow_table_nic_cap::flow_table_properties_nic_transmit;
+    assert_eq!(f.get(rx.at(l::flow_table_prop_layout::ft_support)), 1);
+    assert_eq!(f.get(rx.at(l::flow_table_prop_layout::flow_tag)), 1);
+    assert_eq!(f.get(rx.at(l::flow_table_prop_layout::sw_owner)), 0);
+    assert_eq!(f.get(tx.at(l::flow_table_prop_layout::ft_support)), 0);
+    // A capability type the device lacks (the e-switch flow tables).
     expect_check(
         devx::exec(
             &*ctx,
             &QueryHcaCap {
-                cap_type: 0x7,
+                cap_type: 0x8,
                 current: true,
             },
         ),
