@@ -100,6 +100,14 @@ impl<T> Slab<T> {
             .filter_map(move |(i, v)| v.as_ref().map(|v| (base + i as u32, v)))
     }
 
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut T)> {
+        let base = self.base;
+        self.items
+            .iter_mut()
+            .enumerate()
+            .filter_map(move |(i, v)| v.as_mut().map(|v| (base + i as u32, v)))
+    }
+
     #[cfg(test)]
     pub(crate) fn ids(&self) -> Vec<u32> {
         self.iter().map(|(id, _)| id).collect()

@@ -5,8 +5,8 @@
 //! rdma-core's `mlx5dv_dr` rules on a root table send.
 //!
 //! As the kernel does, the server keeps these rules in flow tables of its own (uid 0) on the
-//! NIC RX side: one table and one flow group (the matcher's mask and criteria) per matcher, one
-//! entry per flow, forwarding to a TIR the client made with DevX, with an optional flow tag.
+//! NIC RX side: one table (at the matcher's priority) and one flow group (the matcher's mask
+//! and criteria) per matcher, one entry per flow, forwarding to a TIR the client made with DevX, with an optional flow tag.
 //! The model steers a frame through its NIC RX tables in order (docs/model.md), so these rules
 //! sit beside the ones clients make with DevX. Served: NIC RX matchers of outer headers;
 //! destinations a DevX TIR; a flow tag. Refused with `EOPNOTSUPP`, as a device without them
@@ -76,9 +76,16 @@ pub(crate) fn matcher_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> 
         return Err(Errno::EOPNOTSUPP);
     }
     let mask = match_param(call, MLX5_IB_ATTR_FLOW_MATCHER_MATCH_MASK)?;
+    // The matcher's priority (the FLOW_TYPE attribute's data for IB_FLOW_ATTR_NORMAL; lower
+    // first). The kernel keeps each priority in a flow table of its own in the NIC RX bypass
+    // namespace, searched in priority order; here the table's level is the priority, and the
+    // model searches root tables by level (`datapath::steering::compute_roots`). So DPDK's
+    // specific rules (IPv4 / UDP, to RSS TIRs) win over its catch-all Ethernet rule.
+    let priority = call.value(MLX5_IB_ATTR_FLOW_MATCHER_FLOW_TYPE).unwrap_or(0);
+    let level = u8::try_from(priority).map_err(|_| Errno::EINVAL)?;
     let dev = ctx.dev.clone();
     let table_in = cmd::encode_inbox(&CreateFlowTable {
-        level: 0,
+        level,
         log_size: LOG_TABLE_SIZE,
     })
     .map_err(|_| Errno::EINVAL)?;

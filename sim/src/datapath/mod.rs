@@ -31,6 +31,7 @@ use crate::port::roce;
 use crate::state::datapath::Doorbell;
 use crate::state::datapath::{Datapath, PortMode, MAX_FRAME};
 use crate::state::Firmware;
+use crate::state::objects::WqState::Rdy;
 use crate::state::State;
 use mlx5_dpa::sync::lock;
 
@@ -73,6 +74,22 @@ pub(crate) fn step(st: &mut State) -> usize {
                 if sq.wq.uar_page == Some(page) {
                     sq.doorbelled = true;
                     dp.active_sqs.push(n);
+                }
+            }
+            // The UAR is memory the engine reads once a pass: when several SQs share the
+            // page (DPDK's mlx5 driver rings all its TX queues through one), a later write
+            // to the register hides an earlier one. A doorbell on the page therefore
+            // announces every SQ of the page whose doorbell record moved; without this the
+            // hidden queues waited for good while another queue kept the engine busy.
+            if fw.sqs.len() > 1 {
+                for (id, sq) in fw.sqs.iter_mut() {
+                    if id != n && sq.wq.uar_page == Some(page) && sq.state == Rdy {
+                        let moved = sq.wq.dbr.read_be32(4).map(|v| v as u16) != Some(sq.rung_pi);
+                        if moved {
+                            sq.doorbelled = true;
+                            dp.active_sqs.push(id);
+                        }
+                    }
                 }
             }
             if let Some(qp) = fw.qps.get_mut(n) {

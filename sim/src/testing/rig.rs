@@ -116,13 +116,28 @@ struct Off {
     total: usize,
 }
 
+/// The UAR page a rig rings through; freed when the last rig using it goes (after each has
+/// destroyed its queues).
+struct RigUar {
+    ctx: Arc<dyn Devx>,
+    uar: Option<Uar>,
+}
+
+impl Drop for RigUar {
+    fn drop(&mut self) {
+        if let Some(u) = self.uar.take() {
+            let _ = self.ctx.uar_free(u);
+        }
+    }
+}
+
 /// One SQ/RQ pair with CQs, TIS, TIR and a flow rule.
 pub struct EthRig {
     ctx: Arc<dyn Devx>,
     cfg: RigConfig,
     objs: Vec<DevxObj>,
     umem: Option<Arc<MemUmem>>,
-    uar: Option<Uar>,
+    uar: Option<Arc<RigUar>>,
     mem: Arc<DmaBuf>,
     off: Off,
     lkey: u32,
@@ -166,6 +181,15 @@ impl EthRig {
     /// Configuration out of range, or the first command the device refused (everything
     /// created before it is destroyed again).
     pub fn new(ctx: Arc<dyn Devx>, cfg: RigConfig) -> Result<EthRig, RigError> {
+        EthRig::with_uar(ctx, cfg, None)
+    }
+
+    /// [`EthRig::new`], ringing through `uar` when given (else a UAR of its own).
+    fn with_uar(
+        ctx: Arc<dyn Devx>,
+        cfg: RigConfig,
+        uar: Option<Arc<RigUar>>,
+    ) -> Result<EthRig, RigError> {
         if cfg.buf_size < 64
             || !cfg.buf_size.is_multiple_of(64)
             || cfg.log_sq > 15
@@ -218,7 +242,7 @@ impl EthRig {
             cfg,
             objs: Vec::new(),
             umem: None,
-            uar: None,
+            uar,
             mem,
             off,
             lkey: 0,
@@ -244,6 +268,23 @@ impl EthRig {
         Ok(rig)
     }
 
+    /// Builds a queue set on `ctx` that rings its doorbells through `other`'s UAR page, as a
+    /// program's queues share one (DPDK's TX queues do): the page's doorbell register then
+    /// holds whichever queue rang last.
+    ///
+    /// # Errors
+    /// As [`EthRig::new`]; [`RigError::Config`] when `other` lives on another context.
+    pub fn new_sharing_uar(
+        ctx: Arc<dyn Devx>,
+        cfg: RigConfig,
+        other: &EthRig,
+    ) -> Result<EthRig, RigError> {
+        if !Arc::ptr_eq(&ctx, &other.ctx) {
+            return Err(RigError::Config("a shared UAR needs the same context"));
+        }
+        EthRig::with_uar(ctx, cfg, other.uar.clone())
+    }
+
     fn keep<T>(&mut self, r: (DevxObj, T)) -> T {
         self.objs.push(r.0);
         r.1
@@ -256,8 +297,14 @@ impl EthRig {
         let pd = self.keep(pd);
         let td = devx::create(&ctx, &AllocTransportDomain)?;
         let td = self.keep(td);
-        let uar = ctx.uar_alloc(UarKind::NonCached)?;
-        let uar_page = uar.page_id;
+        let uar = match self.uar.take() {
+            Some(u) => u,
+            None => Arc::new(RigUar {
+                ctx: Arc::clone(&ctx),
+                uar: Some(ctx.uar_alloc(UarKind::NonCached)?),
+            }),
+        };
+        let uar_page = uar.uar.as_ref().map_or(0, |u| u.page_id);
         self.uar = Some(uar);
         // The registration holds the memory until the device gives it back.
         let umem = MemUmem::register(&ctx, &self.mem, UmemAccess::LOCAL_WRITE)?;
@@ -512,7 +559,9 @@ impl EthRig {
     }
 
     fn uar_write(&self, off: usize, bytes: [u8; 8]) {
-        let Some(uar) = &self.uar else { return };
+        let Some(uar) = self.uar.as_ref().and_then(|u| u.uar.as_ref()) else {
+            return;
+        };
         assert!(off + 8 <= uar.len);
         // SAFETY: `uar` is mapped for `uar.len` bytes until it is freed in Drop; the register
         // is 8-byte aligned and written with one 64-bit store, as doorbells must be.
@@ -713,8 +762,7 @@ impl Drop for EthRig {
         }
         // Deregisters (or, when refused, hands the memory to the context to keep).
         self.umem = None;
-        if let Some(u) = self.uar.take() {
-            let _ = self.ctx.uar_free(u);
-        }
+        // Freed with the last rig ringing through it.
+        self.uar = None;
     }
 }

@@ -533,3 +533,45 @@ fn compressed_cqes_carry_every_frame_in_order() {
     drop(ctx);
     assert!(dev.inventory().is_empty(), "left over: {}", dev.inventory());
 }
+
+/// Two send queues ringing through one UAR page (DPDK's TX queues share one): both ring before
+/// the engine's next pass, so the page's doorbell register holds only the second ring. Both
+/// queues' frames must go out. Before, the first queue's ring was lost and its frames waited
+/// for good while the other queue kept the engine busy (found with testpmd over four queues).
+#[test]
+fn send_queues_sharing_a_uar_page_both_run() {
+    let dev = Device::new(Profile::bf3());
+    let ctx = dev.open_devx();
+    let mut a = EthRig::new(ctx.clone(), RigConfig::default()).unwrap();
+    // B's own rule matches nothing that is sent; every frame lands in A's RQ.
+    let b_cfg = RigConfig {
+        rule: OuterMatch {
+            dmac: Some([0x02, 0, 0, 0, 0, 0x7e]),
+            ..Default::default()
+        },
+        level: 1,
+        ..Default::default()
+    };
+    let mut b = EthRig::new_sharing_uar(ctx.clone(), b_cfg, &a).unwrap();
+    a.fill_rq();
+    let mut got = Vec::new();
+    for round in 0..3u32 {
+        let fa = frame(100, 10 * round);
+        let fb = frame(200, 10 * round + 1);
+        a.post_send(&fa).unwrap();
+        b.post_send(&fb).unwrap();
+        a.ring_sq();
+        b.ring_sq();
+        dev.run_until_idle();
+        assert_eq!(a.poll_tx(usize::MAX).len(), 1, "A's send, round {round}");
+        assert_eq!(b.poll_tx(usize::MAX).len(), 1, "B's send, round {round}");
+        got.clear();
+        collect_rx(&mut a, &mut got);
+        assert_eq!(got.len(), 2, "both frames, round {round}");
+        assert!(got.contains(&fa) && got.contains(&fb));
+    }
+    drop(b);
+    drop(a);
+    drop(ctx);
+    assert!(dev.inventory().is_empty(), "left over: {}", dev.inventory());
+}
