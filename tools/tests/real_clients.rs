@@ -774,20 +774,11 @@ fn count_after(text: &str, label: &str) -> Option<u64> {
     text[at..].split_whitespace().next()?.parse().ok()
 }
 
-/// DPDK's testpmd on the model, unmodified, in interactive mode: DPDK 22.11's mlx5 driver finds
-/// the PCI function and its netdev, probes, creates its queues, RSS objects and control flows
-/// with DevX, and forwards (io mode, `start tx_first`) through the port's loopback. Checks the
-/// port's MAC, link and speed as `show port info` prints them, that frames were forwarded and
-/// that the counts hold together (what was sent = what came back + the 32 in flight at most),
-/// and that tshark dissects the frames the model's port carried. The receive CQ compresses
-/// CQEs, as DPDK 22.11 asks of every device, so its receive path expands the model's
-/// compression sessions.
-fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
-    let pcap = std::env::temp_dir().join(format!("mlx5-dpdk-{}.pcap", std::process::id()));
-    let mut r = Runner::single();
-    r.pcap = Some(pcap.clone());
-    let program = [
-        // Line-buffered output, so each answer arrives when printed.
+/// `dpdk-testpmd` on the model's PCI function, interactive, line-buffered (through `stdbuf`,
+/// so each answer arrives when printed), with testpmd's own `extra` options; waits for its
+/// first prompt.
+fn testpmd(env: &Env, r: &Runner, extra: &[&str]) -> Result<Session, Failed> {
+    let mut program = vec![
         "stdbuf",
         "-oL",
         "env",
@@ -805,11 +796,64 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
         "-i",
         "--total-num-mbufs=2048",
     ];
-    let mut s = Session::start(env.command(&r, &program))?;
-    let long = Duration::from_secs(90);
-    s.until("testpmd> ", long)?;
+    program.extend_from_slice(extra);
+    let mut s = Session::start(env.command(r, &program))?;
+    s.until("testpmd> ", TESTPMD_WAIT)?;
+    Ok(s)
+}
+
+/// How long one testpmd answer may take (the first includes DPDK's probe).
+const TESTPMD_WAIT: Duration = Duration::from_secs(90);
+
+/// `start tx_first`, then `show port stats 0` until at least `least` frames came back, then
+/// `stop`: the forwarding statistics `stop` printed.
+fn forward(s: &mut Session, least: u64) -> Result<String, Failed> {
+    s.send("start tx_first")?;
+    s.until("testpmd> ", TESTPMD_WAIT)?;
+    let end = Instant::now() + TESTPMD_WAIT;
+    loop {
+        s.send("show port stats 0")?;
+        let st = s.until("Tx-bps", TESTPMD_WAIT)?;
+        if count_after(&st, "RX-packets:").unwrap_or(0) >= least {
+            break;
+        }
+        if Instant::now() > end {
+            return Err(format!("fewer than {least} frames came back:\n{}", s.text()).into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.send("stop")?;
+    s.until("Done.", TESTPMD_WAIT)
+}
+
+/// Frames each receive queue forwarded, from `stop`'s per-stream statistics (io mode forwards
+/// queue N to queue N).
+fn per_queue_rx(fwd: &str, queues: usize) -> Vec<u64> {
+    (0..queues)
+        .map(|q| {
+            fwd.split(&format!("RX Port= 0/Queue= {q} "))
+                .nth(1)
+                .and_then(|t| count_after(t, "RX-packets:"))
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// DPDK's testpmd on the model, unmodified, in interactive mode: DPDK 22.11's mlx5 driver finds
+/// the PCI function and its netdev, probes, creates its queues, RSS objects and control flows
+/// with DevX, and forwards (io mode, `start tx_first`) through the port's loopback. Checks the
+/// port's MAC, link and speed as `show port info` prints them, that frames were forwarded and
+/// that the counts hold together (what was sent = what came back + the 32 in flight at most),
+/// and that tshark dissects the frames the model's port carried. The receive CQ compresses
+/// CQEs, as DPDK 22.11 asks of every device, so its receive path expands the model's
+/// compression sessions.
+fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
+    let pcap = std::env::temp_dir().join(format!("mlx5-dpdk-{}.pcap", std::process::id()));
+    let mut r = Runner::single();
+    r.pcap = Some(pcap.clone());
+    let mut s = testpmd(env, &r, &[])?;
     s.send("show port info 0")?;
-    let info = s.until("Device error handling mode", long)?;
+    let info = s.until("Device error handling mode", TESTPMD_WAIT)?;
     let want = [
         "MAC address: 02:00:0A:07:00:01",
         "Driver name: mlx5_pci",
@@ -820,23 +864,7 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
     if let Some(w) = want.iter().find(|w| !info.contains(*w)) {
         return Err(format!("show port info lacks {w:?}:\n{info}").into());
     }
-    s.send("start tx_first")?;
-    s.until("testpmd> ", long)?;
-    // Until frames have come back (each poll a `show port stats`), bounded.
-    let end = Instant::now() + long;
-    loop {
-        s.send("show port stats 0")?;
-        let st = s.until("Tx-bps", long)?;
-        if count_after(&st, "RX-packets:").unwrap_or(0) > 0 {
-            break;
-        }
-        if Instant::now() > end {
-            return Err(format!("nothing came back:\n{}", s.text()).into());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    s.send("stop")?;
-    let fwd = s.until("Done.", long)?;
+    let fwd = forward(&mut s, 1)?;
     let acc = fwd
         .split("Accumulated forward statistics")
         .nth(1)
@@ -847,7 +875,7 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
     );
     let dropped = count_after(acc, "TX-dropped:");
     s.send("quit")?;
-    s.until("Bye...", long)?;
+    s.until("Bye...", TESTPMD_WAIT)?;
     let text = s.text();
     drop(s);
     let (Some(rx), Some(tx)) = (rx, tx) else {
@@ -871,6 +899,49 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
         "every captured frame is Ethernet / IPv4 / UDP (testpmd's frames), none malformed",
         &o,
     )
+}
+
+/// testpmd over four queues: RSS spreads a flow mix (`--txonly-multi-flow` varies the source
+/// address) over all four, as the TIRs' Toeplitz hash and the RQT say; then a rule
+/// (`flow create ... udp dst is 5000 ... actions queue index 1`, a root-table rule through the
+/// kernel's flow methods) takes every frame to queue 1. Each queue forwards what it receives
+/// back out of the same queue, so a queue that stopped sending would show here too.
+fn dpdk_testpmd_rss_and_flow(env: &Env) -> Result<(), Failed> {
+    let four = [
+        "--rxq=4",
+        "--txq=4",
+        "--rxd=256",
+        "--txd=256",
+        "--txonly-multi-flow",
+        "--tx-udp=9,5000",
+    ];
+    let r = Runner::single();
+    let mut s = testpmd(env, &r, &four)?;
+    let fwd = forward(&mut s, 4000)?;
+    let spread = per_queue_rx(&fwd, 4);
+    s.send("quit")?;
+    s.until("Bye...", TESTPMD_WAIT)?;
+    drop(s);
+    if spread.iter().any(|&n| n < 100) {
+        return Err(format!("RSS left a queue (nearly) empty: {spread:?}\n{fwd}").into());
+    }
+    let mut s = testpmd(env, &r, &four)?;
+    s.send("flow create 0 ingress pattern eth / ipv4 / udp dst is 5000 / end actions queue index 1 / end")?;
+    let made = s.until("testpmd> ", TESTPMD_WAIT)?;
+    if !made.contains("Flow rule #0 created") {
+        return Err(format!("the rule was not made:\n{}", s.text()).into());
+    }
+    let fwd = forward(&mut s, 4000)?;
+    let steered = per_queue_rx(&fwd, 4);
+    s.send("quit")?;
+    s.until("Bye...", TESTPMD_WAIT)?;
+    if steered[1] < 4000 || steered[0] + steered[2] + steered[3] != 0 {
+        return Err(
+            format!("the rule did not take every frame to queue 1: {steered:?}\n{fwd}").into(),
+        );
+    }
+    println!("testpmd: RSS over 4 queues {spread:?}; queue 1 by rule {steered:?}");
+    Ok(())
 }
 
 /// One file of rdma-core's test suite: it ran, nothing failed and at least `least` of its
@@ -1276,6 +1347,11 @@ fn main() {
         "dpdk_testpmd_io_forwarding",
         &["dpdk-testpmd", "stdbuf", "tshark", "/dev/net/tun"],
         Box::new(dpdk_testpmd_io),
+    );
+    add(
+        "dpdk_testpmd_rss_and_flow_rule",
+        &["dpdk-testpmd", "stdbuf", "/dev/net/tun"],
+        Box::new(dpdk_testpmd_rss_and_flow),
     );
     add(
         "query_device_ex_extensions",

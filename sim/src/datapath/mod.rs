@@ -30,8 +30,8 @@ use crate::datapath::steering::compute_roots;
 use crate::port::roce;
 use crate::state::datapath::Doorbell;
 use crate::state::datapath::{Datapath, PortMode, MAX_FRAME};
-use crate::state::Firmware;
 use crate::state::objects::WqState::Rdy;
+use crate::state::Firmware;
 use crate::state::State;
 use mlx5_dpa::sync::lock;
 
