@@ -431,6 +431,7 @@ pub unsafe extern "C" fn flexio_rq_create(
             cqn: Cqn(cq_num),
             wq: wq(&p, a, stride, dbr_at)?,
             flush_in_error_en: true,
+            counter_set_id: 0,
         };
         let dev = p.process.dev();
         let (obj, rqn) =

@@ -90,6 +90,8 @@ checks! {
     NO_SUCH_DPA_WINDOW = 0x5131_011d, BAD_RES, "DPA window does not exist";
     NO_SUCH_DPA_OUTBOX = 0x5131_011e, BAD_RES, "DPA outbox does not exist";
     NO_SUCH_ALIAS_GRANT = 0x5131_011f, BAD_PARAM, "no ALLOW_OTHER_VHCA_ACCESS grant matches the alias";
+    NO_SUCH_Q_COUNTER = 0x5131_0120, BAD_RES, "counter_set_id is not an allocated Q counter";
+    NO_SUCH_FLOW_COUNTER = 0x5131_0121, BAD_RES, "flow_counter_id is not an allocated flow counter";
 
     // Field values.
     BAD_LOG_SIZE = 0x5131_0201, BAD_PARAM, "queue log size outside what the device supports";

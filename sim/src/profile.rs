@@ -148,6 +148,8 @@ impl Profile {
                 (c::cqe_compression.untyped(), 1),
                 (c::cqe_compression_max_num.untyped(), 64),
                 (c::max_qp_cnt.untyped(), 64),
+                // Flow counters, one per ALLOC_FLOW_COUNTER (no bulk allocation): 2^24.
+                (c::max_flow_counter_31_16.untyped(), 0x100),
                 (c::nic_flow_table.untyped(), 1),
                 (c::port_type.untyped(), 1), // Ethernet
                 (c::num_ports.untyped(), 1),
@@ -265,7 +267,7 @@ impl Profile {
     }
 
     /// NIC flow tables: receive tables as `fw/steering.rs` models them (flow tags, a settable
-    /// root, up to 16 destinations, no counters, no software ownership); no transmit tables.
+    /// root, up to 16 destinations, a flow counter, no software ownership); no transmit tables.
     fn flow_table_nic_page() -> Vec<u8> {
         use flow_table_nic_cap as n;
         use flow_table_prop_layout as p;
@@ -275,12 +277,14 @@ impl Profile {
         for (f, val) in [
             (p::ft_support.untyped(), 1),
             (p::flow_tag.untyped(), 1),
+            (p::flow_counter.untyped(), 1),
             (p::modify_root.untyped(), 1),
             (p::log_max_ft_size.untyped(), 24),
             (p::max_ft_level.untyped(), 63),
             (p::log_max_ft_num.untyped(), 16),
             (p::log_max_destination.untyped(), 4),
             (p::log_max_flow.untyped(), 24),
+            (p::log_max_flow_counter.untyped(), 24),
         ] {
             v.set(rx.at(f), val);
         }

@@ -464,6 +464,7 @@ impl DpaRq {
                 cqn: cq.target_cqn(),
                 wq: cfg.wq_attr(process.pd().pdn(), uar.page_id(), rm),
                 flush_in_error_en: true,
+                counter_set_id: 0,
             },
         )?;
         Ok(DpaRq {

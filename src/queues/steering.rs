@@ -184,6 +184,7 @@ impl FlowRule {
                 group_id: group.group_id(),
                 value,
                 tirn: tir.tirn(),
+                flow_counter: None,
             },
         )?;
         Ok(FlowRule {

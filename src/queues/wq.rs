@@ -1054,6 +1054,7 @@ impl Rq {
                 cqn: cq.cqn(),
                 wq: cfg.wq_attr(pd.pdn(), uar.page_id(), ring_mem(&ring_place, &dbr_place)),
                 flush_in_error_en: true,
+                counter_set_id: 0,
             },
         )?;
         Ok(Rq {

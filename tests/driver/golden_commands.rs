@@ -256,6 +256,7 @@ fn set_fte_forwards_to_a_tir() {
             ..Default::default()
         },
         tirn: 0xabcdef,
+        flow_counter: None,
     };
     let b = encode_inbox(&f).unwrap();
     assert_eq!(b.len(), 0x340 + 8);

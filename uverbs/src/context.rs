@@ -635,6 +635,8 @@ pub(crate) struct Flow {
     pub(crate) matcher: Arc<FlowMatcher>,
     pub(crate) index: u32,
     pub(crate) _dest: Obj,
+    /// The DevX flow counter its COUNT action names, held as the kernel holds it.
+    pub(crate) _counter: Option<Obj>,
 }
 
 impl Drop for Flow {

@@ -9,9 +9,9 @@
 //! and criteria) per matcher, one entry per flow, forwarding to a TIR the client made with DevX, with an optional flow tag.
 //! The model steers a frame through its NIC RX tables in order (docs/model.md), so these rules
 //! sit beside the ones clients make with DevX. Served: NIC RX matchers of outer headers;
-//! destinations a DevX TIR; a flow tag. Refused with `EOPNOTSUPP`, as a device without them
-//! would: other table types, a verbs QP as destination, flow actions, counters, drop and
-//! default-miss flows.
+//! destinations a DevX TIR; a flow tag; a DevX flow counter (the COUNT action). Refused with
+//! `EOPNOTSUPP`, as a device without them would: other table types, a verbs QP as
+//! destination, flow actions, counters at an offset of a bulk, drop and default-miss flows.
 
 use std::sync::{Arc, Mutex};
 
@@ -32,6 +32,8 @@ const LOG_TABLE_SIZE: u8 = 10;
 const OUTER_HEADERS: u8 = 0x1;
 /// The `flow_context.action` that forwards to the destinations (PRM).
 const ACTION_FWD_DEST: u64 = 0x4;
+/// The `flow_context.action` that counts to the entry's flow counters (PRM).
+const ACTION_COUNT: u64 = 0x8;
 /// `destination_type` TIR (PRM).
 const DEST_TIR: u64 = 0x2;
 
@@ -150,11 +152,15 @@ pub(crate) fn flow_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
     for unsupported in [
         MLX5_IB_ATTR_CREATE_FLOW_DEST_QP,
         MLX5_IB_ATTR_CREATE_FLOW_ARR_FLOW_ACTIONS,
-        MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX,
-        MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX_OFFSET,
         MLX5_IB_ATTR_CREATE_FLOW_FLAGS,
     ] {
         if call.has(unsupported) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+    }
+    // An offset into a bulk of counters: the model allocates counters one by one.
+    if let Some(off) = call.bytes(MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX_OFFSET)? {
+        if off.iter().any(|&b| b != 0) {
             return Err(Errno::EOPNOTSUPP);
         }
     }
@@ -179,6 +185,23 @@ pub(crate) fn flow_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
         // Other destinations (a flow table) are not served yet.
         return Err(Errno::EOPNOTSUPP);
     };
+    // The COUNT action: exactly one DevX flow counter (`mlx5_ib_devx_is_flow_counter`).
+    let counter = match call.bytes(MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX)? {
+        None => None,
+        Some(b) if b.len() == 4 => {
+            let h = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            let obj = ctx.get(u64::from(h)).ok_or(Errno::EINVAL)?;
+            let id = match &obj {
+                Obj::Devx(c) => match sim.object(c.handle) {
+                    Some(ObjRef::FlowCounter(id)) => id,
+                    _ => return Err(Errno::EINVAL),
+                },
+                _ => return Err(Errno::EINVAL),
+            };
+            Some((obj, id))
+        }
+        Some(_) => return Err(Errno::EINVAL),
+    };
     let tag = match call.value(MLX5_IB_ATTR_CREATE_FLOW_TAG) {
         Some(t) if t >= 1 << 24 => return Err(Errno::EINVAL),
         Some(t) => t,
@@ -197,8 +220,10 @@ pub(crate) fn flow_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
         matcher: Arc::clone(&m),
         index,
         _dest: dest.clone(),
+        _counter: counter.as_ref().map(|c| c.0.clone()),
     };
-    set_fte(&m, index, &value, tirn, tag)?;
+    // On failure the flow goes, and with it its index.
+    set_fte(&m, index, &value, tirn, tag, counter.map(|c| c.1))?;
     let h = ctx.insert(Obj::Flow(Arc::new(flow)));
     if let Err(e) = call.set_data(MLX5_IB_ATTR_CREATE_FLOW_HANDLE, u64::from(h)) {
         let _ = ctx.remove(u64::from(h), |_| true);
@@ -207,12 +232,22 @@ pub(crate) fn flow_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
     Ok(0)
 }
 
-/// SET_FLOW_TABLE_ENTRY: `value` forwarded to TIR `tirn`, with `tag`.
-fn set_fte(m: &FlowMatcher, index: u32, value: &[u8], tirn: u32, tag: u64) -> Result<(), Errno> {
+/// SET_FLOW_TABLE_ENTRY: `value` forwarded to TIR `tirn`, with `tag`, counted to `counter`
+/// (the COUNT action, its counter listed after the destination, as `mlx5_cmd_set_fte` lists
+/// counters).
+fn set_fte(
+    m: &FlowMatcher,
+    index: u32,
+    value: &[u8],
+    tirn: u32,
+    tag: u64,
+    counter: Option<u32>,
+) -> Result<(), Errno> {
     use l::flow_context as fc;
     use l::set_fte_in as s;
     let dest_len = l::dest_format_struct::Layout::SIZE_BYTES;
-    let mut inb = vec![0u8; s::Layout::SIZE_BYTES + dest_len];
+    let list_len = l::flow_counter_list::Layout::SIZE_BYTES * usize::from(counter.is_some());
+    let mut inb = vec![0u8; s::Layout::SIZE_BYTES + dest_len + list_len];
     let mut v = ViewMut::<s::Layout>::new(&mut inb).map_err(|_| Errno::EINVAL)?;
     v.set(s::opcode, u64::from(Opcode::SET_FLOW_TABLE_ENTRY.0));
     v.set(s::table_type, u64::from(FLOW_NIC_RX));
@@ -221,8 +256,15 @@ fn set_fte(m: &FlowMatcher, index: u32, value: &[u8], tirn: u32, tag: u64) -> Re
     let c = s::flow_context;
     v.set(c.at(fc::group_id), u64::from(m.group));
     v.set(c.at(fc::flow_tag), tag);
-    v.set(c.at(fc::action), ACTION_FWD_DEST);
+    v.set(
+        c.at(fc::action),
+        ACTION_FWD_DEST | if counter.is_some() { ACTION_COUNT } else { 0 },
+    );
     v.set(c.at(fc::destination_list_size), 1);
+    v.set(
+        c.at(fc::flow_counter_list_size),
+        u64::from(counter.is_some()),
+    );
     let at = ((s::flow_context.offset() + fc::match_value.offset()) / 8) as usize;
     inb[at..at + value.len()].copy_from_slice(value);
     let d = s::Layout::SIZE_BYTES;
@@ -230,6 +272,11 @@ fn set_fte(m: &FlowMatcher, index: u32, value: &[u8], tirn: u32, tag: u64) -> Re
         ViewMut::<l::dest_format_struct::Layout>::new(&mut inb[d..]).map_err(|_| Errno::EINVAL)?;
     dv.set(l::dest_format_struct::destination_type, DEST_TIR);
     dv.set(l::dest_format_struct::destination_id, u64::from(tirn));
+    if let Some(id) = counter {
+        let mut cv = ViewMut::<l::flow_counter_list::Layout>::new(&mut inb[d + dest_len..])
+            .map_err(|_| Errno::EINVAL)?;
+        cv.set(l::flow_counter_list::flow_counter_id, u64::from(id));
+    }
     kernel(&m.dev, &inb, 16).map(drop)
 }
 

@@ -55,8 +55,12 @@ pub(crate) fn deliver_rq(
     // Receive doorbell record: dbrec[0] (MLX5_RCV_DBR), 16-bit WQE counter.
     let posted = rq.wq.dbr.read_be32(0).map(|v| v as u16).unwrap_or(rq.ci);
     if posted == rq.ci {
+        let q_counter = rq.q_counter;
         if let Some(rq) = fw.rqs.get_mut(rqn) {
             rq.dropped += 1;
+        }
+        if let Some(q) = fw.q_counters.get_mut(q_counter) {
+            q.out_of_buffer = q.out_of_buffer.wrapping_add(1);
         }
         dp.port.stats.rx_no_buffer += 1;
         return;

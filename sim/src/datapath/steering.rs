@@ -232,6 +232,7 @@ fn build_lookup(
         lookup.map.entry(FlowKey(e.group, v)).or_insert(FlowHit {
             index: *idx,
             step: step_of(e),
+            counter: e.counter,
         });
     }
     lookup
@@ -263,13 +264,17 @@ fn probe(lookup: &FlowLookup, image: &[u64; 8]) -> Option<FlowHit> {
     })
 }
 
-fn steer(fw: &mut Firmware, roots: &[u32], image: &[u64; 8]) -> Verdict {
+fn steer(fw: &mut Firmware, roots: &[u32], image: &[u64; 8], len: usize) -> Verdict {
     for &root in roots {
         let mut table = root;
         for _depth in 0..8 {
             let Some(Some(hit)) = lookup(fw, table, image) else {
                 break;
             };
+            if let Some(c) = hit.counter.and_then(|c| fw.flow_counters.get_mut(c)) {
+                c.packets += 1;
+                c.octets += len as u64;
+            }
             match hit.step {
                 FlowStep::Drop => return Verdict::Drop,
                 FlowStep::Tir { tirn, flow_tag } => return Verdict::Tir(tirn, flow_tag),
@@ -287,7 +292,7 @@ pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_t
     dp.port.stats.rx_bytes += frame.len() as u64;
     let image = match_words(frame);
     let roots = std::mem::take(&mut dp.roots);
-    let verdict = steer(fw, &roots, &image);
+    let verdict = steer(fw, &roots, &image, frame.len());
     dp.roots = roots;
     let (tirn, flow_tag) = match verdict {
         Verdict::Tir(t, tag) => (t, tag),
@@ -524,6 +529,7 @@ mod tests {
                         group: order[g % order.len()],
                         action: action::FWD_DEST,
                         dests: Vec::new(),
+                        counter: None,
                         flow_tag: 0,
                         value: widen(*v),
                     },

@@ -26,6 +26,8 @@ macro_rules! by_number {
             Tis: DESTROY_TIS, destroy_tis_in, tisn;
             Tir: DESTROY_TIR, destroy_tir_in, tirn;
             Rqt: DESTROY_RQT, destroy_rqt_in, rqtn;
+            QCounter: DEALLOC_Q_COUNTER, dealloc_q_counter_in, counter_set_id;
+            FlowCounter: DEALLOC_FLOW_COUNTER, dealloc_flow_counter_in, flow_counter_id;
             Qp: DESTROY_QP, destroy_qp_in, qpn;
         )
     };
@@ -154,6 +156,11 @@ pub fn object_of_inbox(inb: &[u8]) -> Option<ObjRef> {
         Opcode::MODIFY_RQT | Opcode::QUERY_RQT => ObjRef::Rqt(id24),
         Opcode::QUERY_MKEY => ObjRef::Mkey(id24),
         Opcode::QUERY_QP => ObjRef::Qp(id24),
+        // The kernel finds these counters' numbers where their query inboxes hold them.
+        Opcode::QUERY_Q_COUNTER => ObjRef::QCounter(u32::from(*inb.get(31)?)),
+        Opcode::QUERY_FLOW_COUNTER => {
+            ObjRef::FlowCounter(u32::from_be_bytes(inb.get(28..32)?.try_into().ok()?))
+        }
         op if op.is_qp_transition() => ObjRef::Qp(id24),
         Opcode::MODIFY_GENERAL_OBJECT | Opcode::QUERY_GENERAL_OBJECT => general(inb).ok()?,
         op => return destroyed_object(op, inb)?.ok(),
@@ -213,6 +220,7 @@ impl Firmware {
                 let r = take(&mut self.rqs, id, uid, |o| &o.meta, check::NO_SUCH_RQ)?;
                 self.release_wq(&r.wq);
                 unref(self.cqs.get_mut(r.cqn).map(|c| &mut c.meta));
+                unref(self.q_counters.get_mut(r.q_counter).map(|q| &mut q.meta));
             }
             ObjRef::Rmp(id) => {
                 let r = take(&mut self.rmps, id, uid, |o| &o.meta, check::NO_SUCH_RMP)?;
@@ -235,6 +243,24 @@ impl Firmware {
                 for rq in r.rqs {
                     unref(self.rqs.get_mut(rq).map(|r| &mut r.meta));
                 }
+            }
+            ObjRef::QCounter(id) => {
+                take(
+                    &mut self.q_counters,
+                    id,
+                    uid,
+                    |o| &o.meta,
+                    check::NO_SUCH_Q_COUNTER,
+                )?;
+            }
+            ObjRef::FlowCounter(id) => {
+                take(
+                    &mut self.flow_counters,
+                    id,
+                    uid,
+                    |o| &o.meta,
+                    check::NO_SUCH_FLOW_COUNTER,
+                )?;
             }
             ObjRef::FlowTable { .. } | ObjRef::FlowGroup { .. } | ObjRef::Fte { .. } => {
                 self.destroy_steering(uid, obj)?;
@@ -335,6 +361,9 @@ impl Firmware {
                         Dest::Tir(t) => unref(self.tirs.get_mut(t).map(|t| &mut t.meta)),
                         Dest::Table(t) => unref(self.tables.get_mut(t).map(|t| &mut t.meta)),
                     }
+                }
+                if let Some(c) = e.counter {
+                    unref(self.flow_counters.get_mut(c).map(|c| &mut c.meta));
                 }
             }
             _ => {}

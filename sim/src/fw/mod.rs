@@ -9,6 +9,7 @@
 /// The checks firmware applies (re-exported: they live below the firmware, with the memory
 /// model that applies some of them).
 pub use crate::check;
+mod counters;
 mod destroy;
 mod eu;
 mod general;
@@ -206,6 +207,10 @@ impl Firmware {
             Opcode::CREATE_TIS => self.create_tis(uid, inb, out).map(Some),
             Opcode::CREATE_TIR => self.create_tir(uid, inb, out).map(Some),
             Opcode::CREATE_RQT => self.create_rqt(uid, inb, out).map(Some),
+            Opcode::ALLOC_Q_COUNTER => self.alloc_q_counter(uid, inb, out).map(Some),
+            Opcode::QUERY_Q_COUNTER => self.query_q_counter(uid, inb, out).map(|()| None),
+            Opcode::ALLOC_FLOW_COUNTER => self.alloc_flow_counter(uid, inb, out).map(Some),
+            Opcode::QUERY_FLOW_COUNTER => self.query_flow_counter(uid, inb, out).map(|()| None),
             Opcode::CREATE_FLOW_TABLE => self.create_flow_table(uid, inb, out).map(Some),
             Opcode::CREATE_FLOW_GROUP => self.create_flow_group(uid, inb, out).map(Some),
             Opcode::SET_FLOW_TABLE_ENTRY => self.set_fte(uid, inb, out).map(Some),
@@ -439,6 +444,8 @@ impl Firmware {
         add("TIS", self.tises.len());
         add("TIR", self.tirs.len());
         add("RQT", self.rqts.len());
+        add("Q_COUNTER", self.q_counters.len());
+        add("FLOW_COUNTER", self.flow_counters.len());
         add("FLOW_TABLE", self.tables.len());
         add("FLOW_GROUP", self.groups.len());
         add(

@@ -417,6 +417,15 @@ impl Firmware {
         }
         let cqn = g.value(rqc::cqn);
         self.check_cq_ref(uid, cqn)?;
+        // The Q counter its drops count to (0: none).
+        let q_counter = u32::from(g.value(rqc::counter_set_id));
+        if q_counter != 0 {
+            let q = self
+                .q_counters
+                .get(q_counter)
+                .ok_or(check::NO_SUCH_Q_COUNTER)?;
+            owned(&q.meta, uid)?;
+        }
         let wqv = v.nested(c.nested(rqc::wq));
         let lo = self.profile.cap(l::cmd_hca_cap::log_min_stride_sz_rq);
         let hi = self.profile.cap(l::cmd_hca_cap::log_max_stride_sz_rq);
@@ -430,12 +439,16 @@ impl Firmware {
             ci: 0,
             raw,
             dropped: 0,
+            q_counter,
         }) else {
             self.release_wq(&wq);
             return Err(check::TOO_MANY_OBJECTS);
         };
         if let Some(c) = self.cqs.get_mut(cqn) {
             c.meta.refs += 1;
+        }
+        if let Some(q) = self.q_counters.get_mut(q_counter) {
+            q.meta.refs += 1;
         }
         o.set(l::create_rq_out::rqn, u64::from(rqn));
         Ok(ObjRef::Rq(rqn))

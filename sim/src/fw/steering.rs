@@ -318,8 +318,17 @@ impl Firmware {
         }
         let action = v.value(c.at(fc::action));
         let known = action::ALLOW | action::DROP | action::FWD_DEST | action::COUNT;
-        if action & !known != 0 || action & action::COUNT != 0 {
+        if action & !known != 0 {
             return Err(check::BAD_ACTION);
+        }
+        // COUNT names its counter in the counter list that follows the destinations; the
+        // model keeps one counter per entry.
+        let n_counters = v.get(c.at(fc::flow_counter_list_size)) as usize;
+        if (action & action::COUNT != 0) != (n_counters > 0) {
+            return Err(check::BAD_ACTION);
+        }
+        if n_counters > 1 {
+            return Err(check::ABOVE_CAP);
         }
         let n_dest = v.get(c.at(fc::destination_list_size)) as usize;
         let fwd = action & action::FWD_DEST != 0;
@@ -354,6 +363,21 @@ impl Firmware {
                 _ => return Err(check::BAD_DESTINATION),
             });
         }
+        let counter = if n_counters == 1 {
+            // flow_counter_list: the counter's id in the entry's upper 32 bits.
+            let word = v
+                .flex_get(m::destination, n_dest)
+                .map_err(|_| check::INBOX_TOO_SHORT)?;
+            let id = (word >> 32) as u32;
+            let fc = self
+                .flow_counters
+                .get(id)
+                .ok_or(check::NO_SUCH_FLOW_COUNTER)?;
+            owned(&fc.meta, uid)?;
+            Some(id)
+        } else {
+            None
+        };
         let at = ((m::flow_context.offset() + fc::match_value.offset()) / 8) as usize;
         let mut value = [0u8; 64];
         value.copy_from_slice(&inb[at + OUTER.start..at + OUTER.end]);
@@ -378,6 +402,9 @@ impl Firmware {
         if let Some(g) = self.groups.get_mut(group) {
             g.meta.refs += 1;
         }
+        if let Some(c) = counter.and_then(|c| self.flow_counters.get_mut(c)) {
+            c.meta.refs += 1;
+        }
         let flow_tag = v.value(c.at(fc::flow_tag));
         if let Some(t) = self.tables.get_mut(table) {
             t.lookup = None;
@@ -388,6 +415,7 @@ impl Firmware {
                     group,
                     action,
                     dests,
+                    counter,
                     flow_tag,
                     value,
                 },

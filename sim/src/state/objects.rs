@@ -28,6 +28,10 @@ pub enum ObjRef {
     Tir(u32),
     /// RQ table.
     Rqt(u32),
+    /// Q counter, by `counter_set_id`.
+    QCounter(u32),
+    /// Flow counter, by `flow_counter_id`.
+    FlowCounter(u32),
     /// Flow table.
     FlowTable {
         /// `table_type`.
@@ -78,6 +82,8 @@ impl ObjRef {
             ObjRef::Tis(_) => "TIS",
             ObjRef::Tir(_) => "TIR",
             ObjRef::Rqt(_) => "RQT",
+            ObjRef::QCounter(_) => "Q_COUNTER",
+            ObjRef::FlowCounter(_) => "FLOW_COUNTER",
             ObjRef::FlowTable { .. } => "FLOW_TABLE",
             ObjRef::FlowGroup { .. } => "FLOW_GROUP",
             ObjRef::Fte { .. } => "FTE",
@@ -228,6 +234,8 @@ pub(crate) struct Rq {
     pub(crate) ci: u16,
     pub(crate) raw: Box<[u8]>,
     pub(crate) dropped: u64,
+    /// The Q counter its drops count to (`rqc.counter_set_id`; 0: none).
+    pub(crate) q_counter: u32,
 }
 
 #[derive(Debug)]
@@ -283,6 +291,8 @@ pub(crate) struct Fte {
     pub(crate) group: u32,
     pub(crate) action: u16,
     pub(crate) dests: Vec<Dest>,
+    /// The flow counter the COUNT action adds the entry's frames to.
+    pub(crate) counter: Option<u32>,
     pub(crate) flow_tag: u32,
     /// The outer-header match value (`fte_match_set_lyr_2_4`, 64 bytes).
     pub(crate) value: [u8; 64],
@@ -340,6 +350,24 @@ pub(crate) struct FlowLookup {
 pub(crate) struct FlowHit {
     pub(crate) index: u32,
     pub(crate) step: FlowStep,
+    /// The entry's flow counter (its COUNT action).
+    pub(crate) counter: Option<u32>,
+}
+
+/// A Q counter (`ALLOC_Q_COUNTER`): what the receive queues naming it in `counter_set_id`
+/// could not take (PRM `out_of_buffer`: a frame for an RQ with no WQE posted).
+#[derive(Debug)]
+pub(crate) struct QCounter {
+    pub(crate) meta: Meta,
+    pub(crate) out_of_buffer: u32,
+}
+
+/// A flow counter (`ALLOC_FLOW_COUNTER`): the frames and bytes of the entries that count to it.
+#[derive(Debug)]
+pub(crate) struct FlowCounter {
+    pub(crate) meta: Meta,
+    pub(crate) packets: u64,
+    pub(crate) octets: u64,
 }
 
 /// What an entry does with a frame: drop it (the DROP action, or no destination), deliver it

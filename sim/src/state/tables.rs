@@ -60,6 +60,8 @@ pub struct Firmware {
     pub(crate) cqs: Slab<Cq>,
     pub(crate) sqs: Slab<Sq>,
     pub(crate) rqs: Slab<Rq>,
+    pub(crate) q_counters: Slab<QCounter>,
+    pub(crate) flow_counters: Slab<FlowCounter>,
     pub(crate) rmps: Slab<Rmp>,
     pub(crate) tises: Slab<Tis>,
     pub(crate) tirs: Slab<Tir>,
@@ -110,6 +112,14 @@ impl Firmware {
             cqs: Slab::new(0x400, lim(c::log_max_cq)),
             sqs: Slab::new(0x1000, lim(c::log_max_sq)),
             rqs: Slab::new(0x2000, lim(c::log_max_rq)),
+            // counter_set_id is 8 bits; 0 names no counter.
+            q_counters: Slab::new(0x1, profile.cap(c::max_qp_cnt).min(255) as u32),
+            flow_counters: Slab::new(
+                0x1,
+                (profile.cap(c::max_flow_counter_31_16) << 16
+                    | profile.cap(c::max_flow_counter_15_0))
+                .min(1 << 24) as u32,
+            ),
             rmps: Slab::new(0x3000, lim(c::log_max_rmp)),
             tises: Slab::new(0x10, lim(c::log_max_tis)),
             tirs: Slab::new(0x10, lim(c::log_max_tir)),

@@ -578,6 +578,7 @@ impl Harness {
                 cqn: Cqn(self.pick(input, Kind::Cq)),
                 wq: self.wq(input, 4),
                 flush_in_error_en: true,
+                counter_set_id: 0,
             }),
             7 => encoded(&CreateRmp {
                 wq: self.wq(input, 5),
@@ -659,6 +660,7 @@ impl Harness {
                 group_id: self.pick(input, Kind::Group),
                 value: OuterMatch::default(),
                 tirn: self.pick(input, Kind::Tir),
+                flow_counter: None,
             }),
             _ => None,
         }

@@ -6,7 +6,7 @@
 //! driver's queue layer; it writes WQEs and doorbells by hand, with the formats of docs/sources.md §6.
 //! It works over any [`Devx`], so it runs on hardware as well.
 
-use mlx5_dpa::mlx5::{Cqn, Rqn, Sqn};
+use mlx5_dpa::mlx5::{Cqn, Opcode, Rqn, Sqn};
 use std::sync::Arc;
 
 use mlx5_dpa::mem::{DmaBuf, MemError, Umem as MemUmem};
@@ -14,8 +14,9 @@ use mlx5_dpa::mem::{DmaBuf, MemError, Umem as MemUmem};
 use super::RigMem;
 use mlx5_dpa::devx::{self, Devx, DevxError, DevxObj, Uar, UarKind, UmemAccess};
 use mlx5_dpa::mlx5::cmd::{
-    AllocPd, AllocTransportDomain, CreateCq, CreateFlowGroup, CreateFlowTable, CreateMkey,
-    CreateRq, CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq, ModifySq, OuterMatch, SetFte,
+    AllocFlowCounter, AllocPd, AllocQCounter, AllocTransportDomain, CreateCq, CreateFlowGroup,
+    CreateFlowTable, CreateMkey, CreateRq, CreateSq, CreateTir, CreateTis, MkeyAccess, ModifyRq,
+    ModifySq, OuterMatch, QCounterStats, QueryFlowCounter, QueryQCounter, SetFte, TrafficCounter,
     WqAttr, WqState,
 };
 use mlx5_dpa::mlx5::wire::cqe::{self, cqe64_offset, session, Cqe64, CQE_SIZE};
@@ -51,6 +52,8 @@ pub struct RigConfig {
     /// Bytes each receive WQE offers (0: the whole buffer). Below `buf_size`, longer frames
     /// complete in error (a local length error), as on a NIC.
     pub rx_post_len: usize,
+    /// A Q counter for the RQ and a flow counter for the rig's rule ([`EthRig::counters`]).
+    pub counters: bool,
 }
 
 impl Default for RigConfig {
@@ -66,6 +69,7 @@ impl Default for RigConfig {
             extra_rules: 0,
             cqe_compression: false,
             rx_post_len: 0,
+            counters: false,
         }
     }
 }
@@ -151,6 +155,9 @@ pub struct EthRig {
     pub cqn_rx: u32,
     /// TIR number.
     pub tirn: u32,
+    /// The RQ's Q counter and the rule's flow counter (`RigConfig::counters`; 0 without).
+    pub q_counter: u32,
+    pub flow_counter: u32,
     /// Flow table id.
     pub table_id: u32,
     sq_pi: u16,
@@ -251,6 +258,8 @@ impl EthRig {
             cqn_tx: 0,
             cqn_rx: 0,
             tirn: 0,
+            q_counter: 0,
+            flow_counter: 0,
             table_id: 0,
             sq_pi: 0,
             sq_acked: 0,
@@ -343,6 +352,13 @@ impl EthRig {
             },
         )?;
         self.cqn_rx = self.keep(c).0;
+        // Counters after the CQs (`rx_cq` is the fifth object), before the queues naming them.
+        if cfg.counters {
+            let q = devx::create(&ctx, &AllocQCounter)?;
+            self.q_counter = self.keep(q);
+            let f = devx::create(&ctx, &AllocFlowCounter)?;
+            self.flow_counter = self.keep(f);
+        }
         let tis = devx::create(
             &ctx,
             &CreateTis {
@@ -379,6 +395,7 @@ impl EthRig {
                     mem: ring(self.off.rq, DBR_RQ),
                 },
                 flush_in_error_en: false,
+                counter_set_id: self.q_counter,
             },
         )?;
         self.rqn = self.keep(rq).0;
@@ -445,6 +462,7 @@ impl EthRig {
                         ..cfg.rule
                     },
                     tirn: self.tirn,
+                    flow_counter: None,
                 },
             )?;
             self.keep(fte);
@@ -457,10 +475,49 @@ impl EthRig {
                 group_id,
                 value: cfg.rule,
                 tirn: self.tirn,
+                flow_counter: (self.flow_counter != 0).then_some(self.flow_counter),
             },
         )?;
         self.keep(fte);
         Ok(())
+    }
+
+    /// What the rig's counters hold (`RigConfig::counters`): the RQ's Q counter, the rule's
+    /// flow counter.
+    ///
+    /// # Errors
+    /// The queries' errors; [`RigError::Config`] without counters.
+    pub fn counters(&self) -> Result<(QCounterStats, TrafficCounter), RigError> {
+        self.query_counters(false)
+    }
+
+    /// [`EthRig::counters`], zeroing them after reading when `clear`.
+    ///
+    /// # Errors
+    /// As [`EthRig::counters`].
+    pub fn query_counters(&self, clear: bool) -> Result<(QCounterStats, TrafficCounter), RigError> {
+        let obj = |op| self.objs.iter().find(|o| o.created_by() == op);
+        let (Some(q), Some(f)) = (
+            obj(Opcode::ALLOC_Q_COUNTER),
+            obj(Opcode::ALLOC_FLOW_COUNTER),
+        ) else {
+            return Err(RigError::Config("the rig has no counters"));
+        };
+        let q = devx::query(
+            q,
+            &QueryQCounter {
+                counter_set_id: self.q_counter,
+                clear,
+            },
+        )?;
+        let f = devx::query(
+            f,
+            &QueryFlowCounter {
+                flow_counter_id: self.flow_counter,
+                clear,
+            },
+        )?;
+        Ok((q, f))
     }
 
     /// The memory key of the rig's buffers.

@@ -179,6 +179,7 @@ fn inventory_counts_and_context_drop_releases_everything() {
             cqn,
             wq: wq(0x2000),
             flush_in_error_en: false,
+            counter_set_id: 0,
         },
     ));
     let (_, tirn) = ok(mk(
@@ -213,6 +214,7 @@ fn inventory_counts_and_context_drop_releases_everything() {
             group_id: gid,
             value: OuterMatch::default(),
             tirn,
+            flow_counter: None,
         },
     ));
     ok(mk(

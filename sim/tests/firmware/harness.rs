@@ -227,6 +227,7 @@ impl Kit {
             cqn: Cqn(cqn),
             wq: self.wq(4, 6),
             flush_in_error_en: false,
+            counter_set_id: 0,
         }
     }
 

@@ -884,6 +884,7 @@ fn flow_table_group_and_entries() {
             ..OuterMatch::default()
         },
         tirn,
+        flow_counter: None,
     };
     let (entry, ()) = ok(devx::create(&ctx, &fte(3, gid, tirn)));
     expect_check(

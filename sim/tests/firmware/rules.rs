@@ -335,3 +335,63 @@ fn contexts_are_isolated() {
     );
     drop((cq1, tis1));
 }
+
+/// Counters: an RQ names its Q counter (no such counter, another context's counter: refused),
+/// and a counter in use cannot be deallocated; a bulk of flow counters is refused (the
+/// profile offers none); a query of a counter names it as the kernel finds it.
+#[test]
+fn counters_in_use_and_their_refusals() {
+    let mut env = Env::bf3();
+    let ctx = env.ctx();
+    let kit = Kit::new(&mut env, &ctx);
+    let (cq, cqn) = kit.cq();
+    let (qc, qid) = ok(devx::create(&ctx, &AllocQCounter));
+    let missing = CreateRq {
+        counter_set_id: qid + 1,
+        ..kit.rq_cmd(cqn)
+    };
+    expect_check(devx::create(&ctx, &missing), check::NO_SUCH_Q_COUNTER);
+    let (other, _) = env.open();
+    let (oqc, oqid) = ok(devx::create(&other, &AllocQCounter));
+    let foreign = CreateRq {
+        counter_set_id: oqid,
+        ..kit.rq_cmd(cqn)
+    };
+    expect_check(devx::create(&ctx, &foreign), check::WRONG_UID);
+    let (rq, _) = ok(devx::create(
+        &ctx,
+        &CreateRq {
+            counter_set_id: qid,
+            ..kit.rq_cmd(cqn)
+        },
+    ));
+    expect_check(raw_destroy(&*ctx, qc.handle()), check::OBJECT_IN_USE);
+    let stats = ok(devx::query(
+        &qc,
+        &QueryQCounter {
+            counter_set_id: qid,
+            clear: false,
+        },
+    ));
+    assert_eq!(stats.out_of_buffer, 0);
+    ok(rq.destroy());
+    ok(qc.destroy());
+    ok(oqc.destroy());
+    let bulk = patched(&AllocFlowCounter, |v| {
+        v.set(l::alloc_flow_counter_in::flow_counter_bulk, 1)
+    });
+    expect_check(raw_create(&*ctx, &bulk), check::NOT_SUPPORTED);
+    let (fc, fid) = ok(devx::create(&ctx, &AllocFlowCounter));
+    let t = ok(devx::query(
+        &fc,
+        &QueryFlowCounter {
+            flow_counter_id: fid,
+            clear: false,
+        },
+    ));
+    assert_eq!((t.packets, t.octets), (0, 0));
+    ok(fc.destroy());
+    ok(cq.destroy());
+    assert_eq!(env.dev.inventory().count("Q_COUNTER"), 0);
+    assert_eq!(env.dev.inventory().count("FLOW_COUNTER"), 0);
+}

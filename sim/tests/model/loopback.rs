@@ -233,6 +233,7 @@ fn steering_follows_rules_changed_after_traffic() {
             ..Default::default()
         },
         tirn,
+        flow_counter: None,
     };
     let (entry, _) = devx::create(&ctx, &fte(1, other)).unwrap();
     assert_eq!(send(&mut rig, &to_other), 1, "the rule added after traffic");
@@ -572,6 +573,43 @@ fn send_queues_sharing_a_uar_page_both_run() {
     }
     drop(b);
     drop(a);
+    drop(ctx);
+    assert!(dev.inventory().is_empty(), "left over: {}", dev.inventory());
+}
+
+/// The RQ's Q counter counts the frames it had no WQE for (`out_of_buffer`), and the rule's
+/// flow counter every frame and byte the rule took, whether or not the RQ could take it. A
+/// query with `clear` reads and zeroes. The rig's teardown (entries and queues first, then the
+/// counters they name) leaves nothing.
+#[test]
+fn q_and_flow_counters_count_drops_and_hits() {
+    let dev = Device::new(Profile::bf3());
+    let ctx = dev.open_devx();
+    let cfg = RigConfig {
+        log_rq: 4,
+        counters: true,
+        ..Default::default()
+    };
+    let mut rig = EthRig::new(ctx.clone(), cfg).unwrap();
+    rig.fill_rq();
+    let sizes: Vec<usize> = (0..40).map(|i| 64 + i * 7).collect();
+    for (i, &n) in sizes.iter().enumerate() {
+        rig.post_send(&frame(n, i as u32)).unwrap();
+    }
+    rig.ring_sq();
+    dev.run_until_idle();
+    assert_eq!(rig.poll_tx(usize::MAX).len(), 40);
+    let (q, f) = rig.counters().unwrap();
+    assert_eq!(q.out_of_buffer, 40 - 16, "16 WQEs posted, 40 frames");
+    assert_eq!(f.packets, 40);
+    assert_eq!(f.octets, sizes.iter().sum::<usize>() as u64);
+    assert_eq!(dev.stats().port.rx_no_buffer, 24);
+    // Read and clear.
+    let (q, f) = rig.query_counters(true).unwrap();
+    assert_eq!((q.out_of_buffer, f.packets), (24, 40));
+    let (q, f) = rig.counters().unwrap();
+    assert_eq!((q.out_of_buffer, f.packets, f.octets), (0, 0, 0));
+    drop(rig);
     drop(ctx);
     assert!(dev.inventory().is_empty(), "left over: {}", dev.inventory());
 }

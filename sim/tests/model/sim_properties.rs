@@ -676,6 +676,7 @@ impl Sim {
                         mem: self.ring(umem, page),
                     },
                     flush_in_error_en: true,
+                    counter_set_id: 0,
                 };
                 self.create(&cmd);
             }
@@ -721,6 +722,7 @@ impl Sim {
                         ..OuterMatch::default()
                     },
                     tirn: self.pick(tir, Kind::Tir),
+                    flow_counter: None,
                 };
                 self.create(&cmd);
             }
@@ -1005,6 +1007,7 @@ impl Sim {
             cqn: Cqn(cqn),
             wq: wq(4, 2),
             flush_in_error_en: false,
+            counter_set_id: 0,
         });
         let rqn = self.newest(Kind::Rq);
         self.create(&CreateTir {
@@ -1039,6 +1042,7 @@ impl Sim {
                 ..OuterMatch::default()
             },
             tirn,
+            flow_counter: None,
         });
         self.create(&CreateQp {
             pd: Pdn(pd),

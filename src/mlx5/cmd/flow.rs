@@ -158,6 +158,8 @@ command! {
 
 /// `flow_context.action` forward to destinations (PRM `MLX5_FLOW_CONTEXT_ACTION_FWD_DEST`).
 pub const FLOW_ACTION_FWD_DEST: u64 = 0x4;
+/// `flow_context.action` COUNT: add the entry's frames to its flow counters (PRM).
+pub const FLOW_ACTION_COUNT: u64 = 0x8;
 /// `destination_type` TIR (PRM `MLX5_FLOW_DESTINATION_TYPE_TIR`).
 pub const FLOW_DEST_TIR: u64 = 0x2;
 
@@ -169,12 +171,14 @@ pub struct SetFte {
     pub group_id: u32,
     pub value: OuterMatch,
     pub tirn: u32,
+    /// A flow counter ([`AllocFlowCounter`]) the entry's frames count to (the COUNT action).
+    pub flow_counter: Option<u32>,
 }
 
 command! {
     SetFte: SET_FLOW_TABLE_ENTRY, set_fte_in -> set_fte_out;
     fn inbox_extra(&self) -> usize {
-        8
+        8 * (1 + usize::from(self.flow_counter.is_some()))
     }
     fn encode(&self, v: &mut ViewMut<'_, Self::In>) -> Result<(), CmdError> {
         let op = Self::OPCODE;
@@ -189,8 +193,17 @@ command! {
         )?;
         v.set(set_fte_in::flow_index, u64::from(self.flow_index));
         v.set(c.at(flow_context::group_id), u64::from(self.group_id));
-        v.set(c.at(flow_context::action), FLOW_ACTION_FWD_DEST);
+        let count = if self.flow_counter.is_some() {
+            FLOW_ACTION_COUNT
+        } else {
+            0
+        };
+        v.set(c.at(flow_context::action), FLOW_ACTION_FWD_DEST | count);
         v.set(c.at(flow_context::destination_list_size), 1);
+        v.set(
+            c.at(flow_context::flow_counter_list_size),
+            u64::from(self.flow_counter.is_some()),
+        );
         encode_outer(v, c.nested(flow_context::match_value), &self.value, false)?;
         if self.tirn > 0xff_ffff {
             return Err(CmdError::InvalidAttr {
@@ -198,13 +211,18 @@ command! {
                 what: format!("tirn {:#x} exceeds 24 bits", self.tirn),
             });
         }
-        // dest_format_struct: destination_type[8] | destination_id[24], then 32 reserved bits.
-        put_flex(
-            v,
-            op,
-            set_fte_in::destination,
-            &[(FLOW_DEST_TIR << 56) | (u64::from(self.tirn) << 32)],
-        )
+        // dest_format_struct: destination_type[8] | destination_id[24], then 32 reserved bits;
+        // then the counter list (flow_counter_list: flow_counter_id[32], 32 reserved bits).
+        let tir = (FLOW_DEST_TIR << 56) | (u64::from(self.tirn) << 32);
+        match self.flow_counter {
+            Some(id) => put_flex(
+                v,
+                op,
+                set_fte_in::destination,
+                &[tir, u64::from(id) << 32],
+            ),
+            None => put_flex(v, op, set_fte_in::destination, &[tir]),
+        }
     }
 }
 

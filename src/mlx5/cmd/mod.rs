@@ -259,6 +259,7 @@ macro_rules! query_command {
     };
 }
 
+mod counters;
 mod cq;
 mod dpa;
 mod flow;
@@ -270,6 +271,7 @@ mod reg;
 mod tir;
 mod work_queue;
 
+pub use counters::*;
 pub use cq::*;
 pub use dpa::*;
 pub use flow::*;

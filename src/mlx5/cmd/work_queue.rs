@@ -119,6 +119,8 @@ pub struct CreateRq {
     pub cqn: Cqn,
     pub wq: WqAttr,
     pub flush_in_error_en: bool,
+    /// The Q counter its drops count to ([`AllocQCounter`]; 0: none).
+    pub counter_set_id: u32,
 }
 
 command! {
@@ -131,6 +133,13 @@ command! {
             c.at(rqc::flush_in_error_en),
             u64::from(self.flush_in_error_en),
         );
+        put(
+            v,
+            op,
+            c.at(rqc::counter_set_id),
+            u64::from(self.counter_set_id),
+            "counter_set_id",
+        )?;
         encode_wq(v, op, c.nested(rqc::wq), &self.wq)
     }
     fn decode(&self, v: View<'_, Self::Out>) -> Result<Rqn, CmdError> {

@@ -6,6 +6,7 @@
 
 pub mod caps;
 pub mod cmd;
+pub mod counters;
 pub mod cq;
 pub mod destroy;
 pub mod dpa;
@@ -20,6 +21,7 @@ pub mod work_queue;
 
 pub use caps::*;
 pub use cmd::*;
+pub use counters::*;
 pub use cq::*;
 pub use destroy::*;
 pub use dpa::*;
@@ -170,6 +172,18 @@ registry![
     destroy_flow_table_in,
     destroy_flow_group_in,
     delete_fte_in,
+    alloc_q_counter_in,
+    alloc_q_counter_out,
+    dealloc_q_counter_in,
+    query_q_counter_in,
+    query_q_counter_out,
+    alloc_flow_counter_in,
+    alloc_flow_counter_out,
+    dealloc_flow_counter_in,
+    query_flow_counter_in,
+    traffic_counter,
+    query_flow_counter_out,
+    flow_counter_list,
     mlx5_cqe64,
     mlx5_err_cqe,
     mlx5_eqe,
