@@ -21,6 +21,7 @@ pub(crate) fn arm_cq(fw: &mut Firmware, dp: &mut Datapath, page: u32, cqn: u32, 
         return;
     }
     let ci = word & 0xff_ffff;
+    cq.arm_seen = word;
     cq.armed = Some(ci);
     cq.pending_since_arm = 0;
     cq.first_pending = None;

@@ -65,7 +65,27 @@ pub(crate) fn step(st: &mut State) -> usize {
         let hi = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
         let lo = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
         if let Doorbell::CqArm { .. } = d {
-            arm_cq(fw, dp, page, lo & 0xff_ffff, hi & 0xff_ffff);
+            let cqn = lo & 0xff_ffff;
+            arm_cq(fw, dp, page, cqn, hi);
+            // As for send queues: an arm of another CQ of the page may have been hidden by
+            // this one (rdma-core's CQs share their context's UAR pages). Each CQ's doorbell
+            // record holds its arm word before the doorbell rings; one not yet acted on is
+            // armed too, or its event would never come.
+            if fw.cqs.len() > 1 {
+                dp.ids.clear();
+                dp.ids.extend(fw.cqs.iter().filter_map(|(id, c)| {
+                    let word = c.dbr.read_be32(4)?;
+                    (id != cqn && c.uar_page == page && word != 0 && word != c.arm_seen)
+                        .then_some(id)
+                }));
+                let ids = std::mem::take(&mut dp.ids);
+                for &id in &ids {
+                    if let Some(word) = fw.cqs.get(id).and_then(|c| c.dbr.read_be32(4)) {
+                        arm_cq(fw, dp, page, id, word);
+                    }
+                }
+                dp.ids = ids;
+            }
         } else {
             // qpn_ds / sqn_ds: the number names an SQ or a QP of this page (their number
             // spaces start at 0x1000 and 0x4000).

@@ -137,6 +137,7 @@ impl Firmware {
                 status: CqStatus::Ok,
                 pi: 0,
                 armed: None,
+                arm_seen: 0,
                 pending_since_arm: 0,
                 first_pending: None,
                 raw,

@@ -171,6 +171,9 @@ pub(crate) struct Cq {
     pub(crate) pi: u32,
     /// Armed: the consumer index the arm named (events fire for CQEs past it).
     pub(crate) armed: Option<u32>,
+    /// The last arm word acted on (sequence number, command and consumer index, as the
+    /// doorbell record's second word holds it).
+    pub(crate) arm_seen: u32,
     /// CQEs since arming, for moderation.
     pub(crate) pending_since_arm: u32,
     pub(crate) first_pending: Option<std::time::Instant>,

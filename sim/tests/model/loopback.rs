@@ -613,3 +613,62 @@ fn q_and_flow_counters_count_drops_and_hits() {
     drop(ctx);
     assert!(dev.inventory().is_empty(), "left over: {}", dev.inventory());
 }
+
+/// Two CQs armed through one UAR page before the engine's next pass (rdma-core's CQs share
+/// their context's pages): the register holds only the second arm, but both CQs are armed, as
+/// their doorbell records say, and each raises its event. Before, the first CQ's event never
+/// came. (A CQ's first arm at consumer index 0 writes the word the record started with, so the
+/// first round arms one CQ at a time; the model cannot tell that arm from none.)
+#[test]
+fn cqs_armed_through_one_uar_page_both_raise_events() {
+    let dev = Device::new(Profile::bf3());
+    let ctx = dev.open_devx();
+    let other = [0x02, 0, 0, 0, 0, 0x7e];
+    let a_cfg = RigConfig {
+        rule: OuterMatch {
+            dmac: Some(DMAC),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut a = EthRig::new(ctx.clone(), a_cfg).unwrap();
+    let b_cfg = RigConfig {
+        rule: OuterMatch {
+            dmac: Some(other),
+            ..Default::default()
+        },
+        level: 1,
+        ..Default::default()
+    };
+    let mut b = EthRig::new_sharing_uar(ctx.clone(), b_cfg, &a).unwrap();
+    a.fill_rq();
+    b.fill_rq();
+    let ch = ctx.event_channel().unwrap();
+    ch.subscribe(Some(a.rx_cq_handle()), &[event_type::COMP], 0xa)
+        .unwrap();
+    ch.subscribe(Some(b.rx_cq_handle()), &[event_type::COMP], 0xb)
+        .unwrap();
+    for round in 0..3u32 {
+        a.arm_rx();
+        if round == 0 {
+            dev.run_until_idle();
+        }
+        b.arm_rx();
+        dev.run_until_idle();
+        let mut to_b = frame(80, 100 + round);
+        to_b[0..6].copy_from_slice(&other);
+        a.post_send(&frame(80, round)).unwrap();
+        a.post_send(&to_b).unwrap();
+        a.ring_sq();
+        dev.run_until_idle();
+        let mut cookies = Vec::new();
+        while let Some(ev) = ch.read_event(Duration::from_millis(200)).unwrap() {
+            cookies.push(ev.cookie);
+        }
+        cookies.sort_unstable();
+        assert_eq!(cookies, vec![0xa, 0xb], "one event per CQ, round {round}");
+        assert_eq!(a.poll_rx(16, |_| {}), 1);
+        assert_eq!(b.poll_rx(16, |_| {}), 1);
+        a.poll_tx(usize::MAX);
+    }
+}
