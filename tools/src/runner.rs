@@ -98,7 +98,7 @@ pub fn run(args: &RunArgs, profile: &str, capture: Option<&Path>) -> Result<Exit
     let preload = std::fs::canonicalize(&preload).unwrap_or(preload);
     // The port's network interface, held until the program ends. Programs that only use
     // verbs do not need it, so a machine without TUN/TAP runs them all the same.
-    let netdev = match mlx5_sim_uverbs::netdev::Netdev::create(cfg.mac()) {
+    let netdev = match mlx5_sim_uverbs::netdev::Netdev::create(cfg.mac(), cfg.ip) {
         Ok(n) => Some(n),
         Err(e) => {
             eprintln!("mlx5-dpa run: the port has no network interface ({e})");

@@ -4,10 +4,12 @@
 //! Programs that drive the NIC themselves still look the interface up: DPDK's mlx5 driver
 //! finds it by that sysfs directory (`mlx5_get_ifname_sysfs`), takes its index
 //! (`if_nametoindex`) and reads the MAC, MTU and link state from it with ioctls and
-//! `NETLINK_ROUTE`. The runner gives the model's port one: a TAP interface with the port's MAC,
-//! up, held open for the program's life (a TAP has carrier only while a descriptor is attached)
-//! and gone with the runner. Like the netdev of a real NIC, it carries none of the frames the
-//! program sends on its own queues: those stay on the model's port (loopback or `--link`).
+//! `NETLINK_ROUTE`. The runner gives the model's port one: a TAP interface with the port's MAC
+//! and IPv4 address (a /32), up, held open for the program's life (a TAP has carrier only while
+//! a descriptor is attached) and gone with the runner. rdma-core's tests read the port's MAC and
+//! address from it (`ip addr` of `device/net/*`). Like the netdev of a real NIC, it carries none
+//! of the frames the program sends on its own queues: those stay on the model's port (loopback
+//! or `--link`).
 //!
 //! The interface lives in the runner's network namespace, so that two runners linked over
 //! `127.0.0.1` still reach each other; IPv6 is disabled on it, so the kernel sends nothing from
@@ -41,12 +43,14 @@ pub struct Netdev {
 }
 
 impl Netdev {
-    /// Creates the interface with the port's MAC and brings it up.
+    /// Creates the interface with the port's MAC and IPv4 address (a /32: the address RoCE v2
+    /// GID 1 is made from, as a kernel makes a port's GIDs from its netdev's addresses) and
+    /// brings it up.
     ///
     /// # Errors
     /// [`NetdevError::Tap`] without `/dev/net/tun` or `CAP_NET_ADMIN`; [`NetdevError::Ioctl`]
-    /// when the MAC or the flags could not be set.
-    pub fn create(mac: [u8; 6]) -> Result<Netdev, NetdevError> {
+    /// when the MAC, the address or the flags could not be set.
+    pub fn create(mac: [u8; 6], ip: std::net::Ipv4Addr) -> Result<Netdev, NetdevError> {
         let tap = Tap::open(NAME_TEMPLATE)?;
         let dev = Netdev { tap };
         let name = dev.name().to_owned();
@@ -70,6 +74,33 @@ impl Netdev {
             }
         }
         ioctl(&sock, libc::SIOCSIFHWADDR, &mut req, "SIOCSIFHWADDR", &name)?;
+        for (request, what, addr) in [
+            (libc::SIOCSIFADDR, "SIOCSIFADDR", ip),
+            (
+                libc::SIOCSIFNETMASK,
+                "SIOCSIFNETMASK",
+                std::net::Ipv4Addr::BROADCAST,
+            ),
+        ] {
+            let mut req = ifreq(&name);
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: 0,
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(addr.octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: `sockaddr_in` fits the `ifru_addr` member (a `sockaddr`, 16 bytes) and is
+            // plain data; the union member is written whole.
+            unsafe {
+                std::ptr::write_unaligned(
+                    (&raw mut req.ifr_ifru.ifru_addr).cast::<libc::sockaddr_in>(),
+                    sin,
+                );
+            }
+            ioctl(&sock, request, &mut req, what, &name)?;
+        }
         let mut req = ifreq(&name);
         ioctl(&sock, libc::SIOCGIFFLAGS, &mut req, "SIOCGIFFLAGS", &name)?;
         // SAFETY: SIOCGIFFLAGS filled the `ifru_flags` member.
