@@ -26,9 +26,18 @@ pub(crate) fn arm_cq(fw: &mut Firmware, dp: &mut Datapath, page: u32, cqn: u32, 
     cq.pending_since_arm = 0;
     cq.first_pending = None;
     // CQEs already past the armed index raise the event at once.
-    if (cq.pi.wrapping_sub(ci) & 0xff_ffff) != 0 {
+    if pending(cq.pi, ci, cq.log_size) != 0 {
         fire(fw, dp, cqn);
     }
+}
+
+/// CQEs written and not yet consumed: the producer and consumer counters compared modulo
+/// twice the ring (the owner bit is the counters' bit `log_size`), as the NIC compares them.
+/// Consumers keep counters of their own width in the doorbell record's 24 bits: DPDK's send
+/// queues keep a 16-bit one, which a 24-bit comparison would take for 65,536 CQEs unread at its
+/// first wrap (the model stopped their CQs there as overrun).
+fn pending(pi: u32, ci: u32, log_size: u8) -> u32 {
+    pi.wrapping_sub(ci) & ((2u32 << log_size) - 1)
 }
 
 /// Raises the completion event of an armed CQ and disarms it.
@@ -150,8 +159,8 @@ pub(crate) fn flush_held(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
         };
         let size = 1u32 << cq.log_size;
         let to_end = (size - (cq.pi & (size - 1))) as usize;
-        let ci = cq.dbr.read_be32(0).unwrap_or(0) & 0xff_ffff;
-        let free = size.saturating_sub(cq.pi.wrapping_sub(ci) & 0xff_ffff) as usize;
+        let ci = cq.dbr.read_be32(0).unwrap_or(0);
+        let free = size.saturating_sub(pending(cq.pi, ci, cq.log_size)) as usize;
         let n = rest.len().min(to_end);
         if n >= 2 && n <= free && cq.status != CqStatus::Overflow {
             write_session(fw, dp, cqn, &rest[..n]);
@@ -225,8 +234,8 @@ fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: [u8; 64]) 
         return false;
     }
     let size = 1u32 << cq.log_size;
-    let ci = cq.dbr.read_be32(0).unwrap_or(0) & 0xff_ffff;
-    let used = cq.pi.wrapping_sub(ci) & 0xff_ffff;
+    let ci = cq.dbr.read_be32(0).unwrap_or(0);
+    let used = pending(cq.pi, ci, cq.log_size);
     if used >= size && !cq.oi && !cq.cc {
         cq.status = CqStatus::Overflow;
         dp.port.stats.cq_overruns += 1;

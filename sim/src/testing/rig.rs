@@ -54,6 +54,9 @@ pub struct RigConfig {
     pub rx_post_len: usize,
     /// A Q counter for the RQ and a flow counter for the rig's rule ([`EthRig::counters`]).
     pub counters: bool,
+    /// Bits of the consumer counter the rig writes to its CQs' doorbell records (24, the
+    /// field's width, by default; DPDK's send queues keep 16).
+    pub cq_ci_bits: u8,
 }
 
 impl Default for RigConfig {
@@ -70,6 +73,7 @@ impl Default for RigConfig {
             cqe_compression: false,
             rx_post_len: 0,
             counters: false,
+            cq_ci_bits: 24,
         }
     }
 }
@@ -655,6 +659,11 @@ impl EthRig {
         n
     }
 
+    /// The consumer counter's bits the rig writes (`RigConfig::cq_ci_bits`).
+    fn ci_mask(&self) -> u32 {
+        (1u32 << self.cfg.cq_ci_bits.clamp(1, 24)) - 1
+    }
+
     fn poll_cq(&mut self, ring: usize, dbr: usize, rx: bool) -> Option<Completion> {
         if rx {
             if let Some(c) = self.rx_session.pop_front() {
@@ -689,7 +698,7 @@ impl EthRig {
         } else {
             self.cq_tx_ci = ci;
         }
-        self.mem.put_be32(self.off.dbr + dbr, ci & 0xff_ffff);
+        self.mem.put_be32(self.off.dbr + dbr, ci & self.ci_mask());
         Some(done)
     }
 
@@ -728,7 +737,7 @@ impl EthRig {
         }
         let ci = ci.wrapping_add(n as u32);
         self.cq_rx_ci = ci;
-        self.mem.put_be32(self.off.dbr + dbr, ci & 0xff_ffff);
+        self.mem.put_be32(self.off.dbr + dbr, ci & self.ci_mask());
         self.rx_session
             .pop_front()
             .expect("a session of two or more")

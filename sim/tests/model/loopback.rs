@@ -672,3 +672,42 @@ fn cqs_armed_through_one_uar_page_both_raise_events() {
         a.poll_tx(usize::MAX);
     }
 }
+
+/// A consumer that keeps a 16-bit CQ counter (DPDK's send queues do, and write it to the
+/// doorbell record's 24 bits): past its first wrap, at 65,536 CQEs, the CQ goes on. The model
+/// compares counters modulo twice the ring, as the NIC does; before, it took the wrap for
+/// 65,536 CQEs unread and stopped the CQ as overrun (testpmd's forwarding stalled there).
+#[test]
+fn a_16_bit_cq_consumer_counter_wraps_without_an_overrun() {
+    let dev = Device::new(Profile::bf3());
+    let cfg = RigConfig {
+        log_cq: 6,
+        log_sq: 6,
+        log_rq: 6,
+        buf_size: 128,
+        cq_ci_bits: 16,
+        ..Default::default()
+    };
+    let mut rig = EthRig::new(dev.open_devx(), cfg).unwrap();
+    rig.fill_rq();
+    let f = frame(64, 1);
+    let (mut sent, mut got) = (0u32, 0usize);
+    let mut tx = Vec::with_capacity(32);
+    while sent < 70_000 {
+        for _ in 0..32 {
+            rig.post_send(&f).unwrap();
+        }
+        rig.ring_sq();
+        dev.run_until_idle();
+        tx.clear();
+        assert_eq!(
+            rig.poll_tx_into(usize::MAX, &mut tx),
+            32,
+            "after {sent} frames"
+        );
+        got += rig.poll_rx(usize::MAX, |_| {});
+        sent += 32;
+    }
+    assert_eq!(got, 70_016);
+    assert_eq!(dev.stats().port.cq_overruns, 0);
+}
