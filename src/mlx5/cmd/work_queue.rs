@@ -129,6 +129,9 @@ command! {
         let op = Self::OPCODE;
         let c = create_rq_in::ctx;
         put(v, op, c.at(rqc::cqn), u64::from(self.cqn), "cqn")?;
+        // VLAN strip disable: frames arrive as they were sent, tags included (Linux's mlx5e
+        // and DPDK set it too unless they ask the NIC to strip, which needs `vlan_cap`).
+        v.set(c.at(rqc::vsd), 1);
         v.set(
             c.at(rqc::flush_in_error_en),
             u64::from(self.flush_in_error_en),
