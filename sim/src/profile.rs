@@ -10,8 +10,8 @@
 
 use mlx5_dpa::mlx5::layout::{Field, View, ViewMut};
 use mlx5_dpa::mlx5::layouts::{
-    cmd_hca_cap, cmd_hca_cap_2, dpa::obj_type, dpa_cap, flow_table_nic_cap, flow_table_prop_layout,
-    per_protocol_networking_offload_caps, roce_caps,
+    atomic_caps, cmd_hca_cap, cmd_hca_cap_2, dpa::obj_type, dpa_cap, flow_table_nic_cap,
+    flow_table_prop_layout, per_protocol_networking_offload_caps, roce_caps,
 };
 
 /// Bytes of one capability page (the `capability` field of `query_hca_cap_out`).
@@ -30,6 +30,10 @@ pub struct Profile {
     pub eth_offloads: Vec<u8>,
     /// RoCE (type 0x4, `roce_caps`).
     pub roce: Vec<u8>,
+    /// Atomic operations (type 0x3, `atomic_caps`).
+    pub atomic: Vec<u8>,
+    /// Device memory (type 0xf, `device_mem_cap`): none, so the page is zero.
+    pub device_mem: Vec<u8>,
     /// NIC flow tables (type 0x7, `flow_table_nic_cap`).
     pub flow_table_nic: Vec<u8>,
     /// DPA capabilities (type 0x24), when the device has a DPA.
@@ -228,6 +232,8 @@ impl Profile {
             general_2,
             eth_offloads: Self::eth_offloads_page(),
             roce: Self::roce_page(),
+            atomic: Self::atomic_page(),
+            device_mem: vec![0u8; CAP_PAGE_BYTES],
             flow_table_nic: Self::flow_table_nic_page(),
             dpa: None,
             dpa_cores: 0,
@@ -263,6 +269,19 @@ impl Profile {
         let mut v = ViewMut::<roce_caps::Layout>::new(&mut page).expect("cap page size");
         v.set(roce_caps::r_roce_min_src_udp_port, 0xc000);
         v.set(roce_caps::r_roce_max_src_udp_port, 0xffff);
+        page
+    }
+
+    /// Atomics as the RC responder performs them (`datapath/rc/responder.rs`): 8-byte
+    /// compare-and-swap and fetch-and-add on the target in host byte order
+    /// (`atomic_req_8B_endianness_mode` 1, Linux `MLX5_ATOMIC_REQ_MODE_HOST_ENDIANNESS`).
+    fn atomic_page() -> Vec<u8> {
+        let mut page = vec![0u8; CAP_PAGE_BYTES];
+        let mut v = ViewMut::<atomic_caps::Layout>::new(&mut page).expect("cap page size");
+        v.set(atomic_caps::atomic_req_8B_endianness_mode, 1);
+        v.set(atomic_caps::supported_atomic_req_8B_endianness_mode_1, 1);
+        v.set(atomic_caps::atomic_operations, 0b11);
+        v.set(atomic_caps::atomic_size_qp, 1 << 3);
         page
     }
 

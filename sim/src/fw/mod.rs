@@ -252,7 +252,12 @@ impl Firmware {
                 &self.profile.eth_offloads,
                 size::<l::per_protocol_networking_offload_caps::Layout>(),
             ),
+            0x3 => (&self.profile.atomic, size::<l::atomic_caps::Layout>()),
             0x4 => (&self.profile.roce, size::<l::roce_caps::Layout>()),
+            0xf => (
+                &self.profile.device_mem,
+                size::<l::device_mem_cap::Layout>(),
+            ),
             0x7 => (
                 &self.profile.flow_table_nic,
                 size::<l::flow_table_nic_cap::Layout>(),

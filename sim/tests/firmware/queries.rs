@@ -88,6 +88,17 @@ fn query_hca_cap_bf3_reports_general_dpa_and_apu() {
         e.get(l::per_protocol_networking_offload_caps::wqe_inline_mode),
         2
     );
+    let at = page(QueryHcaCap::ATOMIC);
+    let a = ok(View::<l::atomic_caps::Layout>::new(&at));
+    assert_eq!(
+        a.get(l::atomic_caps::atomic_operations),
+        0b11,
+        "CAS and FAA"
+    );
+    assert_eq!(a.get(l::atomic_caps::atomic_size_qp), 1 << 3, "8 bytes");
+    let dm = page(QueryHcaCap::DEVICE_MEMORY);
+    let d = ok(View::<l::device_mem_cap::Layout>::new(&dm));
+    assert_eq!(d.get(l::device_mem_cap::memic), 0, "no device memory");
     let ft = page(QueryHcaCap::NIC_FLOW_TABLE);
     let f = ok(View::<l::flow_table_nic_cap::Layout>::new(&ft));
     let rx = l::flow_table_nic_cap::flow_table_properties_nic_receive;

@@ -17,10 +17,14 @@ impl QueryHcaCap {
     pub const GENERAL: u16 = 0x0;
     /// Ethernet offloads (`per_protocol_networking_offload_caps`).
     pub const ETHERNET_OFFLOADS: u16 = 0x1;
+    /// Atomic operations (`atomic_caps`).
+    pub const ATOMIC: u16 = 0x3;
     /// RoCE (`roce_caps`).
     pub const ROCE: u16 = 0x4;
     /// NIC flow tables (`flow_table_nic_cap`).
     pub const NIC_FLOW_TABLE: u16 = 0x7;
+    /// Device memory (`device_mem_cap`).
+    pub const DEVICE_MEMORY: u16 = 0xf;
     pub const GENERAL_2: u16 = 0x20;
     pub const DPA: u16 = crate::mlx5::layouts::DPA_CAP_TYPE;
 }

@@ -471,3 +471,28 @@ layout! {
         flow_table_properties_nic_transmit_sniffer @ 0xc00 : flow_table_prop_layout,
     }
 }
+
+layout! {
+    /// `atomic_caps` (capability type 0x3); offsets and widths as in rdma-core
+    /// `providers/mlx5/mlx5_ifc.h`.
+    pub atomic_caps: 0x800 {
+        atomic_req_8B_endianness_mode @ 0x40 : 0x2,
+        supported_atomic_req_8B_endianness_mode_1 @ 0x46 : 0x1,
+        /// Bit 0 compare-and-swap, bit 1 fetch-and-add (Linux `MLX5_ATOMIC_OPS_*`).
+        atomic_operations @ 0x90 : 0x10,
+        /// Bit 3: 8-byte atomics on RC QPs (Linux `MLX5_ATOMIC_SIZE_QP_8BYTES`).
+        atomic_size_qp @ 0xb0 : 0x10,
+        atomic_size_dc @ 0xd0 : 0x10,
+    }
+}
+
+layout! {
+    /// `device_mem_cap` (capability type 0xf: device memory and the ICM of software
+    /// steering); offsets and widths as in rdma-core `providers/mlx5/mlx5_ifc.h`.
+    pub device_mem_cap: 0x800 {
+        memic @ 0x0 : 0x1,
+        log_min_memic_alloc_size @ 0x2b : 0x5,
+        max_memic_size @ 0xa0 : 0x20,
+        log_steering_sw_icm_size @ 0x118 : 0x8,
+    }
+}

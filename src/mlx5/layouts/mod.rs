@@ -65,6 +65,8 @@ registry![
     cmd_hca_cap_2,
     per_protocol_networking_offload_caps,
     roce_caps,
+    atomic_caps,
+    device_mem_cap,
     flow_table_prop_layout,
     flow_table_nic_cap,
     dpa_cap,
