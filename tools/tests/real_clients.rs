@@ -868,8 +868,10 @@ fn per_queue_rx(fwd: &str, queues: usize) -> Vec<u64> {
 /// compression sessions.
 fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
     let pcap = std::env::temp_dir().join(format!("mlx5-dpdk-{}.pcap", std::process::id()));
+    let capture = pcap.with_extension("jsonl");
     let mut r = Runner::single();
     r.pcap = Some(pcap.clone());
+    r.capture = Some(capture.clone());
     let mut s = testpmd(env, &r, &["--rxd=64", "--txd=1024"])?;
     s.send("show port info 0")?;
     let info = s.until("Device error handling mode", TESTPMD_WAIT)?;
@@ -923,6 +925,29 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
         return Err(format!("RX-missed is not the {missed} stop counted:\n{nic}").into());
     }
     println!("testpmd: io forwarding rx {rx}, missed {missed}, tx {tx}");
+    // The capture holds DPDK's DevX commands and the kernel's for its flow rules: the objects
+    // of its receive path, in the model's mailboxes.
+    let shown = Command::new(mlx5_dpa())
+        .args(["capture", "show"])
+        .arg(&capture)
+        .output()
+        .map_err(|e| format!("capture show: {e}"))?;
+    let _ = std::fs::remove_file(&capture);
+    let t = String::from_utf8_lossy(&shown.stdout);
+    for want in [
+        "ALLOC_Q_COUNTER: OK",
+        "CREATE_CQ: OK",
+        "CREATE_RQT: OK",
+        "CREATE_TIR: OK",
+        "CREATE_FLOW_TABLE: OK",
+        "SET_FLOW_TABLE_ENTRY: OK",
+    ] {
+        check(
+            shown.status.success() && t.contains(want),
+            &format!("the capture of the run has {want}"),
+            &shown,
+        )?;
+    }
     let o = Command::new("tshark")
         .args(["-r"])
         .arg(&pcap)

@@ -181,10 +181,19 @@ impl Config {
 pub(crate) fn captured(
     devx: std::sync::Arc<dyn mlx5_dpa::devx::Devx>,
 ) -> std::sync::Arc<dyn mlx5_dpa::devx::Devx> {
-    use mlx5_dpa::devx::capture::{CaptureDevx, Recorder};
+    use mlx5_dpa::devx::capture::CaptureDevx;
+    match recorder() {
+        Some(r) => std::sync::Arc::new(CaptureDevx::with_recorder(devx, std::sync::Arc::clone(r))),
+        None => devx,
+    }
+}
+
+/// The program's capture ([`ENV_CAPTURE`]), made on first use.
+fn recorder() -> Option<&'static std::sync::Arc<mlx5_dpa::devx::capture::Recorder>> {
+    use mlx5_dpa::devx::capture::Recorder;
     use std::sync::{Arc, OnceLock};
     static REC: OnceLock<Option<Arc<Recorder>>> = OnceLock::new();
-    let rec = REC.get_or_init(|| {
+    REC.get_or_init(|| {
         let path = Config::from_env().ok()?.capture?;
         match Recorder::create(&path) {
             Ok(r) => Some(Arc::new(r)),
@@ -193,10 +202,28 @@ pub(crate) fn captured(
                 None
             }
         }
-    });
-    match rec {
-        Some(r) => Arc::new(CaptureDevx::with_recorder(devx, Arc::clone(r))),
-        None => devx,
+    })
+    .as_ref()
+}
+
+/// Records an object the server made with a command of the kernel's own (uid 0; the flow
+/// tables behind the kernel's flow methods) into the program's capture, as an `obj_create`:
+/// what a kernel sends to firmware for the program beside the program's DevX commands.
+pub(crate) fn record_kernel_create(inbox: &[u8], outbox: &[u8], ok: bool) {
+    use mlx5_dpa::devx::capture::Record;
+    if let Some(r) = recorder() {
+        let p = r.begin();
+        r.end(
+            p,
+            Record {
+                call: "obj_create".into(),
+                inbox: inbox.to_vec(),
+                outbox: outbox.to_vec(),
+                ret: if ok { 0 } else { -1 },
+                errno: if ok { 0 } else { libc::EIO },
+                ..Default::default()
+            },
+        );
     }
 }
 

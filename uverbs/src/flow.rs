@@ -37,10 +37,13 @@ const ACTION_COUNT: u64 = 0x8;
 /// `destination_type` TIR (PRM).
 const DEST_TIR: u64 = 0x2;
 
-/// Runs `inbox` as the kernel; the object it made, or the errno the kernel would give.
+/// Runs `inbox` as the kernel; the object it made, or the errno the kernel would give. Recorded
+/// in the program's capture when it has one.
 fn kernel(dev: &Device, inbox: &[u8], out_len: usize) -> Result<(Option<ObjRef>, Vec<u8>), Errno> {
     let mut out = vec![0u8; out_len.max(16)];
-    match dev.kernel_command(inbox, &mut out) {
+    let r = dev.kernel_command(inbox, &mut out);
+    crate::config::record_kernel_create(inbox, &out, r.is_ok());
+    match r {
         Ok(o) => Ok((o, out)),
         // The kernel's flow code answers a firmware refusal with EINVAL.
         Err(_) => Err(Errno::EINVAL),
