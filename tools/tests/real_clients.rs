@@ -965,6 +965,45 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
     )
 }
 
+/// testpmd on two runners whose ports are linked (UDP on 127.0.0.1): B forwards what A sends
+/// back to A, each on its own model. B starts forwarding first; A sends its first burst and
+/// forwards what comes back. Both sides' counts hold together: what A sent B received (less
+/// what was on the link when B stopped), and what B sent A received.
+fn dpdk_testpmd_two_runners(env: &Env) -> Result<(), Failed> {
+    let (a, b, _) = Runner::pair();
+    let mut sb = testpmd(env, &b, &[])?;
+    sb.send("start")?;
+    sb.until("testpmd> ", TESTPMD_WAIT)?;
+    let mut sa = testpmd(env, &a, &[])?;
+    let fwd_a = forward(&mut sa, "start tx_first", 1000)?;
+    sb.send("stop")?;
+    let fwd_b = sb.until("Done.", TESTPMD_WAIT)?;
+    for s in [&mut sa, &mut sb] {
+        s.send("quit")?;
+        s.until("Bye...", TESTPMD_WAIT)?;
+        s.exit(TESTPMD_WAIT)?;
+    }
+    let counts = |t: &str| {
+        let acc = t
+            .split("Accumulated forward statistics")
+            .nth(1)
+            .unwrap_or_default();
+        (
+            count_after(acc, "RX-packets:").unwrap_or(0),
+            count_after(acc, "TX-packets:").unwrap_or(0),
+        )
+    };
+    let ((a_rx, a_tx), (b_rx, b_tx)) = (counts(&fwd_a), counts(&fwd_b));
+    println!("testpmd: A sent {a_tx}, received {a_rx}; B received {b_rx}, sent {b_tx}");
+    if a_rx < 1000 || b_rx < a_rx || b_tx < a_rx || a_tx < b_rx || a_tx - b_rx > 64 {
+        return Err(format!(
+            "A sent {a_tx}, received {a_rx}; B received {b_rx}, sent {b_tx}\nA:\n{fwd_a}\nB:\n{fwd_b}"
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// testpmd over four queues: RSS spreads a flow mix (`--txonly-multi-flow` varies the source
 /// address) over all four, as the TIRs' Toeplitz hash and the RQT say; then a rule
 /// (`flow create ... udp dst is 5000 ... actions count / queue index 1`, a root-table rule
@@ -1433,6 +1472,11 @@ fn main() {
         "dpdk_testpmd_io_forwarding",
         &["dpdk-testpmd", "stdbuf", "tshark", "/dev/net/tun"],
         Box::new(dpdk_testpmd_io),
+    );
+    add(
+        "dpdk_testpmd_between_two_runners",
+        &["dpdk-testpmd", "stdbuf", "/dev/net/tun"],
+        Box::new(dpdk_testpmd_two_runners),
     );
     add(
         "dpdk_testpmd_rss_and_flow_rule",
