@@ -863,7 +863,8 @@ fn per_queue_rx(fwd: &str, queues: usize) -> Vec<u64> {
 /// carried. Sixteen bursts at once into 64 receive buffers overrun the receive queue: the
 /// frames it had no buffer for are counted by the model's Q counter, which DPDK reads as
 /// `RX-missed` (and `stop` as `RX-dropped`); what was sent is what came back, what was missed
-/// and what was still in flight. The receive CQ compresses
+/// and what was still in flight. Then macswap forwarding: the capture holds the frames it sent
+/// back with their addresses swapped. The receive CQ compresses
 /// CQEs, as DPDK 22.11 asks of every device, so its receive path expands the model's
 /// compression sessions.
 fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
@@ -900,6 +901,10 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
     );
     s.send("show port stats 0")?;
     let nic = s.until("Tx-bps", TESTPMD_WAIT)?;
+    // macswap: each frame goes back with its addresses swapped.
+    s.send("set fwd macswap")?;
+    s.until("testpmd> ", TESTPMD_WAIT)?;
+    let swapped = forward(&mut s, "start tx_first", 1000)?;
     s.send("quit")?;
     s.until("Bye...", TESTPMD_WAIT)?;
     let status = s.exit(TESTPMD_WAIT)?;
@@ -954,13 +959,29 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
         .args(["-c", "2000", "-T", "fields", "-e", "frame.protocols"])
         .output()
         .map_err(|e| format!("tshark: {e}"))?;
-    let _ = std::fs::remove_file(&pcap);
     let t = String::from_utf8_lossy(&o.stdout);
     check(o.status.success(), "tshark reads the capture", &o)?;
     let lines: Vec<&str> = t.lines().collect();
     check(
         !lines.is_empty() && lines.iter().all(|l| *l == "eth:ethertype:ip:udp:data"),
         "every captured frame is Ethernet / IPv4 / UDP (testpmd's frames), none malformed",
+        &o,
+    )?;
+    // The frames macswap sent back: from testpmd's peer address to the port's.
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(&pcap)
+        .args([
+            "-Y",
+            "eth.src == 02:00:00:00:00:00 && eth.dst == 02:00:0a:07:00:01",
+        ])
+        .args(["-T", "fields", "-e", "frame.number"])
+        .output()
+        .map_err(|e| format!("tshark: {e}"))?;
+    let _ = std::fs::remove_file(&pcap);
+    check(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).lines().count() >= 1000,
+        &format!("macswap's frames are in the capture; its run:\n{swapped}"),
         &o,
     )
 }
