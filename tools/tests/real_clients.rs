@@ -794,11 +794,19 @@ fn count_after(text: &str, label: &str) -> Option<u64> {
 /// so each answer arrives when printed), with testpmd's own `extra` options; waits for its
 /// first prompt.
 fn testpmd(env: &Env, r: &Runner, extra: &[&str]) -> Result<Session, Failed> {
+    testpmd_with(env, r, &[], extra)
+}
+
+/// [`testpmd`] with more `NAME=value` variables in its environment.
+fn testpmd_with(env: &Env, r: &Runner, vars: &[&str], extra: &[&str]) -> Result<Session, Failed> {
     let mut program = vec![
         "stdbuf",
         "-oL",
         "env",
         "SYSFS_PCI_DEVICES=/sys/class/mlx5_sim_pci",
+    ];
+    program.extend_from_slice(vars);
+    program.extend_from_slice(&[
         "dpdk-testpmd",
         "-l",
         "0-1",
@@ -811,7 +819,7 @@ fn testpmd(env: &Env, r: &Runner, extra: &[&str]) -> Result<Session, Failed> {
         "--",
         "-i",
         "--total-num-mbufs=2048",
-    ];
+    ]);
     program.extend_from_slice(extra);
     let mut s = Session::start(env.command(r, &program))?;
     s.until("testpmd> ", TESTPMD_WAIT)?;
@@ -870,10 +878,12 @@ fn per_queue_rx(fwd: &str, queues: usize) -> Vec<u64> {
 fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
     let pcap = std::env::temp_dir().join(format!("mlx5-dpdk-{}.pcap", std::process::id()));
     let capture = pcap.with_extension("jsonl");
+    let stats = pcap.with_extension("stats");
     let mut r = Runner::single();
     r.pcap = Some(pcap.clone());
     r.capture = Some(capture.clone());
-    let mut s = testpmd(env, &r, &["--rxd=64", "--txd=1024"])?;
+    let var = format!("MLX5_SIM_STATS={}", stats.display());
+    let mut s = testpmd_with(env, &r, &[&var], &["--rxd=64", "--txd=1024"])?;
     s.send("show port info 0")?;
     let info = s.until("Device error handling mode", TESTPMD_WAIT)?;
     let want = [
@@ -930,6 +940,37 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
         return Err(format!("RX-missed is not the {missed} stop counted:\n{nic}").into());
     }
     println!("testpmd: io forwarding rx {rx}, missed {missed}, tx {tx}");
+    // The model's own port counters, written when testpmd exited, against testpmd's: every
+    // frame testpmd sent (both runs) left the model's SQs; the receive queues had no buffer
+    // for exactly what testpmd reported missed; they took what testpmd received, and at most
+    // a burst a queue more (received by the model, not yet polled when forwarding stopped).
+    let model = std::fs::read_to_string(&stats).map_err(|e| format!("{}: {e}", stats.display()))?;
+    let _ = std::fs::remove_file(&stats);
+    let m = |name: &str| count_after(&model, &format!("{name} "));
+    let s_acc = swapped
+        .split("Accumulated forward statistics")
+        .nth(1)
+        .unwrap_or_default();
+    let (s_rx, s_tx) = (
+        count_after(s_acc, "RX-packets:").unwrap_or(0),
+        count_after(s_acc, "TX-packets:").unwrap_or(0),
+    );
+    let delivered = m("rx_delivered").unwrap_or(0);
+    if m("tx_frames") != Some(tx + s_tx)
+        || m("rx_no_buffer") != Some(missed)
+        || delivered < rx + s_rx
+        || delivered > rx + s_rx + 2 * 16 * 32
+    {
+        return Err(format!(
+            "the model's counters against testpmd's (io rx {rx} tx {tx} missed {missed}, \
+             macswap rx {s_rx} tx {s_tx}):\n{model}"
+        )
+        .into());
+    }
+    println!(
+        "testpmd: the model's counters: {}",
+        model.replace('\n', ", ")
+    );
     // The capture holds DPDK's DevX commands and the kernel's for its flow rules: the objects
     // of its receive path, in the model's mailboxes.
     let shown = Command::new(mlx5_dpa())

@@ -21,6 +21,10 @@ pub const ENV_CAPTURE: &str = "MLX5_SIM_CAPTURE";
 /// The name of the port's network interface (`device/net/<name>`; [`crate::netdev`]), when
 /// the runner could make one.
 pub const ENV_NETDEV: &str = "MLX5_SIM_NETDEV";
+/// A file the served device writes its port counters to when the program exits (one `name
+/// value` line each: `tx_frames`, `rx_delivered`, ...), to hold a program's own counts against
+/// the model's.
+pub const ENV_STATS: &str = "MLX5_SIM_STATS";
 /// Non-empty: print each uverbs call the server refuses (unknown method, bad argument) to
 /// standard error, for finding what a client needs.
 pub const ENV_TRACE: &str = "MLX5_SIM_TRACE";

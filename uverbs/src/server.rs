@@ -62,6 +62,46 @@ fn flush_captures_at_exit() {
     });
 }
 
+/// When [`crate::config::ENV_STATS`] names a file, the device's port counters are written to it
+/// when the program exits.
+fn report_stats_at_exit() {
+    extern "C" fn report() {
+        let Some(path) = std::env::var_os(crate::config::ENV_STATS).filter(|p| !p.is_empty())
+        else {
+            return;
+        };
+        let Some(s) = try_server() else { return };
+        let Some(d) = lock(&s.device).as_ref().map(|(_, d)| d.clone()) else {
+            return;
+        };
+        let p = d.stats().port;
+        let text = format!(
+            "tx_frames {}\ntx_bytes {}\nrx_frames {}\nrx_bytes {}\nrx_delivered {}\n\
+             rx_steering_drops {}\nrx_no_buffer {}\nrx_errors {}\ncq_overruns {}\n\
+             cqe_sessions {}\n",
+            p.tx_frames,
+            p.tx_bytes,
+            p.rx_frames,
+            p.rx_bytes,
+            p.rx_delivered,
+            p.rx_steering_drops,
+            p.rx_no_buffer,
+            p.rx_errors,
+            p.cq_overruns,
+            p.cqe_sessions,
+        );
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("mlx5-sim uverbs: stats {}: {e}", path.to_string_lossy());
+        }
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a function without arguments that runs once at exit; it takes the
+        // server's lock and the model's briefly and panics nowhere (errors are printed).
+        unsafe { libc::atexit(report) };
+    });
+}
+
 /// Whether `path` names a served uverbs device; its index.
 pub fn uverbs_index(path: &[u8]) -> Option<u32> {
     let rest = path.strip_prefix(b"/dev/infiniband/uverbs")?;
@@ -126,6 +166,9 @@ impl Server {
                 }
                 Err(e) => eprintln!("mlx5-sim uverbs: pcap {}: {e}", p.display()),
             }
+        }
+        if std::env::var_os(crate::config::ENV_STATS).is_some() {
+            report_stats_at_exit();
         }
         dev.start_engine();
         Ok(dev)
