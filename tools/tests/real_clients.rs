@@ -1066,8 +1066,10 @@ fn dpdk_testpmd_two_runners(env: &Env) -> Result<(), Failed> {
     Ok(())
 }
 
-/// testpmd over four queues: RSS spreads a flow mix (`--txonly-multi-flow` varies the source
-/// address) over all four, as the TIRs' Toeplitz hash and the RQT say; then a rule
+/// testpmd over four queues: each frame's RSS hash (which the model reports in the CQE) picks
+/// its queue through DPDK's indirection table; RSS spreads a flow mix (`--txonly-multi-flow`
+/// varies the source address) over all four, as the TIRs' Toeplitz hash and the RQT say; then a
+/// rule
 /// (`flow create ... udp dst is 5000 ... actions count / queue index 1`, a root-table rule
 /// through the kernel's flow methods) takes every frame to queue 1 and counts them
 /// (`flow query`: a flow counter of the model). Each queue forwards what it receives back out
@@ -1083,6 +1085,38 @@ fn dpdk_testpmd_rss_and_flow(env: &Env) -> Result<(), Failed> {
     ];
     let r = Runner::single();
     let mut s = testpmd(env, &r, &four)?;
+    // Each frame's RSS hash, as the model reports it in the CQE and testpmd prints it: not 0,
+    // and the queue it arrived on is the one DPDK's indirection table (512 entries, entry i
+    // queue i mod 4) gives for it.
+    for cmd in ["set fwd rxonly", "set verbose 1", "start tx_first"] {
+        s.send(cmd)?;
+        s.until("testpmd> ", TESTPMD_WAIT)?;
+    }
+    let end = Instant::now() + TESTPMD_WAIT;
+    while s.text().matches("RSS queue=").count() < 4 * 32 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.send("stop")?;
+    let verbose = s.until("Done.", TESTPMD_WAIT)?;
+    let hashes: Vec<(u32, u32)> = s
+        .text()
+        .lines()
+        .filter_map(|l| {
+            let h = l.split("RSS hash=0x").nth(1)?.split_whitespace().next()?;
+            let q = l.split("RSS queue=0x").nth(1)?.split_whitespace().next()?;
+            Some((
+                u32::from_str_radix(h, 16).ok()?,
+                u32::from_str_radix(q, 16).ok()?,
+            ))
+        })
+        .collect();
+    if hashes.len() < 4 * 32 || hashes.iter().any(|&(h, q)| h == 0 || q != (h % 512) % 4) {
+        return Err(format!("RSS hashes and queues: {hashes:?}\n{verbose}").into());
+    }
+    for cmd in ["set verbose 0", "set fwd io"] {
+        s.send(cmd)?;
+        s.until("testpmd> ", TESTPMD_WAIT)?;
+    }
     let fwd = forward(&mut s, "start tx_first", 4000)?;
     let spread = per_queue_rx(&fwd, 4);
     s.send("quit")?;

@@ -37,12 +37,17 @@ pub(crate) fn eth_err_cqe(requester: bool, syndrome: u8, qpn: u32, wqe_counter: 
     .to_cqe()
 }
 
+/// Byte offset of `rx_hash_res` in a 64-byte CQE (DPDK `struct mlx5_cqe`; inside rdma-core's
+/// `rsvd4`).
+const RX_HASH_RES: usize = 12;
+
 pub(crate) fn deliver_rq(
     fw: &mut Firmware,
     dp: &mut Datapath,
     rqn: u32,
     frame: &[u8],
     flow_tag: u32,
+    rss_hash: u32,
 ) {
     let Some(rq) = fw.rqs.get(rqn) else {
         dp.port.stats.rx_no_buffer += 1;
@@ -108,12 +113,12 @@ pub(crate) fn deliver_rq(
         Ok(()) => {
             dp.port.stats.rx_delivered += 1;
             // Flow tag in sop_drop_qpn, as DPDK reads marks from Ethernet RQ CQEs.
-            post_rx_cqe(
-                fw,
-                dp,
-                cqn,
-                eth_cqe(CompletionKind::Recv, frame.len() as u32, flow_tag, ci),
-            );
+            let mut cqe = eth_cqe(CompletionKind::Recv, frame.len() as u32, flow_tag, ci);
+            // The RSS hash an indirect TIR chose the queue by (`rx_hash_res`, DPDK
+            // `struct mlx5_cqe`; a mini CQE carries it too), which DPDK hands to the
+            // application as the mbuf's RSS hash.
+            cqe[RX_HASH_RES..RX_HASH_RES + 4].copy_from_slice(&rss_hash.to_be_bytes());
+            post_rx_cqe(fw, dp, cqn, cqe);
         }
         Err(syn) => {
             dp.port.stats.rx_errors += 1;

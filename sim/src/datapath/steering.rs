@@ -318,15 +318,15 @@ pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_t
             return;
         }
     }
-    let rqn = match tir.dispatch {
-        Dispatch::Direct(rq) => rq,
+    let (rqn, hash) = match tir.dispatch {
+        Dispatch::Direct(rq) => (rq, 0),
         Dispatch::Indirect(rqt) => {
             let Some(rqt) = fw.rqts.get(rqt) else { return };
             let h = rss_hash(&tir.raw, &image_bytes(&image));
-            rqt.rqs[(h as usize) % rqt.rqs.len().max(1)]
+            (rqt.rqs[(h as usize) % rqt.rqs.len().max(1)], h)
         }
     };
-    deliver_rq(fw, dp, rqn, frame, flow_tag);
+    deliver_rq(fw, dp, rqn, frame, flow_tag, hash);
 }
 
 /// RSS: Toeplitz over the selected outer fields when `rx_hash_fn` is Toeplitz (2), else a fold.
