@@ -634,7 +634,8 @@ impl Drop for FlowMatcher {
 pub(crate) struct Flow {
     pub(crate) matcher: Arc<FlowMatcher>,
     pub(crate) index: u32,
-    pub(crate) _dest: Obj,
+    /// Its destination's object (none for a drop rule).
+    pub(crate) _dest: Option<Obj>,
     /// The DevX flow counter its COUNT action names, held as the kernel holds it.
     pub(crate) _counter: Option<Obj>,
 }

@@ -9,9 +9,9 @@
 //! and criteria) per matcher, one entry per flow, forwarding to a TIR the client made with DevX, with an optional flow tag.
 //! The model steers a frame through its NIC RX tables in order (docs/model.md), so these rules
 //! sit beside the ones clients make with DevX. Served: NIC RX matchers of outer headers;
-//! destinations a DevX TIR; a flow tag; a DevX flow counter (the COUNT action). Refused with
-//! `EOPNOTSUPP`, as a device without them would: other table types, a verbs QP as
-//! destination, flow actions, counters at an offset of a bulk, drop and default-miss flows.
+//! destinations a DevX TIR; a flow tag; a DevX flow counter (the COUNT action); drop rules.
+//! Refused with `EOPNOTSUPP`, as a device without them would: other table types, a verbs QP
+//! as destination, flow actions, counters at an offset of a bulk, default-miss flows.
 
 use std::sync::{Arc, Mutex};
 
@@ -34,6 +34,11 @@ const OUTER_HEADERS: u8 = 0x1;
 const ACTION_FWD_DEST: u64 = 0x4;
 /// The `flow_context.action` that counts to the entry's flow counters (PRM).
 const ACTION_COUNT: u64 = 0x8;
+/// The `flow_context.action` that drops what the entry matches (PRM).
+const ACTION_DROP: u64 = 0x2;
+/// `MLX5_IB_ATTR_CREATE_FLOW_FLAGS` bits (`enum mlx5_ib_create_flow_flags`).
+const FLOW_FLAGS_DEFAULT_MISS: u64 = 1 << 0;
+const FLOW_FLAGS_DROP: u64 = 1 << 1;
 /// `destination_type` TIR (PRM).
 const DEST_TIR: u64 = 0x2;
 
@@ -155,12 +160,19 @@ pub(crate) fn flow_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
     for unsupported in [
         MLX5_IB_ATTR_CREATE_FLOW_DEST_QP,
         MLX5_IB_ATTR_CREATE_FLOW_ARR_FLOW_ACTIONS,
-        MLX5_IB_ATTR_CREATE_FLOW_FLAGS,
     ] {
         if call.has(unsupported) {
             return Err(Errno::EOPNOTSUPP);
         }
     }
+    // Flags: DROP (a rule that drops what it matches, no destination); DEFAULT_MISS (back to
+    // the kernel's own steering) is not served.
+    let drop = match call.value(MLX5_IB_ATTR_CREATE_FLOW_FLAGS).unwrap_or(0) {
+        0 => false,
+        FLOW_FLAGS_DROP => true,
+        f if f & !(FLOW_FLAGS_DROP | FLOW_FLAGS_DEFAULT_MISS) != 0 => return Err(Errno::EINVAL),
+        _ => return Err(Errno::EOPNOTSUPP),
+    };
     // An offset into a bulk of counters: the model allocates counters one by one.
     if let Some(off) = call.bytes(MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX_OFFSET)? {
         if off.iter().any(|&b| b != 0) {
@@ -176,17 +188,22 @@ pub(crate) fn flow_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
         })
         .ok_or(Errno::EINVAL)?;
     let value = match_param(call, MLX5_IB_ATTR_CREATE_FLOW_MATCH_VALUE)?;
-    let dest_h = call
-        .handle(MLX5_IB_ATTR_CREATE_FLOW_DEST_DEVX)
-        .ok_or(Errno::EINVAL)?;
-    let dest = ctx.get(dest_h).ok_or(Errno::EINVAL)?;
-    let Obj::Devx(raw) = &dest else {
-        return Err(Errno::EINVAL);
-    };
     let sim = ctx.lock().sim.clone().ok_or(Errno::EINVAL)?;
-    let Some(ObjRef::Tir(tirn)) = sim.object(raw.handle) else {
-        // Other destinations (a flow table) are not served yet.
-        return Err(Errno::EOPNOTSUPP);
+    // A drop rule has no destination; any other names a DevX TIR.
+    let (dest, tirn) = match (drop, call.handle(MLX5_IB_ATTR_CREATE_FLOW_DEST_DEVX)) {
+        (true, None) => (None, None),
+        (true, Some(_)) | (false, None) => return Err(Errno::EINVAL),
+        (false, Some(h)) => {
+            let dest = ctx.get(h).ok_or(Errno::EINVAL)?;
+            let Obj::Devx(raw) = &dest else {
+                return Err(Errno::EINVAL);
+            };
+            let Some(ObjRef::Tir(tirn)) = sim.object(raw.handle) else {
+                // Other destinations (a flow table) are not served yet.
+                return Err(Errno::EOPNOTSUPP);
+            };
+            (Some(dest), Some(tirn))
+        }
     };
     // The COUNT action: exactly one DevX flow counter (`mlx5_ib_devx_is_flow_counter`).
     let counter = match call.bytes(MLX5_IB_ATTR_CREATE_FLOW_ARR_COUNTERS_DEVX)? {
@@ -222,7 +239,7 @@ pub(crate) fn flow_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
     let flow = Flow {
         matcher: Arc::clone(&m),
         index,
-        _dest: dest.clone(),
+        _dest: dest,
         _counter: counter.as_ref().map(|c| c.0.clone()),
     };
     // On failure the flow goes, and with it its index.
@@ -235,20 +252,20 @@ pub(crate) fn flow_create(ctx: &Ucontext, call: &Call) -> Result<i32, Errno> {
     Ok(0)
 }
 
-/// SET_FLOW_TABLE_ENTRY: `value` forwarded to TIR `tirn`, with `tag`, counted to `counter`
-/// (the COUNT action, its counter listed after the destination, as `mlx5_cmd_set_fte` lists
-/// counters).
+/// SET_FLOW_TABLE_ENTRY: `value` forwarded to TIR `tirn` (dropped without one), with `tag`,
+/// counted to `counter` (the COUNT action, its counter listed after the destination, as
+/// `mlx5_cmd_set_fte` lists counters).
 fn set_fte(
     m: &FlowMatcher,
     index: u32,
     value: &[u8],
-    tirn: u32,
+    tirn: Option<u32>,
     tag: u64,
     counter: Option<u32>,
 ) -> Result<(), Errno> {
     use l::flow_context as fc;
     use l::set_fte_in as s;
-    let dest_len = l::dest_format_struct::Layout::SIZE_BYTES;
+    let dest_len = l::dest_format_struct::Layout::SIZE_BYTES * usize::from(tirn.is_some());
     let list_len = l::flow_counter_list::Layout::SIZE_BYTES * usize::from(counter.is_some());
     let mut inb = vec![0u8; s::Layout::SIZE_BYTES + dest_len + list_len];
     let mut v = ViewMut::<s::Layout>::new(&mut inb).map_err(|_| Errno::EINVAL)?;
@@ -259,11 +276,16 @@ fn set_fte(
     let c = s::flow_context;
     v.set(c.at(fc::group_id), u64::from(m.group));
     v.set(c.at(fc::flow_tag), tag);
+    let forward = if tirn.is_some() {
+        ACTION_FWD_DEST
+    } else {
+        ACTION_DROP
+    };
     v.set(
         c.at(fc::action),
-        ACTION_FWD_DEST | if counter.is_some() { ACTION_COUNT } else { 0 },
+        forward | if counter.is_some() { ACTION_COUNT } else { 0 },
     );
-    v.set(c.at(fc::destination_list_size), 1);
+    v.set(c.at(fc::destination_list_size), u64::from(tirn.is_some()));
     v.set(
         c.at(fc::flow_counter_list_size),
         u64::from(counter.is_some()),
@@ -271,10 +293,12 @@ fn set_fte(
     let at = ((s::flow_context.offset() + fc::match_value.offset()) / 8) as usize;
     inb[at..at + value.len()].copy_from_slice(value);
     let d = s::Layout::SIZE_BYTES;
-    let mut dv =
-        ViewMut::<l::dest_format_struct::Layout>::new(&mut inb[d..]).map_err(|_| Errno::EINVAL)?;
-    dv.set(l::dest_format_struct::destination_type, DEST_TIR);
-    dv.set(l::dest_format_struct::destination_id, u64::from(tirn));
+    if let Some(tirn) = tirn {
+        let mut dv = ViewMut::<l::dest_format_struct::Layout>::new(&mut inb[d..])
+            .map_err(|_| Errno::EINVAL)?;
+        dv.set(l::dest_format_struct::destination_type, DEST_TIR);
+        dv.set(l::dest_format_struct::destination_id, u64::from(tirn));
+    }
     if let Some(id) = counter {
         let mut cv = ViewMut::<l::flow_counter_list::Layout>::new(&mut inb[d + dest_len..])
             .map_err(|_| Errno::EINVAL)?;
