@@ -1083,7 +1083,8 @@ fn dpdk_testpmd_two_runners(env: &Env) -> Result<(), Failed> {
 
 /// testpmd over four queues: each frame's RSS hash (which the model reports in the CQE) picks
 /// its queue through DPDK's indirection table; RSS spreads a flow mix (`--txonly-multi-flow`
-/// varies the source address) over all four, as the TIRs' Toeplitz hash and the RQT say; then a
+/// varies the source address) over all four, and over two, as the TIRs' Toeplitz hash and the
+/// RQT say; then a
 /// rule
 /// (`flow create ... udp dst is 5000 ... actions count / queue index 1`, a root-table rule
 /// through the kernel's flow methods) takes every frame to queue 1 and counts them
@@ -1144,6 +1145,28 @@ fn dpdk_testpmd_rss_and_flow(env: &Env) -> Result<(), Failed> {
     if spread.iter().any(|&n| n < 100) {
         return Err(format!("RSS left a queue (nearly) empty: {spread:?}\n{fwd}").into());
     }
+    // Two queues: the same spread over both.
+    let two = [
+        "--rxq=2",
+        "--txq=2",
+        "--rxd=256",
+        "--txd=256",
+        "--txonly-multi-flow",
+        "--tx-udp=9,5000",
+    ];
+    let mut s = testpmd(env, &r, &two)?;
+    let fwd2 = forward(&mut s, "start tx_first", 2000)?;
+    let spread2 = per_queue_rx(&fwd2, 2);
+    s.send("quit")?;
+    s.until("Bye...", TESTPMD_WAIT)?;
+    s.exit(TESTPMD_WAIT)?;
+    drop(s);
+    if spread2.iter().any(|&n| n < 100) {
+        return Err(
+            format!("RSS left one of two queues (nearly) empty: {spread2:?}\n{fwd2}").into(),
+        );
+    }
+    println!("testpmd: RSS over 2 queues {spread2:?}");
     let mut s = testpmd(env, &r, &four)?;
     s.send(
         "flow create 0 ingress pattern eth / ipv4 / udp dst is 5000 / end \
