@@ -6,7 +6,8 @@
 //!
 //! As the kernel does, the server keeps these rules in flow tables of its own (uid 0) on the
 //! NIC RX side: one table (at the matcher's priority) and one flow group (the matcher's mask
-//! and criteria) per matcher, one entry per flow, forwarding to a TIR the client made with DevX, with an optional flow tag.
+//! and criteria) per matcher, one entry per flow, forwarding to a TIR the client made with
+//! DevX (or dropping), with an optional flow tag.
 //! The model steers a frame through its NIC RX tables in order (docs/model.md), so these rules
 //! sit beside the ones clients make with DevX. Served: NIC RX matchers of outer headers;
 //! destinations a DevX TIR; a flow tag; a DevX flow counter (the COUNT action); drop rules.
@@ -30,17 +31,9 @@ use crate::ioctl::Call;
 const LOG_TABLE_SIZE: u8 = 10;
 /// `match_criteria_enable` bit of the outer headers, the only criteria the model matches.
 const OUTER_HEADERS: u8 = 0x1;
-/// The `flow_context.action` that forwards to the destinations (PRM).
-const ACTION_FWD_DEST: u64 = 0x4;
-/// The `flow_context.action` that counts to the entry's flow counters (PRM).
-const ACTION_COUNT: u64 = 0x8;
-/// The `flow_context.action` that drops what the entry matches (PRM).
-const ACTION_DROP: u64 = 0x2;
 /// `MLX5_IB_ATTR_CREATE_FLOW_FLAGS` bits (`enum mlx5_ib_create_flow_flags`).
 const FLOW_FLAGS_DEFAULT_MISS: u64 = 1 << 0;
 const FLOW_FLAGS_DROP: u64 = 1 << 1;
-/// `destination_type` TIR (PRM).
-const DEST_TIR: u64 = 0x2;
 
 /// Runs `inbox` as the kernel; the object it made, or the errno the kernel would give. Recorded
 /// in the program's capture when it has one.
@@ -277,13 +270,18 @@ fn set_fte(
     v.set(c.at(fc::group_id), u64::from(m.group));
     v.set(c.at(fc::flow_tag), tag);
     let forward = if tirn.is_some() {
-        ACTION_FWD_DEST
+        cmd::FLOW_ACTION_FWD_DEST
     } else {
-        ACTION_DROP
+        cmd::FLOW_ACTION_DROP
     };
     v.set(
         c.at(fc::action),
-        forward | if counter.is_some() { ACTION_COUNT } else { 0 },
+        forward
+            | if counter.is_some() {
+                cmd::FLOW_ACTION_COUNT
+            } else {
+                0
+            },
     );
     v.set(c.at(fc::destination_list_size), u64::from(tirn.is_some()));
     v.set(
@@ -296,7 +294,7 @@ fn set_fte(
     if let Some(tirn) = tirn {
         let mut dv = ViewMut::<l::dest_format_struct::Layout>::new(&mut inb[d..])
             .map_err(|_| Errno::EINVAL)?;
-        dv.set(l::dest_format_struct::destination_type, DEST_TIR);
+        dv.set(l::dest_format_struct::destination_type, cmd::FLOW_DEST_TIR);
         dv.set(l::dest_format_struct::destination_id, u64::from(tirn));
     }
     if let Some(id) = counter {

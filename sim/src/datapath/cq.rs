@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use mlx5_dpa::mlx5::wire::cqe::{cqe64_offset, session};
+use mlx5_dpa::mlx5::wire::cqe::{at, cqe64_offset, session};
 use mlx5_dpa::mlx5::wire::{Cqe64, Event};
 
 use crate::state::datapath::*;
@@ -108,12 +108,11 @@ pub(crate) fn post_rx_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: [
 }
 
 /// Byte ranges of a receive CQE that differ between the completions of one compression
-/// session (each carried by its mini CQE, or implied by its place): the RSS hash result
-/// (DPDK `struct mlx5_cqe` `rx_hash_res`), the byte count and the WQE counter; and `op_own`
-/// (its owner bit).
-const RX_HASH_RES: std::ops::Range<usize> = 12..16;
-const BYTE_CNT: std::ops::Range<usize> = 44..48;
-const WQE_COUNTER: std::ops::Range<usize> = 60..62;
+/// session (each carried by its mini CQE, or implied by its place): the RSS hash result, the
+/// byte count and the WQE counter; and `op_own` (its owner bit).
+const RX_HASH_RES: std::ops::Range<usize> = at::RX_HASH_RES..at::RX_HASH_RES + 4;
+const BYTE_CNT: std::ops::Range<usize> = at::BYTE_CNT..at::BYTE_CNT + 4;
+const WQE_COUNTER: std::ops::Range<usize> = at::WQE_COUNTER..at::WQE_COUNTER + 2;
 
 /// Whether `next` may join a session whose title is `title` and whose last CQE is `last`: the
 /// same image but for what a mini CQE carries, and the next WQE.
@@ -124,8 +123,8 @@ fn alike(title: &[u8; 64], last: &[u8; 64], next: &[u8; 64]) -> bool {
         && same(0..RX_HASH_RES.start)
         && same(RX_HASH_RES.end..BYTE_CNT.start)
         && same(BYTE_CNT.end..WQE_COUNTER.start)
-        && title[62] == next[62]
-        && title[63] >> 4 == next[63] >> 4
+        && same(WQE_COUNTER.end..at::OP_OWN)
+        && title[at::OP_OWN] >> 4 == next[at::OP_OWN] >> 4
 }
 
 /// Writes what the CQs hold at the end of an engine pass.
@@ -211,12 +210,12 @@ fn write_session(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqes: &[[u8; 64
     let owner = ((cq.pi >> cq.log_size) & 1) as u8;
     let mut view = Cqe64::new_unchecked(&mut title[..]);
     view.set_owner(owner);
-    title[63] = (title[63] & !(3 << 2)) | (session::FORMAT_COMPRESSED << 2);
-    let at = cqe64_offset(first, cq.cqe_bytes);
-    let (body, op_own) = title.split_at(63);
-    cq.ring.write(at, body);
+    title[at::OP_OWN] = (title[at::OP_OWN] & !(3 << 2)) | (session::FORMAT_COMPRESSED << 2);
+    let to = cqe64_offset(first, cq.cqe_bytes);
+    let (body, op_own) = title.split_at(at::OP_OWN);
+    cq.ring.write(to, body);
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-    cq.ring.write(at + 63, op_own);
+    cq.ring.write(to + at::OP_OWN, op_own);
     cq.pi = cq.pi.wrapping_add(n as u32);
     dp.port.stats.cqe_sessions += 1;
     for _ in 0..n {

@@ -65,27 +65,8 @@ pub(crate) fn step(st: &mut State) -> usize {
         let hi = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
         let lo = u32::from_be_bytes([v[4], v[5], v[6], v[7]]);
         if let Doorbell::CqArm { .. } = d {
-            let cqn = lo & 0xff_ffff;
-            arm_cq(fw, dp, page, cqn, hi);
-            // As for send queues: an arm of another CQ of the page may have been hidden by
-            // this one (rdma-core's CQs share their context's UAR pages). Each CQ's doorbell
-            // record holds its arm word before the doorbell rings; one not yet acted on is
-            // armed too, or its event would never come.
-            if fw.cqs.len() > 1 {
-                dp.ids.clear();
-                dp.ids.extend(fw.cqs.iter().filter_map(|(id, c)| {
-                    let word = c.dbr.read_be32(4)?;
-                    (id != cqn && c.uar_page == page && word != 0 && word != c.arm_seen)
-                        .then_some(id)
-                }));
-                let ids = std::mem::take(&mut dp.ids);
-                for &id in &ids {
-                    if let Some(word) = fw.cqs.get(id).and_then(|c| c.dbr.read_be32(4)) {
-                        arm_cq(fw, dp, page, id, word);
-                    }
-                }
-                dp.ids = ids;
-            }
+            arm_cq(fw, dp, page, lo & 0xff_ffff, hi);
+            dp.arm_pages.push(page);
         } else {
             // qpn_ds / sqn_ds: the number names an SQ or a QP of this page (their number
             // spaces start at 0x1000 and 0x4000).
@@ -96,22 +77,7 @@ pub(crate) fn step(st: &mut State) -> usize {
                     dp.active_sqs.push(n);
                 }
             }
-            // The UAR is memory the engine reads once a pass: when several SQs share the
-            // page (DPDK's mlx5 driver rings all its TX queues through one), a later write
-            // to the register hides an earlier one. A doorbell on the page therefore
-            // announces every SQ of the page whose doorbell record moved; without this the
-            // hidden queues waited for good while another queue kept the engine busy.
-            if fw.sqs.len() > 1 {
-                for (id, sq) in fw.sqs.iter_mut() {
-                    if id != n && sq.wq.uar_page == Some(page) && sq.state == Rdy {
-                        let moved = sq.wq.dbr.read_be32(4).map(|v| v as u16) != Some(sq.rung_pi);
-                        if moved {
-                            sq.doorbelled = true;
-                            dp.active_sqs.push(id);
-                        }
-                    }
-                }
-            }
+            dp.send_pages.push(page);
             if let Some(qp) = fw.qps.get_mut(n) {
                 if qp.uar_page == page {
                     qp.rc.doorbelled = true;
@@ -120,6 +86,7 @@ pub(crate) fn step(st: &mut State) -> usize {
         }
     }
     dp.doorbells = rung;
+    announce_hidden_doorbells(fw, dp);
     // 2. Steering roots for this pass (tables cannot change while the lock is held).
     compute_roots(fw, &mut dp.roots);
     // 3. Send queues: the rung ones and those with work left; every one when there are none.
@@ -168,6 +135,49 @@ pub(crate) fn step(st: &mut State) -> usize {
     }
     dp.ids = ids;
     work
+}
+
+/// The UAR is memory the engine reads once a pass: when several queues ring through one page
+/// (DPDK's mlx5 driver rings all its TX queues through one, rdma-core's CQs share their
+/// context's pages), a later write to a register hides an earlier one. So a send doorbell on a
+/// page announces every SQ of the page whose doorbell record moved, and a CQ arm doorbell arms
+/// every CQ of the page whose record holds an arm word not yet acted on (written before its
+/// doorbell rang). Without this a hidden SQ waited for good while another queue kept the
+/// engine busy, and a hidden arm's event never came. One scan of the queues a pass, for the
+/// pages rung in it.
+fn announce_hidden_doorbells(fw: &mut Firmware, dp: &mut Datapath) {
+    if !dp.send_pages.is_empty() && fw.sqs.len() > 1 {
+        for (id, sq) in fw.sqs.iter_mut() {
+            let Some(page) = sq.wq.uar_page else { continue };
+            if sq.state != Rdy || sq.doorbelled || !dp.send_pages.contains(&page) {
+                continue;
+            }
+            if sq.wq.dbr.read_be32(4).map(|v| v as u16) != Some(sq.rung_pi) {
+                sq.doorbelled = true;
+                dp.active_sqs.push(id);
+            }
+        }
+    }
+    dp.send_pages.clear();
+    if !dp.arm_pages.is_empty() && fw.cqs.len() > 1 {
+        dp.ids.clear();
+        dp.ids.extend(fw.cqs.iter().filter_map(|(id, c)| {
+            let word = c.dbr.read_be32(4)?;
+            (dp.arm_pages.contains(&c.uar_page) && word != 0 && word != c.arm_seen).then_some(id)
+        }));
+        let ids = std::mem::take(&mut dp.ids);
+        for &id in &ids {
+            if let Some((page, word)) = fw
+                .cqs
+                .get(id)
+                .and_then(|c| Some((c.uar_page, c.dbr.read_be32(4)?)))
+            {
+                arm_cq(fw, dp, page, id, word);
+            }
+        }
+        dp.ids = ids;
+    }
+    dp.arm_pages.clear();
 }
 
 /// A frame arrived at the port (from a link or a TAP): RoCE v2 for this port's address goes

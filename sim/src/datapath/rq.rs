@@ -1,7 +1,7 @@
 //! Ethernet receive queues: a frame steering chose an RQ for is scattered into its next WQE
 //! and completed; and the CQEs of Ethernet queues (send and receive).
 
-use mlx5_dpa::mlx5::wire::cqe::syndrome;
+use mlx5_dpa::mlx5::wire::cqe::{self as cqe_fmt, syndrome};
 use mlx5_dpa::mlx5::wire::wqe::{self as wqe_fmt, DataSeg, SEG};
 use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Syndrome};
 
@@ -36,10 +36,6 @@ pub(crate) fn eth_err_cqe(requester: bool, syndrome: u8, qpn: u32, wqe_counter: 
     }
     .to_cqe()
 }
-
-/// Byte offset of `rx_hash_res` in a 64-byte CQE (DPDK `struct mlx5_cqe`; inside rdma-core's
-/// `rsvd4`).
-const RX_HASH_RES: usize = 12;
 
 pub(crate) fn deliver_rq(
     fw: &mut Firmware,
@@ -117,7 +113,8 @@ pub(crate) fn deliver_rq(
             // The RSS hash an indirect TIR chose the queue by (`rx_hash_res`, DPDK
             // `struct mlx5_cqe`; a mini CQE carries it too), which DPDK hands to the
             // application as the mbuf's RSS hash.
-            cqe[RX_HASH_RES..RX_HASH_RES + 4].copy_from_slice(&rss_hash.to_be_bytes());
+            let at = cqe_fmt::at::RX_HASH_RES;
+            cqe[at..at + 4].copy_from_slice(&rss_hash.to_be_bytes());
             post_rx_cqe(fw, dp, cqn, cqe);
         }
         Err(syn) => {

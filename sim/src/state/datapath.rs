@@ -102,6 +102,9 @@ pub(crate) struct Datapath {
     pub(crate) active_sqs: Vec<u32>,
     /// CQs holding receive CQEs for a compression session, written at the end of the pass.
     pub(crate) held_cqs: Vec<u32>,
+    /// UAR pages that rang a send doorbell / a CQ arm this pass (`datapath::step`).
+    pub(crate) send_pages: Vec<u32>,
+    pub(crate) arm_pages: Vec<u32>,
     pub(crate) roots: Vec<u32>,
     pub(crate) frame: Vec<u8>,
     /// Scratch of one pass (kept to avoid allocating on the datapath).
@@ -129,6 +132,8 @@ impl Datapath {
             ids: Vec::new(),
             active_sqs: Vec::new(),
             held_cqs: Vec::new(),
+            send_pages: Vec::new(),
+            arm_pages: Vec::new(),
             roots: Vec::new(),
             frame: Vec::with_capacity(MAX_FRAME),
             doorbells: Vec::new(),

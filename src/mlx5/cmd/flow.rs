@@ -158,6 +158,8 @@ command! {
 
 /// `flow_context.action` forward to destinations (PRM `MLX5_FLOW_CONTEXT_ACTION_FWD_DEST`).
 pub const FLOW_ACTION_FWD_DEST: u64 = 0x4;
+/// `flow_context.action` DROP (PRM `MLX5_FLOW_CONTEXT_ACTION_DROP`).
+pub const FLOW_ACTION_DROP: u64 = 0x2;
 /// `flow_context.action` COUNT: add the entry's frames to its flow counters (PRM).
 pub const FLOW_ACTION_COUNT: u64 = 0x8;
 /// `destination_type` TIR (PRM `MLX5_FLOW_DESTINATION_TYPE_TIR`).

@@ -65,6 +65,9 @@ pub mod at {
     pub const WQE_COUNTER: usize = byte_at(mlx5_cqe64::wqe_counter);
     pub const OP_OWN: usize = byte_at(mlx5_cqe64::op_own);
     pub const VENDOR_ERR_SYND: usize = byte_at(mlx5_err_cqe::vendor_err_synd);
+    /// `rx_hash_res` (4 bytes, big-endian): the RSS hash of a receive CQE, as DPDK's
+    /// `struct mlx5_cqe` names it (rdma-core's `mlx5_cqe64` keeps these bytes in `rsvd4`).
+    pub const RX_HASH_RES: usize = 12;
     pub const SYNDROME: usize = byte_at(mlx5_err_cqe::syndrome);
 }
 
