@@ -143,6 +143,33 @@ impl Dma {
         }
     }
 
+    /// Stores `words` (native-endian) from `offset`, each with one store of its own, in
+    /// order: the source is read word by word, never with wider loads (see
+    /// `mlx5_dpa::mlx5::wire::cqe::CqeWords`). `false` (and nothing written) when out of
+    /// range.
+    #[inline]
+    pub(crate) fn write_words(&self, offset: usize, words: &[u64]) -> bool {
+        match offset.checked_add(words.len() * 8) {
+            Some(end) if end <= self.len => {}
+            _ => return false,
+        }
+        let p = self.addr + offset;
+        if self.atomic || !p.is_multiple_of(8) {
+            for (k, w) in words.iter().enumerate() {
+                // SAFETY: inside the checked range of DPA memory or of a live registration;
+                // `atomic_write` stores bytes and aligned words atomically.
+                unsafe { atomic_write(p + 8 * k, &w.to_ne_bytes()) };
+            }
+        } else {
+            for (k, w) in words.iter().enumerate() {
+                // SAFETY: inside the checked range of a live registration (as in `read`), and
+                // 8-byte aligned (checked); volatile, so that each store stays one of its own.
+                unsafe { std::ptr::write_volatile((p + 8 * k) as *mut u64, *w) };
+            }
+        }
+        true
+    }
+
     /// Reads a big-endian u32 (a doorbell record) with one volatile load; 0 when out of range.
     pub(crate) fn read_be32(&self, offset: usize) -> Option<u32> {
         if offset.checked_add(4)? > self.len || !(self.addr + offset).is_multiple_of(4) {
@@ -168,6 +195,7 @@ impl Dma {
 /// # Safety
 /// `addr .. addr + buf.len()` is memory valid for atomic access for the whole call (DPA
 /// process memory, which every thread accesses atomically).
+#[inline(never)]
 unsafe fn atomic_read(addr: usize, buf: &mut [u8]) {
     let lead = addr.next_multiple_of(8).saturating_sub(addr).min(buf.len());
     let (head, rest) = buf.split_at_mut(lead);
@@ -195,6 +223,7 @@ unsafe fn atomic_read(addr: usize, buf: &mut [u8]) {
 ///
 /// # Safety
 /// As for [`atomic_read`].
+#[inline(never)]
 unsafe fn atomic_write(addr: usize, data: &[u8]) {
     let lead = addr
         .next_multiple_of(8)

@@ -169,6 +169,7 @@ impl DmaBuf {
     ///
     /// # Errors
     /// The range leaves the buffer.
+    #[inline]
     pub fn ptr(&self, offset: usize, len: usize) -> Result<NonNull<u8>, MemError> {
         self.check(offset, len, "DMA buffer access")?;
         // SAFETY: `offset + len <= self.len` (checked), so the pointer stays in the mapping.
@@ -199,6 +200,7 @@ impl DmaBuf {
         Ok(unsafe { &*p.as_ptr().cast::<AtomicU64>() })
     }
 
+    #[inline]
     fn check(&self, offset: usize, len: usize, what: &'static str) -> Result<(), MemError> {
         match offset.checked_add(len) {
             Some(end) if end <= self.len => Ok(()),
@@ -218,6 +220,7 @@ impl DmaBuf {
     ///
     /// # Errors
     /// The range leaves the buffer.
+    #[inline]
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), MemError> {
         let dst = self.ptr(offset, data.len())?;
         // SAFETY: the destination range is inside the mapping (checked by `ptr`), `data` is a
@@ -230,6 +233,7 @@ impl DmaBuf {
     ///
     /// # Errors
     /// The range leaves the buffer.
+    #[inline]
     pub fn read(&self, offset: usize, buf: &mut [u8]) -> Result<(), MemError> {
         let src = self.ptr(offset, buf.len())?;
         // SAFETY: as for `write`, in the other direction.
@@ -253,6 +257,7 @@ impl DmaBuf {
     ///
     /// # Errors
     /// The offset leaves the buffer.
+    #[inline]
     pub fn load_u8(&self, offset: usize) -> Result<u8, MemError> {
         let src = self.ptr(offset, 1)?;
         // SAFETY: inside the mapping (checked by `ptr`); a byte load has no alignment needs.
@@ -265,6 +270,7 @@ impl DmaBuf {
     ///
     /// # Errors
     /// The offset leaves the buffer or is not 4-byte aligned.
+    #[inline]
     pub fn store_be32(&self, offset: usize, v: u32) -> Result<(), MemError> {
         let dst = self.ptr(offset, 4)?;
         if !offset.is_multiple_of(4) {
@@ -674,6 +680,7 @@ impl MemoryRegion {
     ///
     /// # Errors
     /// The range leaves the region.
+    #[inline]
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), MemError> {
         self.buf.write(offset, data)
     }

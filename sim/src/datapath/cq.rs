@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use mlx5_dpa::mlx5::wire::cqe::{at, cqe64_offset, session};
+use mlx5_dpa::mlx5::wire::cqe::{at, cqe64_offset, session, CqeWords};
 use mlx5_dpa::mlx5::wire::{Cqe64, Event};
 
 use crate::state::datapath::*;
@@ -75,7 +75,7 @@ pub(crate) fn fire(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
 
 /// Writes one CQE (the 64-byte image, `op_own` last) and runs the event logic. Receive CQEs a
 /// compressing CQ holds are written first, so CQEs stay in order.
-pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: [u8; 64]) -> bool {
+pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: &CqeWords) -> bool {
     flush_held(fw, dp, cqn);
     write_one(fw, dp, cqn, cqe)
 }
@@ -83,11 +83,13 @@ pub(crate) fn post_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: [u8;
 /// Posts the CQE of a frame an Ethernet RQ received. On a CQ with CQE compression it is held:
 /// alike receive CQEs of one engine pass go out together as one compression session
 /// ([`flush_held`]), as a NIC merges the completions of a burst.
-pub(crate) fn post_rx_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: [u8; 64]) {
+#[inline]
+pub(crate) fn post_rx_cqe(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: &CqeWords) {
     let Some(comp) = fw.cqs.get_mut(cqn).and_then(|c| c.comp.as_mut()) else {
         write_one(fw, dp, cqn, cqe);
         return;
     };
+    let cqe = cqe.to_bytes();
     let joins = comp
         .held
         .last()
@@ -165,7 +167,7 @@ pub(crate) fn flush_held(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
             write_session(fw, dp, cqn, &rest[..n]);
             rest = &rest[n..];
         } else {
-            write_one(fw, dp, cqn, rest[0]);
+            write_one(fw, dp, cqn, &CqeWords::from_bytes(&rest[0]));
             rest = &rest[1..];
         }
     }
@@ -224,7 +226,7 @@ fn write_session(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqes: &[[u8; 64
 }
 
 /// Writes one CQE now (the 64-byte image, `op_own` last) and runs the event logic.
-fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: [u8; 64]) -> bool {
+fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: &CqeWords) -> bool {
     let Some(cq) = fw.cqs.get_mut(cqn) else {
         return false;
     };
@@ -253,15 +255,19 @@ fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, mut cqe: [u8; 64]) 
         (cq.pi & (size - 1)) as usize
     };
     let owner = ((cq.pi >> cq.log_size) & 1) as u8;
-    let mut view = Cqe64::new_unchecked(&mut cqe[..]);
-    view.set_owner(owner);
-    // A 128-byte CQE carries the 64-byte CQE in its second half; `op_own` (the last byte) is
-    // written after the rest.
+    // A 128-byte CQE carries the 64-byte CQE in its second half. Its first seven words, then
+    // the last word's bytes but `op_own`, then `op_own` with this lap's owner bit.
+    const LAST: usize = at::OP_OWN / 8;
+    const _: () = assert!(at::OP_OWN == 8 * LAST + 7);
     let at = cqe64_offset(idx, cq.cqe_bytes);
-    let (body, op_own) = cqe.split_at(cqe.len() - 1);
-    cq.ring.write(at, body);
+    let last = cqe.0[LAST].to_ne_bytes();
+    cq.ring.write_words(at, &cqe.0[..LAST]);
+    // (As a 4-, a 2- and a 1-byte store: each field of the word stored once.)
+    cq.ring.write(at + 8 * LAST, &last[..4]);
+    cq.ring.write(at + 8 * LAST + 4, &last[4..6]);
+    cq.ring.write(at + 8 * LAST + 6, &last[6..7]);
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-    cq.ring.write(at + body.len(), op_own);
+    cq.ring.write(at + at::OP_OWN, &[(last[7] & !1) | owner]);
     cq.pi = cq.pi.wrapping_add(1);
     after_write(fw, dp, cqn);
     true

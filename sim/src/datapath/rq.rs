@@ -1,7 +1,7 @@
 //! Ethernet receive queues: a frame steering chose an RQ for is scattered into its next WQE
 //! and completed; and the CQEs of Ethernet queues (send and receive).
 
-use mlx5_dpa::mlx5::wire::cqe::{self as cqe_fmt, syndrome};
+use mlx5_dpa::mlx5::wire::cqe::{self as cqe_fmt, syndrome, CqeWords};
 use mlx5_dpa::mlx5::wire::wqe::{self as wqe_fmt, DataSeg, SEG};
 use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Syndrome};
 
@@ -13,7 +13,8 @@ use crate::state::Firmware;
 
 /// A successful Ethernet completion: REQ on an SQ (no WQE opcode written; the model does
 /// not report it for Ethernet SQs), RESP_SEND on an RQ.
-pub(crate) fn eth_cqe(kind: CompletionKind, byte_len: u32, qpn: u32, wqe_counter: u16) -> [u8; 64] {
+#[inline]
+pub(crate) fn eth_cqe(kind: CompletionKind, byte_len: u32, qpn: u32, wqe_counter: u16) -> CqeWords {
     Completion {
         kind,
         qpn,
@@ -21,20 +22,22 @@ pub(crate) fn eth_cqe(kind: CompletionKind, byte_len: u32, qpn: u32, wqe_counter
         byte_len,
         imm: None,
     }
-    .to_cqe()
+    .to_words()
 }
 
 /// An Ethernet error completion (no vendor syndrome, no WQE opcode).
-pub(crate) fn eth_err_cqe(requester: bool, syndrome: u8, qpn: u32, wqe_counter: u16) -> [u8; 64] {
-    CompletionError::Work {
-        requester,
-        syndrome: Syndrome::from_raw(syndrome),
-        vendor_syndrome: 0,
-        qpn,
-        wqe_counter,
-        wqe_opcode: 0,
-    }
-    .to_cqe()
+pub(crate) fn eth_err_cqe(requester: bool, syndrome: u8, qpn: u32, wqe_counter: u16) -> CqeWords {
+    CqeWords::from_bytes(
+        &CompletionError::Work {
+            requester,
+            syndrome: Syndrome::from_raw(syndrome),
+            vendor_syndrome: 0,
+            qpn,
+            wqe_counter,
+            wqe_opcode: 0,
+        }
+        .to_cqe(),
+    )
 }
 
 pub(crate) fn deliver_rq(
@@ -45,7 +48,7 @@ pub(crate) fn deliver_rq(
     flow_tag: u32,
     rss_hash: u32,
 ) {
-    let Some(rq) = fw.rqs.get(rqn) else {
+    let Some(rq) = fw.rqs.get_mut(rqn) else {
         dp.port.stats.rx_no_buffer += 1;
         return;
     };
@@ -54,20 +57,20 @@ pub(crate) fn deliver_rq(
         return;
     }
     // Receive doorbell record: dbrec[0] (MLX5_RCV_DBR), 16-bit WQE counter.
-    let posted = rq.wq.dbr.read_be32(0).map(|v| v as u16).unwrap_or(rq.ci);
-    if posted == rq.ci {
+    let ci = rq.ci;
+    let posted = rq.wq.dbr.read_be32(0).map(|v| v as u16).unwrap_or(ci);
+    if posted == ci {
+        rq.dropped += 1;
         let q_counter = rq.q_counter;
-        if let Some(rq) = fw.rqs.get_mut(rqn) {
-            rq.dropped += 1;
-        }
         if let Some(q) = fw.q_counters.get_mut(q_counter) {
             q.out_of_buffer = q.out_of_buffer.wrapping_add(1);
         }
         dp.port.stats.rx_no_buffer += 1;
         return;
     }
-    let wq = rq.wq;
-    let (ci, cqn) = (rq.ci, rq.cqn);
+    // The WQE is consumed whatever becomes of the frame.
+    rq.ci = ci.wrapping_add(1);
+    let (wq, cqn) = (rq.wq, rq.cqn);
     let stride = 1usize << wq.log_stride;
     let slot = (u32::from(ci) & ((1u32 << wq.log_size) - 1)) as usize * stride;
     let mut result: Result<(), u8> = Ok(());
@@ -102,9 +105,6 @@ pub(crate) fn deliver_rq(
     if result.is_ok() && !left.is_empty() {
         result = Err(syndrome::LOCAL_LENGTH_ERR);
     }
-    if let Some(rq) = fw.rqs.get_mut(rqn) {
-        rq.ci = ci.wrapping_add(1);
-    }
     match result {
         Ok(()) => {
             dp.port.stats.rx_delivered += 1;
@@ -113,13 +113,12 @@ pub(crate) fn deliver_rq(
             // The RSS hash an indirect TIR chose the queue by (`rx_hash_res`, DPDK
             // `struct mlx5_cqe`; a mini CQE carries it too), which DPDK hands to the
             // application as the mbuf's RSS hash.
-            let at = cqe_fmt::at::RX_HASH_RES;
-            cqe[at..at + 4].copy_from_slice(&rss_hash.to_be_bytes());
-            post_rx_cqe(fw, dp, cqn, cqe);
+            cqe.or_be32(cqe_fmt::at::RX_HASH_RES, rss_hash);
+            post_rx_cqe(fw, dp, cqn, &cqe);
         }
         Err(syn) => {
             dp.port.stats.rx_errors += 1;
-            post_cqe(fw, dp, cqn, eth_err_cqe(false, syn, rqn, ci));
+            post_cqe(fw, dp, cqn, &eth_err_cqe(false, syn, rqn, ci));
         }
     }
 }

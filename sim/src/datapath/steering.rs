@@ -214,7 +214,15 @@ fn build_lookup(
     let mut lookup = FlowLookup {
         groups: order
             .iter()
-            .filter_map(|g| Some((*g, words(&groups.get(*g)?.mask))))
+            .filter_map(|g| {
+                let mask = words(&groups.get(*g)?.mask);
+                Some(GroupLookup {
+                    id: *g,
+                    mask,
+                    matches_all: mask == [0; 8],
+                    any: None,
+                })
+            })
             .collect(),
         ..FlowLookup::default()
     };
@@ -229,20 +237,28 @@ fn build_lookup(
         if v.iter().zip(&m).any(|(v, m)| v & !m != 0) {
             continue;
         }
-        lookup.map.entry(FlowKey(e.group, v)).or_insert(FlowHit {
+        let hit = FlowHit {
             index: *idx,
             step: step_of(e),
             counter: e.counter,
-        });
+        };
+        match lookup.groups.iter_mut().find(|g| g.id == e.group) {
+            Some(g) if g.matches_all => {
+                g.any.get_or_insert(hit);
+            }
+            _ => {
+                lookup.map.entry(FlowKey(e.group, v)).or_insert(hit);
+            }
+        }
     }
     lookup
 }
 
-/// The entry of `table` that `image` hits: the first group (in creation order) holding an
-/// entry equal to the image under the group's mask, and its lowest such index. One hash
-/// probe per group, however many entries the table holds. `None` when there is no such
-/// table; counts a miss.
-fn lookup(fw: &mut Firmware, table: u32, image: &[u64; 8]) -> Option<Option<FlowHit>> {
+/// The entry of `table` that `frame` hits: the first group (in creation order) holding an
+/// entry equal to the frame's image under the group's mask, and its lowest such index. One
+/// hash probe per group, however many entries the table holds; a group with an empty mask
+/// needs none. `None` when there is no such table; counts a miss.
+fn lookup(fw: &mut Firmware, table: u32, image: &mut Image<'_>) -> Option<Option<FlowHit>> {
     let t = fw.tables.get_mut(table)?;
     let lookup = match &mut t.lookup {
         Some(l) => &*l,
@@ -257,14 +273,32 @@ fn lookup(fw: &mut Firmware, table: u32, image: &[u64; 8]) -> Option<Option<Flow
 
 /// [`lookup`] on a table's lookup.
 #[inline]
-fn probe(lookup: &FlowLookup, image: &[u64; 8]) -> Option<FlowHit> {
-    lookup.groups.iter().find_map(|(g, m)| {
-        let key = FlowKey(*g, std::array::from_fn(|k| image[k] & m[k]));
+fn probe(lookup: &FlowLookup, image: &mut Image<'_>) -> Option<FlowHit> {
+    lookup.groups.iter().find_map(|g| {
+        if g.matches_all {
+            return g.any;
+        }
+        let w = image.words();
+        let key = FlowKey(g.id, std::array::from_fn(|k| w[k] & g.mask[k]));
         lookup.map.get(&key).copied()
     })
 }
 
-fn steer(fw: &mut Firmware, roots: &[u32], image: &[u64; 8], len: usize) -> Verdict {
+/// A frame's header image, put together when a group or RSS first needs it (a frame that
+/// only meets groups with empty masks and a direct TIR never does).
+struct Image<'a> {
+    frame: &'a [u8],
+    words: Option<[u64; 8]>,
+}
+
+impl Image<'_> {
+    #[inline]
+    fn words(&mut self) -> &[u64; 8] {
+        self.words.get_or_insert_with(|| match_words(self.frame))
+    }
+}
+
+fn steer(fw: &mut Firmware, roots: &[u32], image: &mut Image<'_>, len: usize) -> Verdict {
     for &root in roots {
         let mut table = root;
         for _depth in 0..8 {
@@ -290,9 +324,9 @@ fn steer(fw: &mut Firmware, roots: &[u32], image: &[u64; 8], len: usize) -> Verd
 pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
     dp.port.stats.rx_frames += 1;
     dp.port.stats.rx_bytes += frame.len() as u64;
-    let image = match_words(frame);
+    let mut image = Image { frame, words: None };
     let roots = std::mem::take(&mut dp.roots);
-    let verdict = steer(fw, &roots, &image, frame.len());
+    let verdict = steer(fw, &roots, &mut image, frame.len());
     dp.roots = roots;
     let (tirn, flow_tag) = match verdict {
         Verdict::Tir(t, tag) => (t, tag),
@@ -322,7 +356,7 @@ pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_t
         Dispatch::Direct(rq) => (rq, 0),
         Dispatch::Indirect(rqt) => {
             let Some(rqt) = fw.rqts.get(rqt) else { return };
-            let h = rss_hash(&tir.raw, &image_bytes(&image));
+            let h = rss_hash(&tir.raw, &image_bytes(image.words()));
             (rqt.rqs[(h as usize) % rqt.rqs.len().max(1)], h)
         }
     };
@@ -545,7 +579,8 @@ mod tests {
                         .find(|(_, e)| e.group == *g && matches(&e.value, &grp.mask, &image))
                         .map(|(idx, _)| *idx)
                 });
-                proptest::prop_assert_eq!(probe(&map, &words(&image)).map(|h| h.index), walked);
+                let mut image = Image { frame: &[], words: Some(words(&image)) };
+                proptest::prop_assert_eq!(probe(&map, &mut image).map(|h| h.index), walked);
             }
         }
     }

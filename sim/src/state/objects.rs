@@ -343,8 +343,21 @@ pub(crate) struct FlowTable {
 /// masked header image is the key, as a NIC's hash per match definer does.
 #[derive(Debug, Default)]
 pub(crate) struct FlowLookup {
-    pub(crate) groups: Vec<(u32, [u64; 8])>,
+    pub(crate) groups: Vec<GroupLookup>,
     pub(crate) map: rustc_hash::FxHashMap<FlowKey, FlowHit>,
+}
+
+/// A group of a [`FlowLookup`], in the table's order.
+#[derive(Debug)]
+pub(crate) struct GroupLookup {
+    pub(crate) id: u32,
+    pub(crate) mask: [u64; 8],
+    /// The mask is empty: the group matches on nothing, so every frame has its one possible
+    /// value (all zeros).
+    pub(crate) matches_all: bool,
+    /// For a group that matches all: what its lowest entry does, found without hashing the
+    /// frame (`None`: the group holds no entry). Unused for other groups.
+    pub(crate) any: Option<FlowHit>,
 }
 
 /// The entry a frame hit, and what it does with the frame (copied from the entry when the

@@ -63,6 +63,7 @@ pub(crate) trait RigMem {
 }
 
 impl RigMem for DmaBuf {
+    #[inline]
     fn va(&self, off: usize) -> u64 {
         assert!(
             off < self.len(),
@@ -71,18 +72,22 @@ impl RigMem for DmaBuf {
         );
         self.addr() + off as u64
     }
+    #[inline]
     fn put(&self, off: usize, data: &[u8]) {
         self.write(off, data)
             .unwrap_or_else(|e| panic!("rig memory: {e}"))
     }
+    #[inline]
     fn get(&self, off: usize, buf: &mut [u8]) {
         self.read(off, buf)
             .unwrap_or_else(|e| panic!("rig memory: {e}"))
     }
+    #[inline]
     fn put_be32(&self, off: usize, v: u32) {
         self.store_be32(off, v)
             .unwrap_or_else(|e| panic!("rig memory: {e}"))
     }
+    #[inline]
     fn get_u8(&self, off: usize) -> u8 {
         self.load_u8(off)
             .unwrap_or_else(|e| panic!("rig memory: {e}"))

@@ -680,10 +680,18 @@ impl EthRig {
         }
         barrier::dma_rmb();
         let mut c = [0u8; CQE_SIZE];
-        self.mem.get(at, &mut c);
         if session::format(op_own) == session::FORMAT_COMPRESSED {
+            self.mem.get(at, &mut c);
             return Some(self.expand_session(ring, dbr, ci, &c));
         }
+        // What a completion reports lies in the CQE's last 24 bytes: only they are read.
+        const TAIL: usize = 40;
+        const _: () = assert!(
+            cqe::at::BYTE_CNT >= TAIL
+                && cqe::at::VENDOR_ERR_SYND >= TAIL
+                && cqe::at::SYNDROME >= TAIL
+        );
+        self.mem.get(at + TAIL, &mut c[TAIL..]);
         let c = Cqe64::new_unchecked(c);
         let done = Completion {
             opcode: op_own >> 4,
@@ -698,8 +706,18 @@ impl EthRig {
         } else {
             self.cq_tx_ci = ci;
         }
-        self.mem.put_be32(self.off.dbr + dbr, ci & self.ci_mask());
         Some(done)
+    }
+
+    /// Tells the device how far a CQ was consumed (its doorbell record), once a poll, as a
+    /// driver does after a burst.
+    fn update_cq_record(&self, rx: bool) {
+        let (ci, dbr) = if rx {
+            (self.cq_rx_ci, DBR_CQ_RX)
+        } else {
+            (self.cq_tx_ci, DBR_CQ_TX)
+        };
+        self.mem.put_be32(self.off.dbr + dbr, ci & self.ci_mask());
     }
 
     /// Expands the compression session whose title `title` is at `ci`
@@ -757,6 +775,9 @@ impl EthRig {
             out.push(c);
             n += 1;
         }
+        if n > 0 {
+            self.update_cq_record(false);
+        }
         n
     }
 
@@ -790,6 +811,7 @@ impl EthRig {
         }
         self.rx_scratch = buf;
         if n > 0 {
+            self.update_cq_record(true);
             self.fill_rq();
         }
         n

@@ -130,6 +130,20 @@ pub enum CompletionKind {
     RecvInv,
 }
 
+impl CompletionKind {
+    /// The CQE opcode of this kind, and the WQE opcode `sop_drop_qpn[31:24]` carries.
+    #[inline]
+    fn opcodes(self) -> (u8, u8) {
+        match self {
+            CompletionKind::Send { wqe_opcode } => (opcode::REQ, wqe_opcode),
+            CompletionKind::Recv => (opcode::RESP_SEND, 0),
+            CompletionKind::RecvImm => (opcode::RESP_SEND_IMM, 0),
+            CompletionKind::RecvRdmaWriteImm => (opcode::RESP_WR_IMM, 0),
+            CompletionKind::RecvInv => (opcode::RESP_SEND_INV, 0),
+        }
+    }
+}
+
 /// A successful completion: what [`Completion::parse`] reads from a CQE and
 /// [`Completion::emit`] writes into one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -732,13 +746,7 @@ impl Completion {
     /// kind, and the opcode (the owner bit and every other byte are left as they are).
     #[inline]
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, cqe: &mut Cqe64<T>) {
-        let (op, top) = match self.kind {
-            CompletionKind::Send { wqe_opcode } => (opcode::REQ, wqe_opcode),
-            CompletionKind::Recv => (opcode::RESP_SEND, 0),
-            CompletionKind::RecvImm => (opcode::RESP_SEND_IMM, 0),
-            CompletionKind::RecvRdmaWriteImm => (opcode::RESP_WR_IMM, 0),
-            CompletionKind::RecvInv => (opcode::RESP_SEND_INV, 0),
-        };
+        let (op, top) = self.kind.opcodes();
         if let Some(imm) = self.imm {
             cqe.set_imm_inval_pkey(imm);
         }
@@ -756,6 +764,88 @@ impl Completion {
         let mut c = Cqe64::new_unchecked([0u8; CQE_SIZE]);
         self.emit(&mut c);
         c.into_inner()
+    }
+}
+
+/// A 64-byte CQE as eight native-endian words in memory order (word `k` holds bytes
+/// `8k..8k + 8`), for code that builds a CQE and hands it on to be stored: the fields are put
+/// together in registers and the image is read back only word by word. A byte image built
+/// with field-sized stores and then copied with wider loads stalls every such load until the
+/// stores reach the cache (store forwarding fails), which the model's profile showed on each
+/// CQE it wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CqeWords(pub [u64; 8]);
+
+impl CqeWords {
+    /// The word whose byte `k` (0..8, memory order) is `b`.
+    #[inline(always)]
+    const fn byte_in_word(b: u8, k: usize) -> u64 {
+        let shift = if cfg!(target_endian = "little") {
+            8 * k
+        } else {
+            56 - 8 * k
+        };
+        (b as u64) << shift
+    }
+
+    /// ORs the big-endian bytes of `v` in at byte `at` (a field that was zero).
+    #[inline(always)]
+    fn or_be(&mut self, at: usize, bytes: &[u8]) {
+        for (i, b) in bytes.iter().enumerate() {
+            let p = at + i;
+            self.0[p / 8] |= Self::byte_in_word(*b, p % 8);
+        }
+    }
+
+    /// Sets the big-endian u32 at byte `at` (a field that was zero).
+    #[inline(always)]
+    pub fn or_be32(&mut self, at: usize, v: u32) {
+        self.or_be(at, &v.to_be_bytes());
+    }
+
+    /// The byte at `at`.
+    #[inline(always)]
+    pub fn byte(&self, at: usize) -> u8 {
+        self.0[at / 8].to_ne_bytes()[at % 8]
+    }
+
+    /// The image as bytes.
+    #[inline]
+    pub fn to_bytes(&self) -> [u8; CQE_SIZE] {
+        let mut b = [0u8; CQE_SIZE];
+        for (c, w) in b.chunks_exact_mut(8).zip(&self.0) {
+            c.copy_from_slice(&w.to_ne_bytes());
+        }
+        b
+    }
+
+    /// The words of a byte image.
+    #[inline]
+    pub fn from_bytes(b: &[u8; CQE_SIZE]) -> CqeWords {
+        CqeWords(std::array::from_fn(|k| {
+            u64::from_ne_bytes(b[8 * k..8 * k + 8].try_into().unwrap_or([0; 8]))
+        }))
+    }
+}
+
+impl Completion {
+    /// This completion's CQE (zeros elsewhere, owner 0) as words built in registers: the same
+    /// bytes as [`Completion::to_cqe`].
+    #[inline]
+    pub fn to_words(&self) -> CqeWords {
+        let (op, top) = self.kind.opcodes();
+        let mut w = CqeWords::default();
+        if let Some(imm) = self.imm {
+            w.or_be32(at::IMM_INVAL_PKEY, imm);
+        }
+        w.or_be32(at::BYTE_CNT, self.byte_len);
+        w.or_be32(
+            at::SOP_DROP_QPN,
+            (u32::from(top) << 24) | (self.qpn & QPN_MASK),
+        );
+        w.or_be(at::WQE_COUNTER, &self.wqe_counter.to_be_bytes());
+        w.or_be(at::OP_OWN, &[op << 4]);
+        w
     }
 }
 
@@ -819,6 +909,36 @@ const _: () = {
 mod tests {
     use super::super::test_util::poisoned;
     use super::*;
+
+    #[test]
+    fn words_are_the_bytes_emit_writes() {
+        let kinds = [
+            CompletionKind::Send { wqe_opcode: 0x0a },
+            CompletionKind::Recv,
+            CompletionKind::RecvImm,
+            CompletionKind::RecvRdmaWriteImm,
+            CompletionKind::RecvInv,
+        ];
+        for (k, kind) in kinds.into_iter().enumerate() {
+            let c = Completion {
+                kind,
+                qpn: 0x00ab_cdef ^ k as u32,
+                wqe_counter: 0xfe01 ^ k as u16,
+                byte_len: 0x1234_5678 ^ k as u32,
+                imm: (k % 2 == 0).then_some(0x8765_4321),
+            };
+            let w = c.to_words();
+            assert_eq!(w.to_bytes(), c.to_cqe(), "{kind:?}");
+            assert_eq!(CqeWords::from_bytes(&w.to_bytes()), w);
+            assert_eq!(w.byte(at::OP_OWN), c.to_cqe()[at::OP_OWN]);
+        }
+        let mut w = CqeWords::default();
+        w.or_be32(at::RX_HASH_RES, 0x0102_0304);
+        assert_eq!(
+            w.to_bytes()[at::RX_HASH_RES..at::RX_HASH_RES + 4],
+            [1, 2, 3, 4]
+        );
+    }
 
     #[test]
     fn requester_cqe_fields() {

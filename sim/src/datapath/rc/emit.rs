@@ -2,6 +2,7 @@
 //! path from the QP's address vector; inside the device for force loopback, else the port).
 
 use mlx5_dpa::mlx5::wire::cqe::opcode as cqe_op;
+use mlx5_dpa::mlx5::wire::cqe::CqeWords;
 use mlx5_dpa::mlx5::wire::{Completion, CompletionError, CompletionKind, Cqe64, Syndrome};
 
 use crate::datapath::port;
@@ -74,7 +75,7 @@ pub(crate) fn post(fw: &mut Firmware, dp: &mut Datapath, cqn: Option<u32>, mut c
         v.set_srqn_uidx(qp.user_index);
     }
     if let Some(cqn) = cqn {
-        crate::datapath::cq::post_cqe(fw, dp, cqn, cqe);
+        crate::datapath::cq::post_cqe(fw, dp, cqn, &CqeWords::from_bytes(&cqe));
     }
 }
 
