@@ -143,29 +143,53 @@ impl Dma {
         }
     }
 
-    /// Stores `words` (native-endian) from `offset`, each with one store of its own, in
-    /// order: the source is read word by word, never with wider loads (see
-    /// `mlx5_dpa::mlx5::wire::cqe::CqeWords`). `false` (and nothing written) when out of
+    /// Hands over a 64-byte entry whose last byte says who owns it (a CQE's `op_own`): stores
+    /// `words` (native-endian, memory order) from `offset`, the last byte after the others
+    /// behind a release fence, so that a reader that sees the new last byte sees the rest.
+    /// Each word is read and stored whole, never through wider loads (see
+    /// `mlx5_dpa::mlx5::wire::cqe::CqeWords`); the last word's other bytes as a 4-, a 2- and a
+    /// 1-byte store. One range check for all of it; `false` (and nothing written) when out of
     /// range.
     #[inline]
-    pub(crate) fn write_words(&self, offset: usize, words: &[u64]) -> bool {
-        match offset.checked_add(words.len() * 8) {
+    pub(crate) fn publish64(&self, offset: usize, words: &[u64; 8]) -> bool {
+        match offset.checked_add(64) {
             Some(end) if end <= self.len => {}
             _ => return false,
         }
         let p = self.addr + offset;
+        let last = words[7].to_ne_bytes();
         if self.atomic || !p.is_multiple_of(8) {
-            for (k, w) in words.iter().enumerate() {
-                // SAFETY: inside the checked range of DPA memory or of a live registration;
-                // `atomic_write` stores bytes and aligned words atomically.
-                unsafe { atomic_write(p + 8 * k, &w.to_ne_bytes()) };
+            let mut body = [0u8; 63];
+            for (c, w) in body.chunks_mut(8).zip(words) {
+                c.copy_from_slice(&w.to_ne_bytes()[..c.len()]);
             }
-        } else {
-            for (k, w) in words.iter().enumerate() {
-                // SAFETY: inside the checked range of a live registration (as in `read`), and
-                // 8-byte aligned (checked); volatile, so that each store stays one of its own.
-                unsafe { std::ptr::write_volatile((p + 8 * k) as *mut u64, *w) };
+            // SAFETY: inside the checked range of DPA memory or of a live registration;
+            // `atomic_write` stores bytes and aligned words atomically, in address order.
+            unsafe { atomic_write(p, &body) };
+            std::sync::atomic::fence(Ordering::Release);
+            // SAFETY: as above.
+            unsafe { atomic_write(p + 63, &last[7..]) };
+            return true;
+        }
+        // SAFETY: inside the checked range of a live registration (as in `read`), and 8-byte
+        // aligned (checked), so each pointer below is aligned to its store's size. Volatile, so
+        // that each store stays one of its own and the last byte is stored after the others.
+        unsafe {
+            for (k, w) in words[..7].iter().enumerate() {
+                std::ptr::write_volatile((p + 8 * k) as *mut u64, *w);
             }
+            let tail = p + 56;
+            std::ptr::write_volatile(
+                tail as *mut u32,
+                u32::from_ne_bytes([last[0], last[1], last[2], last[3]]),
+            );
+            std::ptr::write_volatile(
+                (tail + 4) as *mut u16,
+                u16::from_ne_bytes([last[4], last[5]]),
+            );
+            std::ptr::write_volatile((tail + 6) as *mut u8, last[6]);
+            std::sync::atomic::fence(Ordering::Release);
+            std::ptr::write_volatile((tail + 7) as *mut u8, last[7]);
         }
         true
     }

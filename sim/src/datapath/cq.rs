@@ -255,19 +255,13 @@ fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: &CqeWords) -> 
         (cq.pi & (size - 1)) as usize
     };
     let owner = ((cq.pi >> cq.log_size) & 1) as u8;
-    // A 128-byte CQE carries the 64-byte CQE in its second half. Its first seven words, then
-    // the last word's bytes but `op_own`, then `op_own` with this lap's owner bit.
-    const LAST: usize = at::OP_OWN / 8;
-    const _: () = assert!(at::OP_OWN == 8 * LAST + 7);
-    let at = cqe64_offset(idx, cq.cqe_bytes);
-    let last = cqe.0[LAST].to_ne_bytes();
-    cq.ring.write_words(at, &cqe.0[..LAST]);
-    // (As a 4-, a 2- and a 1-byte store: each field of the word stored once.)
-    cq.ring.write(at + 8 * LAST, &last[..4]);
-    cq.ring.write(at + 8 * LAST + 4, &last[4..6]);
-    cq.ring.write(at + 8 * LAST + 6, &last[6..7]);
-    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-    cq.ring.write(at + at::OP_OWN, &[(last[7] & !1) | owner]);
+    // A 128-byte CQE carries the 64-byte CQE in its second half; `op_own` (the last byte),
+    // with this lap's owner bit, is stored after the rest.
+    const _: () = assert!(at::OP_OWN == 63);
+    let mut words = cqe.0;
+    let own = &mut words[at::OP_OWN / 8];
+    *own = CqeWords::with_byte(*own, at::OP_OWN % 8, (cqe.byte(at::OP_OWN) & !1) | owner);
+    cq.ring.publish64(cqe64_offset(idx, cq.cqe_bytes), &words);
     cq.pi = cq.pi.wrapping_add(1);
     after_write(fw, dp, cqn);
     true

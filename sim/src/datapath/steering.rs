@@ -325,9 +325,7 @@ pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_t
     dp.port.stats.rx_frames += 1;
     dp.port.stats.rx_bytes += frame.len() as u64;
     let mut image = Image { frame, words: None };
-    let roots = std::mem::take(&mut dp.roots);
-    let verdict = steer(fw, &roots, &mut image, frame.len());
-    dp.roots = roots;
+    let verdict = steer(fw, &dp.roots, &mut image, frame.len());
     let (tirn, flow_tag) = match verdict {
         Verdict::Tir(t, tag) => (t, tag),
         Verdict::Drop => {

@@ -638,14 +638,15 @@ impl EthRig {
     pub fn fill_rq(&mut self) -> usize {
         let size = 1u16 << self.cfg.log_rq;
         let mut n = 0;
+        let bufs = self.mem.va(self.off.rx_bufs);
+        let len = match self.cfg.rx_post_len {
+            0 => self.cfg.buf_size,
+            n => n.min(self.cfg.buf_size),
+        };
         // The RQ consumer is the RX CQ's progress; buffers in flight are rq_pi - completed.
         while self.rq_pi.wrapping_sub(self.cq_rx_ci as u16) < size {
             let slot = (self.rq_pi & (size - 1)) as usize;
-            let addr = self.mem.va(self.off.rx_bufs + slot * self.cfg.buf_size);
-            let len = match self.cfg.rx_post_len {
-                0 => self.cfg.buf_size,
-                n => n.min(self.cfg.buf_size),
-            };
+            let addr = bufs + (slot * self.cfg.buf_size) as u64;
             let seg = data_seg(len as u32, self.lkey, addr);
             self.mem.put(self.off.rq + slot * SEG, &seg);
             self.rq_pi = self.rq_pi.wrapping_add(1);

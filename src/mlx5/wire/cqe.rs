@@ -803,6 +803,12 @@ impl CqeWords {
         self.or_be(at, &v.to_be_bytes());
     }
 
+    /// `word` with its byte `k` (0..8, memory order) replaced by `b`.
+    #[inline(always)]
+    pub const fn with_byte(word: u64, k: usize, b: u8) -> u64 {
+        (word & !Self::byte_in_word(0xff, k)) | Self::byte_in_word(b, k)
+    }
+
     /// The byte at `at`.
     #[inline(always)]
     pub fn byte(&self, at: usize) -> u8 {
