@@ -5,7 +5,8 @@
 //! A 128-byte CQE (`cqc.cqe_sz` = 1) carries the 64-byte CQE in its second half ([`Cqe128`]).
 //! [`Completion::parse`] / [`Completion::emit`] turn a CQE into what it reports and back; the
 //! driver's poll path uses [`decode_words`], the same decode over 8-byte words it loads itself,
-//! at the offsets declared here.
+//! at the offsets declared here. [`Completion::to_words`] builds a CQE in registers as
+//! [`CqeWords`], for code that hands it on to be stored (the device model).
 
 use super::{byte_at, wire_view, ShortBuffer};
 use crate::layout;
