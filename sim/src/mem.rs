@@ -622,4 +622,37 @@ mod tests {
         assert!(!dma.write(60, &[0; 8]), "out of range");
         assert_eq!(buf[60..], [0xee; 4]);
     }
+
+    /// A published entry is its words' bytes in memory order, on host and on DPA memory, at an
+    /// 8-byte aligned and an unaligned address, and nothing around it; one that does not fit is
+    /// not written at all.
+    #[test]
+    fn a_published_entry_is_its_words_bytes() {
+        let words: [u64; 8] = std::array::from_fn(|k| 0x0102_0304_0506_0708u64 * (k as u64 + 1));
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let mut buf = vec![0xeeu8; 96];
+        // The first 8-byte aligned offset of the buffer: `pad` is aligned, `pad + 3` is not.
+        let pad = (buf.as_ptr() as usize).next_multiple_of(8) - buf.as_ptr() as usize;
+        for atomic in [false, true] {
+            for at in [pad, pad + 3, pad + 8] {
+                buf.fill(0xee);
+                let dma = Dma {
+                    addr: buf.as_mut_ptr() as usize,
+                    len: buf.len(),
+                    atomic,
+                };
+                assert!(dma.publish64(at, &words));
+                let what = format!("at {at} (aligned from {pad}) atomic {atomic}");
+                assert_eq!(&buf[at..at + 64], &bytes[..], "{what}");
+                assert!(buf[..at].iter().all(|&b| b == 0xee), "before: {what}");
+                assert!(buf[at + 64..].iter().all(|&b| b == 0xee), "after: {what}");
+                buf.fill(0xee);
+                assert!(!dma.publish64(96 - 63, &words), "out of range: {what}");
+                assert!(
+                    buf.iter().all(|&b| b == 0xee),
+                    "written out of range: {what}"
+                );
+            }
+        }
+    }
 }
