@@ -213,11 +213,10 @@ fn write_session(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqes: &[[u8; 64
     let mut view = Cqe64::new_unchecked(&mut title[..]);
     view.set_owner(owner);
     title[at::OP_OWN] = (title[at::OP_OWN] & !(3 << 2)) | (session::FORMAT_COMPRESSED << 2);
-    let to = cqe64_offset(first, cq.cqe_bytes);
-    let (body, op_own) = title.split_at(at::OP_OWN);
-    cq.ring.write(to, body);
-    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-    cq.ring.write(to + at::OP_OWN, op_own);
+    cq.ring.publish64(
+        cqe64_offset(first, cq.cqe_bytes),
+        &CqeWords::from_bytes(&title).0,
+    );
     cq.pi = cq.pi.wrapping_add(n as u32);
     dp.port.stats.cqe_sessions += 1;
     for _ in 0..n {
@@ -258,10 +257,9 @@ fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: &CqeWords) -> 
     // A 128-byte CQE carries the 64-byte CQE in its second half; `op_own` (the last byte),
     // with this lap's owner bit, is stored after the rest.
     const _: () = assert!(at::OP_OWN == 63);
-    let mut words = cqe.0;
-    let own = &mut words[at::OP_OWN / 8];
-    *own = CqeWords::with_byte(*own, at::OP_OWN % 8, (cqe.byte(at::OP_OWN) & !1) | owner);
-    cq.ring.publish64(cqe64_offset(idx, cq.cqe_bytes), &words);
+    let mut cqe = *cqe;
+    cqe.set_owner(owner);
+    cq.ring.publish64(cqe64_offset(idx, cq.cqe_bytes), &cqe.0);
     cq.pi = cq.pi.wrapping_add(1);
     after_write(fw, dp, cqn);
     true

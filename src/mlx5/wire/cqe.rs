@@ -804,10 +804,12 @@ impl CqeWords {
         self.or_be(at, &v.to_be_bytes());
     }
 
-    /// `word` with its byte `k` (0..8, memory order) replaced by `b`.
+    /// Sets `op_own[0]`, the owner bit, keeping the other bits (as [`Cqe64::set_owner`]).
     #[inline(always)]
-    pub const fn with_byte(word: u64, k: usize, b: u8) -> u64 {
-        (word & !Self::byte_in_word(0xff, k)) | Self::byte_in_word(b, k)
+    pub fn set_owner(&mut self, owner: u8) {
+        let v = (self.byte(at::OP_OWN) & 0xfe) | (owner & 1);
+        let (w, k) = (at::OP_OWN / 8, at::OP_OWN % 8);
+        self.0[w] = (self.0[w] & !Self::byte_in_word(0xff, k)) | Self::byte_in_word(v, k);
     }
 
     /// The byte at `at`.
@@ -945,6 +947,24 @@ mod tests {
             w.to_bytes()[at::RX_HASH_RES..at::RX_HASH_RES + 4],
             [1, 2, 3, 4]
         );
+        // The owner bit as `Cqe64::set_owner` sets it, every other bit kept.
+        for (k, owner) in [1u8, 0, 1].into_iter().enumerate() {
+            let c = Completion {
+                kind: CompletionKind::Recv,
+                qpn: 7 + k as u32,
+                wqe_counter: 9,
+                byte_len: 64,
+                imm: None,
+            };
+            // Start from the other owner, so that the bit must change.
+            let mut b = c.to_cqe();
+            b[at::OP_OWN] |= 1 - owner;
+            let mut w = CqeWords::from_bytes(&b);
+            w.set_owner(owner);
+            Cqe64::new_unchecked(&mut b[..]).set_owner(owner);
+            assert_eq!(w.to_bytes(), b, "owner {owner}");
+            assert_eq!(w.byte(at::OP_OWN) & 1, owner);
+        }
     }
 
     #[test]
