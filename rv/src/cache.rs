@@ -4,8 +4,10 @@
 //! control transfer (branch, jump, `ecall`, `ebreak`, `fence.i`, illegal instruction), at most
 //! [`MAX_BLOCK`] instructions, never past the end of its 4 KiB page. An instruction that crosses
 //! a page boundary is a block of its own. Blocks are decoded into one arena (`code`); per cached
-//! page, one entry per halfword gives the block starting there. The interpreter walks a block by
-//! index, so the next instruction's position never waits for the current one's decoding.
+//! page, one entry per halfword gives the block starting there (the interpreter puts an end
+//! marker of its own after each block, outside the block's length). The interpreter walks a
+//! block by index, so the next instruction's position never waits for the current one's
+//! decoding.
 //!
 //! A store by the hart into a page with blocks drops every block of that page (and the one
 //! that may cross into it from the previous page); a filter of 4096 bits keeps the test to one
@@ -255,12 +257,12 @@ impl CodeCache {
         p
     }
 
-    /// The block starting at `pc` in cached page `page`: (first index in the arena, length),
-    /// if decoded.
+    /// The block starting at `pc` in cached page `page`: (first index in the arena, length,
+    /// never 0), if decoded.
     #[inline(always)]
     pub(crate) fn block(&self, page: usize, pc: u64) -> Option<(usize, usize)> {
         let e = *self.entries.get(page * SLOTS + slot(pc))?;
-        (e != 0).then_some(((e >> 8) as usize, (e & 0xff) as usize))
+        (e & 0xff != 0).then_some(((e >> 8) as usize, (e & 0xff) as usize))
     }
 
     /// Lends the arena to a run: the interpreter reads a block's instructions from it while
@@ -283,9 +285,10 @@ impl CodeCache {
         code.clear();
     }
 
-    /// Whether the arena has room for another block (else the caller clears the cache first).
+    /// Whether the arena has room for another block and the interpreter's end marker after
+    /// it (else the caller clears the cache first).
     pub(crate) fn has_room(code: &[Insn]) -> bool {
-        code.len() + MAX_BLOCK <= MAX_CODE
+        code.len() + MAX_BLOCK < MAX_CODE
     }
 
     /// Ends the block for `pc` in page `page` whose instructions were pushed onto the arena

@@ -1,7 +1,7 @@
 //! The interpreter loop.
 //!
-//! Registers live in the run's [`Exec`], a 64-entry array (index 32 is the sink for writes to
-//! x0; indices are masked with 63 so no bounds check remains); `pc` and the retired count in
+//! Registers live in the run's [`Exec`], a 256-entry array (index 32 is the sink for writes
+//! to x0; any `u8` index is in it, so no bounds check or mask remains); `pc` and the count in
 //! locals. The outer loop finds (or decodes) the basic block at `pc` in the [`CodeCache`] and
 //! cuts it to the remaining budget; [`run_block`] runs it threaded: each instruction's handler
 //! ends by jumping to the next one's, so the host predicts each handler's jump on its own.
@@ -16,15 +16,26 @@ use super::hart::{Access, Bus, Fault, Hart, MemError, Stop};
 use super::ram::{AmoOp, RamRegion};
 
 struct Exec<'a, B: Bus> {
-    /// The registers during a run: index 32 is the sink for writes to x0; indices are
-    /// masked with 63, so no bounds check remains.
-    x: [u64; 64],
-    /// The block being run: its pc, the count before it, where its jump or branch goes
-    /// ([`NO_PC`] until one runs), and why it ended early ([`Slow::Done`] while it has not).
+    /// The registers during a run: index 32 is the sink for writes to x0, the compiled code
+    /// uses the first 64 ([`crate::jit`]); 256 of them so that an instruction's `u8`
+    /// register fields index it with neither a bounds check nor a mask.
+    x: [u64; 256],
+    /// The block being run: its pc; the run's count before its instruction at index `i` of
+    /// the code the handlers run is `bias + i` (wrapping: the block's count before it, less
+    /// its first index); where the run goes on when it stops at a block's end ([`NO_PC`]
+    /// until then); and why it ended early ([`Slow::Done`] at a block's end).
     base: u64,
-    instret_at: u64,
+    bias: u64,
     npc: u64,
     exit: Slow,
+    /// The hart's count when the run started.
+    instret0: u64,
+    /// Chaining (see [`chain`]): a block may follow without a return to the outer loop while
+    /// the run's count after it stays within `stop_at` (0: no chaining); the cached page the
+    /// current block is in (its number and its index in the cache).
+    stop_at: u64,
+    vpn: u64,
+    page: usize,
     bus: &'a mut B,
     cache: &'a mut CodeCache,
     /// Last region a load hit (readable).
@@ -314,6 +325,10 @@ impl<B: Bus> Exec<'_, B> {
             fuse(block);
         }
         let len = self.cache.finish_block(code, page, pc, start);
+        // The block's end marker (not part of the block: its length leaves it out).
+        if let Some(last) = code.last().copied() {
+            code.push(block_end(&last));
+        }
         Ok((page, start, len))
     }
 }
@@ -621,11 +636,15 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     let hint = bus.ram_regions().map(|r| r.unwrap_or(RamRegion::EMPTY));
     let mut code = cache.lend_code();
     let mut ex = Exec {
-        x: [0; 64],
+        x: [0; 256],
         base: 0,
-        instret_at: 0,
+        bias: 0,
         npc: 0,
         exit: Slow::Done,
+        instret0: hart.instret,
+        stop_at: 0,
+        vpn: NO_PAGE,
+        page: 0,
         bus,
         cache,
         rd_region: RamRegion::EMPTY,
@@ -645,6 +664,8 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     let instret0 = hart.instret;
     let mut cur_vpn = NO_PAGE;
     let mut cur_page = 0usize;
+    // A block cut short by the budget, with its end marker.
+    let mut cut: Vec<Insn> = Vec::with_capacity(MAX_BLOCK + 1);
     // Compiled code left before an instruction the interpreter must run.
     #[cfg(feature = "jit")]
     let mut interpret_one = false;
@@ -691,19 +712,47 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
             }
         }
         // Never past the budget: a block may end early.
+        let left = max_insns - n;
         #[cfg_attr(not(feature = "jit"), allow(unused_mut))]
-        let mut end = start + len.min(usize::try_from(max_insns - n).unwrap_or(usize::MAX));
+        let mut run = len.min(usize::try_from(left).unwrap_or(usize::MAX));
+        // How far blocks may chain after this one.
+        #[cfg_attr(not(feature = "jit"), allow(unused_mut))]
+        let mut stop_at = n + left.min(CHAIN);
         #[cfg(feature = "jit")]
         if std::mem::take(&mut interpret_one) {
-            end = end.min(start + 1);
+            run = run.min(1);
         }
-        let Some(block) = code.get(start..end).filter(|b| !b.is_empty()) else {
+        #[cfg(feature = "jit")]
+        if ex.cache.jit.is_some() {
+            // The outer loop counts each block's entries for the JIT.
+            stop_at = 0;
+        }
+        let Some(block) = code.get(start..start + len).filter(|b| !b.is_empty()) else {
             // Cannot happen (entries only name decoded blocks); start over to be safe.
             ex.cache.clear_with(&mut code);
             cur_vpn = NO_PAGE;
             continue;
         };
-        match run_block(&mut ex, block, &mut pc, &mut n, instret0) {
+        let (run_code, run_start) = if run == len {
+            ex.stop_at = stop_at;
+            (&code[..], start)
+        } else {
+            // Cut by the budget: a copy of the instructions that may run, with an end marker
+            // after them (a fused pair cut in two runs its first alone); no chaining.
+            cut.clear();
+            cut.extend_from_slice(&block[..run]);
+            if let Some(last) = cut.last_mut() {
+                last.dispatch = last.op as u8;
+            }
+            if let Some(last) = cut.last().copied() {
+                cut.push(block_end(&last));
+            }
+            ex.stop_at = 0;
+            (&cut[..], 0)
+        };
+        ex.vpn = cur_vpn;
+        ex.page = cur_page;
+        match run_block(&mut ex, run_code, run_start, &mut pc, &mut n) {
             BlockEnd::Next => {}
             BlockEnd::Relookup => cur_vpn = NO_PAGE,
             BlockEnd::FenceI => {
@@ -815,75 +864,125 @@ enum BlockEnd {
     Stop(Stop),
 }
 
-/// Runs the decoded instructions `block` (one block, or its first part when the budget
-/// ends earlier), which start at `*pc_out`; adds the number retired to `*n_out` and leaves
-/// the next pc in `*pc_out`.
+/// Runs the block at `*pc_out` (arena index `start` of `code`: the cache's arena, or a copy
+/// of a block cut short by the budget, each block followed by its end marker) and the blocks
+/// chained after it; adds the number retired to `*n_out` and leaves the next pc in `*pc_out`.
 ///
 /// Threaded: each instruction's handler (the [`Handlers`] table, by [`Insn::dispatch`]: its
-/// operation's, or a fused pair's) runs it and ends by calling the next instruction's
-/// handler, a tail call that compiles to one indirect jump, so each handler's jump is
-/// predicted on its own. A handler that cannot go on (a
-/// fault, a stop, a store into decoded code) records why in `ex.exit` and returns its
-/// instruction's index; the last one returns the block's length. The chain is at most one
-/// block deep ([`MAX_BLOCK`]) even where a call is not turned into a jump.
+/// operation's, a fused pair's, or the end marker's) runs it and ends by calling the next
+/// instruction's handler, a tail call that compiles to one indirect jump, so each handler's
+/// jump is predicted on its own. A block's last jump or branch, or its end marker, goes on
+/// into the next block when [`chain`] allows, else records the next pc in `ex.npc` and
+/// returns the end marker's index. A handler that cannot go on (a fault, a stop, a store into
+/// decoded code) records why in `ex.exit` and returns its instruction's index. Where a call
+/// is not turned into a jump (unoptimised builds) the calls nest at most one per
+/// instruction of a block, and one per chained block, of which there are at most [`CHAIN`].
 ///
-/// Neither the pc nor the count moves per instruction: an instruction's pc is the block's
-/// plus its `off`, the count is its index.
+/// Neither the pc nor the count moves per instruction: an instruction's pc is its block's
+/// plus its `off`, the count its index less the block's first.
 #[inline(always)]
 fn run_block<B: Bus>(
     ex: &mut Exec<'_, B>,
-    block: &[Insn],
+    code: &[Insn],
+    start: usize,
     pc_out: &mut u64,
     n_out: &mut u64,
-    instret0: u64,
 ) -> BlockEnd {
-    let base = *pc_out;
-    ex.base = base;
-    ex.instret_at = instret0.wrapping_add(*n_out);
+    ex.base = *pc_out;
+    ex.bias = n_out.wrapping_sub(start as u64);
     ex.npc = NO_PC;
-    let i = next(ex, block, 0);
-    let Some(&insn) = block.get(i) else {
-        *pc_out = match ex.npc {
-            // No jump or branch at the end: the fall-through of the last instruction.
-            NO_PC => block.last().map_or(base, |l| {
-                base.wrapping_add(u64::from(l.off) + u64::from(l.len))
-            }),
-            npc => npc,
+    let i = next(ex, code, start);
+    // What retired before instruction `i` (in the block the run stopped in).
+    let before = ex.bias.wrapping_add(i as u64);
+    let Some(&insn) = code.get(i) else {
+        // Cannot happen (every block has its end marker): go on after what ran.
+        *pc_out = match code.get(i.wrapping_sub(1)).filter(|_| before > *n_out) {
+            Some(l) => ex
+                .base
+                .wrapping_add(u64::from(l.off))
+                .wrapping_add(u64::from(l.len)),
+            None => ex.base,
         };
-        *n_out += block.len() as u64;
-        return BlockEnd::Next;
+        *n_out = before;
+        return BlockEnd::Relookup;
     };
-    let pc = base.wrapping_add(u64::from(insn.off));
+    let pc = ex.base.wrapping_add(u64::from(insn.off));
     let after = pc.wrapping_add(u64::from(insn.len));
-    // Only an early end takes the reason (a block that ran to its end moves nothing).
     let (pc, retired, end) = match std::mem::replace(&mut ex.exit, Slow::Done) {
-        // Not recorded: cannot happen (only the end of the block returns without a reason).
-        Slow::Done => (pc, i, BlockEnd::Relookup),
-        Slow::CodeChanged => (after, i + 1, BlockEnd::Relookup),
-        Slow::FenceI => (after, i + 1, BlockEnd::FenceI),
-        Slow::Stop(stop) => (pc, i, BlockEnd::Stop(stop)),
-        Slow::StopAfter(stop) => (after, i + 1, BlockEnd::Stop(stop)),
+        // At a block's end: `ex.npc` is where the run goes on.
+        Slow::Done => (ex.npc, before, BlockEnd::Next),
+        Slow::CodeChanged => (after, before + 1, BlockEnd::Relookup),
+        Slow::FenceI => (after, before + 1, BlockEnd::FenceI),
+        Slow::Stop(stop) => (pc, before, BlockEnd::Stop(stop)),
+        Slow::StopAfter(stop) => (after, before + 1, BlockEnd::Stop(stop)),
     };
     *pc_out = pc;
-    *n_out += retired as u64;
+    *n_out = retired;
     end
 }
 
-/// `Exec::npc` while no jump or branch has set it: odd, so never a pc.
+/// `Exec::npc` while no block end has set it: odd, so never a pc.
 const NO_PC: u64 = u64::MAX;
 
-/// A handler: runs instruction `i` of `block` (`insn`, a reference so that it stays in a
-/// register and the call can be a jump), and the rest of the block after it;
-/// returns where the block stopped (see [`run_block`]).
+/// Instructions a run may retire in chained blocks before it returns to the outer loop
+/// (which checks nothing chaining does not: this only bounds the depth of handler calls
+/// where they are not jumps, a block being at least one instruction; an unoptimised build's
+/// frames are large).
+const CHAIN: u64 = if cfg!(debug_assertions) { 256 } else { 4096 };
+
+/// A handler: runs instruction `i` of `code` (`insn`, a reference so that it stays in a
+/// register and the call can be a jump), and the rest of the run after it;
+/// returns where the run stopped (see [`run_block`]).
 type Handler<B> = fn(&mut Exec<'_, B>, &[Insn], usize, &Insn) -> usize;
 
-/// Runs instruction `i` of `block` and the ones after it.
+/// Runs instruction `i` of `code` and the ones after it.
 #[inline(always)]
-fn next<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize) -> usize {
-    match block.get(i) {
-        Some(insn) => Handlers::<B>::TABLE[usize::from(insn.dispatch)](ex, block, i, insn),
+fn next<B: Bus>(ex: &mut Exec<'_, B>, code: &[Insn], i: usize) -> usize {
+    match code.get(i) {
+        Some(insn) => Handlers::<B>::TABLE[usize::from(insn.dispatch)](ex, code, i, insn),
         None => i,
     }
+}
+
+/// The end of a block whose last instruction retired (`end`: the block's end marker), the
+/// run going on at `target`: on into the block at `target` when it is decoded, in the same
+/// page, and fits in the budget, and blocks may still chain; else the run returns there.
+/// (A store that dropped decoded code, `fence.i` and every stop leave before this; the page's
+/// entries are the cache's own, so a dropped block is never entered.)
+#[inline(always)]
+fn chain<B: Bus>(ex: &mut Exec<'_, B>, code: &[Insn], end: usize, target: u64) -> usize {
+    if target >> PAGE_SHIFT == ex.vpn {
+        if let Some((start, len)) = ex.cache.block(ex.page, target) {
+            // The count after this block (`len` is never 0: it grows with every chained one).
+            let at = ex.bias.wrapping_add(end as u64);
+            if at + len as u64 <= ex.stop_at {
+                ex.bias = at.wrapping_sub(start as u64);
+                ex.base = target;
+                return next(ex, code, start);
+            }
+        }
+    }
+    ex.npc = target;
+    end
+}
+
+/// The end marker after each block (dispatch [`BLOCK_END`]): a copy of the block's last
+/// instruction, whose fall-through is where the run goes on when that instruction did not
+/// jump.
+fn block_end(last: &Insn) -> Insn {
+    Insn {
+        dispatch: BLOCK_END,
+        ..*last
+    }
+}
+
+/// The end marker's handler: the block ran to its end without a jump.
+fn h_end<B: Bus>(ex: &mut Exec<'_, B>, code: &[Insn], i: usize, insn: &Insn) -> usize {
+    let target = ex
+        .base
+        .wrapping_add(u64::from(insn.off))
+        .wrapping_add(u64::from(insn.len));
+    chain(ex, code, i, target)
 }
 
 /// The handler of each operation (indexed by its `Op` value): the common ones have their own,
@@ -914,6 +1013,14 @@ impl<B: Bus> Handlers<B> {
         t[FUSE_LUI_ADDI as usize] = f_lui_addi::<B>;
         t[FUSE_LUI_ADDIW as usize] = f_lui_addiw::<B>;
         t[FUSE_AUIPC_ADDI as usize] = f_auipc_addi::<B>;
+        t[FUSE_ADD_LB as usize] = f_add_lb::<B>;
+        t[FUSE_ADD_LH as usize] = f_add_lh::<B>;
+        t[FUSE_ADD_LW as usize] = f_add_lw::<B>;
+        t[FUSE_ADD_LD as usize] = f_add_ld::<B>;
+        t[FUSE_ADD_LBU as usize] = f_add_lbu::<B>;
+        t[FUSE_ADD_LHU as usize] = f_add_lhu::<B>;
+        t[FUSE_ADD_LWU as usize] = f_add_lwu::<B>;
+        t[BLOCK_END as usize] = h_end::<B>;
         t
     };
 }
@@ -921,7 +1028,7 @@ impl<B: Bus> Handlers<B> {
 /// Everything without a handler of its own, and the loads and stores the fast paths miss.
 fn h_slow<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
     let pc = ex.base.wrapping_add(u64::from(insn.off));
-    let instret = ex.instret_at.wrapping_add(i as u64);
+    let instret = ex.instret0.wrapping_add(ex.bias).wrapping_add(i as u64);
     match slow_op(ex, *insn, pc, instret) {
         Slow::Done => next(ex, block, i + 1),
         why => {
@@ -936,12 +1043,12 @@ macro_rules! alu {
     ($($name:ident: |$v1:ident, $v2:ident, $imm:ident, $pc:ident| $e:expr;)*) => {$(
         #[allow(unused_variables)]
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let $v1 = ex.x[usize::from(insn.rs1 & 63)];
-            let $v2 = ex.x[usize::from(insn.rs2 & 63)];
+            let $v1 = ex.x[usize::from(insn.rs1 )];
+            let $v2 = ex.x[usize::from(insn.rs2 )];
             let $imm = insn.imm as i64 as u64;
             let $pc = || ex.base.wrapping_add(u64::from(insn.off));
             let v = $e;
-            ex.x[usize::from(insn.rd & 63)] = v;
+            ex.x[usize::from(insn.rd )] = v;
             next(ex, block, i + 1)
         }
     )*};
@@ -984,17 +1091,23 @@ alu! {
 macro_rules! branch {
     ($($name:ident: |$v1:ident, $v2:ident| $cond:expr;)*) => {$(
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let $v1 = ex.x[usize::from(insn.rs1 & 63)];
-            let $v2 = ex.x[usize::from(insn.rs2 & 63)];
-            // A store only when taken, so a real branch (predicted), not a select the next
-            // block's lookup would wait for.
+            let $v1 = ex.x[usize::from(insn.rs1 )];
+            let $v2 = ex.x[usize::from(insn.rs2 )];
+            // A real branch (predicted), not a select the next block's lookup would wait
+            // for. A branch is always its block's last instruction: the end marker follows.
             if $cond {
-                ex.npc = ex
+                let target = ex
                     .base
                     .wrapping_add(u64::from(insn.off))
                     .wrapping_add(insn.imm as i64 as u64);
+                return chain(ex, block, i + 1, target);
             }
-            next(ex, block, i + 1)
+            // Not taken: the end marker's work here, without its dispatch.
+            let after = ex
+                .base
+                .wrapping_add(u64::from(insn.off))
+                .wrapping_add(u64::from(insn.len));
+            chain(ex, block, i + 1, after)
         }
     )*};
 }
@@ -1010,36 +1123,67 @@ branch! {
 
 fn h_jal<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
     let pc = ex.base.wrapping_add(u64::from(insn.off));
-    ex.x[usize::from(insn.rd & 63)] = pc.wrapping_add(u64::from(insn.len));
-    ex.npc = pc.wrapping_add(insn.imm as i64 as u64);
-    next(ex, block, i + 1)
+    ex.x[usize::from(insn.rd)] = pc.wrapping_add(u64::from(insn.len));
+    // A jump is always its block's last instruction: the end marker follows.
+    chain(ex, block, i + 1, pc.wrapping_add(insn.imm as i64 as u64))
 }
 
 fn h_jalr<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
     let pc = ex.base.wrapping_add(u64::from(insn.off));
-    let target = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64) & !1;
-    ex.x[usize::from(insn.rd & 63)] = pc.wrapping_add(u64::from(insn.len));
-    ex.npc = target;
-    next(ex, block, i + 1)
+    let target = ex.x[usize::from(insn.rs1)].wrapping_add(insn.imm as i64 as u64) & !1;
+    ex.x[usize::from(insn.rd)] = pc.wrapping_add(u64::from(insn.len));
+    chain(ex, block, i + 1, target)
 }
 
-/// Load handlers: the last load region inline; else the other regions and the bus
-/// ([`Exec::load_slow`]), or the fault.
+/// Load handlers: the last load region inline; else [`load_miss`].
 macro_rules! load {
     ($($name:ident: $size:expr, $ext:expr;)*) => {$(
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let a = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64);
-            let v = match ex.rd_region.load(a, $size) {
-                Some(v) => v,
-                None => match ex.load_slow(a, $size) {
-                    Ok(v) => v,
-                    Err(e) => return mem_fault(ex, i, insn, a, Access::Load, $size, e),
-                },
-            };
-            ex.x[usize::from(insn.rd & 63)] = $ext(v);
-            next(ex, block, i + 1)
+            let a = ex.x[usize::from(insn.rs1)].wrapping_add(insn.imm as i64 as u64);
+            match ex.rd_region.load(a, $size) {
+                Some(v) => {
+                    ex.x[usize::from(insn.rd)] = $ext(v);
+                    next(ex, block, i + 1)
+                }
+                // A jump to a function of its own: the fast path keeps no registers for it.
+                None => load_miss(ex, block, i, insn),
+            }
         }
     )*};
+}
+
+/// The size of a load or store and whether its value is sign-extended.
+fn access_of(op: Op) -> (u8, bool) {
+    match op {
+        Op::Lb | Op::Sb => (1, true),
+        Op::Lbu => (1, false),
+        Op::Lh | Op::Sh => (2, true),
+        Op::Lhu => (2, false),
+        Op::Lw | Op::Sw => (4, true),
+        Op::Lwu => (4, false),
+        _ => (8, false),
+    }
+}
+
+/// A load the last load region missed: the other regions and the bus
+/// ([`Exec::load_slow`]), or the fault.
+#[cold]
+#[inline(never)]
+fn load_miss<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
+    let a = ex.x[usize::from(insn.rs1)].wrapping_add(insn.imm as i64 as u64);
+    let (size, signed) = access_of(insn.op);
+    match ex.load_slow(a, size) {
+        Ok(v) => {
+            let bits = 64 - 8 * u32::from(size);
+            ex.x[usize::from(insn.rd)] = if signed {
+                (((v << bits) as i64) >> bits) as u64
+            } else {
+                v
+            };
+            next(ex, block, i + 1)
+        }
+        Err(e) => mem_fault(ex, i, insn, a, Access::Load, size, e),
+    }
 }
 
 /// Ends the block at instruction `i` with a fault of its access.
@@ -1074,26 +1218,39 @@ load! {
     h_lwu: 4, |v: u64| v;
 }
 
-/// Store handlers: [`Exec::store_fast`] inline; else [`Exec::store`] (other regions, the bus,
-/// a reservation to end, decoded code to drop), or the fault.
+/// Store handlers: [`Exec::store_fast`] inline; else [`store_miss`].
 macro_rules! store {
     ($($name:ident: $size:expr;)*) => {$(
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let a = ex.x[usize::from(insn.rs1 & 63)].wrapping_add(insn.imm as i64 as u64);
-            let v = ex.x[usize::from(insn.rs2 & 63)];
-            if !ex.store_fast(a, $size, v) {
-                if let Err(e) = ex.store(a, $size, v) {
-                    return mem_fault(ex, i, insn, a, Access::Store, $size, e);
-                }
-                if std::mem::take(&mut ex.code_changed) {
-                    // This block may be gone: go on at the next pc, looked up again.
-                    ex.exit = Slow::CodeChanged;
-                    return i;
-                }
+            let a = ex.x[usize::from(insn.rs1)].wrapping_add(insn.imm as i64 as u64);
+            let v = ex.x[usize::from(insn.rs2)];
+            if ex.store_fast(a, $size, v) {
+                next(ex, block, i + 1)
+            } else {
+                // A jump to a function of its own: the fast path keeps no registers for it.
+                store_miss(ex, block, i, insn)
             }
-            next(ex, block, i + 1)
         }
     )*};
+}
+
+/// A store [`Exec::store_fast`] did not take: [`Exec::store`] (other regions, the bus, a
+/// reservation to end, decoded code to drop), or the fault.
+#[cold]
+#[inline(never)]
+fn store_miss<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
+    let a = ex.x[usize::from(insn.rs1)].wrapping_add(insn.imm as i64 as u64);
+    let v = ex.x[usize::from(insn.rs2)];
+    let (size, _) = access_of(insn.op);
+    if let Err(e) = ex.store(a, size, v) {
+        return mem_fault(ex, i, insn, a, Access::Store, size, e);
+    }
+    if std::mem::take(&mut ex.code_changed) {
+        // This block may be gone: go on at the next pc, looked up again.
+        ex.exit = Slow::CodeChanged;
+        return i;
+    }
+    next(ex, block, i + 1)
 }
 
 store! {
@@ -1109,13 +1266,24 @@ store! {
 /// between them never goes through the register file). The pairs RISC-V cores fuse too:
 /// a shift and an add (an index, as Zba's `shNadd`), a shift left and right (a zero-extension
 /// or a field), a mask and a shift, `lui` and `addi[w]` (a constant), `auipc` and `addi` (an
-/// address).
+/// address); and an `add` and a load through the sum (an indexed load: one of the most
+/// frequent dependent pairs in this repository's DPA programs, which keeps the sum too).
 const FUSE_SLLI_ADD: u8 = 240;
 const FUSE_SLLI_SRLI: u8 = 241;
 const FUSE_ANDI_SLLI: u8 = 242;
 const FUSE_LUI_ADDI: u8 = 243;
 const FUSE_LUI_ADDIW: u8 = 244;
 const FUSE_AUIPC_ADDI: u8 = 245;
+/// `add` and a load through its result (an indexed access: the sum is kept too).
+const FUSE_ADD_LB: u8 = 246;
+const FUSE_ADD_LH: u8 = 247;
+const FUSE_ADD_LW: u8 = 248;
+const FUSE_ADD_LD: u8 = 249;
+const FUSE_ADD_LBU: u8 = 250;
+const FUSE_ADD_LHU: u8 = 251;
+const FUSE_ADD_LWU: u8 = 252;
+/// The dispatch of a block's end marker ([`block_end`]).
+const BLOCK_END: u8 = 253;
 const _: () = assert!(
     (Op::Crc32cD as u8) < FUSE_SLLI_ADD,
     "fused pairs above every operation"
@@ -1136,6 +1304,20 @@ fn fuse(block: &mut [Insn]) {
             (Op::Lui, Op::Addi) if chained && b.rs1 == a.rd => FUSE_LUI_ADDI,
             (Op::Lui, Op::Addiw) if chained && b.rs1 == a.rd => FUSE_LUI_ADDIW,
             (Op::Auipc, Op::Addi) if chained && b.rs1 == a.rd => FUSE_AUIPC_ADDI,
+            // The load need not overwrite the sum: the pair writes both.
+            (Op::Add, load) if a.rd != SINK && b.rs1 == a.rd => match load {
+                Op::Lb => FUSE_ADD_LB,
+                Op::Lh => FUSE_ADD_LH,
+                Op::Lw => FUSE_ADD_LW,
+                Op::Ld => FUSE_ADD_LD,
+                Op::Lbu => FUSE_ADD_LBU,
+                Op::Lhu => FUSE_ADD_LHU,
+                Op::Lwu => FUSE_ADD_LWU,
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            },
             _ => {
                 i += 1;
                 continue;
@@ -1157,21 +1339,21 @@ macro_rules! fused {
         |$v:ident, $b:ident, $other:ident| $second:expr;)*) => {$(
         #[allow(unused_variables)]
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let $v1 = ex.x[usize::from(insn.rs1 & 63)];
+            let $v1 = ex.x[usize::from(insn.rs1 )];
             let $imm = insn.imm as i64 as u64;
             let $pc = || ex.base.wrapping_add(u64::from(insn.off));
             let $v: u64 = $first;
             let Some($b) = block.get(i + 1) else {
-                ex.x[usize::from(insn.rd & 63)] = $v;
+                ex.x[usize::from(insn.rd )] = $v;
                 return next(ex, block, i + 1);
             };
             let $other = if $b.rs1 == insn.rd {
-                ex.x[usize::from($b.rs2 & 63)]
+                ex.x[usize::from($b.rs2 )]
             } else {
-                ex.x[usize::from($b.rs1 & 63)]
+                ex.x[usize::from($b.rs1 )]
             };
             let r: u64 = $second;
-            ex.x[usize::from($b.rd & 63)] = r;
+            ex.x[usize::from($b.rd )] = r;
             next(ex, block, i + 2)
         }
     )*};
@@ -1187,6 +1369,40 @@ fused! {
     f_lui_addiw: |v1, imm, pc| imm, |v, b, other| sx32(v.wrapping_add(b.imm as i64 as u64));
     f_auipc_addi: |v1, imm, pc| pc().wrapping_add(imm),
         |v, b, other| v.wrapping_add(b.imm as i64 as u64);
+}
+
+/// Fused `add` and load handlers: the sum goes to the add's `rd` and is the load's base
+/// (the load's `rs1`); the load as its own handler does it, through [`load_miss`] when the
+/// last load region misses (the add has retired by then). A block cut between the two runs
+/// the add alone.
+macro_rules! add_load {
+    ($($name:ident: $size:expr, $ext:expr;)*) => {$(
+        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
+            let v = ex.x[usize::from(insn.rs1)].wrapping_add(ex.x[usize::from(insn.rs2)]);
+            ex.x[usize::from(insn.rd)] = v;
+            let Some(b) = block.get(i + 1) else {
+                return next(ex, block, i + 1);
+            };
+            let a = v.wrapping_add(b.imm as i64 as u64);
+            match ex.rd_region.load(a, $size) {
+                Some(loaded) => {
+                    ex.x[usize::from(b.rd)] = $ext(loaded);
+                    next(ex, block, i + 2)
+                }
+                None => load_miss(ex, block, i + 1, b),
+            }
+        }
+    )*};
+}
+
+add_load! {
+    f_add_lb: 1, |v: u64| v as i8 as i64 as u64;
+    f_add_lh: 2, |v: u64| v as i16 as i64 as u64;
+    f_add_lw: 4, sx32;
+    f_add_ld: 8, |v: u64| v;
+    f_add_lbu: 1, |v: u64| v;
+    f_add_lhu: 2, |v: u64| v;
+    f_add_lwu: 4, |v: u64| v;
 }
 
 /// What [`slow_op`] did.
@@ -1209,8 +1425,8 @@ enum Slow {
 #[inline(never)]
 fn slow_op<B: Bus>(ex: &mut Exec<'_, B>, insn: Insn, pc: u64, instret: u64) -> Slow {
     let rd = usize::from(insn.rd & 63);
-    let v1 = ex.x[usize::from(insn.rs1 & 63)];
-    let v2 = ex.x[usize::from(insn.rs2 & 63)];
+    let v1 = ex.x[usize::from(insn.rs1)];
+    let v2 = ex.x[usize::from(insn.rs2)];
     let imm = insn.imm as i64 as u64;
     macro_rules! mem_fault {
         ($addr:expr, $access:expr, $size:expr, $e:expr) => {

@@ -82,7 +82,7 @@ pub(crate) const MAX_RECOMPILES: u8 = 4;
 /// What compiled code reads and writes (layout shared with the generated code: offsets below).
 #[repr(C)]
 pub(crate) struct JitCtx {
-    /// The interpreter's 64-entry register array (index 32 is the x0 sink).
+    /// The interpreter's register array (x1 to x31 at their own index, 32 the x0 sink).
     pub x: *mut u64,
     /// In: the instructions the run may still retire. Out: what is left of them.
     pub left: u64,

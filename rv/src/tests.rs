@@ -961,6 +961,146 @@ fn fused_pairs_run_as_their_two_instructions() {
     }
 }
 
+/// An `add` and a load through the sum (fused): the sum stays in the add's register, every
+/// load width extends as alone, through the region fast path and the bus; a load that faults
+/// leaves the add retired; a budget that ends between the two retires the add alone.
+#[test]
+fn an_add_and_a_load_through_its_sum_run_as_two_instructions() {
+    const NOWHERE: u64 = 0x10;
+    let add = |rd, rs1, rs2| r(0, rs2, rs1, 0, rd, 0x33);
+    let word: u64 = 0x8000_0000_8080_8080;
+    // (funct3, the loaded value of `word` at offset 0)
+    let loads: [(u32, u64); 7] = [
+        (0, 0xffff_ffff_ffff_ff80),
+        (1, 0xffff_ffff_ffff_8080),
+        (2, 0xffff_ffff_8080_8080),
+        (3, word),
+        (4, 0x80),
+        (5, 0x8080),
+        (6, 0x8080_8080),
+    ];
+    for fast in [true, false] {
+        for (f3, want) in loads {
+            // Into another register, and into the sum's own.
+            for rd in [8, 7] {
+                let pair = [add(7, 5, 6), load(f3, rd, 7, 8)];
+                let mut bus = TestBus::new(fast);
+                bus.poke(DATA + 16, 8, word);
+                let (h, stop) = exec_with(&mut bus, &[(5, DATA), (6, 8)], &pair);
+                assert_eq!(stop, Stop::Ecall, "f3 {f3} fast {fast}");
+                assert_eq!(h.x[rd as usize], want, "f3 {f3} rd {rd} fast {fast}");
+                if rd == 8 {
+                    assert_eq!(h.x[7], DATA + 8, "the sum is kept");
+                }
+                assert_eq!(h.instret, 3);
+
+                // The load faults: the add has retired, the load has not.
+                let mut bus = TestBus::new(fast);
+                let (h, stop) = exec_with(
+                    &mut bus,
+                    &[(5, NOWHERE), (6, 0), (8, 55)],
+                    &[addi(9, 0, 1), pair[0], pair[1]],
+                );
+                match stop {
+                    Stop::Fault(Fault::Memory {
+                        pc,
+                        addr,
+                        access: Access::Load,
+                        ..
+                    }) => assert_eq!((pc, addr), (TEXT + 8, NOWHERE + 8)),
+                    other => panic!("f3 {f3} fast {fast}: {other:?}"),
+                }
+                assert_eq!((h.pc, h.instret, h.x[7], h.x[9]), (TEXT + 8, 2, NOWHERE, 1));
+                if rd == 8 {
+                    assert_eq!(h.x[8], 55, "the faulting load wrote nothing");
+                }
+
+                // The budget ends between the two: the add alone, then the load on resuming.
+                let mut bus = TestBus::new(fast);
+                bus.poke(DATA + 16, 8, word);
+                bus.code(TEXT, &[pair[0], pair[1], ECALL]);
+                let mut h = Hart::new(TEXT);
+                h.x[5] = DATA;
+                h.x[6] = 8;
+                assert_eq!(run(&mut h, &mut bus, 1), Stop::Budget);
+                assert_eq!((h.pc, h.instret, h.x[7]), (TEXT + 4, 1, DATA + 8));
+                if rd == 8 {
+                    assert_eq!(h.x[8], 0, "the load has not run");
+                }
+                assert_eq!(run(&mut h, &mut bus, 100), Stop::Ecall);
+                assert_eq!((h.x[rd as usize], h.instret), (want, 3));
+            }
+        }
+    }
+}
+
+/// Blocks run one after the other without the outer loop (chained, by a taken branch and by
+/// falling through into the next block) count exactly: `rdinstret` inside them reads the
+/// hart's count, and every budget stops at exactly its instruction, the run resuming to the
+/// same end.
+#[test]
+fn chained_blocks_count_and_stop_exactly() {
+    let csrr = |csr: i32, rd| i(csr, 0, 2, rd, 0x73);
+    let beq = |rs1, rs2, off| b(off, rs2, rs1, 0);
+    let blt = |rs1, rs2, off| b(off, rs2, rs1, 4);
+    // Two blocks per iteration: the first falls through (its branch is never taken), the
+    // second branches back; 5 instructions per iteration, 50 iterations, then the ecall.
+    let code = [
+        addi(5, 5, 1),
+        csrr(0xc02, 6),
+        beq(5, 0, 16),
+        addi(8, 8, 2),
+        blt(5, 7, -16),
+        ECALL,
+    ];
+    let pcs = [TEXT, TEXT + 4, TEXT + 8, TEXT + 12, TEXT + 16];
+    let start = 1000;
+    let fresh = || {
+        let mut h = Hart::new(TEXT);
+        h.instret = start;
+        h.x[7] = 50;
+        h
+    };
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        bus.code(TEXT, &code);
+        let mut whole = fresh();
+        assert_eq!(run(&mut whole, &mut bus, 10_000), Stop::Ecall);
+        assert_eq!(
+            (whole.instret, whole.x[5], whole.x[6], whole.x[8], whole.pc),
+            (start + 251, 50, start + 49 * 5 + 1, 100, TEXT + 24),
+            "fast {fast}"
+        );
+        for budget in 1..251 {
+            let mut h = fresh();
+            assert_eq!(
+                run(&mut h, &mut bus, budget),
+                Stop::Budget,
+                "budget {budget}"
+            );
+            assert_eq!(h.instret, start + budget, "budget {budget}");
+            // After the last iteration's branch (not taken), the ecall.
+            let pc = if budget == 250 {
+                TEXT + 20
+            } else {
+                pcs[(budget % 5) as usize]
+            };
+            assert_eq!(h.pc, pc, "budget {budget}");
+            assert_eq!(h.x[5], budget.div_ceil(5), "budget {budget}");
+            assert_eq!(
+                run(&mut h, &mut bus, 10_000),
+                Stop::Ecall,
+                "budget {budget}"
+            );
+            assert_eq!(
+                (h.instret, h.x[5], h.x[6], h.x[8], h.pc),
+                (whole.instret, whole.x[5], whole.x[6], whole.x[8], whole.pc),
+                "budget {budget} fast {fast}"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Budget, ecall / ebreak, counters, faults.
 
