@@ -4,10 +4,12 @@
 //! to x0; any `u8` index is in it, so no bounds check or mask remains); `pc` and the count in
 //! locals. The outer loop finds (or decodes) the basic block at `pc` in the [`CodeCache`] and
 //! cuts it to the remaining budget; [`run_block`] runs it threaded: each instruction's handler
-//! ends by jumping to the next one's, so the host predicts each handler's jump on its own.
-//! The common instructions have handlers of their own; the rest, and whatever a fast path
-//! misses, go to [`slow_op`]. Memory goes through the last [`RamRegion`] used for loads /
-//! stores / fetches when it covers the access, otherwise through the [`Bus`].
+//! ends by jumping to the next one's, so the host predicts each handler's jump on its own, and
+//! a block's end goes on into the next decoded block of its page ([`chain`]) without the outer
+//! loop. The common instructions have handlers of their own; the rest go to [`slow_op`], and
+//! loads and stores their fast path misses to [`load_miss`] / [`store_miss`]. Memory goes
+//! through the last [`RamRegion`] used for loads / stores / fetches when it covers the access,
+//! otherwise through the [`Bus`].
 
 use super::bitmanip as bm;
 use super::cache::{to_page_end, CodeCache, MAX_BLOCK, NO_PAGE, PAGE_SHIFT};
@@ -17,8 +19,8 @@ use super::ram::{AmoOp, RamRegion};
 
 struct Exec<'a, B: Bus> {
     /// The registers during a run: index 32 is the sink for writes to x0, the compiled code
-    /// uses the first 64 ([`crate::jit`]); 256 of them so that an instruction's `u8`
-    /// register fields index it with neither a bounds check nor a mask.
+    /// (feature `jit`) uses x1 to x31; 256 of them so that an instruction's `u8` register
+    /// fields index it with neither a bounds check nor a mask.
     x: [u64; 256],
     /// The block being run: its pc; the run's count before its instruction at index `i` of
     /// the code the handlers run is `bias + i` (wrapping: the block's count before it, less
