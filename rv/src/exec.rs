@@ -1137,9 +1137,10 @@ fn h_jalr<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -
     chain(ex, block, i + 1, target)
 }
 
-/// Load handlers: the last load region inline; else [`load_miss`].
+/// Load handlers (the last load region inline; else [`load_miss`]), each with its fused pair
+/// of an `add` and the load through the sum.
 macro_rules! load {
-    ($($name:ident: $size:expr, $ext:expr;)*) => {$(
+    ($($name:ident, $fused:ident: $size:expr, $ext:expr;)*) => {$(
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
             let a = ex.x[usize::from(insn.rs1)].wrapping_add(insn.imm as i64 as u64);
             match ex.rd_region.load(a, $size) {
@@ -1149,6 +1150,26 @@ macro_rules! load {
                 }
                 // A jump to a function of its own: the fast path keeps no registers for it.
                 None => load_miss(ex, block, i, insn),
+            }
+        }
+
+        /// The fused `add` and this load: the sum goes to the add's `rd` and is the load's
+        /// base (the load's `rs1`); the load as its own handler does it, through
+        /// [`load_miss`] when the last load region misses (the add has retired by then). A
+        /// block cut between the two runs the add alone.
+        fn $fused<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
+            let v = ex.x[usize::from(insn.rs1)].wrapping_add(ex.x[usize::from(insn.rs2)]);
+            ex.x[usize::from(insn.rd)] = v;
+            let Some(b) = block.get(i + 1) else {
+                return next(ex, block, i + 1);
+            };
+            let a = v.wrapping_add(b.imm as i64 as u64);
+            match ex.rd_region.load(a, $size) {
+                Some(loaded) => {
+                    ex.x[usize::from(b.rd)] = $ext(loaded);
+                    next(ex, block, i + 2)
+                }
+                None => load_miss(ex, block, i + 1, b),
             }
         }
     )*};
@@ -1211,13 +1232,13 @@ fn mem_fault<B: Bus>(
 }
 
 load! {
-    h_lb: 1, |v: u64| v as i8 as i64 as u64;
-    h_lh: 2, |v: u64| v as i16 as i64 as u64;
-    h_lw: 4, sx32;
-    h_ld: 8, |v: u64| v;
-    h_lbu: 1, |v: u64| v;
-    h_lhu: 2, |v: u64| v;
-    h_lwu: 4, |v: u64| v;
+    h_lb, f_add_lb: 1, |v: u64| v as i8 as i64 as u64;
+    h_lh, f_add_lh: 2, |v: u64| v as i16 as i64 as u64;
+    h_lw, f_add_lw: 4, sx32;
+    h_ld, f_add_ld: 8, |v: u64| v;
+    h_lbu, f_add_lbu: 1, |v: u64| v;
+    h_lhu, f_add_lhu: 2, |v: u64| v;
+    h_lwu, f_add_lwu: 4, |v: u64| v;
 }
 
 /// Store handlers: [`Exec::store_fast`] inline; else [`store_miss`].
@@ -1371,40 +1392,6 @@ fused! {
     f_lui_addiw: |v1, imm, pc| imm, |v, b, other| sx32(v.wrapping_add(b.imm as i64 as u64));
     f_auipc_addi: |v1, imm, pc| pc().wrapping_add(imm),
         |v, b, other| v.wrapping_add(b.imm as i64 as u64);
-}
-
-/// Fused `add` and load handlers: the sum goes to the add's `rd` and is the load's base
-/// (the load's `rs1`); the load as its own handler does it, through [`load_miss`] when the
-/// last load region misses (the add has retired by then). A block cut between the two runs
-/// the add alone.
-macro_rules! add_load {
-    ($($name:ident: $size:expr, $ext:expr;)*) => {$(
-        fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let v = ex.x[usize::from(insn.rs1)].wrapping_add(ex.x[usize::from(insn.rs2)]);
-            ex.x[usize::from(insn.rd)] = v;
-            let Some(b) = block.get(i + 1) else {
-                return next(ex, block, i + 1);
-            };
-            let a = v.wrapping_add(b.imm as i64 as u64);
-            match ex.rd_region.load(a, $size) {
-                Some(loaded) => {
-                    ex.x[usize::from(b.rd)] = $ext(loaded);
-                    next(ex, block, i + 2)
-                }
-                None => load_miss(ex, block, i + 1, b),
-            }
-        }
-    )*};
-}
-
-add_load! {
-    f_add_lb: 1, |v: u64| v as i8 as i64 as u64;
-    f_add_lh: 2, |v: u64| v as i16 as i64 as u64;
-    f_add_lw: 4, sx32;
-    f_add_ld: 8, |v: u64| v;
-    f_add_lbu: 1, |v: u64| v;
-    f_add_lhu: 2, |v: u64| v;
-    f_add_lwu: 4, |v: u64| v;
 }
 
 /// What [`slow_op`] did.
