@@ -855,6 +855,13 @@ fn testpmd_with(env: &Env, r: &Runner, vars: &[&str], extra: &[&str]) -> Result<
 /// How long one testpmd answer may take (the first includes DPDK's probe).
 const TESTPMD_WAIT: Duration = Duration::from_secs(90);
 
+/// Quits a testpmd session: `quit`, its goodbye, and its exit status.
+fn quit(s: &mut Session) -> Result<std::process::ExitStatus, Failed> {
+    s.send("quit")?;
+    s.until("Bye...", TESTPMD_WAIT)?;
+    s.exit(TESTPMD_WAIT)
+}
+
 /// `start`, then `show port stats 0` until at least `least` more frames came back than before
 /// it (the port's counts add up over runs), then `stop`: the forwarding statistics `stop`
 /// printed.
@@ -960,9 +967,7 @@ fn dpdk_testpmd_io(env: &Env) -> Result<(), Failed> {
         std::thread::sleep(Duration::from_millis(200));
     }
     let nic_missed = count_after(&nic, "RX-missed:").unwrap_or(0);
-    s.send("quit")?;
-    s.until("Bye...", TESTPMD_WAIT)?;
-    let status = s.exit(TESTPMD_WAIT)?;
+    let status = quit(&mut s)?;
     let text = s.text();
     drop(s);
     if !status.success() {
@@ -1091,9 +1096,7 @@ fn dpdk_testpmd_two_runners(env: &Env) -> Result<(), Failed> {
     sb.send("stop")?;
     let fwd_b = sb.until("Done.", TESTPMD_WAIT)?;
     for s in [&mut sa, &mut sb] {
-        s.send("quit")?;
-        s.until("Bye...", TESTPMD_WAIT)?;
-        s.exit(TESTPMD_WAIT)?;
+        quit(s)?;
     }
     let counts = |t: &str| {
         let acc = t
@@ -1173,9 +1176,7 @@ fn dpdk_testpmd_rss_and_flow(env: &Env) -> Result<(), Failed> {
     }
     let fwd = forward(&mut s, "start tx_first", 4000)?;
     let spread = per_queue_rx(&fwd, 4);
-    s.send("quit")?;
-    s.until("Bye...", TESTPMD_WAIT)?;
-    s.exit(TESTPMD_WAIT)?;
+    quit(&mut s)?;
     drop(s);
     if spread.iter().any(|&n| n < 100) {
         return Err(format!("RSS left a queue (nearly) empty: {spread:?}\n{fwd}").into());
@@ -1192,9 +1193,7 @@ fn dpdk_testpmd_rss_and_flow(env: &Env) -> Result<(), Failed> {
     let mut s = testpmd(env, &r, &two)?;
     let fwd2 = forward(&mut s, "start tx_first", 2000)?;
     let spread2 = per_queue_rx(&fwd2, 2);
-    s.send("quit")?;
-    s.until("Bye...", TESTPMD_WAIT)?;
-    s.exit(TESTPMD_WAIT)?;
+    quit(&mut s)?;
     drop(s);
     if spread2.iter().any(|&n| n < 100) {
         return Err(
@@ -1221,9 +1220,7 @@ fn dpdk_testpmd_rss_and_flow(env: &Env) -> Result<(), Failed> {
     s.send("flow query 0 0 count")?;
     let q = s.until("bytes:", TESTPMD_WAIT)?;
     let hits = count_after(&q, "hits:").unwrap_or(0);
-    s.send("quit")?;
-    s.until("Bye...", TESTPMD_WAIT)?;
-    s.exit(TESTPMD_WAIT)?;
+    quit(&mut s)?;
     if steered[1] < 4000 || steered[0] + steered[2] + steered[3] != 0 {
         return Err(
             format!("the rule did not take every frame to queue 1: {steered:?}\n{fwd}").into(),
@@ -1260,9 +1257,7 @@ fn dpdk_testpmd_rss_and_flow(env: &Env) -> Result<(), Failed> {
     }
     s.send("stop")?;
     let fwd = s.until("Done.", TESTPMD_WAIT)?;
-    s.send("quit")?;
-    s.until("Bye...", TESTPMD_WAIT)?;
-    s.exit(TESTPMD_WAIT)?;
+    quit(&mut s)?;
     let rx = fwd
         .split("Accumulated forward statistics")
         .nth(1)
