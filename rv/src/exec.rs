@@ -881,7 +881,7 @@ enum BlockEnd {
 /// instruction of a block, and one per chained block, of which there are at most [`CHAIN`].
 ///
 /// Neither the pc nor the count moves per instruction: an instruction's pc is its block's
-/// plus its `off`, the count its index less the block's first.
+/// plus its `off`, the run's count before it its index plus the block's `bias`.
 #[inline(always)]
 fn run_block<B: Bus>(
     ex: &mut Exec<'_, B>,
@@ -899,17 +899,14 @@ fn run_block<B: Bus>(
     let Some(&insn) = code.get(i) else {
         // Cannot happen (every block has its end marker): go on after what ran.
         *pc_out = match code.get(i.wrapping_sub(1)).filter(|_| before > *n_out) {
-            Some(l) => ex
-                .base
-                .wrapping_add(u64::from(l.off))
-                .wrapping_add(u64::from(l.len)),
+            Some(l) => fall_through(ex.base, l),
             None => ex.base,
         };
         *n_out = before;
         return BlockEnd::Relookup;
     };
     let pc = ex.base.wrapping_add(u64::from(insn.off));
-    let after = pc.wrapping_add(u64::from(insn.len));
+    let after = fall_through(ex.base, &insn);
     let (pc, retired, end) = match std::mem::replace(&mut ex.exit, Slow::Done) {
         // At a block's end: `ex.npc` is where the run goes on.
         Slow::Done => (ex.npc, before, BlockEnd::Next),
@@ -978,13 +975,16 @@ fn block_end(last: &Insn) -> Insn {
     }
 }
 
-/// The end marker's handler: the block ran to its end without a jump.
+/// The pc after instruction `insn` of the block at `base`.
+#[inline(always)]
+fn fall_through(base: u64, insn: &Insn) -> u64 {
+    base.wrapping_add(u64::from(insn.off))
+        .wrapping_add(u64::from(insn.len))
+}
+
+/// The end marker's handler (at index `i`): the block ran to its end without a jump.
 fn h_end<B: Bus>(ex: &mut Exec<'_, B>, code: &[Insn], i: usize, insn: &Insn) -> usize {
-    let target = ex
-        .base
-        .wrapping_add(u64::from(insn.off))
-        .wrapping_add(u64::from(insn.len));
-    chain(ex, code, i, target)
+    chain(ex, code, i, fall_through(ex.base, insn))
 }
 
 /// The handler of each operation (indexed by its `Op` value): the common ones have their own,
@@ -1045,12 +1045,12 @@ macro_rules! alu {
     ($($name:ident: |$v1:ident, $v2:ident, $imm:ident, $pc:ident| $e:expr;)*) => {$(
         #[allow(unused_variables)]
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let $v1 = ex.x[usize::from(insn.rs1 )];
-            let $v2 = ex.x[usize::from(insn.rs2 )];
+            let $v1 = ex.x[usize::from(insn.rs1)];
+            let $v2 = ex.x[usize::from(insn.rs2)];
             let $imm = insn.imm as i64 as u64;
             let $pc = || ex.base.wrapping_add(u64::from(insn.off));
             let v = $e;
-            ex.x[usize::from(insn.rd )] = v;
+            ex.x[usize::from(insn.rd)] = v;
             next(ex, block, i + 1)
         }
     )*};
@@ -1093,8 +1093,8 @@ alu! {
 macro_rules! branch {
     ($($name:ident: |$v1:ident, $v2:ident| $cond:expr;)*) => {$(
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let $v1 = ex.x[usize::from(insn.rs1 )];
-            let $v2 = ex.x[usize::from(insn.rs2 )];
+            let $v1 = ex.x[usize::from(insn.rs1)];
+            let $v2 = ex.x[usize::from(insn.rs2)];
             // A real branch (predicted), not a select the next block's lookup would wait
             // for. A branch is always its block's last instruction: the end marker follows.
             if $cond {
@@ -1104,12 +1104,9 @@ macro_rules! branch {
                     .wrapping_add(insn.imm as i64 as u64);
                 return chain(ex, block, i + 1, target);
             }
-            // Not taken: the end marker's work here, without its dispatch.
-            let after = ex
-                .base
-                .wrapping_add(u64::from(insn.off))
-                .wrapping_add(u64::from(insn.len));
-            chain(ex, block, i + 1, after)
+            // Not taken: the end marker's work (its marker copies this branch's offset and
+            // length), here, without its dispatch.
+            h_end(ex, block, i + 1, insn)
         }
     )*};
 }
@@ -1362,21 +1359,21 @@ macro_rules! fused {
         |$v:ident, $b:ident, $other:ident| $second:expr;)*) => {$(
         #[allow(unused_variables)]
         fn $name<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
-            let $v1 = ex.x[usize::from(insn.rs1 )];
+            let $v1 = ex.x[usize::from(insn.rs1)];
             let $imm = insn.imm as i64 as u64;
             let $pc = || ex.base.wrapping_add(u64::from(insn.off));
             let $v: u64 = $first;
             let Some($b) = block.get(i + 1) else {
-                ex.x[usize::from(insn.rd )] = $v;
+                ex.x[usize::from(insn.rd)] = $v;
                 return next(ex, block, i + 1);
             };
             let $other = if $b.rs1 == insn.rd {
-                ex.x[usize::from($b.rs2 )]
+                ex.x[usize::from($b.rs2)]
             } else {
-                ex.x[usize::from($b.rs1 )]
+                ex.x[usize::from($b.rs1)]
             };
             let r: u64 = $second;
-            ex.x[usize::from($b.rd )] = r;
+            ex.x[usize::from($b.rd)] = r;
             next(ex, block, i + 2)
         }
     )*};
