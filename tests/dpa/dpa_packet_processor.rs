@@ -225,6 +225,61 @@ fn sample_protocol_round_trips(coherency: mlx5_sim::DpaCoherency) -> R {
     Ok(())
 }
 
+/// Sixteen DPA threads (sixteen processes, one flow rule each) with 256 frames in flight, as
+/// the throughput bench runs them: every frame is answered, by its own thread, none dropped.
+/// With more activations in flight than cores, workers finish activations while the engine
+/// holds the device (their pass is then left to the engine) and sleep and wake between
+/// them; a result or a wake-up lost there stalls the window (the host port fails after 30 s
+/// without an answer).
+#[test]
+fn sixteen_threads_answer_every_frame_with_256_in_flight() -> R {
+    const THREADS: u16 = 16;
+    let (d, ctx) = bf3();
+    {
+        let mac = d.port_address().mac;
+        let rigs = (0..THREADS)
+            .map(|k| {
+                let opts = pp::Options {
+                    flow: Some(OuterMatch {
+                        dmac: Some(mac),
+                        ethertype: Some(0x0800),
+                        ip_protocol: Some(17),
+                        udp_dport: Some(5001 + k),
+                        ..OuterMatch::default()
+                    }),
+                    log_depth: 9,
+                    ..pp::Options::default()
+                };
+                let p = pp::PacketProcessor::setup(&ctx, &opts)?;
+                p.wait_ready(T)?;
+                Ok(p)
+            })
+            .collect::<Result<Vec<_>, DpaError>>()?;
+        let frames = (0..THREADS)
+            .map(|k| {
+                let mut f = pp::sample_frame(mac);
+                f[36..38].copy_from_slice(&(5001 + k).to_be_bytes());
+                f[40..42].copy_from_slice(&[0, 0]);
+                f
+            })
+            .collect();
+        let mut host = crate::bench_host::Host::new(&ctx, frames, pp::PEER_MAC);
+        // Returns once every answer came (each checked for its length).
+        host.run(8_000, 256);
+        for (k, r) in rigs.iter().enumerate() {
+            let s = r.stats()?;
+            assert_eq!(s.rx_packets, 500, "thread {k}");
+            assert_eq!(s.rx_dropped + s.tx_dropped, 0, "thread {k}");
+        }
+        drop(host);
+        drop(rigs);
+    }
+    drop(ctx);
+    d.stop_engine();
+    assert!(d.inventory().is_empty(), "left: {}", d.inventory());
+    Ok(())
+}
+
 /// The host side refuses a device build without the sample's handler: a typed error naming
 /// the missing symbol, and nothing left behind.
 #[test]

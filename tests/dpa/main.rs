@@ -1,6 +1,10 @@
 //! Integration tests of FlexIO, DOCA DPA and the model's DPA, one binary (one link of the model) for them all;
 //! each module was a test binary of its own.
 
+/// The throughput benches' pipelined host port (`benches/common/host.rs`), for the test that
+/// keeps many frames in flight through many DPA threads.
+#[path = "../../benches/common/host.rs"]
+mod bench_host;
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../dpa_common/doca.rs"]
@@ -12,6 +16,8 @@ mod elf_edit;
 #[path = "../../examples/flexio_packet_processor.rs"]
 #[allow(dead_code)]
 mod flexio_packet_processor;
+/// How long any one wait of `bench_host` may take.
+const T: std::time::Duration = std::time::Duration::from_secs(30);
 #[path = "../../examples/flexio_window.rs"]
 #[allow(dead_code)]
 mod flexio_window;

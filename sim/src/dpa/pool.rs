@@ -41,6 +41,12 @@ struct Queue {
     /// Submitted and not yet done.
     running: usize,
     workers: usize,
+    /// Workers asleep on `Inner::work`, and threads asleep on `Inner::done`: a notify
+    /// that nobody would take is skipped (on Linux each one is a `futex` system call,
+    /// waiters or not). Both change only under this lock, where the sleeper checked what
+    /// it waits for, so a notifier that reads 0 has no wake-up to give.
+    idle_workers: usize,
+    done_waiters: usize,
     stop: bool,
 }
 
@@ -72,8 +78,11 @@ impl Inner {
         let mut q = self.lock();
         q.done.push(done);
         q.running = q.running.saturating_sub(1);
+        let wake = q.done_waiters > 0;
         drop(q);
-        self.done.notify_all();
+        if wake {
+            self.done.notify_all();
+        }
     }
 }
 
@@ -140,9 +149,9 @@ impl Exec {
         let Some(job) = q.jobs.pop_front() else {
             return false;
         };
-        let more = !q.jobs.is_empty();
+        let wake = !q.jobs.is_empty() && q.idle_workers > 0;
         drop(q);
-        if more {
+        if wake {
             self.inner.work.notify_one();
         }
         let inner = &self.inner;
@@ -188,8 +197,10 @@ impl Exec {
             }
         }
         // Without any worker, the job waits for `help` (called without the device lock); the
-        // engine takes its jobs itself.
-        if !self.inner.engine_runs.load(Ordering::Acquire) {
+        // engine takes its jobs itself; a worker that is awake takes it when it looks next.
+        let wake = q.idle_workers > 0 && !self.inner.engine_runs.load(Ordering::Acquire);
+        drop(q);
+        if wake {
             self.inner.work.notify_one();
         }
     }
@@ -264,12 +275,14 @@ impl Exec {
             if now >= deadline {
                 return false;
             }
+            q.done_waiters += 1;
             q = self
                 .inner
                 .done
                 .wait_timeout(q, deadline - now)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            q.done_waiters -= 1;
         }
         true
     }
@@ -351,11 +364,13 @@ fn worker(inner: &Inner) {
                     q = inner.lock();
                     continue;
                 }
+                q.idle_workers += 1;
                 q = inner
                     .work
                     .wait_timeout(q, WORKER_IDLE_WAIT)
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
+                q.idle_workers -= 1;
             }
         };
         inner.finish(run_guarded(job, None));
