@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use crate::datapath::cq::{arm_cq, fire};
 use crate::datapath::eth::run_sq;
 use crate::datapath::port::capture;
-use crate::datapath::steering::compute_roots;
+use crate::datapath::steering::{check_flow_cache, compute_roots};
 use crate::port::roce;
 use crate::state::datapath::Doorbell;
 use crate::state::datapath::{Datapath, PortMode, MAX_FRAME};
@@ -89,6 +89,7 @@ pub(crate) fn step(st: &mut State) -> usize {
     announce_hidden_doorbells(fw, dp);
     // 2. Steering roots for this pass (tables cannot change while the lock is held).
     compute_roots(fw, &mut dp.roots);
+    check_flow_cache(fw, dp);
     // 3. Send queues: the rung ones and those with work left; every one when there are none.
     let mut ids = std::mem::take(&mut dp.ids);
     ids.clear();

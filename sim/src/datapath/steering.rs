@@ -298,16 +298,34 @@ impl Image<'_> {
     }
 }
 
-fn steer(fw: &mut Firmware, roots: &[u32], image: &mut Image<'_>, len: usize) -> Verdict {
+/// The walk: from each root in turn, table by table (at most 8 deep), until an entry sends
+/// the frame to a TIR or drops it. Counts the hit entries' counters and the tables' misses,
+/// and notes both in `seen`, when given.
+fn steer(
+    fw: &mut Firmware,
+    roots: &[u32],
+    image: &mut Image<'_>,
+    len: usize,
+    mut seen: Option<&mut FlowDecision>,
+) -> Verdict {
     for &root in roots {
         let mut table = root;
         for _depth in 0..8 {
-            let Some(Some(hit)) = lookup(fw, table, image) else {
-                break;
+            let hit = match lookup(fw, table, image) {
+                Some(Some(hit)) => hit,
+                Some(None) => {
+                    if let Some(s) = seen.as_deref_mut() {
+                        s.missed.push(table);
+                    }
+                    break;
+                }
+                None => break,
             };
-            if let Some(c) = hit.counter.and_then(|c| fw.flow_counters.get_mut(c)) {
-                c.packets += 1;
-                c.octets += len as u64;
+            if let Some(c) = hit.counter {
+                count(fw, c, len);
+                if let Some(s) = seen.as_deref_mut() {
+                    s.counters.push(c);
+                }
             }
             match hit.step {
                 FlowStep::Drop => return Verdict::Drop,
@@ -319,13 +337,86 @@ fn steer(fw: &mut Firmware, roots: &[u32], image: &mut Image<'_>, len: usize) ->
     Verdict::Drop
 }
 
+/// Flow counter `c` counts a frame of `len` bytes.
+#[inline]
+fn count(fw: &mut Firmware, c: u32, len: usize) {
+    if let Some(c) = fw.flow_counters.get_mut(c) {
+        c.packets += 1;
+        c.octets += len as u64;
+    }
+}
+
+/// Empties the decision cache when the roots or the steering generation moved (the pass
+/// calls this after computing its roots; [`steer_cached`] checks the generation per frame).
+pub(crate) fn check_flow_cache(fw: &Firmware, dp: &mut Datapath) {
+    let c = &mut dp.flow_cache;
+    if c.generation != fw.steering_gen || c.roots != dp.roots {
+        c.map.clear();
+        c.generation = fw.steering_gen;
+        c.roots.clone_from(&dp.roots);
+    }
+}
+
+/// [`steer`] through the decision cache: a frame whose header image was steered before, with
+/// the same tables, takes the same decision, and its side effects (counters, misses) are done
+/// again, without the walk.
+fn steer_cached(
+    fw: &mut Firmware,
+    dp: &mut Datapath,
+    image: &mut Image<'_>,
+    len: usize,
+) -> Verdict {
+    // The roots were compared when the pass computed them; a command between two frames of
+    // one pass cannot run (the device lock is held), but the generation costs one compare.
+    if dp.flow_cache.generation != fw.steering_gen {
+        check_flow_cache(fw, dp);
+    }
+    let key = *image.words();
+    if let Some(d) = dp.flow_cache.map.get(&key) {
+        for &c in &d.counters {
+            count(fw, c, len);
+        }
+        for &t in &d.missed {
+            if let Some(t) = fw.tables.get_mut(t) {
+                t.misses += 1;
+            }
+        }
+        return match d.tir {
+            Some((tirn, tag)) => Verdict::Tir(tirn, tag),
+            None => Verdict::Drop,
+        };
+    }
+    let mut seen = FlowDecision::default();
+    let verdict = steer(fw, &dp.roots, image, len, Some(&mut seen));
+    seen.tir = match verdict {
+        Verdict::Tir(tirn, tag) => Some((tirn, tag)),
+        Verdict::Drop => None,
+    };
+    let map = &mut dp.flow_cache.map;
+    if map.len() >= FLOW_CACHE_MAX {
+        map.clear();
+    }
+    map.insert(key, seen);
+    verdict
+}
+
 /// Receive path: RoCE v2 to the port's addresses goes to the RC transport; everything else
 /// to steering, TIR, RQ, CQE.
 pub(crate) fn receive(fw: &mut Firmware, dp: &mut Datapath, frame: &[u8], from_td: Option<u32>) {
     dp.port.stats.rx_frames += 1;
     dp.port.stats.rx_bytes += frame.len() as u64;
     let mut image = Image { frame, words: None };
-    let verdict = steer(fw, &dp.roots, &mut image, frame.len());
+    // One root is walked directly: its lookup is one probe per group (none for a group that
+    // matches everything), cheaper than the cache's hash of the whole image.
+    #[cfg(test)]
+    let cache = dp.roots.len() > 1 && !dp.flow_cache.off;
+    #[cfg(not(test))]
+    let cache = dp.roots.len() > 1;
+    let verdict = if cache {
+        steer_cached(fw, dp, &mut image, frame.len())
+    } else {
+        steer(fw, &dp.roots, &mut image, frame.len(), None)
+    };
     let (tirn, flow_tag) = match verdict {
         Verdict::Tir(t, tag) => (t, tag),
         Verdict::Drop => {
@@ -459,6 +550,159 @@ pub(crate) fn toeplitz(key: &[u8], input: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three root tables (three rigs, walked oldest first) with counters, and frames of
+    /// eight header kinds in a pseudo-random order, each kind many times: every rig receives
+    /// the same frames in the same order, the counters and the drops agree, with the decision
+    /// cache and with every frame walked; also after the middle rig (a root) goes.
+    #[test]
+    fn cached_decisions_are_the_walks_over_several_roots() {
+        use crate::testing::rig::{EthRig, RigConfig};
+        use mlx5_dpa::mlx5::cmd::OuterMatch;
+        const M1: [u8; 6] = [0x02, 0, 0x5e, 0, 0, 0x01];
+        const M2: [u8; 6] = [0x02, 0, 0x5e, 0, 0, 0x02];
+        // What each rig received, its flow counter (packets, octets), and the drops.
+        type Seen = (Vec<Vec<Vec<u8>>>, Vec<(u64, u64)>, u64);
+        fn frame(kind: u32, n: usize) -> Vec<u8> {
+            let mut f = vec![0u8; 64];
+            f[0..6].copy_from_slice(if kind & 1 == 0 { &M1 } else { &M2 });
+            f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x09]);
+            let ipv4 = kind & 2 == 0;
+            f[12..14].copy_from_slice(if ipv4 { &[0x08, 0x00] } else { &[0x86, 0xdd] });
+            f[14] = 0x45;
+            f[23] = if kind & 4 == 0 { 17 } else { 6 };
+            f[36..38].copy_from_slice(&5001u16.to_be_bytes());
+            // The payload tells the frames apart.
+            f[60..64].copy_from_slice(&(n as u32).to_be_bytes());
+            f
+        }
+        fn run(off: bool) -> Seen {
+            let dev = crate::Device::new(crate::Profile::bf3());
+            dev.with_state(|st| st.dp.flow_cache.off = off);
+            let ctx = dev.open_devx();
+            let rules = [
+                OuterMatch {
+                    dmac: Some(M1),
+                    ..OuterMatch::default()
+                },
+                OuterMatch {
+                    ethertype: Some(0x0800),
+                    ..OuterMatch::default()
+                },
+                OuterMatch {
+                    ip_protocol: Some(6),
+                    ..OuterMatch::default()
+                },
+            ];
+            let mut rigs: Vec<Option<EthRig>> = rules
+                .iter()
+                .map(|&rule| {
+                    let cfg = RigConfig {
+                        rule,
+                        counters: true,
+                        log_rq: 6,
+                        ..RigConfig::default()
+                    };
+                    let mut r = EthRig::new(ctx.clone(), cfg).expect("rig");
+                    r.fill_rq();
+                    Some(r)
+                })
+                .collect();
+            let mut got = vec![Vec::new(); rigs.len()];
+            let mut counted = vec![(0, 0); rigs.len()];
+            let mut x = 7u32;
+            for n in 0..400 {
+                if n == 200 {
+                    // The middle root goes: what it took now goes on to the last one.
+                    let r = rigs[1].take().expect("rig 1");
+                    let (_, f) = r.counters().expect("counters");
+                    counted[1] = (f.packets, f.octets);
+                }
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                let f = frame((x >> 16) % 8, n);
+                rigs[0]
+                    .as_mut()
+                    .expect("rig 0")
+                    .post_send(&f)
+                    .expect("post");
+                rigs[0].as_mut().expect("rig 0").ring_sq();
+                dev.run_until_idle();
+                rigs[0].as_mut().expect("rig 0").poll_tx(usize::MAX);
+                for (k, r) in rigs.iter_mut().enumerate() {
+                    if let Some(r) = r {
+                        r.poll_rx(usize::MAX, |c| got[k].push(c.expect("frame").to_vec()));
+                    }
+                }
+            }
+            for (k, r) in rigs.iter().enumerate() {
+                if let Some(r) = r {
+                    let (_, f) = r.counters().expect("counters");
+                    counted[k] = (f.packets, f.octets);
+                }
+            }
+            let drops = dev.stats().port.rx_steering_drops;
+            (got, counted, drops)
+        }
+        let walked = run(true);
+        let cached = run(false);
+        assert!(
+            walked.0.iter().all(|g| g.len() > 10),
+            "every rig takes frames"
+        );
+        assert!(walked.2 > 10, "and some frames match no rule");
+        assert_eq!(cached.1, walked.1, "flow counters");
+        assert_eq!(cached.2, walked.2, "steering drops");
+        assert!(cached.0 == walked.0, "frames received by each rig");
+    }
+
+    /// Frames of more flows than the cache holds: it is emptied when full, never larger,
+    /// and every frame is still steered (the rule matches all of them).
+    #[test]
+    fn the_decision_cache_stays_bounded() {
+        use crate::testing::rig::{EthRig, RigConfig};
+        use mlx5_dpa::mlx5::cmd::OuterMatch;
+        let dev = crate::Device::new(crate::Profile::bf3());
+        let ctx = dev.open_devx();
+        // Two roots, so that frames go through the cache: one takes IPv6 frames (none are),
+        // the other every frame.
+        let mut rigs: Vec<EthRig> = [Some(0x86dd), None]
+            .into_iter()
+            .map(|ethertype| {
+                let cfg = RigConfig {
+                    rule: OuterMatch {
+                        ethertype,
+                        ..OuterMatch::default()
+                    },
+                    ..RigConfig::default()
+                };
+                let mut r = EthRig::new(ctx.clone(), cfg).expect("rig");
+                r.fill_rq();
+                r
+            })
+            .collect();
+        let flows = FLOW_CACHE_MAX + 100;
+        let mut most = 0;
+        let mut got = 0;
+        for batch in 0..flows.div_ceil(256) {
+            for n in batch * 256..((batch + 1) * 256).min(flows) {
+                let mut f = vec![0u8; 64];
+                f[0..6].copy_from_slice(&[0x02, 0, 0x5e, 0, 0, 0x01]);
+                f[12..14].copy_from_slice(&[0x08, 0x00]);
+                f[14] = 0x45;
+                // Another IPv4 destination each: another image.
+                f[30..34].copy_from_slice(&(n as u32).to_be_bytes());
+                rigs[0].post_send(&f).expect("post");
+            }
+            rigs[0].ring_sq();
+            dev.run_until_idle();
+            rigs[0].poll_tx(usize::MAX);
+            got += rigs[1].poll_rx(usize::MAX, |c| assert!(c.is_ok()));
+            most = most.max(dev.with_state(|st| st.dp.flow_cache.map.len()));
+        }
+        assert_eq!(got, flows);
+        assert_eq!(most, FLOW_CACHE_MAX, "filled, then emptied");
+        assert!(dev.with_state(|st| st.dp.flow_cache.map.len()) < FLOW_CACHE_MAX);
+    }
 
     #[test]
     fn toeplitz_matches_the_rss_verification_suite() {

@@ -294,6 +294,9 @@ impl Firmware {
 
     /// Destroys a flow table, group or entry (a table only empty, a group only of its table).
     fn destroy_steering(&mut self, uid: u16, obj: ObjRef) -> Result<(), Check> {
+        // Decisions cached by the datapath are of the old tables (raised even when the
+        // destroy fails: a decision dropped is only made again).
+        self.steering_gen += 1;
         match obj {
             ObjRef::FlowTable { table_type, id } => {
                 let t = self.tables.get(id).ok_or(check::NO_SUCH_FLOW_TABLE)?;

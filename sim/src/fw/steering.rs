@@ -215,6 +215,7 @@ impl Firmware {
                 lookup: None,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;
+        self.steering_gen += 1;
         o.set(l::create_flow_table_out::table_id, u64::from(id));
         Ok(ObjRef::FlowTable { table_type, id })
     }
@@ -275,6 +276,7 @@ impl Firmware {
             t.groups.push(id);
             t.lookup = None;
         }
+        self.steering_gen += 1;
         o.set(l::create_flow_group_out::group_id, u64::from(id));
         Ok(ObjRef::FlowGroup {
             table_type,
@@ -406,6 +408,7 @@ impl Firmware {
             c.meta.refs += 1;
         }
         let flow_tag = v.value(c.at(fc::flow_tag));
+        self.steering_gen += 1;
         if let Some(t) = self.tables.get_mut(table) {
             t.lookup = None;
             t.entries.insert(
@@ -435,6 +438,7 @@ impl Firmware {
         let id = v.value(m::table_id);
         self.table_of(uid, table_type, id)?;
         self.root_table = Some(id);
+        self.steering_gen += 1;
         Ok(())
     }
 }

@@ -92,6 +92,36 @@ pub(crate) struct Port {
     pub(crate) stats: PortStats,
 }
 
+/// Most decisions a [`FlowCache`] holds; a full cache is emptied (frames of more flows
+/// than this are steered by the walk again, one cache fill each).
+pub(crate) const FLOW_CACHE_MAX: usize = 4096;
+
+/// What steering decided for one header image, and what deciding changed on the way (the
+/// walk's side effects, done again on every frame the decision is reused for).
+#[derive(Debug, Default)]
+pub(crate) struct FlowDecision {
+    /// The TIR and flow tag, or `None`: dropped.
+    pub(crate) tir: Option<(u32, u32)>,
+    /// Flow counters of the entries hit (each counts the frame).
+    pub(crate) counters: Vec<u32>,
+    /// Tables probed without a hit (each counts a miss).
+    pub(crate) missed: Vec<u32>,
+}
+
+/// Steering decisions by the frame's `fte_match_set_lyr_2_4` image (as eight words): a frame
+/// of a flow seen before skips the walk over the root tables. Valid for one set of roots and
+/// one steering generation (`Firmware::steering_gen`, raised by every command that changes a
+/// table, group, entry or the root); emptied when either moved.
+#[derive(Debug, Default)]
+pub(crate) struct FlowCache {
+    pub(crate) generation: u64,
+    pub(crate) roots: Vec<u32>,
+    pub(crate) map: rustc_hash::FxHashMap<[u64; 8], FlowDecision>,
+    /// Tests compare the cache with the walk: set, every frame is walked.
+    #[cfg(test)]
+    pub(crate) off: bool,
+}
+
 pub(crate) struct Datapath {
     pub(crate) port: Port,
     pub(crate) subs: Vec<Subscription>,
@@ -106,6 +136,8 @@ pub(crate) struct Datapath {
     pub(crate) send_pages: Vec<u32>,
     pub(crate) arm_pages: Vec<u32>,
     pub(crate) roots: Vec<u32>,
+    /// Steering decisions by header image (`datapath::steering`).
+    pub(crate) flow_cache: FlowCache,
     pub(crate) frame: Vec<u8>,
     /// Scratch of one pass (kept to avoid allocating on the datapath).
     pub(crate) doorbells: Vec<Doorbell>,
@@ -135,6 +167,7 @@ impl Datapath {
             send_pages: Vec::new(),
             arm_pages: Vec::new(),
             roots: Vec::new(),
+            flow_cache: FlowCache::default(),
             frame: Vec::with_capacity(MAX_FRAME),
             doorbells: Vec::new(),
             incoming: VecDeque::new(),

@@ -72,6 +72,10 @@ pub struct Firmware {
     pub(crate) gen: Slab<GenObj>,
     pub(crate) grants: Vec<Grant>,
     pub(crate) root_table: Option<u32>,
+    /// Raised by every change to steering (a flow table, group or entry created or
+    /// destroyed, the root set): what the datapath's cached decisions are valid for
+    /// (`crate::state::datapath::FlowCache`).
+    pub(crate) steering_gen: u64,
     /// EU groups and EU partitions (`fw::eu`).
     pub(crate) eugs: super::eu::EuTable,
     pub(crate) partitions: super::eu::EuTable,
@@ -130,6 +134,7 @@ impl Firmware {
             gen: Slab::new(0x1, 1 << 20),
             grants: Vec::new(),
             root_table: None,
+            steering_gen: 0,
             eugs: Default::default(),
             partitions: Default::default(),
             dpa: DpaState::default(),
