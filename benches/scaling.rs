@@ -317,33 +317,13 @@ fn pp_rate(workers: usize) -> f64 {
     let mac = dev.port_address().mac;
     let rigs: Vec<pp::PacketProcessor> = (0..4u16)
         .map(|k| {
-            let p = pp::PacketProcessor::setup(
-                &ctx,
-                &pp::Options {
-                    flow: Some(OuterMatch {
-                        dmac: Some(mac),
-                        ethertype: Some(0x0800),
-                        ip_protocol: Some(17),
-                        udp_dport: Some(5001 + k),
-                        ..OuterMatch::default()
-                    }),
-                    log_depth: 9,
-                    ..pp::Options::default()
-                },
-            )
-            .expect("set-up");
+            let p = pp::PacketProcessor::setup(&ctx, &pp::Options::udp_flow(mac, 5001 + k, 9))
+                .expect("set-up");
             p.wait_ready(T).expect("ready");
             p
         })
         .collect();
-    let frames: Vec<Vec<u8>> = (0..4u16)
-        .map(|k| {
-            let mut f = pp::sample_frame(mac);
-            f[36..38].copy_from_slice(&(5001 + k).to_be_bytes());
-            f[40..42].copy_from_slice(&[0, 0]);
-            f
-        })
-        .collect();
+    let frames: Vec<Vec<u8>> = (0..4u16).map(|k| pp::flow_frame(mac, 5001 + k)).collect();
     let mut host = Host::new(&ctx, frames, pp::PEER_MAC);
     host.run(10_000, 256);
     let rate = median((0..3).map(|_| host.run(50_000, 256)).collect());

@@ -25,8 +25,6 @@ mod common;
 use common::host::Host;
 use common::{median, model, T};
 
-use mlx5_dpa::mlx5::cmd::OuterMatch;
-
 /// Frames in flight (posted, answer not yet received).
 const WINDOW: usize = 256;
 /// Answers per timed round.
@@ -34,15 +32,6 @@ const FRAMES: usize = 100_000;
 const ROUNDS: usize = 3;
 /// UDP destination port of thread 0.
 const PORT0: u16 = 5001;
-
-/// Frame of flow `k`: the sample's UDP frame with destination port `PORT0 + k`, UDP checksum 0
-/// (none, as IPv4 allows).
-fn frame(port_mac: [u8; 6], k: usize) -> Vec<u8> {
-    let mut f = pp::sample_frame(port_mac);
-    f[36..38].copy_from_slice(&(PORT0 + k as u16).to_be_bytes());
-    f[40..42].copy_from_slice(&[0, 0]);
-    f
-}
 
 fn main() {
     if !common::selected("throughput") {
@@ -53,24 +42,15 @@ fn main() {
     for threads in [1usize, 2, 4, 16] {
         let rigs: Vec<pp::PacketProcessor> = (0..threads)
             .map(|k| {
-                let mac = d.port_address().mac;
-                let opts = pp::Options {
-                    flow: Some(OuterMatch {
-                        dmac: Some(mac),
-                        ethertype: Some(0x0800),
-                        ip_protocol: Some(17),
-                        udp_dport: Some(PORT0 + k as u16),
-                        ..OuterMatch::default()
-                    }),
-                    log_depth: 9,
-                    ..pp::Options::default()
-                };
+                let opts = pp::Options::udp_flow(d.port_address().mac, PORT0 + k as u16, 9);
                 let p = pp::PacketProcessor::setup(&ctx, &opts).expect("set-up");
                 p.wait_ready(T).expect("ready");
                 p
             })
             .collect();
-        let frames = (0..threads).map(|k| frame(rigs[0].port_mac, k)).collect();
+        let frames = (0..threads)
+            .map(|k| pp::flow_frame(rigs[0].port_mac, PORT0 + k as u16))
+            .collect();
         let mut host = Host::new(&ctx, frames, pp::PEER_MAC);
         let activations_so_far = || -> u64 {
             rigs.iter()

@@ -108,6 +108,25 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// One of several packet processors on a port, each with a flow of its own: IPv4 / UDP
+    /// frames to `port_mac` with destination port `udp_dport` ([`flow_frame`]), queues
+    /// `2^log_depth` deep.
+    pub fn udp_flow(port_mac: [u8; 6], udp_dport: u16, log_depth: u8) -> Options {
+        Options {
+            flow: Some(OuterMatch {
+                dmac: Some(port_mac),
+                ethertype: Some(0x0800),
+                ip_protocol: Some(17),
+                udp_dport: Some(udp_dport),
+                ..OuterMatch::default()
+            }),
+            log_depth,
+            ..Options::default()
+        }
+    }
+}
+
 /// The device-owned counters of `pp_dev_ctx` (offsets 312..392).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -366,6 +385,15 @@ impl PacketProcessor {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+}
+
+/// [`sample_frame`] to UDP destination port `udp_dport` (the flow of
+/// [`Options::udp_flow`]), with UDP checksum 0 (none, as IPv4 allows).
+pub fn flow_frame(dst: [u8; 6], udp_dport: u16) -> Vec<u8> {
+    let mut f = sample_frame(dst);
+    f[36..38].copy_from_slice(&udp_dport.to_be_bytes());
+    f[40..42].copy_from_slice(&[0, 0]);
+    f
 }
 
 /// The sample's frame: 65 bytes of IPv4 / UDP from [`PEER_MAC`] to `dst`, payload

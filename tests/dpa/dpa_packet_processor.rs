@@ -239,29 +239,13 @@ fn sixteen_threads_answer_every_frame_with_256_in_flight() -> R {
         let mac = d.port_address().mac;
         let rigs = (0..THREADS)
             .map(|k| {
-                let opts = pp::Options {
-                    flow: Some(OuterMatch {
-                        dmac: Some(mac),
-                        ethertype: Some(0x0800),
-                        ip_protocol: Some(17),
-                        udp_dport: Some(5001 + k),
-                        ..OuterMatch::default()
-                    }),
-                    log_depth: 9,
-                    ..pp::Options::default()
-                };
-                let p = pp::PacketProcessor::setup(&ctx, &opts)?;
+                let p = pp::PacketProcessor::setup(&ctx, &pp::Options::udp_flow(mac, 5001 + k, 9))?;
                 p.wait_ready(T)?;
                 Ok(p)
             })
             .collect::<Result<Vec<_>, DpaError>>()?;
         let frames = (0..THREADS)
-            .map(|k| {
-                let mut f = pp::sample_frame(mac);
-                f[36..38].copy_from_slice(&(5001 + k).to_be_bytes());
-                f[40..42].copy_from_slice(&[0, 0]);
-                f
-            })
+            .map(|k| pp::flow_frame(mac, 5001 + k))
             .collect();
         let mut host = crate::bench_host::Host::new(&ctx, frames, pp::PEER_MAC);
         // Returns once every answer came (each checked for its length).
