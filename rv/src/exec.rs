@@ -40,10 +40,14 @@ struct Exec<'a, B: Bus> {
     page: usize,
     bus: &'a mut B,
     cache: &'a mut CodeCache,
-    /// Last region a load hit (readable).
+    /// Last region a load hit (readable), and the one before it: code that alternates
+    /// between two regions (a packet buffer and the stack) finds the other one here without
+    /// a search.
     rd_region: RamRegion,
-    /// Last region a store hit (writable).
+    rd_prev: RamRegion,
+    /// Last region a store hit (writable), and the one before it.
     wr_region: RamRegion,
+    wr_prev: RamRegion,
     /// Last region an instruction was fetched from (executable).
     x_region: RamRegion,
     /// A page the bus said has no RAM region (so it is not asked again at once).
@@ -112,10 +116,15 @@ impl<B: Bus> Exec<'_, B> {
         if addr & (u64::from(size) - 1) != 0 {
             return Err(MemError::Misaligned);
         }
+        if let Some(v) = self.rd_prev.load(addr, size) {
+            std::mem::swap(&mut self.rd_region, &mut self.rd_prev);
+            self.regions_changed();
+            return Ok(v);
+        }
         if let Some(r) = self.find_region(addr) {
             if r.perms().read {
                 if let Some(v) = r.load(addr, size) {
-                    self.rd_region = r;
+                    self.rd_prev = std::mem::replace(&mut self.rd_region, r);
                     self.regions_changed();
                     return Ok(v);
                 }
@@ -147,9 +156,14 @@ impl<B: Bus> Exec<'_, B> {
         if addr & (u64::from(size) - 1) != 0 {
             return Err(MemError::Misaligned);
         }
+        if self.wr_prev.store(addr, size, value) {
+            std::mem::swap(&mut self.wr_region, &mut self.wr_prev);
+            self.regions_changed();
+            return Ok(());
+        }
         if let Some(r) = self.find_region(addr) {
             if r.perms().write && r.store(addr, size, value) {
-                self.wr_region = r;
+                self.wr_prev = std::mem::replace(&mut self.wr_region, r);
                 self.regions_changed();
                 return Ok(());
             }
@@ -229,7 +243,7 @@ impl<B: Bus> Exec<'_, B> {
         if let Some(r) = self.find_region(addr) {
             if r.perms().read && r.perms().write {
                 if let Some(old) = r.amo(addr, size, op, value) {
-                    self.wr_region = r;
+                    self.wr_prev = std::mem::replace(&mut self.wr_region, r);
                     self.regions_changed();
                     return Ok(old);
                 }
@@ -535,7 +549,7 @@ extern "C" fn jit_store<B: Bus>(exec: *mut u8, addr: u64, value: u64, size: u64)
         if !r.store(addr, size, value) {
             return 2;
         }
-        ex.wr_region = r;
+        ex.wr_prev = std::mem::replace(&mut ex.wr_region, r);
         ex.regions_changed();
     }
     ex.after_store(addr, size);
@@ -650,7 +664,9 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
         bus,
         cache,
         rd_region: RamRegion::EMPTY,
+        rd_prev: RamRegion::EMPTY,
         wr_region: RamRegion::EMPTY,
+        wr_prev: RamRegion::EMPTY,
         x_region: RamRegion::EMPTY,
         no_ram_vpn: NO_PAGE,
         recent: hint,

@@ -1289,6 +1289,44 @@ fn stores_into_decoded_code_take_effect_without_fence_i() {
     }
 }
 
+/// Loads and stores that alternate between two regions (data and the page of the running
+/// code) find the other one as the region before the last: a store there still drops the
+/// decoded instruction it rewrites, and loads read what the stores wrote. The loop rewrites
+/// the `addi` it runs with a larger immediate each time (1, then 100, then 101).
+#[test]
+fn alternating_regions_keep_loads_stores_and_code_exact() {
+    const RWX: u64 = 0x20_0000;
+    for fast in [true, false] {
+        let mut bus = TestBus::new(fast);
+        bus.cache = Some(CodeCache::new());
+        let add = |rd, rs1, rs2| r(0, rs2, rs1, 0, rd, 0x33);
+        bus.code(
+            RWX,
+            &[
+                addi(7, 0, 3),               // loop count
+                lui(5, (RWX >> 12) as u32),  // x5: the code page
+                lui(8, (DATA >> 12) as u32), // x8: data
+                lui(9, 0x100),               // x9: one more in an I-type immediate
+                addi(10, 10, 1),             // RWX + 16: the patched instruction
+                s(0, 6, 8, 2),               // sw x6, 0(x8)
+                s(16, 6, 5, 2),              // sw x6, 16(x5)
+                load(2, 11, 8, 0),           // lw x11, 0(x8)
+                load(2, 12, 5, 16),          // lw x12, 16(x5)
+                add(6, 6, 9),
+                addi(7, 7, -1),
+                b(-28, 0, 7, 1), // bne x7, x0, -28 (back to the patched one)
+                ECALL,
+            ],
+        );
+        let mut h = Hart::new(RWX);
+        h.x[6] = u64::from(addi(10, 10, 100));
+        assert_eq!(run(&mut h, &mut bus, 200), Stop::Ecall, "fast {fast}");
+        assert_eq!(h.x[10], 1 + 100 + 101, "fast {fast}");
+        let last = i64::from(addi(10, 10, 102) as i32) as u64;
+        assert_eq!((h.x[11], h.x[12]), (last, last), "fast {fast}");
+    }
+}
+
 /// Compiled code stores inline only where that needs none of the interpreter's after-store
 /// work. Here the loop's region is compiled at first sight, and from the second iteration on
 /// the last store's region is the read-write-execute page that holds the loop: a store there
