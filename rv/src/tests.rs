@@ -11,6 +11,8 @@ use super::*;
 
 const TEXT: u64 = 0x1000;
 const DATA: u64 = 0x10_0000;
+/// A page both code and data (read, write, execute).
+const RWX: u64 = 0x20_0000;
 const DEV: u64 = 0x9000_0000;
 
 struct TestBus {
@@ -33,7 +35,7 @@ impl TestBus {
             regions: vec![
                 (TEXT, GuestRam::new(0x1000), Perms::RX),
                 (DATA, GuestRam::new(0x1000), Perms::RW),
-                (0x20_0000, GuestRam::new(0x1000), Perms::RWX),
+                (RWX, GuestRam::new(0x1000), Perms::RWX),
             ],
             fast,
             dev_stores: Vec::new(),
@@ -43,6 +45,14 @@ impl TestBus {
             fences: Vec::new(),
             stop_at_pause: false,
             pauses: 0,
+        }
+    }
+
+    /// [`TestBus::new`] with a code cache of its own, as the model's EUs have.
+    fn with_cache(fast: bool) -> TestBus {
+        TestBus {
+            cache: Some(CodeCache::new()),
+            ..TestBus::new(fast)
         }
     }
 
@@ -1251,10 +1261,8 @@ fn device_accesses_go_through_the_bus() {
 
 #[test]
 fn stores_into_decoded_code_take_effect_without_fence_i() {
-    const RWX: u64 = 0x20_0000;
     for fast in [true, false] {
-        let mut bus = TestBus::new(fast);
-        bus.cache = Some(CodeCache::new());
+        let mut bus = TestBus::with_cache(fast);
         // Loop twice over a patched instruction: first `addi x10, x10, 1`, then the program
         // rewrites it to `addi x10, x10, 100` (x6 holds the new encoding).
         let target = RWX + 16;
@@ -1295,10 +1303,8 @@ fn stores_into_decoded_code_take_effect_without_fence_i() {
 /// the `addi` it runs with a larger immediate each time (1, then 100, then 101).
 #[test]
 fn alternating_regions_keep_loads_stores_and_code_exact() {
-    const RWX: u64 = 0x20_0000;
     for fast in [true, false] {
-        let mut bus = TestBus::new(fast);
-        bus.cache = Some(CodeCache::new());
+        let mut bus = TestBus::with_cache(fast);
         let add = |rd, rs1, rs2| r(0, rs2, rs1, 0, rd, 0x33);
         bus.code(
             RWX,
@@ -1334,7 +1340,6 @@ fn alternating_regions_keep_loads_stores_and_code_exact() {
 #[cfg(feature = "jit")]
 #[test]
 fn compiled_stores_into_a_page_with_code_drop_what_they_overwrite() {
-    const RWX: u64 = 0x20_0000;
     let mut bus = TestBus::new(true);
     let mut cache = CodeCache::new();
     assert!(cache.set_jit(Some(1)));
