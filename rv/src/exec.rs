@@ -679,7 +679,6 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     ex.x[1..32].copy_from_slice(&hart.x[1..32]);
     let mut pc = hart.pc;
     let mut n: u64 = 0;
-    let instret0 = hart.instret;
     let mut cur_vpn = NO_PAGE;
     let mut cur_page = 0usize;
     // A block cut short by the budget, with its end marker.
@@ -761,9 +760,8 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
             cut.extend_from_slice(&block[..run]);
             if let Some(last) = cut.last_mut() {
                 last.dispatch = last.op as u8;
-            }
-            if let Some(last) = cut.last().copied() {
-                cut.push(block_end(&last));
+                let end = block_end(last);
+                cut.push(end);
             }
             ex.stop_at = 0;
             (&cut[..], 0)
@@ -784,7 +782,7 @@ fn run_cached<B: Bus>(hart: &mut Hart, bus: &mut B, cache: &mut CodeCache, max_i
     hart.x[0] = 0;
     hart.x[1..32].copy_from_slice(&ex.x[1..32]);
     hart.pc = pc;
-    hart.instret = instret0.wrapping_add(n);
+    hart.instret = ex.instret0.wrapping_add(n);
     hart.reservation = ex.resv;
     stop
 }
@@ -1426,7 +1424,7 @@ enum Slow {
 /// before this instruction.
 #[inline(never)]
 fn slow_op<B: Bus>(ex: &mut Exec<'_, B>, insn: Insn, pc: u64, instret: u64) -> Slow {
-    let rd = usize::from(insn.rd & 63);
+    let rd = usize::from(insn.rd);
     let v1 = ex.x[usize::from(insn.rs1)];
     let v2 = ex.x[usize::from(insn.rs2)];
     let imm = insn.imm as i64 as u64;
