@@ -23,9 +23,11 @@
 //!   instruction. Everything else (`ecall`, `ebreak`, `pause`, `fence.i`, counters, atomics,
 //!   LR/SC, the draft bit-manipulation operations, illegal encodings, an instruction across a
 //!   page end) ends the compiled code before it: the interpreter runs it.
-//! - **Registers** live in the interpreter's array: a guest block loads a register the first
-//!   time it reads it, keeps what it computes in host registers and stores what it changed
-//!   where it ends or leaves.
+//! - **Registers** are the region's variables: it loads the ones it reads from the
+//!   interpreter's array where it is entered and keeps them in host registers across its
+//!   blocks and loops; each guest block stores what it changed where it ends or leaves, and
+//!   a call back into the interpreter (a store it hands over, a `fence`) has the registers
+//!   stored before it and loaded again after it, so that no guest value lives across a call.
 //! - **Hotness and invalidation** live beside the decoded blocks (the code cache's
 //!   per-instruction JIT state): a block entered [`DEFAULT_HOT`] times has its region
 //!   compiled; invalidating or clearing decoded code forgets its compiled state with it.
@@ -520,10 +522,13 @@ struct Pending {
     dirty: Vec<(usize, Value)>,
 }
 
-/// The code generator of one region. Guest registers live in the interpreter's array: a guest
-/// block loads a register the first time it reads it and keeps what it computes in host
-/// values, storing the ones it changed where it ends or leaves (a side exit stores only what
-/// its block changed so far, so exits stay small).
+/// The code generator of one region. Guest registers are the region's variables: the ones it
+/// reads are loaded from the interpreter's array where the region is entered, and kept in
+/// host values across its blocks and loops. A guest block stores the registers it changed
+/// where it ends or leaves (a side exit stores only what its block changed so far, so exits
+/// stay small and a value lives no longer than its uses and its block). So a register a
+/// loop carries is a host value from one block to the next, instead of a store at one
+/// block's end and a load at the next one's start.
 struct Gen<'a> {
     b: FunctionBuilder<'a>,
     store_sig: Signature,
@@ -532,10 +537,12 @@ struct Gen<'a> {
     left: Variable,
     ctxp: Value,
     xp: Value,
-    /// The readable regions (base, length, host address), loaded once on entry.
-    /// In the guest block being emitted: register values known, and the changed ones.
-    cur: [Option<Value>; 32],
+    /// x1 to x31 (index 0 unused).
+    vars: [Variable; 32],
+    /// The registers the guest block being emitted changed so far.
     dirty: u32,
+    /// The registers the region reads or writes.
+    regs: u32,
     /// Guest block address -> host block.
     targets: HashMap<u64, Block>,
     pending: Vec<Pending>,
@@ -552,6 +559,7 @@ impl<'a> Gen<'a> {
         let xp = b.ins().load(types::I64, f, ctxp, OFF_X);
         let l = b.ins().load(types::I64, f, ctxp, OFF_LEFT);
         b.def_var(left, l);
+        let vars = std::array::from_fn(|_| b.declare_var(types::I64));
         Gen {
             b,
             store_sig,
@@ -559,11 +567,57 @@ impl<'a> Gen<'a> {
             left,
             ctxp,
             xp,
-            cur: [None; 32],
+            vars,
             dirty: 0,
+            regs: 0,
             targets: HashMap::new(),
             pending: Vec::new(),
         }
+    }
+
+    /// Loads every register the region's compiled instructions read into its variable (in
+    /// the entry block); notes every one they read or write.
+    fn load_registers(&mut self, blocks: &[GuestBlock]) {
+        let (mut used, mut regs) = (0u32, 0u32);
+        for g in blocks {
+            for &(_, i) in &g.insns[..compilable_prefix(g)] {
+                for r in [i.rs1, i.rs2] {
+                    used |= 1u32.checked_shl(u32::from(r)).unwrap_or(0);
+                }
+                regs |= 1u32.checked_shl(u32::from(i.rd)).unwrap_or(0);
+            }
+        }
+        // x0 is a constant, never a variable.
+        used &= !1;
+        self.regs = (regs | used) & !1;
+        self.load_regs(used);
+    }
+
+    /// Loads the registers of `mask` from the interpreter's array into their variables.
+    fn load_regs(&mut self, mask: u32) {
+        let f = MemFlagsData::trusted();
+        for r in (1..32).filter(|r| mask & (1 << r) != 0) {
+            let v = self.b.ins().load(types::I64, f, self.xp, (8 * r) as i32);
+            self.b.def_var(self.vars[r], v);
+        }
+    }
+
+    /// A call into the interpreter (`sig`, the function at `f`, `args`), with the registers
+    /// in the interpreter's array across it: the block's changed ones are stored before it,
+    /// and every register of the region is loaded again after it. So no guest value is live
+    /// across the call, which would otherwise keep it in a callee-saved register or, there
+    /// being only five, on the stack for the whole region. Returns the call's results.
+    fn call_out(&mut self, sig: Signature, f: Value, args: &[Value]) -> Vec<Value> {
+        for (r, v) in self.dirty() {
+            self.b
+                .ins()
+                .store(MemFlagsData::trusted(), v, self.xp, (8 * r) as i32);
+        }
+        let sig = self.b.import_signature(sig);
+        let call = self.b.ins().call_indirect(sig, f, args);
+        let results = self.b.inst_results(call).to_vec();
+        self.load_regs(self.regs);
+        results
     }
 
     fn region(mut self, blocks: &[GuestBlock], config: TargetFrontendConfig) -> Option<()> {
@@ -572,6 +626,7 @@ impl<'a> Gen<'a> {
             self.targets.insert(g.pc, blk);
         }
         let first = *self.targets.get(&blocks.first()?.pc)?;
+        self.load_registers(blocks);
         self.b.ins().jump(first, &[]);
         for g in blocks {
             self.block(g)?;
@@ -598,34 +653,26 @@ impl<'a> Gen<'a> {
         if r == 0 {
             return self.b.ins().iconst(types::I64, 0);
         }
-        if let Some(v) = self.cur[r] {
-            return v;
-        }
-        let v = self
-            .b
-            .ins()
-            .load(types::I64, MemFlagsData::trusted(), self.xp, (8 * r) as i32);
-        self.cur[r] = Some(v);
-        v
+        self.b.use_var(self.vars[r])
     }
 
     fn set(&mut self, rd: u8, v: Value) {
-        if rd != SINK {
-            let r = usize::from(rd & 31);
-            self.cur[r] = Some(v);
+        let r = usize::from(rd & 31);
+        if rd != SINK && r != 0 {
+            self.b.def_var(self.vars[r], v);
             self.dirty |= 1 << r;
         }
     }
 
-    /// The changed registers of the block so far, with their values.
-    fn dirty(&self) -> Vec<(usize, Value)> {
+    /// The registers the guest block changed so far, with their values here.
+    fn dirty(&mut self) -> Vec<(usize, Value)> {
         (1..32)
             .filter(|r| self.dirty & (1 << r) != 0)
-            .filter_map(|r| self.cur[r].map(|v| (r, v)))
+            .map(|r| (r, self.b.use_var(self.vars[r])))
             .collect()
     }
 
-    /// Stores the changed registers (the block ends here).
+    /// Stores the registers the guest block changed (it ends here).
     fn flush(&mut self) {
         for (r, v) in self.dirty() {
             self.b
@@ -681,7 +728,6 @@ impl<'a> Gen<'a> {
     fn block(&mut self, g: &GuestBlock) -> Option<()> {
         let blk = *self.targets.get(&g.pc)?;
         self.b.switch_to_block(blk);
-        self.cur = [None; 32];
         self.dirty = 0;
         let n = compilable_prefix(g);
         let len = n as u64;
@@ -903,8 +949,7 @@ impl<'a> Gen<'a> {
         let exec = self.ctx_word(OFF_EXEC);
         let f = self.ctx_word(OFF_FENCE);
         let sets = self.b.ins().iconst(types::I64, imm & 0xff);
-        let sig = self.b.import_signature(self.fence_sig.clone());
-        self.b.ins().call_indirect(sig, f, &[exec, sets]);
+        self.call_out(self.fence_sig.clone(), f, &[exec, sets]);
     }
 
     /// A store: inline when naturally aligned in a region that takes stores inline (its store
@@ -936,9 +981,7 @@ impl<'a> Gen<'a> {
         let exec = self.ctx_word(OFF_EXEC);
         let f = self.ctx_word(OFF_STORE);
         let size = self.b.ins().iconst(types::I64, size);
-        let sig = self.b.import_signature(self.store_sig.clone());
-        let call = self.b.ins().call_indirect(sig, f, &[exec, addr, v2, size]);
-        let res = self.b.inst_results(call)[0];
+        let res = self.call_out(self.store_sig.clone(), f, &[exec, addr, v2, size])[0];
         // 0: go on; 1: leave after the store (decoded code dropped); 2: leave before.
         let ok = self.b.create_block();
         let not_ok = self.b.create_block();

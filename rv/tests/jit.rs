@@ -323,3 +323,49 @@ proptest! {
         mlx5_dpa_rv::bare::fuzz_jit(&data);
     }
 }
+
+/// A loop of two guest blocks whose registers the compiled region carries from block to block
+/// in host registers, with a store the JIT hands to the interpreter (the data page beside
+/// the code: a call out of compiled code) and one it makes inline (the stack) in every
+/// iteration, then a fault in the block after it: at every budget, stopping anywhere in the
+/// loop or at the fault, the JIT ends where the interpreter does, with the same registers,
+/// count and memory.
+#[test]
+fn registers_carried_across_blocks_and_calls_stay_exact_at_every_budget() {
+    let code = [
+        i(-1024, 2, 0, STACK_REG, 0x13), // addi x29, sp, -1024
+        (((DATA + 0x800) >> 12) << 12) as u32 | (DATA_REG << 7) | 0x37,
+        i((DATA & 0xfff) as i32, DATA_REG, 0, DATA_REG, 0x13),
+        i(1, 0, 0, 6, 0x13),   // addi x6, zero, 1
+        i(40, 0, 0, 11, 0x13), // addi x11, zero, 40
+        // loop:
+        r(0, 6, 5, 0, 5, 0x33),     // add x5, x5, x6
+        i(3, 5, 1, 8, 0x13),        // slli x8, x5, 3
+        r(0, 8, 6, 4, 6, 0x33),     // xor x6, x6, x8
+        s(0, 5, DATA_REG, 2),       // sw x5, 0(x31): through the interpreter
+        s(8, 6, STACK_REG, 3),      // sd x6, 8(x29): inline
+        i(0, DATA_REG, 2, 9, 0x03), // lw x9, 0(x31)
+        r(0, 9, 7, 0, 7, 0x33),     // add x7, x7, x9
+        i(1, 10, 0, 10, 0x13),      // addi x10, x10, 1
+        i(3, 10, 7, 12, 0x13),      // andi x12, x10, 3
+        b(8, 0, 12, 0),             // beq x12, zero, +8
+        r(0, 5, 7, 4, 7, 0x33),     // xor x7, x7, x5 (a block of its own)
+        b(-44, 11, 10, 4),          // blt x10, x11, loop
+        // After the loop, a register changed and then a misaligned load: the compiled code
+        // leaves before the load, storing what its block changed, and the run faults there.
+        i(7, 5, 0, 13, 0x13),        // addi x13, x5, 7
+        i(2, DATA_REG, 2, 14, 0x03), // lw x14, 2(x31)
+    ];
+    let whole = 5 + 40 * 12 - 10 + 3;
+    let budgets = (1..=160).chain((161..whole + 8).step_by(7));
+    for budget in budgets {
+        let interp = run(&code, &[], budget, None);
+        for hot in [1, 2] {
+            assert_eq!(
+                run(&code, &[], budget, Some(hot)),
+                interp,
+                "budget {budget}, hot {hot}"
+            );
+        }
+    }
+}
