@@ -155,12 +155,13 @@ pub(crate) fn flush_held(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
     };
     let mut rest = &held[..];
     while !rest.is_empty() {
-        let Some(cq) = fw.cqs.get(cqn) else {
+        let Some(cq) = fw.cqs.get_mut(cqn) else {
             break;
         };
         let size = 1u32 << cq.log_size;
         let to_end = (size - (cq.pi & (size - 1))) as usize;
         let ci = cq.dbr.read_be32(0).unwrap_or(0);
+        cq.ci_seen = ci;
         let free = size.saturating_sub(pending(cq.pi, ci, cq.log_size)) as usize;
         let n = rest.len().min(to_end);
         if n >= 2 && n <= free && cq.status != CqStatus::Overflow {
@@ -234,8 +235,13 @@ fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: &CqeWords) -> 
         return false;
     }
     let size = 1u32 << cq.log_size;
-    let ci = cq.dbr.read_be32(0).unwrap_or(0);
-    let used = pending(cq.pi, ci, cq.log_size);
+    // The consumer counter as last read leaves at least as few free entries as the record's
+    // now (the driver only moves it forward): the record is read only when that looks full.
+    let mut used = pending(cq.pi, cq.ci_seen, cq.log_size);
+    if used >= size {
+        cq.ci_seen = cq.dbr.read_be32(0).unwrap_or(0);
+        used = pending(cq.pi, cq.ci_seen, cq.log_size);
+    }
     if used >= size && !cq.oi && !cq.cc {
         cq.status = CqStatus::Overflow;
         dp.port.stats.cq_overruns += 1;
@@ -261,7 +267,9 @@ fn write_one(fw: &mut Firmware, dp: &mut Datapath, cqn: u32, cqe: &CqeWords) -> 
     cqe.set_owner(owner);
     cq.ring.publish64(cqe64_offset(idx, cq.cqe_bytes), &cqe.0);
     cq.pi = cq.pi.wrapping_add(1);
-    after_write(fw, dp, cqn);
+    if cq.armed.is_some() {
+        after_write(fw, dp, cqn);
+    }
     true
 }
 

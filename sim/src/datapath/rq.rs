@@ -56,10 +56,13 @@ pub(crate) fn deliver_rq(
         dp.port.stats.rx_no_buffer += 1;
         return;
     }
-    // Receive doorbell record: dbrec[0] (MLX5_RCV_DBR), 16-bit WQE counter.
+    // Receive doorbell record: dbrec[0] (MLX5_RCV_DBR), 16-bit WQE counter; read again only
+    // when the WQEs it announced last are used up.
     let ci = rq.ci;
-    let posted = rq.wq.dbr.read_be32(0).map(|v| v as u16).unwrap_or(ci);
-    if posted == ci {
+    if rq.posted == ci {
+        rq.posted = rq.wq.dbr.read_be32(0).map(|v| v as u16).unwrap_or(ci);
+    }
+    if rq.posted == ci {
         rq.dropped += 1;
         let q_counter = rq.q_counter;
         if let Some(q) = fw.q_counters.get_mut(q_counter) {

@@ -136,6 +136,7 @@ impl Firmware {
                 max_count: g.value(cqc::cq_max_count),
                 status: CqStatus::Ok,
                 pi: 0,
+                ci_seen: 0,
                 armed: None,
                 arm_seen: 0,
                 pending_since_arm: 0,
@@ -438,6 +439,7 @@ impl Firmware {
             cqn,
             wq,
             ci: 0,
+            posted: 0,
             raw,
             dropped: 0,
             q_counter,
@@ -465,6 +467,7 @@ impl Firmware {
         let next = transition(rq.state, cur, next, check::BAD_RQ_TRANSITION)?;
         if next == WqState::Rst {
             rq.ci = 0;
+            rq.posted = 0;
         }
         rq.state = next;
         Ok(())

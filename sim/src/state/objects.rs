@@ -169,6 +169,10 @@ pub(crate) struct Cq {
     pub(crate) status: CqStatus,
     /// Producer counter (CQEs written).
     pub(crate) pi: u32,
+    /// The consumer counter its doorbell record held when last read. The driver only moves
+    /// it forward, so while it leaves room for the next CQE the record need not be read
+    /// again (see `datapath::cq::write_one`).
+    pub(crate) ci_seen: u32,
     /// Armed: the consumer index the arm named (events fire for CQEs past it).
     pub(crate) armed: Option<u32>,
     /// The last arm word acted on (sequence number, command and consumer index, as the
@@ -235,6 +239,10 @@ pub(crate) struct Rq {
     pub(crate) wq: WqRing,
     /// WQEs consumed (16-bit wrapping).
     pub(crate) ci: u16,
+    /// The producer counter its doorbell record held when last read: while it is ahead of
+    /// `ci`, a WQE is known posted without reading the record again (the driver only moves
+    /// it forward).
+    pub(crate) posted: u16,
     pub(crate) raw: Box<[u8]>,
     pub(crate) dropped: u64,
     /// The Q counter its drops count to (`rqc.counter_set_id`; 0: none).

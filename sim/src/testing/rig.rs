@@ -552,7 +552,14 @@ impl EthRig {
         self.mem.put(buf, frame);
         let mut w = [0u8; WQEBB];
         // Control segment: SEND, 4 segments, a CQE every `signal_every` WQEs.
-        let signal = (idx % self.cfg.signal_every) == self.cfg.signal_every - 1;
+        let every = self.cfg.signal_every;
+        // (A mask where it can: a 16-bit division per frame showed in the loopback's profile.)
+        let nth = if every.is_power_of_two() {
+            idx & (every - 1)
+        } else {
+            idx % every
+        };
+        let signal = nth == every - 1;
         let ctrl = CtrlSegRepr {
             opcode: wqe_opcode::SEND,
             opmod: 0,
