@@ -1333,6 +1333,42 @@ fn alternating_regions_keep_loads_stores_and_code_exact() {
     }
 }
 
+/// A block the run already went on into by a link (the last targets `chain` keeps) is
+/// rewritten by a store from the other block of the loop: the next time the loop goes
+/// back, the rewritten instruction runs, not the block decoded before the store. The loop's
+/// stores go to the data page, but on the third iteration to the code page, over the `addi`
+/// at the loop's head (+1 becomes +100): 1 + 1 + 1 + 100 + 100 + 100.
+#[test]
+fn a_linked_block_rewritten_by_a_store_runs_its_new_code() {
+    for fast in [true, false] {
+        let mut bus = TestBus::with_cache(fast);
+        let rr = |f3, rd, rs1, rs2| r(0, rs2, rs1, f3, rd, 0x33);
+        bus.code(
+            RWX,
+            &[
+                addi(7, 0, 6),                        // RWX: iterations
+                lui(17, (DATA >> 12) as u32),         // x17: data
+                lui(16, ((RWX - DATA) >> 12) as u32), // x16: code less data
+                jal(0, 4),                            // RWX + 12: on to the head
+                addi(10, 10, 1),                      // RWX + 16, the head: rewritten
+                jal(0, 4),                            // on into the other block
+                addi(7, 7, -1),                       // RWX + 24
+                i(3, 7, 4, 12, 0x13),                 // xori x12, x7, 3
+                i(1, 12, 3, 12, 0x13),                // sltiu x12, x12, 1
+                r(1, 16, 12, 0, 12, 0x33),            // mul x12, x12, x16
+                rr(0, 5, 17, 12),                     // add x5, x17, x12
+                s(16, 6, 5, 2),                       // sw x6, 16(x5)
+                b(-32, 0, 7, 1),                      // bne x7, x0, head
+                ECALL,
+            ],
+        );
+        let mut h = Hart::new(RWX);
+        h.x[6] = u64::from(addi(10, 10, 100));
+        assert_eq!(run(&mut h, &mut bus, 500), Stop::Ecall, "fast {fast}");
+        assert_eq!(h.x[10], 1 + 1 + 1 + 100 + 100 + 100, "fast {fast}");
+    }
+}
+
 /// Compiled code stores inline only where that needs none of the interpreter's after-store
 /// work. Here the loop's region is compiled at first sight, and from the second iteration on
 /// the last store's region is the read-write-execute page that holds the loop: a store there
