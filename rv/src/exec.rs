@@ -1077,6 +1077,9 @@ impl<B: Bus> Handlers<B> {
             Srl => h_srl, Sra => h_sra, Or => h_or, And => h_and,
             Addiw => h_addiw, Slliw => h_slliw, Srliw => h_srliw, Sraiw => h_sraiw,
             Addw => h_addw, Subw => h_subw, Mul => h_mul, Mulw => h_mulw,
+            Sllw => h_sllw, Srlw => h_srlw, Sraw => h_sraw, Fence => h_fence,
+            Andn => h_andn, Orn => h_orn, Xnor => h_xnor, ZextH => h_zext_h, SextB => h_sext_b,
+            SextH => h_sext_h, Rev8 => h_rev8,
         );
         t[FUSE_SLLI_ADD as usize] = f_slli_add::<B>;
         t[FUSE_SLLI_SRLI as usize] = f_slli_srli::<B>;
@@ -1155,6 +1158,29 @@ alu! {
     h_subw: |v1, v2, imm, pc| sx32(v1.wrapping_sub(v2));
     h_mul: |v1, v2, imm, pc| v1.wrapping_mul(v2);
     h_mulw: |v1, v2, imm, pc| sx32(v1.wrapping_mul(v2));
+    h_sllw: |v1, v2, imm, pc| sx32(u64::from((v1 as u32) << (v2 & 31)));
+    h_srlw: |v1, v2, imm, pc| sx32(u64::from((v1 as u32) >> (v2 & 31)));
+    h_sraw: |v1, v2, imm, pc| ((v1 as i32) >> (v2 & 31)) as i64 as u64;
+    // The bit-manipulation instructions the DPA toolchain emits most (the packet processor's
+    // handler ran rev8, andn and zext.h about 20 times a frame through `slow_op`).
+    h_andn: |v1, v2, imm, pc| bitmanip(Op::Andn, v1, v2, imm);
+    h_orn: |v1, v2, imm, pc| bitmanip(Op::Orn, v1, v2, imm);
+    h_xnor: |v1, v2, imm, pc| bitmanip(Op::Xnor, v1, v2, imm);
+    h_zext_h: |v1, v2, imm, pc| bitmanip(Op::ZextH, v1, v2, imm);
+    h_sext_b: |v1, v2, imm, pc| bitmanip(Op::SextB, v1, v2, imm);
+    h_sext_h: |v1, v2, imm, pc| bitmanip(Op::SextH, v1, v2, imm);
+    h_rev8: |v1, v2, imm, pc| bitmanip(Op::Rev8, v1, v2, imm);
+}
+
+/// `fence` (the bus's, with its predecessor and successor sets) and on; a `pause` goes to
+/// [`slow_op`], which may stop the run there.
+fn h_fence<B: Bus>(ex: &mut Exec<'_, B>, block: &[Insn], i: usize, insn: &Insn) -> usize {
+    let sets = insn.imm as u32;
+    if sets & 0xff == PAUSE_SETS {
+        return h_slow(ex, block, i, insn);
+    }
+    ex.bus.fence((sets >> 4) as u8 & 0xf, sets as u8 & 0xf);
+    next(ex, block, i + 1)
 }
 
 /// Branch handlers: a taken branch sets the block's next pc (a branch is always last; not
@@ -1474,8 +1500,8 @@ enum Slow {
     StopAfter(Stop),
 }
 
-/// The instructions without a handler of their own (see [`Handlers`]): system, atomics,
-/// division, high multiplies, the rarer shifts, bit manipulation. `instret` is the count
+/// The instructions without a handler of their own (see [`Handlers`]): system (`pause`),
+/// atomics, division, high multiplies, the rarer bit manipulation. `instret` is the count
 /// before this instruction.
 #[inline(never)]
 fn slow_op<B: Bus>(ex: &mut Exec<'_, B>, insn: Insn, pc: u64, instret: u64) -> Slow {
@@ -1553,9 +1579,6 @@ fn slow_op<B: Bus>(ex: &mut Exec<'_, B>, insn: Insn, pc: u64, instret: u64) -> S
         Op::AmomaxD => amo!(8, AmoOp::Max),
         Op::AmominuD => amo!(8, AmoOp::Minu),
         Op::AmomaxuD => amo!(8, AmoOp::Maxu),
-        Op::Sllw => ex.x[rd] = sx32(u64::from((v1 as u32) << (v2 & 31))),
-        Op::Srlw => ex.x[rd] = sx32(u64::from((v1 as u32) >> (v2 & 31))),
-        Op::Sraw => ex.x[rd] = ((v1 as i32) >> (v2 & 31)) as i64 as u64,
         Op::Mulh => ex.x[rd] = ((i128::from(v1 as i64) * i128::from(v2 as i64)) >> 64) as u64,
         Op::Mulhsu => ex.x[rd] = ((i128::from(v1 as i64) * i128::from(v2)) >> 64) as u64,
         Op::Mulhu => ex.x[rd] = ((u128::from(v1) * u128::from(v2)) >> 64) as u64,

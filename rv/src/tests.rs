@@ -551,6 +551,18 @@ fn division_follows_the_spec_for_zero_and_overflow() {
     ); // mulw
 }
 
+/// `sllw`, `srlw`, `sraw`: the low five bits of rs2, the low word of rs1, the result's word
+/// sign-extended.
+#[test]
+fn word_shifts_use_five_bits_and_sign_extend() {
+    const OPW: u32 = 0x3b;
+    assert_eq!(op_r(0, 1, OPW, 0x1_4000_0001, 33), 0xffff_ffff_8000_0002); // sllw by 1
+    assert_eq!(op_r(0, 5, OPW, 0xffff_0000_8000_0000, 31 + 32), 1); // srlw by 31
+    assert_eq!(op_r(0, 5, OPW, 0x8000_0000, 0), 0xffff_ffff_8000_0000); // srlw by 0
+    assert_eq!(op_r(0x20, 5, OPW, 0x8000_0000, 4), 0xffff_ffff_f800_0000); // sraw
+    assert_eq!(op_r(0x20, 5, OPW, 0x1_7000_0000, 36), 0x0700_0000); // sraw by 4
+}
+
 #[test]
 fn high_multiplies_take_signedness_from_the_operands() {
     const OP: u32 = 0x33;
