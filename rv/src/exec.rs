@@ -1010,9 +1010,9 @@ fn chain<B: Bus>(ex: &mut Exec<'_, B>, code: &[Insn], end: usize, target: u64) -
 /// A block [`chain`] went on into in this [`run_block`]: its pc, and where it is in the code
 /// arena. [`Exec::links`] keeps the last two, most recent first: a loop mostly goes back
 /// to one head and on to one or two other blocks, so the next target is mostly one of them,
-/// found with a compare instead of the page check and the cache's entry lookup (a hit costs
-/// a third of a lookup's instructions; the compute loop ran 12-15% faster, measured
-/// 2026-12-08). A hash-indexed table of eight measured no faster than the lookup.
+/// found with a compare and two loads instead of the page check and the cache's entry lookup
+/// (the compute loop: 724-760 MIPS against 644-656, docs/performance.md, 2026-12-08). A
+/// hash-indexed table of eight measured no faster than the lookup.
 ///
 /// Entries stay right while a `run_block` lasts, and it empties them when it starts: the
 /// cache drops or moves decoded code only where a store into code, `fence.i` or a new
