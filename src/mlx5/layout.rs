@@ -540,6 +540,28 @@ pub enum LayoutError {
 /// 0 rather than a panic (the views never call it that way).
 pub fn read_bits(buf: &[u8], offset: u32, width: u32) -> u64 {
     debug_assert!((1..=64).contains(&width));
+    // Whole big-endian words (most PRM fields of 16 bits and more): one load.
+    if offset.is_multiple_of(8) {
+        let at = (offset / 8) as usize;
+        match width {
+            16 => {
+                return buf
+                    .get(at..at + 2)
+                    .map_or(0, |b| u64::from(u16::from_be_bytes([b[0], b[1]])))
+            }
+            32 => {
+                return buf.get(at..at + 4).map_or(0, |b| {
+                    u64::from(u32::from_be_bytes(b.try_into().unwrap_or([0; 4])))
+                })
+            }
+            64 => {
+                return buf
+                    .get(at..at + 8)
+                    .map_or(0, |b| u64::from_be_bytes(b.try_into().unwrap_or([0; 8])))
+            }
+            _ => {}
+        }
+    }
     let first = (offset / 8) as usize;
     let last = ((offset + width - 1) / 8) as usize; // inclusive
     let Some(bytes) = buf.get(first..=last) else {
@@ -581,6 +603,20 @@ pub fn write_bits(buf: &mut [u8], offset: u32, width: u32, value: u64) {
 
 /// [`write_bits`] for a field across bytes.
 fn write_bits_wide(buf: &mut [u8], offset: u32, width: u32, value: u64) {
+    // Whole big-endian words: one store (a firmware context update writes several of these
+    // for every DPA activation).
+    if offset.is_multiple_of(8) {
+        let at = (offset / 8) as usize;
+        let done = match width {
+            16 => put(buf, at, &(value as u16).to_be_bytes()),
+            32 => put(buf, at, &(value as u32).to_be_bytes()),
+            64 => put(buf, at, &value.to_be_bytes()),
+            _ => false,
+        };
+        if done {
+            return;
+        }
+    }
     let first = (offset / 8) as usize;
     let last = ((offset + width - 1) / 8) as usize;
     let Some(bytes) = buf.get_mut(first..=last) else {
@@ -597,6 +633,18 @@ fn write_bits_wide(buf: &mut [u8], offset: u32, width: u32, value: u64) {
     acc = (acc & !mask) | ((u128::from(value) << low_pad) & mask);
     for (i, b) in bytes.iter_mut().rev().enumerate() {
         *b = (acc >> (8 * i)) as u8;
+    }
+}
+
+/// Copies `bytes` to `buf` at `at`; `false` (nothing written) where they do not fit.
+#[inline(always)]
+fn put(buf: &mut [u8], at: usize, bytes: &[u8]) -> bool {
+    match buf.get_mut(at..at + bytes.len()) {
+        Some(d) => {
+            d.copy_from_slice(bytes);
+            true
+        }
+        None => false,
     }
 }
 
@@ -1011,14 +1059,14 @@ mod tests {
     #[test]
     fn write_bits_changes_exactly_its_field_at_every_offset_and_width() {
         // Against a bit-at-a-time reference, over backgrounds of zeros and ones, for fields
-        // inside one byte (the fast path) and across bytes.
+        // inside one byte and whole aligned words (the fast paths) and across bytes.
         for background in [0x00u8, 0xff, 0xa5] {
             for offset in 0..24u32 {
-                for width in 1..=40u32 {
+                for width in 1..=64u32 {
                     let value = 0x9e37_79b9_7f4a_7c15u64.rotate_left(offset + width);
-                    let mut got = [background; 8];
+                    let mut got = [background; 12];
                     write_bits(&mut got, offset, width, value);
-                    let mut want = [background; 8];
+                    let mut want = [background; 12];
                     for k in 0..width {
                         let bit = offset + k;
                         let v = (value >> (width - 1 - k)) & 1;
