@@ -282,6 +282,9 @@ fn after_write(fw: &mut Firmware, dp: &mut Datapath, cqn: u32) {
         cq.pending_since_arm += 1;
         if cq.first_pending.is_none() {
             cq.first_pending = Some(Instant::now());
+            if cq.period > 0 {
+                fw.timed_cqs.push(cqn);
+            }
         }
         let by_count = cq.max_count == 0 || cq.pending_since_arm >= u32::from(cq.max_count);
         let by_time_only = cq.max_count == 0 && cq.period > 0;

@@ -257,18 +257,14 @@ fn build_lookup(
 /// The entry of `table` that `frame` hits: the first group (in creation order) holding an
 /// entry equal to the frame's image under the group's mask, and its lowest such index. One
 /// hash probe per group, however many entries the table holds; a group with an empty mask
-/// needs none. `None` when there is no such table; counts a miss.
+/// needs none. `None` when there is no such table.
 fn lookup(fw: &mut Firmware, table: u32, image: &mut Image<'_>) -> Option<Option<FlowHit>> {
     let t = fw.tables.get_mut(table)?;
     let lookup = match &mut t.lookup {
         Some(l) => &*l,
         l @ None => &*l.insert(build_lookup(&t.groups, &t.entries, &fw.groups)),
     };
-    let hit = probe(lookup, image);
-    if hit.is_none() {
-        t.misses += 1;
-    }
-    Some(hit)
+    Some(probe(lookup, image))
 }
 
 /// [`lookup`] on a table's lookup.
@@ -299,8 +295,8 @@ impl Image<'_> {
 }
 
 /// The walk: from each root in turn, table by table (at most 8 deep), until an entry sends
-/// the frame to a TIR or drops it. Counts the hit entries' counters and the tables' misses,
-/// and notes both in `seen`, when given.
+/// the frame to a TIR or drops it. Counts the hit entries' counters, and notes them in
+/// `seen`, when given.
 fn steer(
     fw: &mut Firmware,
     roots: &[u32],
@@ -313,13 +309,7 @@ fn steer(
         for _depth in 0..8 {
             let hit = match lookup(fw, table, image) {
                 Some(Some(hit)) => hit,
-                Some(None) => {
-                    if let Some(s) = seen.as_deref_mut() {
-                        s.missed.push(table);
-                    }
-                    break;
-                }
-                None => break,
+                Some(None) | None => break,
             };
             if let Some(c) = hit.counter {
                 count(fw, c, len);
@@ -358,7 +348,7 @@ pub(crate) fn check_flow_cache(fw: &Firmware, dp: &mut Datapath) {
 }
 
 /// [`steer`] through the decision cache: a frame whose header image was steered before, with
-/// the same tables, takes the same decision, and its side effects (counters, misses) are done
+/// the same tables, takes the same decision, and its side effects (flow counters) are done
 /// again, without the walk.
 fn steer_cached(
     fw: &mut Firmware,
@@ -375,11 +365,6 @@ fn steer_cached(
     if let Some(d) = dp.flow_cache.map.get(&key) {
         for &c in &d.counters {
             count(fw, c, len);
-        }
-        for &t in &d.missed {
-            if let Some(t) = fw.tables.get_mut(t) {
-                t.misses += 1;
-            }
         }
         return match d.tir {
             Some((tirn, tag)) => Verdict::Tir(tirn, tag),

@@ -191,6 +191,10 @@ impl Firmware {
         if select & 2 != 0 {
             cq.max_count = v.value(c.at(cqc::cq_max_count));
         }
+        // A period set while a CQE waits for the event: its timer runs from now on.
+        if cq.period > 0 && cq.armed.is_some() && cq.first_pending.is_some() {
+            self.timed_cqs.push(cqn);
+        }
         Ok(())
     }
 

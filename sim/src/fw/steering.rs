@@ -211,7 +211,6 @@ impl Firmware {
                 groups: Vec::new(),
                 entries: Default::default(),
                 created: self.table_seq,
-                misses: 0,
                 lookup: None,
             })
             .ok_or(check::TOO_MANY_OBJECTS)?;

@@ -104,8 +104,6 @@ pub(crate) struct FlowDecision {
     pub(crate) tir: Option<(u32, u32)>,
     /// Flow counters of the entries hit (each counts the frame).
     pub(crate) counters: Vec<u32>,
-    /// Tables probed without a hit (each counts a miss).
-    pub(crate) missed: Vec<u32>,
 }
 
 /// Steering decisions by the frame's `fte_match_set_lyr_2_4` image (as eight words): a frame
@@ -135,7 +133,10 @@ pub(crate) struct Datapath {
     /// UAR pages that rang a send doorbell / a CQ arm this pass (`datapath::step`).
     pub(crate) send_pages: Vec<u32>,
     pub(crate) arm_pages: Vec<u32>,
+    /// The steering roots, in walk order (`datapath::steering::compute_roots`), and the
+    /// steering generation they were computed at: every change of the tables raises it.
     pub(crate) roots: Vec<u32>,
+    pub(crate) roots_gen: Option<u64>,
     /// Steering decisions by header image (`datapath::steering`).
     pub(crate) flow_cache: FlowCache,
     pub(crate) frame: Vec<u8>,
@@ -167,6 +168,7 @@ impl Datapath {
             send_pages: Vec::new(),
             arm_pages: Vec::new(),
             roots: Vec::new(),
+            roots_gen: None,
             flow_cache: FlowCache::default(),
             frame: Vec::with_capacity(MAX_FRAME),
             doorbells: Vec::new(),

@@ -338,7 +338,6 @@ pub(crate) struct FlowTable {
     pub(crate) groups: Vec<u32>,
     pub(crate) entries: std::collections::BTreeMap<u32, Fte>,
     pub(crate) created: u64,
-    pub(crate) misses: u64,
     /// The entries by group and match value, for steering's lookups; `None` after any change
     /// of the table's groups or entries, and built again at the next frame
     /// (`datapath::steering`).

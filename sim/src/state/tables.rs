@@ -76,6 +76,10 @@ pub struct Firmware {
     /// destroyed, the root set): what the datapath's cached decisions are valid for
     /// (`crate::state::datapath::FlowCache`).
     pub(crate) steering_gen: u64,
+    /// Armed CQs with a moderation period whose first CQE since the arm waits for the event:
+    /// the timers the datapath's pass looks at (`datapath::step`), so that it does not look at
+    /// every CQ. May hold a CQ twice, or one whose timer has ended: the pass checks each.
+    pub(crate) timed_cqs: Vec<u32>,
     /// EU groups and EU partitions (`fw::eu`).
     pub(crate) eugs: super::eu::EuTable,
     pub(crate) partitions: super::eu::EuTable,
@@ -135,6 +139,7 @@ impl Firmware {
             grants: Vec::new(),
             root_table: None,
             steering_gen: 0,
+            timed_cqs: Vec::new(),
             eugs: Default::default(),
             partitions: Default::default(),
             dpa: DpaState::default(),

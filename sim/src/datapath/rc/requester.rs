@@ -26,15 +26,22 @@ use super::wqe::*;
 pub(crate) fn run(fw: &mut Firmware, dp: &mut Datapath, now: Instant) -> usize {
     let mut ids = std::mem::take(&mut dp.qp_ids);
     ids.clear();
+    // One look at each QP: the idle RTS ones (most of them, with a QP for every FlexIO
+    // process) are left out here, not looked up again below.
     ids.extend(
         fw.qps
             .iter()
-            .filter(|(_, q)| {
-                (q.st == QpServiceType::Rc || q.st == QpServiceType::Ud)
-                    && matches!(
-                        q.state,
-                        QpState::Rtr | QpState::Rts | QpState::SqEr | QpState::Err
-                    )
+            .filter(|(_, q)| match q.st {
+                QpServiceType::Rc => match q.state {
+                    QpState::Rts => !idle(q),
+                    QpState::Rtr | QpState::SqEr | QpState::Err => true,
+                    _ => false,
+                },
+                QpServiceType::Ud => matches!(
+                    q.state,
+                    QpState::Rtr | QpState::Rts | QpState::SqEr | QpState::Err
+                ),
+                _ => false,
             })
             .map(|(id, _)| id),
     );
@@ -53,7 +60,6 @@ pub(crate) fn run(fw: &mut Firmware, dp: &mut Datapath, now: Instant) -> usize {
         }
         work += match state {
             QpState::Err => flush(fw, dp, qpn),
-            QpState::Rts if fw.qps.get(qpn).is_some_and(idle) => 0,
             QpState::Rts => {
                 run_jobs(fw, dp, qpn, PKT_BUDGET)
                     + timers(fw, dp, qpn, now)
