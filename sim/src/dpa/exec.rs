@@ -778,7 +778,9 @@ pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
         window: None,
         mkey: None,
         xlat: None,
-        effects: Vec::new(),
+        // An activation usually rings a few doorbells (its SQ, its CQ's arm): room for them
+        // at once, not three reallocations.
+        effects: Vec::with_capacity(4),
         gvmi: paused.as_ref().map_or(job.vhca_id, |p| p.gvmi),
         pinned: Vec::new(),
         ticks: std::cell::Cell::new(0),

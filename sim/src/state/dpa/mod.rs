@@ -424,8 +424,8 @@ pub(crate) struct DpaState {
     /// datapath's next pass (so the NIC, acting on the activation's doorbells, reads what was
     /// there before them), by process.
     pub(crate) late_writebacks: Vec<(u32, Vec<(u64, u8)>)>,
-    pub(crate) processes: std::collections::HashMap<u32, ProcessRt>,
-    pub(crate) threads: std::collections::HashMap<u32, ThreadRt>,
+    pub(crate) processes: rustc_hash::FxHashMap<u32, ProcessRt>,
+    pub(crate) threads: rustc_hash::FxHashMap<u32, ThreadRt>,
     /// Threads waiting for an EU, in arrival order.
     pub(crate) pending: VecDeque<u32>,
     pub(crate) eus: Vec<Eu>,
