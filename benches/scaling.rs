@@ -317,7 +317,8 @@ fn pp_rate(workers: usize) -> f64 {
     let mac = dev.port_address().mac;
     let rigs: Vec<pp::PacketProcessor> = (0..4u16)
         .map(|k| {
-            let p = pp::PacketProcessor::setup(&ctx, &pp::Options::udp_flow(mac, 5001 + k, 9))
+            let depth = common::host::ring_log_depth(256, 4);
+            let p = pp::PacketProcessor::setup(&ctx, &pp::Options::udp_flow(mac, 5001 + k, depth))
                 .expect("set-up");
             p.wait_ready(T).expect("ready");
             p

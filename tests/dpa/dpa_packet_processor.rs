@@ -239,7 +239,9 @@ fn sixteen_threads_answer_every_frame_with_256_in_flight() -> R {
         let mac = d.port_address().mac;
         let rigs = (0..THREADS)
             .map(|k| {
-                let p = pp::PacketProcessor::setup(&ctx, &pp::Options::udp_flow(mac, 5001 + k, 9))?;
+                let depth = crate::bench_host::ring_log_depth(256, usize::from(THREADS));
+                let p =
+                    pp::PacketProcessor::setup(&ctx, &pp::Options::udp_flow(mac, 5001 + k, depth))?;
                 p.wait_ready(T)?;
                 Ok(p)
             })
@@ -248,11 +250,13 @@ fn sixteen_threads_answer_every_frame_with_256_in_flight() -> R {
             .map(|k| pp::flow_frame(mac, 5001 + k))
             .collect();
         let mut host = crate::bench_host::Host::new(&ctx, frames, pp::PEER_MAC);
-        // Returns once every answer came (each checked for its length).
+        // Returns once every answer came (each checked for its length and its flow).
         host.run(8_000, 256);
+        assert_eq!(host.sent().iter().sum::<u64>(), 8_000);
         for (k, r) in rigs.iter().enumerate() {
             let s = r.stats()?;
-            assert_eq!(s.rx_packets, 500, "thread {k}");
+            assert!(host.sent()[k] > 0, "thread {k} was sent nothing");
+            assert_eq!(s.rx_packets, host.sent()[k], "thread {k}");
             assert_eq!(s.rx_dropped + s.tx_dropped, 0, "thread {k}");
         }
         drop(host);
