@@ -30,7 +30,9 @@ pub(crate) struct Job {
     /// The thread's activation number (1 = first).
     pub(crate) activation: u64,
     pub(crate) hart: Hart,
-    pub(crate) cache: CodeCache,
+    /// The EU's code cache for the process's text (boxed: a cache is several hundred bytes,
+    /// and a job and its result move through queues several times).
+    pub(crate) cache: Option<Box<CodeCache>>,
     /// The process's text generation the cache was valid for at dispatch.
     pub(crate) text_version: u64,
     pub(crate) mem: Arc<ProcessMem>,
@@ -40,8 +42,8 @@ pub(crate) struct Job {
     pub(crate) tls: u64,
     pub(crate) budget: u64,
     /// The process's outboxes (id -> UAR page) and windows (id -> PD) at dispatch.
-    pub(crate) outboxes: BTreeMap<u32, u32>,
-    pub(crate) windows: BTreeMap<u32, u32>,
+    pub(crate) outboxes: Arc<BTreeMap<u32, u32>>,
+    pub(crate) windows: Arc<BTreeMap<u32, u32>>,
     pub(crate) default_outbox: Option<u32>,
     pub(crate) default_window: Option<u32>,
     pub(crate) duar: u32,
@@ -152,7 +154,8 @@ pub(crate) struct Done {
     pub(crate) eu: u16,
     pub(crate) activation: u64,
     pub(crate) hart: Hart,
-    pub(crate) cache: CodeCache,
+    /// The code cache going back to its EU (`None` after an internal failure).
+    pub(crate) cache: Option<Box<CodeCache>>,
     pub(crate) text_version: u64,
     pub(crate) outcome: Outcome,
     /// Instructions retired by this activation.
@@ -163,7 +166,8 @@ pub(crate) struct Done {
     pub(crate) pinned: Vec<u32>,
     /// The window configured at the end (for coredump regions).
     pub(crate) window: Option<u32>,
-    /// The process's outboxes at dispatch (for coredump regions).
+    /// The process's outboxes at dispatch, for a failed activation's coredump regions
+    /// (empty otherwise).
     pub(crate) outboxes: Vec<u32>,
     pub(crate) slot: u32,
     /// Stack bytes from `sp` (for a coredump), and where they start.
@@ -188,7 +192,7 @@ pub(crate) struct Xlat {
 /// The bus of one activation.
 struct ActBus<'a> {
     job: &'a Job,
-    cache: CodeCache,
+    cache: Box<CodeCache>,
     ctx: u64,
     outbox: Option<u32>,
     /// Configured window: id and PD.
@@ -624,7 +628,7 @@ impl Bus for ActBus<'_> {
     }
 
     fn code_cache(&mut self) -> Option<&mut CodeCache> {
-        Some(&mut self.cache)
+        Some(&mut *self.cache)
     }
 }
 
@@ -765,7 +769,10 @@ fn start_hart(job: &mut Job, paused: Option<&Paused>, ctx: u64, instret_start: u
 /// stays exact: the engine stops there and resumes the same hart).
 pub(crate) fn run(mut job: Job, long: Option<&dyn Fn()>) -> Done {
     use mlx5_dpa::mlx5::layouts::dpa_process_status as ps;
-    let cache = std::mem::take(&mut job.cache);
+    let cache = job
+        .cache
+        .take()
+        .unwrap_or_else(|| Box::new(CodeCache::new()));
     let ctx = map::context(job.slot);
     let paused = job.paused.take();
     let instret_start = paused.as_ref().map_or(0, |p| p.hart.instret);
@@ -927,6 +934,11 @@ fn finish(
         Outcome::Failed(_) => stack_window(&job.mem, job.slot, hart.x[reg::SP]),
         _ => (0, Vec::new()),
     };
+    // Only a coredump uses them.
+    let outboxes = match outcome {
+        Outcome::Failed(_) => job.outboxes.keys().copied().collect(),
+        _ => Vec::new(),
+    };
     Done {
         seq: job.seq,
         thread: job.thread,
@@ -935,14 +947,14 @@ fn finish(
         activation: job.activation,
         instret: hart.instret.saturating_sub(instret_start),
         hart,
-        cache: std::mem::take(&mut bus.cache),
+        cache: Some(bus.cache),
         text_version: job.text_version,
         outcome,
         rtos_calls,
         effects: std::mem::take(&mut bus.effects),
         pinned: std::mem::take(&mut bus.pinned),
         window: bus.window.map(|(w, _)| w),
-        outboxes: job.outboxes.keys().copied().collect(),
+        outboxes,
         slot: job.slot,
         stack_addr,
         stack,
@@ -1132,7 +1144,7 @@ pub(crate) fn internal_failure(j: &JobHead) -> Done {
         eu: j.eu,
         activation: j.activation,
         hart: Hart::new(0),
-        cache: CodeCache::new(),
+        cache: None,
         text_version: u64::MAX,
         outcome: Outcome::Failed(failure(
             cause::ILLEGAL,

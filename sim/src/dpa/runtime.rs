@@ -124,7 +124,7 @@ impl Firmware {
                     let share = jit_share_for(&mut self.dpa.jit_programs, &p.mem, text_version);
                     #[cfg(not(feature = "jit"))]
                     let share: Option<Share> = None;
-                    new_code_cache(share)
+                    Box::new(new_code_cache(share))
                 }
             };
             self.dpa.seq += 1;
@@ -135,7 +135,7 @@ impl Firmware {
                 eu,
                 activation: t.activations + 1,
                 hart: e.hart.take().unwrap_or_else(|| Hart::new(0)),
-                cache,
+                cache: Some(cache),
                 text_version,
                 mem: Arc::clone(&p.mem),
                 slot: t.slot,
@@ -143,8 +143,8 @@ impl Firmware {
                 arg,
                 tls: t.tls,
                 budget,
-                outboxes: p.outboxes.clone(),
-                windows: p.windows.clone(),
+                outboxes: Arc::clone(&p.outboxes),
+                windows: Arc::clone(&p.windows),
                 default_outbox: t.default_outbox,
                 default_window: t.default_window,
                 duar: p.dpa_uars.first().copied().unwrap_or(0),
@@ -169,7 +169,6 @@ impl Firmware {
             if let Some(g) = self.gen.get_mut(id) {
                 g.meta.refs += 1;
             }
-            self.dpa_sync_thread_ctx(id);
             tracing::trace!(target: "mlx5_sim::dpa", thread = id, eu, "activation dispatched");
             pool.submit(job);
             n += 1;
@@ -285,11 +284,12 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
             fw.dpa.eus.get_mut(usize::from(d.eu)),
             fw.dpa.processes.get_mut(&d.process),
         ) {
-            if e.caches.len() >= crate::state::dpa::EU_CODE_CACHES {
-                e.caches.remove(0);
+            if let Some(cache) = d.cache.take() {
+                if e.caches.len() >= crate::state::dpa::EU_CODE_CACHES {
+                    e.caches.remove(0);
+                }
+                e.caches.push((d.text_version, cache));
             }
-            e.caches
-                .push((d.text_version, std::mem::take(&mut d.cache)));
             p.warm_eu = Some(d.eu);
         }
         let Some(t) = fw.dpa.threads.get_mut(&d.thread) else {
@@ -382,8 +382,6 @@ pub(crate) fn apply(st: &mut State, done: Vec<exec::Done>) -> usize {
         if requeue {
             fw.dpa.pending.push_back(d.thread);
         }
-        fw.dpa_sync_thread_ctx(d.thread);
-        fw.dpa_sync_process_ctx(process);
     }
     work
 }

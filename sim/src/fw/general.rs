@@ -782,6 +782,14 @@ impl Firmware {
             return Err(check::WRONG_OBJ_TYPE);
         }
         owned(&g.meta, uid)?;
+        // A DPA thread's or process's runtime fields (state, activation count, status...)
+        // are copied into its context here, when asked for, not at every activation.
+        match t {
+            obj_type::DPA_THREAD => self.dpa_sync_thread_ctx(id),
+            obj_type::DPA_PROCESS => self.dpa_sync_process_ctx(id),
+            _ => {}
+        }
+        let g = self.gen.get(id).ok_or(check::NO_SUCH_OBJECT)?;
         let base = size::<l::general_obj_out_cmd_hdr::Layout>();
         if out.len() < base + g.ctx.len() {
             return Err(check::OUTBOX_TOO_SHORT);

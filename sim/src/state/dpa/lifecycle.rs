@@ -133,12 +133,12 @@ impl Firmware {
             }
             GenKind::DpaOutbox { process, uar } => {
                 if let Some(p) = self.dpa.processes.get_mut(&process) {
-                    p.outboxes.insert(id, uar);
+                    std::sync::Arc::make_mut(&mut p.outboxes).insert(id, uar);
                 }
             }
             GenKind::DpaWindow { process, pd } => {
                 if let Some(p) = self.dpa.processes.get_mut(&process) {
-                    p.windows.insert(id, pd);
+                    std::sync::Arc::make_mut(&mut p.windows).insert(id, pd);
                 }
             }
             GenKind::DpaUar { process, uar, vhca } => {
@@ -194,12 +194,12 @@ impl Firmware {
             }
             GenKind::DpaOutbox { process, .. } => {
                 if let Some(p) = self.dpa.processes.get_mut(&process) {
-                    p.outboxes.remove(&id);
+                    std::sync::Arc::make_mut(&mut p.outboxes).remove(&id);
                 }
             }
             GenKind::DpaWindow { process, .. } => {
                 if let Some(p) = self.dpa.processes.get_mut(&process) {
-                    p.windows.remove(&id);
+                    std::sync::Arc::make_mut(&mut p.windows).remove(&id);
                 }
             }
             GenKind::DpaUar { process, .. } => {
@@ -278,7 +278,6 @@ impl Firmware {
             ThreadState::Idle => {
                 t.state = ThreadState::Queued;
                 self.dpa.pending.push_back(id);
-                self.dpa_sync_thread_ctx(id);
             }
             ThreadState::Queued => {}
             ThreadState::Running { .. } => t.pending_event = true,
@@ -286,7 +285,8 @@ impl Firmware {
         }
     }
 
-    /// Copies a thread's runtime outputs into its context (what QUERY returns).
+    /// Copies a thread's runtime outputs into its context (what QUERY returns; the query
+    /// calls this first, so the activation path need not).
     pub(crate) fn dpa_sync_thread_ctx(&mut self, id: u32) {
         let Some(t) = self.dpa.threads.get(&id) else {
             return;

@@ -370,12 +370,14 @@ impl ProcessMem {
     /// not mapped, if any (nothing is read then).
     pub(crate) fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), u64> {
         self.check_span(addr, buf.len() as u64)?;
-        for (i, b) in buf.iter_mut().enumerate() {
-            let a = addr + i as u64;
+        // Area by area (most accesses lie in one): each area is one run of its mapping.
+        let mut done = 0;
+        while done < buf.len() {
+            let a = addr + done as u64;
             let (area, off) = self.locate(a).ok_or(a)?;
-            let mut one = [0u8];
-            self.mapping(area).read(off, &mut one);
-            *b = one[0];
+            let n = self.run_in(area, a, buf.len() - done);
+            self.mapping(area).read(off, &mut buf[done..done + n]);
+            done += n;
         }
         Ok(())
     }
@@ -383,13 +385,27 @@ impl ProcessMem {
     /// Copies `data` to DPA address `addr`, whatever the area's guest permissions (firmware and
     /// debug access). Returns the first unmapped address, if any (nothing is written then).
     pub(crate) fn write(&self, addr: u64, data: &[u8]) -> Result<(), u64> {
+        // Most writes (a context field, a word) lie in one area: one look-up.
+        if let Some((area, off)) = self.locate(addr) {
+            if !data.is_empty() && self.run_in(area, addr, data.len()) == data.len() {
+                self.mapping(area).write(off, data);
+                if area == Area::Text {
+                    self.text_version
+                        .store(new_text_version(), Ordering::Release);
+                }
+                return Ok(());
+            }
+        }
         self.check_span(addr, data.len() as u64)?;
         let mut text = false;
-        for (i, b) in data.iter().enumerate() {
-            let a = addr + i as u64;
+        let mut done = 0;
+        while done < data.len() {
+            let a = addr + done as u64;
             let (area, off) = self.locate(a).ok_or(a)?;
+            let n = self.run_in(area, a, data.len() - done);
             text |= area == Area::Text;
-            self.mapping(area).write(off, &[*b]);
+            self.mapping(area).write(off, &data[done..done + n]);
+            done += n;
         }
         if text {
             self.text_version
@@ -431,15 +447,26 @@ impl ProcessMem {
         while a < end {
             let (area, _) = self.locate(a).ok_or(a)?;
             // Jump to the end of this area.
-            let area_end = match area {
-                Area::Text => self.layout.text_base + self.text_span,
-                Area::Dumem => self.layout.dumem_base + self.dumem_limit(),
-                Area::Context(s) => map::slot_base(s) + map::CONTEXT_PAGE,
-                Area::Stack(s) => map::stack_top(s),
-            };
-            a = area_end;
+            a = self.area_end(area);
         }
         Ok(())
+    }
+
+    /// The first address after `area`.
+    fn area_end(&self, area: Area) -> u64 {
+        match area {
+            Area::Text => self.layout.text_base + self.text_span,
+            Area::Dumem => self.layout.dumem_base + self.dumem_limit(),
+            Area::Context(s) => map::slot_base(s) + map::CONTEXT_PAGE,
+            Area::Stack(s) => map::stack_top(s),
+        }
+    }
+
+    /// How many of `len` bytes from `addr` (inside `area`) lie in `area`: an area is one
+    /// run of its mapping, so they are that many bytes from the offset `locate` gave.
+    fn run_in(&self, area: Area, addr: u64, len: usize) -> usize {
+        let left = self.area_end(area).saturating_sub(addr);
+        usize::try_from(left).map_or(len, |l| l.min(len)).max(1)
     }
 }
 
@@ -489,6 +516,21 @@ mod tests {
             m.read(map::DUMEM_BASE + 0x2ffe, &mut b),
             Err(map::DUMEM_BASE + 0x3000)
         );
+        // Whole runs in one area: a stack's last word, a context page's.
+        let top = map::stack_top(1) - 8;
+        m.write(top, &0x1122_3344_5566_7788u64.to_le_bytes())
+            .unwrap();
+        assert_eq!(m.read_le(top, 8), Some(0x1122_3344_5566_7788));
+        let last = s1 + map::CONTEXT_PAGE - 4;
+        assert!(m.write_le(last, 4, 0xa1b2_c3d4));
+        assert_eq!(m.read_le(last, 4), Some(0xa1b2_c3d4));
+        // A run into the guard after it: refused whole, the bytes before it untouched.
+        assert_eq!(
+            m.write(last + 2, &[9; 4]),
+            Err(s1 + map::CONTEXT_PAGE),
+            "into the guard page"
+        );
+        assert_eq!(m.read_le(last, 4), Some(0xa1b2_c3d4));
         let g = m.text_version();
         m.write(map::TEXT_BASE, &[1]).unwrap();
         assert_ne!(m.text_version(), g);

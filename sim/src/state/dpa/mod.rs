@@ -281,10 +281,11 @@ pub(crate) struct ProcessRt {
     pub(crate) closing: bool,
     pub(crate) coredump: Option<Vec<u8>>,
     pub(crate) slots: Vec<bool>,
-    /// DPA_OUTBOX id -> UAR page.
-    pub(crate) outboxes: BTreeMap<u32, u32>,
-    /// DPA_WINDOW id -> PD.
-    pub(crate) windows: BTreeMap<u32, u32>,
+    /// DPA_OUTBOX id -> UAR page. Shared with the jobs dispatched (each activation holds
+    /// the maps as they were at its dispatch); a change makes a new map.
+    pub(crate) outboxes: std::sync::Arc<BTreeMap<u32, u32>>,
+    /// DPA_WINDOW id -> PD, shared the same way.
+    pub(crate) windows: std::sync::Arc<BTreeMap<u32, u32>>,
     /// DPA_UAR ids (the first is the DUAR GET_DUAR returns).
     pub(crate) dpa_uars: Vec<u32>,
     /// DPA_MEM id -> (address, size).
@@ -393,7 +394,7 @@ pub(crate) struct Eu {
     /// by text version (versions are never reused, so one names one program of one process),
     /// the most recent last; at most [`EU_CODE_CACHES`]. An EU alternating between processes
     /// keeps what it decoded for each.
-    pub(crate) caches: Vec<(u64, CodeCache)>,
+    pub(crate) caches: Vec<(u64, Box<CodeCache>)>,
     pub(crate) activations: u64,
 }
 
