@@ -6,9 +6,9 @@
 //! each thread at most its share of them; every thread's rings are twice its share deep (at
 //! least 64; `common::host::ring_log_depth`), so the DPA memory the frames cycle through stays
 //! about the same from 1 thread to 16 (with 512-deep rings for every count, 16 threads cycled
-//! through 16 times the buffers of one, and the host's cache misses on them showed in the 16
-//! against 4 figure). It posts 65-byte UDP frames on one SQ (one doorbell per burst), the port
-//! loops them back,
+//! through 16 times the buffers of one; docs/performance.md, 2026-12-08, later, has what that
+//! changed). It posts 65-byte UDP frames on one SQ (one doorbell per burst), the port loops
+//! them back,
 //! steering sends each to its thread's DPA RQ, the handler answers every frame of its batch
 //! from its DPA SQ, and the answers reach one host RQ. Timed: `FRAMES` answers received (every
 //! answer checked for length and flow), after a warm-up. Each configuration runs `ROUNDS`
