@@ -444,6 +444,78 @@ fn cq_moderation_holds_the_event_until_max_count_completions() {
     assert_eq!(dev.stats().port.events, 1);
 }
 
+/// CQ moderation by time (`cq_period`, microseconds): an armed CQ's event waits until the period
+/// has passed since its first CQE, then a pass raises it, with no further completion. A period
+/// set by MODIFY_CQ while a CQE already waits starts that CQ's timer too (the pass looks only at
+/// CQs whose timer runs, `Firmware::timed_cqs`).
+#[test]
+fn cq_moderation_by_period_raises_the_event_once_the_period_passed() {
+    use mlx5_dpa::mlx5::cmd::ModifyCqModeration;
+    const PERIOD_US: u16 = 3_000;
+    let period = Duration::from_micros(u64::from(PERIOD_US));
+    let dev = Device::new(Profile::bf3());
+    let ctx = dev.open_devx();
+    let mut rig = EthRig::new(ctx.clone(), RigConfig::default()).unwrap();
+    rig.fill_rq();
+    let moderate = |rig: &EthRig, cq_period: u16, cq_max_count: u16| {
+        mlx5_dpa::devx::modify(
+            rig.rx_cq(),
+            &ModifyCqModeration {
+                cqn: Cqn(rig.cqn_rx),
+                cq_period,
+                cq_max_count,
+            },
+        )
+        .unwrap()
+    };
+    let ch = ctx.event_channel().unwrap();
+    ch.subscribe(Some(rig.rx_cq_handle()), &[event_type::COMP], 1)
+        .unwrap();
+    // 1. By time only: one completion, then nothing but passes.
+    moderate(&rig, PERIOD_US, 0);
+    rig.arm_rx();
+    let sent = Instant::now();
+    rig.post_send(&frame(64, 1)).unwrap();
+    rig.ring_sq();
+    dev.run_until_idle();
+    if sent.elapsed() < period {
+        // (On a machine slow enough to take the whole period here, the event may be due.)
+        assert_eq!(dev.stats().port.events, 0, "raised before its period");
+    }
+    std::thread::sleep(period.saturating_sub(sent.elapsed()) + Duration::from_millis(1));
+    dev.step();
+    assert!(
+        ch.read_event(Duration::from_secs(1)).unwrap().is_some(),
+        "the period passed: the next pass raises it"
+    );
+    assert_eq!(dev.stats().port.events, 1);
+    let mut got = Vec::new();
+    collect_rx(&mut rig, &mut got);
+    assert_eq!(got.len(), 1);
+    // 2. A count the completions do not reach, then a period set while one waits.
+    moderate(&rig, 0, 100);
+    rig.arm_rx();
+    rig.post_send(&frame(64, 2)).unwrap();
+    rig.ring_sq();
+    dev.run_until_idle();
+    std::thread::sleep(Duration::from_millis(2));
+    dev.step();
+    assert_eq!(
+        dev.stats().port.events,
+        1,
+        "1 of 100 completions and no period"
+    );
+    let set = Instant::now();
+    moderate(&rig, PERIOD_US, 100);
+    std::thread::sleep(period.saturating_sub(set.elapsed()) + Duration::from_millis(1));
+    dev.step();
+    assert!(
+        ch.read_event(Duration::from_secs(1)).unwrap().is_some(),
+        "the period set while the CQE waited has passed"
+    );
+    assert_eq!(dev.stats().port.events, 2);
+}
+
 /// CQE compression (`cqe_comp_en`): the receive CQEs of one engine pass go out as compression
 /// sessions (`mlx5_dpa::mlx5::wire::cqe::session`), which the rig expands. Every frame still
 /// arrives byte for byte and in order; a session never crosses the ring's end (a 64-entry CQ
