@@ -66,6 +66,8 @@ struct Inner {
     /// Most workers to start (0: the host's parallelism, at most [`MAX_WORKERS`]).
     max_workers: AtomicUsize,
     pass: OnceLock<Hook>,
+    /// Wakes the engine thread (see [`Exec::set_wake_hook`]).
+    wake_engine: OnceLock<Hook>,
 }
 
 impl Inner {
@@ -122,6 +124,13 @@ impl Exec {
     /// change nothing.
     pub(crate) fn set_stand_in_hook(&self, hook: Hook) {
         let _ = self.inner.stand_in_step.set(hook);
+    }
+
+    /// Sets how the pool wakes the device's engine thread, which sleeps while activations run
+    /// on workers: after a worker queued a result, and after a job was queued for the engine
+    /// to run. Called without any lock of the pool held. Once; later calls change nothing.
+    pub(crate) fn set_wake_hook(&self, hook: Hook) {
+        let _ = self.inner.wake_engine.set(hook);
     }
 
     /// Limits the workers this pool starts (1 ..= [`MAX_WORKERS`]; 0: the host's
@@ -198,10 +207,15 @@ impl Exec {
         }
         // Without any worker, the job waits for `help` (called without the device lock); the
         // engine takes its jobs itself; a worker that is awake takes it when it looks next.
-        let wake = q.idle_workers > 0 && !self.inner.engine_runs.load(Ordering::Acquire);
+        let engine_runs = self.inner.engine_runs.load(Ordering::Acquire);
+        let wake = q.idle_workers > 0 && !engine_runs;
         drop(q);
         if wake {
             self.inner.work.notify_one();
+        }
+        if engine_runs {
+            // A worker's pass may dispatch while the engine sleeps: the job is the engine's.
+            wake_engine(&self.inner);
         }
     }
 
@@ -255,6 +269,11 @@ impl Exec {
     pub(crate) fn in_flight(&self) -> usize {
         let q = self.inner.lock();
         q.running + q.done.len()
+    }
+
+    /// Whether a finished activation waits to be applied.
+    pub(crate) fn done_ready(&self) -> bool {
+        !self.inner.lock().done.is_empty()
     }
 
     /// Takes every finished activation, oldest dispatch first.
@@ -328,6 +347,15 @@ fn run_guarded(job: Job, long: Option<&dyn Fn()>) -> Done {
     )
 }
 
+/// The device's engine woken, if a hook is set; a panic in it is logged, not spread.
+fn wake_engine(inner: &Inner) {
+    if let Some(hook) = inner.wake_engine.get() {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook)).is_err() {
+            tracing::error!(target: "mlx5_sim::dpa", "waking the device's engine panicked");
+        }
+    }
+}
+
 /// The device's pass, if set; a panic in it is logged, not spread (the worker goes on).
 fn pass(inner: &Inner) {
     if let Some(hook) = inner.pass.get() {
@@ -382,8 +410,9 @@ fn worker(inner: &Inner) {
             }
         };
         inner.finish(run_guarded(job, None));
+        wake_engine(inner);
         // With more activations queued, the next one first: their results wait for the pass
-        // after them (or the engine's, which passes while any is in flight). A pass after
+        // after them (or the engine's, woken by `wake_engine` above). A pass after
         // each took as long as an activation of a dozen frames when sixteen DPA threads
         // shared the workers, and the 16-thread packet processor ran at 0.7x of 4 threads.
         if inner.lock().jobs.is_empty() {
