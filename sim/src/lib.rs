@@ -179,11 +179,9 @@ impl Device {
         // on 2 cores, waiting there cost a futex sleep and wake-up per activation).
         let weak = Arc::downgrade(&shared);
         shared.dpa.set_pass_hook(Box::new(move || {
-            if let Some(shared) = weak.upgrade() {
-                if shared.engine_running.load(Ordering::Acquire) {
-                    Device { shared }.try_pass();
-                }
-            }
+            weak.upgrade().is_some_and(|shared| {
+                shared.engine_running.load(Ordering::Acquire) && Device { shared }.try_pass()
+            })
         }));
         let weak = Arc::downgrade(&shared);
         shared.dpa.set_wake_hook(Box::new(move || {
@@ -506,15 +504,18 @@ impl Device {
 
     /// [`Device::pass`] when the device lock is free; nothing when it is taken (a pass or
     /// a command under way).
-    fn try_pass(&self) {
+    /// Returns whether it made one.
+    fn try_pass(&self) -> bool {
         match self.shared.state.try_lock() {
             Ok(st) => {
                 self.pass_locked(st);
+                true
             }
             Err(std::sync::TryLockError::Poisoned(e)) => {
                 self.pass_locked(e.into_inner());
+                true
             }
-            Err(std::sync::TryLockError::WouldBlock) => {}
+            Err(std::sync::TryLockError::WouldBlock) => false,
         }
     }
 

@@ -33,6 +33,8 @@ pub(crate) const MAX_WORKERS: usize = 4;
 const WORKER_IDLE_WAIT: Duration = Duration::from_millis(100);
 /// The device's pass (see [`Exec::set_pass_hook`]).
 type Hook = Box<dyn Fn() + Send + Sync>;
+/// The device's pass, as a worker makes it: whether it was made (the device was free).
+type PassHook = Box<dyn Fn() -> bool + Send + Sync>;
 
 #[derive(Default)]
 struct Queue {
@@ -65,7 +67,7 @@ struct Inner {
     stand_in_step: OnceLock<Hook>,
     /// Most workers to start (0: the host's parallelism, at most [`MAX_WORKERS`]).
     max_workers: AtomicUsize,
-    pass: OnceLock<Hook>,
+    pass: OnceLock<PassHook>,
     /// Wakes the engine thread (see [`Exec::set_wake_hook`]).
     wake_engine: OnceLock<Hook>,
 }
@@ -114,7 +116,7 @@ impl Exec {
     /// Sets the device's pass, which a worker makes after the last queued activation it
     /// finished (so the results take effect at once) and while it stands in for the engine;
     /// called without any lock of the pool held. Once; later calls change nothing.
-    pub(crate) fn set_pass_hook(&self, hook: Hook) {
+    pub(crate) fn set_pass_hook(&self, hook: PassHook) {
         let _ = self.inner.pass.set(hook);
     }
 
@@ -229,7 +231,9 @@ impl Exec {
             .spawn(move || {
                 if let Ok(job) = rx.recv() {
                     inner.finish(run_guarded(job, None));
-                    pass(&inner);
+                    if !pass(&inner) {
+                        wake_engine(&inner);
+                    }
                 }
             });
         if spawned.is_err() {
@@ -357,12 +361,14 @@ fn wake_engine(inner: &Inner) {
 }
 
 /// The device's pass, if set; a panic in it is logged, not spread (the worker goes on).
-fn pass(inner: &Inner) {
-    if let Some(hook) = inner.pass.get() {
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook)).is_err() {
-            tracing::error!(target: "mlx5_sim::dpa", "the device pass panicked");
-        }
-    }
+fn pass(inner: &Inner) -> bool {
+    let Some(hook) = inner.pass.get() else {
+        return false;
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook)).unwrap_or_else(|_| {
+        tracing::error!(target: "mlx5_sim::dpa", "the device pass panicked");
+        false
+    })
 }
 
 /// One step of standing in for the engine: the device's (which sleeps when there is nothing
@@ -410,13 +416,13 @@ fn worker(inner: &Inner) {
             }
         };
         inner.finish(run_guarded(job, None));
-        wake_engine(inner);
         // With more activations queued, the next one first: their results wait for the pass
-        // after them (or the engine's, woken by `wake_engine` above). A pass after
-        // each took as long as an activation of a dozen frames when sixteen DPA threads
-        // shared the workers, and the 16-thread packet processor ran at 0.7x of 4 threads.
-        if inner.lock().jobs.is_empty() {
-            pass(inner);
+        // after them, or the engine's, woken for it. A pass after each took as long as an
+        // activation of a dozen frames when sixteen DPA threads shared the workers, and the
+        // 16-thread packet processor ran at 0.7x of 4 threads. The last one's pass applies
+        // its result here; only when the device was taken is the engine woken for it.
+        if !inner.lock().jobs.is_empty() || !pass(inner) {
+            wake_engine(inner);
         }
     }
 }
