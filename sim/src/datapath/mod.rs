@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use crate::datapath::cq::{arm_cq, fire};
 use crate::datapath::eth::run_sq;
 use crate::datapath::port::capture;
-use crate::datapath::steering::{check_flow_cache, compute_roots};
+use crate::datapath::steering::compute_roots;
 use crate::port::roce;
 use crate::state::datapath::Doorbell;
 use crate::state::datapath::{Datapath, PortMode, MAX_FRAME};
@@ -94,7 +94,6 @@ pub(crate) fn step(st: &mut State) -> usize {
         compute_roots(fw, &mut dp.roots);
         dp.roots_gen = Some(fw.steering_gen);
     }
-    check_flow_cache(fw, dp);
     // 3. Send queues: the rung ones and those with work left; every one when there are none.
     let mut ids = std::mem::take(&mut dp.ids);
     ids.clear();
@@ -130,19 +129,20 @@ pub(crate) fn step(st: &mut State) -> usize {
         let mut timed = std::mem::take(&mut fw.timed_cqs);
         timed.sort_unstable();
         timed.dedup();
-        timed.retain(|&id| {
-            fw.cqs
-                .get(id)
-                .is_some_and(|c| c.armed.is_some() && c.period > 0 && c.first_pending.is_some())
-        });
         dp.ids.clear();
-        dp.ids.extend(timed.iter().copied().filter(|&id| {
-            fw.cqs.get(id).is_some_and(|c| {
-                c.first_pending.is_some_and(|t| {
-                    now.duration_since(t) >= Duration::from_micros(u64::from(c.period))
-                })
-            })
-        }));
+        // Kept while armed with a period and a CQE waiting; due once the period has passed.
+        timed.retain(|&id| match fw.cqs.get(id) {
+            Some(c) if c.armed.is_some() && c.period > 0 => match c.first_pending {
+                Some(t) => {
+                    if now.duration_since(t) >= Duration::from_micros(u64::from(c.period)) {
+                        dp.ids.push(id);
+                    }
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        });
         fw.timed_cqs = timed;
         let ids = std::mem::take(&mut dp.ids);
         for &cqn in &ids {

@@ -336,17 +336,6 @@ fn count(fw: &mut Firmware, c: u32, len: usize) {
     }
 }
 
-/// Empties the decision cache when the roots or the steering generation moved (the pass
-/// calls this after computing its roots; [`steer_cached`] checks the generation per frame).
-pub(crate) fn check_flow_cache(fw: &Firmware, dp: &mut Datapath) {
-    let c = &mut dp.flow_cache;
-    if c.generation != fw.steering_gen || c.roots != dp.roots {
-        c.map.clear();
-        c.generation = fw.steering_gen;
-        c.roots.clone_from(&dp.roots);
-    }
-}
-
 /// [`steer`] through the decision cache: a frame whose header image was steered before, with
 /// the same tables, takes the same decision, and its side effects (flow counters) are done
 /// again, without the walk.
@@ -356,10 +345,11 @@ fn steer_cached(
     image: &mut Image<'_>,
     len: usize,
 ) -> Verdict {
-    // The roots were compared when the pass computed them; a command between two frames of
-    // one pass cannot run (the device lock is held), but the generation costs one compare.
-    if dp.flow_cache.generation != fw.steering_gen {
-        check_flow_cache(fw, dp);
+    // Decisions of older tables (or roots, which move only with the generation) are dropped.
+    let c = &mut dp.flow_cache;
+    if c.generation != fw.steering_gen {
+        c.map.clear();
+        c.generation = fw.steering_gen;
     }
     let key = *image.words();
     if let Some(d) = dp.flow_cache.map.get(&key) {

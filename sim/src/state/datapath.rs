@@ -107,13 +107,12 @@ pub(crate) struct FlowDecision {
 }
 
 /// Steering decisions by the frame's `fte_match_set_lyr_2_4` image (as eight words): a frame
-/// of a flow seen before skips the walk over the root tables. Valid for one set of roots and
-/// one steering generation (`Firmware::steering_gen`, raised by every command that changes a
-/// table, group, entry or the root); emptied when either moved.
+/// of a flow seen before skips the walk over the root tables. Valid for one steering
+/// generation (`Firmware::steering_gen`, raised by every command that changes a table, group,
+/// entry or the root; the roots are computed again only then); emptied when it moved.
 #[derive(Debug, Default)]
 pub(crate) struct FlowCache {
     pub(crate) generation: u64,
-    pub(crate) roots: Vec<u32>,
     pub(crate) map: rustc_hash::FxHashMap<[u64; 8], FlowDecision>,
     /// Tests compare the cache with the walk: set, every frame is walked.
     #[cfg(test)]
