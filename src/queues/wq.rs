@@ -51,6 +51,9 @@ pub(crate) struct SendCursor {
     base: NonNull<u8>,
     /// `qpn << 8`, big-endian, as a native word: a control segment's `qpn_ds` less the `ds`.
     qpn_word: u32,
+    /// `(2^log_size << 6) - 1`: WQEBB counter `c` starts at byte `(c << 6) & bytes_mask` of
+    /// the ring (a shift and an and per WQE, where `(c & mask) * 64` costs two more moves).
+    bytes_mask: u32,
     /// `2^log_size - 1`: a counter's ring slot is `counter & mask` (kept rather than
     /// `log_size`, which costs a shift and a negation on every use).
     mask: u16,
@@ -65,7 +68,7 @@ pub(crate) struct SendCursor {
     /// The WQE that reaches this producer counter (ends at or past it) asks for a CQE.
     signal_at: u16,
     signal_every: u16,
-    _spare: [u16; 3],
+    _spare: u16,
 }
 
 const _: () = assert!(std::mem::size_of::<SendCursor>() == 32);
@@ -85,6 +88,12 @@ impl SendCursor {
     #[inline(always)]
     fn log(&self) -> u8 {
         (u32::from(self.mask) + 1).trailing_zeros() as u8
+    }
+
+    /// The byte offset in the ring of WQEBB counter `counter`'s slot.
+    #[inline(always)]
+    fn bb_offset(&self, counter: u16) -> usize {
+        (usize::from(counter) << 6) & self.bytes_mask as usize
     }
 
     /// The ring slot of WQEBB counter `counter`.
@@ -122,38 +131,48 @@ impl SendCursor {
     /// Writes segment `i` of the WQE in `slot`.
     #[inline(always)]
     pub(crate) fn seg(&self, slot: &WqeSlot, i: usize, bytes: &[u8; 16]) {
-        let bb = self.slot(slot.pi.wrapping_add((i / 4) as u16));
-        let off = bb * WQEBB + (i % 4) * SEG;
-        // SAFETY: `bb < 2^log_size` and the ring holds `2^log_size` WQEBBs (checked at queue
-        // creation), so the 16 bytes are inside it. The slot lies between the producer and
-        // the consumer counters (`begin` checked the room), so the device does not read it
-        // until the doorbell record moves past it; a plain copy is the right store.
+        let lo = u64::from_ne_bytes([
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+        ]);
+        let hi = u64::from_ne_bytes([
+            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15],
+        ]);
+        self.seg_words(slot, i, [lo, hi]);
+    }
+
+    /// Writes segment `i` of the WQE in `slot` given as its two 8-byte halves, each the
+    /// segment's bytes in memory order read as a native word (`u64::from_ne_bytes`).
+    #[inline(always)]
+    pub(crate) fn seg_words(&self, slot: &WqeSlot, i: usize, [lo, hi]: [u64; 2]) {
+        // The WQEBB's offset, masked into the ring, then the segment's place in it (so a WQE
+        // wraps WQEBB by WQEBB, and all segments of one WQEBB share the one offset).
+        let off = self.bb_offset(slot.pi.wrapping_add((i / 4) as u16)) + (i % 4) * SEG;
+        // SAFETY: `bytes_mask + 1` is the ring's length (a power of two of WQEBBs, checked at
+        // queue creation), so `bb_offset` is a WQEBB inside it and the 16 bytes at `off`, less
+        // than a WQEBB past it, too. The slot lies between the producer and the consumer counters (`begin` checked
+        // the room), so the device does not read it until the doorbell record moves past it;
+        // a plain store is the right one.
         //
-        // One 16-byte store of the segment (native byte order keeps the bytes where they
-        // are): posting is bound by stores. A byte-array copy compiled to one store per field
-        // written into the array; a `u128` write of a segment built in two general registers
-        // still compiled to two 8-byte stores. On x86-64 the two halves are joined in an SSE2
-        // register (two moves and an unpack, off the store port) and stored once: 7 -> 4
-        // stores per single-WQEBB send, `post_send` 1.70x -> 1.47-1.62x of the floor in
-        // `benches/queues.rs`. `off` is a multiple of 16 in a page-aligned ring, so the store
-        // is aligned.
+        // One 16-byte store of the segment: posting is bound by stores. A byte-array copy
+        // compiled to one store per field written into the array; a `u128` write of a segment
+        // built in two general registers still compiled to two 8-byte stores. On x86-64 the
+        // two halves are joined in an SSE2 register (two moves and an unpack, off the store
+        // port) and stored once: 7 -> 4 stores per single-WQEBB send, `post_send` 1.70x ->
+        // 1.47-1.62x of the floor in `benches/queues.rs`. `off` is a multiple of 16 in a
+        // page-aligned ring, so the store is aligned.
         #[cfg(target_arch = "x86_64")]
         unsafe {
             use std::arch::x86_64::{__m128i, _mm_set_epi64x, _mm_store_si128};
-            let lo = u64::from_ne_bytes([
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-            ]);
-            let hi = u64::from_ne_bytes([
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14],
-                bytes[15],
-            ]);
             let p = self.base.as_ptr().add(off).cast::<__m128i>();
             _mm_store_si128(p, _mm_set_epi64x(hi as i64, lo as i64));
         }
         #[cfg(not(target_arch = "x86_64"))]
         unsafe {
+            let mut b = [0u8; 16];
+            b[..8].copy_from_slice(&lo.to_ne_bytes());
+            b[8..].copy_from_slice(&hi.to_ne_bytes());
             let p = self.base.as_ptr().add(off).cast::<u128>();
-            p.write(u128::from_ne_bytes(*bytes));
+            p.write(u128::from_ne_bytes(b));
         }
     }
 
@@ -181,7 +200,7 @@ impl SendCursor {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn finish(
         &mut self,
-        shadow: &mut Shadow,
+        shadow: &mut impl Slots,
         slot: WqeSlot,
         opcode: u8,
         opmod: u8,
@@ -190,29 +209,37 @@ impl SendCursor {
         imm: u32,
         wr_id: u64,
     ) {
-        self.seg(
+        self.seg_words(
             &slot,
             0,
-            &ctrl_seg(self.qpn_word, opcode, opmod, slot.pi, ds, fm_ce_se, imm),
+            ctrl_seg(self.qpn_word, opcode, opmod, slot.pi, ds, fm_ce_se, imm),
         );
         let n = ring::wqebbs(ds);
-        shadow.set(
-            self.slot(slot.pi),
-            self.slot(slot.pi.wrapping_add(n - 1)),
-            wr_id,
-            n,
-        );
+        let first = self.slot(slot.pi);
+        if let Some(w) = shadow.wr_ids().get_mut(first) {
+            *w = wr_id;
+        }
+        if n > 1 {
+            // Slots come from the ring's own mask: always in range.
+            let last = self.slot(slot.pi.wrapping_add(n - 1));
+            for s in [first, last] {
+                if let Some(c) = shadow.sizes().get_mut(s) {
+                    *c = n;
+                }
+            }
+        }
         self.pi = slot.pi.wrapping_add(n);
     }
 
     /// Rings the doorbell if WQEs were posted since the last one.
     #[inline]
-    pub(crate) fn doorbell(&mut self, shadow: &Shadow, dbr: &DoorbellRecord, uar: &UarPage) {
+    pub(crate) fn doorbell(&mut self, nbb: &[u16], dbr: &DoorbellRecord, uar: &UarPage) {
         if self.pi != self.db_pi {
             // The last WQE ends just before `pi`; its size is at its last slot.
+            let last = self.slot(self.pi.wrapping_sub(1));
             let last_pi = self
                 .pi
-                .wrapping_sub(shadow.size_ending_at(self.slot(self.pi.wrapping_sub(1))));
+                .wrapping_sub(nbb.get(last).copied().unwrap_or(1).max(1));
             let off = self.slot(last_pi) * WQEBB;
             let mut ctrl = [0u8; 8];
             // SAFETY: the first 8 bytes of a WQEBB inside the ring (`slot < 2^log_size`); the
@@ -226,9 +253,10 @@ impl SendCursor {
     }
 }
 
-/// A control segment's 16 bytes, as [`CtrlSegRepr::to_bytes`] writes them. `qpn_word` is
-/// `qpn << 8` big-endian, as a native `u32` (the cursor keeps it so): building `qpn_ds` from
-/// the number costs a shift, an or and a byte swap on every WQE.
+/// A control segment, as [`CtrlSegRepr::to_bytes`] writes it, in the two native words of
+/// [`SendCursor::seg_words`]. `qpn_word` is `qpn << 8` big-endian, as a native `u32` (the
+/// cursor keeps it so): building `qpn_ds` from the number costs a shift, an or and a byte swap
+/// on every WQE.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn ctrl_seg(
@@ -239,16 +267,38 @@ fn ctrl_seg(
     ds: usize,
     fm_ce_se: u8,
     imm: u32,
-) -> [u8; 16] {
+) -> [u64; 2] {
     let w0 = ((u32::from(opmod) << 24) | (u32::from(wqe_index) << 8) | u32::from(opcode)).to_be();
     let w1 = qpn_word | (ds as u32 & 0x3f).to_be();
     let w2 = u32::from(fm_ce_se).to_be();
-    let mut b = [0u8; 16];
-    b[0..4].copy_from_slice(&w0.to_ne_bytes());
-    b[4..8].copy_from_slice(&w1.to_ne_bytes());
-    b[8..12].copy_from_slice(&w2.to_ne_bytes());
-    b[12..16].copy_from_slice(&imm.to_be_bytes());
-    b
+    [join_ne(w0, w1), join_ne(w2, imm.to_be())]
+}
+
+/// The native word whose memory bytes are `a`'s then `b`'s.
+#[inline(always)]
+fn join_ne(a: u32, b: u32) -> u64 {
+    // Arithmetic, not a byte array: LLVM split the array's word back into bytes.
+    if cfg!(target_endian = "little") {
+        u64::from(a) | (u64::from(b) << 32)
+    } else {
+        (u64::from(a) << 32) | u64::from(b)
+    }
+}
+
+/// A data segment (`wire::wqe::data_seg`) in the two native words of
+/// [`SendCursor::seg_words`]: one byte swap per word, where the byte image compiled to a
+/// five-instruction vector shuffle.
+#[inline(always)]
+pub(crate) fn data_seg_words(sge: &Sge) -> [u64; 2] {
+    // Big-endian `len` then `lkey`: the 8 bytes of `len << 32 | lkey` in big-endian order.
+    // Written as a rotation of `lkey << 32 | len`, which on a little-endian host is one 8-byte
+    // load of the two fields (adjacent in `Sge`): a load, a rotation and a byte swap.
+    [
+        ((u64::from(sge.lkey.0) << 32) | u64::from(sge.len))
+            .rotate_right(32)
+            .to_be(),
+        sge.addr.to_be(),
+    ]
 }
 
 #[cold]
@@ -265,10 +315,13 @@ fn bad_inline_len(h: usize) -> QueueError {
     ))
 }
 
-/// Per-WQE shadow state: the `wr_id` of the WQE starting at each slot, and the WQEBB count of
-/// each WQE at both its first and its last slot (the same slot for a one-WQEBB WQE): retiring
-/// walks WQEs forward from their first slots, and the doorbell finds the last WQE posted
-/// from its last slot, so posting keeps no "last WQE" counter of its own.
+/// Per-WQE shadow state: the `wr_id` of the WQE starting at each slot, and WQE sizes.
+///
+/// `nbb[s]` is one except at the first and the last slot of a WQE of more than one WQEBB
+/// still outstanding, where it is that WQE's size: posting such a WQE writes both, retiring it
+/// puts both back to one, a reset fills the array with ones. So posting a one-WQEBB WQE (an
+/// Ethernet send) stores only its `wr_id`; retiring walks WQEs forward from their first
+/// slots, and the doorbell finds the last WQE posted from its last slot.
 #[derive(Debug)]
 pub(crate) struct Shadow {
     wr_id: Box<[u64]>,
@@ -276,27 +329,51 @@ pub(crate) struct Shadow {
 }
 
 impl Shadow {
+    /// The arrays as slices, for a burst: the slices' addresses and lengths then live in
+    /// registers, where the arrays' own were loaded again after every WQE store.
     #[inline(always)]
-    fn set(&mut self, first: usize, last: usize, wr_id: u64, nbb: u16) {
-        // Slots come from `SendCursor::slot` with the ring's own mask: always in range.
-        if let Some(w) = self.wr_id.get_mut(first) {
-            *w = wr_id;
-        }
-        // Most WQEs have the size the slot's last WQE had: a load and a predictable branch
-        // cost less than a store, and posting is bound by stores.
-        for s in [first, last] {
-            if let Some(n) = self.nbb.get_mut(s) {
-                if *n != nbb {
-                    *n = nbb;
-                }
-            }
+    pub(crate) fn view(&mut self) -> ShadowMut<'_> {
+        ShadowMut {
+            wr_id: &mut self.wr_id,
+            nbb: &mut self.nbb,
         }
     }
+}
 
-    /// The WQEBB count of the WQE whose last slot is `last`.
+/// [`Shadow`], borrowed for a burst.
+#[derive(Debug)]
+pub(crate) struct ShadowMut<'a> {
+    wr_id: &'a mut [u64],
+    nbb: &'a mut [u16],
+}
+
+/// Where posting finds the shadow arrays: [`Shadow`] itself for one post (its arrays are
+/// loaded after the WQE's stores, when they are needed: loaded up front, for one post, they
+/// held registers the post needed and were spilled), or a [`ShadowMut`] for a burst.
+pub(crate) trait Slots {
+    fn wr_ids(&mut self) -> &mut [u64];
+    fn sizes(&mut self) -> &mut [u16];
+}
+
+impl Slots for Shadow {
     #[inline(always)]
-    fn size_ending_at(&self, last: usize) -> u16 {
-        self.nbb.get(last).copied().unwrap_or(1)
+    fn wr_ids(&mut self) -> &mut [u64] {
+        &mut self.wr_id
+    }
+    #[inline(always)]
+    fn sizes(&mut self) -> &mut [u16] {
+        &mut self.nbb
+    }
+}
+
+impl Slots for ShadowMut<'_> {
+    #[inline(always)]
+    fn wr_ids(&mut self) -> &mut [u64] {
+        self.wr_id
+    }
+    #[inline(always)]
+    fn sizes(&mut self) -> &mut [u16] {
+        self.nbb
     }
 }
 
@@ -313,11 +390,13 @@ unsafe impl Send for SendRing {}
 
 impl SendRing {
     pub(crate) fn new(base: NonNull<u8>, log_size: u8, signal_every: u16, num: u32) -> SendRing {
+        // Callers keep `log_size` in 1..=15 (`EthSqConfig`, `QpConfig`): 2^21 bytes at most.
         let n = 1usize << log_size;
         SendRing {
             cur: SendCursor {
                 base,
                 qpn_word: (num << 8).to_be(),
+                bytes_mask: ((n * WQEBB) - 1) as u32,
                 mask: ((1u32 << log_size) - 1) as u16,
                 limit: 1u16 << log_size.min(15),
                 pi: 0,
@@ -325,7 +404,7 @@ impl SendRing {
                 db_pi: 0,
                 signal_at: signal_every.max(1),
                 signal_every: signal_every.max(1),
-                _spare: [0; 3],
+                _spare: 0,
             },
             shadow: Shadow {
                 wr_id: vec![0; n].into_boxed_slice(),
@@ -370,7 +449,7 @@ impl SendRing {
     /// Rings the doorbell if WQEs were posted since the last one.
     #[inline]
     pub(crate) fn doorbell(&mut self, dbr: &DoorbellRecord, uar: &UarPage) {
-        self.cur.doorbell(&self.shadow, dbr, uar);
+        self.cur.doorbell(&self.shadow.nbb, dbr, uar);
     }
 
     /// Retires WQEs up to and including the one at `wqe_counter`; returns its `wr_id` and how
@@ -391,13 +470,20 @@ impl SendRing {
         if !ring::in_window16(wqe_counter, ci, pi) {
             return Err(stray);
         }
+        let first = ci;
         let mut count = 0;
+        let mut multi = false;
         loop {
             let s = usize::from(ci & mask);
             let at = ci;
-            ci = ci.wrapping_add(self.shadow.nbb.get(s).copied().unwrap_or(1).max(1));
+            let n = self.shadow.nbb.get(s).copied().unwrap_or(1).max(1);
+            multi |= n > 1;
+            ci = ci.wrapping_add(n);
             count += 1;
             if at == wqe_counter {
+                if multi {
+                    self.forget_sizes(first, count);
+                }
                 self.cur.ci = ci;
                 self.cur.limit = ci.wrapping_add(mask).wrapping_add(1);
                 return Ok((self.shadow.wr_id.get(s).copied().unwrap_or(0), count));
@@ -409,6 +495,26 @@ impl SendRing {
         }
     }
 
+    /// Puts the sizes of the `count` WQEs from counter `from` back to one (they are retired):
+    /// [`Shadow`]'s rule.
+    #[cold]
+    fn forget_sizes(&mut self, mut from: u16, count: u16) {
+        let mask = self.cur.mask;
+        for _ in 0..count {
+            let s = usize::from(from & mask);
+            let n = self.shadow.nbb.get(s).copied().unwrap_or(1).max(1);
+            if n > 1 {
+                let last = usize::from(from.wrapping_add(n - 1) & mask);
+                for i in [s, last] {
+                    if let Some(c) = self.shadow.nbb.get_mut(i) {
+                        *c = 1;
+                    }
+                }
+            }
+            from = from.wrapping_add(n);
+        }
+    }
+
     /// Forgets every WQE (after the queue went through RST).
     pub(crate) fn reset(&mut self) {
         self.cur.pi = 0;
@@ -416,6 +522,7 @@ impl SendRing {
         self.cur.limit = self.cur.mask.wrapping_add(1);
         self.cur.db_pi = 0;
         self.cur.signal_at = self.cur.signal_every;
+        self.shadow.nbb.fill(1);
     }
 
     /// WQEBBs posted and not yet retired by a completion.
@@ -429,7 +536,7 @@ impl SendRing {
 #[inline(always)]
 fn eth_send(
     cur: &mut SendCursor,
-    shadow: &mut Shadow,
+    shadow: &mut impl Slots,
     headers: &[u8],
     gather: &[Sge],
     wr_id: u64,
@@ -450,7 +557,7 @@ fn eth_send(
         cur.seg(&slot, 2 + i, &s);
     }
     for (i, g) in gather.iter().enumerate() {
-        cur.seg(&slot, 2 + hdr_segs + i, &data_seg(g));
+        cur.seg_words(&slot, 2 + hdr_segs + i, data_seg_words(g));
     }
     let ce = if cur.signal(&slot, ds, force) {
         CTRL_CQ_UPDATE
@@ -464,7 +571,7 @@ fn eth_send(
 #[inline(always)]
 fn eth_nop(
     cur: &mut SendCursor,
-    shadow: &mut Shadow,
+    shadow: &mut impl Slots,
     wr_id: u64,
     signaled: bool,
 ) -> Result<(), QueueError> {
@@ -495,7 +602,7 @@ fn eth_nop(
 pub struct EthBurst<'a> {
     cur: SendCursor,
     home: &'a mut SendCursor,
-    shadow: &'a mut Shadow,
+    shadow: ShadowMut<'a>,
     dbr: &'a DoorbellRecord,
     uar: &'a UarPage,
 }
@@ -512,7 +619,14 @@ impl EthBurst<'_> {
         gather: &[Sge],
         wr_id: u64,
     ) -> Result<(), QueueError> {
-        eth_send(&mut self.cur, self.shadow, headers, gather, wr_id, false)
+        eth_send(
+            &mut self.cur,
+            &mut self.shadow,
+            headers,
+            gather,
+            wr_id,
+            false,
+        )
     }
 
     /// As [`EthSq::post_send_signaled`].
@@ -526,7 +640,14 @@ impl EthBurst<'_> {
         gather: &[Sge],
         wr_id: u64,
     ) -> Result<(), QueueError> {
-        eth_send(&mut self.cur, self.shadow, headers, gather, wr_id, true)
+        eth_send(
+            &mut self.cur,
+            &mut self.shadow,
+            headers,
+            gather,
+            wr_id,
+            true,
+        )
     }
 
     /// As [`EthSq::post_nop`].
@@ -535,7 +656,7 @@ impl EthBurst<'_> {
     /// No room.
     #[inline]
     pub fn post_nop(&mut self, wr_id: u64, signaled: bool) -> Result<(), QueueError> {
-        eth_nop(&mut self.cur, self.shadow, wr_id, signaled)
+        eth_nop(&mut self.cur, &mut self.shadow, wr_id, signaled)
     }
 
     /// Free WQEBBs left in the ring.
@@ -554,7 +675,7 @@ impl EthBurst<'_> {
 impl Drop for EthBurst<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.cur.doorbell(self.shadow, self.dbr, self.uar);
+        self.cur.doorbell(self.shadow.nbb, self.dbr, self.uar);
         *self.home = self.cur;
     }
 }
@@ -879,7 +1000,7 @@ impl EthSq {
         EthBurst {
             cur: self.ring.cur,
             home: &mut self.ring.cur,
-            shadow: &mut self.ring.shadow,
+            shadow: self.ring.shadow.view(),
             dbr: &self.dbr,
             uar: &self.uar,
         }
@@ -1188,7 +1309,7 @@ mod tests {
     use crate::mlx5::wire::wqe::CtrlSegRepr;
 
     #[test]
-    fn the_fast_control_segment_is_the_wire_types() {
+    fn the_fast_control_and_data_segments_are_the_wire_types() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
             x ^= x << 13;
@@ -1216,8 +1337,22 @@ mod tests {
                 repr.fm_ce_se,
                 repr.imm,
             );
-            assert_eq!(fast, repr.to_bytes(), "{repr:?}");
+            assert_eq!(bytes_of(fast), repr.to_bytes(), "{repr:?}");
+            let sge = Sge {
+                addr: next(),
+                len: r as u32,
+                lkey: crate::mem::Lkey((r >> 32) as u32),
+            };
+            assert_eq!(bytes_of(data_seg_words(&sge)), data_seg(&sge), "{sge:?}");
         }
+    }
+
+    /// The segment bytes of [`SendCursor::seg_words`]'s two words.
+    fn bytes_of([lo, hi]: [u64; 2]) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&lo.to_ne_bytes());
+        b[8..].copy_from_slice(&hi.to_ne_bytes());
+        b
     }
 
     #[test]
