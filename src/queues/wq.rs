@@ -131,49 +131,59 @@ impl SendCursor {
     /// Writes segment `i` of the WQE in `slot`.
     #[inline(always)]
     pub(crate) fn seg(&self, slot: &WqeSlot, i: usize, bytes: &[u8; 16]) {
-        let lo = u64::from_ne_bytes([
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-        ]);
-        let hi = u64::from_ne_bytes([
-            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15],
-        ]);
-        self.seg_words(slot, i, [lo, hi]);
+        let p = self.seg_ptr(slot, i);
+        // One 16-byte store of the segment: a byte-array copy compiled to one store per field
+        // written into the array (four for an Ethernet segment). On x86-64 the halves are
+        // joined in an SSE2 register and stored once.
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `seg_ptr`'s 16 bytes, 16-byte aligned.
+        unsafe {
+            use std::arch::x86_64::{__m128i, _mm_set_epi64x, _mm_store_si128};
+            let lo = u64::from_ne_bytes([
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+            ]);
+            let hi = u64::from_ne_bytes([
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14],
+                bytes[15],
+            ]);
+            _mm_store_si128(p.cast::<__m128i>(), _mm_set_epi64x(hi as i64, lo as i64));
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: `seg_ptr`'s 16 bytes, 16-byte aligned.
+        unsafe {
+            p.cast::<u128>().write(u128::from_ne_bytes(*bytes))
+        };
     }
 
     /// Writes segment `i` of the WQE in `slot` given as its two 8-byte halves, each the
-    /// segment's bytes in memory order read as a native word (`u64::from_ne_bytes`).
+    /// segment's bytes in memory order read as a native word (`u64::from_ne_bytes`): two
+    /// 8-byte stores from the registers the halves were built in. A burst's post retires four
+    /// to five instructions a cycle and its stores are below the two a cycle the core takes:
+    /// joining the halves in an SSE2 register first cost three instructions a segment, and
+    /// bursts ran 5% slower (`benches/queues.rs`).
     #[inline(always)]
     pub(crate) fn seg_words(&self, slot: &WqeSlot, i: usize, [lo, hi]: [u64; 2]) {
+        let p = self.seg_ptr(slot, i).cast::<u64>();
+        // SAFETY: `seg_ptr`'s 16 bytes, 16-byte aligned.
+        unsafe {
+            p.write(lo);
+            p.add(1).write(hi);
+        }
+    }
+
+    /// Where segment `i` of the WQE in `slot` goes: 16 bytes of the ring, 16-byte aligned.
+    #[inline(always)]
+    fn seg_ptr(&self, slot: &WqeSlot, i: usize) -> *mut u8 {
         // The WQEBB's offset, masked into the ring, then the segment's place in it (so a WQE
         // wraps WQEBB by WQEBB, and all segments of one WQEBB share the one offset).
         let off = self.bb_offset(slot.pi.wrapping_add((i / 4) as u16)) + (i % 4) * SEG;
         // SAFETY: `bytes_mask + 1` is the ring's length (a power of two of WQEBBs, checked at
         // queue creation), so `bb_offset` is a WQEBB inside it and the 16 bytes at `off`, less
-        // than a WQEBB past it, too. The slot lies between the producer and the consumer counters (`begin` checked
-        // the room), so the device does not read it until the doorbell record moves past it;
-        // a plain store is the right one.
-        //
-        // One 16-byte store of the segment: posting is bound by stores. A byte-array copy
-        // compiled to one store per field written into the array; a `u128` write of a segment
-        // built in two general registers still compiled to two 8-byte stores. On x86-64 the
-        // two halves are joined in an SSE2 register (two moves and an unpack, off the store
-        // port) and stored once: 7 -> 4 stores per single-WQEBB send, `post_send` 1.70x ->
-        // 1.47-1.62x of the floor in `benches/queues.rs`. `off` is a multiple of 16 in a
-        // page-aligned ring, so the store is aligned.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            use std::arch::x86_64::{__m128i, _mm_set_epi64x, _mm_store_si128};
-            let p = self.base.as_ptr().add(off).cast::<__m128i>();
-            _mm_store_si128(p, _mm_set_epi64x(hi as i64, lo as i64));
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unsafe {
-            let mut b = [0u8; 16];
-            b[..8].copy_from_slice(&lo.to_ne_bytes());
-            b[8..].copy_from_slice(&hi.to_ne_bytes());
-            let p = self.base.as_ptr().add(off).cast::<u128>();
-            p.write(u128::from_ne_bytes(b));
-        }
+        // than a WQEBB past it, too; `off` is a multiple of 16 in a page-aligned ring. The
+        // slot lies between the producer and the consumer counters (`begin` checked the
+        // room), so the device does not read it until the doorbell record moves past it: a
+        // plain store is the right one.
+        unsafe { self.base.as_ptr().add(off) }
     }
 
     /// Decides whether the WQE of `ds` segments in `slot` asks for a CQE: when forced, or
