@@ -629,14 +629,8 @@ impl EthBurst<'_> {
         gather: &[Sge],
         wr_id: u64,
     ) -> Result<(), QueueError> {
-        eth_send(
-            &mut self.cur,
-            &mut self.shadow,
-            headers,
-            gather,
-            wr_id,
-            false,
-        )
+        let EthBurst { cur, shadow, .. } = self;
+        eth_send(cur, shadow, headers, gather, wr_id, false)
     }
 
     /// As [`EthSq::post_send_signaled`].
@@ -650,14 +644,8 @@ impl EthBurst<'_> {
         gather: &[Sge],
         wr_id: u64,
     ) -> Result<(), QueueError> {
-        eth_send(
-            &mut self.cur,
-            &mut self.shadow,
-            headers,
-            gather,
-            wr_id,
-            true,
-        )
+        let EthBurst { cur, shadow, .. } = self;
+        eth_send(cur, shadow, headers, gather, wr_id, true)
     }
 
     /// As [`EthSq::post_nop`].
