@@ -482,8 +482,7 @@ fn cq_moderation_by_period_raises_the_event_once_the_period_passed() {
         // (On a machine slow enough to take the whole period here, the event may be due.)
         assert_eq!(dev.stats().port.events, 0, "raised before its period");
     }
-    std::thread::sleep(period.saturating_sub(sent.elapsed()) + Duration::from_millis(1));
-    dev.step();
+    step_past(&dev, sent, period);
     assert!(
         ch.read_event(Duration::from_secs(1)).unwrap().is_some(),
         "the period passed: the next pass raises it"
@@ -507,13 +506,19 @@ fn cq_moderation_by_period_raises_the_event_once_the_period_passed() {
     );
     let set = Instant::now();
     moderate(&rig, PERIOD_US, 100);
-    std::thread::sleep(period.saturating_sub(set.elapsed()) + Duration::from_millis(1));
-    dev.step();
+    step_past(&dev, set, period);
     assert!(
         ch.read_event(Duration::from_secs(1)).unwrap().is_some(),
         "the period set while the CQE waited has passed"
     );
     assert_eq!(dev.stats().port.events, 2);
+}
+
+/// Waits until `period` has passed since `since` (and a millisecond more), then makes one
+/// engine pass: the pass that finds a moderation timer due.
+fn step_past(dev: &Device, since: Instant, period: Duration) {
+    std::thread::sleep(period.saturating_sub(since.elapsed()) + Duration::from_millis(1));
+    dev.step();
 }
 
 /// CQE compression (`cqe_comp_en`): the receive CQEs of one engine pass go out as compression
